@@ -1,0 +1,50 @@
+// `ferry`: the CLI entry point. Sub-commands live in their own files (see commands.hpp).
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "ferry/version.hpp"
+#include "helper/cli/commands.hpp"
+
+namespace ferry::cli {
+int& exit_code() {
+  static int code = 0;
+  return code;
+}
+}  // namespace ferry::cli
+
+int main(int argc, char** argv) {
+  using namespace ferry::cli;
+  // Stdout belongs to the protocol in `ferry serve`: every log line goes to stderr.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("ferry"));
+
+  CLI::App app{"ferry: edit locally, run on a remote GPU box.\n"
+               "Sync, remote runs, tunnels, GPU monitoring and a LibTorch trainer behind one helper.",
+               "ferry"};
+  app.set_version_flag("--version", std::string("ferry ") + ferry::kVersion);
+  app.require_subcommand(1);
+  GlobalOptions g;
+  app.add_option("--log-level", g.log_level, "Log level on stderr: trace, debug, info, warn, error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  app.add_option("--project", g.project_dir, "Project directory (default: walk up from the cwd to ferry.json)");
+  app.add_option("-F", g.ssh_config, "OpenSSH client config file (default: ~/.ssh/config)");
+  app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(g.log_level)); });
+
+  add_init_command(app, g);
+  add_serve_command(app, g);
+  add_demo_command(app, g);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "ferry: " << e.what() << "\n";
+    return 1;
+  }
+  return exit_code();
+}

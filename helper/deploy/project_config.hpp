@@ -1,0 +1,80 @@
+// The project config (ferry.json): what it holds, how it is found, and its validation.
+// Errors name the JSON pointer of the bad field and what was expected there.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace ferry::deploy {
+
+inline constexpr const char* kProjectFileName = "ferry.json";
+
+// One deployment mapping: a folder of the project (relative to the project root) and where it
+// lives on the remote. The remote path may start with "~/"; for the `local` host it is under the
+// local sandbox root.
+struct Mapping {
+  std::string local = ".";
+  std::string remote;
+};
+
+// A tunnel opened on connect: "local" forwards 127.0.0.1:local_port to remote_host:remote_port
+// on the remote; "reverse" forwards the remote's 127.0.0.1:remote_port to local_port here.
+struct TunnelSpec {
+  std::string name;
+  std::string kind = "local";
+  int local_port = 0;
+  std::string remote_host = "127.0.0.1";
+  int remote_port = 0;
+};
+
+struct AutostopConfig {
+  bool enabled = false;
+  int idle_minutes = 30;
+  std::string action = "stop";  // "stop" | "notify"
+};
+
+struct ProjectConfig {
+  std::filesystem::path root;    // the directory holding ferry.json (absolute)
+  std::string name;              // default: the root's folder name
+  std::string host = "local";    // "local", an ssh config alias, or user@host:port
+  std::vector<Mapping> mappings; // at least one after validation
+  std::vector<std::string> exclude;   // gitignore-syntax patterns
+  std::string interpreter = "python3";
+  std::map<std::string, std::string> env;
+  std::vector<TunnelSpec> tunnels;
+  AutostopConfig autostop;
+  std::optional<std::string> ssh_config;  // path to an OpenSSH client config
+};
+
+struct ConfigError {
+  std::string file;     // the ferry.json path, when one was read
+  std::string pointer;  // JSON pointer of the bad field ("" for the whole document)
+  std::string message;  // what was expected there
+  std::string to_string() const;  // "FILE: /pointer: message"
+};
+
+// Walks up from `start` (a file or directory) to the first directory holding ferry.json, as git
+// finds its repository.
+std::optional<std::filesystem::path> find_project_file(const std::filesystem::path& start);
+
+// Validates a parsed document. `root` is the project directory the paths are relative to.
+std::expected<ProjectConfig, ConfigError> parse_project(const nlohmann::json& doc,
+                                                        const std::filesystem::path& root);
+
+// Reads and validates `path` (a ferry.json file, or a directory holding one).
+std::expected<ProjectConfig, ConfigError> load_project(const std::filesystem::path& path);
+
+// The config as the IDE sees it (project/load's result).
+nlohmann::json to_json(const ProjectConfig& config);
+
+// The starter config `ferry init` writes.
+nlohmann::json starter_config(const std::string& host, const std::string& remote_root,
+                              const std::string& project_name);
+
+}  // namespace ferry::deploy

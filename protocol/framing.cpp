@@ -1,0 +1,129 @@
+// LSP base-protocol framing: see framing.hpp.
+#include "protocol/framing.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace ferry::protocol {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
+void FrameDecoder::feed(std::string_view bytes) {
+  if (failed_) return;
+  std::size_t i = 0;
+  if (skipping_) {
+    std::size_t n = std::min(skip_remaining_, bytes.size());
+    skip_remaining_ -= n;
+    i = n;
+    if (skip_remaining_ == 0) skipping_ = false;
+  }
+  buffer_.append(bytes.data() + i, bytes.size() - i);
+}
+
+void FrameDecoder::compact() {
+  if (pos_ > 0 && (pos_ > 65536 || pos_ * 2 > buffer_.size())) {
+    buffer_.erase(0, pos_);
+    pos_ = 0;
+  }
+}
+
+std::optional<std::expected<std::string, FrameIssue>> FrameDecoder::next() {
+  if (failed_ || skipping_) return std::nullopt;
+  std::string_view avail(buffer_.data() + pos_, buffer_.size() - pos_);
+  auto end = avail.find("\r\n\r\n");
+  if (end == std::string_view::npos) {
+    if (avail.size() > limits_.max_header) {
+      failed_ = true;
+      return std::unexpected(FrameIssue{FrameIssueKind::header_too_long,
+                                        "frame header longer than " + std::to_string(limits_.max_header) +
+                                            " bytes without a blank line"});
+    }
+    return std::nullopt;
+  }
+  if (end > limits_.max_header) {
+    failed_ = true;
+    return std::unexpected(FrameIssue{FrameIssueKind::header_too_long, "frame header too long"});
+  }
+  std::string_view header = avail.substr(0, end);
+  std::optional<std::size_t> length;
+  while (!header.empty()) {
+    auto eol = header.find("\r\n");
+    std::string_view line = header.substr(0, eol);
+    header = eol == std::string_view::npos ? std::string_view{} : header.substr(eol + 2);
+    auto colon = line.find(':');
+    if (colon == std::string_view::npos) {
+      failed_ = true;
+      return std::unexpected(FrameIssue{FrameIssueKind::malformed_header,
+                                        "malformed header line (no ':'): '" + std::string(line.substr(0, 80)) + "'"});
+    }
+    auto name = trim(line.substr(0, colon));
+    auto value = trim(line.substr(colon + 1));
+    if (iequals(name, "Content-Length")) {
+      std::size_t n = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (ec != std::errc{} || p != value.data() + value.size() || value.empty()) {
+        failed_ = true;
+        return std::unexpected(FrameIssue{FrameIssueKind::malformed_header,
+                                          "bad Content-Length value '" + std::string(value.substr(0, 40)) + "'"});
+      }
+      length = n;
+    }
+    // Content-Type and unknown headers are accepted and ignored, as LSP clients expect.
+  }
+  if (!length) {
+    failed_ = true;
+    return std::unexpected(FrameIssue{FrameIssueKind::missing_length, "frame header has no Content-Length"});
+  }
+  std::size_t body_start = pos_ + end + 4;
+  if (*length > limits_.max_body) {
+    std::size_t have = buffer_.size() - body_start;
+    std::size_t drop = std::min(have, *length);
+    pos_ = body_start + drop;
+    if (drop < *length) {
+      skipping_ = true;
+      skip_remaining_ = *length - drop;
+    }
+    compact();
+    return std::unexpected(FrameIssue{FrameIssueKind::body_too_large,
+                                      "message body of " + std::to_string(*length) + " bytes exceeds the limit of " +
+                                          std::to_string(limits_.max_body) + " bytes",
+                                      false});
+  }
+  if (buffer_.size() - body_start < *length) return std::nullopt;
+  std::string body = buffer_.substr(body_start, *length);
+  pos_ = body_start + *length;
+  compact();
+  return body;
+}
+
+std::string encode_frame(std::string_view body, std::string_view content_type) {
+  std::string out;
+  out.reserve(body.size() + 64);
+  out += "Content-Length: ";
+  out += std::to_string(body.size());
+  out += "\r\n";
+  if (!content_type.empty()) {
+    out += "Content-Type: ";
+    out += content_type;
+    out += "\r\n";
+  }
+  out += "\r\n";
+  out += body;
+  return out;
+}
+
+}  // namespace ferry::protocol

@@ -1,0 +1,63 @@
+// LSP base-protocol framing ("Content-Length: N\r\n\r\n" + body), shared by both wires.
+// The decoder is incremental and never trusts the peer: a bad header or an oversize body is
+// reported as a FrameIssue, and the decoder resynchronises (skips the announced body) or
+// says the stream is unrecoverable.
+#pragma once
+
+#include <cstddef>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace ferry::protocol {
+
+inline constexpr std::size_t kMaxJsonBody = 64u << 20;   // IDE wire
+inline constexpr std::size_t kMaxHeaderBytes = 8u << 10;
+
+struct FrameLimits {
+  std::size_t max_body = kMaxJsonBody;
+  std::size_t max_header = kMaxHeaderBytes;
+};
+
+enum class FrameIssueKind {
+  header_too_long,   // no blank line within max_header bytes: fatal
+  malformed_header,  // a header line without ':' or a bad Content-Length: fatal
+  missing_length,    // header block without Content-Length: fatal
+  body_too_large,    // Content-Length over the cap: body skipped, stream goes on
+};
+
+struct FrameIssue {
+  FrameIssueKind kind;
+  std::string message;        // what was wrong, for logs and error replies
+  bool fatal = true;          // true: the stream cannot be resynchronised; close it
+};
+
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(FrameLimits limits = {}) : limits_(limits) {}
+
+  void feed(std::string_view bytes);
+
+  // The next complete body, an issue, or nullopt when more bytes are needed.
+  std::optional<std::expected<std::string, FrameIssue>> next();
+
+  // True while part of a frame is buffered or being skipped: at EOF that means the peer
+  // closed mid-frame.
+  bool mid_frame() const { return skipping_ || buffer_.size() > pos_; }
+  bool failed() const { return failed_; }
+
+ private:
+  FrameLimits limits_;
+  std::string buffer_;
+  std::size_t pos_ = 0;
+  std::size_t skip_remaining_ = 0;
+  bool skipping_ = false;
+  bool failed_ = false;
+  void compact();
+};
+
+// Frames a body. content_type is written only when non-empty.
+std::string encode_frame(std::string_view body, std::string_view content_type = {});
+
+}  // namespace ferry::protocol

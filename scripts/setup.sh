@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian/Ubuntu packages), configures and builds ferry into build/.
+# Idempotent: a second run checks packages with dpkg and rebuilds only what changed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+
+PACKAGES=(
+  build-essential cmake pkg-config git
+  libssh2-1-dev nlohmann-json3-dev libxxhash-dev libzstd-dev libcli11-dev libspdlog-dev libfmt-dev
+  libboost-dev libboost-filesystem-dev libboost-test-dev
+  libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy
+  openssh-server openssh-client rsync python3-debugpy
+  clang libclang-rt-14-dev
+  nodejs npm
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]})); then
+  echo "ferry setup: installing ${missing[*]}" >&2
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+JOBS="$(nproc)"
+if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >&2
+fi
+cmake --build "$BUILD" -j"$JOBS" >&2

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Quick start, command 2: the same setup, then every test. The main ctest run comes last so
+# its summary line is the closing line CI reads.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+export BOOST_TEST_COLOR_OUTPUT=no
+"$ROOT/scripts/setup.sh"
+
+# protocol/ unit tests again under ASan+UBSan (no torch: a small, fast build).
+ASAN="$ROOT/build-asan"
+if [[ ! -f "$ASAN/CMakeCache.txt" ]]; then
+  cmake -S "$ROOT" -B "$ASAN" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_SANITIZE=ON -DFERRY_WITH_TORCH=OFF >&2
+fi
+cmake --build "$ASAN" -j"$(nproc)" --target ferry_sanitized_tests >&2
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir "$ASAN" -L protocol --output-on-failure
+
+# Fuzz targets built with clang's libFuzzer, replaying their seed corpora.
+if [[ -x "$ROOT/tests/fuzz/replay.sh" ]]; then
+  "$ROOT/tests/fuzz/replay.sh"
+fi
+
+ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@"

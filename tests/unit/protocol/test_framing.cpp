@@ -1,0 +1,70 @@
+// Framing: split frames, Content-Type, oversize skip and resync, malformed headers.
+#define BOOST_TEST_MODULE framing
+#include <boost/test/unit_test.hpp>
+
+#include "protocol/framing.hpp"
+
+using namespace ferry::protocol;
+
+BOOST_AUTO_TEST_CASE(decodes_frames_fed_byte_by_byte) {
+  std::string wire = encode_frame("{\"a\":1}") + encode_frame("[]", "application/vscode-jsonrpc; charset=utf-8");
+  FrameDecoder d;
+  std::vector<std::string> got;
+  for (char c : wire) {
+    d.feed(std::string_view(&c, 1));
+    while (auto f = d.next()) {
+      BOOST_REQUIRE(f->has_value());
+      got.push_back(**f);
+    }
+  }
+  BOOST_TEST(got.size() == 2u);
+  BOOST_TEST(got[0] == "{\"a\":1}");
+  BOOST_TEST(got[1] == "[]");
+  BOOST_TEST(!d.mid_frame());
+}
+
+BOOST_AUTO_TEST_CASE(oversize_body_is_skipped_and_stream_resyncs) {
+  FrameDecoder d(FrameLimits{.max_body = 4, .max_header = 64});
+  d.feed(encode_frame("0123456789"));
+  d.feed(encode_frame("ok"));
+  auto f = d.next();
+  BOOST_REQUIRE(f && !f->has_value());
+  BOOST_TEST((f->error().kind == FrameIssueKind::body_too_large));
+  BOOST_TEST(!f->error().fatal);
+  auto g = d.next();
+  BOOST_REQUIRE(g && g->has_value());
+  BOOST_TEST(**g == "ok");
+}
+
+BOOST_AUTO_TEST_CASE(oversize_body_split_across_feeds_is_skipped) {
+  FrameDecoder d(FrameLimits{.max_body = 4, .max_header = 64});
+  d.feed("Content-Length: 10\r\n\r\n0123");
+  auto f = d.next();
+  BOOST_REQUIRE(f && !f->has_value());
+  BOOST_TEST(d.mid_frame());
+  d.feed("456789" + encode_frame("x"));
+  auto g = d.next();
+  BOOST_REQUIRE(g && g->has_value());
+  BOOST_TEST(**g == "x");
+}
+
+BOOST_AUTO_TEST_CASE(malformed_headers_are_fatal) {
+  for (std::string bad : {"Content-Length: abc\r\n\r\n", "Nonsense\r\n\r\n", "Content-Type: x\r\n\r\n",
+                          "Content-Length: -1\r\n\r\n"}) {
+    FrameDecoder d;
+    d.feed(bad);
+    auto f = d.next();
+    BOOST_REQUIRE(f);
+    BOOST_TEST(!f->has_value());
+    BOOST_TEST(f->error().fatal);
+    BOOST_TEST(d.failed());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(header_without_end_is_bounded) {
+  FrameDecoder d(FrameLimits{.max_body = 100, .max_header = 32});
+  d.feed(std::string(100, 'x'));
+  auto f = d.next();
+  BOOST_REQUIRE(f && !f->has_value());
+  BOOST_TEST((f->error().kind == FrameIssueKind::header_too_long));
+}
