@@ -11,7 +11,7 @@ PACKAGES=(
   libboost-dev libboost-filesystem-dev libboost-test-dev
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy
   openssh-server openssh-client rsync python3-debugpy
-  clang libclang-rt-14-dev
+  clang-19 libclang-rt-19-dev
   nodejs npm
 )
 
