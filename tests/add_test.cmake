@@ -1,0 +1,17 @@
+# ferry_add_test(NAME SOURCES a.cpp LIBS x LABELS l): one Boost.Test executable registered with ctest.
+# Tests labelled "protocol" also join ferry_sanitized_tests, rebuilt under ASan+UBSan by scripts/test.sh.
+function(ferry_add_test name)
+  cmake_parse_arguments(T "" "" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  target_compile_definitions(${name} PRIVATE BOOST_TEST_DYN_LINK)
+  target_link_libraries(${name} PRIVATE ${T_LIBS} Boost::unit_test_framework)
+  add_test(NAME ${name} COMMAND ${name} --log_level=message)
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "BOOST_TEST_COLOR_OUTPUT=no")
+  if(T_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
+    if("protocol" IN_LIST T_LABELS)
+      add_dependencies(ferry_sanitized_tests ${name})
+    endif()
+  endif()
+endfunction()
+
