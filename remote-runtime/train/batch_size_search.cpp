@@ -1,0 +1,1 @@
+// placeholder: batch_size_search (being written)

@@ -1,0 +1,1 @@
+// placeholder: csv_table (being written)

@@ -1,0 +1,1 @@
+// placeholder: mnist_idx (being written)

@@ -1,0 +1,1 @@
+// placeholder: npy_file (being written)

@@ -1,0 +1,1 @@
+// placeholder: pack_command (being written)

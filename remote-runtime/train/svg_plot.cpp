@@ -1,0 +1,1 @@
+// placeholder: svg_plot (being written)

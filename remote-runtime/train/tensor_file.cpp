@@ -1,0 +1,1 @@
+// placeholder: tensor_file (being written)

@@ -1,0 +1,1 @@
+// placeholder: train_config (being written)
