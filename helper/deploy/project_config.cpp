@@ -1,0 +1,381 @@
+// ferry.json: reading, validation with JSON-pointer errors, and the IDE's view of it.
+// Every rule here has a structural twin in protocol/spec/ferry.schema.json; the agreement test in
+// tests/unit/deploy checks both reject the same bad configs.
+#include "helper/deploy/project_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <system_error>
+
+#include "helper/deploy/host_spec.hpp"
+
+namespace ferry::deploy {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// Patterns shared verbatim with the schema.
+constexpr const char* kNamePattern = "^(?!\\.\\.?$)[A-Za-z0-9._-]{1,100}$";
+constexpr const char* kLocalPathPattern = "^(?!/)(?!(?:.*/)?\\.\\.(?:/|$)).+$";
+constexpr const char* kRemotePathPattern = "^(?:/|~/|~$)(?!(?:.*/)?\\.\\.(?:/|$)).*$";
+constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
+constexpr const char* kTunnelNamePattern = "^[A-Za-z0-9._-]{1,64}$";
+
+std::string escape_pointer_token(std::string_view token) {
+  std::string out;
+  for (char c : token) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+bool matches(const std::string& s, const char* pattern) {
+  static thread_local std::map<const char*, std::regex> cache;
+  auto it = cache.find(pattern);
+  if (it == cache.end()) it = cache.emplace(pattern, std::regex(pattern, std::regex::ECMAScript)).first;
+  return std::regex_match(s, it->second);
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t prev = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t cur = row[j];
+      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (same ? 0 : 1)});
+      prev = cur;
+    }
+  }
+  return row[b.size()];
+}
+
+// Walks one document, remembering where it is so every error names its JSON pointer.
+class Validator {
+ public:
+  std::optional<ConfigError> error;
+
+  bool fail(const std::string& pointer, std::string message) {
+    if (!error) error = ConfigError{"", pointer, std::move(message)};
+    return false;
+  }
+
+  // Unknown keys are errors: a typo like "mapings" must not silently fall back to a default.
+  bool only_keys(const json& obj, const std::string& pointer, std::initializer_list<std::string_view> known) {
+    for (const auto& [key, value] : obj.items()) {
+      if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+      std::string msg = "unknown key \"" + key + "\"";
+      std::string_view best;
+      std::size_t best_d = 3;
+      for (auto k : known) {
+        if (k.starts_with('$')) continue;
+        auto d = edit_distance(key, k);
+        if (d < best_d) best_d = d, best = k;
+      }
+      if (!best.empty()) msg += " (did you mean \"" + std::string(best) + "\"?)";
+      else {
+        msg += "; expected one of:";
+        for (auto k : known) msg += " " + std::string(k);
+      }
+      return fail(pointer + "/" + escape_pointer_token(key), msg);
+    }
+    return true;
+  }
+
+  bool object(const json& j, const std::string& pointer) {
+    return j.is_object() || fail(pointer, "expected an object");
+  }
+
+  bool string(const json& j, const std::string& pointer, std::string& out, bool non_empty = true) {
+    if (!j.is_string() || (non_empty && j.get_ref<const std::string&>().empty()))
+      return fail(pointer, non_empty ? "expected a non-empty string" : "expected a string");
+    out = j.get<std::string>();
+    return true;
+  }
+
+  bool boolean(const json& j, const std::string& pointer, bool& out) {
+    if (!j.is_boolean()) return fail(pointer, "expected true or false");
+    out = j.get<bool>();
+    return true;
+  }
+
+  // JSON Schema's "integer" also admits 8.0, so this does too.
+  bool integer(const json& j, const std::string& pointer, int& out, long long lo, long long hi,
+               std::string_view what) {
+    std::string expect = "expected " + std::string(what) + " from " + std::to_string(lo) + " to " + std::to_string(hi);
+    long long v = 0;
+    if (j.is_number_integer()) {
+      v = j.get<long long>();
+      if (j.is_number_unsigned() && j.get<unsigned long long>() > static_cast<unsigned long long>(hi))
+        return fail(pointer, expect);
+    } else if (j.is_number_float()) {
+      double d = j.get<double>();
+      if (!std::isfinite(d) || std::trunc(d) != d || d < static_cast<double>(lo) || d > static_cast<double>(hi))
+        return fail(pointer, expect);
+      v = static_cast<long long>(d);
+    } else {
+      return fail(pointer, expect);
+    }
+    if (v < lo || v > hi) return fail(pointer, expect);
+    out = static_cast<int>(v);
+    return true;
+  }
+
+  bool port(const json& j, const std::string& pointer, int& out) {
+    return integer(j, pointer, out, 1, 65535, "a port number");
+  }
+
+  bool one_of(const json& j, const std::string& pointer, std::string& out, std::initializer_list<std::string_view> allowed) {
+    std::string expect = "expected one of";
+    for (auto a : allowed) expect += " \"" + std::string(a) + "\"";
+    if (!j.is_string()) return fail(pointer, expect);
+    const auto& s = j.get_ref<const std::string&>();
+    if (std::find(allowed.begin(), allowed.end(), s) == allowed.end()) return fail(pointer, expect);
+    out = s;
+    return true;
+  }
+
+  bool mapping(const json& j, const std::string& p, Mapping& m) {
+    if (!object(j, p) || !only_keys(j, p, {"local", "remote"})) return false;
+    if (auto it = j.find("local"); it != j.end()) {
+      if (!string(*it, p + "/local", m.local)) return false;
+      if (!matches(m.local, kLocalPathPattern))
+        return fail(p + "/local", "expected a path relative to the project root, without '..'");
+    }
+    auto it = j.find("remote");
+    if (it == j.end()) return fail(p + "/remote", "expected a non-empty string (required)");
+    if (!string(*it, p + "/remote", m.remote)) return false;
+    if (!matches(m.remote, kRemotePathPattern))
+      return fail(p + "/remote", "expected an absolute path or one starting with \"~/\", without '..'");
+    return true;
+  }
+
+  bool tunnel(const json& j, const std::string& p, TunnelSpec& t) {
+    if (!object(j, p) || !only_keys(j, p, {"name", "kind", "localPort", "remoteHost", "remotePort"})) return false;
+    auto name = j.find("name");
+    if (name == j.end()) return fail(p + "/name", "expected a non-empty string (required)");
+    if (!string(*name, p + "/name", t.name)) return false;
+    if (!matches(t.name, kTunnelNamePattern))
+      return fail(p + "/name", "expected 1 to 64 letters, digits, '.', '_' or '-'");
+    if (auto it = j.find("kind"); it != j.end() && !one_of(*it, p + "/kind", t.kind, {"local", "reverse"}))
+      return false;
+    auto rp = j.find("remotePort");
+    if (rp == j.end()) return fail(p + "/remotePort", "expected a port number from 1 to 65535 (required)");
+    if (!port(*rp, p + "/remotePort", t.remote_port)) return false;
+    t.local_port = t.remote_port;
+    if (auto it = j.find("localPort"); it != j.end() && !port(*it, p + "/localPort", t.local_port)) return false;
+    if (auto it = j.find("remoteHost"); it != j.end() && !string(*it, p + "/remoteHost", t.remote_host)) return false;
+    return true;
+  }
+
+  bool autostop(const json& j, const std::string& p, AutostopConfig& a) {
+    if (!object(j, p) || !only_keys(j, p, {"enabled", "idleMinutes", "action"})) return false;
+    if (auto it = j.find("enabled"); it != j.end() && !boolean(*it, p + "/enabled", a.enabled)) return false;
+    if (auto it = j.find("idleMinutes"); it != j.end() &&
+                                         !integer(*it, p + "/idleMinutes", a.idle_minutes, 1, 10080, "a whole number of minutes"))
+      return false;
+    if (auto it = j.find("action"); it != j.end() && !one_of(*it, p + "/action", a.action, {"stop", "notify"}))
+      return false;
+    return true;
+  }
+
+  bool document(const json& doc, ProjectConfig& c) {
+    if (!object(doc, "")) return false;
+    if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "env", "tunnels",
+                             "autostop", "sshConfig"}))
+      return false;
+    if (auto it = doc.find("$schema"); it != doc.end()) {
+      std::string ignored;
+      if (!string(*it, "/$schema", ignored, false)) return false;
+    }
+    if (auto it = doc.find("name"); it != doc.end()) {
+      if (!string(*it, "/name", c.name)) return false;
+      if (!matches(c.name, kNamePattern))
+        return fail("/name", "expected 1 to 100 letters, digits, '.', '_' or '-' (it names the sandbox folder)");
+    }
+    if (auto it = doc.find("host"); it != doc.end()) {
+      if (!string(*it, "/host", c.host)) return false;
+      if (auto h = parse_host(c.host); !h) return fail("/host", h.error());
+    }
+    if (auto it = doc.find("mappings"); it != doc.end()) {
+      if (!it->is_array() || it->empty()) return fail("/mappings", "expected a non-empty array of {local, remote}");
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        Mapping m;
+        if (!mapping((*it)[i], "/mappings/" + std::to_string(i), m)) return false;
+        c.mappings.push_back(std::move(m));
+      }
+    }
+    if (auto it = doc.find("exclude"); it != doc.end()) {
+      if (!it->is_array()) return fail("/exclude", "expected an array of gitignore-style patterns");
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        std::string pat;
+        if (!string((*it)[i], "/exclude/" + std::to_string(i), pat)) return false;
+        c.exclude.push_back(std::move(pat));
+      }
+    }
+    if (auto it = doc.find("interpreter"); it != doc.end() && !string(*it, "/interpreter", c.interpreter))
+      return false;
+    if (auto it = doc.find("env"); it != doc.end()) {
+      if (!it->is_object()) return fail("/env", "expected an object of NAME: \"value\" strings");
+      for (const auto& [key, value] : it->items()) {
+        std::string p = "/env/" + escape_pointer_token(key);
+        if (!matches(key, kEnvNamePattern))
+          return fail(p, "expected a variable name of letters, digits and '_', not starting with a digit");
+        if (!value.is_string()) return fail(p, "expected a string (quote numbers: \"1\")");
+        c.env[key] = value.get<std::string>();
+      }
+    }
+    if (auto it = doc.find("tunnels"); it != doc.end()) {
+      if (!it->is_array()) return fail("/tunnels", "expected an array of tunnels");
+      for (std::size_t i = 0; i < it->size(); ++i) {
+        TunnelSpec t;
+        if (!tunnel((*it)[i], "/tunnels/" + std::to_string(i), t)) return false;
+        c.tunnels.push_back(std::move(t));
+      }
+    }
+    if (auto it = doc.find("autostop"); it != doc.end() && !autostop(*it, "/autostop", c.autostop)) return false;
+    if (auto it = doc.find("sshConfig"); it != doc.end()) {
+      std::string s;
+      if (!string(*it, "/sshConfig", s)) return false;
+      c.ssh_config = s;
+    }
+    return true;
+  }
+};
+
+// A folder name made safe to name a sandbox directory with.
+std::string default_name(const fs::path& root) {
+  std::string base = root.filename().string();
+  if (base.empty()) base = root.parent_path().filename().string();
+  std::string out;
+  for (char c : base) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    out += ok ? c : '-';
+  }
+  if (out.size() > 100) out.resize(100);
+  if (out.empty() || out == "." || out == "..") out = "project";
+  return out;
+}
+
+std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte) {
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n')
+      ++line, col = 1;
+    else
+      ++col;
+  }
+  return {line, col};
+}
+
+}  // namespace
+
+std::string ConfigError::to_string() const {
+  std::string out;
+  if (!file.empty()) out += file + ": ";
+  out += (pointer.empty() ? std::string("(document)") : pointer) + ": " + message;
+  return out;
+}
+
+std::optional<fs::path> find_project_file(const fs::path& start) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(start, ec);
+  if (ec) return std::nullopt;
+  dir = dir.lexically_normal();
+  if (!fs::is_directory(dir, ec)) dir = dir.parent_path();
+  while (true) {
+    fs::path candidate = dir / kProjectFileName;
+    if (fs::is_regular_file(candidate, ec)) return candidate;
+    if (!dir.has_relative_path()) return std::nullopt;  // reached "/"
+    fs::path parent = dir.parent_path();
+    if (parent == dir) return std::nullopt;
+    dir = parent;
+  }
+}
+
+std::expected<ProjectConfig, ConfigError> parse_project(const json& doc, const fs::path& root) {
+  ProjectConfig c;
+  std::error_code ec;
+  c.root = fs::absolute(root, ec).lexically_normal();
+  if (c.root.has_relative_path() && c.root.filename().empty()) c.root = c.root.parent_path();
+  Validator v;
+  if (!v.document(doc, c)) return std::unexpected(*v.error);
+  if (c.name.empty()) c.name = default_name(c.root);
+  if (c.mappings.empty()) c.mappings.push_back(Mapping{".", "~/ferry/" + c.name});
+  return c;
+}
+
+std::expected<ProjectConfig, ConfigError> load_project(const fs::path& path) {
+  std::error_code ec;
+  fs::path file = fs::is_directory(path, ec) ? path / kProjectFileName : path;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::unexpected(ConfigError{file.string(), "", "cannot read the file"});
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  json doc;
+  try {
+    doc = json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const json::parse_error& e) {
+    auto [line, col] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
+    std::string what = e.what();
+    if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
+    return std::unexpected(ConfigError{file.string(), "",
+                                       "invalid JSON at line " + std::to_string(line) + ", column " +
+                                           std::to_string(col) + ": " + what});
+  }
+  auto config = parse_project(doc, fs::absolute(file, ec).parent_path());
+  if (!config) {
+    auto err = config.error();
+    err.file = file.string();
+    return std::unexpected(err);
+  }
+  return config;
+}
+
+json to_json(const ProjectConfig& c) {
+  json mappings = json::array();
+  for (const auto& m : c.mappings) mappings.push_back({{"local", m.local}, {"remote", m.remote}});
+  json tunnels = json::array();
+  for (const auto& t : c.tunnels)
+    tunnels.push_back({{"name", t.name},
+                       {"kind", t.kind},
+                       {"localPort", t.local_port},
+                       {"remoteHost", t.remote_host},
+                       {"remotePort", t.remote_port}});
+  json j{{"root", c.root.string()},
+         {"name", c.name},
+         {"host", c.host},
+         {"mappings", mappings},
+         {"exclude", c.exclude},
+         {"interpreter", c.interpreter},
+         {"env", c.env},
+         {"tunnels", tunnels},
+         {"autostop",
+          {{"enabled", c.autostop.enabled}, {"idleMinutes", c.autostop.idle_minutes}, {"action", c.autostop.action}}}};
+  if (c.ssh_config) j["sshConfig"] = *c.ssh_config;
+  return j;
+}
+
+json starter_config(const std::string& host, const std::string& remote_root, const std::string& project_name) {
+  return json{{"name", project_name},
+              {"host", host},
+              {"mappings", json::array({{{"local", "."}, {"remote", remote_root}}})},
+              {"exclude", json::array({".git/", ".venv/", "__pycache__/", "*.pyc", ".ipynb_checkpoints/"})},
+              {"interpreter", "python3"},
+              {"env", json::object({{"PYTHONUNBUFFERED", "1"}})}};
+}
+
+}  // namespace ferry::deploy

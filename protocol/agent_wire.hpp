@@ -1,0 +1,53 @@
+// The helper <-> agent wire: JSON-RPC messages encoded as CBOR inside LSP frames, plus the
+// magic line the agent prints before the first frame. Pure codec: no I/O.
+#pragma once
+
+#include <cstddef>
+#include <expected>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/framing.hpp"
+#include "protocol/jsonrpc.hpp"
+
+namespace ferry::protocol {
+
+// File bytes travel in agent frames, so the cap is far above the IDE wire's.
+inline constexpr std::size_t kMaxAgentBody = 256u << 20;
+inline constexpr std::string_view kAgentMagicPrefix = "FERRY-AGENT ";
+// Login banners and .bashrc noise before the magic line are skipped up to this many bytes.
+inline constexpr std::size_t kMaxAgentPreamble = 64u << 10;
+
+inline FrameLimits agent_frame_limits() { return FrameLimits{kMaxAgentBody, kMaxHeaderBytes}; }
+
+// Encodes one message as a CBOR body inside an LSP frame.
+std::string encode_agent_frame(const Message& message);
+
+// Decodes one frame body (CBOR) into a message. Errors carry the id when one could be read,
+// as parse_message does; bad CBOR yields a parse error with a null id.
+std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body);
+
+// The agent's first line on stdout, without the trailing newline.
+std::string agent_magic_line(int protocol_version, std::string_view agent_version);
+
+struct AgentMagic {
+  int protocol_version = 0;
+  std::string agent_version;
+};
+
+// Parses a line starting with "FERRY-AGENT " (trailing "\r" tolerated).
+std::expected<AgentMagic, std::string> parse_agent_magic(std::string_view line);
+
+// Finds the magic line in bytes read so far from the agent's stdout, skipping noise lines.
+// Returns the magic and the offset just past its newline, nullopt when more bytes are needed,
+// or an error once more than max_preamble bytes arrived without a magic line.
+struct MagicScan {
+  AgentMagic magic;
+  std::size_t consumed = 0;
+};
+std::optional<std::expected<MagicScan, std::string>> scan_agent_preamble(
+    std::string_view bytes, std::size_t max_preamble = kMaxAgentPreamble);
+
+}  // namespace ferry::protocol
