@@ -1,0 +1,308 @@
+// Greedy rolling-checksum matching and the delta encoder.
+#include "protocol/delta/delta.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+
+#include "protocol/delta/patch.hpp"
+#include "protocol/delta/rolling_hash.hpp"
+
+namespace ferry::delta {
+namespace {
+
+// Bounds the work per position on pathological bases (e.g. all blocks identical).
+constexpr std::size_t kMaxChainProbes = 64;
+
+struct BlockRef {
+  std::uint32_t weak;
+  std::uint32_t length;
+  std::uint64_t offset;          // absolute in the base
+  const std::uint8_t* strong;    // nullptr when matches are checked against base bytes
+};
+
+// The blocks of one or more signatures (or of a local base), looked up by weak checksum.
+class BlockIndex {
+ public:
+  BlockIndex(std::uint32_t block_size, std::uint8_t strong_len, Bytes base)
+      : block_size_(block_size), strong_len_(strong_len), base_(base) {}
+
+  void add(const BlockRef& b) {
+    (b.length == block_size_ ? full_ : tails_).push_back(b);
+  }
+
+  void build() {
+    std::sort(full_.begin(), full_.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+    std::size_t buckets = 16;
+    while (buckets < full_.size() * 2) buckets <<= 1;
+    mask_ = buckets - 1;
+    heads_.assign(buckets, kNone);
+    next_.assign(full_.size(), kNone);
+    for (std::size_t i = full_.size(); i-- > 0;) {
+      const std::size_t slot = bucket(full_[i].weak);
+      next_[i] = heads_[slot];
+      heads_[slot] = static_cast<std::uint32_t>(i);
+    }
+  }
+
+  std::uint32_t block_size() const { return block_size_; }
+  bool empty() const { return full_.empty() && tails_.empty(); }
+  const std::vector<BlockRef>& tails() const { return tails_; }
+
+  // A full block equal to `window` (weak already computed), preferring the one at `preferred`
+  // so consecutive matches merge into one COPY.
+  const BlockRef* find(std::uint32_t weak, const std::uint8_t* window,
+                       std::optional<std::uint64_t> preferred) const {
+    std::optional<std::array<std::uint8_t, 16>> strong;
+    if (preferred) {
+      auto it = std::lower_bound(full_.begin(), full_.end(), *preferred,
+                                 [](const BlockRef& b, std::uint64_t off) { return b.offset < off; });
+      if (it != full_.end() && it->offset == *preferred && it->weak == weak &&
+          confirm(*it, window, block_size_, strong)) {
+        return &*it;
+      }
+    }
+    std::size_t probes = 0;
+    for (std::uint32_t i = heads_.empty() ? kNone : heads_[bucket(weak)]; i != kNone; i = next_[i]) {
+      const BlockRef& b = full_[i];
+      if (b.weak != weak) continue;
+      if (confirm(b, window, block_size_, strong)) return &b;
+      if (++probes == kMaxChainProbes) break;
+    }
+    return nullptr;
+  }
+
+  bool confirm(const BlockRef& b, const std::uint8_t* data, std::size_t len,
+               std::optional<std::array<std::uint8_t, 16>>& strong) const {
+    if (!b.strong) return std::memcmp(base_.data() + b.offset, data, len) == 0;
+    if (!strong) {
+      strong.emplace();
+      block_strong(Bytes(data, len), strong_len_, strong->data());
+    }
+    return std::memcmp(strong->data(), b.strong, strong_len_) == 0;
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  std::size_t bucket(std::uint32_t weak) const { return (weak * 0x9E3779B1u) & mask_; }
+
+  std::uint32_t block_size_;
+  std::uint8_t strong_len_;
+  Bytes base_;
+  std::vector<BlockRef> full_, tails_;
+  std::vector<std::uint32_t> heads_, next_;
+  std::size_t mask_ = 0;
+};
+
+// Writes ops, merging adjacent copies and splitting long literals.
+class OpWriter {
+ public:
+  explicit OpWriter(std::vector<std::uint8_t>& out) : out_(out) {}
+
+  void copy(std::uint64_t offset, std::uint64_t length) {
+    if (pending_len_ > 0 && pending_off_ + pending_len_ == offset) {
+      pending_len_ += length;
+      return;
+    }
+    flush_copy();
+    pending_off_ = offset;
+    pending_len_ = length;
+  }
+
+  void literal(Bytes data) {
+    if (data.empty()) return;
+    flush_copy();
+    stats_.literal_bytes += data.size();
+    while (!data.empty()) {
+      const std::size_t n = std::min(data.size(), kMaxLiteralOp);
+      out_.push_back(kOpLiteral);
+      wire::put_varint(out_, n);
+      out_.insert(out_.end(), data.begin(), data.begin() + n);
+      data = data.subspan(n);
+      ++stats_.literal_ops;
+    }
+  }
+
+  // Where a copy continuing the last one would start.
+  std::optional<std::uint64_t> copy_end() const {
+    if (pending_len_ == 0) return std::nullopt;
+    return pending_off_ + pending_len_;
+  }
+
+  DeltaStats finish() {
+    flush_copy();
+    out_.push_back(kOpEnd);
+    return stats_;
+  }
+
+ private:
+  void flush_copy() {
+    if (pending_len_ == 0) return;
+    out_.push_back(kOpCopy);
+    wire::put_varint(out_, pending_off_);
+    wire::put_varint(out_, pending_len_);
+    ++stats_.copy_ops;
+    stats_.copied_bytes += pending_len_;
+    pending_len_ = 0;
+  }
+
+  std::vector<std::uint8_t>& out_;
+  std::uint64_t pending_off_ = 0, pending_len_ = 0;
+  DeltaStats stats_;
+};
+
+void write_header(std::vector<std::uint8_t>& out, std::uint64_t base_size, Bytes new_data) {
+  out.insert(out.end(), kDeltaMagic.begin(), kDeltaMagic.end());
+  wire::put_u16(out, kFormatVersion);
+  wire::put_u16(out, 0);
+  wire::put_u64(out, base_size);
+  wire::put_u64(out, new_data.size());
+  const Hash128 h = hash128(new_data);
+  out.insert(out.end(), h.begin(), h.end());
+}
+
+// Greedy match of one segment of the new file: at each position take the first block whose
+// weak and strong checksums agree, else slide one byte.
+void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops) {
+  const std::size_t n = seg.size();
+  const std::size_t b = index.block_size();
+  const std::uint8_t* d = seg.data();
+  std::size_t literal_start = 0;
+  if (!index.empty() && n >= b) {
+    const RollingHash roller(b);
+    std::size_t p = 0;
+    std::uint64_t h = RollingHash::compute(d, b);
+    for (;;) {
+      const BlockRef* hit = index.find(RollingHash::fold(h), d + p, ops.copy_end());
+      if (hit) {
+        ops.literal(Bytes(d + literal_start, p - literal_start));
+        ops.copy(hit->offset, b);
+        p += b;
+        literal_start = p;
+        if (p + b > n) break;
+        h = RollingHash::compute(d + p, b);
+        continue;
+      }
+      if (p + b >= n) break;
+      h = roller.roll(h, d[p], d[p + b]);
+      ++p;
+    }
+  }
+  // A short final block of the base can only match the very end of the segment.
+  for (const BlockRef& t : index.tails()) {
+    if (t.length > n - literal_start) continue;
+    const std::uint8_t* at = d + n - t.length;
+    std::optional<std::array<std::uint8_t, 16>> strong;
+    if (block_weak(Bytes(at, t.length)) == t.weak && index.confirm(t, at, t.length, strong)) {
+      ops.literal(Bytes(d + literal_start, n - t.length - literal_start));
+      ops.copy(t.offset, t.length);
+      return;
+    }
+  }
+  ops.literal(Bytes(d + literal_start, n - literal_start));
+}
+
+void add_signature(BlockIndex& index, const SignatureView& sig) {
+  for (std::size_t i = 0; i < sig.block_count(); ++i) {
+    index.add(BlockRef{sig.weak(i), sig.block_length(i), sig.block_offset(i), sig.strong(i).data()});
+  }
+}
+
+}  // namespace
+
+std::expected<DeltaStats, DeltaError> generate_delta(const SignatureView& signature, Bytes new_data,
+                                                     std::vector<std::uint8_t>& out) {
+  BlockIndex index(signature.params().block_size, signature.params().strong_len, {});
+  add_signature(index, signature);
+  index.build();
+  write_header(out, signature.file_size(), new_data);
+  OpWriter ops(out);
+  match_segment(index, new_data, ops);
+  return ops.finish();
+}
+
+std::expected<DeltaStats, DeltaError> generate_delta_from_base(Bytes base, Bytes new_data,
+                                                               std::uint32_t block_size,
+                                                               std::vector<std::uint8_t>& out) {
+  if (block_size == 0) block_size = choose_block_size(base.size());
+  if (auto ok = validate_params(SignatureParams{block_size, 8}); !ok) return std::unexpected(ok.error());
+  BlockIndex index(block_size, 8, base);
+  for (std::uint64_t off = 0; off < base.size(); off += block_size) {
+    const auto len = static_cast<std::uint32_t>(std::min<std::uint64_t>(block_size, base.size() - off));
+    index.add(BlockRef{block_weak(base.subspan(off, len)), len, off, nullptr});
+  }
+  index.build();
+  write_header(out, base.size(), new_data);
+  OpWriter ops(out);
+  match_segment(index, new_data, ops);
+  return ops.finish();
+}
+
+std::expected<std::vector<ByteRange>, DeltaError> unreferenced_base_ranges(Bytes delta) {
+  auto reader = DeltaReader::open(delta);
+  if (!reader) return std::unexpected(reader.error());
+  std::vector<ByteRange> used;
+  for (;;) {
+    auto op = reader->next();
+    if (!op) return std::unexpected(op.error());
+    if (!*op) break;
+    if ((*op)->kind == DeltaOp::Kind::copy) used.push_back({(*op)->offset, (*op)->length});
+  }
+  std::sort(used.begin(), used.end(), [](auto& a, auto& b) { return a.offset < b.offset; });
+  const std::uint64_t size = reader->header().base_size;
+  std::vector<ByteRange> gaps;
+  std::uint64_t at = 0;
+  for (const ByteRange& r : used) {
+    if (r.offset > size || r.length > size - r.offset) {
+      return std::unexpected(DeltaError{DeltaErrc::out_of_bounds, "copy outside the base"});
+    }
+    if (r.offset > at) gaps.push_back({at, r.offset - at});
+    at = std::max(at, r.offset + r.length);
+  }
+  if (at < size) gaps.push_back({at, size - at});
+  return gaps;
+}
+
+std::expected<DeltaStats, DeltaError> refine_delta(Bytes coarse, std::span<const SignatureView> fine,
+                                                   Bytes new_data, std::vector<std::uint8_t>& out) {
+  auto reader = DeltaReader::open(coarse);
+  if (!reader) return std::unexpected(reader.error());
+  if (reader->header().output_size != new_data.size() || reader->header().output_hash != hash128(new_data)) {
+    return std::unexpected(DeltaError{DeltaErrc::base_mismatch, "coarse delta was made for other data"});
+  }
+  const std::uint64_t base_size = reader->header().base_size;
+  std::uint32_t block = fine.empty() ? kMinBlockSize : fine.front().params().block_size;
+  std::uint8_t strong = fine.empty() ? 8 : fine.front().params().strong_len;
+  BlockIndex index(block, strong, {});
+  for (const SignatureView& s : fine) {
+    if (s.params().block_size != block || s.params().strong_len != strong || s.file_size() != base_size) {
+      return std::unexpected(DeltaError{DeltaErrc::bad_parameters, "fine signatures disagree"});
+    }
+    add_signature(index, s);
+  }
+  index.build();
+  write_header(out, base_size, new_data);
+  OpWriter ops(out);
+  // Consecutive literals (split at kMaxLiteralOp) are re-matched as one run.
+  std::uint64_t at = 0, run_start = 0;
+  for (;;) {
+    auto op = reader->next();
+    if (!op) return std::unexpected(op.error());
+    if (!*op || (*op)->kind == DeltaOp::Kind::copy) {
+      match_segment(index, new_data.subspan(run_start, at - run_start), ops);
+      if (!*op) break;
+    }
+    const DeltaOp& o = **op;
+    if (o.length > new_data.size() - at) {
+      return std::unexpected(DeltaError{DeltaErrc::out_of_bounds, "coarse delta longer than its output"});
+    }
+    at += o.length;
+    if (o.kind == DeltaOp::Kind::copy) {
+      ops.copy(o.offset, o.length);
+      run_start = at;
+    }
+  }
+  return ops.finish();
+}
+
+}  // namespace ferry::delta

@@ -1,0 +1,44 @@
+// The weak checksum: a polynomial rolling hash over a fixed window (mod 2^64), folded to 32 bits
+// through a mixer. Polynomial rather than rsync's Adler pair because it spreads short edits and
+// repetitive data far better; the mixer fixes the weak low bits a power-of-two modulus leaves.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ferry::delta {
+
+class RollingHash {
+ public:
+  static constexpr std::uint64_t kMultiplier = 0x100000001b3ull * 2 + 1;  // odd, well-mixed
+
+  explicit RollingHash(std::size_t window) {
+    std::uint64_t p = 1;
+    for (std::size_t i = 1; i < window; ++i) p *= kMultiplier;
+    top_power_ = p;  // M^(window-1): weight of the byte leaving the window
+  }
+
+  // Hash of a whole window, from scratch.
+  static std::uint64_t compute(const std::uint8_t* data, std::size_t len) {
+    std::uint64_t h = 0;
+    for (std::size_t i = 0; i < len; ++i) h = h * kMultiplier + (data[i] + 1u);
+    return h;
+  }
+
+  // Slides the window one byte: `out` leaves at the front, `in` joins at the back.
+  std::uint64_t roll(std::uint64_t h, std::uint8_t out, std::uint8_t in) const {
+    return (h - (out + 1u) * top_power_) * kMultiplier + (in + 1u);
+  }
+
+  static std::uint32_t fold(std::uint64_t h) {
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return static_cast<std::uint32_t>(h);
+  }
+
+ private:
+  std::uint64_t top_power_ = 1;
+};
+
+}  // namespace ferry::delta

@@ -1,0 +1,357 @@
+// Delta codec: round-trip matrix (edits x block sizes x chunk sizes), two-level refinement,
+// small-edit economy, and hostile deltas and signatures that must fail cleanly.
+#define BOOST_TEST_MODULE delta_codec
+#include <boost/test/unit_test.hpp>
+
+#include <random>
+
+#include "protocol/delta/delta.hpp"
+#include "protocol/delta/patch.hpp"
+#include "protocol/delta/signature.hpp"
+
+using namespace ferry::delta;
+using Buf = std::vector<std::uint8_t>;
+
+namespace {
+
+Buf random_bytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Buf b(n);
+  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+  return b;
+}
+
+// Text-like data with lots of repetition, where weak-checksum collisions are common.
+Buf structured_bytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  static const char* words[] = {"import ", "torch", "\n", "    ", "def ", "return ", "x", "(self)", "0000"};
+  Buf b;
+  while (b.size() < n) {
+    const char* w = words[rng() % 9];
+    b.insert(b.end(), w, w + std::strlen(w));
+  }
+  b.resize(n);
+  return b;
+}
+
+Buf sign(Bytes base, SignatureParams p, std::size_t chunk) {
+  Buf sig;
+  auto builder = SignatureBuilder::create(p, 0, base.size(), base.size(), sig);
+  BOOST_REQUIRE(builder.has_value());
+  for (std::size_t at = 0; at < base.size(); at += chunk) {
+    BOOST_REQUIRE(builder->update(base.subspan(at, std::min(chunk, base.size() - at))).has_value());
+  }
+  BOOST_REQUIRE(builder->finish().has_value());
+  BOOST_REQUIRE_EQUAL(sig.size(), signature_wire_size(base.size(), p));
+  return sig;
+}
+
+Buf patch_streaming(Bytes base, Bytes delta, std::size_t chunk) {
+  Buf out;
+  Patcher p(base, [&](Bytes b) {
+    out.insert(out.end(), b.begin(), b.end());
+    return true;
+  });
+  for (std::size_t at = 0; at < delta.size(); at += chunk) {
+    auto ok = p.feed(delta.subspan(at, std::min(chunk, delta.size() - at)));
+    BOOST_REQUIRE_MESSAGE(ok.has_value(), ok.error().message);
+  }
+  auto ok = p.finish();
+  BOOST_REQUIRE_MESSAGE(ok.has_value(), ok.error().message);
+  return out;
+}
+
+struct Edit {
+  const char* name;
+  Buf (*apply)(const Buf& base, std::mt19937_64& rng);
+};
+
+Buf ins(const Buf& b, std::size_t at, std::size_t n, std::mt19937_64& rng) {
+  Buf r(b.begin(), b.begin() + at);
+  for (std::size_t i = 0; i < n; ++i) r.push_back(static_cast<std::uint8_t>(rng()));
+  r.insert(r.end(), b.begin() + at, b.end());
+  return r;
+}
+
+const Edit kEdits[] = {
+    {"identical", [](const Buf& b, std::mt19937_64&) { return b; }},
+    {"insert_start", [](const Buf& b, std::mt19937_64& r) { return ins(b, 0, 13, r); }},
+    {"insert_middle", [](const Buf& b, std::mt19937_64& r) { return ins(b, b.size() / 2, 37, r); }},
+    {"insert_end", [](const Buf& b, std::mt19937_64& r) { return ins(b, b.size(), 5, r); }},
+    {"delete_middle",
+     [](const Buf& b, std::mt19937_64&) {
+       Buf r = b;
+       const std::size_t at = r.size() / 3, n = std::min<std::size_t>(100, r.size() - at);
+       r.erase(r.begin() + at, r.begin() + at + n);
+       return r;
+     }},
+    {"replace_byte",
+     [](const Buf& b, std::mt19937_64&) {
+       Buf r = b;
+       if (!r.empty()) r[r.size() / 2] ^= 0x5a;
+       return r;
+     }},
+    {"append_block", [](const Buf& b, std::mt19937_64& r) { return ins(b, b.size(), 4096, r); }},
+    {"truncate_half", [](const Buf& b, std::mt19937_64&) { return Buf(b.begin(), b.begin() + b.size() / 2); }},
+    {"empty_new", [](const Buf&, std::mt19937_64&) { return Buf{}; }},
+    {"unrelated", [](const Buf& b, std::mt19937_64& r) { return random_bytes(b.size() + 3, r()); }},
+    {"many_edits",
+     [](const Buf& b, std::mt19937_64& r) {
+       Buf x = b;
+       for (int i = 0; i < 8 && !x.empty(); ++i) {
+         const std::size_t at = r() % x.size();
+         if (i % 2) x.erase(x.begin() + at, x.begin() + std::min(x.size(), at + 1 + r() % 50));
+         else x = ins(x, at, 1 + r() % 50, r);
+       }
+       return x;
+     }},
+    {"swap_halves",
+     [](const Buf& b, std::mt19937_64&) {
+       Buf r(b.begin() + b.size() / 2, b.end());
+       r.insert(r.end(), b.begin(), b.begin() + b.size() / 2);
+       return r;
+     }},
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(round_trip_matrix) {
+  const std::size_t base_sizes[] = {0, 1, 700, 20000, 150001};
+  const std::uint32_t block_sizes[] = {16, 64, 512, 4096};
+  const std::size_t chunks[] = {1, 7, 4096, SIZE_MAX};
+  std::mt19937_64 rng(42);
+  int cases = 0;
+  for (std::size_t size : base_sizes) {
+    for (int kind = 0; kind < 2; ++kind) {
+      const Buf base = kind ? structured_bytes(size, size) : random_bytes(size, size + 1);
+      for (const Edit& e : kEdits) {
+        const Buf next = e.apply(base, rng);
+        for (std::uint32_t bs : block_sizes) {
+          const std::size_t chunk = chunks[cases % 4];
+          BOOST_TEST_CONTEXT(e.name << " size=" << size << " kind=" << kind << " block=" << bs << " chunk=" << chunk) {
+            const Buf sig = sign(base, {bs, 8}, std::min(chunk, std::max<std::size_t>(base.size(), 1)));
+            auto view = SignatureView::parse(sig);
+            BOOST_REQUIRE(view.has_value());
+            Buf d1, d2;
+            auto s1 = generate_delta(*view, next, d1);
+            auto s2 = generate_delta_from_base(base, next, bs, d2);
+            BOOST_REQUIRE(s1.has_value());
+            BOOST_REQUIRE(s2.has_value());
+            BOOST_TEST(s1->copied_bytes + s1->literal_bytes == next.size());
+            auto out1 = apply_delta(base, d1, 1u << 30);
+            BOOST_REQUIRE(out1.has_value());
+            BOOST_TEST((*out1 == next));
+            BOOST_TEST((patch_streaming(base, d2, chunk == SIZE_MAX ? d2.size() + 1 : chunk) == next));
+            if (std::string_view(e.name) == "identical" && size > 0) BOOST_TEST(s1->literal_bytes == 0u);
+            if (std::string_view(e.name) == "replace_byte" && size >= 20000) {
+              BOOST_TEST(s2->literal_bytes <= 2u * bs);
+            }
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  BOOST_TEST(cases == 5 * 2 * 12 * 4);
+}
+
+BOOST_AUTO_TEST_CASE(one_byte_edit_in_large_random_file_is_tiny) {
+  const Buf base = random_bytes(4u << 20, 7);
+  Buf next = base;
+  next[1234567] ^= 1;
+  Buf delta;
+  auto stats = generate_delta_from_base(base, next, 1024, delta);
+  BOOST_REQUIRE(stats.has_value());
+  BOOST_TEST(stats->literal_bytes == 1024u);
+  BOOST_TEST(delta.size() < 1200u);
+  auto out = apply_delta(base, delta, next.size());
+  BOOST_REQUIRE(out.has_value());
+  BOOST_TEST((*out == next));
+}
+
+BOOST_AUTO_TEST_CASE(two_level_refinement_shrinks_the_literal) {
+  const Buf base = random_bytes(1u << 20, 9);
+  Buf next = base;
+  next[500000] ^= 0xff;
+  next.insert(next.begin() + 800000, {1, 2, 3});
+  Buf coarse_sig = sign(base, {64u << 10, 8}, SIZE_MAX);
+  auto coarse_view = SignatureView::parse(coarse_sig);
+  BOOST_REQUIRE(coarse_view.has_value());
+  Buf coarse;
+  auto cs = generate_delta(*coarse_view, next, coarse);
+  BOOST_REQUIRE(cs.has_value());
+  BOOST_TEST(cs->literal_bytes >= 64u << 10);
+  auto gaps = unreferenced_base_ranges(coarse);
+  BOOST_REQUIRE(gaps.has_value());
+  BOOST_REQUIRE(!gaps->empty());
+  std::vector<Buf> fine_sigs;
+  std::vector<SignatureView> views;
+  for (const ByteRange& r : *gaps) {
+    Buf s;
+    BOOST_REQUIRE(write_signature(Bytes(base).subspan(r.offset, r.length), r.offset, base.size(), {512, 8}, s).has_value());
+    fine_sigs.push_back(std::move(s));
+  }
+  for (auto& s : fine_sigs) views.push_back(*SignatureView::parse(s));
+  Buf fine;
+  auto fs = refine_delta(coarse, views, next, fine);
+  BOOST_REQUIRE(fs.has_value());
+  BOOST_TEST(fs->literal_bytes <= 4u * 512);
+  auto out = apply_delta(base, fine, next.size());
+  BOOST_REQUIRE(out.has_value());
+  BOOST_TEST((*out == next));
+}
+
+BOOST_AUTO_TEST_CASE(block_size_grows_with_sqrt_and_is_bounded) {
+  BOOST_TEST(choose_block_size(0) == kSmallestChosenBlock);
+  BOOST_TEST(choose_block_size(1u << 20) == 1024u);
+  BOOST_TEST(choose_block_size(64ull << 20) == 8192u);
+  BOOST_TEST(choose_block_size(1ull << 30) == 32768u);
+  BOOST_TEST(choose_block_size(1ull << 50) == kLargestChosenBlock);
+}
+
+namespace {
+
+struct Fixture {
+  Buf base = random_bytes(10000, 3);
+  Buf next;
+  Buf delta;
+  Fixture() {
+    next = base;
+    next.insert(next.begin() + 5000, 100, 7);
+    BOOST_REQUIRE(generate_delta_from_base(base, next, 512, delta).has_value());
+  }
+  std::expected<std::vector<std::uint8_t>, DeltaError> apply(const Buf& d) const {
+    return apply_delta(base, d, 1u << 20);
+  }
+};
+
+Buf header_only(std::uint64_t base_size, std::uint64_t out_size) {
+  Buf d{'F', 'D', 'L', 'T', 1, 0, 0, 0};
+  wire::put_u64(d, base_size);
+  wire::put_u64(d, out_size);
+  d.resize(d.size() + 16);
+  return d;
+}
+
+}  // namespace
+
+BOOST_FIXTURE_TEST_CASE(hostile_deltas_fail_cleanly, Fixture) {
+  auto code = [&](const Buf& d) { auto r = apply(d); return r ? std::optional<DeltaErrc>{} : std::optional(r.error().code); };
+  BOOST_TEST(!code(delta).has_value());
+
+  Buf bad = delta;
+  bad[0] = 'X';
+  BOOST_TEST((code(bad) == DeltaErrc::bad_magic));
+  bad = delta;
+  bad[4] = 2;
+  BOOST_TEST((code(bad) == DeltaErrc::unsupported_version));
+  BOOST_TEST((code(Buf(delta.begin(), delta.begin() + 20)) == DeltaErrc::truncated));
+  BOOST_TEST((code(Buf(delta.begin(), delta.end() - 1)) == DeltaErrc::truncated));
+  bad = delta;
+  bad.push_back(0);
+  BOOST_TEST((code(bad) == DeltaErrc::bad_op));
+
+  Buf d = header_only(base.size() + 1, 10);
+  d.push_back(kOpEnd);
+  BOOST_TEST((code(d) == DeltaErrc::base_mismatch));
+
+  d = header_only(base.size(), 10);
+  d.push_back(kOpCopy);
+  wire::put_varint(d, base.size() - 5);
+  wire::put_varint(d, 10);
+  d.push_back(kOpEnd);
+  BOOST_TEST((code(d) == DeltaErrc::out_of_bounds));
+
+  d = header_only(base.size(), 10);
+  d.push_back(kOpCopy);
+  wire::put_varint(d, UINT64_MAX);
+  wire::put_varint(d, 2);
+  d.push_back(kOpEnd);
+  BOOST_TEST((code(d) == DeltaErrc::out_of_bounds));
+
+  d = header_only(base.size(), 10);
+  d.push_back(kOpCopy);
+  wire::put_varint(d, 0);
+  wire::put_varint(d, 11);  // inside the base, beyond the declared output
+  d.push_back(kOpEnd);
+  BOOST_TEST((code(d) == DeltaErrc::out_of_bounds));
+
+  d = header_only(base.size(), 4);
+  d.push_back(kOpLiteral);
+  wire::put_varint(d, 5);
+  d.insert(d.end(), 5, 1);
+  d.push_back(kOpEnd);
+  BOOST_TEST((code(d) == DeltaErrc::out_of_bounds));
+
+  d = header_only(base.size(), 4);
+  d.push_back(kOpLiteral);
+  wire::put_varint(d, 0);
+  d.push_back(kOpEnd);
+  BOOST_TEST((code(d) == DeltaErrc::bad_op));
+
+  d = header_only(base.size(), 4);
+  d.push_back(kOpCopy);
+  d.insert(d.end(), 11, 0x80);
+  BOOST_TEST((code(d) == DeltaErrc::bad_op));
+
+  d = header_only(base.size(), 4);
+  d.push_back(0x07);
+  BOOST_TEST((code(d) == DeltaErrc::bad_op));
+
+  d = header_only(base.size(), 4);
+  d.push_back(kOpEnd);
+  BOOST_TEST((code(d) == DeltaErrc::size_mismatch));
+
+  bad = delta;
+  bad.end()[-2] ^= 1;  // a literal byte (the last op before END is a copy or literal)
+  auto r = apply(bad);
+  BOOST_TEST(!r.has_value());
+
+  // Hash is checked: change one declared hash byte.
+  bad = delta;
+  bad[30] ^= 1;
+  BOOST_TEST((code(bad) == DeltaErrc::hash_mismatch));
+
+  // Output buffer smaller than declared.
+  Buf small(next.size() - 1);
+  auto n = apply_delta(base, delta, small);
+  BOOST_TEST(!n.has_value());
+}
+
+BOOST_FIXTURE_TEST_CASE(random_mutations_never_escape_bounds, Fixture) {
+  std::mt19937_64 rng(5);
+  int rejected = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Buf m = delta;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) m[kDeltaHeaderSize + rng() % (m.size() - kDeltaHeaderSize)] = static_cast<std::uint8_t>(rng());
+    if (rng() % 4 == 0) m.resize(kDeltaHeaderSize + rng() % (m.size() - kDeltaHeaderSize));
+    auto out = apply(m);
+    if (!out) ++rejected;
+    else BOOST_TEST((*out == next));  // only an unchanged meaning may pass the hash check
+  }
+  BOOST_TEST(rejected > 2500);
+}
+
+BOOST_AUTO_TEST_CASE(hostile_signatures_fail_cleanly) {
+  const Buf base = random_bytes(5000, 1);
+  Buf sig;
+  BOOST_REQUIRE(write_signature(base, 0, base.size(), {512, 8}, sig).has_value());
+  BOOST_TEST(SignatureView::parse(sig).has_value());
+  BOOST_TEST((SignatureView::parse(Buf(sig.begin(), sig.end() - 1)).error().code == DeltaErrc::truncated));
+  Buf extra = sig;
+  extra.push_back(0);
+  BOOST_TEST((SignatureView::parse(extra).error().code == DeltaErrc::bad_op));
+  Buf bad = sig;
+  bad[6] = 17;  // strong length
+  BOOST_TEST((SignatureView::parse(bad).error().code == DeltaErrc::bad_parameters));
+  bad = sig;
+  wire::put_u32(bad, 0);  // grow body; then corrupt block size to 0
+  bad = sig;
+  bad[8] = bad[9] = bad[10] = bad[11] = 0;
+  BOOST_TEST((SignatureView::parse(bad).error().code == DeltaErrc::bad_parameters));
+  bad = sig;
+  bad[27] = 0x7f;  // range length far beyond the file size
+  BOOST_TEST((SignatureView::parse(bad).error().code == DeltaErrc::bad_parameters));
+  BOOST_TEST(!write_signature(base, 1, base.size(), {512, 8}, sig).has_value());
+}
