@@ -1,0 +1,138 @@
+// LocalEndpoint: see local_endpoint.hpp.
+#include "helper/remote/local_endpoint.hpp"
+
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <system_error>
+
+#include <spdlog/spdlog.h>
+
+namespace ferry::remote {
+namespace fs = std::filesystem;
+namespace {
+
+namespace ec = protocol::error_code;
+constexpr std::chrono::milliseconds kGracefulExit{2'000};
+
+ResponseError not_connected(std::string_view method) {
+  return ResponseError{ec::kAgentUnavailable, std::string(method) + ": not connected to the agent", {}};
+}
+
+}  // namespace
+
+std::expected<fs::path, std::string> find_agent_binary() {
+  if (const char* env = std::getenv("FERRY_AGENT"); env && *env) {
+    fs::path p(env);
+    if (::access(p.c_str(), X_OK) != 0) return std::unexpected("$FERRY_AGENT='" + p.string() + "' is not an executable file");
+    return p;
+  }
+  std::error_code e;
+  fs::path self = fs::read_symlink("/proc/self/exe", e);
+  if (e) return std::unexpected("cannot read /proc/self/exe: " + e.message());
+  fs::path p = self.parent_path() / "ferry-agent";
+  if (::access(p.c_str(), X_OK) != 0)
+    return std::unexpected("no ferry-agent next to " + self.string() + " (set $FERRY_AGENT to its path)");
+  return p;
+}
+
+fs::path default_sandbox_root(std::string_view project_name) {
+  fs::path cache;
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg && fs::path(xdg).is_absolute()) {
+    cache = xdg;
+  } else {
+    const char* home = std::getenv("HOME");
+    if (!home || !*home) {
+      if (const passwd* pw = ::getpwuid(::getuid())) home = pw->pw_dir;
+    }
+    cache = fs::path(home ? home : "/tmp") / ".cache";
+  }
+  return cache / "ferry" / "local" / std::string(project_name.empty() ? "default" : project_name);
+}
+
+LocalEndpoint::LocalEndpoint(LocalEndpointOptions options) : options_(std::move(options)) {
+  if (options_.root.empty()) options_.root = default_sandbox_root(options_.project_name);
+}
+
+LocalEndpoint::~LocalEndpoint() { close(); }
+
+std::expected<AgentInfo, ResponseError> LocalEndpoint::connect(std::chrono::milliseconds timeout) {
+  close();
+  auto deadline = Clock::now() + timeout;
+  fs::path agent = options_.agent;
+  if (agent.empty()) {
+    auto found = find_agent_binary();
+    if (!found) return std::unexpected(ResponseError{ec::kAgentUnavailable, found.error(), {}});
+    agent = *found;
+  }
+  std::vector<std::string> argv{agent.string(), "--root", options_.root.string()};
+  argv.insert(argv.end(), options_.agent_args.begin(), options_.agent_args.end());
+
+  child_ = std::make_unique<ChildProcess>();
+  auto spawned = child_->spawn(argv);
+  if (!spawned) {
+    child_.reset();
+    return std::unexpected(ResponseError{ec::kAgentUnavailable, spawned.error(), {}});
+  }
+  spdlog::debug("started {} (pid {})", agent.string(), child_->pid());
+  link_ = std::make_unique<AgentLink>(std::make_unique<FdStream>(spawned->stdout_fd, spawned->stdin_fd));
+  ChildProcess* child = child_.get();
+  link_->set_exit_describer([child] {
+    // The stream ended; the exit status is normally there a moment later.
+    auto status = child->wait_for(std::chrono::milliseconds(500));
+    return status ? ChildProcess::describe_status(*status) : std::string("closed its output but is still running");
+  });
+  if (handler_) link_->set_notification_handler(handler_);
+
+  auto info = link_->handshake(deadline);
+  if (!info) {
+    auto err = info.error();
+    close();
+    return std::unexpected(err);
+  }
+  info_ = *info;
+  return info_;
+}
+
+std::expected<json, ResponseError> LocalEndpoint::call(std::string_view method, json params,
+                                                       std::chrono::milliseconds timeout) {
+  if (!link_) return std::unexpected(not_connected(method));
+  return link_->call(method, std::move(params), timeout);
+}
+
+std::expected<void, ResponseError> LocalEndpoint::notify(std::string_view method, json params) {
+  if (!link_) return std::unexpected(not_connected(method));
+  return link_->notify(method, std::move(params));
+}
+
+void LocalEndpoint::set_notification_handler(NotificationHandler handler) {
+  handler_ = handler;
+  if (link_) link_->set_notification_handler(std::move(handler));
+}
+
+void LocalEndpoint::close() {
+  if (!child_ && !link_) return;
+  if (link_ && link_->alive()) {
+    // Polite first: the agent answers agent/shutdown and exits; EOF on stdin also ends it.
+    (void)link_->call("agent/shutdown", json::object(), std::chrono::milliseconds(500));
+  }
+  if (link_) link_->close_write();
+  if (child_) {
+    auto status = child_->wait_for(kGracefulExit);
+    if (!status) {
+      spdlog::warn("ferry-agent (pid {}) did not exit; killing it", child_->pid());
+      child_->kill(SIGKILL);
+      status = child_->wait_for(std::chrono::hours(1));
+    }
+    exit_status_ = status;
+  }
+  if (link_) link_->stop();
+  link_.reset();
+  child_.reset();
+}
+
+std::string LocalEndpoint::description() const { return "local sandbox " + options_.root.string(); }
+
+}  // namespace ferry::remote

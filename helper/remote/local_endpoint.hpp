@@ -1,0 +1,62 @@
+// LocalEndpoint: ferry-agent as a subprocess on this machine, rooted in a sandbox directory.
+// It is the `local` host of ferry.json (no SSH, no GPU needed) and the test double for
+// SshEndpoint, since both run the very same agent behind the same Endpoint interface.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "helper/remote/agent_link.hpp"
+#include "helper/remote/child_process.hpp"
+#include "helper/remote/endpoint.hpp"
+
+namespace ferry::remote {
+
+struct LocalEndpointOptions {
+  std::filesystem::path agent;     // ferry-agent (or a wrapper); empty: find_agent_binary()
+  std::filesystem::path root;      // the agent's root; empty: default_sandbox_root(project_name)
+  std::string project_name = "default";
+  std::vector<std::string> agent_args;  // appended after --root DIR (e.g. --log-level debug)
+};
+
+// $FERRY_AGENT, else ferry-agent next to the running executable (/proc/self/exe).
+std::expected<std::filesystem::path, std::string> find_agent_binary();
+
+// $XDG_CACHE_HOME/ferry/local/<name>, else ~/.cache/ferry/local/<name>.
+std::filesystem::path default_sandbox_root(std::string_view project_name);
+
+class LocalEndpoint final : public Endpoint {
+ public:
+  explicit LocalEndpoint(LocalEndpointOptions options);
+  ~LocalEndpoint() override;
+
+  std::expected<AgentInfo, ResponseError> connect(std::chrono::milliseconds timeout = kDefaultHandshakeTimeout) override;
+  std::expected<json, ResponseError> call(std::string_view method, json params,
+                                          std::chrono::milliseconds timeout = kDefaultCallTimeout) override;
+  std::expected<void, ResponseError> notify(std::string_view method, json params) override;
+  void set_notification_handler(NotificationHandler handler) override;
+  const AgentInfo& info() const override { return info_; }
+  bool connected() const override { return link_ && link_->alive(); }
+  void close() override;
+  std::string description() const override;
+
+  // For tests and diagnostics.
+  pid_t child_pid() const { return child_ ? child_->pid() : -1; }
+  std::size_t pending_calls() const { return link_ ? link_->pending_calls() : 0; }
+  // The child's wait status once close() (or its death) reaped it.
+  std::optional<int> exit_status() const { return exit_status_; }
+  const std::filesystem::path& root() const { return options_.root; }
+
+ private:
+  LocalEndpointOptions options_;
+  std::unique_ptr<ChildProcess> child_;
+  std::unique_ptr<AgentLink> link_;
+  NotificationHandler handler_;
+  AgentInfo info_;
+  std::optional<int> exit_status_;
+};
+
+}  // namespace ferry::remote
