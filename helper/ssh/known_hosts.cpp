@@ -1,0 +1,212 @@
+// known_hosts matching and fingerprints (see known_hosts.hpp). Hashes come from OpenSSL's libcrypto,
+// which libssh2 links anyway.
+#include "helper/ssh/known_hosts.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+#include "helper/ssh/ssh_config.hpp"
+
+namespace ferry::ssh {
+namespace {
+
+std::vector<std::string> split_ws(std::string_view line) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    std::size_t s = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t' && line[i] != '\r') ++i;
+    if (i > s) out.emplace_back(line.substr(s, i - s));
+  }
+  return out;
+}
+
+bool hashed_matches(std::string_view entry, std::string_view name) {
+  // |1|base64(salt)|base64(HMAC-SHA1(salt, name))
+  auto rest = entry.substr(3);
+  auto bar = rest.find('|');
+  if (bar == std::string_view::npos) return false;
+  auto salt = base64_decode(rest.substr(0, bar));
+  auto hash = base64_decode(rest.substr(bar + 1));
+  if (!salt || !hash || salt->size() != 20 || hash->size() != 20) return false;
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!HMAC(EVP_sha1(), salt->data(), static_cast<int>(salt->size()),
+            reinterpret_cast<const unsigned char*>(name.data()), name.size(), out, &len))
+    return false;
+  return len == hash->size() && std::memcmp(out, hash->data(), len) == 0;
+}
+
+std::vector<KnownHostEntry> entries_for(const std::vector<std::filesystem::path>& files, std::string_view host,
+                                        int port) {
+  std::string name = known_hosts_name(host, port);
+  std::vector<KnownHostEntry> out;
+  for (const auto& f : files)
+    for (auto& e : read_known_hosts(f))
+      if (e.marker != "@cert-authority" && host_field_matches(e.hosts, name)) out.push_back(std::move(e));
+  return out;
+}
+
+}  // namespace
+
+std::string base64_encode(const std::vector<std::uint8_t>& bytes, bool pad) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(), static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  if (!pad)
+    while (!out.empty() && out.back() == '=') out.pop_back();
+  return out;
+}
+
+std::expected<std::vector<std::uint8_t>, std::string> base64_decode(std::string_view text) {
+  if (text.size() % 4 != 0) return std::unexpected("base64 length is not a multiple of 4");
+  for (char c : text)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '='))
+      return std::unexpected("not base64");
+  std::vector<std::uint8_t> out(text.size() / 4 * 3 + 1);
+  int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n < 0) return std::unexpected("not base64");
+  std::size_t size = static_cast<std::size_t>(n);
+  // EVP_DecodeBlock keeps the zero bytes that padding stands for.
+  if (text.ends_with("==")) size -= 2;
+  else if (text.ends_with("=")) size -= 1;
+  out.resize(size);
+  return out;
+}
+
+std::string sha256_fingerprint(const std::vector<std::uint8_t>& blob) {
+  std::vector<std::uint8_t> digest(SHA256_DIGEST_LENGTH);
+  SHA256(blob.data(), blob.size(), digest.data());
+  return "SHA256:" + base64_encode(digest, false);
+}
+
+std::string key_type_of_blob(const std::vector<std::uint8_t>& blob) {
+  if (blob.size() < 4) return "";
+  std::uint32_t len = (std::uint32_t{blob[0]} << 24) | (std::uint32_t{blob[1]} << 16) | (std::uint32_t{blob[2]} << 8) | blob[3];
+  if (len > blob.size() - 4 || len > 64) return "";
+  return std::string(blob.begin() + 4, blob.begin() + 4 + len);
+}
+
+std::string known_hosts_name(std::string_view host, int port) {
+  if (port == 22) return std::string(host);
+  return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+bool host_field_matches(std::string_view field, std::string_view name) {
+  if (field.starts_with("|1|")) return hashed_matches(field, name);
+  std::vector<std::string> list{std::string(field)};
+  return match_pattern_list(list, name);
+}
+
+std::vector<KnownHostEntry> read_known_hosts(const std::filesystem::path& file) {
+  std::vector<KnownHostEntry> out;
+  std::ifstream in(file);
+  if (!in) return out;
+  std::string line;
+  int number = 0;
+  while (std::getline(in, line)) {
+    ++number;
+    auto fields = split_ws(line);
+    if (fields.empty() || fields[0].starts_with("#")) continue;
+    KnownHostEntry e;
+    e.file = file.string();
+    e.line = number;
+    std::size_t i = 0;
+    if (fields[0].starts_with("@")) {
+      e.marker = fields[0];
+      i = 1;
+    }
+    if (fields.size() < i + 3) continue;
+    e.hosts = fields[i];
+    e.key.type = fields[i + 1];
+    auto blob = base64_decode(fields[i + 2]);
+    if (!blob) continue;
+    e.key.blob = std::move(*blob);
+    // A line whose stated type disagrees with its blob is corrupt; OpenSSH ignores it too.
+    if (key_type_of_blob(e.key.blob) != e.key.type) continue;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+HostKeyCheck check_host_key(const std::vector<std::filesystem::path>& files, std::string_view host, int port,
+                            const PublicKey& offered) {
+  HostKeyCheck result;
+  auto entries = entries_for(files, host, port);
+  for (const auto& e : entries)
+    if (e.marker == "@revoked" && e.key.blob == offered.blob) {
+      result.status = HostKeyStatus::kRevoked;
+      result.known = {e};
+      return result;
+    }
+  // Revocations can match any host (OpenSSH checks @revoked keys regardless of the host field).
+  for (const auto& f : files)
+    for (auto& e : read_known_hosts(f))
+      if (e.marker == "@revoked" && e.key.blob == offered.blob) {
+        result.status = HostKeyStatus::kRevoked;
+        result.known = {e};
+        return result;
+      }
+  for (auto& e : entries) {
+    if (e.marker.empty()) result.known.push_back(e);
+  }
+  if (result.known.empty()) return result;
+  for (const auto& e : result.known)
+    if (e.key.blob == offered.blob) {
+      result.status = HostKeyStatus::kMatch;
+      return result;
+    }
+  result.status = HostKeyStatus::kChanged;
+  return result;
+}
+
+std::vector<std::string> known_key_types(const std::vector<std::filesystem::path>& files, std::string_view host,
+                                         int port) {
+  std::vector<std::string> types;
+  for (const auto& e : entries_for(files, host, port))
+    if (e.marker.empty() && std::find(types.begin(), types.end(), e.key.type) == types.end()) types.push_back(e.key.type);
+  return types;
+}
+
+std::expected<void, std::string> append_known_host(const std::filesystem::path& file, std::string_view host, int port,
+                                                   const PublicKey& key) {
+  std::error_code ec;
+  if (file.has_parent_path()) {
+    std::filesystem::create_directories(file.parent_path(), ec);
+    if (ec) return std::unexpected("cannot create " + file.parent_path().string() + ": " + ec.message());
+  }
+  int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return std::unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
+  // Make sure the new entry starts on its own line even if the file lacks a final newline.
+  std::string prefix;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    int rfd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    char last = '\n';
+    if (rfd >= 0) {
+      if (::pread(rfd, &last, 1, st.st_size - 1) != 1) last = '\n';
+      ::close(rfd);
+    }
+    if (last != '\n') prefix = "\n";
+  }
+  std::string line = prefix + known_hosts_name(host, port) + " " + key.type + " " + base64_encode(key.blob) + "\n";
+  ssize_t n = ::write(fd, line.data(), line.size());
+  int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size())) return std::unexpected("cannot write " + file.string() + ": " + std::strerror(err));
+  return {};
+}
+
+}  // namespace ferry::ssh
