@@ -1,11 +1,125 @@
-// `ferry demo`: placeholder until its owner lands it.
-#include <CLI/CLI.hpp>
+// `ferry demo`: the local host end to end, no SSH and no GPU: load samples/ferry.json, start the
+// local agent, show its handshake and a few round trips, close it. Output is for a person.
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <vector>
 
+#include <sys/wait.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "ferry/source_tree.hpp"
+#include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "helper/remote/local_endpoint.hpp"
 
 namespace ferry::cli {
-void add_demo_command(CLI::App& app, GlobalOptions&) {
-  auto* cmd = app.add_subcommand("demo", "not implemented yet");
-  cmd->callback([] { exit_code() = 1; });
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DemoOptions {
+  std::string sandbox;  // default: ~/.cache/ferry/local/<project name>
+  int pings = 200;
+};
+
+// --project, else samples/ of the source tree this ferry was built from, else the cwd.
+fs::path demo_project_dir(const GlobalOptions& g) {
+  if (g.project_dir) return *g.project_dir;
+  std::error_code ec;
+  fs::path samples = fs::path(kSourceDir) / "samples";
+  if (fs::is_regular_file(samples / deploy::kProjectFileName, ec)) return samples;
+  return fs::current_path(ec);
 }
+
+void row(std::string_view key, std::string_view value) { std::cout << fmt::format("  {:<13}{}\n", key, value); }
+
+int run_demo(const GlobalOptions& g, const DemoOptions& o) {
+  std::cout << "ferry " << kVersion << " demo: the `local` host (a sandbox on this machine; no SSH, no GPU)\n\n";
+
+  fs::path dir = demo_project_dir(g);
+  auto config = deploy::load_project(dir);
+  if (!config) {
+    std::cerr << "ferry demo: " << config.error().to_string() << "\n";
+    return 1;
+  }
+  std::cout << "Project  " << (config->root / deploy::kProjectFileName).string() << "\n";
+  row("name", config->name);
+  row("host", config->host);
+  for (const auto& m : config->mappings) row("mapping", m.local + "  ->  " + m.remote);
+  if (!config->exclude.empty()) {
+    std::string ex;
+    for (const auto& e : config->exclude) ex += (ex.empty() ? "" : "  ") + e;
+    row("exclude", ex);
+  }
+  row("interpreter", config->interpreter);
+  for (const auto& t : config->tunnels)
+    row("tunnel", fmt::format("{} ({}): 127.0.0.1:{} -> {}:{}", t.name, t.kind, t.local_port, t.remote_host, t.remote_port));
+  std::cout << "\n";
+
+  remote::LocalEndpointOptions opts;
+  opts.project_name = config->name;
+  if (!o.sandbox.empty()) opts.root = o.sandbox;
+  if (g.log_level != "warn") opts.agent_args = {"--log-level", g.log_level};
+  remote::LocalEndpoint endpoint(opts);
+  auto t0 = std::chrono::steady_clock::now();
+  auto info = endpoint.connect();
+  if (!info) {
+    std::cerr << "ferry demo: cannot start the local agent: " << info.error().message << "\n";
+    return 1;
+  }
+  auto handshake_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
+  std::cout << "Agent    " << endpoint.description() << "\n";
+  row("magic line", fmt::format("FERRY-AGENT {} {}", info->protocol_version, info->version));
+  row("this ferry", fmt::format("{} (agent protocol {})", kVersion, kAgentProtocolVersion));
+  row("pid", std::to_string(info->pid));
+  row("root", info->root);
+  row("system", fmt::format("{} {} on {}", info->os, info->arch, info->hostname));
+  row("handshake", fmt::format("{:.1f} ms (spawn, magic line, agent/hello)", handshake_us.count() / 1000.0));
+
+  std::vector<double> rtts;
+  for (int i = 0; i < o.pings; ++i) {
+    auto t = std::chrono::steady_clock::now();
+    auto pong = endpoint.call("agent/ping", {{"echo", i}});
+    if (!pong || pong->value("echo", -1) != i) {
+      std::cerr << "ferry demo: agent/ping failed: " << (pong ? "wrong echo" : pong.error().message) << "\n";
+      return 1;
+    }
+    rtts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
+  }
+  if (!rtts.empty()) {
+    std::sort(rtts.begin(), rtts.end());
+    row("round trip", fmt::format("{:.0f} us median, {:.0f} us p99 over {} pings (CBOR frames on pipes)",
+                                  rtts[rtts.size() / 2], rtts[rtts.size() * 99 / 100], rtts.size()));
+  }
+  auto st = endpoint.call("fs/stat", {{"path", "."}});
+  if (st) row("fs/stat .", fmt::format("{} mode {:o}", st->value("type", "?"), st->value("mode", 0u)));
+  auto escape = endpoint.call("fs/stat", {{"path", "../outside"}});
+  if (!escape) row("fs/stat ..", "refused: " + escape.error().message);
+  std::cout << "\n";
+
+  endpoint.close();
+  std::cout << "Closed   ";
+  if (auto status = endpoint.exit_status())
+    std::cout << "agent " << remote::ChildProcess::describe_status(*status) << "\n";
+  else
+    std::cout << "agent stopped\n";
+  std::cout << "\nNext: `ferry init --host user@gpu-box` in your project, then `ferry serve` from your IDE.\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_demo_command(CLI::App& app, GlobalOptions& g) {
+  auto opts = std::make_shared<DemoOptions>();
+  auto* cmd = app.add_subcommand("demo", "Show the local agent's handshake and a project load of samples/");
+  cmd->add_option("--sandbox", opts->sandbox, "Agent root (default: $XDG_CACHE_HOME/ferry/local/NAME)");
+  cmd->add_option("--pings", opts->pings, "Round trips to time")->check(CLI::Range(0, 100000))->capture_default_str();
+  cmd->callback([&g, opts] { exit_code() = run_demo(g, *opts); });
+}
+
 }  // namespace ferry::cli

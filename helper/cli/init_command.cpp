@@ -1,11 +1,97 @@
-// `ferry init`: placeholder until its owner lands it.
+// `ferry init`: writes a starter ferry.json (validated before it is written) in the project dir.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/deploy/project_config.hpp"
 
 namespace ferry::cli {
-void add_init_command(CLI::App& app, GlobalOptions&) {
-  auto* cmd = app.add_subcommand("init", "not implemented yet");
-  cmd->callback([] { exit_code() = 1; });
+namespace {
+
+namespace fs = std::filesystem;
+
+struct InitOptions {
+  std::string host = "local";
+  std::string remote_root;  // default ~/ferry/<name>
+  std::string name;         // default: the folder's name, made safe
+  bool force = false;
+};
+
+std::string safe_name(const fs::path& dir) {
+  std::string out;
+  for (char c : dir.filename().string())
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-') ? c : '-';
+  if (out.size() > 100) out.resize(100);
+  if (out.empty() || out == "." || out == "..") out = "project";
+  return out;
 }
+
+int run_init(const GlobalOptions& g, const InitOptions& o) {
+  std::error_code ec;
+  fs::path dir = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
+  dir = fs::absolute(dir, ec).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  if (!fs::is_directory(dir, ec)) {
+    std::cerr << "ferry init: " << dir.string() << " is not a directory\n";
+    return 2;
+  }
+  fs::path file = dir / deploy::kProjectFileName;
+  if (fs::exists(file, ec) && !o.force) {
+    std::cerr << "ferry init: " << file.string() << " already exists (use --force to overwrite it)\n";
+    return 1;
+  }
+  std::string name = o.name.empty() ? safe_name(dir) : o.name;
+  std::string remote = o.remote_root.empty() ? "~/ferry/" + name : o.remote_root;
+  auto doc = deploy::starter_config(o.host, remote, name);
+  // What we write must load: a bad --host or --remote-root is reported now, by its field.
+  auto config = deploy::parse_project(doc, dir);
+  if (!config) {
+    std::cerr << "ferry init: the config would be invalid: " << config.error().to_string() << "\n";
+    return 2;
+  }
+  // Temp file + rename: an interrupted init never leaves half a ferry.json behind.
+  fs::path tmp = dir / (".ferry.json.tmp." + std::to_string(::getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << doc.dump(2) << "\n";
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      std::cerr << "ferry init: cannot write " << tmp.string() << "\n";
+      return 1;
+    }
+  }
+  fs::rename(tmp, file, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    std::cerr << "ferry init: cannot create " << file.string() << ": " << ec.message() << "\n";
+    return 1;
+  }
+  std::cout << "Wrote " << file.string() << "\n"
+            << "  name         " << config->name << "\n"
+            << "  host         " << config->host << (config->host == "local" ? "  (a sandbox on this machine)" : "")
+            << "\n"
+            << "  mapping      " << config->mappings[0].local << " -> " << config->mappings[0].remote << "\n"
+            << "  interpreter  " << config->interpreter << "\n"
+            << "Edit it to add exclude patterns, env and tunnels (reference: docs/config.md).\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_init_command(CLI::App& app, GlobalOptions& g) {
+  auto opts = std::make_shared<InitOptions>();
+  auto* cmd = app.add_subcommand("init", "Write a starter ferry.json in the current directory (or --project DIR)");
+  cmd->add_option("--host", opts->host, "\"local\", an ssh config alias, or user@host:port")->capture_default_str();
+  cmd->add_option("--remote-root", opts->remote_root, "Where the project lives on the host (default: ~/ferry/NAME)");
+  cmd->add_option("--name", opts->name, "Project name (default: the folder's name)");
+  cmd->add_flag("--force", opts->force, "Overwrite an existing ferry.json");
+  cmd->callback([&g, opts] { exit_code() = run_init(g, *opts); });
+}
+
 }  // namespace ferry::cli
