@@ -65,6 +65,9 @@ concept DecodableParams = std::default_initializable<P> && requires(const json& 
   { from_json(j, p, s) } -> std::same_as<std::optional<DecodeError>>;
 };
 
+// Results already shaped as JSON (e.g. a config the deploy layer serialises).
+inline json to_json(const json& j) { return j; }
+
 template <class R>
 concept EncodableResult = requires(const R& r) {
   { to_json(r) } -> std::convertible_to<json>;

@@ -1,11 +1,39 @@
-// `ferry serve`: placeholder until its owner lands it.
+// `ferry serve`: JSON-RPC 2.0 with LSP framing on stdin/stdout for the IDE plugins. Stdout
+// carries only protocol frames; logs go to stderr at --log-level.
+#include <csignal>
+#include <filesystem>
+
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/server/server.hpp"
 
 namespace ferry::cli {
-void add_serve_command(CLI::App& app, GlobalOptions&) {
-  auto* cmd = app.add_subcommand("serve", "not implemented yet");
-  cmd->callback([] { exit_code() = 1; });
+
+void add_serve_command(CLI::App& app, GlobalOptions& g) {
+  auto* cmd = app.add_subcommand("serve", "Serve JSON-RPC (LSP framing) on stdin/stdout for an IDE plugin");
+  auto test_methods = std::make_shared<bool>(false);
+  auto workers = std::make_shared<std::size_t>(4);
+  // Hidden: enables ferry/testSleep for the transcript tests.
+  cmd->add_flag("--test-methods", *test_methods)->group("");
+  cmd->add_option("--workers", *workers, "Worker threads for long-running requests")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  cmd->callback([&g, test_methods, workers] {
+    // A client that goes away must show up as a failed write, not kill the process.
+    std::signal(SIGPIPE, SIG_IGN);
+    server::ServerOptions options;
+    std::error_code ec;
+    options.cwd = std::filesystem::current_path(ec);
+    if (g.project_dir) options.project_dir = std::filesystem::absolute(*g.project_dir, ec);
+    options.test_methods = *test_methods;
+    options.transport.workers = *workers;
+    spdlog::info("ferry serve: JSON-RPC on stdio");
+    server::Server server(std::move(options));
+    exit_code() = server.run(0, 1);
+    spdlog::info("ferry serve: exiting with {}", exit_code());
+  });
 }
+
 }  // namespace ferry::cli

@@ -1,0 +1,26 @@
+// The stream transport of `ferry serve`: reads LSP-framed bodies from one fd on the calling
+// thread, hands them to a Dispatcher, runs worker handlers on a pool and writes replies through
+// one OutputChannel. Returns when the peer sends `exit`, closes the stream, or sends an
+// unreadable frame; every started handler has finished by then.
+#pragma once
+
+#include <cstddef>
+
+#include "protocol/binding_table.hpp"
+#include "protocol/codec.hpp"
+#include "protocol/framing.hpp"
+
+namespace ferry::server {
+
+struct TransportOptions {
+  protocol::Encoding encoding = protocol::Encoding::json;
+  protocol::FrameLimits limits{};
+  std::size_t workers = 4;
+  bool lsp_lifecycle = true;
+};
+
+// The exit status: the `exit` notification's (0 after shutdown, else 1); on EOF 0 after
+// shutdown, else 1; 1 after an unreadable frame.
+int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, const TransportOptions& options = {});
+
+}  // namespace ferry::server
