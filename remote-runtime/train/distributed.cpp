@@ -1,0 +1,147 @@
+// c10d process groups. The TCPStore on rank 0 is the rendezvous; every rank then allreduces one
+// flattened bucket of gradients per step.
+#include "remote-runtime/train/distributed.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+
+#if defined(FERRY_HAVE_GLOO)
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#if defined(FERRY_HAVE_NCCL)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace ferry::train {
+namespace {
+
+std::expected<int, std::string> env_int(const char* name, int fallback, int min, int max) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long n = std::strtol(v, &end, 10);
+  if (errno != 0 || *end != '\0' || n < min || n > max) {
+    return std::unexpected(std::string(name) + " must be an integer in [" + std::to_string(min) + ", " +
+                           std::to_string(max) + "], got '" + v + "'");
+  }
+  return static_cast<int>(n);
+}
+
+#if defined(FERRY_HAVE_GLOO)
+template <typename Group>
+class C10dGroup : public ProcessGroupHandle {
+ public:
+  C10dGroup(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<Group> group, std::string backend)
+      : store_(std::move(store)), group_(std::move(group)), backend_(std::move(backend)) {}
+
+  void average(const std::vector<at::Tensor>& grads) override {
+    std::vector<at::Tensor> present;
+    for (const auto& g : grads) {
+      if (g.defined()) present.push_back(g);
+    }
+    if (present.empty()) return;
+    std::vector<at::Tensor> flat = {at::cat(flatten_views(present))};
+    group_->allreduce(flat)->wait();
+    flat[0].div_(static_cast<double>(group_->getSize()));
+    std::int64_t offset = 0;
+    for (auto& g : present) {
+      g.copy_(flat[0].narrow(0, offset, g.numel()).view_as(g));
+      offset += g.numel();
+    }
+  }
+
+  void max_inplace(at::Tensor& t) override {
+    std::vector<at::Tensor> v = {t};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::MAX;
+    group_->allreduce(v, opts)->wait();
+  }
+
+  void barrier() override { group_->barrier()->wait(); }
+  std::string backend() const override { return backend_; }
+
+ private:
+  static std::vector<at::Tensor> flatten_views(const std::vector<at::Tensor>& ts) {
+    std::vector<at::Tensor> out;
+    out.reserve(ts.size());
+    for (const auto& t : ts) out.push_back(t.reshape({-1}));
+    return out;
+  }
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<Group> group_;
+  std::string backend_;
+};
+#endif
+
+}  // namespace
+
+std::expected<DistributedEnv, std::string> distributed_env_from_environment() {
+  DistributedEnv env;
+  auto world = env_int("WORLD_SIZE", 1, 1, 65536);
+  if (!world) return std::unexpected(world.error());
+  env.world_size = *world;
+  auto rank = env_int("RANK", 0, 0, env.world_size - 1);
+  if (!rank) return std::unexpected(rank.error());
+  env.rank = *rank;
+  auto local = env_int("LOCAL_RANK", env.rank, 0, 65535);
+  if (!local) return std::unexpected(local.error());
+  env.local_rank = *local;
+  auto port = env_int("MASTER_PORT", 29500, 1, 65535);
+  if (!port) return std::unexpected(port.error());
+  env.master_port = *port;
+  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
+  return env;
+}
+
+bool distributed_available() {
+#if defined(FERRY_HAVE_GLOO)
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::expected<std::unique_ptr<ProcessGroupHandle>, std::string> ProcessGroupHandle::connect(const DistributedEnv& env,
+                                                                                            [[maybe_unused]] bool cuda) {
+#if defined(FERRY_HAVE_GLOO)
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(env.master_port);
+    options.isServer = env.rank == 0;
+    options.numWorkers = static_cast<std::size_t>(env.world_size);
+    options.waitWorkers = true;
+    options.timeout = std::chrono::milliseconds(120000);
+    auto store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+#if defined(FERRY_HAVE_NCCL)
+    if (cuda) {
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, env.rank, env.world_size, nccl_options);
+      return std::make_unique<C10dGroup<c10d::ProcessGroupNCCL>>(store, group, "nccl");
+    }
+#endif
+    auto gloo_options = c10d::ProcessGroupGloo::Options::create();
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else if (env.master_addr == "127.0.0.1" || env.master_addr == "localhost") {
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    gloo_options->timeout = std::chrono::milliseconds(120000);
+    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, gloo_options);
+    return std::make_unique<C10dGroup<c10d::ProcessGroupGloo>>(store, group, "gloo");
+  } catch (const std::exception& e) {
+    return std::unexpected(std::string("distributed init failed: ") + e.what());
+  }
+#else
+  (void)env;
+  return std::unexpected("this ferry-train was built without torch.distributed (c10d Gloo) support");
+#endif
+}
+
+}  // namespace ferry::train
