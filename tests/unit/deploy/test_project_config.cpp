@@ -1,0 +1,179 @@
+// ferry.json: parsing, validation errors by JSON pointer, finding the file, the starter config.
+#define BOOST_TEST_MODULE project_config
+#include <boost/test/unit_test.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "helper/deploy/host_spec.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "tests/unit/deploy/config_corpus.hpp"
+
+namespace fs = std::filesystem;
+using ferry::deploy::load_project;
+using ferry::deploy::parse_project;
+using nlohmann::json;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ferry-deploy-XXXXXX").string();
+    path = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << text;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(corpus_good_configs_parse_and_bad_ones_name_their_pointer) {
+  for (const auto& entry : ferry::test::config_corpus()) {
+    BOOST_TEST_CONTEXT(entry.label) {
+      auto result = parse_project(json::parse(entry.json), "/tmp/proj");
+      if (entry.good()) {
+        BOOST_TEST(result.has_value());
+        if (!result) BOOST_TEST_MESSAGE(result.error().to_string());
+      } else {
+        BOOST_REQUIRE(!result.has_value());
+        BOOST_TEST(result.error().pointer == std::string(entry.pointer));
+        BOOST_TEST(!result.error().message.empty());
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(defaults_fill_in) {
+  auto c = parse_project(json::object(), "/tmp/My Project!");
+  BOOST_REQUIRE(c.has_value());
+  BOOST_TEST(c->host == "local");
+  BOOST_TEST(c->name == "My-Project-");  // folder name made safe for a sandbox dir
+  BOOST_REQUIRE(c->mappings.size() == 1u);
+  BOOST_TEST(c->mappings[0].local == ".");
+  BOOST_TEST(c->mappings[0].remote == "~/ferry/My-Project-");
+  BOOST_TEST(c->interpreter == "python3");
+  BOOST_TEST(c->root == fs::path("/tmp/My Project!"));
+}
+
+BOOST_AUTO_TEST_CASE(full_config_fields_land_in_the_struct) {
+  auto c = parse_project(json::parse(R"({"name": "p", "host": "me@box:2200",
+      "mappings": [{"local": "src", "remote": "/w/src"}], "env": {"A": "1"},
+      "tunnels": [{"name": "tb", "remotePort": 6006}, {"name": "dbg", "kind": "reverse", "localPort": 1, "remotePort": 2}],
+      "autostop": {"enabled": true, "idleMinutes": 5}, "sshConfig": "/etc/ssh/alt"})"),
+                         "/x");
+  BOOST_REQUIRE(c.has_value());
+  BOOST_TEST(c->env.at("A") == "1");
+  BOOST_TEST(c->tunnels[0].local_port == 6006);  // defaults to the remote port
+  BOOST_TEST(c->tunnels[0].kind == "local");
+  BOOST_TEST(c->tunnels[1].kind == "reverse");
+  BOOST_TEST(c->tunnels[1].local_port == 1);
+  BOOST_TEST(c->autostop.enabled);
+  BOOST_TEST(c->autostop.idle_minutes == 5);
+  BOOST_TEST(c->autostop.action == "stop");
+  BOOST_TEST(*c->ssh_config == "/etc/ssh/alt");
+  json j = ferry::deploy::to_json(*c);
+  BOOST_TEST(j["tunnels"][1]["localPort"] == 1);
+  BOOST_TEST(j["autostop"]["idleMinutes"] == 5);
+  BOOST_TEST(j["sshConfig"] == "/etc/ssh/alt");
+  BOOST_TEST(j["root"] == "/x");
+}
+
+BOOST_AUTO_TEST_CASE(error_messages_say_what_was_expected) {
+  auto e = parse_project(json::parse(R"({"mappings": [{"remote": ""}]})"), "/x");
+  BOOST_REQUIRE(!e);
+  BOOST_TEST(e.error().to_string() == "/mappings/0/remote: expected a non-empty string");
+  auto typo = parse_project(json::parse(R"({"mapings": []})"), "/x");
+  BOOST_REQUIRE(!typo);
+  BOOST_TEST(typo.error().message.find("did you mean \"mappings\"") != std::string::npos);
+  auto port = parse_project(json::parse(R"({"tunnels": [{"name": "t", "remotePort": 0}]})"), "/x");
+  BOOST_REQUIRE(!port);
+  BOOST_TEST(port.error().message == "expected a port number from 1 to 65535");
+}
+
+BOOST_AUTO_TEST_CASE(host_grammar) {
+  auto h = ferry::deploy::parse_host("ubuntu@10.0.0.5:2222");
+  BOOST_REQUIRE(h.has_value());
+  BOOST_TEST(*h->user == "ubuntu");
+  BOOST_TEST(h->host == "10.0.0.5");
+  BOOST_TEST(*h->port == 2222);
+  auto v6 = ferry::deploy::parse_host("[::1]:22");
+  BOOST_REQUIRE(v6.has_value());
+  BOOST_TEST(v6->host == "::1");
+  BOOST_TEST(*v6->port == 22);
+  BOOST_TEST(ferry::deploy::parse_host("local")->is_local());
+  BOOST_TEST(!ferry::deploy::parse_host("me@local")->is_local());
+  BOOST_TEST(!ferry::deploy::parse_host("box:").has_value());
+  BOOST_TEST(!ferry::deploy::parse_host(std::string(300, 'a')).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(load_reports_the_file_and_json_syntax_position) {
+  TempDir t;
+  write(t.path / "ferry.json", "{\n  \"host\": \"local\",\n  \"exclude\": [1,]\n}\n");
+  auto r = load_project(t.path);
+  BOOST_REQUIRE(!r);
+  BOOST_TEST(r.error().file == (t.path / "ferry.json").string());
+  BOOST_TEST(r.error().message.find("line 3") != std::string::npos, r.error().message);
+
+  write(t.path / "ferry.json", R"({"host": "a b"})");
+  auto bad = load_project(t.path / "ferry.json");
+  BOOST_REQUIRE(!bad);
+  BOOST_TEST(bad.error().to_string().starts_with((t.path / "ferry.json").string() + ": /host: "));
+
+  auto missing = load_project(t.path / "nope");
+  BOOST_REQUIRE(!missing);
+  BOOST_TEST(missing.error().message == "cannot read the file");
+
+  write(t.path / "ferry.json", R"({"name": "x"})");
+  auto ok = load_project(t.path);
+  BOOST_REQUIRE(ok.has_value());
+  BOOST_TEST(ok->root == fs::absolute(t.path));
+}
+
+BOOST_AUTO_TEST_CASE(find_project_file_walks_up) {
+  TempDir t;
+  write(t.path / "proj" / "ferry.json", "{}");
+  fs::create_directories(t.path / "proj" / "src" / "deep" / "er");
+  write(t.path / "proj" / "src" / "deep" / "file.py", "");
+  auto from_dir = ferry::deploy::find_project_file(t.path / "proj" / "src" / "deep" / "er");
+  BOOST_REQUIRE(from_dir.has_value());
+  BOOST_TEST(*from_dir == t.path / "proj" / "ferry.json");
+  auto from_file = ferry::deploy::find_project_file(t.path / "proj" / "src" / "deep" / "file.py");
+  BOOST_REQUIRE(from_file.has_value());
+  BOOST_TEST(*from_file == t.path / "proj" / "ferry.json");
+  // A directory named ferry.json is not a project file.
+  fs::create_directories(t.path / "other" / "ferry.json");
+  fs::create_directories(t.path / "other" / "sub");
+  auto none = ferry::deploy::find_project_file(t.path / "other" / "sub");
+  BOOST_TEST((!none || *none != t.path / "other" / "ferry.json"));
+  // The nearest one wins.
+  write(t.path / "proj" / "src" / "ferry.json", "{}");
+  BOOST_TEST(*ferry::deploy::find_project_file(t.path / "proj" / "src" / "deep") == t.path / "proj" / "src" / "ferry.json");
+}
+
+BOOST_AUTO_TEST_CASE(starter_config_round_trips) {
+  json doc = ferry::deploy::starter_config("me@gpu:2222", "/workspace/demo", "demo");
+  auto c = parse_project(doc, "/home/me/demo");
+  BOOST_REQUIRE(c.has_value());
+  BOOST_TEST(c->name == "demo");
+  BOOST_TEST(c->host == "me@gpu:2222");
+  BOOST_TEST(c->mappings[0].remote == "/workspace/demo");
+  // Through text and back, as `ferry init` writes it and `ferry` reads it.
+  TempDir t;
+  write(t.path / "ferry.json", doc.dump(2));
+  auto loaded = load_project(t.path);
+  BOOST_REQUIRE(loaded.has_value());
+  json a = ferry::deploy::to_json(*loaded);
+  json b = ferry::deploy::to_json(*parse_project(doc, t.path));
+  BOOST_TEST(a == b);
+  BOOST_TEST(!parse_project(ferry::deploy::starter_config("bad host", "~/x", "n"), "/x").has_value());
+}

@@ -1,0 +1,91 @@
+// protocol/spec/ferry.schema.json and the C++ validator agree: on the shared corpus, every config
+// the C++ side rejects the schema rejects too, and every good one passes both.
+#define BOOST_TEST_MODULE schema_agreement
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+
+#include "helper/deploy/host_spec.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "tests/unit/deploy/config_corpus.hpp"
+#include "tests/unit/deploy/schema_checker.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+json load_schema() {
+  std::ifstream in(FERRY_SCHEMA_PATH);
+  BOOST_REQUIRE_MESSAGE(in.good(), "cannot read " FERRY_SCHEMA_PATH);
+  return json::parse(in);
+}
+
+void each_property(const json& schema, const std::string& where, const std::function<void(const std::string&, const json&)>& f) {
+  if (!schema.is_object()) return;
+  if (auto p = schema.find("properties"); p != schema.end())
+    for (const auto& [k, v] : p->items()) {
+      f(where + "/" + k, v);
+      each_property(v, where + "/" + k, f);
+    }
+  if (auto d = schema.find("$defs"); d != schema.end())
+    for (const auto& [k, v] : d->items()) each_property(v, "#/$defs/" + k, f);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(schema_is_draft_2020_12_with_descriptions) {
+  json schema = load_schema();
+  BOOST_TEST(schema["$schema"] == "https://json-schema.org/draft/2020-12/schema");
+  BOOST_TEST(schema["additionalProperties"] == false);
+  int properties = 0;
+  each_property(schema, "", [&](const std::string& where, const json& sub) {
+    ++properties;
+    bool described = sub.contains("description") ||
+                     (sub.contains("$ref") && schema.at(json::json_pointer(sub["$ref"].get<std::string>().substr(1))).contains("description"));
+    BOOST_TEST(described, where << " has no description (IDEs show it on completion)");
+  });
+  BOOST_TEST(properties >= 20);  // 10 top-level, 2 mapping, 5 tunnel, 3 autostop
+  // The host rule is literally the C++ one.
+  BOOST_TEST(schema["properties"]["host"]["pattern"] == std::string(ferry::deploy::kHostPattern));
+}
+
+BOOST_AUTO_TEST_CASE(schema_and_validator_agree_on_the_corpus) {
+  ferry::test::SchemaChecker checker(load_schema());
+  int bad = 0;
+  for (const auto& entry : ferry::test::config_corpus()) {
+    BOOST_TEST_CONTEXT(entry.label) {
+      json doc = json::parse(entry.json);
+      auto cpp = ferry::deploy::parse_project(doc, "/tmp/proj");
+      auto schema_errors = checker.validate(doc);
+      BOOST_TEST(cpp.has_value() == entry.good());
+      if (cpp) {
+        BOOST_TEST(schema_errors.empty(), "schema rejects a config C++ accepts: " << (schema_errors.empty() ? "" : schema_errors[0]));
+      } else {
+        ++bad;
+        BOOST_TEST(!schema_errors.empty(), "schema accepts a config C++ rejects at " << cpp.error().pointer);
+        // And the schema complains about the same place (or a place inside it).
+        bool same_place = false;
+        for (const auto& e : schema_errors) same_place = same_place || e.starts_with(cpp.error().pointer + ":") ||
+                                                         e.starts_with(cpp.error().pointer + "/") ||
+                                                         (e.starts_with(":") && cpp.error().pointer.empty());
+        // A missing required key is reported by the schema on its parent object.
+        auto parent = cpp.error().pointer.substr(0, cpp.error().pointer.rfind('/'));
+        for (const auto& e : schema_errors) same_place = same_place || e.starts_with(parent + ": required");
+        BOOST_TEST(same_place, "schema errors elsewhere: " << schema_errors[0]);
+      }
+    }
+  }
+  BOOST_TEST(bad > 40);
+}
+
+BOOST_AUTO_TEST_CASE(samples_ferry_json_passes_both) {
+  std::ifstream in(FERRY_SAMPLES_CONFIG);
+  json doc = json::parse(in);
+  BOOST_TEST(ferry::deploy::parse_project(doc, "/tmp/samples").has_value());
+  BOOST_TEST(ferry::test::SchemaChecker(load_schema()).validate(doc).empty());
+}
+
+BOOST_AUTO_TEST_CASE(checker_refuses_keywords_it_does_not_know) {
+  ferry::test::SchemaChecker checker(json::parse(R"({"type": "object", "dependentRequired": {}})"));
+  BOOST_CHECK_THROW(checker.validate(json::object()), std::runtime_error);
+}
