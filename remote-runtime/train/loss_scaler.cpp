@@ -14,12 +14,14 @@ LossScaler::LossScaler(Options options, const at::Device& device) : options_(opt
   if (options_.path == Path::kPlain) aten_unscale_ok_ = aten_update_ok_ = false;
 }
 
+at::Tensor LossScaler::scale(const at::Tensor& loss) const { return loss * scale_.to(loss.scalar_type()); }
+
 bool LossScaler::unscale(const std::vector<at::Tensor>& grads) {
   found_inf_.zero_();
   used_aten_ = false;
   if (aten_unscale_ok_) {
     try {
-      auto inv = scale_.double().reciprocal().to(at::kFloat);
+      auto inv = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
       at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv);
       used_aten_ = true;
       return found_inf_.item<float>() != 0.0f;

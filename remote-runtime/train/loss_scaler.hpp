@@ -25,7 +25,7 @@ class LossScaler {
 
   LossScaler(Options options, const at::Device& device);
 
-  at::Tensor scale(const at::Tensor& loss) const { return loss * scale_; }
+  at::Tensor scale(const at::Tensor& loss) const;
   // Divides every gradient by the scale; true when any was inf/NaN (then the step must be skipped).
   bool unscale(const std::vector<at::Tensor>& grads);
   // Applies the outcome of the last unscale to the scale and the growth tracker.

@@ -489,7 +489,7 @@ int run_training(TrainConfig config, const RunOptions& options, EventStream& eve
     };
 
     const bool non_blocking = device->is_cuda();
-    double window_wait = 0, window_loss_sum = 0;
+    double window_wait = 0;
     std::int64_t window_samples = 0, window_steps = 0, skipped_steps = 0;
     auto window_start = std::chrono::steady_clock::now();
     torch::Tensor loss_accum = torch::zeros({}, torch::TensorOptions().device(*device));
