@@ -1,0 +1,143 @@
+// The agent wire codec: CBOR bodies in LSP frames, binary payloads, hostile bodies, magic line.
+#define BOOST_TEST_MODULE agent_wire
+#include <boost/test/unit_test.hpp>
+
+#include <random>
+
+#include "protocol/agent_wire.hpp"
+
+using namespace ferry::protocol;
+
+namespace {
+
+Message round_trip(const Message& m) {
+  std::string frame = encode_agent_frame(m);
+  FrameDecoder decoder(agent_frame_limits());
+  // Byte by byte for the header, then the rest: the decoder must not care how bytes arrive.
+  std::size_t split = std::min<std::size_t>(frame.size(), 40);
+  for (std::size_t i = 0; i < split; ++i) {
+    decoder.feed(std::string_view(frame).substr(i, 1));
+    if (i + 1 < split) BOOST_REQUIRE(!decoder.next().has_value());
+  }
+  decoder.feed(std::string_view(frame).substr(split));
+  auto body = decoder.next();
+  BOOST_REQUIRE(body.has_value());
+  BOOST_REQUIRE(body->has_value());
+  auto decoded = decode_agent_body(**body);
+  BOOST_REQUIRE(decoded.has_value());
+  BOOST_TEST(!decoder.mid_frame());
+  return *decoded;
+}
+
+std::string cbor_of(const json& j) {
+  auto v = json::to_cbor(j);
+  return std::string(v.begin(), v.end());
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(messages_round_trip) {
+  std::vector<Message> messages = {
+      Request{7, "fs/stat", json{{"path", "a/b c/ü.txt"}}},
+      Request{"str-id", "agent/ping", nullptr},
+      Notification{"$/progress", json{{"token", 1}, {"value", {{"kind", "report"}, {"percentage", 50}}}}},
+      make_result(7, json{{"exists", true}, {"size", 1ll << 40}, {"mtimeNs", 1732900000123456789ll}}),
+      make_error(9, error_code::kAgentVersionMismatch, "agent speaks protocol 2, this ferry speaks 1",
+                 json{{"agentProtocolVersion", 2}}),
+  };
+  for (const auto& m : messages) BOOST_TEST(to_json(round_trip(m)) == to_json(m));
+}
+
+BOOST_AUTO_TEST_CASE(binary_payload_travels_raw) {
+  std::vector<std::uint8_t> bytes(1 << 20);
+  std::mt19937 rng(42);
+  for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
+  for (int i = 0; i < 256; ++i) bytes[i] = static_cast<std::uint8_t>(i);
+  Request r{1, "fs/write", json{{"path", "x.bin"}, {"data", json::binary(bytes)}}};
+  std::string frame = encode_agent_frame(r);
+  // CBOR carries bytes as bytes: no base64 growth.
+  BOOST_TEST(frame.size() < bytes.size() + 128);
+  auto back = std::get<Request>(round_trip(r));
+  BOOST_REQUIRE(back.params["data"].is_binary());
+  BOOST_TEST(back.params["data"].get_binary() == bytes, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(garbage_bodies_are_rejected_cleanly) {
+  auto parse_error = [](std::string_view body) {
+    auto r = decode_agent_body(body);
+    BOOST_REQUIRE(!r.has_value());
+    return r.error();
+  };
+  BOOST_TEST(parse_error("").error.code == error_code::kParseError);
+  BOOST_TEST(parse_error("{\"jsonrpc\":\"2.0\"}").error.code == error_code::kParseError);  // JSON text is not CBOR
+  BOOST_TEST(parse_error("\xff\xff\xff").error.code == error_code::kParseError);
+  std::string good = cbor_of(to_json(Request{1, "agent/ping", nullptr}));
+  BOOST_TEST(parse_error(good.substr(0, good.size() - 3)).error.code == error_code::kParseError);  // truncated
+  BOOST_TEST(parse_error(good + "x").error.code == error_code::kParseError);                      // trailing bytes
+  // Well-formed CBOR that is not a message.
+  BOOST_TEST(parse_error(cbor_of(json(5))).error.code == error_code::kInvalidRequest);
+  BOOST_TEST(parse_error(cbor_of(json::array({1, 2}))).error.code == error_code::kInvalidRequest);
+  auto no_version = parse_error(cbor_of(json{{"id", 3}, {"method", "x"}}));
+  BOOST_TEST(no_version.error.code == error_code::kInvalidRequest);
+  BOOST_TEST(no_version.id == 3);  // the id survives so the agent can answer it
+  // Deep nesting must not overflow the stack: 1M nested one-element arrays.
+  std::string deep(1'000'000, '\x81');
+  deep += '\x01';
+  auto e = parse_error(deep);
+  BOOST_TEST(e.error.message.find("deeper") != std::string::npos, e.error.message);
+  // A declared huge array length with no elements behind it.
+  BOOST_TEST(parse_error(std::string("\x9b\x00\x00\x00\x10\x00\x00\x00\x00", 9)).error.code == error_code::kParseError);
+  // Random bytes never crash.
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string junk(rng() % 64, '\0');
+    for (auto& c : junk) c = static_cast<char>(rng());
+    (void)decode_agent_body(junk);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(agent_frames_allow_large_bodies) {
+  BOOST_TEST(agent_frame_limits().max_body == 256u << 20);
+  FrameDecoder decoder(agent_frame_limits());
+  decoder.feed("Content-Length: 268435457\r\n\r\n");
+  auto issue = decoder.next();
+  BOOST_REQUIRE(issue.has_value());
+  BOOST_REQUIRE(!issue->has_value());
+  BOOST_TEST((issue->error().kind == FrameIssueKind::body_too_large));
+}
+
+BOOST_AUTO_TEST_CASE(magic_line) {
+  BOOST_TEST(agent_magic_line(1, "0.1.0") == "FERRY-AGENT 1 0.1.0");
+  auto m = parse_agent_magic("FERRY-AGENT 12 1.2.3-dev\r");
+  BOOST_REQUIRE(m.has_value());
+  BOOST_TEST(m->protocol_version == 12);
+  BOOST_TEST(m->agent_version == "1.2.3-dev");
+  BOOST_TEST(!parse_agent_magic("FERRY-AGENT x 1.0").has_value());
+  BOOST_TEST(!parse_agent_magic("FERRY-AGENT 1").has_value());
+  BOOST_TEST(!parse_agent_magic("FERRY-AGENT -1 1.0").has_value());
+  BOOST_TEST(!parse_agent_magic("FERRY-AGENT 1 a b").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(preamble_noise_is_skipped) {
+  std::string noise = "Welcome to Ubuntu 22.04\r\n\n * Documentation: https://help.ubuntu.com\nconda: base activated\n";
+  BOOST_TEST(!scan_agent_preamble(noise).has_value());                   // more bytes needed
+  BOOST_TEST(!scan_agent_preamble(noise + "FERRY-AGENT 1 0.").has_value());  // magic not complete yet
+  std::string all = noise + "FERRY-AGENT 1 0.1.0\nContent-Length: 3\r\n\r\nabc";
+  auto scan = scan_agent_preamble(all);
+  BOOST_REQUIRE(scan.has_value());
+  BOOST_REQUIRE(scan->has_value());
+  BOOST_TEST((*scan)->magic.agent_version == "0.1.0");
+  BOOST_TEST(all.substr((*scan)->consumed) == "Content-Length: 3\r\n\r\nabc");
+  // After a prompt printed without a newline.
+  auto prompt = scan_agent_preamble("user@box:~$ FERRY-AGENT 2 9.9\n");
+  BOOST_REQUIRE(prompt && prompt->has_value());
+  BOOST_TEST((*prompt)->magic.protocol_version == 2);
+  // Bounded: endless noise is an error, not an unbounded buffer.
+  std::string endless(kMaxAgentPreamble + 10, 'x');
+  auto over = scan_agent_preamble(endless);
+  BOOST_REQUIRE(over.has_value());
+  BOOST_TEST(!over->has_value());
+  auto bad = scan_agent_preamble("FERRY-AGENT one 1.0\n");
+  BOOST_REQUIRE(bad.has_value());
+  BOOST_TEST(!bad->has_value());
+}
