@@ -1,1 +1,137 @@
-// placeholder: nvml (being written)
+// NVML over dlopen. The few NVML types used are declared here by their documented ABI (opaque
+// device handle, nvmlMemory_t, nvmlUtilization_t) so no CUDA headers are needed to build.
+#include "remote-runtime/train/nvml.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace ferry::train {
+namespace {
+
+using NvmlReturn = int;  // nvmlReturn_t; 0 is NVML_SUCCESS
+using NvmlDevice = struct NvmlDeviceOpaque*;
+constexpr NvmlReturn kNvmlSuccess = 0;
+constexpr int kTemperatureGpu = 0;  // NVML_TEMPERATURE_GPU
+
+struct NvmlMemory {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+struct NvmlUtilization {
+  unsigned int gpu;
+  unsigned int memory;
+};
+
+}  // namespace
+
+struct Nvml::Api {
+  void* handle = nullptr;
+  NvmlReturn (*init)() = nullptr;
+  NvmlReturn (*shutdown)() = nullptr;
+  NvmlReturn (*count)(unsigned int*) = nullptr;
+  NvmlReturn (*by_index)(unsigned int, NvmlDevice*) = nullptr;
+  NvmlReturn (*name)(NvmlDevice, char*, unsigned int) = nullptr;
+  NvmlReturn (*utilization)(NvmlDevice, NvmlUtilization*) = nullptr;
+  NvmlReturn (*memory)(NvmlDevice, NvmlMemory*) = nullptr;
+  NvmlReturn (*power)(NvmlDevice, unsigned int*) = nullptr;  // milliwatts
+  NvmlReturn (*temperature)(NvmlDevice, int, unsigned int*) = nullptr;
+
+  ~Api() {
+    if (shutdown != nullptr) shutdown();
+    if (handle != nullptr) dlclose(handle);
+  }
+};
+
+namespace {
+
+template <typename Fn>
+bool resolve(void* handle, Fn& out, const char* primary, const char* fallback = nullptr) {
+  void* sym = dlsym(handle, primary);
+  if (sym == nullptr && fallback != nullptr) sym = dlsym(handle, fallback);
+  out = reinterpret_cast<Fn>(sym);
+  return sym != nullptr;
+}
+
+}  // namespace
+
+std::optional<Nvml> Nvml::load(const std::string& library) {
+  auto api = std::make_unique<Api>();
+  api->handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (api->handle == nullptr) return std::nullopt;
+  decltype(api->shutdown) shutdown = nullptr;
+  const bool required = resolve(api->handle, api->init, "nvmlInit_v2", "nvmlInit") &&
+                        resolve(api->handle, shutdown, "nvmlShutdown") &&
+                        resolve(api->handle, api->count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount") &&
+                        resolve(api->handle, api->by_index, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+  if (!required) return std::nullopt;
+  // Optional readings: an old or partial library still yields what it has.
+  resolve(api->handle, api->name, "nvmlDeviceGetName");
+  resolve(api->handle, api->utilization, "nvmlDeviceGetUtilizationRates");
+  resolve(api->handle, api->memory, "nvmlDeviceGetMemoryInfo");
+  resolve(api->handle, api->power, "nvmlDeviceGetPowerUsage");
+  resolve(api->handle, api->temperature, "nvmlDeviceGetTemperature");
+  if (api->init() != kNvmlSuccess) return std::nullopt;
+  api->shutdown = shutdown;  // only a successful init is paired with a shutdown
+  return Nvml(std::move(api));
+}
+
+Nvml::Nvml(std::unique_ptr<Api> api) : api_(std::move(api)) {}
+Nvml::Nvml(Nvml&&) noexcept = default;
+Nvml& Nvml::operator=(Nvml&&) noexcept = default;
+Nvml::~Nvml() = default;
+
+std::optional<int> Nvml::device_count() const {
+  unsigned int n = 0;
+  if (!api_ || api_->count(&n) != kNvmlSuccess || n > 4096) return std::nullopt;
+  return static_cast<int>(n);
+}
+
+std::optional<GpuSample> Nvml::sample(int index) const {
+  if (!api_ || index < 0) return std::nullopt;
+  NvmlDevice device = nullptr;
+  if (api_->by_index(static_cast<unsigned int>(index), &device) != kNvmlSuccess) return std::nullopt;
+  GpuSample s;
+  s.index = index;
+  if (api_->name != nullptr) {
+    char name[96] = {};
+    if (api_->name(device, name, sizeof name - 1) == kNvmlSuccess) s.name.assign(name, strnlen(name, sizeof name));
+  }
+  if (NvmlUtilization u{}; api_->utilization != nullptr && api_->utilization(device, &u) == kNvmlSuccess && u.gpu <= 100) {
+    s.utilization_percent = u.gpu;
+  }
+  if (NvmlMemory m{}; api_->memory != nullptr && api_->memory(device, &m) == kNvmlSuccess && m.used <= m.total) {
+    s.memory_used_bytes = static_cast<std::int64_t>(m.used);
+    s.memory_total_bytes = static_cast<std::int64_t>(m.total);
+  }
+  if (unsigned int mw = 0; api_->power != nullptr && api_->power(device, &mw) == kNvmlSuccess) s.power_watts = mw / 1000.0;
+  if (unsigned int c = 0; api_->temperature != nullptr && api_->temperature(device, kTemperatureGpu, &c) == kNvmlSuccess) {
+    s.temperature_c = c;
+  }
+  return s;
+}
+
+std::vector<GpuSample> Nvml::sample_all() const {
+  std::vector<GpuSample> out;
+  const int n = device_count().value_or(0);
+  for (int i = 0; i < n; ++i) {
+    if (auto s = sample(i)) out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+nlohmann::json to_json(const GpuSample& s) {
+  nlohmann::json j = {{"index", s.index}};
+  if (!s.name.empty()) j["name"] = s.name;
+  if (s.utilization_percent) j["util_percent"] = *s.utilization_percent;
+  if (s.memory_used_bytes) j["mem_used_bytes"] = *s.memory_used_bytes;
+  if (s.memory_total_bytes) j["mem_total_bytes"] = *s.memory_total_bytes;
+  if (s.power_watts) j["power_w"] = *s.power_watts;
+  if (s.temperature_c) j["temp_c"] = *s.temperature_c;
+  return j;
+}
+
+}  // namespace ferry::train
