@@ -89,7 +89,7 @@ std::expected<AgentInfo, ResponseError> LocalEndpoint::connect(std::chrono::mill
   auto info = link_->handshake(deadline);
   if (!info) {
     auto err = info.error();
-    close();
+    stop(/*graceful=*/false);  // a half-started agent has nothing to save
     return std::unexpected(err);
   }
   info_ = *info;
@@ -112,17 +112,21 @@ void LocalEndpoint::set_notification_handler(NotificationHandler handler) {
   if (link_) link_->set_notification_handler(std::move(handler));
 }
 
-void LocalEndpoint::close() {
+void LocalEndpoint::close() { stop(/*graceful=*/true); }
+
+void LocalEndpoint::stop(bool graceful) {
   if (!child_ && !link_) return;
-  if (link_ && link_->alive()) {
+  bool alive = graceful && link_ && link_->alive();
+  if (alive) {
     // Polite first: the agent answers agent/shutdown and exits; EOF on stdin also ends it.
     (void)link_->call("agent/shutdown", json::object(), std::chrono::milliseconds(500));
   }
   if (link_) link_->close_write();
   if (child_) {
-    auto status = child_->wait_for(kGracefulExit);
+    // A child that never completed the handshake (or broke the link) gets no grace period.
+    auto status = child_->wait_for(alive ? kGracefulExit : std::chrono::milliseconds(0));
     if (!status) {
-      spdlog::warn("ferry-agent (pid {}) did not exit; killing it", child_->pid());
+      if (alive) spdlog::warn("ferry-agent (pid {}) did not exit; killing it", child_->pid());
       child_->kill(SIGKILL);
       status = child_->wait_for(std::chrono::hours(1));
     }

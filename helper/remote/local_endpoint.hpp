@@ -51,6 +51,8 @@ class LocalEndpoint final : public Endpoint {
   const std::filesystem::path& root() const { return options_.root; }
 
  private:
+  // graceful: agent/shutdown, EOF, a grace period, then SIGKILL; else SIGKILL at once.
+  void stop(bool graceful);
   LocalEndpointOptions options_;
   std::unique_ptr<ChildProcess> child_;
   std::unique_ptr<AgentLink> link_;
