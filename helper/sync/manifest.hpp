@@ -1,0 +1,33 @@
+// The remote manifest: what ferry itself last wrote on the remote (path -> hash, size, mtime,
+// mode, link target). It is what makes a no-op sync one stat walk plus one tiny round trip,
+// what lets deletes touch only files ferry put there, and what conflicts are judged against.
+// Persisted as versioned JSON under the project's .ferry/ directory, written atomically.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <string>
+
+#include "helper/sync/file_meta.hpp"
+
+namespace ferry::sync {
+
+inline constexpr int kManifestVersion = 1;
+
+struct Manifest {
+  std::string remote_root;  // the mapping's remote path this manifest describes
+  TreeState entries;
+
+  // Record a successful remote write / delete as it happens, so an interrupted sync resumes.
+  void record(const std::string& path, const FileMeta& meta) { entries[path] = meta; }
+  void forget(const std::string& path) { entries.erase(path); }
+};
+
+std::string manifest_to_json(const Manifest& m);
+std::expected<Manifest, std::string> manifest_from_json(std::string_view text);
+
+// A missing file is an empty manifest (first sync).
+std::expected<Manifest, std::string> load_manifest(const std::filesystem::path& file);
+std::expected<void, std::string> save_manifest(const std::filesystem::path& file, const Manifest& m);
+
+}  // namespace ferry::sync

@@ -1,0 +1,258 @@
+// Parallel tree walk. Work items (directories to list, files to hash) go through one queue
+// shared by `threads` workers; the walk ends when the queue is empty and no worker is busy.
+#include "helper/sync/scanner.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include <xxhash.h>
+
+#include "helper/sync/file_index.hpp"
+
+namespace ferry::sync {
+namespace {
+
+constexpr std::size_t kReadChunk = 256u << 10;
+constexpr std::uint64_t kInlineHashLimit = 64u << 10;  // smaller files are hashed by the lister
+
+std::int64_t mtime_of(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+std::int64_t ctime_of(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+}
+
+IndexKey key_of(const struct stat& st) {
+  return IndexKey{static_cast<std::uint64_t>(st.st_size), mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
+                  static_cast<std::uint64_t>(st.st_ino)};
+}
+
+struct Item {
+  std::string rel;
+  bool is_dir = false;
+  struct stat st {};
+};
+
+struct Shard {
+  TreeState entries;
+  std::vector<std::string> unstable;
+  std::vector<ScanIssue> issues;
+  ScanStats stats;
+};
+
+class Walker {
+ public:
+  Walker(int root_fd, const IgnoreMatcher& ignore, FileIndex* index, const ScanOptions& options)
+      : root_fd_(root_fd), ignore_(ignore), index_(index), options_(options) {}
+
+  ScanResult run() {
+    queue_.push_back(Item{"", true, {}});
+    const unsigned n = std::max(1u, options_.threads);
+    std::vector<Shard> shards(n);
+    std::vector<std::thread> threads;
+    for (unsigned i = 1; i < n; ++i) threads.emplace_back([this, &shards, i] { work(shards[i]); });
+    work(shards[0]);
+    for (auto& t : threads) t.join();
+    ScanResult result;
+    for (auto& s : shards) {
+      result.entries.merge(s.entries);
+      result.unstable.insert(result.unstable.end(), s.unstable.begin(), s.unstable.end());
+      result.issues.insert(result.issues.end(), s.issues.begin(), s.issues.end());
+      result.stats.files += s.stats.files;
+      result.stats.dirs += s.stats.dirs;
+      result.stats.symlinks += s.stats.symlinks;
+      result.stats.hashed += s.stats.hashed;
+      result.stats.hash_cache_hits += s.stats.hash_cache_hits;
+      result.stats.bytes_hashed += s.stats.bytes_hashed;
+    }
+    std::sort(result.unstable.begin(), result.unstable.end());
+    return result;
+  }
+
+ private:
+  void work(Shard& shard) {
+    for (;;) {
+      Item item;
+      {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [&] { return !queue_.empty() || busy_ == 0; });
+        if (queue_.empty()) return;  // nothing queued and nobody who could queue more
+        item = std::move(queue_.front());
+        queue_.pop_front();
+        ++busy_;
+      }
+      if (item.is_dir) list_dir(item.rel, shard);
+      else hash_file(item, shard);
+      {
+        std::lock_guard lock(mutex_);
+        --busy_;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  void push(Item item) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(item));
+    }
+    cv_.notify_one();
+  }
+
+  void list_dir(const std::string& rel, Shard& shard) {
+    const int fd = rel.empty() ? ::dup(root_fd_)
+                               : ::openat(root_fd_, rel.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      shard.issues.push_back({rel, std::string("cannot open directory: ") + std::strerror(errno)});
+      return;
+    }
+    DIR* dir = ::fdopendir(fd);
+    if (!dir) {
+      ::close(fd);
+      shard.issues.push_back({rel, std::string("cannot list directory: ") + std::strerror(errno)});
+      return;
+    }
+    while (dirent* de = ::readdir(dir)) {
+      const std::string_view name = de->d_name;
+      if (name == "." || name == "..") continue;
+      std::string child = rel.empty() ? std::string(name) : rel + "/" + std::string(name);
+      struct stat st {};
+      if (::fstatat(::dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        shard.issues.push_back({child, std::string("cannot stat: ") + std::strerror(errno)});
+        continue;
+      }
+      const bool is_dir = S_ISDIR(st.st_mode);
+      if (ignore_.is_ignored_entry(child, is_dir)) continue;
+      FileMeta meta;
+      meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
+      meta.mtime_ns = mtime_of(st);
+      if (is_dir) {
+        meta.kind = EntryKind::dir;
+        ++shard.stats.dirs;
+        shard.entries.emplace(child, meta);
+        push(Item{std::move(child), true, st});
+      } else if (S_ISLNK(st.st_mode)) {
+        std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
+        const ssize_t n = ::readlinkat(::dirfd(dir), de->d_name, target.data(), target.size());
+        if (n < 0 || static_cast<std::size_t>(n) >= target.size()) {
+          shard.issues.push_back({child, "cannot read symlink (or it changed while read)"});
+          continue;
+        }
+        target.resize(static_cast<std::size_t>(n));
+        meta.kind = EntryKind::symlink;
+        meta.size = target.size();
+        meta.link_target = std::move(target);
+        ++shard.stats.symlinks;
+        shard.entries.emplace(std::move(child), std::move(meta));
+      } else if (S_ISREG(st.st_mode)) {
+        meta.kind = EntryKind::file;
+        meta.size = static_cast<std::uint64_t>(st.st_size);
+        ++shard.stats.files;
+        if (!options_.hash_files) {
+          shard.entries.emplace(std::move(child), std::move(meta));
+        } else if (auto cached = index_ ? index_->lookup(child, key_of(st)) : std::nullopt) {
+          meta.hash = cached;
+          ++shard.stats.hash_cache_hits;
+          shard.entries.emplace(std::move(child), std::move(meta));
+        } else if (meta.size <= kInlineHashLimit) {
+          hash_file(Item{std::move(child), false, st}, shard);
+        } else {
+          push(Item{std::move(child), false, st});
+        }
+      } else {
+        shard.issues.push_back({child, "special file (fifo, socket or device) skipped"});
+      }
+    }
+    ::closedir(dir);
+  }
+
+  // Hashes a file and checks it did not change between the listing, the open and the end of
+  // the read (size, mtime, ctime, inode): a file being written is reported, never half-hashed.
+  void hash_file(const Item& item, Shard& shard) {
+    const int fd = ::openat(root_fd_, item.rel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      if (errno == ENOENT || errno == ELOOP) shard.unstable.push_back(item.rel);
+      else shard.issues.push_back({item.rel, std::string("cannot open: ") + std::strerror(errno)});
+      return;
+    }
+    struct stat before {}, after {};
+    auto same = [](const struct stat& a, const struct stat& b) {
+      return a.st_ino == b.st_ino && a.st_size == b.st_size && mtime_of(a) == mtime_of(b) && ctime_of(a) == ctime_of(b);
+    };
+    const std::int64_t hashed_at = now_ns();
+    bool ok = ::fstat(fd, &before) == 0 && same(before, item.st);
+    XXH3_state_t* state = XXH3_createState();
+    XXH3_128bits_reset(state);
+    std::vector<char> buf(kReadChunk);
+    std::uint64_t total = 0;
+    while (ok) {
+      const ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        shard.issues.push_back({item.rel, std::string("cannot read: ") + std::strerror(errno)});
+        XXH3_freeState(state);
+        ::close(fd);
+        return;
+      }
+      if (n == 0) break;
+      XXH3_128bits_update(state, buf.data(), static_cast<std::size_t>(n));
+      total += static_cast<std::uint64_t>(n);
+    }
+    if (options_.after_read_hook) options_.after_read_hook(item.rel);
+    ok = ok && ::fstat(fd, &after) == 0 && same(before, after) &&
+         total == static_cast<std::uint64_t>(after.st_size);
+    ::close(fd);
+    if (!ok) {
+      XXH3_freeState(state);
+      shard.unstable.push_back(item.rel);
+      return;
+    }
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state));
+    XXH3_freeState(state);
+    Hash128 h;
+    std::copy(std::begin(c.digest), std::end(c.digest), h.begin());
+    if (index_) index_->store(item.rel, key_of(after), h, hashed_at);
+    ++shard.stats.hashed;
+    shard.stats.bytes_hashed += total;
+    FileMeta meta;
+    meta.kind = EntryKind::file;
+    meta.mode = static_cast<std::uint32_t>(after.st_mode & 07777);
+    meta.size = total;
+    meta.mtime_ns = mtime_of(after);
+    meta.hash = h;
+    shard.entries.emplace(item.rel, std::move(meta));
+  }
+
+  int root_fd_;
+  const IgnoreMatcher& ignore_;
+  FileIndex* index_;
+  ScanOptions options_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  unsigned busy_ = 0;
+};
+
+}  // namespace
+
+std::expected<ScanResult, std::string> scan_tree(const std::filesystem::path& root, const IgnoreMatcher& ignore,
+                                                 FileIndex* index, const ScanOptions& options) {
+  const int root_fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
+  Walker walker(root_fd, ignore, index, options);
+  ScanResult result = walker.run();
+  ::close(root_fd);
+  return result;
+}
+
+}  // namespace ferry::sync
