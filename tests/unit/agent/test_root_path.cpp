@@ -34,7 +34,7 @@ struct Sandbox {
   }
   RootPath open() const {
     auto r = RootPath::open(root);
-    BOOST_REQUIRE_MESSAGE(r.has_value(), r.error());
+    BOOST_REQUIRE_MESSAGE(r.has_value(), (r ? std::string() : r.error()));
     return *r;
   }
 };

@@ -1,0 +1,148 @@
+// `ferry init` and `ferry demo`, run as the real executable in temp dirs.
+#define BOOST_TEST_MODULE cli_commands
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ferry/version.hpp"
+#include "helper/deploy/project_config.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ferry-cli-XXXXXX").string();
+    path = fs::canonical(::mkdtemp(tmpl.data()));
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Run {
+  int status = -1;
+  std::string out, err;
+};
+
+// Runs `ferry ARGS` in `cwd` through /bin/sh, capturing stdout and stderr into files.
+Run run_ferry(const fs::path& cwd, const std::string& args, const std::string& env = "") {
+  fs::path out = cwd / ".out", err = cwd / ".err";
+  std::string cmd = "cd '" + cwd.string() + "' && " + env + " '" + FERRY_BIN + "' " + args + " >'" + out.string() +
+                    "' 2>'" + err.string() + "'";
+  int rc = std::system(cmd.c_str());
+  Run r{WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(init_writes_a_valid_ferry_json) {
+  TempDir t;
+  fs::create_directory(t.path / "my proj");
+  auto r = run_ferry(t.path / "my proj", "init");
+  BOOST_TEST(r.status == 0, r.err);
+  BOOST_TEST(r.out.find("Wrote " + (t.path / "my proj" / "ferry.json").string()) != std::string::npos, r.out);
+  auto config = ferry::deploy::load_project(t.path / "my proj");
+  BOOST_REQUIRE_MESSAGE(config.has_value(), (config ? std::string() : config.error().to_string()));
+  BOOST_TEST(config->host == "local");
+  BOOST_TEST(config->name == "my-proj");
+  BOOST_TEST(config->mappings.at(0).remote == "~/ferry/my-proj");
+  BOOST_TEST(r.err.empty());
+}
+
+BOOST_AUTO_TEST_CASE(init_refuses_to_overwrite_without_force) {
+  TempDir t;
+  BOOST_REQUIRE(run_ferry(t.path, "init").status == 0);
+  std::ofstream(t.path / "ferry.json") << R"({"host": "keep-me"})";
+  auto again = run_ferry(t.path, "init --host other");
+  BOOST_TEST(again.status == 1);
+  BOOST_TEST(again.err.find("already exists") != std::string::npos, again.err);
+  BOOST_TEST(again.err.find("--force") != std::string::npos);
+  BOOST_TEST(slurp(t.path / "ferry.json") == R"({"host": "keep-me"})");
+
+  auto forced = run_ferry(t.path, "init --force --host me@gpu:2222 --remote-root /workspace/x --name demo");
+  BOOST_TEST(forced.status == 0, forced.err);
+  auto config = ferry::deploy::load_project(t.path);
+  BOOST_REQUIRE(config.has_value());
+  BOOST_TEST(config->host == "me@gpu:2222");
+  BOOST_TEST(config->name == "demo");
+  BOOST_TEST(config->mappings.at(0).remote == "/workspace/x");
+  // No temp files left behind.
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(t.path)) ++entries;
+  BOOST_TEST(entries == 1);
+}
+
+BOOST_AUTO_TEST_CASE(init_validates_before_writing) {
+  TempDir t;
+  auto bad_host = run_ferry(t.path, "init --host 'not a host'");
+  BOOST_TEST(bad_host.status == 2);
+  BOOST_TEST(bad_host.err.find("/host: expected") != std::string::npos, bad_host.err);
+  auto bad_root = run_ferry(t.path, "init --remote-root relative/dir");
+  BOOST_TEST(bad_root.status == 2);
+  BOOST_TEST(bad_root.err.find("/mappings/0/remote") != std::string::npos, bad_root.err);
+  BOOST_TEST(!fs::exists(t.path / "ferry.json"));
+}
+
+BOOST_AUTO_TEST_CASE(init_with_project_dir) {
+  TempDir t;
+  fs::create_directory(t.path / "elsewhere");
+  auto r = run_ferry(t.path, "--project elsewhere init --host box");
+  BOOST_TEST(r.status == 0, r.err);
+  BOOST_TEST(fs::exists(t.path / "elsewhere" / "ferry.json"));
+  BOOST_TEST(!fs::exists(t.path / "ferry.json"));
+}
+
+BOOST_AUTO_TEST_CASE(demo_shows_the_agent_handshake) {
+  TempDir t;
+  auto r = run_ferry(t.path, "demo --pings 20 --sandbox '" + (t.path / "sandbox").string() + "'");
+  BOOST_TEST(r.status == 0, r.err);
+  std::string magic = std::string("FERRY-AGENT ") + std::to_string(ferry::kAgentProtocolVersion) + " " + ferry::kVersion;
+  BOOST_TEST(r.out.find(magic) != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("ferry-samples") != std::string::npos);  // samples/ferry.json was loaded
+  BOOST_TEST(r.out.find((t.path / "sandbox").string()) != std::string::npos);
+  BOOST_TEST(r.out.find("exited with status 0") != std::string::npos, r.out);
+  BOOST_TEST(fs::is_directory(t.path / "sandbox"));
+}
+
+BOOST_AUTO_TEST_CASE(demo_uses_the_xdg_cache_sandbox_by_default) {
+  TempDir t;
+  auto r = run_ferry(t.path, "demo --pings 1", "XDG_CACHE_HOME='" + t.path.string() + "/cache'");
+  BOOST_TEST(r.status == 0, r.err);
+  BOOST_TEST(fs::is_directory(t.path / "cache" / "ferry" / "local" / "ferry-samples"));
+}
+
+BOOST_AUTO_TEST_CASE(demo_reports_a_bad_project_on_stderr) {
+  TempDir t;
+  std::ofstream(t.path / "ferry.json") << R"({"host": "local", "tunnels": [{"name": "x", "remotePort": 99999}]})";
+  auto r = run_ferry(t.path, "--project . demo");
+  BOOST_TEST(r.status == 1);
+  BOOST_TEST(r.err.find("/tunnels/0/remotePort: expected a port number from 1 to 65535") != std::string::npos, r.err);
+}
+
+BOOST_AUTO_TEST_CASE(every_command_has_help) {
+  TempDir t;
+  for (const char* cmd : {"init --help", "demo --help", "--help"}) {
+    auto r = run_ferry(t.path, cmd);
+    BOOST_TEST(r.status == 0, cmd);
+    BOOST_TEST(r.out.find("Usage") != std::string::npos, cmd);
+  }
+}
