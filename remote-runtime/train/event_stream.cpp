@@ -45,8 +45,8 @@ void EventStream::emit(const std::string& type, nlohmann::json fields) {
   if (stdout_) {
     std::cout << line << '\n';
     std::cout.flush();
-  } else {
-    std::cerr << line << '\n';  // ranks other than 0: diagnostics only
+  } else if (type == "error") {
+    std::cerr << line << '\n';  // ranks other than 0 report only their failures, on stderr
   }
   if (events_.is_open()) {
     events_ << line << '\n';
