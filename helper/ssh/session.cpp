@@ -1,0 +1,740 @@
+// libssh2 on Boost.Asio (see session.hpp). Every function here runs on the session's strand.
+#include "helper/ssh/session.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+#include <spdlog/spdlog.h>
+
+#include "helper/ssh/private_key_file.hpp"
+
+namespace ferry::ssh {
+namespace {
+
+using asio::use_awaitable;
+using namespace std::chrono_literals;
+
+// libssh2 1.10 has neither chacha20 nor GCM; CTR modes are what OpenSSH 9 still offers it.
+constexpr const char* kCiphers = "aes128-ctr,aes256-ctr,aes192-ctr";
+constexpr const char* kMacs = "hmac-sha2-256,hmac-sha2-512,hmac-sha1";
+const std::vector<std::string> kHostKeyAlgorithms{"ssh-ed25519",        "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                                                  "ecdsa-sha2-nistp521", "rsa-sha2-512",        "rsa-sha2-256",
+                                                  "ssh-rsa"};
+
+void global_init() {
+  static std::once_flag once;
+  std::call_once(once, [] { libssh2_init(0); });
+}
+
+Error timeout_error(std::string_view what) { return make_error(Errc::kTimeout, std::string(what) + ": timed out"); }
+
+// Repeats `call` while libssh2 says EAGAIN, waiting for the socket in between.
+template <class F>
+asio::awaitable<Result<long>> retry(Session& s, F call, Clock::time_point deadline, std::string_view what) {
+  for (;;) {
+    if (!s.is_open()) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + s.close_reason()));
+    long rc = call();
+    if (rc != LIBSSH2_ERROR_EAGAIN) {
+      if (rc < 0) co_return std::unexpected(s.last_error(what));
+      co_return rc;
+    }
+    auto w = co_await s.wait_socket(deadline, what);
+    if (!w) co_return std::unexpected(w.error());
+  }
+}
+
+// The same for calls that return a pointer and report EAGAIN through the session's errno.
+template <class T, class F>
+asio::awaitable<Result<T*>> retry_ptr(Session& s, F call, Clock::time_point deadline, std::string_view what) {
+  for (;;) {
+    if (!s.is_open()) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + s.close_reason()));
+    T* p = call();
+    if (p) co_return p;
+    if (libssh2_session_last_errno(s.raw()) != LIBSSH2_ERROR_EAGAIN) co_return std::unexpected(s.last_error(what));
+    auto w = co_await s.wait_socket(deadline, what);
+    if (!w) co_return std::unexpected(w.error());
+  }
+}
+
+}  // namespace
+
+std::string libssh2_version() {
+  const char* v = ::libssh2_version(0);
+  return v ? v : "?";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Channel
+
+Channel::Channel(std::shared_ptr<Session> session, LIBSSH2_CHANNEL* channel)
+    : session_(std::move(session)), channel_(channel) {}
+
+Channel::~Channel() {
+  // One non-blocking attempt; whatever libssh2 cannot finish now it frees with the session.
+  if (channel_ && session_->is_open()) libssh2_channel_free(channel_);
+}
+
+asio::awaitable<Result<std::size_t>> Channel::read_some(std::span<char> buffer, Clock::time_point deadline, int stream) {
+  for (;;) {
+    if (interrupted_) co_return std::unexpected(make_error(Errc::kInterrupted, "read interrupted"));
+    if (!session_->is_open())
+      co_return std::unexpected(make_error(Errc::kClosed, "reading from the channel: " + session_->close_reason()));
+    auto n = libssh2_channel_read_ex(channel_, stream, buffer.data(), buffer.size());
+    if (n >= 0) co_return static_cast<std::size_t>(n);
+    if (n != LIBSSH2_ERROR_EAGAIN) co_return std::unexpected(session_->last_error("reading from the channel"));
+    auto w = co_await session_->wait_socket(deadline, "reading from the channel");
+    if (!w) co_return std::unexpected(w.error());
+  }
+}
+
+void Channel::interrupt() {
+  interrupted_ = true;
+  session_->wake();
+}
+
+asio::awaitable<Result<void>> Channel::write_all(std::string_view bytes, Clock::time_point deadline) {
+  while (!bytes.empty()) {
+    auto r = co_await retry(
+        *session_, [&] { return static_cast<long>(libssh2_channel_write_ex(channel_, 0, bytes.data(), bytes.size())); },
+        deadline, "writing to the channel");
+    if (!r) co_return std::unexpected(r.error());
+    bytes.remove_prefix(static_cast<std::size_t>(*r));
+  }
+  co_return Result<void>{};
+}
+
+asio::awaitable<Result<void>> Channel::send_eof(Clock::time_point deadline) {
+  auto r = co_await retry(*session_, [&] { return static_cast<long>(libssh2_channel_send_eof(channel_)); }, deadline,
+                          "sending EOF");
+  if (!r) co_return std::unexpected(r.error());
+  co_return Result<void>{};
+}
+
+asio::awaitable<Result<ExecResult>> Channel::collect(Clock::time_point deadline) {
+  ExecResult result;
+  std::array<char, 16384> buf{};
+  bool out_done = false, err_done = false;
+  while (!out_done || !err_done) {
+    bool progressed = false;
+    for (int stream : {0, 1}) {
+      bool& done = stream == 0 ? out_done : err_done;
+      if (done) continue;
+      auto n = libssh2_channel_read_ex(channel_, stream, buf.data(), buf.size());
+      if (n > 0) {
+        (stream == 0 ? result.out : result.err).append(buf.data(), static_cast<std::size_t>(n));
+        progressed = true;
+      } else if (n == 0) {
+        if (libssh2_channel_eof(channel_)) done = true;
+      } else if (n != LIBSSH2_ERROR_EAGAIN) {
+        co_return std::unexpected(session_->last_error("reading command output"));
+      }
+    }
+    if (out_done && err_done) break;
+    if (!progressed) {
+      if (libssh2_channel_eof(channel_)) {
+        // EOF with nothing buffered on either stream.
+        auto a = libssh2_channel_read_ex(channel_, 0, buf.data(), buf.size());
+        auto b = libssh2_channel_read_ex(channel_, 1, buf.data(), buf.size());
+        if (a <= 0 && b <= 0 && a != LIBSSH2_ERROR_EAGAIN && b != LIBSSH2_ERROR_EAGAIN) break;
+        if (a > 0) result.out.append(buf.data(), static_cast<std::size_t>(a));
+        if (b > 0) result.err.append(buf.data(), static_cast<std::size_t>(b));
+        continue;
+      }
+      auto w = co_await session_->wait_socket(deadline, "waiting for command output");
+      if (!w) co_return std::unexpected(w.error());
+    }
+  }
+  auto c = co_await close(deadline);
+  if (!c) co_return std::unexpected(c.error());
+  result.exit_status = libssh2_channel_get_exit_status(channel_);
+  char* sig = nullptr;
+  std::size_t sig_len = 0;
+  if (libssh2_channel_get_exit_signal(channel_, &sig, &sig_len, nullptr, nullptr, nullptr, nullptr) == 0 && sig) {
+    result.exit_signal.assign(sig, sig_len);
+    libssh2_free(session_->raw(), sig);
+  }
+  co_return result;
+}
+
+asio::awaitable<Result<void>> Channel::close(Clock::time_point deadline) {
+  if (closed_) co_return Result<void>{};
+  auto r = co_await retry(*session_, [&] { return static_cast<long>(libssh2_channel_close(channel_)); }, deadline,
+                          "closing the channel");
+  if (!r) co_return std::unexpected(r.error());
+  auto w = co_await retry(*session_, [&] { return static_cast<long>(libssh2_channel_wait_closed(channel_)); }, deadline,
+                          "closing the channel");
+  if (!w) co_return std::unexpected(w.error());
+  closed_ = true;
+  co_return Result<void>{};
+}
+
+int Channel::exit_status() const { return libssh2_channel_get_exit_status(channel_); }
+bool Channel::eof() const { return libssh2_channel_eof(channel_) == 1; }
+
+// ---------------------------------------------------------------------------------------------
+// Session
+
+Session::Session(Executor executor, HostConfig host, SessionOptions options)
+    : executor_(executor), host_(std::move(host)), options_(std::move(options)), socket_(executor) {}
+
+Session::~Session() {
+  if (session_) {
+    if (socket_.is_open()) ::shutdown(socket_.native_handle(), SHUT_RDWR);
+    // Every I/O now fails at once, so blocking mode cannot hang; it lets libssh2 free everything.
+    libssh2_session_set_blocking(session_, 1);
+    libssh2_session_free(session_);
+  }
+  boost::system::error_code ec;
+  socket_.close(ec);
+}
+
+Error Session::last_error(std::string_view what) const {
+  if (closed_) return make_error(Errc::kClosed, std::string(what) + ": " + close_reason_);
+  char* msg = nullptr;
+  int len = 0;
+  int code = session_ ? libssh2_session_last_error(session_, &msg, &len, 0) : LIBSSH2_ERROR_SOCKET_DISCONNECT;
+  std::string text = msg && len > 0 ? std::string(msg, static_cast<std::size_t>(len)) : libssh2_category().message(code);
+  if (code == LIBSSH2_ERROR_SOCKET_DISCONNECT || code == LIBSSH2_ERROR_SOCKET_RECV || code == LIBSSH2_ERROR_SOCKET_SEND)
+    return Error{make_error_code(Errc::kClosed), std::string(what) + ": " + text};
+  return Error{libssh2_error(code), std::string(what) + ": " + text};
+}
+
+ssize_t recv_hook_impl(int socket, void* buffer, std::size_t length, int flags, Clock::time_point& last_rx) {
+  ssize_t n = ::recv(socket, buffer, length, flags);
+  if (n < 0) return -errno;
+  if (n > 0) last_rx = Clock::now();
+  return n;
+}
+
+long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract) {
+  auto* self = static_cast<Session*>(*abstract);
+  return recv_hook_impl(socket, buffer, length, flags, self->last_rx_);
+}
+
+asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, std::string_view what) {
+  if (closed_) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + close_reason_));
+  auto now = Clock::now();
+  if (now >= deadline) co_return std::unexpected(timeout_error(what));
+  int dirs = session_ ? libssh2_session_block_directions(session_) : LIBSSH2_SESSION_BLOCK_INBOUND;
+  auto kind = (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? asio::posix::stream_descriptor::wait_write
+                                                       : asio::posix::stream_descriptor::wait_read;
+  // A cap guards against a readiness edge lost between libssh2's EAGAIN and this wait: the worst case
+  // is one spurious retry per second.
+  auto wake = std::min(deadline, now + 1s);
+  auto timer = std::make_shared<asio::steady_timer>(executor_, wake);
+  auto self = shared_from_this();
+  timer->async_wait([self](boost::system::error_code ec) {
+    if (!ec && !self->closed_) {
+      boost::system::error_code ignored;
+      self->socket_.cancel(ignored);  // wakes every waiter; each simply retries its libssh2 call
+    }
+  });
+  boost::system::error_code ec;
+  co_await socket_.async_wait(kind, asio::redirect_error(use_awaitable, ec));
+  timer->cancel();
+  if (closed_) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + close_reason_));
+  if (ec && ec != asio::error::operation_aborted)
+    co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + ec.message()));
+  if (Clock::now() >= deadline) co_return std::unexpected(timeout_error(what));
+  co_return Result<void>{};
+}
+
+void Session::wake() {
+  boost::system::error_code ignored;
+  if (socket_.is_open()) socket_.cancel(ignored);
+}
+
+void Session::close(std::string why) {
+  if (closed_) return;
+  closed_ = true;
+  close_reason_ = std::move(why);
+  if (socket_.is_open()) {
+    ::shutdown(socket_.native_handle(), SHUT_RDWR);
+    boost::system::error_code ignored;
+    socket_.cancel(ignored);
+  }
+}
+
+asio::awaitable<Result<void>> Session::connect_tcp(Clock::time_point deadline) {
+  using tcp = asio::ip::tcp;
+  std::string what = "connecting to " + describe(host_);
+  tcp::resolver resolver(executor_);
+  asio::steady_timer timer(executor_, deadline);
+  bool expired = false;
+  timer.async_wait([&](boost::system::error_code ec) {
+    if (!ec) {
+      expired = true;
+      resolver.cancel();
+    }
+  });
+  boost::system::error_code ec;
+  auto results = co_await resolver.async_resolve(host_.hostname, std::to_string(host_.port),
+                                                 asio::redirect_error(use_awaitable, ec));
+  timer.cancel();
+  if (expired) co_return std::unexpected(timeout_error(what + " (resolving " + host_.hostname + ")"));
+  if (ec) co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": cannot resolve " + host_.hostname + ": " + ec.message()));
+  std::string last = "no addresses";
+  for (const auto& entry : results) {
+    tcp::socket sock(executor_);
+    asio::steady_timer t(executor_, deadline);
+    bool timed_out = false;
+    t.async_wait([&](boost::system::error_code e) {
+      if (!e) {
+        timed_out = true;
+        boost::system::error_code ignored;
+        sock.close(ignored);
+      }
+    });
+    co_await sock.async_connect(entry.endpoint(), asio::redirect_error(use_awaitable, ec));
+    t.cancel();
+    if (timed_out) co_return std::unexpected(timeout_error(what));
+    if (ec) {
+      last = entry.endpoint().address().to_string() + ": " + ec.message();
+      continue;
+    }
+    sock.set_option(tcp::no_delay(true), ec);
+    int fd = ::dup(sock.native_handle());
+    if (fd < 0) co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": dup failed"));
+    co_return co_await attach_fd(fd);
+  }
+  co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": " + last));
+}
+
+asio::awaitable<Result<void>> Session::attach_fd(int fd) {
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  boost::system::error_code ec;
+  socket_.assign(fd, ec);
+  if (ec) {
+    ::close(fd);
+    co_return std::unexpected(make_error(Errc::kConnectFailed, "attaching the socket: " + ec.message()));
+  }
+  socket_.non_blocking(true, ec);
+  global_init();
+  session_ = libssh2_session_init_ex(nullptr, nullptr, nullptr, this);
+  if (!session_) co_return std::unexpected(make_error(Errc::kConnectFailed, "libssh2_session_init failed"));
+  libssh2_session_set_blocking(session_, 0);
+  libssh2_session_callback_set(session_, LIBSSH2_CALLBACK_RECV, reinterpret_cast<void*>(&Session::recv_hook));
+  co_return Result<void>{};
+}
+
+asio::awaitable<Result<void>> Session::handshake(Clock::time_point deadline) {
+  std::string what = "SSH handshake with " + describe(host_);
+  libssh2_session_method_pref(session_, LIBSSH2_METHOD_CRYPT_CS, kCiphers);
+  libssh2_session_method_pref(session_, LIBSSH2_METHOD_CRYPT_SC, kCiphers);
+  libssh2_session_method_pref(session_, LIBSSH2_METHOD_MAC_CS, kMacs);
+  libssh2_session_method_pref(session_, LIBSSH2_METHOD_MAC_SC, kMacs);
+  // Ask for a key type known_hosts already lists first, as OpenSSH does, so a host known by its
+  // ECDSA key is not reported as changed because ed25519 was negotiated.
+  std::vector<std::filesystem::path> files(host_.user_known_hosts_files.begin(), host_.user_known_hosts_files.end());
+  files.insert(files.end(), host_.global_known_hosts_files.begin(), host_.global_known_hosts_files.end());
+  std::vector<std::string> order;
+  for (const auto& t : known_key_types(files, host_.hostname, host_.port))
+    if (std::ranges::find(kHostKeyAlgorithms, t) != kHostKeyAlgorithms.end()) order.push_back(t);
+  for (const auto& t : kHostKeyAlgorithms)
+    if (std::ranges::find(order, t) == order.end()) order.push_back(t);
+  std::string prefs;
+  for (const auto& t : order) prefs += (prefs.empty() ? "" : ",") + t;
+  libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY, prefs.c_str());
+  int fd = socket_.native_handle();
+  auto r = co_await retry(*this, [&] { return static_cast<long>(libssh2_session_handshake(session_, fd)); }, deadline, what);
+  if (!r) co_return std::unexpected(r.error());
+  co_return Result<void>{};
+}
+
+Result<void> Session::check_host_key() {
+  std::size_t len = 0;
+  int type = 0;
+  const char* raw = libssh2_session_hostkey(session_, &len, &type);
+  if (!raw) return std::unexpected(make_error(Errc::kConnectFailed, "the server sent no host key"));
+  PublicKey offered{"", std::vector<std::uint8_t>(raw, raw + len)};
+  offered.type = key_type_of_blob(offered.blob);
+  host_key_ = HostKeyInfo{host_.hostname, host_.port, offered, sha256_fingerprint(offered.blob), false, ""};
+  std::vector<std::filesystem::path> files(host_.user_known_hosts_files.begin(), host_.user_known_hosts_files.end());
+  files.insert(files.end(), host_.global_known_hosts_files.begin(), host_.global_known_hosts_files.end());
+  auto check = ferry::ssh::check_host_key(files, host_.hostname, host_.port, offered);
+  std::string name = known_hosts_name(host_.hostname, host_.port);
+  switch (check.status) {
+    case HostKeyStatus::kMatch: return {};
+    case HostKeyStatus::kRevoked:
+      return std::unexpected(make_error(Errc::kHostKeyRevoked, "host key " + offered.type + " " + host_key_.fingerprint +
+                                                                   " for " + name + " is marked @revoked in " +
+                                                                   check.known[0].file + ":" + std::to_string(check.known[0].line)));
+    case HostKeyStatus::kChanged: {
+      std::string msg = "HOST KEY FOR " + name + " HAS CHANGED (possible man-in-the-middle attack). The server offered " +
+                        offered.type + " " + host_key_.fingerprint + "; known_hosts lists";
+      for (const auto& e : check.known)
+        msg += " " + e.key.type + " " + sha256_fingerprint(e.key.blob) + " (" + e.file + ":" + std::to_string(e.line) + ")";
+      msg += ". If the change is expected (the box was rebuilt), remove the old entry with: ssh-keygen -R '" + name +
+             "' -f " + check.known[0].file + ", then run: ferry trust " + host_.alias;
+      return std::unexpected(make_error(Errc::kHostKeyChanged, msg));
+    }
+    case HostKeyStatus::kUnknown: break;
+  }
+  bool record = options_.trust_unknown || host_.strict_host_key_checking != StrictHostKeyChecking::kYes;
+  if (!record)
+    return std::unexpected(make_error(
+        Errc::kHostKeyUnknown, "host " + name + " is not in known_hosts; it offered " + offered.type + " key " +
+                                   host_key_.fingerprint + ". Check that fingerprint with the box's provider, then run: ferry trust " +
+                                   host_.alias + " (or set \"StrictHostKeyChecking accept-new\" for this Host in your ssh config)"));
+  if (host_.user_known_hosts_files.empty()) return {};
+  const auto& file = host_.user_known_hosts_files.front();
+  if (auto a = append_known_host(file, host_.hostname, host_.port, offered); !a)
+    return std::unexpected(make_error(Errc::kHostKeyUnknown, "cannot record the host key: " + a.error()));
+  host_key_.newly_recorded = true;
+  host_key_.recorded_in = file;
+  spdlog::info("recorded host key {} {} for {} in {}", offered.type, host_key_.fingerprint, name, file);
+  return {};
+}
+
+asio::awaitable<Result<void>> Session::authenticate(Clock::time_point deadline) {
+  const std::string& user = host_.user;
+  auto ulen = static_cast<unsigned>(user.size());
+  std::string who = describe(host_);
+  auto methods = co_await retry_ptr<char>(
+      *this, [&] { return libssh2_userauth_list(session_, user.c_str(), ulen); }, deadline, "asking " + who + " for auth methods");
+  if (libssh2_userauth_authenticated(session_)) {
+    authenticated_with_ = "none";
+    co_return Result<void>{};
+  }
+  if (!methods) co_return std::unexpected(methods.error());
+  std::string offered = *methods;
+  if (offered.find("publickey") == std::string::npos)
+    co_return std::unexpected(make_error(Errc::kAuthFailed, "authentication as " + who + " failed: the server offers only " +
+                                                                offered + "; ferry authenticates with keys (agent or files)"));
+
+  // Public halves of the configured identities, so IdentitiesOnly can filter the agent's keys.
+  std::vector<std::vector<std::uint8_t>> configured_blobs;
+  for (const auto& f : host_.identity_files) {
+    std::ifstream in(f + ".pub");
+    std::string type, b64;
+    if (in >> type >> b64)
+      if (auto blob = base64_decode(b64)) configured_blobs.push_back(std::move(*blob));
+  }
+
+  std::string agent_path = options_.agent_socket ? *options_.agent_socket : (std::getenv("SSH_AUTH_SOCK") ? std::getenv("SSH_AUTH_SOCK") : "");
+  if (!agent_path.empty()) {
+    LIBSSH2_AGENT* agent = libssh2_agent_init(session_);
+    if (agent) {
+      libssh2_agent_set_identity_path(agent, agent_path.c_str());
+      if (libssh2_agent_connect(agent) != 0) {
+        auth_log_.push_back("ssh-agent at " + agent_path + ": cannot connect");
+      } else if (libssh2_agent_list_identities(agent) != 0) {
+        auth_log_.push_back("ssh-agent: cannot list keys");
+      } else {
+        libssh2_agent_publickey* id = nullptr;
+        libssh2_agent_publickey* prev = nullptr;
+        int listed = 0;
+        while (libssh2_agent_get_identity(agent, &id, prev) == 0) {
+          prev = id;
+          ++listed;
+          std::vector<std::uint8_t> blob(id->blob, id->blob + id->blob_len);
+          std::string label = "ssh-agent key " + key_type_of_blob(blob) + " " + sha256_fingerprint(blob) +
+                              (id->comment && *id->comment ? std::string(" (") + id->comment + ")" : "");
+          if (host_.identities_only && std::ranges::find(configured_blobs, blob) == configured_blobs.end()) {
+            auth_log_.push_back(label + ": skipped (IdentitiesOnly)");
+            continue;
+          }
+          auto r = co_await retry(*this, [&] { return static_cast<long>(libssh2_agent_userauth(agent, user.c_str(), id)); },
+                                  deadline, "agent auth");
+          if (r) {
+            authenticated_with_ = label;
+            libssh2_agent_disconnect(agent);
+            libssh2_agent_free(agent);
+            co_return Result<void>{};
+          }
+          if (r.error().code == make_error_code(Errc::kTimeout) || r.error().code == make_error_code(Errc::kClosed)) {
+            libssh2_agent_disconnect(agent);
+            libssh2_agent_free(agent);
+            co_return std::unexpected(r.error());
+          }
+          auth_log_.push_back(label + ": rejected");
+        }
+        if (listed == 0) auth_log_.push_back("ssh-agent at " + agent_path + ": no keys");
+      }
+      libssh2_agent_disconnect(agent);
+      libssh2_agent_free(agent);
+    }
+  } else {
+    auth_log_.push_back("ssh-agent: SSH_AUTH_SOCK not set");
+  }
+
+  int found = 0;
+  for (const auto& file : host_.identity_files) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec)) {
+      if (host_.identity_files_explicit) auth_log_.push_back(file + ": not found");
+      continue;
+    }
+    ++found;
+    auto info = inspect_private_key_file(file);
+    if (!info) {
+      auth_log_.push_back(file + ": " + info.error());
+      continue;
+    }
+    std::optional<std::string> passphrase;
+    if (info->encrypted) {
+      if (options_.passphrase) passphrase = options_.passphrase(file);
+      if (!passphrase) {
+        auth_log_.push_back(file + ": encrypted and no passphrase was given");
+        continue;
+      }
+    }
+    std::string pub = file + ".pub";
+    bool has_pub = std::filesystem::exists(pub, ec);
+    const char* pass = passphrase ? passphrase->c_str() : "";
+    auto r = co_await retry(
+        *this,
+        [&] {
+          return static_cast<long>(libssh2_userauth_publickey_fromfile_ex(session_, user.c_str(), ulen,
+                                                                          has_pub ? pub.c_str() : nullptr, file.c_str(), pass));
+        },
+        deadline, "key auth");
+    if (r) {
+      authenticated_with_ = file;
+      co_return Result<void>{};
+    }
+    if (r.error().code == make_error_code(Errc::kTimeout) || r.error().code == make_error_code(Errc::kClosed))
+      co_return std::unexpected(r.error());
+    std::string why = r.error().code == libssh2_error(LIBSSH2_ERROR_FILE)
+                          ? (info->encrypted ? "wrong passphrase or unsupported key format" : "unsupported key format")
+                          : "rejected by the server";
+    auth_log_.push_back(file + ": " + why);
+  }
+  if (found == 0 && !host_.identity_files_explicit) auth_log_.push_back("no key files in ~/.ssh (id_ed25519, id_ecdsa, ...)");
+  std::string tried;
+  for (const auto& l : auth_log_) tried += "\n  - " + l;
+  co_return std::unexpected(make_error(Errc::kAuthFailed, "authentication as " + who + " failed; tried:" + tried));
+}
+
+asio::awaitable<Result<std::shared_ptr<Session>>> Session::connect(Executor executor, const HostConfig& host,
+                                                                   SessionOptions options) {
+  if (host.proxy_command)
+    co_return std::unexpected(make_error(Errc::kUnsupported, "ProxyCommand (" + *host.proxy_command +
+                                                                 ") is not supported by ferry; use ProxyJump"));
+  std::chrono::milliseconds connect_timeout =
+      host.connect_timeout_s ? std::chrono::milliseconds(*host.connect_timeout_s * 1000) : options.connect_timeout;
+
+  std::shared_ptr<Session> previous;
+  std::vector<HostConfig> chain = host.proxy_jump;
+  chain.push_back(host);
+  chain.back().proxy_jump.clear();
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    const HostConfig& hop = chain[i];
+    auto deadline = Clock::now() + connect_timeout;
+    std::shared_ptr<Session> s(new Session(executor, hop, options));
+    if (!previous) {
+      auto c = co_await s->connect_tcp(deadline);
+      if (!c) co_return std::unexpected(c.error());
+    } else {
+      auto ch = co_await previous->open_direct_tcpip(hop.hostname, hop.port, deadline);
+      if (!ch) {
+        co_return std::unexpected(make_error(Errc::kConnectFailed, "connecting to " + describe(hop) + " through " +
+                                                                       describe(previous->host()) + ": " + ch.error().message));
+      }
+      int sv[2];
+      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        co_return std::unexpected(make_error(Errc::kConnectFailed, "socketpair failed"));
+      auto end = std::make_shared<asio::posix::stream_descriptor>(executor, sv[1]);
+      auto a = co_await s->attach_fd(sv[0]);
+      if (!a) co_return std::unexpected(a.error());
+      asio::co_spawn(executor, previous->bridge_loop(*ch, end), [](std::exception_ptr e) {
+        if (e) spdlog::warn("ssh: a ProxyJump bridge ended with an exception");
+      });
+      s->jump_ = previous;
+    }
+    auto h = co_await s->handshake(deadline);
+    if (!h) co_return std::unexpected(h.error());
+    if (auto k = s->check_host_key(); !k) co_return std::unexpected(k.error());
+    auto auth = co_await s->authenticate(Clock::now() + options.auth_timeout);
+    if (!auth) co_return std::unexpected(auth.error());
+    spdlog::debug("ssh: authenticated to {} with {}", describe(hop), s->authenticated_with());
+    previous = std::move(s);
+  }
+  co_return previous;
+}
+
+asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
+                                           std::shared_ptr<asio::posix::stream_descriptor> end) {
+  // Two directions, both on this strand: channel -> socketpair (this coroutine) and
+  // socketpair -> channel (spawned below). Either side ending ends both.
+  auto self = shared_from_this();
+  auto up = [self, channel, end]() -> asio::awaitable<void> {
+    std::array<char, 32768> buf{};
+    for (;;) {
+      boost::system::error_code ec;
+      auto n = co_await end->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
+      if (ec || n == 0) {
+        if (self->is_open()) co_await channel->send_eof(Clock::now() + 5s);
+        co_return;
+      }
+      auto w = co_await channel->write_all(std::string_view(buf.data(), n), Clock::time_point::max());
+      if (!w) {
+        boost::system::error_code ignored;
+        end->close(ignored);
+        co_return;
+      }
+    }
+  };
+  asio::co_spawn(executor_, up(), [](std::exception_ptr) {});
+  std::array<char, 32768> buf{};
+  for (;;) {
+    auto n = co_await channel->read_some(buf, Clock::time_point::max());
+    if (!n || *n == 0) {
+      if (!n || channel->eof()) {
+        if (end->is_open()) ::shutdown(end->native_handle(), n ? SHUT_WR : SHUT_RDWR);
+        co_return;
+      }
+      continue;
+    }
+    boost::system::error_code ec;
+    co_await asio::async_write(*end, asio::buffer(buf.data(), *n), asio::redirect_error(use_awaitable, ec));
+    if (ec) co_return;
+  }
+}
+
+asio::awaitable<Result<std::shared_ptr<Channel>>> Session::open_exec(std::string command, Clock::time_point deadline) {
+  auto ch = co_await retry_ptr<LIBSSH2_CHANNEL>(
+      *this, [&] { return libssh2_channel_open_session(session_); }, deadline, "opening a session channel");
+  if (!ch) co_return std::unexpected(ch.error());
+  auto channel = std::make_shared<Channel>(shared_from_this(), *ch);
+  auto r = co_await retry(
+      *this,
+      [&] {
+        return static_cast<long>(libssh2_channel_process_startup(*ch, "exec", 4, command.data(),
+                                                                 static_cast<unsigned>(command.size())));
+      },
+      deadline, "starting the remote command");
+  if (!r) co_return std::unexpected(r.error());
+  co_return channel;
+}
+
+asio::awaitable<Result<ExecResult>> Session::exec(std::string command, Clock::time_point deadline, std::string input) {
+  auto ch = co_await open_exec(std::move(command), deadline);
+  if (!ch) co_return std::unexpected(ch.error());
+  if (!input.empty()) {
+    auto w = co_await (*ch)->write_all(input, deadline);
+    if (!w) co_return std::unexpected(w.error());
+  }
+  auto e = co_await (*ch)->send_eof(deadline);
+  if (!e) co_return std::unexpected(e.error());
+  co_return co_await (*ch)->collect(deadline);
+}
+
+asio::awaitable<Result<std::shared_ptr<Channel>>> Session::open_direct_tcpip(std::string host, int port,
+                                                                             Clock::time_point deadline) {
+  auto ch = co_await retry_ptr<LIBSSH2_CHANNEL>(
+      *this, [&] { return libssh2_channel_direct_tcpip_ex(session_, host.c_str(), port, "127.0.0.1", 0); }, deadline,
+      "opening a direct-tcpip channel to " + host + ":" + std::to_string(port));
+  if (!ch) co_return std::unexpected(ch.error());
+  co_return std::make_shared<Channel>(shared_from_this(), *ch);
+}
+
+asio::awaitable<Result<void>> Session::sftp_write_file(std::string remote_path, std::span<const char> data, int mode,
+                                                       Clock::time_point deadline) {
+  std::string what = "uploading " + remote_path + " over SFTP";
+  auto sftp = co_await retry_ptr<LIBSSH2_SFTP>(*this, [&] { return libssh2_sftp_init(session_); }, deadline, what);
+  if (!sftp) co_return std::unexpected(sftp.error());
+  auto sftp_error = [&](std::string_view step) {
+    unsigned long code = libssh2_sftp_last_error(*sftp);
+    return make_error(Errc::kRemoteFailed, what + ": " + std::string(step) + " failed (SFTP status " + std::to_string(code) + ")");
+  };
+  auto handle = co_await retry_ptr<LIBSSH2_SFTP_HANDLE>(
+      *this,
+      [&] {
+        return libssh2_sftp_open_ex(*sftp, remote_path.c_str(), static_cast<unsigned>(remote_path.size()),
+                                    LIBSSH2_FXF_WRITE | LIBSSH2_FXF_CREAT | LIBSSH2_FXF_TRUNC, mode, LIBSSH2_SFTP_OPENFILE);
+      },
+      deadline, what);
+  if (!handle) {
+    auto err = libssh2_session_last_errno(session_) == LIBSSH2_ERROR_SFTP_PROTOCOL ? sftp_error("open") : handle.error();
+    co_await retry(*this, [&] { return static_cast<long>(libssh2_sftp_shutdown(*sftp)); }, deadline, what);
+    co_return std::unexpected(err);
+  }
+  std::size_t off = 0;
+  std::optional<Error> failure;
+  while (off < data.size()) {
+    // libssh2 pipelines SFTP writes: after EAGAIN the same buffer must be passed again.
+    std::size_t chunk = std::min<std::size_t>(data.size() - off, 1 << 20);
+    auto r = co_await retry(*this, [&] { return static_cast<long>(libssh2_sftp_write(*handle, data.data() + off, chunk)); },
+                            deadline, what);
+    if (!r) {
+      failure = r.error();
+      break;
+    }
+    off += static_cast<std::size_t>(*r);
+  }
+  auto c = co_await retry(*this, [&] { return static_cast<long>(libssh2_sftp_close_handle(*handle)); }, deadline, what);
+  if (!failure && !c) failure = c.error();
+  co_await retry(*this, [&] { return static_cast<long>(libssh2_sftp_shutdown(*sftp)); }, deadline, what);
+  if (failure) co_return std::unexpected(*failure);
+  co_return Result<void>{};
+}
+
+void Session::start_keepalive(std::chrono::milliseconds interval, int count_max, std::function<void(const Error&)> on_dead) {
+  on_dead_ = std::move(on_dead);
+  // libssh2 counts keepalive intervals in whole seconds of time() and treats 1 as 2.
+  auto seconds = std::max<long>(2, static_cast<long>((interval.count() + 999) / 1000));
+  libssh2_keepalive_config(session_, 1, static_cast<unsigned>(seconds));
+  interval = std::chrono::seconds(seconds);
+  asio::co_spawn(executor_, keepalive_loop(interval, std::max(1, count_max)), [](std::exception_ptr e) {
+    if (e) spdlog::warn("ssh: keepalive loop ended with an exception");
+  });
+}
+
+asio::awaitable<void> Session::keepalive_loop(std::chrono::milliseconds interval, int count_max) {
+  auto self = shared_from_this();
+  auto limit = interval * count_max;
+  // Keepalive replies only count once libssh2 reads them, and it reads only inside channel calls; an
+  // idle session channel (no command) lets this loop pump the transport when nobody else reads.
+  auto pump = co_await retry_ptr<LIBSSH2_CHANNEL>(
+      *this, [&] { return libssh2_channel_open_session(session_); }, Clock::now() + limit, "opening the keepalive channel");
+  std::shared_ptr<Channel> pump_channel;
+  if (pump) pump_channel = std::make_shared<Channel>(shared_from_this(), *pump);
+  else spdlog::debug("ssh: no keepalive channel ({}); relying on other readers", pump.error().message);
+  // Check often, so the bound is limit plus a fraction of a second, not limit plus an interval.
+  auto tick = std::min<std::chrono::milliseconds>(interval, 250ms);
+  asio::steady_timer timer(executor_);
+  last_rx_ = std::max(last_rx_, Clock::now());
+  std::array<char, 256> sink{};
+  while (!closed_) {
+    timer.expires_after(tick);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+    if (closed_) break;
+    int next = 0;
+    // libssh2 sends only when its interval has passed. EAGAIN leaves the keepalive queued inside
+    // libssh2; the next write flushes it.
+    libssh2_keepalive_send(session_, &next);
+    if (pump_channel) libssh2_channel_read_ex(*pump, 0, sink.data(), sink.size());
+    if (Clock::now() - last_rx_ > limit) {
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_rx_).count();
+      Error err = make_error(Errc::kLinkDead, "no reply from " + describe(host_) + " for " + std::to_string(ms) +
+                                                  " ms (keepalive every " + std::to_string(interval.count()) + " ms, " +
+                                                  std::to_string(count_max) + " missed)");
+      close(err.message);
+      if (on_dead_) on_dead_(err);
+      break;
+    }
+  }
+}
+
+}  // namespace ferry::ssh

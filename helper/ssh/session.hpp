@@ -1,0 +1,177 @@
+// One SSH connection: libssh2 driven non-blocking on Boost.Asio. Every libssh2 call runs on the
+// session's strand; when libssh2 says EAGAIN the caller awaits socket readiness in the directions
+// libssh2_session_block_directions names, always under a deadline. ProxyJump hops are sessions
+// whose socket is one end of a socketpair bridged to a direct-tcpip channel of the previous hop.
+#pragma once
+
+#include <utility>  // before asio on GCC 12
+
+#include <atomic>
+#include <chrono>
+#include <expected>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "helper/ssh/known_hosts.hpp"
+#include "helper/ssh/ssh_config.hpp"
+#include "helper/ssh/ssh_error.hpp"
+
+// libssh2's opaque types, kept out of every includer.
+struct _LIBSSH2_SESSION;
+struct _LIBSSH2_CHANNEL;
+
+namespace ferry::ssh {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+using Executor = asio::strand<asio::io_context::executor_type>;
+template <class T>
+using Result = std::expected<T, Error>;
+
+// Asked for the passphrase of an encrypted key; nullopt = skip that key. It runs on the session's
+// strand and may block (a terminal prompt) or wait for the IDE.
+using PassphraseProvider = std::function<std::optional<std::string>(const std::string& key_path)>;
+
+struct SessionOptions {
+  std::chrono::milliseconds connect_timeout{15'000};  // when the config has no ConnectTimeout
+  std::chrono::milliseconds auth_timeout{30'000};
+  PassphraseProvider passphrase;
+  // `ferry trust`: record an unknown host key even under StrictHostKeyChecking yes. A changed or
+  // revoked key still fails.
+  bool trust_unknown = false;
+  std::optional<std::string> agent_socket;  // default: $SSH_AUTH_SOCK; "" disables the agent
+};
+
+struct HostKeyInfo {
+  std::string host;  // as checked in known_hosts (HostName)
+  int port = 22;
+  PublicKey key;
+  std::string fingerprint;
+  bool newly_recorded = false;  // accept-new / trust wrote it to known_hosts
+  std::string recorded_in;
+};
+
+struct ExecResult {
+  int exit_status = -1;
+  std::string exit_signal;  // e.g. "KILL" when the command died of a signal
+  std::string out;
+  std::string err;
+};
+
+class Session;
+
+// A channel (exec or direct-tcpip). Use it on the session's strand only.
+class Channel {
+ public:
+  Channel(std::shared_ptr<Session> session, _LIBSSH2_CHANNEL* channel);
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  // Some bytes of stream 0 (stdout) or 1 (stderr); 0 bytes means EOF on that stream.
+  asio::awaitable<Result<std::size_t>> read_some(std::span<char> buffer, Clock::time_point deadline, int stream = 0);
+  asio::awaitable<Result<void>> write_all(std::string_view bytes, Clock::time_point deadline);
+  asio::awaitable<Result<void>> send_eof(Clock::time_point deadline);
+  // Reads stdout and stderr to EOF, then the exit status.
+  asio::awaitable<Result<ExecResult>> collect(Clock::time_point deadline);
+  asio::awaitable<Result<void>> close(Clock::time_point deadline);
+  int exit_status() const;
+  bool eof() const;
+  // Makes a pending or later read_some fail with Errc::kInterrupted (on the strand).
+  void interrupt();
+  Session& session() { return *session_; }
+
+ private:
+  std::shared_ptr<Session> session_;
+  _LIBSSH2_CHANNEL* channel_;
+  bool closed_ = false;
+  bool interrupted_ = false;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // Connects to `host` (through its ProxyJump hops), checks the host key, authenticates. Runs on
+  // `executor`; everything the session does later stays on it.
+  static asio::awaitable<Result<std::shared_ptr<Session>>> connect(Executor executor, const HostConfig& host,
+                                                                   SessionOptions options);
+
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  asio::awaitable<Result<std::shared_ptr<Channel>>> open_exec(std::string command, Clock::time_point deadline);
+  // Runs a command to completion, feeding `input` to its stdin.
+  asio::awaitable<Result<ExecResult>> exec(std::string command, Clock::time_point deadline, std::string input = {});
+  asio::awaitable<Result<std::shared_ptr<Channel>>> open_direct_tcpip(std::string host, int port,
+                                                                      Clock::time_point deadline);
+  // Writes `data` to `remote_path` over SFTP (relative paths are under the login directory),
+  // creating or truncating it with `mode`.
+  asio::awaitable<Result<void>> sftp_write_file(std::string remote_path, std::span<const char> data, int mode,
+                                                Clock::time_point deadline);
+
+  // Sends keepalives every `interval` (whole seconds, at least 2: libssh2's granularity) and declares
+  // the link dead when nothing at all has arrived for interval * count_max; on_dead runs once, on
+  // the strand, after the session is closed.
+  void start_keepalive(std::chrono::milliseconds interval, int count_max, std::function<void(const Error&)> on_dead);
+
+  // Closes the socket: every pending operation fails with kClosed. Idempotent; call on the strand.
+  void close(std::string why = "closed");
+  // Wakes every operation waiting on the socket so each re-checks its state (on the strand).
+  void wake();
+  bool is_open() const { return !closed_; }
+  const std::string& close_reason() const { return close_reason_; }
+
+  const HostKeyInfo& host_key() const { return host_key_; }
+  const HostConfig& host() const { return host_; }
+  const std::vector<std::string>& auth_log() const { return auth_log_; }
+  std::string authenticated_with() const { return authenticated_with_; }
+  Executor executor() const { return executor_; }
+  Clock::time_point last_received() const { return last_rx_; }
+
+  // Internal plumbing for Channel and the waiting loop.
+  _LIBSSH2_SESSION* raw() const { return session_; }
+  asio::awaitable<Result<void>> wait_socket(Clock::time_point deadline, std::string_view what);
+  Error last_error(std::string_view what) const;
+
+ private:
+  Session(Executor executor, HostConfig host, SessionOptions options);
+  asio::awaitable<Result<void>> connect_tcp(Clock::time_point deadline);
+  asio::awaitable<Result<void>> attach_fd(int fd);
+  asio::awaitable<Result<void>> handshake(Clock::time_point deadline);
+  Result<void> check_host_key();
+  asio::awaitable<Result<void>> authenticate(Clock::time_point deadline);
+  asio::awaitable<void> keepalive_loop(std::chrono::milliseconds interval, int count_max);
+  asio::awaitable<void> bridge_loop(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end);
+
+  static long recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract);
+
+  Executor executor_;
+  HostConfig host_;
+  SessionOptions options_;
+  asio::posix::stream_descriptor socket_;
+  _LIBSSH2_SESSION* session_ = nullptr;
+  std::atomic<bool> closed_{false};  // read off the strand by SshConnection::is_open
+  std::string close_reason_;
+  HostKeyInfo host_key_;
+  std::vector<std::string> auth_log_;
+  std::string authenticated_with_;
+  Clock::time_point last_rx_ = Clock::now();
+  std::shared_ptr<Session> jump_;  // the previous hop, kept alive while this one lives
+  std::function<void(const Error&)> on_dead_;
+};
+
+// The libssh2 version string, for doctor.
+std::string libssh2_version();
+
+}  // namespace ferry::ssh

@@ -1,0 +1,69 @@
+// A blocking facade over Session for callers that live on ordinary threads (the Endpoint, the
+// CLI): it owns an io_context thread and a strand, and runs each operation there as a coroutine,
+// waiting for its result. Never call it from its own io thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+
+#include "helper/ssh/session.hpp"
+
+namespace ferry::ssh {
+
+// An exec channel as a blocking byte stream (the agent's stdin/stdout).
+class SshStream {
+ public:
+  SshStream(Executor executor, std::shared_ptr<Channel> channel);
+  ~SshStream();
+  SshStream(const SshStream&) = delete;
+  SshStream& operator=(const SshStream&) = delete;
+
+  // Some bytes, 0 at EOF; Errc::kTimeout at the deadline, Errc::kInterrupted after interrupt().
+  Result<std::size_t> read_some(std::span<char> buffer, std::optional<Clock::time_point> deadline);
+  Result<void> write_all(std::string_view bytes, Clock::time_point deadline);
+  void close_write();
+  void interrupt();
+  // What the remote command wrote to stderr so far (kept for error messages), bounded.
+  std::string stderr_tail();
+
+ private:
+  Executor executor_;
+  std::shared_ptr<Channel> channel_;
+};
+
+class SshConnection {
+ public:
+  SshConnection();
+  ~SshConnection();
+  SshConnection(const SshConnection&) = delete;
+  SshConnection& operator=(const SshConnection&) = delete;
+
+  Result<void> connect(const HostConfig& host, SessionOptions options);
+  Result<ExecResult> exec(std::string command, std::chrono::milliseconds timeout, std::string input = {});
+  Result<void> write_file(std::string remote_path, std::string data, int mode, std::chrono::milliseconds timeout);
+  Result<std::unique_ptr<SshStream>> open_stream(std::string command, std::chrono::milliseconds timeout);
+  // on_dead runs on the io thread.
+  void start_keepalive(std::chrono::milliseconds interval, int count_max, std::function<void(const Error&)> on_dead);
+  void close(std::string why = "closed");
+  bool is_open() const;
+
+  // Valid after connect().
+  HostKeyInfo host_key() const;
+  std::string authenticated_with() const;
+
+ private:
+  asio::io_context io_;
+  Executor strand_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
+  std::thread thread_;
+  std::shared_ptr<Session> session_;
+  HostKeyInfo host_key_;
+  std::string authenticated_with_;
+};
+
+}  // namespace ferry::ssh

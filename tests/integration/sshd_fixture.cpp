@@ -1,0 +1,244 @@
+// The sshd test fixture (see sshd_fixture.hpp).
+#include "tests/integration/sshd_fixture.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace ferry::test {
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string run_command(const std::string& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(command.c_str(), "r"), ::pclose);
+  if (!p) throw std::runtime_error("popen failed: " + command);
+  std::string out;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
+  int status = ::pclose(p.release());
+  if (status != 0) throw std::runtime_error("command failed (" + std::to_string(status) + "): " + command + "\n" + out);
+  return out;
+}
+
+int pick_free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool wait_for_port(int port, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::close(fd);
+    if (rc == 0) return true;
+    // Polling a local listen socket: a short pause between attempts, bounded by the deadline.
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+namespace {
+
+pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error("cannot start " + argv[0]);
+  return pid;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+SshdFixture::SshdFixture(SshdOptions options) : options_(std::move(options)) {
+  std::string tmpl = (fs::temp_directory_path() / "ferry-sshd-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  fs::create_directories(home());
+  fs::create_directories("/run/sshd");  // sshd's privilege-separation directory
+  run_command("ssh-keygen -q -t ed25519 -N '' -C ferry-test-host -f '" + (dir_ / "host_ed25519").string() + "'");
+  run_command("ssh-keygen -q -t ed25519 -N '' -C ferry-test-client -f '" + client_key().string() + "'");
+  fs::copy_file(client_key().string() + ".pub", dir_ / "authorized_keys");
+  if (!options_.bashrc.empty()) std::ofstream(home() / ".bashrc") << options_.bashrc;
+  port_ = pick_free_port();
+  write_sshd_config();
+  std::ofstream(ssh_config()) << "Host " << alias() << "\n"
+                              << "  HostName 127.0.0.1\n"
+                              << "  Port " << port_ << "\n"
+                              << "  User " << ::getpwuid(::getuid())->pw_name << "\n"
+                              << "  IdentityFile " << client_key().string() << "\n"
+                              << "  IdentitiesOnly yes\n"
+                              << "  UserKnownHostsFile " << known_hosts().string() << "\n"
+                              << "  GlobalKnownHostsFile none\n";
+  std::ofstream(known_hosts()).flush();
+  start();
+}
+
+SshdFixture::~SshdFixture() {
+  try {
+    resume();
+    kill_all();
+  } catch (...) {
+  }
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+void SshdFixture::write_sshd_config() {
+  std::ofstream(dir_ / "sshd_config") << "Port " << port_ << "\n"
+                                      << "ListenAddress 127.0.0.1\n"
+                                      << "HostKey " << (dir_ / "host_ed25519").string() << "\n"
+                                      << "PidFile " << (dir_ / "sshd.pid").string() << "\n"
+                                      << "AuthorizedKeysFile " << (dir_ / "authorized_keys").string() << "\n"
+                                      << "PermitRootLogin prohibit-password\n"
+                                      << "PasswordAuthentication no\n"
+                                      << "KbdInteractiveAuthentication no\n"
+                                      << "StrictModes no\n"
+                                      << "UsePAM no\n"
+                                      << "PrintMotd no\n"
+                                      << "LogLevel ERROR\n"
+                                      << "SetEnv HOME=" << home().string() << "\n"
+                                      << "Subsystem sftp internal-sftp\n"
+                                      << options_.extra_sshd_config << "\n";
+}
+
+void SshdFixture::add_client_config(const std::string& text) const {
+  std::ofstream(ssh_config(), std::ios::app) << text << "\n";
+}
+
+void SshdFixture::start() {
+  pid_ = spawn({"/usr/sbin/sshd", "-D", "-e", "-f", (dir_ / "sshd_config").string()}, dir_ / "sshd.log");
+  if (!wait_for_port(port_, 10s)) throw std::runtime_error("sshd did not start listening:\n" + log());
+}
+
+std::vector<pid_t> SshdFixture::tree() const {
+  // Session processes call setsid(), so the process group misses them: walk /proc by parent pid.
+  std::vector<std::pair<pid_t, pid_t>> all;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string line;
+    if (!std::getline(in, line)) continue;
+    auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state;
+    pid_t ppid;
+    rest >> state >> ppid;
+    all.emplace_back(std::stoi(name), ppid);
+  }
+  std::vector<pid_t> out{pid_};
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (auto [p, pp] : all)
+      if (pp == out[i]) out.push_back(p);
+  return out;
+}
+
+void SshdFixture::kill_all() {
+  if (pid_ <= 0) return;
+  for (pid_t p : tree()) ::kill(p, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+void SshdFixture::pause() {
+  for (pid_t p : tree()) ::kill(p, SIGSTOP);
+}
+
+void SshdFixture::resume() {
+  if (pid_ <= 0) return;
+  for (pid_t p : tree()) ::kill(p, SIGCONT);
+}
+
+std::string SshdFixture::log() const { return slurp(dir_ / "sshd.log"); }
+
+std::string SshdFixture::host_key_fingerprint() const {
+  auto out = run_command("ssh-keygen -l -E sha256 -f '" + (dir_ / "host_ed25519.pub").string() + "'");
+  auto start = out.find("SHA256:");
+  return out.substr(start, out.find(' ', start) - start);
+}
+
+void SshdFixture::trust_host_key() const {
+  std::istringstream in(slurp(dir_ / "host_ed25519.pub"));
+  std::string type, b64;
+  in >> type >> b64;
+  std::ofstream(known_hosts(), std::ios::app) << "[127.0.0.1]:" << port_ << " " << type << " " << b64 << "\n";
+}
+
+void SshdFixture::regenerate_host_key() {
+  fs::remove(dir_ / "host_ed25519");
+  fs::remove(dir_ / "host_ed25519.pub");
+  run_command("ssh-keygen -q -t ed25519 -N '' -C ferry-test-host2 -f '" + (dir_ / "host_ed25519").string() + "'");
+}
+
+SshAgentProcess::SshAgentProcess(const fs::path& dir) {
+  socket_ = dir / "agent.sock";
+  pid_ = spawn({"/usr/bin/ssh-agent", "-D", "-a", socket_.string()}, dir / "ssh-agent.log");
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!fs::exists(socket_)) {
+    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("ssh-agent did not create its socket");
+    std::this_thread::sleep_for(5ms);  // polling for the socket file, bounded by the deadline
+  }
+}
+
+SshAgentProcess::~SshAgentProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+  }
+}
+
+void SshAgentProcess::add(const fs::path& key) const {
+  run_command("SSH_AUTH_SOCK='" + socket_.string() + "' ssh-add -q '" + key.string() + "' 2>&1");
+}
+
+}  // namespace ferry::test

@@ -1,0 +1,82 @@
+// A real OpenSSH server on 127.0.0.1 for integration tests: its own host key, client key,
+// authorized_keys, sshd_config and client ssh config in a temp dir; nothing of the system's touched.
+// Remote $HOME is the fixture's home/ (sshd SetEnv), so agent installs and .bashrc noise stay inside.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace ferry::test {
+
+struct SshdOptions {
+  std::string extra_sshd_config;  // appended to sshd_config
+  std::string bashrc;             // written to the remote home's .bashrc (login noise)
+};
+
+class SshdFixture {
+ public:
+  explicit SshdFixture(SshdOptions options = {});
+  ~SshdFixture();
+  SshdFixture(const SshdFixture&) = delete;
+  SshdFixture& operator=(const SshdFixture&) = delete;
+
+  const std::filesystem::path& dir() const { return dir_; }
+  std::filesystem::path home() const { return dir_ / "home"; }  // the remote $HOME
+  int port() const { return port_; }
+  std::string alias() const { return "ferry-test"; }
+  std::filesystem::path client_key() const { return dir_ / "client_ed25519"; }
+  std::filesystem::path ssh_config() const { return dir_ / "ssh_config"; }
+  std::filesystem::path known_hosts() const { return dir_ / "known_hosts"; }
+  // The host key as OpenSSH prints its fingerprint ("SHA256:...").
+  std::string host_key_fingerprint() const;
+  // Writes the server's key to known_hosts, as `ssh-keyscan` would.
+  void trust_host_key() const;
+  // A new host key (the server must be restarted to use it).
+  void regenerate_host_key();
+
+  void start();
+  // SIGKILL to the listener and every session process below it.
+  void kill_all();
+  // SIGSTOP / SIGCONT to the whole tree: the link hangs without closing.
+  void pause();
+  void resume();
+  pid_t pid() const { return pid_; }
+  std::string log() const;
+
+  // Appends a Host block to ssh_config.
+  void add_client_config(const std::string& text) const;
+
+ private:
+  std::vector<pid_t> tree() const;
+  void write_sshd_config();
+
+  std::filesystem::path dir_;
+  SshdOptions options_;
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+// A real ssh-agent holding one key, for agent-auth tests.
+class SshAgentProcess {
+ public:
+  explicit SshAgentProcess(const std::filesystem::path& dir);
+  ~SshAgentProcess();
+  void add(const std::filesystem::path& key) const;
+  const std::filesystem::path& socket() const { return socket_; }
+
+ private:
+  std::filesystem::path socket_;
+  pid_t pid_ = -1;
+};
+
+// Runs a shell command, returns its stdout; throws when it exits non-zero.
+std::string run_command(const std::string& command);
+// Waits until connect() to 127.0.0.1:port succeeds or the deadline passes.
+bool wait_for_port(int port, std::chrono::milliseconds timeout);
+int pick_free_port();
+
+}  // namespace ferry::test
