@@ -56,7 +56,7 @@ Response AgentService::dispatch(const protocol::Request& r) {
                                   json{{"agentProtocolVersion", kAgentProtocolVersion}, {"agentVersion", kVersion}});
     }
     if (auto hv = p.find("helperVersion"); hv != p.end() && hv->is_string())
-      spdlog::info("hello from ferry {}", hv->get<std::string>());
+      spdlog::debug("hello from ferry {}", hv->get<std::string>());
     utsname u{};
     uname(&u);
     return protocol::make_result(r.id, json{{"protocolVersion", kAgentProtocolVersion},

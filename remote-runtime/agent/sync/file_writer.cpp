@@ -1,0 +1,484 @@
+// Atomic, verified sync writes under the agent root; see file_writer.hpp.
+#include "remote-runtime/agent/sync/file_writer.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include <xxhash.h>
+
+#include "protocol/delta/patch.hpp"
+#include "remote-runtime/agent/root_path.hpp"
+
+namespace ferry::agent::sync {
+namespace {
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  Fd& operator=(Fd&& o) noexcept {
+    reset();
+    fd_ = std::exchange(o.fd_, -1);
+    return *this;
+  }
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+std::unexpected<WriteError> fail(WriteErrc code, std::string message) {
+  return std::unexpected(WriteError{code, std::move(message)});
+}
+
+std::unexpected<WriteError> sys_fail(const std::string& what) {
+  const int e = errno;
+  return fail(e == ENOENT ? WriteErrc::not_found : WriteErrc::io, what + ": " + std::strerror(e));
+}
+
+std::int64_t mtime_of(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+timespec to_timespec(std::int64_t ns) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+  if (ts.tv_nsec < 0) {
+    ts.tv_nsec += 1'000'000'000;
+    --ts.tv_sec;
+  }
+  return ts;
+}
+
+std::string temp_name(std::string_view final_name) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char suffix[17];
+  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
+  std::string n(kTempPrefix);
+  n.append(final_name.substr(0, 200)).append(".").append(suffix);
+  return n;
+}
+
+std::expected<void, WriteError> check_precondition(int dirfd, const std::string& name, const Precondition& expect,
+                                                   const std::string& rel) {
+  struct stat st {};
+  const bool exists = ::fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (!exists && errno != ENOENT) return sys_fail("stat " + rel);
+  if (exists != expect.exists ||
+      (exists && (static_cast<std::uint64_t>(st.st_size) != expect.size || mtime_of(st) != expect.mtime_ns))) {
+    return fail(WriteErrc::conflict, rel + " changed on the remote since the sync was planned");
+  }
+  return {};
+}
+
+}  // namespace
+
+struct FileWriter::Parent {
+  Fd dir;
+  std::string name;  // final component
+  std::string rel;   // normalised path
+};
+
+struct PendingFile::State {
+  Fd dir;
+  std::string name, tmp, rel;
+  Fd fd;
+  FileAttrs attrs;
+  XXH3_state_t* hash = XXH3_createState();
+  std::uint64_t written = 0;
+  bool half_reported = false;
+  FileWriter::StepHook hook;
+
+  ~State() {
+    if (fd) {
+      fd.reset();
+      ::unlinkat(dir.get(), tmp.c_str(), 0);
+    }
+    XXH3_freeState(hash);
+  }
+  void step(WriteStep s) const {
+    if (hook) hook(s);
+  }
+};
+
+PendingFile::PendingFile(PendingFile&&) noexcept = default;
+PendingFile& PendingFile::operator=(PendingFile&&) noexcept = default;
+PendingFile::~PendingFile() = default;
+
+void PendingFile::abort() { state_.reset(); }
+
+std::expected<void, WriteError> PendingFile::write(Bytes bytes) {
+  if (!state_) return fail(WriteErrc::io, "write after commit or abort");
+  State& s = *state_;
+  if (bytes.size() > s.attrs.size - s.written) {
+    return fail(WriteErrc::hash_mismatch, s.rel + ": more bytes than the announced " + std::to_string(s.attrs.size));
+  }
+  XXH3_128bits_update(s.hash, bytes.data(), bytes.size());
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(s.fd.get(), bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return sys_fail("write " + s.rel);
+    }
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+    s.written += static_cast<std::uint64_t>(n);
+  }
+  if (!s.half_reported && s.written * 2 >= s.attrs.size && s.written > 0) {
+    s.half_reported = true;
+    s.step(WriteStep::half_written);
+  }
+  return {};
+}
+
+std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondition>& expect) {
+  if (!state_) return fail(WriteErrc::io, "commit after commit or abort");
+  State& s = *state_;
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(s.hash));
+  if (s.written != s.attrs.size || std::memcmp(c.digest, s.attrs.hash.data(), 16) != 0) {
+    state_.reset();
+    return fail(WriteErrc::hash_mismatch, s.rel + ": written bytes do not match the announced size and xxh3-128");
+  }
+  if (::fchmod(s.fd.get(), s.attrs.mode & 07777) != 0) return sys_fail("chmod " + s.rel);
+  const timespec times[2] = {{0, UTIME_NOW}, to_timespec(s.attrs.mtime_ns)};
+  if (::futimens(s.fd.get(), times) != 0) return sys_fail("set mtime of " + s.rel);
+  s.step(WriteStep::before_fsync);
+  if (::fsync(s.fd.get()) != 0) return sys_fail("fsync " + s.rel);
+  if (::close(s.fd.release()) != 0) {
+    ::unlinkat(s.dir.get(), s.tmp.c_str(), 0);
+    return sys_fail("close " + s.rel);
+  }
+  auto drop_temp = [&] { ::unlinkat(s.dir.get(), s.tmp.c_str(), 0); };
+  if (expect) {
+    if (auto ok = check_precondition(s.dir.get(), s.name, *expect, s.rel); !ok) {
+      drop_temp();
+      state_.reset();
+      return ok;
+    }
+  }
+  struct stat st {};
+  if (::fstatat(s.dir.get(), s.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+    drop_temp();
+    state_.reset();
+    return fail(WriteErrc::wrong_kind, s.rel + " is a directory on the remote");
+  }
+  s.step(WriteStep::before_rename);
+  if (::renameat(s.dir.get(), s.tmp.c_str(), s.dir.get(), s.name.c_str()) != 0) {
+    auto e = sys_fail("rename into " + s.rel);
+    drop_temp();
+    state_.reset();
+    return e;
+  }
+  s.step(WriteStep::after_rename);
+  ::fsync(s.dir.get());  // the rename itself must survive a crash
+  state_.reset();
+  return {};
+}
+
+FileWriter::FileWriter(FileWriter&& o) noexcept
+    : root_(std::move(o.root_)), root_fd_(std::exchange(o.root_fd_, -1)), hook_(std::move(o.hook_)) {}
+FileWriter& FileWriter::operator=(FileWriter&& o) noexcept {
+  if (root_fd_ >= 0) ::close(root_fd_);
+  root_ = std::move(o.root_);
+  root_fd_ = std::exchange(o.root_fd_, -1);
+  hook_ = std::move(o.hook_);
+  return *this;
+}
+FileWriter::~FileWriter() {
+  if (root_fd_ >= 0) ::close(root_fd_);
+}
+
+std::expected<FileWriter, WriteError> FileWriter::open(const std::filesystem::path& root) {
+  auto rp = ferry::agent::RootPath::open(root);
+  if (!rp) return fail(WriteErrc::invalid_path, rp.error());
+  FileWriter w;
+  w.root_ = rp->root();
+  w.root_fd_ = ::open(w.root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (w.root_fd_ < 0) return sys_fail("open root " + w.root_.string());
+  return w;
+}
+
+std::expected<FileWriter::Parent, WriteError> FileWriter::open_parent(std::string_view rel_in, bool create) {
+  auto rel = ferry::agent::normalize_wire_path(rel_in);
+  if (!rel) return fail(WriteErrc::invalid_path, rel.error());
+  if (rel->empty()) return fail(WriteErrc::invalid_path, "the root itself cannot be written");
+  Parent p;
+  p.rel = *rel;
+  Fd dir(::dup(root_fd_));
+  std::size_t pos = 0;
+  for (;;) {
+    const std::size_t slash = rel->find('/', pos);
+    if (slash == std::string::npos) {
+      p.name = rel->substr(pos);
+      break;
+    }
+    const std::string part = rel->substr(pos, slash - pos);
+    int fd = ::openat(dir.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && create) {
+      if (::mkdirat(dir.get(), part.c_str(), 0755) != 0 && errno != EEXIST) {
+        return sys_fail("mkdir " + rel->substr(0, slash));
+      }
+      fd = ::openat(dir.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      if (errno == ELOOP || errno == ENOTDIR) {
+        std::string msg = rel->substr(0, slash);
+        msg.append(" (in ").append(*rel).append(") is a symlink or not a directory");
+        return fail(WriteErrc::invalid_path, std::move(msg));
+      }
+      return sys_fail("open " + rel->substr(0, slash));
+    }
+    dir = Fd(fd);
+    pos = slash + 1;
+  }
+  if (p.name.starts_with(kTempPrefix)) return fail(WriteErrc::invalid_path, "'" + *rel + "' uses ferry's temp prefix");
+  p.dir = std::move(dir);
+  return p;
+}
+
+std::expected<PendingFile, WriteError> FileWriter::begin_file(std::string_view rel, const FileAttrs& attrs) {
+  auto parent = open_parent(rel, true);
+  if (!parent) return std::unexpected(parent.error());
+  auto state = std::make_unique<PendingFile::State>();
+  state->tmp = temp_name(parent->name);
+  const int fd = ::openat(parent->dir.get(), state->tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return sys_fail("create temp file for " + parent->rel);
+  state->fd = Fd(fd);
+  state->dir = std::move(parent->dir);
+  state->name = std::move(parent->name);
+  state->rel = std::move(parent->rel);
+  state->attrs = attrs;
+  state->hook = hook_;
+  XXH3_128bits_reset(state->hash);
+  state->step(WriteStep::temp_created);
+  PendingFile f;
+  f.state_ = std::move(state);
+  return f;
+}
+
+std::expected<void, WriteError> FileWriter::write_file(std::string_view rel, Bytes content, const FileAttrs& attrs,
+                                                       const std::optional<Precondition>& expect) {
+  auto f = begin_file(rel, attrs);
+  if (!f) return std::unexpected(f.error());
+  // Chunked so a test can stop the process with half the bytes written.
+  constexpr std::size_t kChunk = 1u << 20;
+  for (std::size_t at = 0; at < content.size(); at += kChunk) {
+    if (auto ok = f->write(content.subspan(at, std::min(kChunk, content.size() - at))); !ok) return ok;
+  }
+  return f->commit(expect);
+}
+
+std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
+                                                        const std::optional<Precondition>& expect) {
+  auto parent = open_parent(rel, false);
+  if (!parent) return std::unexpected(parent.error());
+  Fd base(::openat(parent->dir.get(), parent->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!base) return sys_fail("open delta base " + parent->rel);
+  struct stat st {};
+  if (::fstat(base.get(), &st) != 0) return sys_fail("stat " + parent->rel);
+  if (!S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is not a regular file");
+  if (expect && (!expect->exists || static_cast<std::uint64_t>(st.st_size) != expect->size ||
+                 mtime_of(st) != expect->mtime_ns)) {
+    return fail(WriteErrc::conflict, parent->rel + " changed on the remote since the sync was planned");
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* map = nullptr;
+  if (size > 0) {
+    map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, base.get(), 0);
+    if (map == MAP_FAILED) return sys_fail("map " + parent->rel);
+  }
+  struct Unmap {
+    void* p;
+    std::size_t n;
+    ~Unmap() {
+      if (p) ::munmap(p, n);
+    }
+  } unmap{map, size};
+  const Bytes base_bytes(static_cast<const std::uint8_t*>(map), size);
+
+  auto f = begin_file(rel, attrs);
+  if (!f) return std::unexpected(f.error());
+  std::optional<WriteError> sink_error;
+  ferry::delta::Patcher patcher(base_bytes, [&](Bytes out) {
+    auto ok = f->write(out);
+    if (!ok) sink_error = ok.error();
+    return ok.has_value();
+  });
+  auto fed = patcher.feed(delta);
+  if (fed) fed = patcher.finish();
+  if (!fed) {
+    if (sink_error) return std::unexpected(*sink_error);
+    return fail(WriteErrc::bad_delta, parent->rel + ": " + fed.error().message);
+  }
+  return f->commit(expect);
+}
+
+std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
+    std::string_view rel, std::optional<ferry::delta::SignatureParams> params) {
+  auto parent = open_parent(rel, false);
+  if (!parent) return std::unexpected(parent.error());
+  Fd fd(::openat(parent->dir.get(), parent->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return sys_fail("open " + parent->rel);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sys_fail("stat " + parent->rel);
+  if (!S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is not a regular file");
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::vector<std::uint8_t> out;
+  auto builder = ferry::delta::SignatureBuilder::create(params.value_or(ferry::delta::default_params(size)), 0, size,
+                                                        size, out);
+  if (!builder) return fail(WriteErrc::bad_delta, builder.error().message);
+  std::vector<std::uint8_t> buf(1u << 20);
+  std::uint64_t total = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_fail("read " + parent->rel);
+    if (n == 0) break;
+    total += static_cast<std::uint64_t>(n);
+    if (total > size) return fail(WriteErrc::conflict, parent->rel + " grew while being signed");
+    if (auto ok = builder->update(Bytes(buf.data(), static_cast<std::size_t>(n))); !ok) {
+      return fail(WriteErrc::bad_delta, ok.error().message);
+    }
+  }
+  if (auto ok = builder->finish(); !ok) return fail(WriteErrc::conflict, parent->rel + " shrank while being signed");
+  return out;
+}
+
+std::expected<void, WriteError> FileWriter::make_symlink(std::string_view rel, std::string_view target) {
+  if (target.empty() || target.find('\0') != std::string_view::npos) {
+    return fail(WriteErrc::invalid_path, "bad symlink target");
+  }
+  auto parent = open_parent(rel, true);
+  if (!parent) return std::unexpected(parent.error());
+  const std::string tmp = temp_name(parent->name);
+  if (::symlinkat(std::string(target).c_str(), parent->dir.get(), tmp.c_str()) != 0) {
+    return sys_fail("create symlink " + parent->rel);
+  }
+  struct stat st {};
+  if (::fstatat(parent->dir.get(), parent->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+    ::unlinkat(parent->dir.get(), tmp.c_str(), 0);
+    return fail(WriteErrc::wrong_kind, parent->rel + " is a directory on the remote");
+  }
+  if (::renameat(parent->dir.get(), tmp.c_str(), parent->dir.get(), parent->name.c_str()) != 0) {
+    auto e = sys_fail("rename symlink into " + parent->rel);
+    ::unlinkat(parent->dir.get(), tmp.c_str(), 0);
+    return e;
+  }
+  ::fsync(parent->dir.get());
+  return {};
+}
+
+std::expected<void, WriteError> FileWriter::make_dirs(std::string_view rel, std::uint32_t mode) {
+  auto parent = open_parent(rel, true);
+  if (!parent) return std::unexpected(parent.error());
+  if (::mkdirat(parent->dir.get(), parent->name.c_str(), mode & 07777) != 0) {
+    if (errno != EEXIST) return sys_fail("mkdir " + parent->rel);
+    struct stat st {};
+    if (::fstatat(parent->dir.get(), parent->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+      return fail(WriteErrc::wrong_kind, parent->rel + " exists and is not a directory");
+    }
+    return {};
+  }
+  // mkdir applies the umask; the synced mode is exact.
+  const int fd = ::openat(parent->dir.get(), parent->name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fchmod(fd, mode & 07777);
+    ::close(fd);
+  }
+  ::fsync(parent->dir.get());
+  return {};
+}
+
+std::expected<void, WriteError> FileWriter::set_attrs(std::string_view rel, std::uint32_t mode,
+                                                      std::optional<std::int64_t> mtime_ns) {
+  auto parent = open_parent(rel, false);
+  if (!parent) return std::unexpected(parent.error());
+  struct stat st {};
+  if (::fstatat(parent->dir.get(), parent->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return sys_fail("stat " + parent->rel);
+  if (S_ISLNK(st.st_mode)) return {};  // Linux symlinks have no mode of their own; never follow
+  if (::fchmodat(parent->dir.get(), parent->name.c_str(), mode & 07777, 0) != 0) return sys_fail("chmod " + parent->rel);
+  if (mtime_ns) {
+    const timespec times[2] = {{0, UTIME_OMIT}, to_timespec(*mtime_ns)};
+    if (::utimensat(parent->dir.get(), parent->name.c_str(), times, AT_SYMLINK_NOFOLLOW) != 0) {
+      return sys_fail("set mtime of " + parent->rel);
+    }
+  }
+  return {};
+}
+
+std::expected<void, WriteError> FileWriter::remove(std::string_view rel) {
+  auto parent = open_parent(rel, false);
+  if (!parent) {
+    if (parent.error().code == WriteErrc::not_found) return {};
+    return std::unexpected(parent.error());
+  }
+  struct stat st {};
+  if (::fstatat(parent->dir.get(), parent->name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return {};
+    return sys_fail("stat " + parent->rel);
+  }
+  if (S_ISDIR(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is a directory");
+  if (::unlinkat(parent->dir.get(), parent->name.c_str(), 0) != 0 && errno != ENOENT) return sys_fail("delete " + parent->rel);
+  ::fsync(parent->dir.get());
+  return {};
+}
+
+std::expected<void, WriteError> FileWriter::remove_dir(std::string_view rel) {
+  auto parent = open_parent(rel, false);
+  if (!parent) {
+    if (parent.error().code == WriteErrc::not_found) return {};
+    return std::unexpected(parent.error());
+  }
+  if (::unlinkat(parent->dir.get(), parent->name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) {
+    return sys_fail("remove directory " + parent->rel);
+  }
+  return {};
+}
+
+std::expected<std::size_t, WriteError> FileWriter::sweep_temp_files() {
+  std::size_t removed = 0;
+  std::vector<int> stack{::dup(root_fd_)};
+  while (!stack.empty()) {
+    const int fd = stack.back();
+    stack.pop_back();
+    DIR* d = ::fdopendir(fd);
+    if (!d) {
+      ::close(fd);
+      continue;
+    }
+    while (dirent* de = ::readdir(d)) {
+      const std::string_view name = de->d_name;
+      if (name == "." || name == "..") continue;
+      struct stat st {};
+      if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (S_ISDIR(st.st_mode)) {
+        const int child = ::openat(::dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (child >= 0) stack.push_back(child);
+      } else if (name.starts_with(kTempPrefix)) {
+        if (::unlinkat(::dirfd(d), de->d_name, 0) == 0) ++removed;
+      }
+    }
+    ::closedir(d);
+  }
+  return removed;
+}
+
+}  // namespace ferry::agent::sync

@@ -1,0 +1,134 @@
+// Applying sync writes on the remote, atomically and verified: every file is written to a temp
+// file in its own directory, checked against the whole-file xxh3-128 the helper sent, given its
+// mode and mtime, fsynced, renamed over the target, and the directory fsynced. An interrupted
+// sync therefore leaves the old or the new file, never a torn one. Paths are validated like
+// every wire path (normalize_wire_path: no "..", not absolute) and then walked one component at
+// a time with O_NOFOLLOW from the root's descriptor, so no symlink, even one swapped in
+// mid-write, can lead a write out of the root.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "protocol/delta/delta_types.hpp"
+#include "protocol/delta/signature.hpp"
+
+namespace ferry::agent::sync {
+
+using ferry::delta::Bytes;
+using ferry::delta::Hash128;
+
+enum class WriteErrc {
+  invalid_path,    // rejected by validation, or a symlink/non-directory in the parent chain
+  not_found,
+  io,              // a system call failed (message says which, with errno text)
+  hash_mismatch,   // the written bytes are not what the helper announced
+  bad_delta,       // the delta was rejected (bounds, base, encoding)
+  conflict,        // the target changed since the helper planned this write
+  wrong_kind,      // e.g. a directory where a file should go
+};
+
+struct WriteError {
+  WriteErrc code;
+  std::string message;
+};
+
+// What the file must end up as.
+struct FileAttrs {
+  std::uint64_t size = 0;
+  Hash128 hash{};
+  std::uint32_t mode = 0644;
+  std::int64_t mtime_ns = 0;
+};
+
+// The target as the helper last saw it; checked just before the rename so a file changed
+// behind ferry's back in the meantime is reported, not overwritten.
+struct Precondition {
+  bool exists = false;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+};
+
+// Points at which a test may kill the writing process (see tests/unit/sync/test_file_writer).
+enum class WriteStep { temp_created, half_written, before_fsync, before_rename, after_rename };
+
+inline constexpr std::string_view kTempPrefix = ".ferry-tmp.";
+
+class FileWriter;
+
+// A file being written: bytes stream in, then commit() verifies and renames. Dropping it
+// without commit removes the temp file.
+class PendingFile {
+ public:
+  PendingFile(PendingFile&&) noexcept;
+  PendingFile& operator=(PendingFile&&) noexcept;
+  ~PendingFile();
+  std::expected<void, WriteError> write(Bytes bytes);
+  std::expected<void, WriteError> commit(const std::optional<Precondition>& expect = std::nullopt);
+  void abort();
+
+ private:
+  friend class FileWriter;
+  PendingFile() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+class FileWriter {
+ public:
+  using StepHook = std::function<void(WriteStep)>;
+
+  // The root must exist (RootPath::open creates it).
+  static std::expected<FileWriter, WriteError> open(const std::filesystem::path& root);
+  FileWriter(FileWriter&&) noexcept;
+  FileWriter& operator=(FileWriter&&) noexcept;
+  ~FileWriter();
+
+  void set_step_hook(StepHook hook) { hook_ = std::move(hook); }
+
+  // Missing parents are created (0755).
+  std::expected<PendingFile, WriteError> begin_file(std::string_view rel, const FileAttrs& attrs);
+  std::expected<void, WriteError> write_file(std::string_view rel, Bytes content, const FileAttrs& attrs,
+                                             const std::optional<Precondition>& expect = std::nullopt);
+  // Applies a ferry delta against the current file at `rel` into a temp file, then commits.
+  std::expected<void, WriteError> apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
+                                              const std::optional<Precondition>& expect = std::nullopt);
+  // The signature the helper needs to delta against the file at `rel`.
+  std::expected<std::vector<std::uint8_t>, WriteError> signature(std::string_view rel,
+                                                                 std::optional<ferry::delta::SignatureParams> params);
+  // Creates or retargets a symlink atomically (temp link + rename). The target is stored, not
+  // followed or checked: following is what the rest of the agent never does.
+  std::expected<void, WriteError> make_symlink(std::string_view rel, std::string_view target);
+  std::expected<void, WriteError> make_dirs(std::string_view rel, std::uint32_t mode = 0755);
+  std::expected<void, WriteError> set_attrs(std::string_view rel, std::uint32_t mode,
+                                            std::optional<std::int64_t> mtime_ns);
+  // A file or symlink (never followed). Missing is not an error: deletes are idempotent.
+  std::expected<void, WriteError> remove(std::string_view rel);
+  // An empty directory.
+  std::expected<void, WriteError> remove_dir(std::string_view rel);
+  // Deletes temp files an interrupted sync left behind (walks the tree, no symlinks followed).
+  std::expected<std::size_t, WriteError> sweep_temp_files();
+
+  const std::filesystem::path& root() const { return root_; }
+
+ private:
+  FileWriter() = default;
+  friend class PendingFile;
+  struct Parent;
+  std::expected<Parent, WriteError> open_parent(std::string_view rel, bool create);
+  void step(WriteStep s) const {
+    if (hook_) hook_(s);
+  }
+
+  std::filesystem::path root_;
+  int root_fd_ = -1;
+  StepHook hook_;
+};
+
+}  // namespace ferry::agent::sync
