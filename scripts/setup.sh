@@ -9,7 +9,7 @@ PACKAGES=(
   build-essential cmake pkg-config git
   libssh2-1-dev nlohmann-json3-dev libxxhash-dev libzstd-dev libcli11-dev libspdlog-dev libfmt-dev
   libboost-dev libboost-filesystem-dev libboost-test-dev
-  libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy
+  libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy python3-jsonschema
   openssh-server openssh-client rsync python3-debugpy
   clang-19 libclang-rt-19-dev
   nodejs npm
