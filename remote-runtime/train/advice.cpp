@@ -1,5 +1,5 @@
-// The data-starvation rule (see advice.hpp). Averages over the window rather than single
-// samples, so one slow batch (a checkpoint, an eval) never triggers advice.
+// The data-starvation rule (see advice.hpp). Judged over a whole window, by averages and by
+// most samples, so one slow batch (a checkpoint, an eval) never triggers advice.
 #include "remote-runtime/train/advice.hpp"
 
 #include <algorithm>
@@ -13,7 +13,7 @@ int DataStarvationAdvisor::suggested_workers(int workers, double wait_fraction, 
   // 1/(1-wait) times the loader throughput, plus a quarter of headroom for jitter.
   const double wait = std::clamp(wait_fraction, 0.0, 0.9);
   const int base = std::max(workers, 1);
-  const int want = static_cast<int>(std::ceil(base * 1.25 / (1.0 - wait)));
+  const int want = static_cast<int>(std::ceil(base * 1.25 / (1.0 - wait) - 1e-9));
   return std::clamp(std::max(want, workers + 1), 1, std::max(1, max_workers));
 }
 
@@ -22,8 +22,8 @@ std::optional<AdviceRecord> DataStarvationAdvisor::observe(const AdviceSample& s
   while (!window_.empty() && window_.front().time_s < sample.time_s - options_.window_s) window_.pop_front();
   if (last_advice_s_ && sample.time_s - *last_advice_s_ < options_.repeat_interval_s) return std::nullopt;
   if (static_cast<int>(window_.size()) < options_.min_samples) return std::nullopt;
-  // The window must really span the period: the first sample sits at its start (within 20%).
-  if (sample.time_s - window_.front().time_s < options_.window_s * 0.8) return std::nullopt;
+  // The window must really span the period.
+  if (sample.time_s - window_.front().time_s < options_.window_s) return std::nullopt;
 
   double wait_sum = 0, util_sum = 0;
   int util_count = 0;
@@ -38,13 +38,19 @@ std::optional<AdviceRecord> DataStarvationAdvisor::observe(const AdviceSample& s
   const bool have_util = context_.on_gpu && util_count * 2 >= static_cast<int>(window_.size());
   const double util = have_util ? util_sum / util_count : 0.0;
 
-  bool starving = false;
-  if (have_util) {
-    starving = util < options_.gpu_util_threshold_percent && wait >= options_.data_wait_threshold;
-  } else {
-    starving = wait >= options_.cpu_data_wait_threshold;
+  // Sustained: the averages meet the rule and so do at least 80% of the samples one by one (an
+  // average alone lets one long stall, a checkpoint or an eval, speak for the whole window).
+  auto starving = [&](double util_percent, double wait_fraction) {
+    return have_util ? util_percent < options_.gpu_util_threshold_percent && wait_fraction >= options_.data_wait_threshold
+                     : wait_fraction >= options_.cpu_data_wait_threshold;
+  };
+  if (!starving(util, wait)) return std::nullopt;
+  int starving_samples = 0;
+  for (const auto& s : window_) {
+    const double u = s.gpu_util_percent.value_or(util);
+    starving_samples += starving(u, std::clamp(s.data_wait_fraction, 0.0, 1.0)) ? 1 : 0;
   }
-  if (!starving) return std::nullopt;
+  if (starving_samples * 5 < static_cast<int>(window_.size()) * 4) return std::nullopt;
 
   AdviceRecord advice;
   advice.kind = "data_starvation";
