@@ -5,6 +5,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "remote-runtime/train/mnist_idx.hpp"
+#include "remote-runtime/train/tensor_file.hpp"
+
 
 namespace ferry::train {
 namespace {
@@ -77,23 +80,109 @@ Dataset tail(const Dataset& d, std::int64_t from) {
   return out;
 }
 
-std::expected<DataSplit, std::string> load_mnist_split(const TrainConfig&) {
-  return std::unexpected("data: mnist source not wired yet");
+std::expected<void, std::string> check_row_shape(const TrainConfig& config, const torch::Tensor& inputs) {
+  const auto per_row = inputs.numel() / std::max<std::int64_t>(1, inputs.size(0));
+  const auto want = feature_count(config.model);
+  if (config.model.kind == ModelKind::transformer) {
+    if (inputs.dim() != 2 || inputs.size(1) != want) {
+      return std::unexpected("data: language-model rows must hold model.context + 1 = " + std::to_string(want) + " tokens");
+    }
+  } else if (per_row != want) {
+    return std::unexpected("data: each sample has " + std::to_string(per_row) + " values but the model expects " +
+                           std::to_string(want));
+  }
+  return {};
 }
 
-std::expected<Dataset, std::string> load_tensor_dataset(const TrainConfig&) {
-  return std::unexpected("data: tensor source not wired yet");
+// MNIST IDX files stay memory-mapped; pixels become floats in [0, 1] per batch.
+std::expected<Dataset, std::string> mnist_part(const TrainConfig& config, bool train) {
+  auto split = ferry::train::load_mnist_split(config.data.path, train);
+  if (!split) return std::unexpected("data: " + split.error());
+  auto owner = std::make_shared<MnistSplit>(std::move(*split));
+  Dataset d;
+  d.task = config.data.task;
+  d.input_scale = 1.0 / 255.0;
+  auto* pixels = const_cast<std::uint8_t*>(owner->image(0));
+  auto* labels = const_cast<std::byte*>(owner->labels.data().data());
+  d.inputs = torch::from_blob(pixels, {owner->count, 1, owner->rows, owner->cols}, torch::kByte);
+  if (config.model.kind == ModelKind::mlp) d.inputs = d.inputs.view({owner->count, owner->rows * owner->cols});
+  d.targets = torch::from_blob(labels, {owner->count}, torch::kByte);
+  d.backing = owner;
+  if (auto ok = check_row_shape(config, d.inputs); !ok) return std::unexpected(ok.error());
+  return d;
+}
+
+std::expected<DataSplit, std::string> mnist_data(const TrainConfig& config) {
+  if (config.data.task != Task::classification) return std::unexpected("data: mnist is a classification dataset");
+  auto train = mnist_part(config, true);
+  if (!train) return std::unexpected(train.error());
+  DataSplit split;
+  split.train = std::move(*train);
+  if (auto test = mnist_part(config, false)) {
+    split.eval = std::move(*test);
+  } else {
+    const auto n = split.train.size();
+    const auto eval_n = static_cast<std::int64_t>(static_cast<double>(n) * config.data.eval_fraction);
+    split.eval = tail(split.train, n - eval_n);
+    split.train = head(split.train, n - eval_n);
+  }
+  return split;
+}
+
+std::optional<torch::ScalarType> torch_dtype(DType t) {
+  switch (t) {
+    case DType::f32: return torch::kFloat;
+    case DType::f16: return torch::kHalf;
+    case DType::bf16: return torch::kBFloat16;
+    case DType::i64: return torch::kLong;
+    case DType::i32: return torch::kInt;
+    case DType::u8: return torch::kByte;
+  }
+  return std::nullopt;
+}
+
+std::expected<torch::Tensor, std::string> map_tensor(const std::filesystem::path& path, std::shared_ptr<TensorFile>& keep) {
+  auto file = TensorFile::open(path);
+  if (!file) return std::unexpected("data: " + file.error());
+  keep = std::make_shared<TensorFile>(std::move(*file));
+  auto dtype = torch_dtype(keep->dtype());
+  if (!dtype) return std::unexpected("data: unsupported dtype in " + path.string());
+  // Read-only mapping: the loader only ever gathers from it (index_select never writes its source).
+  return torch::from_blob(const_cast<void*>(keep->data()), keep->shape(), *dtype);
+}
+
+// .ftensor inputs (and targets unless language modelling) through mmap: pages load as batches touch them.
+std::expected<Dataset, std::string> tensor_data(const TrainConfig& config) {
+  Dataset d;
+  d.task = config.data.task;
+  std::shared_ptr<TensorFile> inputs_file, labels_file;
+  auto inputs = map_tensor(config.data.path, inputs_file);
+  if (!inputs) return std::unexpected(inputs.error());
+  d.inputs = *inputs;
+  if (config.data.task != Task::language_model) {
+    if (config.data.labels_path.empty()) return std::unexpected("data: labels_path is required for this task");
+    auto labels = map_tensor(config.data.labels_path, labels_file);
+    if (!labels) return std::unexpected(labels.error());
+    if (labels->size(0) != d.inputs.size(0)) return std::unexpected("data: inputs and labels have different row counts");
+    d.targets = config.data.task == Task::classification ? labels->reshape({labels->size(0)}) : *labels;
+  }
+  if (auto ok = check_row_shape(config, d.inputs); !ok) return std::unexpected(ok.error());
+  if (config.model.kind == ModelKind::cnn && d.inputs.dim() == 2) {
+    d.inputs = d.inputs.view({d.inputs.size(0), config.model.in_channels, config.model.image_size, config.model.image_size});
+  }
+  d.backing = std::make_shared<std::pair<std::shared_ptr<TensorFile>, std::shared_ptr<TensorFile>>>(inputs_file, labels_file);
+  return d;
 }
 
 }  // namespace
 
 std::expected<DataSplit, std::string> load_data(const TrainConfig& config) {
-  if (config.data.source == DataSource::mnist) return load_mnist_split(config);
+  if (config.data.source == DataSource::mnist) return mnist_data(config);
   Dataset all;
   if (config.data.source == DataSource::synthetic) {
     all = synthetic(config);
   } else {
-    auto loaded = load_tensor_dataset(config);
+    auto loaded = tensor_data(config);
     if (!loaded) return std::unexpected(loaded.error());
     all = std::move(*loaded);
   }

@@ -1,35 +1,35 @@
-// ferry-train's event output: JSON lines on stdout (the helper parses them), a copy in
-// events.jsonl, step metrics in metrics.csv and the curves in plot.svg. Torch-free.
+// ferry-train's event output, on top of ferry_train_support's TelemetryWriter: JSON lines on stdout
+// for rank 0 (the helper parses them), events.jsonl, metrics.csv and plot.svg in the output dir.
+// Other ranks write nothing but their errors, to stderr. Torch-free.
 #pragma once
 
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "remote-runtime/train/telemetry.hpp"
 
 namespace ferry::train {
 
 class EventStream {
  public:
-  // `write_files`: false on ranks other than 0 and before the output dir is known.
-  EventStream() = default;
+  EventStream();
+  // Rank 0 speaks on stdout; call before open_output.
+  void set_stdout(bool on);
   void open_output(const std::filesystem::path& output_dir, bool append);
-  // Writes {"event": type, "time": unix seconds, ...fields} as one line.
-  void emit(const std::string& type, nlohmann::json fields);
-  void set_stdout(bool on) { stdout_ = on; }
-  // Renders plot.svg from the step/eval events seen so far.
+  void emit(const Event& event);
+  void emit(const std::string& type, nlohmann::json fields) { emit(Event{type, std::move(fields)}); }
+  template <typename Record>
+  void emit(const Record& record) {
+    emit(to_event(record));
+  }
   void write_plot();
 
  private:
   bool stdout_ = true;
-  std::filesystem::path dir_;
-  std::ofstream events_;
-  std::ofstream csv_;
-  std::vector<std::pair<double, double>> loss_points_;
-  std::vector<std::pair<double, double>> eval_points_;
+  std::unique_ptr<TelemetryWriter> writer_;
 };
 
 }  // namespace ferry::train

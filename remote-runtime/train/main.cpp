@@ -182,7 +182,6 @@ std::expected<std::vector<pid_t>, std::string> spawn_local_ranks(int nproc, cons
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::ios::sync_with_stdio(false);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;

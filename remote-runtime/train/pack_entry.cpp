@@ -1,13 +1,10 @@
-// Adapter from ferry-train's argv to trainsupport's pack command.
+// Adapter from ferry-train's argv to ferry_train_support's pack command.
 #include "remote-runtime/train/pack_entry.hpp"
 
-#include <iostream>
+#include "remote-runtime/train/pack_command.hpp"
 
 namespace ferry::train {
 
-int run_pack_entry(const std::vector<std::string>&) {
-  std::cerr << "ferry-train pack: not available in this build yet\n";
-  return 2;
-}
+int run_pack_entry(const std::vector<std::string>& args) { return run_pack(args); }
 
 }  // namespace ferry::train

@@ -19,9 +19,11 @@
 #include "remote-runtime/train/batch_size_search.hpp"
 #include "remote-runtime/train/checkpoint.hpp"
 #include "remote-runtime/train/dataset.hpp"
+#include "remote-runtime/train/advice.hpp"
 #include "remote-runtime/train/distributed.hpp"
 #include "remote-runtime/train/loss_scaler.hpp"
 #include "remote-runtime/train/models.hpp"
+#include "remote-runtime/train/nvml.hpp"
 #include "remote-runtime/train/on_complete.hpp"
 #include "remote-runtime/train/torch_compat.hpp"
 
@@ -497,23 +499,35 @@ int run_training(TrainConfig config, const RunOptions& options, EventStream& eve
     std::string finish_reason = config.max_steps ? "max_steps" : "epochs";
     bool finished = state.step >= total_steps;
 
+    // GPU fields come from NVML when the driver library is there; CPU runs simply have none.
+    std::optional<Nvml> nvml = device->is_cuda() && rank0 ? Nvml::load() : std::nullopt;
+    DataStarvationAdvisor advisor(AdviceContext{config.data.workers, config.data.source, device->is_cuda()});
+    const auto monotonic_start = std::chrono::steady_clock::now();
     auto log_step = [&](double lr) {
       const auto now = std::chrono::steady_clock::now();
       const double seconds = std::chrono::duration<double>(now - window_start).count();
-      const double loss = loss_accum.item<double>() / static_cast<double>(std::max<std::int64_t>(1, window_steps));
-      last_loss = loss;
-      nlohmann::json fields = {{"step", state.step},
-                               {"epoch", state.epoch},
-                               {"loss", loss},
-                               {"lr", lr},
-                               {"samples_per_s", seconds > 0 ? static_cast<double>(window_samples) / seconds : 0.0},
-                               {"data_wait_fraction", seconds > 0 ? std::min(1.0, window_wait / seconds) : 0.0},
-                               {"step_time_s", seconds / static_cast<double>(std::max<std::int64_t>(1, window_steps))}};
+      StepRecord rec;
+      rec.step = state.step;
+      rec.epoch = state.epoch;
+      rec.loss = loss_accum.item<double>() / static_cast<double>(std::max<std::int64_t>(1, window_steps));
+      rec.lr = lr;
+      rec.samples_per_s = seconds > 0 ? static_cast<double>(window_samples) / seconds : 0.0;
+      rec.data_wait_fraction = seconds > 0 ? std::min(1.0, window_wait / seconds) : 0.0;
+      rec.step_time_s = seconds / static_cast<double>(std::max<std::int64_t>(1, window_steps));
       if (scaler) {
-        fields["loss_scale"] = scaler->current_scale();
-        fields["skipped_steps"] = skipped_steps;
+        rec.loss_scale = scaler->current_scale();
+        rec.skipped_steps = skipped_steps;
       }
-      events.emit("step", fields);
+      if (nvml) {
+        if (auto sample = nvml->sample(device->index())) rec.gpus.push_back(*sample);
+      }
+      last_loss = rec.loss;
+      events.emit(rec);
+      AdviceSample sample;
+      sample.time_s = std::chrono::duration<double>(now - monotonic_start).count();
+      sample.data_wait_fraction = rec.data_wait_fraction;
+      if (!rec.gpus.empty()) sample.gpu_util_percent = rec.gpus.front().utilization_percent;
+      if (auto advice = advisor.observe(sample); advice && rank0) events.emit(*advice);
       loss_accum.zero_();
       window_wait = 0;
       window_samples = 0;
