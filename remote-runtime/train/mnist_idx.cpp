@@ -96,8 +96,8 @@ std::expected<MnistSplit, std::string> load_mnist_split(const std::filesystem::p
   for (std::byte label : labels->data()) {
     if (static_cast<std::uint8_t>(label) > 9) return std::unexpected(labels_path->string() + ": label " + std::to_string(static_cast<int>(label)) + " is not 0..9");
   }
-  MnistSplit split{std::move(*images), std::move(*labels), ih.dims[0], ih.dims[1], ih.dims[2]};
-  return split;
+  const std::int64_t count = ih.dims[0], rows = ih.dims[1], cols = ih.dims[2];  // ih dies with the move
+  return MnistSplit{std::move(*images), std::move(*labels), count, rows, cols};
 }
 
 }  // namespace ferry::train

@@ -102,7 +102,6 @@ std::expected<std::vector<std::int64_t>, std::string> parse_shape(const std::str
   s.remove_prefix(1);
   s.remove_suffix(1);
   std::size_t i = 0;
-  bool need_value = true;
   while (true) {
     while (i < s.size() && s[i] == ' ') ++i;
     if (i == s.size()) break;
@@ -117,14 +116,11 @@ std::expected<std::vector<std::int64_t>, std::string> parse_shape(const std::str
     // NumPy writes Python ints; older versions wrote longs as 3L.
     if (i < s.size() && s[i] == 'L') ++i;
     shape.push_back(static_cast<std::int64_t>(v));
-    need_value = false;
     while (i < s.size() && s[i] == ' ') ++i;
     if (i == s.size()) break;
     if (s[i] != ',') return std::unexpected("bad shape " + tuple);
-    ++i;
-    need_value = true;
+    ++i;  // a trailing comma, as in (4,), is Python's one-tuple
   }
-  if (need_value && !shape.empty()) return std::unexpected("bad shape " + tuple);
   if (shape.size() > static_cast<std::size_t>(kTensorMaxRank)) return std::unexpected("rank " + std::to_string(shape.size()) + " is over 8");
   return shape;
 }
