@@ -99,12 +99,14 @@ asio::awaitable<Result<std::size_t>> Channel::read_some(std::span<char> buffer, 
     if (!session_->is_open())
       co_return std::unexpected(make_error(Errc::kClosed, "reading from the channel: " + session_->close_reason()));
     auto n = libssh2_channel_read_ex(channel_, stream, buffer.data(), buffer.size());
-    if (n >= 0) co_return static_cast<std::size_t>(n);
-    if (n != LIBSSH2_ERROR_EAGAIN) co_return std::unexpected(session_->last_error("reading from the channel"));
+    if (n > 0 || (n == 0 && libssh2_channel_eof(channel_))) co_return static_cast<std::size_t>(n);
+    if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) co_return std::unexpected(session_->last_error("reading from the channel"));
     auto w = co_await session_->wait_socket(deadline, "reading from the channel");
     if (!w) co_return std::unexpected(w.error());
   }
 }
+
+void Channel::ignore_stderr() { libssh2_channel_handle_extended_data2(channel_, LIBSSH2_CHANNEL_EXTENDED_DATA_IGNORE); }
 
 void Channel::interrupt() {
   interrupted_ = true;
@@ -266,7 +268,9 @@ void Session::wake() {
 void Session::close(std::string why) {
   if (closed_) return;
   closed_ = true;
-  close_reason_ = std::move(why);
+  close_reason_ = why;
+  // The hops below carry only this session: they go with it (their bridges end too).
+  if (jump_) jump_->close(why);
   if (socket_.is_open()) {
     ::shutdown(socket_.native_handle(), SHUT_RDWR);
     boost::system::error_code ignored;

@@ -79,7 +79,7 @@ class Channel {
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;
 
-  // Some bytes of stream 0 (stdout) or 1 (stderr); 0 bytes means EOF on that stream.
+  // Some bytes of stream 0 (stdout) or 1 (stderr); 0 bytes only at EOF.
   asio::awaitable<Result<std::size_t>> read_some(std::span<char> buffer, Clock::time_point deadline, int stream = 0);
   asio::awaitable<Result<void>> write_all(std::string_view bytes, Clock::time_point deadline);
   asio::awaitable<Result<void>> send_eof(Clock::time_point deadline);
@@ -88,6 +88,8 @@ class Channel {
   asio::awaitable<Result<void>> close(Clock::time_point deadline);
   int exit_status() const;
   bool eof() const;
+  // Discards stderr (stream 1) so unread diagnostics cannot stall stdout by filling the window.
+  void ignore_stderr();
   // Makes a pending or later read_some fail with Errc::kInterrupted (on the strand).
   void interrupt();
   Session& session() { return *session_; }

@@ -45,7 +45,9 @@ asio::awaitable<Result<void>> do_write_file(std::shared_ptr<Session> s, std::str
 
 asio::awaitable<Result<std::shared_ptr<Channel>>> do_open(std::shared_ptr<Session> s, std::string command,
                                                           Clock::time_point deadline) {
-  co_return co_await s->open_exec(std::move(command), deadline);
+  auto ch = co_await s->open_exec(std::move(command), deadline);
+  if (ch) (*ch)->ignore_stderr();
+  co_return ch;
 }
 
 asio::awaitable<Result<std::size_t>> do_read(std::shared_ptr<Channel> ch, std::span<char> buffer, Clock::time_point deadline) {

@@ -28,8 +28,6 @@ class SshStream {
   Result<void> write_all(std::string_view bytes, Clock::time_point deadline);
   void close_write();
   void interrupt();
-  // What the remote command wrote to stderr so far (kept for error messages), bounded.
-  std::string stderr_tail();
 
  private:
   Executor executor_;
@@ -46,6 +44,7 @@ class SshConnection {
   Result<void> connect(const HostConfig& host, SessionOptions options);
   Result<ExecResult> exec(std::string command, std::chrono::milliseconds timeout, std::string input = {});
   Result<void> write_file(std::string remote_path, std::string data, int mode, std::chrono::milliseconds timeout);
+  // An exec channel as a stream; its stderr is discarded (redirect it on the remote to keep it).
   Result<std::unique_ptr<SshStream>> open_stream(std::string command, std::chrono::milliseconds timeout);
   // on_dead runs on the io thread.
   void start_keepalive(std::chrono::milliseconds interval, int count_max, std::function<void(const Error&)> on_dead);

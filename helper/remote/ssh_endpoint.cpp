@@ -1,0 +1,428 @@
+// SshEndpoint: see ssh_endpoint.hpp.
+#include "helper/remote/ssh_endpoint.hpp"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <openssl/evp.h>
+#include <spdlog/spdlog.h>
+
+#include "ferry/version.hpp"
+#include "helper/remote/local_endpoint.hpp"
+
+namespace ferry::remote {
+namespace {
+
+namespace ec = protocol::error_code;
+using namespace std::chrono_literals;
+
+constexpr std::chrono::milliseconds kDefaultKeepalive{4'000};
+constexpr std::string_view kCheckMarker = "FERRY-AGENT-CHECK";
+
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+// "~/x" -> "$HOME"/'x' so the remote shell expands the home directory and nothing else.
+std::string remote_path_expr(std::string_view path) {
+  if (path == "~") return "\"$HOME\"";
+  if (path.starts_with("~/")) return "\"$HOME\"/" + shell_quote(path.substr(2));
+  return shell_quote(path);
+}
+
+std::string error_kind(const ssh::Error& e) {
+  using ssh::Errc;
+  if (e.code == make_error_code(Errc::kHostKeyUnknown)) return "hostKeyUnknown";
+  if (e.code == make_error_code(Errc::kHostKeyChanged)) return "hostKeyChanged";
+  if (e.code == make_error_code(Errc::kHostKeyRevoked)) return "hostKeyRevoked";
+  if (e.code == make_error_code(Errc::kAuthFailed)) return "authFailed";
+  if (e.code == make_error_code(Errc::kTimeout)) return "timeout";
+  if (e.code == make_error_code(Errc::kConnectFailed)) return "connectFailed";
+  if (e.code == make_error_code(Errc::kLinkDead)) return "linkDead";
+  if (e.code == make_error_code(Errc::kUnsupported)) return "unsupported";
+  return "ssh";
+}
+
+ResponseError unavailable(std::string message, std::optional<json> data = std::nullopt) {
+  return ResponseError{ec::kAgentUnavailable, std::move(message), std::move(data)};
+}
+
+std::expected<std::string, std::string> file_sha256(const std::filesystem::path& path, std::string* contents) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::unexpected("cannot read " + path.string());
+  std::string data((std::istreambuf_iterator<char>(in)), {});
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned i = 0; i < len; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 15];
+  }
+  if (contents) *contents = std::move(data);
+  return hex;
+}
+
+// The agent's exec channel as the ByteStream AgentLink reads; it reports a broken link upward.
+class SshByteStream final : public ByteStream {
+ public:
+  SshByteStream(std::unique_ptr<ssh::SshStream> stream, std::function<void(const std::string&)> on_broken)
+      : stream_(std::move(stream)), on_broken_(std::move(on_broken)) {}
+
+  ReadResult read_some(std::span<char> buffer, std::optional<Clock::time_point> deadline) override {
+    auto r = stream_->read_some(buffer, deadline);
+    if (r) {
+      if (*r > 0) return ReadResult{ReadStatus::data, *r, {}};
+      on_broken_("the agent's channel reached EOF");
+      return ReadResult{ReadStatus::eof, 0, {}};
+    }
+    if (r.error().code == make_error_code(ssh::Errc::kTimeout)) return ReadResult{ReadStatus::timeout, 0, {}};
+    if (r.error().code == make_error_code(ssh::Errc::kInterrupted)) return ReadResult{ReadStatus::interrupted, 0, {}};
+    on_broken_(r.error().message);
+    return ReadResult{ReadStatus::error, 0, r.error().message};
+  }
+
+  std::expected<void, std::string> write_all(std::string_view bytes) override {
+    auto r = stream_->write_all(bytes, Clock::now() + 60s);
+    if (!r) {
+      on_broken_(r.error().message);
+      return std::unexpected(r.error().message);
+    }
+    return {};
+  }
+
+  void close_write() override { stream_->close_write(); }
+  void interrupt() override { stream_->interrupt(); }
+
+ private:
+  std::unique_ptr<ssh::SshStream> stream_;
+  std::function<void(const std::string&)> on_broken_;
+};
+
+}  // namespace
+
+json to_json(const HostState& s) {
+  json j{{"state", s.state}, {"host", s.host}};
+  if (s.attempt) j["attempt"] = s.attempt;
+  if (s.retry_in_ms) j["retryInMs"] = s.retry_in_ms;
+  if (!s.message.empty()) j["message"] = s.message;
+  return j;
+}
+
+bool is_idempotent_method(std::string_view method) {
+  auto slash = method.find('/');
+  std::string_view verb = slash == std::string_view::npos ? method : method.substr(slash + 1);
+  for (std::string_view safe : {"hello", "ping", "stat", "list", "read", "status", "info", "get", "signature", "hash",
+                                "probe", "check", "manifest"})
+    if (verb.starts_with(safe)) return true;
+  return false;
+}
+
+SshEndpoint::SshEndpoint(SshEndpointOptions options) : options_(std::move(options)) {
+  if (!options_.idempotent) options_.idempotent = is_idempotent_method;
+}
+
+SshEndpoint::~SshEndpoint() { close(); }
+
+std::string SshEndpoint::description() const {
+  if (host_.hostname.empty()) return "ssh " + options_.host;
+  return "ssh " + ssh::describe(host_) + (host_.alias != host_.hostname ? " (" + host_.alias + ")" : "");
+}
+
+void SshEndpoint::emit(HostState state) {
+  state.host = options_.host;
+  if (options_.on_state) options_.on_state(state);
+  else spdlog::info("{}: {} {}", options_.host, state.state, state.message);
+}
+
+std::shared_ptr<SshEndpoint::Link> SshEndpoint::current() const {
+  std::lock_guard lk(mutex_);
+  return link_;
+}
+
+bool SshEndpoint::connected() const {
+  std::lock_guard lk(mutex_);
+  return link_ && !broken_ && link_->agent->alive();
+}
+
+AgentInstallReport SshEndpoint::install_report() const {
+  std::lock_guard lk(mutex_);
+  return install_;
+}
+
+ssh::HostKeyInfo SshEndpoint::host_key() const {
+  std::lock_guard lk(mutex_);
+  return host_key_;
+}
+
+std::expected<std::string, ResponseError> SshEndpoint::ensure_agent(ssh::SshConnection& c, Clock::time_point deadline) {
+  std::filesystem::path local = options_.agent_binary;
+  if (local.empty()) {
+    auto found = find_agent_binary();
+    if (!found) return std::unexpected(unavailable(found.error()));
+    local = *found;
+  }
+  std::string contents;
+  auto hash = file_sha256(local, &contents);
+  if (!hash) return std::unexpected(unavailable(hash.error()));
+  auto left = [&] { return std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())); };
+
+  std::string dir = options_.agent_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  std::string dir_expr = remote_path_expr(dir + "/" + kVersion);
+  // One round trip: make the directory, report $HOME, the absolute dir and the installed hash.
+  // The marker keeps .bashrc noise out of the parse.
+  std::string check = "D=" + dir_expr + "; mkdir -p \"$D\" && echo " + std::string(kCheckMarker) +
+                      " && printf '%s\\n' \"$HOME\" \"$(cd \"$D\" && pwd)\" && if [ -x \"$D/ferry-agent\" ]; then "
+                      "sha256sum \"$D/ferry-agent\" | cut -c1-64; else echo missing; fi";
+  auto r = c.exec(check, left());
+  if (!r) return std::unexpected(unavailable("checking the agent on " + description() + ": " + r.error().message));
+  auto at = r->out.find(std::string(kCheckMarker) + "\n");
+  if (r->exit_status != 0 || at == std::string::npos)
+    return std::unexpected(unavailable("checking the agent on " + description() + " failed (status " +
+                                       std::to_string(r->exit_status) + "): " + r->err));
+  std::istringstream lines(r->out.substr(at + kCheckMarker.size() + 1));
+  std::string home, abs_dir, remote_hash;
+  std::getline(lines, home);
+  std::getline(lines, abs_dir);
+  std::getline(lines, remote_hash);
+  std::string target = abs_dir + "/ferry-agent";
+  AgentInstallReport report{target, home, false, *hash};
+  if (remote_hash != *hash) {
+    // Upload under a name no other helper uses, verify, then rename over the old one: two helpers
+    // installing at once each rename a complete, identical file.
+    std::random_device rd;
+    std::string tmp = abs_dir + "/.ferry-agent." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
+    spdlog::info("installing ferry-agent {} at {}:{} ({})", kVersion, description(), target,
+                 remote_hash == "missing" ? "absent" : "different build");
+    auto up = c.write_file(tmp, contents, 0700, std::max<std::chrono::milliseconds>(left(), 60s));
+    if (!up) return std::unexpected(unavailable("uploading ferry-agent to " + description() + ": " + up.error().message));
+    std::string finish = "T=" + shell_quote(tmp) + "; F=" + shell_quote(target) +
+                         "; if [ \"$(sha256sum \"$T\" | cut -c1-64)\" = " + *hash +
+                         " ]; then chmod 755 \"$T\" && mv -f \"$T\" \"$F\"; else rm -f \"$T\"; echo 'hash mismatch after upload' >&2; exit 1; fi";
+    auto fin = c.exec(finish, left());
+    if (!fin) return std::unexpected(unavailable("installing ferry-agent on " + description() + ": " + fin.error().message));
+    if (fin->exit_status != 0)
+      return std::unexpected(unavailable("installing ferry-agent on " + description() + " failed: " + fin->err));
+    report.installed = true;
+  }
+  std::lock_guard lk(mutex_);
+  install_ = report;
+  return target;
+}
+
+std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::establish(Clock::time_point deadline) {
+  auto conn = std::make_unique<ssh::SshConnection>();
+  ssh::SessionOptions so = options_.session;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  so.connect_timeout = std::max<std::chrono::milliseconds>(1ms, std::min(so.connect_timeout, left));
+  auto r = conn->connect(host_, so);
+  if (!r) {
+    json data{{"kind", error_kind(r.error())}, {"host", options_.host}};
+    return std::unexpected(unavailable(r.error().message, data));
+  }
+  {
+    std::lock_guard lk(mutex_);
+    host_key_ = conn->host_key();
+  }
+  auto path = ensure_agent(*conn, deadline);
+  if (!path) return std::unexpected(path.error());
+  std::string cmd = "exec " + shell_quote(*path) + " --root " + remote_path_expr(options_.remote_root);
+  for (const auto& a : options_.agent_args) cmd += " " + shell_quote(a);
+  // Agent logs stay on the box next to the binary.
+  cmd += " 2>>" + shell_quote(std::filesystem::path(*path).parent_path().string() + "/agent.log");
+  left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  auto stream = conn->open_stream(cmd, std::max<std::chrono::milliseconds>(1ms, left));
+  if (!stream) return std::unexpected(unavailable("starting ferry-agent on " + description() + ": " + stream.error().message));
+
+  auto link = std::make_shared<Link>();
+  Link* raw = link.get();
+  link->agent = std::make_unique<AgentLink>(std::make_unique<SshByteStream>(std::move(*stream), [this, raw](const std::string& why) {
+    std::lock_guard lk(mutex_);
+    if (link_.get() == raw && !broken_) {
+      broken_ = true;
+      broken_reason_ = why;
+      cv_.notify_all();
+    }
+  }));
+  if (handler_) link->agent->set_notification_handler(handler_);
+  auto info = link->agent->handshake(deadline);
+  if (!info) {
+    link->agent->stop();
+    return std::unexpected(info.error());
+  }
+  info_ = *info;
+  auto interval = options_.keepalive_interval.count() > 0 ? options_.keepalive_interval
+                  : host_.server_alive_interval_s > 0   ? std::chrono::milliseconds(host_.server_alive_interval_s * 1000)
+                                                        : kDefaultKeepalive;
+  int count = options_.keepalive_count_max > 0 ? options_.keepalive_count_max : host_.server_alive_count_max;
+  conn->start_keepalive(interval, count, [this, raw](const ssh::Error& e) {
+    std::lock_guard lk(mutex_);
+    if (link_.get() == raw && !broken_) {
+      broken_ = true;
+      broken_reason_ = e.message;
+      cv_.notify_all();
+    }
+  });
+  link->connection = std::move(conn);
+  return link;
+}
+
+std::expected<AgentInfo, ResponseError> SshEndpoint::connect(std::chrono::milliseconds timeout) {
+  close();
+  {
+    std::lock_guard lk(mutex_);
+    closing_ = false;
+    broken_ = false;
+  }
+  auto resolved = ssh::resolve_host(options_.host, options_.ssh_config);
+  if (!resolved) return std::unexpected(ResponseError{ec::kProjectInvalid, resolved.error().to_string(), json{{"kind", "sshConfig"}}});
+  host_ = *resolved;
+  emit(HostState{"connecting", {}, 0, 0, description()});
+  auto link = establish(Clock::now() + timeout);
+  if (!link) {
+    emit(HostState{"disconnected", {}, 0, 0, link.error().message});
+    return std::unexpected(link.error());
+  }
+  {
+    std::lock_guard lk(mutex_);
+    link_ = *link;
+    if (!link_->agent->alive()) broken_ = true;
+  }
+  emit(HostState{"connected", {}, 0, 0, description()});
+  if (options_.reconnect) monitor_ = std::thread([this] { monitor_loop(); });
+  return info_;
+}
+
+void SshEndpoint::monitor_loop() {
+  std::unique_lock lk(mutex_);
+  for (;;) {
+    cv_.wait(lk, [&] { return closing_ || broken_; });
+    if (closing_) return;
+    std::string why = broken_reason_;
+    auto dead = std::move(link_);
+    lk.unlock();
+    if (dead) {
+      dead->agent->stop();
+      dead.reset();
+    }
+    auto backoff = options_.backoff_initial;
+    int attempt = 0;
+    emit(HostState{"reconnecting", {}, 0, 0, why});
+    lk.lock();
+    while (!closing_) {
+      ++attempt;
+      lk.unlock();
+      auto link = establish(Clock::now() + options_.session.connect_timeout + 15s);
+      lk.lock();
+      if (closing_) {
+        lk.unlock();
+        if (link) (*link)->agent->stop();
+        link = std::unexpected(ResponseError{});
+        lk.lock();
+        return;
+      }
+      if (link) {
+        link_ = *link;
+        broken_ = !link_->agent->alive();
+        ++reconnects_;
+        cv_.notify_all();
+        lk.unlock();
+        emit(HostState{"connected", {}, 0, 0, description()});
+        lk.lock();
+        break;
+      }
+      auto message = link.error().message;
+      lk.unlock();
+      emit(HostState{"reconnecting", {}, attempt, static_cast<long long>(backoff.count()), message});
+      lk.lock();
+      broken_reason_ = message;
+      cv_.wait_for(lk, backoff, [&] { return closing_; });
+      backoff = std::min(backoff * 2, options_.backoff_max);
+    }
+  }
+}
+
+std::expected<json, ResponseError> SshEndpoint::call(std::string_view method, json params, std::chrono::milliseconds timeout) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    std::shared_ptr<Link> link;
+    {
+      std::unique_lock lk(mutex_);
+      if (closing_ || (!link_ && !broken_)) return std::unexpected(unavailable(std::string(method) + ": not connected to " + description()));
+      if (broken_ || !link_) {
+        if (!options_.reconnect) return std::unexpected(unavailable(std::string(method) + ": the link to " + description() + " is down: " + broken_reason_));
+        bool up = cv_.wait_until(lk, deadline, [&] { return closing_ || (link_ && !broken_); });
+        if (closing_) return std::unexpected(unavailable(std::string(method) + ": the endpoint was closed"));
+        if (!up)
+          return std::unexpected(ResponseError{ec::kRequestCancelled, std::string(method) + ": " + description() +
+                                                                          " is unreachable, still reconnecting (" + broken_reason_ + ")", {}});
+      }
+      link = link_;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return std::unexpected(ResponseError{ec::kRequestCancelled, std::string(method) + ": timed out", {}});
+    auto r = link->agent->call(method, params, left);
+    if (r || r.error().code != ec::kAgentUnavailable) return r;
+    {
+      std::lock_guard lk(mutex_);
+      if (link_ == link && !broken_) {
+        broken_ = true;
+        broken_reason_ = r.error().message;
+        cv_.notify_all();
+      }
+    }
+    if (!options_.reconnect || !options_.idempotent(method))
+      return std::unexpected(unavailable(std::string(method) + ": the connection to " + description() +
+                                         " dropped while the request was in flight; not retried because it may already have taken effect (" +
+                                         r.error().message + ")"));
+    spdlog::info("{}: link dropped in flight; retrying after reconnect", method);
+  }
+}
+
+std::expected<void, ResponseError> SshEndpoint::notify(std::string_view method, json params) {
+  auto link = current();
+  if (!link) return std::unexpected(unavailable(std::string(method) + ": not connected to " + description()));
+  return link->agent->notify(method, std::move(params));
+}
+
+void SshEndpoint::set_notification_handler(NotificationHandler handler) {
+  handler_ = handler;
+  if (auto link = current()) link->agent->set_notification_handler(std::move(handler));
+}
+
+std::expected<ssh::ExecResult, ResponseError> SshEndpoint::exec(const std::string& command, std::chrono::milliseconds timeout) {
+  auto link = current();
+  if (!link) return std::unexpected(unavailable("not connected to " + description()));
+  auto r = link->connection->exec(command, timeout);
+  if (!r) return std::unexpected(unavailable("running a command on " + description() + ": " + r.error().message));
+  return *r;
+}
+
+void SshEndpoint::close() {
+  std::shared_ptr<Link> link;
+  {
+    std::lock_guard lk(mutex_);
+    closing_ = true;
+    link = std::move(link_);
+    cv_.notify_all();
+  }
+  if (monitor_.joinable()) monitor_.join();
+  if (!link) return;
+  if (link->agent->alive()) (void)link->agent->call("agent/shutdown", json::object(), 500ms);
+  link->agent->close_write();
+  link->agent->stop();
+  link.reset();
+  emit(HostState{"disconnected", {}, 0, 0, "closed"});
+}
+
+}  // namespace ferry::remote

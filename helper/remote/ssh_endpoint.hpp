@@ -1,0 +1,118 @@
+// SshEndpoint: ferry-agent on a remote box, over an SSH exec channel. It resolves the host like
+// ssh does, installs the agent when the box lacks this exact build (SFTP to a temp name, hash
+// check, chmod, atomic rename), and keeps the link up: keepalives detect a dead or hung link,
+// reconnects back off exponentially (capped, never giving up), idempotent calls in flight are
+// retried on the new link and the rest fail saying why.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "helper/remote/agent_link.hpp"
+#include "helper/remote/endpoint.hpp"
+#include "helper/ssh/ssh_connection.hpp"
+
+namespace ferry::remote {
+
+// host/stateChanged's params.
+struct HostState {
+  std::string state;  // "connecting", "connected", "reconnecting", "disconnected"
+  std::string host;
+  int attempt = 0;              // reconnect attempt number (0 while connected)
+  long long retry_in_ms = 0;    // when the next attempt starts ("reconnecting")
+  std::string message;          // why the link dropped or the last attempt failed
+};
+json to_json(const HostState& state);
+
+struct SshEndpointOptions {
+  std::string host;                       // ssh config alias, or user@host:port
+  std::optional<std::string> ssh_config;  // -F FILE / "sshConfig"; default ~/.ssh/config
+  std::string remote_root;                // the agent's --root; may start with "~/"
+  std::filesystem::path agent_binary;     // the local ferry-agent to install; empty: find_agent_binary()
+  std::string agent_dir = "~/.cache/ferry/agent";  // <agent_dir>/<version>/ferry-agent on the box
+  std::vector<std::string> agent_args;
+  ssh::SessionOptions session;
+  // 0 = from the ssh config (ServerAliveInterval/CountMax), else 4 s x 3: a dead link is noticed
+  // within about 13 s.
+  std::chrono::milliseconds keepalive_interval{0};
+  int keepalive_count_max = 0;
+  bool reconnect = true;
+  std::chrono::milliseconds backoff_initial{500};
+  std::chrono::milliseconds backoff_max{30'000};
+  std::function<void(const HostState&)> on_state;  // called from ferry's threads, never under a lock
+  // Which methods may be sent again after a reconnect; default: is_idempotent_method.
+  std::function<bool(std::string_view)> idempotent;
+};
+
+// Read-only methods (hello, ping, stat, list, read, status, signatures...) are safe to repeat.
+bool is_idempotent_method(std::string_view method);
+
+// What the install step found or did, for doctor and tests.
+struct AgentInstallReport {
+  std::string remote_path;  // absolute path of ferry-agent on the box
+  std::string remote_home;
+  bool installed = false;   // uploaded this time
+  std::string sha256;
+};
+
+class SshEndpoint final : public Endpoint {
+ public:
+  explicit SshEndpoint(SshEndpointOptions options);
+  ~SshEndpoint() override;
+
+  std::expected<AgentInfo, ResponseError> connect(std::chrono::milliseconds timeout = kDefaultHandshakeTimeout) override;
+  std::expected<json, ResponseError> call(std::string_view method, json params,
+                                          std::chrono::milliseconds timeout = kDefaultCallTimeout) override;
+  std::expected<void, ResponseError> notify(std::string_view method, json params) override;
+  void set_notification_handler(NotificationHandler handler) override;
+  const AgentInfo& info() const override { return info_; }
+  bool connected() const override;
+  void close() override;
+  std::string description() const override;
+
+  // Runs a shell command on the box over the current connection (doctor, tests).
+  std::expected<ssh::ExecResult, ResponseError> exec(const std::string& command,
+                                                    std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  AgentInstallReport install_report() const;
+  ssh::HostKeyInfo host_key() const;
+  int reconnect_count() const { return reconnects_.load(); }
+
+ private:
+  struct Link {
+    std::unique_ptr<ssh::SshConnection> connection;
+    std::unique_ptr<AgentLink> agent;
+  };
+  std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
+  std::expected<std::string, ResponseError> ensure_agent(ssh::SshConnection& c, Clock::time_point deadline);
+  void emit(HostState state);
+  void link_broken(const std::string& why);
+  void monitor_loop();
+  std::shared_ptr<Link> current() const;
+
+  SshEndpointOptions options_;
+  ssh::HostConfig host_;
+  AgentInfo info_;
+  NotificationHandler handler_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::shared_ptr<Link> link_;
+  bool broken_ = false;
+  bool closing_ = false;
+  std::string broken_reason_;
+  AgentInstallReport install_;
+  ssh::HostKeyInfo host_key_;
+  std::thread monitor_;
+  std::atomic<int> reconnects_{0};
+};
+
+}  // namespace ferry::remote

@@ -1,0 +1,194 @@
+// SshEndpoint against a real sshd and the real ferry-agent: install over SFTP and reuse, reinstall
+// when the build differs, concurrent installs, .bashrc noise before the magic line, reconnect
+// after sshd is killed and restarted, dead-link detection under SIGSTOP, and what happens to
+// idempotent and non-idempotent calls caught in flight.
+#define BOOST_TEST_MODULE ssh_endpoint
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "ferry/version.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "tests/integration/sshd_fixture.hpp"
+
+using namespace ferry::remote;
+using ferry::test::SshdFixture;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Collects host/stateChanged events and lets a test wait for one.
+struct StateLog {
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<HostState> states;
+  void operator()(const HostState& s) {
+    std::lock_guard lk(m);
+    states.push_back(s);
+    cv.notify_all();
+  }
+  bool wait_for(const std::string& state, std::size_t after, std::chrono::milliseconds timeout) {
+    std::unique_lock lk(m);
+    return cv.wait_for(lk, timeout, [&] {
+      for (std::size_t i = after; i < states.size(); ++i)
+        if (states[i].state == state) return true;
+      return false;
+    });
+  }
+  std::size_t size() {
+    std::lock_guard lk(m);
+    return states.size();
+  }
+};
+
+SshEndpointOptions options_for(const SshdFixture& f, StateLog* log = nullptr) {
+  SshEndpointOptions o;
+  o.host = f.alias();
+  o.ssh_config = f.ssh_config().string();
+  o.remote_root = "~/project";
+  o.agent_binary = FERRY_AGENT_PATH;
+  o.session.agent_socket = "";
+  o.session.connect_timeout = 3s;
+  if (log) o.on_state = std::ref(*log);
+  return o;
+}
+
+fs::path installed_agent(const SshdFixture& f) { return f.home() / ".cache/ferry/agent" / ferry::kVersion / "ferry-agent"; }
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(installs_the_agent_then_reuses_it) {
+  SshdFixture f;
+  f.trust_host_key();
+  {
+    SshEndpoint e(options_for(f));
+    auto info = e.connect(20s);
+    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message) << "\n" << f.log());
+    BOOST_TEST(info->version == ferry::kVersion);
+    BOOST_TEST(info->root == (f.home() / "project").string());
+    BOOST_TEST(e.install_report().installed);
+    BOOST_TEST(e.install_report().remote_path == installed_agent(f).string());
+    auto ping = e.call("agent/ping", ferry::protocol::json::object());
+    BOOST_TEST(ping.has_value());
+  }
+  struct stat st {};
+  BOOST_REQUIRE(::stat(installed_agent(f).c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0755u);
+  BOOST_TEST(fs::file_size(installed_agent(f)) == fs::file_size(FERRY_AGENT_PATH));
+  // No temp files left behind.
+  int entries = 0;
+  for (const auto& d : fs::directory_iterator(installed_agent(f).parent_path())) entries += d.path().filename().string().ends_with(".tmp");
+  BOOST_TEST(entries == 0);
+  SshEndpoint again(options_for(f));
+  BOOST_REQUIRE(again.connect(20s).has_value());
+  BOOST_TEST(!again.install_report().installed);
+}
+
+BOOST_AUTO_TEST_CASE(reinstalls_when_the_installed_build_differs) {
+  SshdFixture f;
+  f.trust_host_key();
+  fs::create_directories(installed_agent(f).parent_path());
+  std::ofstream(installed_agent(f)) << "#!/bin/sh\necho an old agent\n";
+  fs::permissions(installed_agent(f), fs::perms::owner_all);
+  SshEndpoint e(options_for(f));
+  auto info = e.connect(20s);
+  BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+  BOOST_TEST(e.install_report().installed);
+  BOOST_TEST(fs::file_size(installed_agent(f)) == fs::file_size(FERRY_AGENT_PATH));
+}
+
+BOOST_AUTO_TEST_CASE(two_helpers_installing_at_once_both_succeed) {
+  SshdFixture f;
+  f.trust_host_key();
+  auto run = [&] {
+    SshEndpoint e(options_for(f));
+    auto info = e.connect(30s);
+    if (!info) return info.error().message;
+    auto ping = e.call("agent/ping", ferry::protocol::json::object());
+    return ping ? std::string("ok") : ping.error().message;
+  };
+  auto a = std::async(std::launch::async, run);
+  auto b = std::async(std::launch::async, run);
+  BOOST_TEST(a.get() == "ok");
+  BOOST_TEST(b.get() == "ok");
+  BOOST_TEST(fs::file_size(installed_agent(f)) == fs::file_size(FERRY_AGENT_PATH));
+}
+
+BOOST_AUTO_TEST_CASE(login_noise_before_the_magic_line_is_tolerated) {
+  SshdFixture f(ferry::test::SshdOptions{.extra_sshd_config = "", .bashrc =
+      "echo '*** Welcome to the GPU box ***'\necho 'conda: base activated'\necho 'warning: locale' >&2\nprintf '\\x1b[1mbold\\x1b[0m\\n'\n"});
+  f.trust_host_key();
+  SshEndpoint e(options_for(f));
+  auto info = e.connect(20s);
+  BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+  BOOST_TEST(e.call("agent/ping", ferry::protocol::json::object()).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(unknown_host_reports_the_fingerprint_in_error_data) {
+  SshdFixture f;
+  SshEndpoint e(options_for(f));
+  auto info = e.connect(20s);
+  BOOST_REQUIRE(!info.has_value());
+  BOOST_REQUIRE(info.error().data.has_value());
+  BOOST_TEST((*info.error().data)["kind"] == "hostKeyUnknown");
+  BOOST_TEST(info.error().message.find(f.host_key_fingerprint()) != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(reconnects_after_sshd_is_killed_and_restarted) {
+  SshdFixture f;
+  f.trust_host_key();
+  StateLog log;
+  auto o = options_for(f, &log);
+  o.backoff_initial = 200ms;
+  SshEndpoint e(o);
+  BOOST_REQUIRE(e.connect(20s).has_value());
+  auto before = log.size();
+  f.kill_all();  // connections drop with the server
+  BOOST_REQUIRE(log.wait_for("reconnecting", before, 10s));
+  auto restarted = std::chrono::steady_clock::now();
+  f.start();
+  BOOST_REQUIRE_MESSAGE(log.wait_for("connected", before, 20s), "no reconnect");
+  auto took = std::chrono::steady_clock::now() - restarted;
+  // Bound: the backoff reached by then (200+400+800 ms at most in this window) plus one connect.
+  BOOST_TEST(took < 6s, "reconnected after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  BOOST_TEST(e.reconnect_count() == 1);
+  auto ping = e.call("agent/ping", ferry::protocol::json::object(), 10s);
+  BOOST_TEST(ping.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(frozen_link_is_detected_and_calls_in_flight_are_handled) {
+  SshdFixture f;
+  f.trust_host_key();
+  StateLog log;
+  auto o = options_for(f, &log);
+  o.keepalive_interval = 2s;
+  o.keepalive_count_max = 2;
+  o.backoff_initial = 200ms;
+  o.idempotent = [](std::string_view m) { return m == "agent/ping"; };
+  SshEndpoint e(o);
+  BOOST_REQUIRE(e.connect(20s).has_value());
+  auto before = log.size();
+  f.pause();
+  auto frozen = std::chrono::steady_clock::now();
+  // Both calls are in flight when the link dies: the idempotent one waits for the reconnect and
+  // succeeds; the other fails saying it was not retried.
+  auto safe = std::async(std::launch::async, [&] { return e.call("agent/ping", ferry::protocol::json::object(), 40s); });
+  auto unsafe = std::async(std::launch::async, [&] { return e.call("agent/hello", ferry::protocol::json{{"protocolVersion", ferry::kAgentProtocolVersion}, {"helperVersion", ferry::kVersion}}, 40s); });
+  BOOST_REQUIRE(log.wait_for("reconnecting", before, 15s));
+  auto took = std::chrono::steady_clock::now() - frozen;
+  BOOST_TEST(took <= 2s * 2 + 1500ms, "dead link noticed after " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  auto u = unsafe.get();
+  BOOST_REQUIRE(!u.has_value());
+  BOOST_TEST(u.error().message.find("not retried") != std::string::npos, u.error().message);
+  f.resume();
+  auto s = safe.get();
+  BOOST_TEST(s.has_value(), (s ? "" : s.error().message));
+  BOOST_TEST(e.reconnect_count() >= 1);
+}
