@@ -38,6 +38,17 @@ class BlockIndex {
     mask_ = buckets - 1;
     heads_.assign(buckets, kNone);
     next_.assign(full_.size(), kNone);
+    // A bit per weak value (about 16 bits per block, so it stays in L1 for typical files)
+    // turns most non-matching positions away before they touch the bucket table.
+    filter_shift_ = 32;
+    std::size_t bits = 1024;
+    while (bits < full_.size() * 16 && bits < (1u << 26)) bits <<= 1;
+    for (std::size_t b = bits; b > 1; b >>= 1) --filter_shift_;
+    filter_.assign(bits / 64, 0);
+    for (const BlockRef& b : full_) {
+      const std::uint32_t bit = filter_bit(b.weak);
+      filter_[bit / 64] |= 1ull << (bit % 64);
+    }
     for (std::size_t i = full_.size(); i-- > 0;) {
       const std::size_t slot = bucket(full_[i].weak);
       next_[i] = heads_[slot];
@@ -46,6 +57,10 @@ class BlockIndex {
   }
 
   std::uint32_t block_size() const { return block_size_; }
+  bool may_contain(std::uint32_t weak) const {
+    const std::uint32_t bit = filter_bit(weak);
+    return (filter_[bit / 64] >> (bit % 64)) & 1u;
+  }
   bool empty() const { return full_.empty() && tails_.empty(); }
   const std::vector<BlockRef>& tails() const { return tails_; }
 
@@ -85,6 +100,9 @@ class BlockIndex {
  private:
   static constexpr std::uint32_t kNone = 0xffffffffu;
   std::size_t bucket(std::uint32_t weak) const { return (weak * 0x9E3779B1u) & mask_; }
+  std::uint32_t filter_bit(std::uint32_t weak) const {
+    return static_cast<std::uint32_t>((weak * 0x85EBCA6Bu) >> filter_shift_);
+  }
 
   std::uint32_t block_size_;
   std::uint8_t strong_len_;
@@ -92,6 +110,8 @@ class BlockIndex {
   std::vector<BlockRef> full_, tails_;
   std::vector<std::uint32_t> heads_, next_;
   std::size_t mask_ = 0;
+  std::vector<std::uint64_t> filter_;
+  unsigned filter_shift_ = 32;
 };
 
 // Writes ops, merging adjacent copies and splitting long literals.
@@ -173,7 +193,8 @@ void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops) {
     std::size_t p = 0;
     std::uint64_t h = RollingHash::compute(d, b);
     for (;;) {
-      const BlockRef* hit = index.find(RollingHash::fold(h), d + p, ops.copy_end());
+      const std::uint32_t weak = RollingHash::fold(h);
+      const BlockRef* hit = index.may_contain(weak) ? index.find(weak, d + p, ops.copy_end()) : nullptr;
       if (hit) {
         ops.literal(Bytes(d + literal_start, p - literal_start));
         ops.copy(hit->offset, b);

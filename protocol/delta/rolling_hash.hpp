@@ -20,8 +20,15 @@ class RollingHash {
 
   // Hash of a whole window, from scratch.
   static std::uint64_t compute(const std::uint8_t* data, std::size_t len) {
+    // Four bytes per step, so the multiply chain is a quarter as long (same value).
+    constexpr std::uint64_t m2 = kMultiplier * kMultiplier, m3 = m2 * kMultiplier, m4 = m3 * kMultiplier;
     std::uint64_t h = 0;
-    for (std::size_t i = 0; i < len; ++i) h = h * kMultiplier + (data[i] + 1u);
+    std::size_t i = 0;
+    for (; i + 4 <= len; i += 4) {
+      h = h * m4 + (data[i] + 1u) * m3 + (data[i + 1] + 1u) * m2 + (data[i + 2] + 1u) * kMultiplier +
+          (data[i + 3] + 1u);
+    }
+    for (; i < len; ++i) h = h * kMultiplier + (data[i] + 1u);
     return h;
   }
 
