@@ -12,7 +12,9 @@ json_inc=${FERRY_JSON_INCLUDE:-$root/.gpu-deps/include}
 jobs=${JOBS:-16}
 build=${BUILD_DIR:-$root/build-gpu}
 work=$(mktemp -d)
-report=$work/report.md
+report=${OUT:+$OUT/gpu.md}
+report=${report:-$work/report.md}
+: > "$report"
 trap 'rm -rf "$work"' EXIT
 say() { echo "$*" | tee -a "$report" >&2; }
 section() { say ""; say "## $*"; say ""; }
@@ -31,11 +33,11 @@ if ! timeout 300 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DFERRY
       -DFERRY_JSON_INCLUDE="$json_inc" -DCMAKE_PREFIX_PATH="$torch_prefix" -DCMAKE_POLICY_VERSION_MINIMUM=3.5 \
       > "$work/configure.log" 2>&1; then
   say "configure failed:"; say '```'; tail -30 "$work/configure.log" | tee -a "$report" >&2; say '```'
-  [ -n "${OUT:-}" ] && cp "$report" "$OUT/gpu.md"; exit 1
+  exit 1
 fi
 if ! timeout 400 cmake --build "$build" -j"$jobs" --target ferry-train > "$work/build.log" 2>&1; then
-  say "build failed:"; say '```'; grep -E "error|Error" "$work/build.log" | head -30 | tee -a "$report" >&2; say '```'
-  [ -n "${OUT:-}" ] && cp "$report" "$OUT/gpu.md"; exit 1
+  say "build failed:"; say '```'; grep -E -A4 "error:|Error " "$work/build.log" | head -60 | tee -a "$report" >&2; say '```'
+  exit 1
 fi
 train=$build/remote-runtime/train/ferry-train
 say "built in $(( $(date +%s) - t0 )) s: $($train --version)"
@@ -141,4 +143,4 @@ else
   say "transformer run failed:"; say '```'; tail -5 "$work/mfu.events" "$work/mfu.err" | tee -a "$report" >&2; say '```'
 fi
 
-if [ -n "${OUT:-}" ]; then cp "$report" "$OUT/gpu.md"; else cat "$report"; fi
+[ -n "${OUT:-}" ] || cat "$report"

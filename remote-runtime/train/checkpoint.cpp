@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <type_traits>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -47,7 +48,9 @@ std::expected<void, std::string> write_all(int fd, const void* data, std::size_t
 template <typename Map>
 typename Map::key_type state_key(const torch::Tensor& p) {
   if constexpr (std::is_same_v<typename Map::key_type, std::string>) {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
+    std::ostringstream key;  // what c10::guts::to_string did in 1.13
+    key << static_cast<const void*>(p.unsafeGetTensorImpl());
+    return key.str();
   } else {
     return p.unsafeGetTensorImpl();
   }
@@ -90,7 +93,10 @@ std::expected<void, std::string> write_checkpoint(const std::filesystem::path& f
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return std::unexpected("create " + dir.string() + ": " + ec.message());
-  const auto tmp = dir / ("." + file.filename().string() + ".tmp" + std::to_string(::getpid()));
+  // Built with append: GCC 12 warns falsely (-Wrestrict, PR105329) on "." + std::string.
+  std::string tmp_name(".");
+  tmp_name.append(file.filename().string()).append(".tmp").append(std::to_string(::getpid()));
+  const auto tmp = dir / tmp_name;
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return std::unexpected(sys_error("open", tmp));
   auto fail = [&](std::string message) -> std::expected<void, std::string> {
