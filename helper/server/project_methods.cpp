@@ -2,6 +2,7 @@
 #include <system_error>
 
 #include "helper/deploy/project_config.hpp"
+#include "helper/server/project_lookup.hpp"
 #include "helper/server/server.hpp"
 #include "protocol/messages.hpp"
 
@@ -47,19 +48,25 @@ std::expected<fs::path, p::ResponseError> locate(const std::optional<std::string
 
 }  // namespace
 
+std::expected<deploy::ProjectConfig, p::ResponseError> lookup_project(const std::optional<std::string>& path,
+                                                                      const ServerOptions& options) {
+  auto file = locate(path, options);
+  if (!file) return std::unexpected(file.error());
+  auto config = deploy::load_project(*file);
+  if (!config) {
+    const auto& e = config.error();
+    return std::unexpected(p::ResponseError{p::error_code::kProjectInvalid, "invalid project config: " + e.to_string(),
+                                            p::json{{"pointer", e.pointer}, {"file", e.file}}});
+  }
+  return std::move(*config);
+}
+
 void bind_project_methods(p::BindingTable& table, const ServerOptions& options) {
   table.request<p::ProjectLoadParams, p::json>(
       p::method::kProjectLoad,
       [&options](const p::ProjectLoadParams& params, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
-        auto file = locate(params.path, options);
-        if (!file) return std::unexpected(file.error());
-        auto config = deploy::load_project(*file);
-        if (!config) {
-          const auto& e = config.error();
-          return std::unexpected(p::ResponseError{p::error_code::kProjectInvalid,
-                                                  "invalid project config: " + e.to_string(),
-                                                  p::json{{"pointer", e.pointer}, {"file", e.file}}});
-        }
+        auto config = lookup_project(params.path, options);
+        if (!config) return std::unexpected(config.error());
         return deploy::to_json(*config);
       },
       p::Execution::worker);

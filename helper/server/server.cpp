@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ferry/version.hpp"
+#include "helper/server/host_session.hpp"
 #include "protocol/messages.hpp"
 
 namespace ferry::server {
@@ -16,13 +17,20 @@ using p::ResponseError;
 
 void bind_project_methods(p::BindingTable& table, const ServerOptions& options);
 
-Server::Server(ServerOptions options) : options_(std::move(options)) {
+Server::Server(ServerOptions options) : options_(std::move(options)), host_(std::make_unique<HostSession>()) {
   bind_lifecycle();
   bind_project_methods(table_, options_);
+  bind_host_methods(table_, options_, *host_);
   if (options_.test_methods) bind_test_methods();
 }
 
-int Server::run(int in_fd, int out_fd) { return serve_stream(table_, in_fd, out_fd, options_.transport); }
+Server::~Server() = default;
+
+int Server::run(int in_fd, int out_fd) {
+  int code = serve_stream(table_, in_fd, out_fd, options_.transport);
+  host_->close();  // the agent goes when the IDE does
+  return code;
+}
 
 void Server::bind_lifecycle() {
   // Handled inside the dispatcher, listed here so capabilities name them.

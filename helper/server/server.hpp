@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 #include "protocol/binding_table.hpp"
@@ -17,9 +18,12 @@ struct ServerOptions {
   TransportOptions transport{};
 };
 
+class HostSession;
+
 class Server {
  public:
   explicit Server(ServerOptions options);
+  ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
@@ -34,6 +38,7 @@ class Server {
   void bind_test_methods();
 
   ServerOptions options_;
+  std::unique_ptr<HostSession> host_;  // before table_: handlers refer to it
   protocol::BindingTable table_;
 };
 

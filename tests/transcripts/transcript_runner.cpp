@@ -1,7 +1,8 @@
 // Runs one transcript (tests/transcripts/*.jsonl) against the real `ferry serve`: writes the
 // frames it lists to the server's stdin and checks each message read back from stdout against
 // the expected shape, then the exit status. Format: one JSON object per line ('#' comments):
-//   {"args": [...], "serve_args": [...]}   (first line only) `ferry ARGS serve SERVE_ARGS`
+//   {"args": [...], "serve_args": [...], "env": {...}}
+//                              (first line only) `ferry ARGS serve SERVE_ARGS` with ENV set
 //   {"send": VALUE}            VALUE framed as a JSON body
 //   {"send_text": "..."}       the string framed as a body as-is (for invalid JSON)
 //   {"raw": "..."}             bytes written as-is (headers, partial frames)
@@ -11,7 +12,8 @@
 //                              starting with "~" matches any string containing the rest)
 //   {"close": true}            closes the server's stdin
 //   {"expect_exit": N}         the server exits with N and wrote nothing more
-// ${TRANSCRIPT_DIR} in a line becomes the transcript's directory.
+// ${TRANSCRIPT_DIR} in a line becomes the transcript's directory, ${TRANSCRIPT_TMP} a fresh
+// temporary directory removed afterwards.
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -45,7 +47,7 @@ struct Failure {
 
 class ServerProcess {
  public:
-  ServerProcess(const std::string& binary, const std::vector<std::string>& args) {
+  ServerProcess(const std::string& binary, const std::vector<std::string>& args, const json& env) {
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) fail("pipe failed");
     pid_ = fork();
@@ -57,6 +59,7 @@ class ServerProcess {
       close(in[1]);
       close(out[0]);
       close(out[1]);
+      for (auto it = env.begin(); it != env.end(); ++it) setenv(it.key().c_str(), it.value().get<std::string>().c_str(), 1);
       std::vector<char*> argv;
       argv.push_back(const_cast<char*>(binary.c_str()));
       for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -202,6 +205,18 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   std::filesystem::path transcript = argv[2];
   std::string dir = std::filesystem::absolute(transcript).parent_path().string();
+  std::string tmp_template = (std::filesystem::temp_directory_path() / "ferry-transcript-XXXXXX").string();
+  if (!mkdtemp(tmp_template.data())) {
+    std::cerr << "mkdtemp failed\n";
+    return 2;
+  }
+  struct RemoveTmp {
+    std::string path;
+    ~RemoveTmp() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } remove_tmp{tmp_template};
   std::ifstream in(transcript);
   if (!in) {
     std::cerr << "cannot read " << transcript << "\n";
@@ -213,6 +228,8 @@ int main(int argc, char** argv) {
     if (line.empty() || line[0] == '#') continue;
     for (std::size_t p; (p = line.find("${TRANSCRIPT_DIR}")) != std::string::npos;)
       line.replace(p, std::strlen("${TRANSCRIPT_DIR}"), dir);
+    for (std::size_t p; (p = line.find("${TRANSCRIPT_TMP}")) != std::string::npos;)
+      line.replace(p, std::strlen("${TRANSCRIPT_TMP}"), tmp_template);
     try {
       steps.emplace_back(n, json::parse(line));
     } catch (const std::exception& e) {
@@ -224,7 +241,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args{"--log-level", "info"};
   std::size_t first = 0;
   json setup = json::object();
-  if (!steps.empty() && (steps[0].second.contains("args") || steps[0].second.contains("serve_args"))) {
+  if (!steps.empty() && (steps[0].second.contains("args") || steps[0].second.contains("serve_args") ||
+                         steps[0].second.contains("env"))) {
     setup = steps[0].second;
     first = 1;
   }
@@ -233,7 +251,7 @@ int main(int argc, char** argv) {
   for (const auto& a : setup.value("serve_args", json::array())) args.push_back(a.get<std::string>());
   int line_no = 0;
   try {
-    ServerProcess server(argv[1], args);
+    ServerProcess server(argv[1], args, setup.value("env", json::object()));
     bool exited = false;
     for (std::size_t i = first; i < steps.size(); ++i) {
       line_no = steps[i].first;
