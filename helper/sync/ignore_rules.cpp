@@ -83,6 +83,9 @@ std::optional<std::string> read_regular_file_nofollow(const std::filesystem::pat
   return content;
 }
 
+// The project's own sync state (index, manifest) lives in /.ferry/ and is never synced.
+bool is_state_dir(std::string_view rel) { return rel == ".ferry" || rel.starts_with(".ferry/"); }
+
 bool has_git_component(std::string_view rel) {
   std::size_t start = 0;
   while (start <= rel.size()) {
@@ -212,7 +215,7 @@ std::optional<IgnoreMatch> IgnoreMatcher::decide(std::string_view rel, bool is_d
 }
 
 bool IgnoreMatcher::is_ignored(std::string_view rel, bool is_dir) const {
-  if (has_git_component(rel)) return true;
+  if (has_git_component(rel) || (state_->read_files && is_state_dir(rel))) return true;
   auto m = decide(rel, is_dir, true);
   return m && !m->negated;
 }
@@ -224,7 +227,7 @@ std::optional<IgnoreMatch> IgnoreMatcher::explain(std::string_view rel, bool is_
 bool IgnoreMatcher::is_ignored_entry(std::string_view rel, bool is_dir) const {
   const std::size_t slash = rel.rfind('/');
   const std::string_view name = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
-  if (name == ".git") return true;
+  if (name == ".git" || (state_->read_files && rel == ".ferry")) return true;
   auto m = decide(rel, is_dir, false);
   return m && !m->negated;
 }

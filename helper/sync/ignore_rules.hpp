@@ -1,7 +1,8 @@
 // Which paths of a project sync skips: .gitignore semantics exactly as git applies them
 // (checked against `git check-ignore`), read from nested .gitignore files, .ferryignore files
 // (same syntax, applied after the .gitignore of the same directory) and the config's `exclude`
-// list (lowest priority, like .git/info/exclude). `.git` is always excluded. The same matcher,
+// list (lowest priority, like .git/info/exclude). `.git` (at any depth) and the project's
+// `.ferry/` state directory are always excluded. The same matcher,
 // built from patterns only, decides which remote paths are protected.
 #pragma once
 

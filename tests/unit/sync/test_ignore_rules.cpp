@@ -270,6 +270,10 @@ BOOST_AUTO_TEST_CASE(ferryignore_applies_after_gitignore_in_its_directory) {
   BOOST_TEST(m.is_ignored(".git", true));
   BOOST_TEST(m.is_ignored(".git/config", false));
   BOOST_TEST(m.explain("keep.log", false)->source == ".ferryignore");
+  BOOST_TEST(m.is_ignored(".ferry", true));  // the project's sync state
+  BOOST_TEST(m.is_ignored(".ferry/index.bin", false));
+  BOOST_TEST(m.is_ignored_entry(".ferry", true));
+  BOOST_TEST(!m.is_ignored("sub/.ferry", true));
 }
 
 BOOST_AUTO_TEST_CASE(protect_patterns_use_the_same_matcher) {
