@@ -258,7 +258,16 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
   auto info = link->agent->handshake(deadline);
   if (!info) {
     link->agent->stop();
-    return std::unexpected(info.error());
+    auto err = info.error();
+    // The agent's stderr went to agent.log on the box: its last lines usually say why (a glibc
+    // older than the build needs, a root it cannot create).
+    std::string log_path = std::filesystem::path(*path).parent_path().string() + "/agent.log";
+    if (auto tail = conn->exec("tail -c 600 " + shell_quote(log_path) + " 2>/dev/null", 5s); tail && !tail->out.empty()) {
+      if (tail->out.find("GLIBC_") != std::string::npos)
+        err.message += "; the box's glibc is older than this ferry-agent build needs (see docs/ssh.md)";
+      err.message += "; agent.log ends with: " + tail->out;
+    }
+    return std::unexpected(err);
   }
   info_ = *info;
   auto interval = options_.keepalive_interval.count() > 0 ? options_.keepalive_interval
