@@ -70,7 +70,7 @@ cat > "$work/auto.json" <<JSON
 JSON
 t0=$(date +%s)
 if timeout 150 "$train" "$work/auto.json" > "$work/auto.events" 2> "$work/auto.err"; then :; fi
-auto=$(grep '"event":"auto_batch"' "$work/auto.events" | $py -c 'import json,sys;e=json.load(sys.stdin)["result"];print(e["batch"], len(e["probes"]), e["budget_bytes"])' 2>/dev/null)
+auto=$(grep '"event":"auto_batch"' "$work/auto.events" | $py -c 'import json,sys;e=json.load(sys.stdin)["result"];print(e["batch_size"], len(e["probes"]), e["budget_bytes"])' 2>/dev/null)
 if [ -z "$auto" ]; then
   say "auto batch failed:"; say '```'; tail -5 "$work/auto.events" "$work/auto.err" | tee -a "$report" >&2; say '```'
 else

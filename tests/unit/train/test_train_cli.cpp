@@ -379,3 +379,31 @@ BOOST_AUTO_TEST_CASE(on_complete_runs_the_command_and_posts_the_webhook) {
   BOOST_TEST(err->at("message").get<std::string>().find("https") != std::string::npos);
   for (const auto& e : https.events) BOOST_TEST(e.dump().find("secret") == std::string::npos);
 }
+
+BOOST_AUTO_TEST_CASE(auto_batch_on_cpu_probes_within_the_memory_limit) {
+  auto dir = scratch("auto");
+  auto config = mlp_config(dir / "out", 0);
+  config["batch_size"] = "auto";
+  config["auto_batch"] = {{"max", 256}, {"cpu_memory_limit", "8GiB"}};
+  config["max_steps"] = 3;
+  config["device"] = "cpu";
+  auto r = run_train({write_config(dir, config).string()});
+  BOOST_REQUIRE_EQUAL(r.rc, 0);
+  auto event = r.find("auto_batch");
+  BOOST_REQUIRE(event.has_value());
+  const auto& result = event->at("result");
+  BOOST_TEST(result.at("batch_size").get<int>() > 0);
+  BOOST_TEST(result.at("batch_size").get<int>() <= 256);
+  BOOST_TEST(result.at("batch_size").get<int>() % 8 == 0);
+  BOOST_TEST(result.at("probes").size() >= 2u);
+  for (const auto& p : result.at("probes")) BOOST_TEST(p.value("peak_bytes", std::int64_t{0}) > 0);
+  BOOST_TEST(r.find("start")->value("batch_size", 0) == result.at("batch_size").get<int>());
+
+  // A limit below what the process itself occupies cannot be met: an error, not a guess.
+  config["auto_batch"]["cpu_memory_limit"] = "16MiB";
+  auto tight = run_train({write_config(dir, config).string()});
+  BOOST_TEST(tight.rc == 1);
+  auto err = tight.find("error");
+  BOOST_REQUIRE(err.has_value());
+  BOOST_TEST(err->value("stage", "") == "auto_batch");
+}
