@@ -21,6 +21,15 @@ struct NvmlMemory {
   unsigned long long free;
   unsigned long long used;
 };
+// nvmlMemory_v2_t: "used" excludes memory the driver reserves, as nvidia-smi reports it.
+struct NvmlMemoryV2 {
+  unsigned int version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+constexpr unsigned int kNvmlMemoryV2Version = static_cast<unsigned int>(sizeof(NvmlMemoryV2)) | (2u << 24);  // NVML_STRUCT_VERSION(Memory, 2)
 struct NvmlUtilization {
   unsigned int gpu;
   unsigned int memory;
@@ -37,6 +46,7 @@ struct Nvml::Api {
   NvmlReturn (*name)(NvmlDevice, char*, unsigned int) = nullptr;
   NvmlReturn (*utilization)(NvmlDevice, NvmlUtilization*) = nullptr;
   NvmlReturn (*memory)(NvmlDevice, NvmlMemory*) = nullptr;
+  NvmlReturn (*memory_v2)(NvmlDevice, NvmlMemoryV2*) = nullptr;  // drivers from 510 on
   NvmlReturn (*power)(NvmlDevice, unsigned int*) = nullptr;  // milliwatts
   NvmlReturn (*temperature)(NvmlDevice, int, unsigned int*) = nullptr;
 
@@ -72,6 +82,7 @@ std::optional<Nvml> Nvml::load(const std::string& library) {
   resolve(api->handle, api->name, "nvmlDeviceGetName");
   resolve(api->handle, api->utilization, "nvmlDeviceGetUtilizationRates");
   resolve(api->handle, api->memory, "nvmlDeviceGetMemoryInfo");
+  resolve(api->handle, api->memory_v2, "nvmlDeviceGetMemoryInfo_v2");
   resolve(api->handle, api->power, "nvmlDeviceGetPowerUsage");
   resolve(api->handle, api->temperature, "nvmlDeviceGetTemperature");
   if (api->init() != kNvmlSuccess) return std::nullopt;
@@ -103,9 +114,13 @@ std::optional<GpuSample> Nvml::sample(int index) const {
   if (NvmlUtilization u{}; api_->utilization != nullptr && api_->utilization(device, &u) == kNvmlSuccess && u.gpu <= 100) {
     s.utilization_percent = u.gpu;
   }
-  if (NvmlMemory m{}; api_->memory != nullptr && api_->memory(device, &m) == kNvmlSuccess && m.used <= m.total) {
+  if (NvmlMemoryV2 m{kNvmlMemoryV2Version, 0, 0, 0, 0};
+      api_->memory_v2 != nullptr && api_->memory_v2(device, &m) == kNvmlSuccess && m.used <= m.total) {
     s.memory_used_bytes = static_cast<std::int64_t>(m.used);
     s.memory_total_bytes = static_cast<std::int64_t>(m.total);
+  } else if (NvmlMemory m1{}; api_->memory != nullptr && api_->memory(device, &m1) == kNvmlSuccess && m1.used <= m1.total) {
+    s.memory_used_bytes = static_cast<std::int64_t>(m1.used);
+    s.memory_total_bytes = static_cast<std::int64_t>(m1.total);
   }
   if (unsigned int mw = 0; api_->power != nullptr && api_->power(device, &mw) == kNvmlSuccess) s.power_watts = mw / 1000.0;
   if (unsigned int c = 0; api_->temperature != nullptr && api_->temperature(device, kTemperatureGpu, &c) == kNvmlSuccess) {

@@ -1,5 +1,5 @@
 // A stand-in libnvidia-ml for test_nvml: the entry points ferry-train resolves with dlsym,
-// reporting two devices with fixed readings (device 1 fails its power query).
+// reporting two devices with fixed readings (device 1 fails its power and v2 memory queries).
 #include <cstring>
 
 extern "C" {
@@ -48,6 +48,20 @@ int nvmlDeviceGetMemoryInfo(FakeDevice*, FakeMemory* m) {
   m->total = 141ull << 30;
   m->used = 20ull << 30;
   m->free = m->total - m->used;
+  return 0;
+}
+// v2 leaves driver-reserved memory out of "used"; device 1 pretends an old driver (fallback to v1).
+struct FakeMemoryV2 {
+  unsigned int version;
+  unsigned long long total, reserved, free, used;
+};
+int nvmlDeviceGetMemoryInfo_v2(FakeDevice* d, FakeMemoryV2* m) {
+  if (index_of(d) == 1) return 3;
+  if (m->version != (sizeof(FakeMemoryV2) | (2u << 24))) return 2;
+  m->total = 141ull << 30;
+  m->reserved = 1ull << 30;
+  m->used = 19ull << 30;
+  m->free = m->total - m->used - m->reserved;
   return 0;
 }
 int nvmlDeviceGetPowerUsage(FakeDevice* d, unsigned int* mw) {

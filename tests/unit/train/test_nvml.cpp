@@ -41,13 +41,14 @@ BOOST_AUTO_TEST_CASE(fake_library_readings) {
   BOOST_TEST(s0->name == "Fake H200");
   BOOST_TEST(s0->utilization_percent.value_or(-1) == 87.0);
   BOOST_TEST(s0->memory_total_bytes.value_or(0) == 141LL << 30);
-  BOOST_TEST(s0->memory_used_bytes.value_or(0) == 20LL << 30);
+  BOOST_TEST(s0->memory_used_bytes.value_or(0) == 19LL << 30);  // v2: without the reserved GiB
   BOOST_TEST(s0->power_watts.value_or(0) == 412.345, boost::test_tools::tolerance(1e-9));
   BOOST_TEST(s0->temperature_c.value_or(0) == 64.0);
   auto s1 = nvml->sample(1);
   BOOST_TEST_REQUIRE(s1.has_value());
   BOOST_TEST(!s1->power_watts.has_value());  // not supported: omitted, the rest still read
   BOOST_TEST(s1->utilization_percent.value_or(-1) == 12.0);
+  BOOST_TEST(s1->memory_used_bytes.value_or(0) == 20LL << 30);  // v1 fallback
   BOOST_TEST(!nvml->sample(2).has_value());
   BOOST_TEST(!nvml->sample(-1).has_value());
   BOOST_TEST(nvml->sample_all().size() == 2u);
