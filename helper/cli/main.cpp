@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
   add_init_command(app, g);
   add_serve_command(app, g);
   add_demo_command(app, g);
+  add_connect_command(app, g);
+  add_trust_command(app, g);
+  add_doctor_command(app, g);
 
   try {
     app.parse(argc, argv);

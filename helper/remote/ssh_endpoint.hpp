@@ -115,4 +115,24 @@ class SshEndpoint final : public Endpoint {
   std::atomic<int> reconnects_{0};
 };
 
+// ferry doctor / doctor/run: one line per check, each pass, warn or fail with the fix.
+struct DoctorCheck {
+  std::string name;
+  std::string status;  // "pass", "warn", "fail"
+  std::string detail;
+  std::string fix;     // empty on pass
+};
+json to_json(const DoctorCheck& check);
+
+struct DoctorOptions {
+  SshEndpointOptions endpoint;      // reconnect is turned off for the run
+  std::string interpreter = "python3";
+  std::chrono::milliseconds timeout{30'000};
+};
+
+// Connects (installing the agent if needed) and checks the link, the host key, the agent, the box
+// (OS, arch, glibc, free disk at the root), NVIDIA driver and GPUs, CUDA, python and torch, and SSH
+// hardening. A connection failure ends the list with that failure and its fix.
+std::vector<DoctorCheck> run_doctor(DoctorOptions options);
+
 }  // namespace ferry::remote

@@ -393,6 +393,10 @@ Result<void> Session::check_host_key() {
     }
     case HostKeyStatus::kUnknown: break;
   }
+  if (options_.trust_unknown && options_.expect_fingerprint && *options_.expect_fingerprint != host_key_.fingerprint)
+    return std::unexpected(make_error(Errc::kHostKeyUnknown, "host " + name + " offered " + offered.type + " key " +
+                                                                 host_key_.fingerprint + ", not the expected " +
+                                                                 *options_.expect_fingerprint + "; nothing recorded"));
   bool record = options_.trust_unknown || host_.strict_host_key_checking != StrictHostKeyChecking::kYes;
   if (!record)
     return std::unexpected(make_error(
@@ -568,6 +572,7 @@ asio::awaitable<Result<std::shared_ptr<Session>>> Session::connect(Executor exec
     auto h = co_await s->handshake(deadline);
     if (!h) co_return std::unexpected(h.error());
     if (auto k = s->check_host_key(); !k) co_return std::unexpected(k.error());
+    if (options.host_key_only && i + 1 == chain.size()) co_return s;
     auto auth = co_await s->authenticate(Clock::now() + options.auth_timeout);
     if (!auth) co_return std::unexpected(auth.error());
     spdlog::debug("ssh: authenticated to {} with {}", describe(hop), s->authenticated_with());

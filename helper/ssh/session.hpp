@@ -50,6 +50,10 @@ struct SessionOptions {
   // `ferry trust`: record an unknown host key even under StrictHostKeyChecking yes. A changed or
   // revoked key still fails.
   bool trust_unknown = false;
+  // With trust_unknown: record the key only if its fingerprint is this one ("SHA256:...").
+  std::optional<std::string> expect_fingerprint;
+  // Stop after the final host's key check (ferry trust): no authentication there.
+  bool host_key_only = false;
   std::optional<std::string> agent_socket;  // default: $SSH_AUTH_SOCK; "" disables the agent
 };
 

@@ -1,0 +1,128 @@
+// `ferry connect [HOST]`: resolves the host like ssh, checks its key, authenticates, installs or
+// reuses ferry-agent and completes the agent handshake, then reports what it found.
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "ferry/version.hpp"
+#include "helper/cli/commands.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/ssh/passphrase_prompt.hpp"
+
+namespace ferry::cli {
+
+std::expected<SshTarget, std::string> ssh_target(const GlobalOptions& g, const std::string& host_arg,
+                                                 const std::string& root_arg) {
+  SshTarget t;
+  t.host = host_arg;
+  t.root = root_arg;
+  t.ssh_config = g.ssh_config;
+  // The project fills in whatever the command line left out.
+  std::error_code ec;
+  std::filesystem::path start = g.project_dir ? std::filesystem::path(*g.project_dir) : std::filesystem::current_path(ec);
+  if (auto file = deploy::find_project_file(start)) {
+    auto project = deploy::load_project(*file);
+    if (!project) {
+      if (t.host.empty()) return std::unexpected(project.error().to_string());
+    } else {
+      if (t.host.empty()) t.host = project->host;
+      if (t.root.empty() && !project->mappings.empty()) t.root = project->mappings.front().remote;
+      if (!t.ssh_config && project->ssh_config) t.ssh_config = project->ssh_config;
+      t.interpreter = project->interpreter;
+      t.project_name = project->name;
+    }
+  }
+  if (t.host.empty()) return std::unexpected("no HOST given and no ferry.json found (run ferry init, or name a host)");
+  if (t.host == "local") return std::unexpected("the project's host is \"local\": there is no SSH link to check (name a host)");
+  if (t.root.empty()) t.root = "~/ferry/" + (t.project_name.empty() ? std::string("default") : t.project_name);
+  return t;
+}
+
+remote::SshEndpointOptions endpoint_options(const SshTarget& t) {
+  remote::SshEndpointOptions o;
+  o.host = t.host;
+  o.ssh_config = t.ssh_config;
+  o.remote_root = t.root;
+  o.session.passphrase = ssh::terminal_passphrase_provider();
+  o.reconnect = false;
+  o.on_state = [](const remote::HostState& s) {
+    if (s.state == "connecting") std::cerr << "ferry: connecting to " << s.message << "\n";
+  };
+  return o;
+}
+
+namespace {
+
+struct ConnectOptions {
+  std::string host;
+  std::string root;
+  bool json = false;
+  int timeout_s = 30;
+};
+
+int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
+  auto target = ssh_target(g, o.host, o.root);
+  if (!target) {
+    std::cerr << "ferry connect: " << target.error() << "\n";
+    return 2;
+  }
+  remote::SshEndpoint e(endpoint_options(*target));
+  auto start = std::chrono::steady_clock::now();
+  auto info = e.connect(std::chrono::seconds(o.timeout_s));
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  if (!info) {
+    if (o.json) {
+      nlohmann::json j{{"ok", false}, {"error", info.error().message}};
+      if (info.error().data) j["data"] = *info.error().data;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      std::cerr << "ferry connect: " << info.error().message << "\n";
+    }
+    return 1;
+  }
+  auto hk = e.host_key();
+  auto rep = e.install_report();
+  if (o.json) {
+    std::cout << nlohmann::json{{"ok", true},
+                                {"host", target->host},
+                                {"endpoint", e.description()},
+                                {"ms", ms},
+                                {"hostKey", {{"type", hk.key.type}, {"fingerprint", hk.fingerprint}, {"recorded", hk.newly_recorded}}},
+                                {"agent", {{"version", info->version}, {"path", rep.remote_path}, {"installed", rep.installed}}},
+                                {"root", info->root},
+                                {"os", info->os},
+                                {"arch", info->arch},
+                                {"hostname", info->hostname}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << "Connected to " << e.description() << " in " << ms << " ms\n"
+              << "  host key  " << hk.key.type << " " << hk.fingerprint
+              << (hk.newly_recorded ? " (recorded in " + hk.recorded_in + ")" : " (known)") << "\n"
+              << "  agent     ferry-agent " << info->version << " at " << rep.remote_path
+              << (rep.installed ? " (installed now)" : "") << "\n"
+              << "  root      " << info->root << "\n"
+              << "  box       " << info->hostname << ", " << info->os << " " << info->arch << "\n";
+  }
+  e.close();
+  return 0;
+}
+
+}  // namespace
+
+void add_connect_command(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<ConnectOptions>();
+  auto* cmd = app.add_subcommand("connect", "Connect to the host (default: the project's), install ferry-agent if needed, check the link");
+  cmd->add_option("host", o->host, "ssh config alias or user@host:port (default: ferry.json's host)");
+  cmd->add_option("--root", o->root, "The agent's root on the box (default: the project's first mapping)");
+  cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the whole connect")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print the result as JSON");
+  cmd->fallthrough();  // -F and the other global options also work after the sub-command
+  cmd->callback([&g, o] { exit_code() = run_connect(g, *o); });
+}
+
+}  // namespace ferry::cli

@@ -1,0 +1,59 @@
+// `ferry doctor [HOST]`: checks the link, the host key, the agent, the box (disk, GPUs, CUDA,
+// python, torch) and SSH hardening; one line per check with the fix. --json for the IDE.
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "helper/cli/commands.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+
+namespace ferry::cli {
+namespace {
+
+struct DoctorCliOptions {
+  std::string host;
+  bool json = false;
+  int timeout_s = 30;
+};
+
+int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
+  auto target = ssh_target(g, o.host, "");
+  if (!target) {
+    std::cerr << "ferry doctor: " << target.error() << "\n";
+    return 2;
+  }
+  remote::DoctorOptions d;
+  d.endpoint = endpoint_options(*target);
+  d.interpreter = target->interpreter;
+  d.timeout = std::chrono::seconds(o.timeout_s);
+  auto checks = remote::run_doctor(d);
+  bool failed = false;
+  for (const auto& c : checks) failed = failed || c.status == "fail";
+  if (o.json) {
+    nlohmann::json j{{"host", target->host}, {"ok", !failed}, {"checks", nlohmann::json::array()}};
+    for (const auto& c : checks) j["checks"].push_back(remote::to_json(c));
+    std::cout << j.dump(2) << "\n";
+  } else {
+    for (const auto& c : checks) {
+      std::string tag = c.status == "pass" ? "[pass]" : c.status == "warn" ? "[warn]" : "[FAIL]";
+      std::cout << tag << " " << c.name << ": " << c.detail << "\n";
+      if (!c.fix.empty()) std::cout << "       fix: " << c.fix << "\n";
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+void add_doctor_command(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<DoctorCliOptions>();
+  auto* cmd = app.add_subcommand("doctor", "Check the host: link, host key, agent, disk, GPUs, CUDA, torch, SSH hardening");
+  cmd->add_option("host", o->host, "ssh config alias or user@host:port (default: ferry.json's host)");
+  cmd->add_option("--timeout", o->timeout_s, "Seconds for the connect and each check")->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print the checks as JSON");
+  cmd->fallthrough();  // -F and the other global options also work after the sub-command
+  cmd->callback([&g, o] { exit_code() = run_doctor_command(g, *o); });
+}
+
+}  // namespace ferry::cli

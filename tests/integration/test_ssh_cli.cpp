@@ -1,0 +1,102 @@
+// `ferry trust`, `ferry connect` and `ferry doctor` as real processes against a real sshd: the
+// unknown host is refused with its fingerprint, trust records it, connect installs the agent,
+// doctor reports every check as JSON, -F works before and after the sub-command.
+#define BOOST_TEST_MODULE ssh_cli
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sshd_fixture.hpp"
+
+using ferry::test::SshdFixture;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out;
+};
+
+// Runs ferry with stdin closed and no terminal, so nothing can prompt; stderr joins stdout.
+Run run_ferry(const std::string& args, const fs::path& cwd) {
+  std::string cmd = "cd '" + cwd.string() + "' && '" FERRY_BIN "' " + args + " </dev/null 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
+  BOOST_REQUIRE(p);
+  Run r;
+  std::array<char, 4096> buf{};
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p.get())) > 0) r.out.append(buf.data(), n);
+  int st = ::pclose(p.release());
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(trust_connect_doctor) {
+  SshdFixture f;
+  fs::path cwd = f.dir();
+  std::string F = "-F '" + f.ssh_config().string() + "'";
+
+  auto refused = run_ferry(F + " connect " + f.alias() + " --root '~/proj'", cwd);
+  BOOST_TEST(refused.status == 1);
+  BOOST_TEST(refused.out.find(f.host_key_fingerprint()) != std::string::npos, refused.out);
+  BOOST_TEST(refused.out.find("ferry trust") != std::string::npos);
+
+  auto wrong = run_ferry("trust " + f.alias() + " " + F + " --fingerprint SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", cwd);
+  BOOST_TEST(wrong.status == 1);
+  BOOST_TEST(wrong.out.find("not the expected") != std::string::npos, wrong.out);
+
+  auto trusted = run_ferry("trust " + f.alias() + " " + F + " --fingerprint " + f.host_key_fingerprint(), cwd);
+  BOOST_TEST(trusted.status == 0, trusted.out);
+  BOOST_TEST(trusted.out.find("Trusted [127.0.0.1]:" + std::to_string(f.port())) != std::string::npos, trusted.out);
+  auto again = run_ferry(F + " trust " + f.alias(), cwd);
+  BOOST_TEST(again.out.find("already trusted") != std::string::npos, again.out);
+
+  auto connected = run_ferry(F + " connect " + f.alias() + " --root '~/proj' --json", cwd);
+  BOOST_REQUIRE_MESSAGE(connected.status == 0, connected.out);
+  auto j = nlohmann::json::parse(connected.out.substr(connected.out.find('{')));
+  BOOST_TEST(j["ok"] == true);
+  BOOST_TEST(j["agent"]["installed"] == true);
+  BOOST_TEST(j["root"] == (f.home() / "proj").string());
+  BOOST_TEST(j["hostKey"]["fingerprint"] == f.host_key_fingerprint());
+
+  // A project whose host is the alias: HOST and the root come from ferry.json.
+  std::ofstream(cwd / "ferry.json") << nlohmann::json{{"host", f.alias()},
+                                                      {"sshConfig", f.ssh_config().string()},
+                                                      {"mappings", {{{"local", "."}, {"remote", "~/from-project"}}}}}
+                                           .dump();
+  auto from_project = run_ferry("connect", cwd);
+  BOOST_TEST(from_project.status == 0, from_project.out);
+  BOOST_TEST(from_project.out.find((f.home() / "from-project").string()) != std::string::npos, from_project.out);
+
+  auto doctor = run_ferry(F + " doctor " + f.alias() + " --json", cwd);
+  auto d = nlohmann::json::parse(doctor.out.substr(doctor.out.find('{')));
+  std::map<std::string, std::string> status;
+  for (const auto& c : d["checks"]) status[c["check"]] = c["status"];
+  BOOST_TEST(status["connection"] == "pass", doctor.out);
+  BOOST_TEST(status["host key"] == "pass");
+  BOOST_TEST(status["agent"] == "pass");
+  BOOST_TEST(status["system"] == "pass");
+  BOOST_TEST(status.count("disk") == 1u);
+  BOOST_TEST(status.count("nvidia") == 1u);  // warn here: no GPU on the test machine
+  BOOST_TEST(status.count("torch") == 1u);
+  BOOST_TEST(status.count("sshd PasswordAuthentication") == 1u);
+  BOOST_TEST(status.count("firewall") == 1u);
+  for (const auto& c : d["checks"])
+    if (c["status"] != "pass") BOOST_TEST(c.contains("fix"), c.dump());
+  // doctor on an unknown host: the connection line fails with the fix.
+  SshdFixture other;
+  auto unknown = run_ferry("-F '" + other.ssh_config().string() + "' doctor " + other.alias(), cwd);
+  BOOST_TEST(unknown.status == 1);
+  BOOST_TEST(unknown.out.find("[FAIL] connection") != std::string::npos, unknown.out);
+  BOOST_TEST(unknown.out.find("fix: verify the fingerprint") != std::string::npos, unknown.out);
+}
