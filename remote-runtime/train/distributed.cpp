@@ -44,9 +44,13 @@ class C10dGroup : public ProcessGroupHandle {
       if (g.defined()) present.push_back(g);
     }
     if (present.empty()) return;
-    std::vector<at::Tensor> flat = {at::cat(flatten_views(present))};
+    auto bucket = at::cat(flatten_views(present));
+    // Gloo reduces host memory portably; a CUDA bucket takes a round trip through the host.
+    const bool via_host = backend_ == "gloo" && bucket.is_cuda();
+    std::vector<at::Tensor> flat = {via_host ? bucket.cpu() : bucket};
     group_->allreduce(flat)->wait();
     flat[0].div_(static_cast<double>(group_->getSize()));
+    if (via_host) flat[0] = flat[0].to(bucket.device());
     std::int64_t offset = 0;
     for (auto& g : present) {
       g.copy_(flat[0].narrow(0, offset, g.numel()).view_as(g));
@@ -55,10 +59,12 @@ class C10dGroup : public ProcessGroupHandle {
   }
 
   void max_inplace(at::Tensor& t) override {
-    std::vector<at::Tensor> v = {t};
+    const bool via_host = backend_ == "gloo" && t.is_cuda();
+    std::vector<at::Tensor> v = {via_host ? t.cpu() : t};
     c10d::AllreduceOptions opts;
     opts.reduceOp = c10d::ReduceOp::MAX;
     group_->allreduce(v, opts)->wait();
+    if (via_host) t.copy_(v[0]);
   }
 
   void barrier() override { group_->barrier()->wait(); }

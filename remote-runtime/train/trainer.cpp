@@ -38,11 +38,12 @@ struct RunError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::expected<torch::Device, std::string> resolve_device(const std::string& name) {
+// "auto" and "cuda" pick the GPU of this process's LOCAL_RANK, so --nproc N on an N-GPU host spreads out.
+std::expected<torch::Device, std::string> resolve_device(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::Device(torch::kCPU);
-  if (name == "auto") return cuda_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
-  if (name == "cuda" || name.starts_with("cuda:")) {
-    int index = 0;
+  if (name == "auto" && !cuda_available()) return torch::Device(torch::kCPU);
+  if (name == "auto" || name == "cuda" || name.starts_with("cuda:")) {
+    int index = cuda_available() ? local_rank % std::max(1, cuda_device_count()) : 0;
     if (name.size() > 5) {
       char* end = nullptr;
       const long n = std::strtol(name.c_str() + 5, &end, 10);
@@ -320,7 +321,7 @@ int run_training(TrainConfig config, const RunOptions& options, EventStream& eve
   };
 
   try {
-    auto device = resolve_device(config.device);
+    auto device = resolve_device(config.device, env->local_rank);
     if (!device) {
       events.emit("error", {{"stage", "device"}, {"pointer", "/device"}, {"message", device.error()}});
       return kExitBadConfig;
