@@ -150,11 +150,12 @@ std::expected<void, WriteError> PendingFile::write(Bytes bytes) {
 
 std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondition>& expect) {
   if (!state_) return fail(WriteErrc::io, "commit after commit or abort");
-  State& s = *state_;
+  // Whatever happens, this file is finished; the state (and an unrenamed temp) goes at return.
+  const std::unique_ptr<State> owned = std::move(state_);
+  State& s = *owned;
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, XXH3_128bits_digest(s.hash));
   if (s.written != s.attrs.size || std::memcmp(c.digest, s.attrs.hash.data(), 16) != 0) {
-    state_.reset();
     return fail(WriteErrc::hash_mismatch, s.rel + ": written bytes do not match the announced size and xxh3-128");
   }
   if (::fchmod(s.fd.get(), s.attrs.mode & 07777) != 0) return sys_fail("chmod " + s.rel);
@@ -170,26 +171,22 @@ std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondi
   if (expect) {
     if (auto ok = check_precondition(s.dir.get(), s.name, *expect, s.rel); !ok) {
       drop_temp();
-      state_.reset();
       return ok;
     }
   }
   struct stat st {};
   if (::fstatat(s.dir.get(), s.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
     drop_temp();
-    state_.reset();
     return fail(WriteErrc::wrong_kind, s.rel + " is a directory on the remote");
   }
   s.step(WriteStep::before_rename);
   if (::renameat(s.dir.get(), s.tmp.c_str(), s.dir.get(), s.name.c_str()) != 0) {
     auto e = sys_fail("rename into " + s.rel);
     drop_temp();
-    state_.reset();
     return e;
   }
   s.step(WriteStep::after_rename);
   ::fsync(s.dir.get());  // the rename itself must survive a crash
-  state_.reset();
   return {};
 }
 
