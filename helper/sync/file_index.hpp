@@ -61,4 +61,9 @@ class FileIndex {
 
 std::int64_t now_ns();
 
+// <project>/.ferry/index.bin (the .ferry/ directory is never synced).
+inline std::filesystem::path default_index_path(const std::filesystem::path& project_root) {
+  return project_root / ".ferry" / "index.bin";
+}
+
 }  // namespace ferry::sync

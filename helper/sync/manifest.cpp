@@ -3,7 +3,10 @@
 // {"kind":"dir",...}}}. Every field is validated on load.
 #include "helper/sync/manifest.hpp"
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
+#include <xxhash.h>
 
 #include "helper/sync/atomic_file.hpp"
 
@@ -89,6 +92,18 @@ std::expected<Manifest, std::string> load_manifest(const std::filesystem::path& 
 
 std::expected<void, std::string> save_manifest(const std::filesystem::path& file, const Manifest& m) {
   return write_file_atomically(file, manifest_to_json(m));
+}
+
+std::filesystem::path default_manifest_path(const std::filesystem::path& project_root, std::string_view host,
+                                            std::string_view remote_root) {
+  std::string key(host);
+  key.push_back('\n');
+  key.append(remote_root);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(key.data(), key.size())));
+  std::string name = "manifest-";
+  name.append(hex).append(".json");
+  return project_root / ".ferry" / name;
 }
 
 }  // namespace ferry::sync

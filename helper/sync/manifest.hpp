@@ -30,4 +30,9 @@ std::expected<Manifest, std::string> manifest_from_json(std::string_view text);
 std::expected<Manifest, std::string> load_manifest(const std::filesystem::path& file);
 std::expected<void, std::string> save_manifest(const std::filesystem::path& file, const Manifest& m);
 
+// <project>/.ferry/manifest-<16 hex digits of xxh3(host "\n" remote_root)>.json: one manifest per
+// destination, so syncing one project to two boxes never mixes up what was written where.
+std::filesystem::path default_manifest_path(const std::filesystem::path& project_root, std::string_view host,
+                                            std::string_view remote_root);
+
 }  // namespace ferry::sync

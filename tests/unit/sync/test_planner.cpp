@@ -237,4 +237,10 @@ BOOST_AUTO_TEST_CASE(manifest_round_trips_and_rejects_garbage) {
   BOOST_REQUIRE(save_manifest(f, m).has_value());
   BOOST_TEST((load_manifest(f)->entries == m.entries));
   std::filesystem::remove_all(dir_tmpl);
+
+  const auto a = default_manifest_path("/p", "gpu-box", "~/proj");
+  BOOST_TEST(a.parent_path() == "/p/.ferry");
+  BOOST_TEST(a.filename().string().starts_with("manifest-"));
+  BOOST_TEST(a != default_manifest_path("/p", "gpu-box", "~/proj2"));
+  BOOST_TEST(a == default_manifest_path("/p", "gpu-box", "~/proj"));
 }
