@@ -17,6 +17,7 @@
 #include "helper/sync/scanner.hpp"
 #include "protocol/delta/delta.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
+#include "remote-runtime/agent/sync/tree_listing.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -54,6 +55,20 @@ TreeState scan(const fs::path& root) {
   BOOST_REQUIRE(r.has_value());
   BOOST_REQUIRE(r->unstable.empty());
   return r->entries;
+}
+
+// What the agent would report: its listing, converted to the planner's type. Files the helper
+// has no record of are hashed so identical ones can be adopted.
+TreeState remote_state(const agent::FileWriter& w, const Manifest& m) {
+  agent::ListOptions opt;
+  opt.hash_if = [&](const std::string& p) { return !m.entries.contains(p); };
+  auto listing = agent::list_tree(w, opt);
+  BOOST_REQUIRE(listing.has_value());
+  TreeState out;
+  for (auto& e : *listing) {
+    out[e.path] = FileMeta{static_cast<EntryKind>(e.kind), e.mode, e.size, e.mtime_ns, e.hash, e.link_target};
+  }
+  return out;
 }
 
 // Applies a plan the way the transfer pipeline will, recording each success in the manifest.
@@ -149,14 +164,14 @@ BOOST_AUTO_TEST_CASE(push_twice_then_detect_a_remote_edit) {
 
   TreeState l1 = scan(local);
   BOOST_TEST(!l1.contains("cache.pyc"));
-  Plan p1 = plan_push(l1, manifest, scan(remote), {});
+  Plan p1 = plan_push(l1, manifest, remote_state(*w, manifest), {});
   BOOST_TEST(p1.conflicts.empty());
   BOOST_TEST(p1.send_delta.empty());
   apply(p1, local, l1, *w, manifest, delta_bytes);
   require_same_trees(l1, scan(remote));
 
   // Nothing changed: nothing to do.
-  BOOST_TEST(plan_push(scan(local), manifest, scan(remote), {}).nothing_to_do());
+  BOOST_TEST(plan_push(scan(local), manifest, remote_state(*w, manifest), {}).nothing_to_do());
 
   // Edit the big file by a byte, chmod, delete a dir, retarget the link, add a file.
   big[300000] ^= 1;
@@ -168,7 +183,7 @@ BOOST_AUTO_TEST_CASE(push_twice_then_detect_a_remote_edit) {
   write(local / "new/model.py", text("class Net: pass\n"));
 
   TreeState l2 = scan(local);
-  Plan p2 = plan_push(l2, manifest, scan(remote), {});
+  Plan p2 = plan_push(l2, manifest, remote_state(*w, manifest), {});
   BOOST_TEST(p2.conflicts.empty());
   BOOST_REQUIRE(p2.send_delta.size() == 1u);
   BOOST_TEST(p2.deletes == std::vector<std::string>{"old/stale.txt"});
@@ -180,8 +195,57 @@ BOOST_AUTO_TEST_CASE(push_twice_then_detect_a_remote_edit) {
   // Someone edits a synced file on the box; the user edits it locally too: a conflict.
   write(remote / "train.py", text("import torch  # tuned on the box\n"));
   write(local / "train.py", text("import torch, numpy\n"));
-  Plan p3 = plan_push(scan(local), manifest, scan(remote), {});
+  Plan p3 = plan_push(scan(local), manifest, remote_state(*w, manifest), {});
   BOOST_REQUIRE(p3.conflicts.size() == 1u);
   BOOST_TEST(p3.conflicts[0].path == "train.py");
   BOOST_TEST((slurp(remote / "train.py") == text("import torch  # tuned on the box\n")));
+}
+
+BOOST_AUTO_TEST_CASE(agent_listing_matches_the_helper_scan_and_adopts_identical_files) {
+  TempDir t;
+  const fs::path local = t.path / "local", remote = t.path / "remote";
+  for (const fs::path& root : {local, remote}) {
+    write(root / "a/same.py", text("same\n"));
+    write(root / "b.txt", text("b"));
+    fs::create_symlink("a/same.py", root / "link");
+    fs::create_directories(root / "e");
+  }
+  write(remote / "b.txt", text("B"));  // same size, different content
+  write(remote / ".ferry-tmp.b.txt.0123", text("left over"));
+  auto w = agent::FileWriter::open(remote);
+  BOOST_REQUIRE(w.has_value());
+
+  // Without hashes the listing carries exactly what the helper's scan records.
+  auto listing = agent::list_tree(*w);
+  BOOST_REQUIRE(listing.has_value());
+  TreeState scanned = scan(remote);
+  BOOST_TEST(scanned.erase(".ferry-tmp.b.txt.0123") == 1u);  // the agent does not list its temp files
+  BOOST_REQUIRE_EQUAL(listing->size(), scanned.size());
+  for (const auto& e : *listing) {
+    BOOST_TEST_CONTEXT(e.path) {
+      BOOST_REQUIRE(scanned.contains(e.path));
+      const FileMeta& s = scanned.at(e.path);
+      BOOST_TEST((static_cast<EntryKind>(e.kind) == s.kind));
+      BOOST_TEST(e.mode == s.mode);
+      BOOST_TEST(e.size == s.size);
+      BOOST_TEST(e.mtime_ns == s.mtime_ns);
+      BOOST_TEST(e.link_target == s.link_target);
+    }
+  }
+
+  // First sync into the populated directory: identical files adopted, the different one flagged.
+  Manifest m;
+  const Plan p = plan_push(scan(local), m, remote_state(*w, m), {});
+  BOOST_TEST(p.send_whole.empty());
+  BOOST_REQUIRE(p.conflicts.size() == 1u);
+  BOOST_TEST(p.conflicts[0].path == "b.txt");
+  BOOST_TEST((p.conflicts[0].kind == ConflictKind::untracked_remote));
+  BOOST_TEST((std::find(p.adopted.begin(), p.adopted.end(), "a/same.py") != p.adopted.end()));
+  BOOST_TEST((std::find(p.adopted.begin(), p.adopted.end(), "link") != p.adopted.end()));
+
+  agent::ListOptions prune;
+  prune.prune = [](const std::string& path) { return path == "a"; };
+  auto pruned = agent::list_tree(*w, prune);
+  BOOST_REQUIRE(pruned.has_value());
+  for (const auto& e : *pruned) BOOST_TEST(!e.path.starts_with("a"));
 }
