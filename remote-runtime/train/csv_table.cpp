@@ -94,7 +94,10 @@ std::expected<std::int64_t, std::string> find_csv_column(const CsvTable& table, 
     return std::unexpected("column index " + std::string(name_or_index) + " is out of range (" + std::to_string(table.cols) + " columns)");
   }
   std::string names;
-  for (const auto& h : table.header) names += (names.empty() ? "" : ", ") + h;
+  for (const auto& h : table.header) {
+    if (!names.empty()) names += ", ";
+    names += h;
+  }
   return std::unexpected("no column named \"" + std::string(name_or_index) + "\"" + (names.empty() ? " (the CSV has no header line)" : " (columns: " + names + ")"));
 }
 

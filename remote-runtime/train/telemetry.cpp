@@ -103,7 +103,10 @@ std::expected<MetricsCsv, std::string> MetricsCsv::open(const std::filesystem::p
   if (f == nullptr) return std::unexpected("cannot open " + file.string() + " for writing");
   if (!has_rows) {
     std::string header;
-    for (const char* c : kColumns) header += (header.empty() ? "" : ",") + std::string(c);
+    for (const char* c : kColumns) {
+      if (!header.empty()) header += ',';
+      header += c;
+    }
     header += '\n';
     std::fwrite(header.data(), 1, header.size(), f);
     std::fflush(f);
