@@ -464,3 +464,15 @@ np.save(f'{d}/fortran.npy', np.asfortranarray(np.ones((3, 4), dtype='<f4')))
   BOOST_TEST(h.error().find("Fortran-order") != std::string::npos);
 }
 #endif
+
+// Golden bytes: the fuzz seed ftensor_f32_3x2 was built by Python's struct module from the
+// layout in docs/train-config.md (its first byte selects the fuzzed parser); the writer must
+// produce exactly the same file.
+BOOST_AUTO_TEST_CASE(ftensor_golden_bytes) {
+  auto golden = read_bytes(fs::path(FERRY_TENSOR_CORPUS) / "ftensor_f32_3x2");
+  BOOST_TEST_REQUIRE(golden.size() > 1u);
+  golden.erase(golden.begin());
+  const std::vector<std::int64_t> shape = {3, 2};
+  BOOST_TEST_REQUIRE(write_tensor_file(test_dir() / "golden.ftensor", DType::f32, shape, raw(std::vector<float>{1, 2, 3, 4, 5, 6})).has_value());
+  BOOST_TEST(read_bytes(test_dir() / "golden.ftensor") == golden);
+}
