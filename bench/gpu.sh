@@ -63,7 +63,7 @@ section "Auto batch size (transformer) vs the true maximum"
 # Small enough that the true maximum is found in seconds, big enough to be memory-bound.
 cat > "$work/auto.json" <<JSON
 {"model": {"kind": "transformer", "vocab_size": 256, "context": 256, "d_model": 512, "layers": 4, "heads": 8},
- "data": {"source": "synthetic", "task": "language_model", "samples": 4096, "workers": 2},
+ "data": {"source": "synthetic", "task": "language_model", "samples": 65536, "workers": 2},
  "optimizer": {"kind": "adamw", "lr": 0.0003},
  "batch_size": "auto", "auto_batch": {"max": 1048576, "memory_fraction": 0.95},
  "max_steps": 2, "precision": "bf16", "device": "cuda:0", "log_every_steps": 1, "output_dir": "$work/auto"}
@@ -94,7 +94,7 @@ def fits(b):
                 loss = F.cross_entropy(out.reshape(-1, 256).float(), x[:, 1:].reshape(-1))
             loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
         torch.cuda.synchronize(); return True
-    except torch.OutOfMemoryError:
+    except torch.cuda.OutOfMemoryError:
         return False
     finally:
         opt.zero_grad(set_to_none=True); torch.cuda.empty_cache()
@@ -124,7 +124,7 @@ cat > "$work/mfu.json" <<JSON
 {"model": {"kind": "transformer", "vocab_size": 32768, "context": 1024, "d_model": 1024, "layers": 12, "heads": 16},
  "data": {"source": "synthetic", "task": "language_model", "samples": 2048, "workers": 4},
  "optimizer": {"kind": "adamw", "lr": 0.0003},
- "batch_size": 32, "max_steps": 40, "precision": "bf16", "device": "cuda:0", "log_every_steps": 10, "output_dir": "$work/mfu"}
+ "batch_size": 16, "max_steps": 40, "precision": "bf16", "device": "cuda:0", "log_every_steps": 10, "output_dir": "$work/mfu"}
 JSON
 if timeout 180 "$train" "$work/mfu.json" > "$work/mfu.events" 2> "$work/mfu.err"; then
   $py - "$work/mfu.events" "$peak" <<'PY' | tee -a "$report" >&2
