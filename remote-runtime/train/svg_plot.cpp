@@ -124,19 +124,30 @@ class Panel {
     out += "<text x=\"" + num((kLeft + kWidth - kRight) / 2) + "\" y=\"" + num(top_ + kPanelHeight + 34) + "\" text-anchor=\"middle\">step</text>\n";
   }
 
-  // A polyline through the finite points; a lone point becomes a dot so it stays visible.
+  // A polyline through the points, lifting the pen at a NaN marker (a diverged step) so the gap
+  // shows; a lone point becomes a dot so it stays visible.
   void line(std::string& out, const std::vector<std::pair<double, double>>& pts, const char* colour) const {
-    if (pts.size() == 1) {
-      dots(out, pts, colour);
+    std::vector<std::pair<double, double>> finite;
+    for (const auto& p : pts) {
+      if (std::isfinite(p.first)) finite.push_back(p);
+    }
+    if (finite.size() == 1) {
+      dots(out, finite, colour);
       return;
     }
-    if (pts.empty()) return;
+    if (finite.empty()) return;
     std::string d;
-    for (std::size_t i = 0; i < pts.size(); ++i) {
-      d += i == 0 ? "M" : " L";
-      d += num(px(pts[i].first));
+    bool pen_up = true;
+    for (const auto& [x, y] : pts) {
+      if (!std::isfinite(x)) {
+        pen_up = true;
+        continue;
+      }
+      d += pen_up ? (d.empty() ? "M" : " M") : " L";
+      pen_up = false;
+      d += num(px(x));
       d += ',';
-      d += num(py(pts[i].second));
+      d += num(py(y));
     }
     out += "<path d=\"" + d + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"1.5\"/>\n";
   }
@@ -178,6 +189,7 @@ std::string render_svg_plot(const PlotData& data) {
       loss_range.add(p.loss);
       xs.add(p.step);
     } else {
+      loss.emplace_back(std::nan(""), std::nan(""));  // breaks the line here
       ++dropped;
     }
     if (std::isfinite(p.samples_per_s)) {

@@ -217,6 +217,15 @@ BOOST_AUTO_TEST_CASE(svg_non_finite_and_single_point) {
   BOOST_TEST(count(s1, "<circle ") == 2u + 1u);  // the lone loss and throughput points + legend dot
   BOOST_TEST(s1.find("nan") == std::string::npos);
 
+  // A diverged step in the middle splits the loss line in two.
+  PlotData gap;
+  gap.train = {{1, 2.0, 5}, {2, 1.5, 5}, {3, std::nan(""), 5}, {4, 1.0, 5}, {5, 0.8, 5}};
+  const std::string sg = render_svg_plot(gap);
+  const auto first_path = sg.find("<path d=\"M");
+  BOOST_TEST_REQUIRE(first_path != std::string::npos);
+  BOOST_TEST(sg.substr(first_path, sg.find('"', first_path + 9) - first_path).find(" M") != std::string::npos);
+  BOOST_TEST(sg.find("1 non-finite point omitted") != std::string::npos);
+
   const std::string empty = render_svg_plot(PlotData{});
   BOOST_TEST(tags_balanced(empty));
   BOOST_TEST(empty.find("no finite loss values yet") != std::string::npos);
