@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE delta_codec
 #include <boost/test/unit_test.hpp>
 
+#include <cstring>
 #include <random>
 
 #include "protocol/delta/delta.hpp"
@@ -167,6 +168,49 @@ BOOST_AUTO_TEST_CASE(one_byte_edit_in_large_random_file_is_tiny) {
   auto out = apply_delta(base, delta, next.size());
   BOOST_REQUIRE(out.has_value());
   BOOST_TEST((*out == next));
+}
+
+// The budget: a 1-byte edit of a large file costs at most 64 KiB on the wire, signature
+// side included. Checked at 64 MiB for both ways ferry sends a delta (bench/delta for 1 GiB).
+BOOST_AUTO_TEST_CASE(one_byte_edit_of_64_mib_fits_64_kib_on_the_wire) {
+  const std::size_t n = 64u << 20;
+  Buf base(n);
+  std::mt19937_64 rng(64);
+  for (std::size_t i = 0; i < n; i += 8) {
+    const std::uint64_t v = rng();
+    std::memcpy(base.data() + i, &v, 8);
+  }
+  Buf next = base;
+  next[n / 2 + 777] ^= 0x10;
+
+  Buf local;  // against the helper's own copy: no signature at all
+  BOOST_REQUIRE(generate_delta_from_base(base, next, 2048, local).has_value());
+  BOOST_TEST(local.size() <= 4096u);
+
+  Buf coarse_sig, coarse, fine;  // against the agent's file: two signature levels
+  BOOST_REQUIRE(write_signature(base, 0, n, {1u << 20, 8}, coarse_sig).has_value());
+  BOOST_REQUIRE(generate_delta(*SignatureView::parse(coarse_sig), next, coarse).has_value());
+  auto gaps = unreferenced_base_ranges(coarse);
+  BOOST_REQUIRE(gaps.has_value());
+  std::vector<Buf> sigs;
+  std::size_t wire = coarse_sig.size();
+  for (const ByteRange& r : *gaps) {
+    Buf s;
+    BOOST_REQUIRE(write_signature(Bytes(base).subspan(r.offset, r.length), r.offset, n, {1024, 8}, s).has_value());
+    wire += s.size();
+    sigs.push_back(std::move(s));
+  }
+  std::vector<SignatureView> views;
+  for (auto& s : sigs) views.push_back(*SignatureView::parse(s));
+  BOOST_REQUIRE(refine_delta(coarse, views, next, fine).has_value());
+  wire += fine.size();
+  BOOST_TEST_MESSAGE("64 MiB, 1-byte edit: local-base delta " << local.size() << " B, two-level total " << wire << " B");
+  BOOST_TEST(wire <= 64u * 1024u);
+  for (const Buf* d : {&local, &fine}) {
+    auto out = apply_delta(base, *d, n);
+    BOOST_REQUIRE(out.has_value());
+    BOOST_TEST((*out == next));
+  }
 }
 
 BOOST_AUTO_TEST_CASE(two_level_refinement_shrinks_the_literal) {
