@@ -323,8 +323,10 @@ void SshEndpoint::monitor_loop() {
     auto dead = std::move(link_);
     lk.unlock();
     if (dead) {
+      spdlog::debug("{}: link down ({}); releasing it", options_.host, why);
       dead->agent->stop();
       dead.reset();
+      spdlog::debug("{}: old link released", options_.host);
     }
     auto backoff = options_.backoff_initial;
     int attempt = 0;

@@ -195,6 +195,42 @@ bool Channel::eof() const { return libssh2_channel_eof(channel_) == 1; }
 // ---------------------------------------------------------------------------------------------
 // Session
 
+// Releases the session's channel-open turn when the opening coroutine leaves its scope.
+class OpenTurn {
+ public:
+  explicit OpenTurn(Session& s) : s_(&s) {}
+  ~OpenTurn() { s_->unlock_open(); }
+  OpenTurn(const OpenTurn&) = delete;
+  OpenTurn& operator=(const OpenTurn&) = delete;
+
+ private:
+  Session* s_;
+};
+
+asio::awaitable<Result<void>> Session::lock_open(Clock::time_point deadline) {
+  if (!open_busy_) {
+    open_busy_ = true;
+    co_return Result<void>{};
+  }
+  auto turn = std::make_shared<asio::steady_timer>(executor_, deadline);
+  open_waiters_.push_back(turn);
+  boost::system::error_code ec;
+  co_await turn->async_wait(asio::redirect_error(use_awaitable, ec));
+  if (ec == asio::error::operation_aborted) co_return Result<void>{};  // unlock_open handed us the turn
+  std::erase(open_waiters_, turn);
+  co_return std::unexpected(timeout_error("waiting to open a channel"));
+}
+
+void Session::unlock_open() {
+  if (!open_waiters_.empty()) {
+    auto next = open_waiters_.front();
+    open_waiters_.pop_front();
+    next->cancel();  // the turn passes straight to the next waiter
+    return;
+  }
+  open_busy_ = false;
+}
+
 Session::Session(Executor executor, HostConfig host, SessionOptions options)
     : executor_(executor), host_(std::move(host)), options_(std::move(options)), socket_(executor) {}
 
@@ -271,6 +307,7 @@ void Session::close(std::string why) {
   close_reason_ = why;
   // The hops below carry only this session: they go with it (their bridges end too).
   if (jump_) jump_->close(why);
+  if (keepalive_timer_) keepalive_timer_->cancel();
   if (socket_.is_open()) {
     ::shutdown(socket_.native_handle(), SHUT_RDWR);
     boost::system::error_code ignored;
@@ -621,6 +658,8 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
 }
 
 asio::awaitable<Result<std::shared_ptr<Channel>>> Session::open_exec(std::string command, Clock::time_point deadline) {
+  if (auto turn = co_await lock_open(deadline); !turn) co_return std::unexpected(turn.error());
+  OpenTurn turn(*this);
   auto ch = co_await retry_ptr<LIBSSH2_CHANNEL>(
       *this, [&] { return libssh2_channel_open_session(session_); }, deadline, "opening a session channel");
   if (!ch) co_return std::unexpected(ch.error());
@@ -650,6 +689,8 @@ asio::awaitable<Result<ExecResult>> Session::exec(std::string command, Clock::ti
 
 asio::awaitable<Result<std::shared_ptr<Channel>>> Session::open_direct_tcpip(std::string host, int port,
                                                                              Clock::time_point deadline) {
+  if (auto turn = co_await lock_open(deadline); !turn) co_return std::unexpected(turn.error());
+  OpenTurn turn(*this);
   auto ch = co_await retry_ptr<LIBSSH2_CHANNEL>(
       *this, [&] { return libssh2_channel_direct_tcpip_ex(session_, host.c_str(), port, "127.0.0.1", 0); }, deadline,
       "opening a direct-tcpip channel to " + host + ":" + std::to_string(port));
@@ -660,7 +701,12 @@ asio::awaitable<Result<std::shared_ptr<Channel>>> Session::open_direct_tcpip(std
 asio::awaitable<Result<void>> Session::sftp_write_file(std::string remote_path, std::span<const char> data, int mode,
                                                        Clock::time_point deadline) {
   std::string what = "uploading " + remote_path + " over SFTP";
-  auto sftp = co_await retry_ptr<LIBSSH2_SFTP>(*this, [&] { return libssh2_sftp_init(session_); }, deadline, what);
+  Result<LIBSSH2_SFTP*> sftp = std::unexpected(Error{});
+  {
+    if (auto turn = co_await lock_open(deadline); !turn) co_return std::unexpected(turn.error());
+    OpenTurn turn(*this);
+    sftp = co_await retry_ptr<LIBSSH2_SFTP>(*this, [&] { return libssh2_sftp_init(session_); }, deadline, what);
+  }
   if (!sftp) co_return std::unexpected(sftp.error());
   auto sftp_error = [&](std::string_view step) {
     unsigned long code = libssh2_sftp_last_error(*sftp);
@@ -709,20 +755,28 @@ void Session::start_keepalive(std::chrono::milliseconds interval, int count_max,
   });
 }
 
+asio::awaitable<void> Session::open_pump_channel(Clock::time_point deadline) {
+  auto self = shared_from_this();
+  if (auto turn = co_await lock_open(deadline); !turn) co_return;
+  OpenTurn turn(*this);
+  auto pump = co_await retry_ptr<LIBSSH2_CHANNEL>(
+      *this, [&] { return libssh2_channel_open_session(session_); }, deadline, "opening the keepalive channel");
+  if (pump && !closed_) pump_channel_ = std::make_shared<Channel>(self, *pump);
+  else spdlog::debug("ssh: no keepalive channel ({}); relying on other readers", pump.error().message);
+}
+
 asio::awaitable<void> Session::keepalive_loop(std::chrono::milliseconds interval, int count_max) {
   auto self = shared_from_this();
   auto limit = interval * count_max;
   // Keepalive replies only count once libssh2 reads them, and it reads only inside channel calls; an
   // idle session channel (no command) lets this loop pump the transport when nobody else reads.
-  auto pump = co_await retry_ptr<LIBSSH2_CHANNEL>(
-      *this, [&] { return libssh2_channel_open_session(session_); }, Clock::now() + limit, "opening the keepalive channel");
-  std::shared_ptr<Channel> pump_channel;
-  if (pump) pump_channel = std::make_shared<Channel>(shared_from_this(), *pump);
-  else spdlog::debug("ssh: no keepalive channel ({}); relying on other readers", pump.error().message);
+  // It opens alongside the loop: a link that dies meanwhile must still be noticed in time.
+  asio::co_spawn(executor_, open_pump_channel(Clock::now() + limit), [](std::exception_ptr) {});
   // Check often, so the bound is limit plus a fraction of a second, not limit plus an interval.
   auto tick = std::min<std::chrono::milliseconds>(interval, 250ms);
-  asio::steady_timer timer(executor_);
-  last_rx_ = std::max(last_rx_, Clock::now());
+  keepalive_timer_ = std::make_shared<asio::steady_timer>(executor_);
+  auto timer_ref = keepalive_timer_;
+  auto& timer = *timer_ref;
   std::array<char, 256> sink{};
   while (!closed_) {
     timer.expires_after(tick);
@@ -733,17 +787,19 @@ asio::awaitable<void> Session::keepalive_loop(std::chrono::milliseconds interval
     // libssh2 sends only when its interval has passed. EAGAIN leaves the keepalive queued inside
     // libssh2; the next write flushes it.
     libssh2_keepalive_send(session_, &next);
-    if (pump_channel) libssh2_channel_read_ex(*pump, 0, sink.data(), sink.size());
+    if (pump_channel_) libssh2_channel_read_ex(pump_channel_->raw(), 0, sink.data(), sink.size());
     if (Clock::now() - last_rx_ > limit) {
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_rx_).count();
       Error err = make_error(Errc::kLinkDead, "no reply from " + describe(host_) + " for " + std::to_string(ms) +
                                                   " ms (keepalive every " + std::to_string(interval.count()) + " ms, " +
                                                   std::to_string(count_max) + " missed)");
+      spdlog::warn("ssh: {}", err.message);
       close(err.message);
       if (on_dead_) on_dead_(err);
       break;
     }
   }
+  pump_channel_.reset();
 }
 
 }  // namespace ferry::ssh

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <expected>
 #include <functional>
 #include <memory>
@@ -97,6 +98,7 @@ class Channel {
   // Makes a pending or later read_some fail with Errc::kInterrupted (on the strand).
   void interrupt();
   Session& session() { return *session_; }
+  _LIBSSH2_CHANNEL* raw() const { return channel_; }
 
  private:
   std::shared_ptr<Session> session_;
@@ -158,6 +160,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Result<void> check_host_key();
   asio::awaitable<Result<void>> authenticate(Clock::time_point deadline);
   asio::awaitable<void> keepalive_loop(std::chrono::milliseconds interval, int count_max);
+  asio::awaitable<void> open_pump_channel(Clock::time_point deadline);
   asio::awaitable<void> bridge_loop(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end);
 
   static long recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract);
@@ -175,6 +178,16 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point last_rx_ = Clock::now();
   std::shared_ptr<Session> jump_;  // the previous hop, kept alive while this one lives
   std::function<void(const Error&)> on_dead_;
+  std::shared_ptr<asio::steady_timer> keepalive_timer_;  // cancelled by close() so shutdown is prompt
+  std::shared_ptr<Channel> pump_channel_;                // idle channel the keepalive loop reads
+
+  // libssh2 keeps one channel-open state machine per session: opens (exec, direct-tcpip, SFTP)
+  // from different coroutines must not interleave across EAGAIN, so they take turns.
+  friend class OpenTurn;
+  asio::awaitable<Result<void>> lock_open(Clock::time_point deadline);
+  void unlock_open();
+  bool open_busy_ = false;
+  std::deque<std::shared_ptr<asio::steady_timer>> open_waiters_;
 };
 
 // The libssh2 version string, for doctor.
