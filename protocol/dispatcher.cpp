@@ -50,6 +50,11 @@ void Dispatcher::cancel_all() {
   for (auto& [_, source] : pending_) source.cancel();
 }
 
+bool Dispatcher::wait_idle(std::chrono::steady_clock::duration timeout) const {
+  std::unique_lock lock(pending_mutex_);
+  return idle_cv_.wait_for(lock, timeout, [&] { return pending_.empty(); });
+}
+
 std::size_t Dispatcher::in_flight() const {
   std::lock_guard lock(pending_mutex_);
   return pending_.size();
@@ -165,10 +170,13 @@ void Dispatcher::handle_request(Request req, const Deliver& deliver) {
   ReplyOnce reply(
       req.id, m,
       [this, key, deliver](json response) {
+        // Forget the id before answering, so the client may reuse it as soon as it sees the
+        // answer. The pool drains this task before the transport ends, so the write still lands.
         {
           std::lock_guard lock(pending_mutex_);
           pending_.erase(key);
         }
+        idle_cv_.notify_all();
         deliver(std::move(response));
       },
       [this](const std::string& what) { log(LogLevel::error, what); });

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <mutex>
@@ -59,6 +61,8 @@ class Dispatcher {
 
   // Cancels every in-flight request (shutdown of the transport, lost peer).
   void cancel_all();
+  // Waits until no request is in flight, up to `timeout`; true when idle.
+  bool wait_idle(std::chrono::steady_clock::duration timeout) const;
 
   Lifecycle lifecycle() const { return lifecycle_.load(); }
   bool shutdown_received() const { return shutdown_received_.load(); }
@@ -80,6 +84,7 @@ class Dispatcher {
   std::atomic<Lifecycle> lifecycle_{Lifecycle::uninitialized};
   std::atomic<bool> shutdown_received_{false};
   mutable std::mutex pending_mutex_;
+  mutable std::condition_variable idle_cv_;
   std::unordered_map<std::string, CancellationSource> pending_;  // id.dump() -> source
 };
 

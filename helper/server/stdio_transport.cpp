@@ -35,6 +35,7 @@ int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, con
   WorkerPool pool(options.workers);
   std::optional<int> exit_code;
   bool unreadable = false;
+  bool eof = false;
 
   protocol::DispatcherHooks hooks;
   hooks.send = [&out](const protocol::json& m) { out.send(m); };
@@ -56,6 +57,7 @@ int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, con
     if (n == 0) {
       if (decoder.mid_frame()) spdlog::warn("the peer closed the input stream in the middle of a frame");
       spdlog::info("input stream closed");
+      eof = true;
       break;
     }
     decoder.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
@@ -83,6 +85,8 @@ int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, con
   }
 
   // Orderly end: nothing new starts, running handlers see cancellation, the pool drains.
+  if (eof && !dispatcher.wait_idle(options.eof_grace))
+    spdlog::warn("cancelling {} request(s) still running at end of input", dispatcher.in_flight());
   dispatcher.cancel_all();
   pool.stop();
   if (exit_code) return *exit_code;

@@ -4,6 +4,7 @@
 // unreadable frame; every started handler has finished by then.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 
 #include "protocol/binding_table.hpp"
@@ -17,10 +18,14 @@ struct TransportOptions {
   protocol::FrameLimits limits{};
   std::size_t workers = 4;
   bool lsp_lifecycle = true;
+  // At EOF, requests still running get this long to answer (a client may close its end and
+  // keep reading) before they are cancelled.
+  std::chrono::milliseconds eof_grace{2000};
 };
 
 // The exit status: the `exit` notification's (0 after shutdown, else 1); on EOF 0 after
-// shutdown, else 1; 1 after an unreadable frame.
+// shutdown, else 1; 1 after an unreadable frame. After `exit` or an unreadable frame, running
+// requests are cancelled at once; after EOF they first get options.eof_grace to finish.
 int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, const TransportOptions& options = {});
 
 }  // namespace ferry::server
