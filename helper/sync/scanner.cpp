@@ -31,6 +31,11 @@ std::int64_t ctime_of(const struct stat& st) {
   return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
 }
 
+std::string parent_of(const std::string& rel) {
+  const auto slash = rel.rfind('/');
+  return slash == std::string::npos ? std::string() : rel.substr(0, slash);
+}
+
 IndexKey key_of(const struct stat& st) {
   return IndexKey{static_cast<std::uint64_t>(st.st_size), mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
                   static_cast<std::uint64_t>(st.st_ino)};
@@ -53,6 +58,40 @@ class Walker {
  public:
   Walker(int root_fd, const IgnoreMatcher& ignore, FileIndex* index, const ScanOptions& options)
       : root_fd_(root_fd), ignore_(ignore), index_(index), options_(options) {}
+
+  // For scan_paths: each path on its own, parents walked without following symlinks.
+  ScanResult run_paths(const std::vector<std::string>& paths) {
+    Shard shard;
+    for (const std::string& rel : paths) {
+      if (rel.empty() || rel.front() == '/') continue;
+      int dir = ::dup(root_fd_);
+      std::size_t pos = 0;
+      bool ok = true;
+      for (std::size_t slash; (slash = rel.find('/', pos)) != std::string::npos; pos = slash + 1) {
+        const std::string part = rel.substr(pos, slash - pos);
+        if (part.empty() || part == "." || part == "..") ok = false;
+        const int next = ok ? ::openat(dir, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        ::close(dir);
+        dir = next;
+        if (dir < 0) {
+          ok = false;
+          break;
+        }
+      }
+      const std::string name = rel.substr(pos);
+      const std::string parent = parent_of(rel);
+      if (ok && !name.empty() && name != "." && name != ".." && (parent.empty() || !ignore_.is_ignored(parent, true))) {
+        record(dir, name.c_str(), rel, shard, false);
+      }
+      if (dir >= 0) ::close(dir);
+    }
+    ScanResult result;
+    result.entries = std::move(shard.entries);
+    result.unstable = std::move(shard.unstable);
+    result.issues = std::move(shard.issues);
+    result.stats = shard.stats;
+    return result;
+  }
 
   ScanResult run() {
     queue_.push_back(Item{"", true, {}});
@@ -124,55 +163,59 @@ class Walker {
     while (dirent* de = ::readdir(dir)) {
       const std::string_view name = de->d_name;
       if (name == "." || name == "..") continue;
-      std::string child = rel.empty() ? std::string(name) : rel + "/" + std::string(name);
-      struct stat st {};
-      if (::fstatat(::dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        shard.issues.push_back({child, std::string("cannot stat: ") + std::strerror(errno)});
-        continue;
-      }
-      const bool is_dir = S_ISDIR(st.st_mode);
-      if (ignore_.is_ignored_entry(child, is_dir)) continue;
-      FileMeta meta;
-      meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
-      meta.mtime_ns = mtime_of(st);
-      if (is_dir) {
-        meta.kind = EntryKind::dir;
-        ++shard.stats.dirs;
-        shard.entries.emplace(child, meta);
-        push(Item{std::move(child), true, st});
-      } else if (S_ISLNK(st.st_mode)) {
-        std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
-        const ssize_t n = ::readlinkat(::dirfd(dir), de->d_name, target.data(), target.size());
-        if (n < 0 || static_cast<std::size_t>(n) >= target.size()) {
-          shard.issues.push_back({child, "cannot read symlink (or it changed while read)"});
-          continue;
-        }
-        target.resize(static_cast<std::size_t>(n));
-        meta.kind = EntryKind::symlink;
-        meta.size = target.size();
-        meta.link_target = std::move(target);
-        ++shard.stats.symlinks;
-        shard.entries.emplace(std::move(child), std::move(meta));
-      } else if (S_ISREG(st.st_mode)) {
-        meta.kind = EntryKind::file;
-        meta.size = static_cast<std::uint64_t>(st.st_size);
-        ++shard.stats.files;
-        if (!options_.hash_files) {
-          shard.entries.emplace(std::move(child), std::move(meta));
-        } else if (auto cached = index_ ? index_->lookup(child, key_of(st)) : std::nullopt) {
-          meta.hash = cached;
-          ++shard.stats.hash_cache_hits;
-          shard.entries.emplace(std::move(child), std::move(meta));
-        } else if (meta.size <= kInlineHashLimit) {
-          hash_file(Item{std::move(child), false, st}, shard);
-        } else {
-          push(Item{std::move(child), false, st});
-        }
-      } else {
-        shard.issues.push_back({child, "special file (fifo, socket or device) skipped"});
-      }
+      record(::dirfd(dir), de->d_name, rel.empty() ? std::string(name) : rel + "/" + std::string(name), shard, true);
     }
     ::closedir(dir);
+  }
+
+  // Records one directory entry (and queues a directory's listing when `descend`).
+  void record(int dirfd, const char* name, std::string child, Shard& shard, bool descend) {
+    struct stat st {};
+    if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno != ENOENT) shard.issues.push_back({child, std::string("cannot stat: ") + std::strerror(errno)});
+      return;
+    }
+    const bool is_dir = S_ISDIR(st.st_mode);
+    if (ignore_.is_ignored_entry(child, is_dir)) return;
+    FileMeta meta;
+    meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
+    meta.mtime_ns = mtime_of(st);
+    if (is_dir) {
+      meta.kind = EntryKind::dir;
+      ++shard.stats.dirs;
+      shard.entries.emplace(child, meta);
+      if (descend) push(Item{std::move(child), true, st});
+    } else if (S_ISLNK(st.st_mode)) {
+      std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
+      const ssize_t n = ::readlinkat(dirfd, name, target.data(), target.size());
+      if (n < 0 || static_cast<std::size_t>(n) >= target.size()) {
+        shard.issues.push_back({child, "cannot read symlink (or it changed while read)"});
+        return;
+      }
+      target.resize(static_cast<std::size_t>(n));
+      meta.kind = EntryKind::symlink;
+      meta.size = target.size();
+      meta.link_target = std::move(target);
+      ++shard.stats.symlinks;
+      shard.entries.emplace(std::move(child), std::move(meta));
+    } else if (S_ISREG(st.st_mode)) {
+      meta.kind = EntryKind::file;
+      meta.size = static_cast<std::uint64_t>(st.st_size);
+      ++shard.stats.files;
+      if (!options_.hash_files) {
+        shard.entries.emplace(std::move(child), std::move(meta));
+      } else if (auto cached = index_ ? index_->lookup(child, key_of(st)) : std::nullopt) {
+        meta.hash = cached;
+        ++shard.stats.hash_cache_hits;
+        shard.entries.emplace(std::move(child), std::move(meta));
+      } else if (meta.size <= kInlineHashLimit || !descend) {
+        hash_file(Item{std::move(child), false, st}, shard);
+      } else {
+        push(Item{std::move(child), false, st});
+      }
+    } else {
+      shard.issues.push_back({child, "special file (fifo, socket or device) skipped"});
+    }
   }
 
   // Hashes a file and checks it did not change between the listing, the open and the end of
@@ -251,6 +294,17 @@ std::expected<ScanResult, std::string> scan_tree(const std::filesystem::path& ro
   if (root_fd < 0) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
   Walker walker(root_fd, ignore, index, options);
   ScanResult result = walker.run();
+  ::close(root_fd);
+  return result;
+}
+
+std::expected<ScanResult, std::string> scan_paths(const std::filesystem::path& root, const IgnoreMatcher& ignore,
+                                                  FileIndex* index, const std::vector<std::string>& paths,
+                                                  const ScanOptions& options) {
+  const int root_fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
+  Walker walker(root_fd, ignore, index, options);
+  ScanResult result = walker.run_paths(paths);
   ::close(root_fd);
   return result;
 }

@@ -46,4 +46,11 @@ struct ScanResult {
 std::expected<ScanResult, std::string> scan_tree(const std::filesystem::path& root, const IgnoreMatcher& ignore,
                                                  FileIndex* index, const ScanOptions& options = {});
 
+// Sync on save: the same facts for just these paths (relative, '/'-separated). Ignored paths,
+// missing ones and paths reached through a symlinked directory are left out of `entries`; a
+// directory is recorded without its contents.
+std::expected<ScanResult, std::string> scan_paths(const std::filesystem::path& root, const IgnoreMatcher& ignore,
+                                                  FileIndex* index, const std::vector<std::string>& paths,
+                                                  const ScanOptions& options = {});
+
 }  // namespace ferry::sync

@@ -108,6 +108,28 @@ BOOST_AUTO_TEST_CASE(records_kinds_modes_links_and_prunes_ignored) {
   BOOST_TEST(res->unstable.empty());
 }
 
+BOOST_AUTO_TEST_CASE(scan_paths_decides_single_saved_files) {
+  TempDir t;
+  const fs::path r = t.path / "proj";
+  write(r / "src/train.py", "print(2)\n");
+  write(r / "build/out.o", "obj");
+  write(r / "logs/keep/a.txt", "a");
+  write(r / ".gitignore", "build/\nlogs/\n");
+  write(t.path / "outside/secret.txt", "no");
+  fs::create_symlink("../outside", r / "src/out");
+  fs::create_directories(r / "empty");
+  const auto ignore = IgnoreMatcher::for_tree(r, {});
+  auto res = scan_paths(r, ignore, nullptr,
+                        {"src/train.py", "build/out.o", "logs/keep/a.txt", "gone.py", "src/out/secret.txt", "src/out",
+                         "empty", "../proj/src/train.py", "/etc/passwd"});
+  BOOST_REQUIRE(res.has_value());
+  std::vector<std::string> paths;
+  for (const auto& kv : res->entries) paths.push_back(kv.first);
+  BOOST_TEST(paths == (std::vector<std::string>{"empty", "src/out", "src/train.py"}), boost::test_tools::per_element());
+  BOOST_TEST((res->entries.at("src/train.py").hash == hash_of("print(2)\n")));
+  BOOST_TEST((res->entries.at("src/out").kind == EntryKind::symlink));
+}
+
 BOOST_AUTO_TEST_CASE(index_skips_rehashing_unchanged_files_across_runs) {
   TempDir t;
   const fs::path r = t.path / "proj";
