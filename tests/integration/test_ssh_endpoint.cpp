@@ -192,3 +192,43 @@ BOOST_AUTO_TEST_CASE(frozen_link_is_detected_and_calls_in_flight_are_handled) {
   BOOST_TEST(s.has_value(), (s ? "" : s.error().message));
   BOOST_TEST(e.reconnect_count() >= 1);
 }
+
+BOOST_AUTO_TEST_CASE(backoff_doubles_up_to_the_cap_and_never_gives_up) {
+  SshdFixture f;
+  f.trust_host_key();
+  StateLog log;
+  auto o = options_for(f, &log);
+  o.backoff_initial = 50ms;
+  o.backoff_max = 200ms;
+  SshEndpoint e(o);
+  BOOST_REQUIRE(e.connect(20s).has_value());
+  auto before = log.size();
+  f.kill_all();  // and leave it down: every attempt is refused at once
+  // Wait for the sixth failed attempt's report.
+  {
+    std::unique_lock lk(log.m);
+    BOOST_REQUIRE(log.cv.wait_for(lk, 20s, [&] {
+      int n = 0;
+      for (std::size_t i = before; i < log.states.size(); ++i) n += log.states[i].attempt > 0;
+      return n >= 6;
+    }));
+  }
+  std::vector<long long> delays;
+  {
+    std::lock_guard lk(log.m);
+    for (std::size_t i = before; i < log.states.size(); ++i)
+      if (log.states[i].state == "reconnecting" && log.states[i].attempt > 0) delays.push_back(log.states[i].retry_in_ms);
+  }
+  BOOST_REQUIRE(delays.size() >= 6u);
+  std::vector<long long> expect{50, 100, 200, 200, 200, 200};
+  BOOST_TEST(std::vector<long long>(delays.begin(), delays.begin() + 6) == expect, boost::test_tools::per_element());
+  // A call meanwhile waits for the link, then reports that it is still reconnecting.
+  auto r = e.call("agent/ping", ferry::protocol::json::object(), 300ms);
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST(r.error().message.find("still reconnecting") != std::string::npos, r.error().message);
+  // And when the server comes back, so does the link.
+  auto n = log.size();
+  f.start();
+  BOOST_TEST(log.wait_for("connected", n, 10s));
+  BOOST_TEST(e.call("agent/ping", ferry::protocol::json::object(), 10s).has_value());
+}
