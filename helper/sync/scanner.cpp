@@ -95,7 +95,8 @@ class Walker {
 
   ScanResult run() {
     queue_.push_back(Item{"", true, {}});
-    const unsigned n = std::max(1u, options_.threads);
+    const unsigned n = options_.threads ? options_.threads
+                                        : std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
     std::vector<Shard> shards(n);
     std::vector<std::thread> threads;
     for (unsigned i = 1; i < n; ++i) threads.emplace_back([this, &shards, i] { work(shards[i]); });

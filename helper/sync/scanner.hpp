@@ -18,7 +18,7 @@ namespace ferry::sync {
 class FileIndex;
 
 struct ScanOptions {
-  unsigned threads = 2;
+  unsigned threads = 0;  // 0: one per core (at most 8: the walk is I/O-bound beyond that)
   bool hash_files = true;
   // Called with a file's path after its bytes were read and before the closing stat: lets a
   // test change the file at exactly the moment a real editor might.
