@@ -183,7 +183,8 @@ void Dispatcher::handle_request(Request req, const Deliver& deliver) {
   CallContext ctx(m, req.id, source.token(), std::move(work_done_token),
                   [this](const std::string& method, json params) { notify(method, std::move(params)); });
 
-  if (entry->execution == Execution::inline_ || !hooks_.post) {
+  // initialize always runs inline: the lifecycle must have moved on before the next message.
+  if (entry->execution == Execution::inline_ || !hooks_.post || m == method::kInitialize) {
     auto out = run_request(*entry, req.params, ctx);
     if (options_.lsp_lifecycle && m == method::kInitialize && out) lifecycle_ = Lifecycle::running;
     reply(std::move(out));
