@@ -4,7 +4,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,6 +54,9 @@ asio::awaitable<Result<long>> retry(Session& s, F call, Clock::time_point deadli
   for (;;) {
     if (!s.is_open()) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + s.close_reason()));
     long rc = call();
+    // BAD_USE: another coroutine's packet is half sent; its owner finishes it when the socket
+    // drains, so this call waits for that like for EAGAIN.
+    if (rc == LIBSSH2_ERROR_BAD_USE) rc = LIBSSH2_ERROR_EAGAIN;
     if (rc != LIBSSH2_ERROR_EAGAIN) {
       if (rc < 0) co_return std::unexpected(s.last_error(what));
       co_return rc;
@@ -69,7 +73,8 @@ asio::awaitable<Result<T*>> retry_ptr(Session& s, F call, Clock::time_point dead
     if (!s.is_open()) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + s.close_reason()));
     T* p = call();
     if (p) co_return p;
-    if (libssh2_session_last_errno(s.raw()) != LIBSSH2_ERROR_EAGAIN) co_return std::unexpected(s.last_error(what));
+    int e = libssh2_session_last_errno(s.raw());
+    if (e != LIBSSH2_ERROR_EAGAIN && e != LIBSSH2_ERROR_BAD_USE) co_return std::unexpected(s.last_error(what));
     auto w = co_await s.wait_socket(deadline, what);
     if (!w) co_return std::unexpected(w.error());
   }
@@ -100,7 +105,8 @@ asio::awaitable<Result<std::size_t>> Channel::read_some(std::span<char> buffer, 
       co_return std::unexpected(make_error(Errc::kClosed, "reading from the channel: " + session_->close_reason()));
     auto n = libssh2_channel_read_ex(channel_, stream, buffer.data(), buffer.size());
     if (n > 0 || (n == 0 && libssh2_channel_eof(channel_))) co_return static_cast<std::size_t>(n);
-    if (n < 0 && n != LIBSSH2_ERROR_EAGAIN) co_return std::unexpected(session_->last_error("reading from the channel"));
+    if (n < 0 && n != LIBSSH2_ERROR_EAGAIN && n != LIBSSH2_ERROR_BAD_USE)
+      co_return std::unexpected(session_->last_error("reading from the channel"));
     auto w = co_await session_->wait_socket(deadline, "reading from the channel");
     if (!w) co_return std::unexpected(w.error());
   }
@@ -146,7 +152,7 @@ asio::awaitable<Result<ExecResult>> Channel::collect(Clock::time_point deadline)
         progressed = true;
       } else if (n == 0) {
         if (libssh2_channel_eof(channel_)) done = true;
-      } else if (n != LIBSSH2_ERROR_EAGAIN) {
+      } else if (n != LIBSSH2_ERROR_EAGAIN && n != LIBSSH2_ERROR_BAD_USE) {
         co_return std::unexpected(session_->last_error("reading command output"));
       }
     }
@@ -784,9 +790,11 @@ asio::awaitable<void> Session::keepalive_loop(std::chrono::milliseconds interval
     co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
     if (closed_) break;
     int next = 0;
-    // libssh2 sends only when its interval has passed. EAGAIN leaves the keepalive queued inside
-    // libssh2; the next write flushes it.
-    libssh2_keepalive_send(session_, &next);
+    // libssh2 sends only when its interval has passed. A keepalive that hit EAGAIN would stay half
+    // sent with nobody to finish it (and block every other send), so it goes only when the kernel's
+    // send queue is empty and the small packet is sure to fit; a full queue means the link is busy.
+    int queued = 0;
+    if (::ioctl(socket_.native_handle(), SIOCOUTQ, &queued) == 0 && queued == 0) libssh2_keepalive_send(session_, &next);
     if (pump_channel_) libssh2_channel_read_ex(pump_channel_->raw(), 0, sink.data(), sink.size());
     if (Clock::now() - last_rx_ > limit) {
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_rx_).count();

@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <future>
+#include <set>
 #include <fstream>
 
 #include "helper/ssh/ssh_connection.hpp"
@@ -278,4 +279,29 @@ BOOST_AUTO_TEST_CASE(frozen_server_is_detected_as_a_dead_link_within_the_bound) 
   BOOST_TEST(!c.is_open());
   BOOST_TEST(!c.exec("true", 2s).has_value());
   f.resume();
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_channels_interleave_on_one_session) {
+  SshdFixture f;
+  f.trust_host_key();
+  SshConnection c;
+  BOOST_REQUIRE(c.connect(resolve(f, f.alias()), no_agent()).has_value());
+  c.start_keepalive(2s, 3, [](const Error&) {});
+  // Several big transfers at once: their writes, window adjusts, channel opens and the keepalives
+  // all share one libssh2 transport and must not trip over each other's partial sends.
+  std::vector<std::future<std::string>> runs;
+  for (int i = 0; i < 4; ++i)
+    runs.push_back(std::async(std::launch::async, [&c, i] {
+      std::string big(2 << 20, static_cast<char>('a' + i));
+      auto e = c.exec("cat | sha256sum | cut -c1-16", 60s, big);
+      if (!e) return "error: " + e.error().message;
+      return e->out;
+    }));
+  std::set<std::string> sums;
+  for (auto& r : runs) {
+    auto out = r.get();
+    BOOST_TEST(out.find("error") == std::string::npos, out);
+    sums.insert(out);
+  }
+  BOOST_TEST(sums.size() == 4u);
 }
