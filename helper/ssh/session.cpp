@@ -591,7 +591,13 @@ asio::awaitable<Result<std::shared_ptr<Session>>> Session::connect(Executor exec
   for (std::size_t i = 0; i < chain.size(); ++i) {
     const HostConfig& hop = chain[i];
     auto deadline = Clock::now() + connect_timeout;
-    std::shared_ptr<Session> s(new Session(executor, hop, options));
+    // `ferry trust` vouches for the host it names; the hops keep their own StrictHostKeyChecking.
+    SessionOptions hop_options = options;
+    if (i + 1 < chain.size()) {
+      hop_options.trust_unknown = false;
+      hop_options.expect_fingerprint.reset();
+    }
+    std::shared_ptr<Session> s(new Session(executor, hop, hop_options));
     if (!previous) {
       auto c = co_await s->connect_tcp(deadline);
       if (!c) co_return std::unexpected(c.error());
