@@ -18,6 +18,7 @@
 #include "helper/server/server.hpp"
 #include "helper/server/worker_pool.hpp"
 #include "protocol/framing.hpp"
+#include "protocol/messages.hpp"
 
 using namespace ferry;
 using json = nlohmann::json;
@@ -213,4 +214,33 @@ BOOST_AUTO_TEST_CASE(unreadable_frame_closes_with_1) {
   BOOST_TEST(code == 1);
   BOOST_REQUIRE_EQUAL(msgs.size(), 1u);
   BOOST_TEST(msgs[0]["error"]["code"] == -32700);
+}
+
+BOOST_AUTO_TEST_CASE(serve_stream_carries_cbor_without_lifecycle) {
+  // The same transport and dispatcher serve the agent wire: CBOR bodies, no LSP lifecycle.
+  protocol::BindingTable table;
+  table.request<protocol::PingParams, protocol::PingResult>(
+      protocol::method::kPing, [](const protocol::PingParams& p, protocol::CallContext&) {
+        return std::expected<protocol::PingResult, protocol::ResponseError>(protocol::PingResult{p.payload});
+      });
+  Pipe in, out;
+  json req{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "ferry/ping"}, {"params", {{"payload", json::binary({0, 1, 255})}}}};
+  std::string input = protocol::encode_frame(protocol::encode_body(req, protocol::Encoding::cbor));
+  BOOST_REQUIRE(write(in.w, input.data(), input.size()) == static_cast<ssize_t>(input.size()));
+  in.close_write();
+  server::TransportOptions options;
+  options.encoding = protocol::Encoding::cbor;
+  options.lsp_lifecycle = false;
+  int code = server::serve_stream(table, in.r, out.w, options);
+  out.close_write();
+  BOOST_TEST(code == 1);  // EOF without shutdown
+  protocol::FrameDecoder d;
+  d.feed(read_all(out.r));
+  auto f = d.next();
+  BOOST_REQUIRE(f && f->has_value());
+  auto reply = protocol::decode_body(**f, protocol::Encoding::cbor);
+  BOOST_REQUIRE(reply.has_value());
+  BOOST_TEST((*reply)["id"] == 1);
+  BOOST_REQUIRE((*reply)["result"]["payload"].is_binary());
+  BOOST_TEST((*reply)["result"]["payload"].get_binary().size() == 3u);
 }
