@@ -6,7 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include <torch/torch.h>
+#include <torch/types.h>
 
 namespace ferry::train {
 namespace {
