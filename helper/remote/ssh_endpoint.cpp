@@ -22,7 +22,7 @@ namespace ec = protocol::error_code;
 using namespace std::chrono_literals;
 
 constexpr std::chrono::milliseconds kDefaultKeepalive{4'000};
-constexpr std::string_view kCheckMarker = "FERRY-AGENT-CHECK";
+constexpr std::string_view kInstallMarker = "FERRY-INSTALL-NEEDED";
 
 std::string shell_quote(std::string_view s) {
   std::string out = "'";
@@ -83,7 +83,12 @@ class SshByteStream final : public ByteStream {
   ReadResult read_some(std::span<char> buffer, std::optional<Clock::time_point> deadline) override {
     auto r = stream_->read_some(buffer, deadline);
     if (r) {
-      if (*r > 0) return ReadResult{ReadStatus::data, *r, {}};
+      if (*r > 0) {
+        // The first bytes are kept: the launch command may say "install me" instead of starting.
+        if (recorded_.size() < kRecordLimit)
+          recorded_.append(buffer.data(), std::min(*r, kRecordLimit - recorded_.size()));
+        return ReadResult{ReadStatus::data, *r, {}};
+      }
       on_broken_("the agent's channel reached EOF");
       return ReadResult{ReadStatus::eof, 0, {}};
     }
@@ -104,8 +109,11 @@ class SshByteStream final : public ByteStream {
 
   void close_write() override { stream_->close_write(); }
   void interrupt() override { stream_->interrupt(); }
+  const std::string& recorded() const { return recorded_; }
 
  private:
+  static constexpr std::size_t kRecordLimit = 64 << 10;
+  std::string recorded_;
   std::unique_ptr<ssh::SshStream> stream_;
   std::function<void(const std::string&)> on_broken_;
 };
@@ -166,67 +174,50 @@ ssh::HostKeyInfo SshEndpoint::host_key() const {
   return host_key_;
 }
 
-std::expected<std::string, ResponseError> SshEndpoint::ensure_agent(ssh::SshConnection& c, Clock::time_point deadline) {
+std::expected<void, ResponseError> SshEndpoint::load_local_agent() {
   std::filesystem::path local = options_.agent_binary;
   if (local.empty()) {
     auto found = find_agent_binary();
     if (!found) return std::unexpected(unavailable(found.error()));
     local = *found;
   }
-  std::string contents;
-  auto hash = file_sha256(local, &contents);
+  std::error_code ec;
+  auto mtime = std::filesystem::last_write_time(local, ec);
+  if (local == agent_path_ && !ec && mtime == agent_mtime_ && !agent_hash_.empty()) return {};
+  auto hash = file_sha256(local, &agent_bytes_);
   if (!hash) return std::unexpected(unavailable(hash.error()));
-  auto left = [&] { return std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())); };
+  agent_hash_ = *hash;
+  agent_path_ = local;
+  agent_mtime_ = mtime;
+  return {};
+}
 
-  std::string dir = options_.agent_dir;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  std::string dir_expr = remote_path_expr(dir + "/" + kVersion);
-  // One round trip: make the directory, report $HOME, the absolute dir and the installed hash.
-  // The marker keeps .bashrc noise out of the parse.
-  std::string check = "D=" + dir_expr + "; mkdir -p \"$D\" && echo " + std::string(kCheckMarker) +
-                      " && printf '%s\\n' \"$HOME\" \"$(cd \"$D\" && pwd)\" && if [ -x \"$D/ferry-agent\" ]; then "
-                      "sha256sum \"$D/ferry-agent\" | cut -c1-64; else echo missing; fi";
-  auto r = c.exec(check, left());
-  if (!r) return std::unexpected(unavailable("checking the agent on " + description() + ": " + r.error().message));
-  auto at = r->out.find(std::string(kCheckMarker) + "\n");
-  if (r->exit_status != 0 || at == std::string::npos)
-    return std::unexpected(unavailable("checking the agent on " + description() + " failed (status " +
-                                       std::to_string(r->exit_status) + "): " + r->err));
-  std::istringstream lines(r->out.substr(at + kCheckMarker.size() + 1));
-  std::string home, abs_dir, remote_hash;
-  std::getline(lines, home);
-  std::getline(lines, abs_dir);
-  std::getline(lines, remote_hash);
+std::expected<std::string, ResponseError> SshEndpoint::install_agent(ssh::SshConnection& c, const std::string& abs_dir,
+                                                                     Clock::time_point deadline) {
+  auto left = [&] { return std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())); };
   std::string target = abs_dir + "/ferry-agent";
-  AgentInstallReport report{target, home, false, *hash};
-  if (remote_hash != *hash) {
-    // Upload under a name no other helper uses, verify, then rename over the old one: two helpers
-    // installing at once each rename a complete, identical file.
-    std::random_device rd;
-    std::string tmp = abs_dir + "/.ferry-agent." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
-    spdlog::info("installing ferry-agent {} at {}:{} ({})", kVersion, description(), target,
-                 remote_hash == "missing" ? "absent" : "different build");
-    auto up = c.write_file(tmp, contents, 0700, std::max<std::chrono::milliseconds>(left(), 60s));
-    if (!up) return std::unexpected(unavailable("uploading ferry-agent to " + description() + ": " + up.error().message));
-    std::string finish = "T=" + shell_quote(tmp) + "; F=" + shell_quote(target) +
-                         "; if [ \"$(sha256sum \"$T\" | cut -c1-64)\" = " + *hash +
-                         " ]; then chmod 755 \"$T\" && mv -f \"$T\" \"$F\"; else rm -f \"$T\"; echo 'hash mismatch after upload' >&2; exit 1; fi";
-    auto fin = c.exec(finish, left());
-    if (!fin) return std::unexpected(unavailable("installing ferry-agent on " + description() + ": " + fin.error().message));
-    if (fin->exit_status != 0)
-      return std::unexpected(unavailable("installing ferry-agent on " + description() + " failed: " + fin->err));
-    report.installed = true;
-  }
-  std::lock_guard lk(mutex_);
-  install_ = report;
+  // Upload under a name no other helper uses, verify, then rename over the old one: two helpers
+  // installing at once each rename a complete, identical file.
+  std::random_device rd;
+  std::string tmp = abs_dir + "/.ferry-agent." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
+  spdlog::info("installing ferry-agent {} at {}:{}", kVersion, description(), target);
+  auto up = c.write_file(tmp, agent_bytes_, 0700, std::max<std::chrono::milliseconds>(left(), 60s));
+  if (!up) return std::unexpected(unavailable("uploading ferry-agent to " + description() + ": " + up.error().message));
+  std::string finish = "T=" + shell_quote(tmp) + "; F=" + shell_quote(target) + "; if [ \"$(sha256sum \"$T\" | cut -c1-64)\" = " +
+                       agent_hash_ + " ]; then chmod 755 \"$T\" && mv -f \"$T\" \"$F\"; else rm -f \"$T\"; echo 'hash mismatch after upload' >&2; exit 1; fi";
+  auto fin = c.exec(finish, left());
+  if (!fin) return std::unexpected(unavailable("installing ferry-agent on " + description() + ": " + fin.error().message));
+  if (fin->exit_status != 0)
+    return std::unexpected(unavailable("installing ferry-agent on " + description() + " failed: " + fin->err));
   return target;
 }
 
 std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::establish(Clock::time_point deadline) {
+  if (auto l = load_local_agent(); !l) return std::unexpected(l.error());
   auto conn = std::make_unique<ssh::SshConnection>();
   ssh::SessionOptions so = options_.session;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  so.connect_timeout = std::max<std::chrono::milliseconds>(1ms, std::min(so.connect_timeout, left));
+  auto left = [&] { return std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())); };
+  so.connect_timeout = std::min(so.connect_timeout, left());
   auto r = conn->connect(host_, so);
   if (!r) {
     json data{{"kind", error_kind(r.error())}, {"host", options_.host}};
@@ -236,56 +227,84 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
     std::lock_guard lk(mutex_);
     host_key_ = conn->host_key();
   }
-  auto path = ensure_agent(*conn, deadline);
-  if (!path) return std::unexpected(path.error());
-  std::string cmd = "exec " + shell_quote(*path) + " --root " + remote_path_expr(options_.remote_root);
-  for (const auto& a : options_.agent_args) cmd += " " + shell_quote(a);
+  std::string dir = options_.agent_dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  std::string dir_display = dir + "/" + kVersion;
+  // One exec starts the installed agent when its hash is this build's; otherwise it creates the
+  // directory and says so (with $HOME and the absolute dir), and ferry installs, then starts again.
+  // A warm connect thus costs one remote shell, not two.
+  std::string launch = "D=" + remote_path_expr(dir_display) + "; F=\"$D/ferry-agent\"; if [ -x \"$F\" ] && [ \"$(sha256sum \"$F\" 2>/dev/null | cut -c1-64)\" = " +
+                       agent_hash_ + " ]; then exec \"$F\" --root " + remote_path_expr(options_.remote_root);
+  for (const auto& a : options_.agent_args) launch += " " + shell_quote(a);
   // Agent logs stay on the box next to the binary.
-  cmd += " 2>>" + shell_quote(std::filesystem::path(*path).parent_path().string() + "/agent.log");
-  left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  auto stream = conn->open_stream(cmd, std::max<std::chrono::milliseconds>(1ms, left));
-  if (!stream) return std::unexpected(unavailable("starting ferry-agent on " + description() + ": " + stream.error().message));
+  launch += " 2>>\"$D/agent.log\"; fi; mkdir -p \"$D\" && echo " + std::string(kInstallMarker) +
+            " && printf '%s\\n' \"$HOME\" \"$(cd \"$D\" && pwd)\"";
 
-  auto link = std::make_shared<Link>();
-  Link* raw = link.get();
-  link->agent = std::make_unique<AgentLink>(std::make_unique<SshByteStream>(std::move(*stream), [this, raw](const std::string& why) {
-    std::lock_guard lk(mutex_);
-    if (link_.get() == raw && !broken_) {
-      broken_ = true;
-      broken_reason_ = why;
-      cv_.notify_all();
+  AgentInstallReport report{dir_display + "/ferry-agent", "", false, agent_hash_};
+  for (int round = 0;; ++round) {
+    auto stream = conn->open_stream(launch, left());
+    if (!stream) return std::unexpected(unavailable("starting ferry-agent on " + description() + ": " + stream.error().message));
+    auto link = std::make_shared<Link>();
+    Link* raw = link.get();
+    auto byte_stream = std::make_unique<SshByteStream>(std::move(*stream), [this, raw](const std::string& why) {
+      std::lock_guard lk(mutex_);
+      if (link_.get() == raw && !broken_) {
+        broken_ = true;
+        broken_reason_ = why;
+        cv_.notify_all();
+      }
+    });
+    SshByteStream* recorder = byte_stream.get();
+    link->agent = std::make_unique<AgentLink>(std::move(byte_stream));
+    if (handler_) link->agent->set_notification_handler(handler_);
+    auto info = link->agent->handshake(deadline);
+    if (info) {
+      info_ = *info;
+      {
+        std::lock_guard lk(mutex_);
+        install_ = report;
+      }
+      auto interval = options_.keepalive_interval.count() > 0 ? options_.keepalive_interval
+                      : host_.server_alive_interval_s > 0   ? std::chrono::milliseconds(host_.server_alive_interval_s * 1000)
+                                                            : kDefaultKeepalive;
+      int count = options_.keepalive_count_max > 0 ? options_.keepalive_count_max : host_.server_alive_count_max;
+      conn->start_keepalive(interval, count, [this, raw](const ssh::Error& e) {
+        std::lock_guard lk(mutex_);
+        if (link_.get() == raw && !broken_) {
+          broken_ = true;
+          broken_reason_ = e.message;
+          cv_.notify_all();
+        }
+      });
+      link->connection = std::move(conn);
+      return link;
     }
-  }));
-  if (handler_) link->agent->set_notification_handler(handler_);
-  auto info = link->agent->handshake(deadline);
-  if (!info) {
+    std::string said = recorder->recorded();
     link->agent->stop();
+    auto at = said.find(std::string(kInstallMarker) + "\n");
+    if (at != std::string::npos && round == 0) {
+      std::istringstream lines(said.substr(at + kInstallMarker.size() + 1));
+      std::string home, abs_dir;
+      std::getline(lines, home);
+      std::getline(lines, abs_dir);
+      if (abs_dir.empty() || abs_dir[0] != '/')
+        return std::unexpected(unavailable("preparing " + dir_display + " on " + description() + " failed"));
+      auto installed = install_agent(*conn, abs_dir, deadline);
+      if (!installed) return std::unexpected(installed.error());
+      report = AgentInstallReport{*installed, home, true, agent_hash_};
+      continue;
+    }
     auto err = info.error();
     // The agent's stderr went to agent.log on the box: its last lines usually say why (a glibc
     // older than the build needs, a root it cannot create).
-    std::string log_path = std::filesystem::path(*path).parent_path().string() + "/agent.log";
-    if (auto tail = conn->exec("tail -c 600 " + shell_quote(log_path) + " 2>/dev/null", 5s); tail && !tail->out.empty()) {
+    if (auto tail = conn->exec("tail -c 600 " + remote_path_expr(dir_display + "/agent.log") + " 2>/dev/null", 5s);
+        tail && !tail->out.empty()) {
       if (tail->out.find("GLIBC_") != std::string::npos)
         err.message += "; the box's glibc is older than this ferry-agent build needs (see docs/ssh.md)";
       err.message += "; agent.log ends with: " + tail->out;
     }
     return std::unexpected(err);
   }
-  info_ = *info;
-  auto interval = options_.keepalive_interval.count() > 0 ? options_.keepalive_interval
-                  : host_.server_alive_interval_s > 0   ? std::chrono::milliseconds(host_.server_alive_interval_s * 1000)
-                                                        : kDefaultKeepalive;
-  int count = options_.keepalive_count_max > 0 ? options_.keepalive_count_max : host_.server_alive_count_max;
-  conn->start_keepalive(interval, count, [this, raw](const ssh::Error& e) {
-    std::lock_guard lk(mutex_);
-    if (link_.get() == raw && !broken_) {
-      broken_ = true;
-      broken_reason_ = e.message;
-      cv_.notify_all();
-    }
-  });
-  link->connection = std::move(conn);
-  return link;
 }
 
 std::expected<AgentInfo, ResponseError> SshEndpoint::connect(std::chrono::milliseconds timeout) {

@@ -58,8 +58,8 @@ bool is_idempotent_method(std::string_view method);
 
 // What the install step found or did, for doctor and tests.
 struct AgentInstallReport {
-  std::string remote_path;  // absolute path of ferry-agent on the box
-  std::string remote_home;
+  std::string remote_path;  // ferry-agent on the box: absolute after an install, else as configured ("~/...")
+  std::string remote_home;  // $HOME on the box (known after an install)
   bool installed = false;   // uploaded this time
   std::string sha256;
 };
@@ -92,7 +92,9 @@ class SshEndpoint final : public Endpoint {
     std::unique_ptr<AgentLink> agent;
   };
   std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
-  std::expected<std::string, ResponseError> ensure_agent(ssh::SshConnection& c, Clock::time_point deadline);
+  std::expected<void, ResponseError> load_local_agent();
+  std::expected<std::string, ResponseError> install_agent(ssh::SshConnection& c, const std::string& abs_dir,
+                                                          Clock::time_point deadline);
   void emit(HostState state);
   void link_broken(const std::string& why);
   void monitor_loop();
@@ -113,6 +115,12 @@ class SshEndpoint final : public Endpoint {
   ssh::HostKeyInfo host_key_;
   std::thread monitor_;
   std::atomic<int> reconnects_{0};
+
+  // The local ferry-agent build, read once (again only if the file changes).
+  std::filesystem::path agent_path_;
+  std::filesystem::file_time_type agent_mtime_{};
+  std::string agent_hash_;
+  std::string agent_bytes_;
 };
 
 // ferry doctor / doctor/run: one line per check, each pass, warn or fail with the fix.
