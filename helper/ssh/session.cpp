@@ -633,26 +633,9 @@ asio::awaitable<Result<std::shared_ptr<Session>>> Session::connect(Executor exec
 asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
                                            std::shared_ptr<asio::posix::stream_descriptor> end) {
   // Two directions, both on this strand: channel -> socketpair (this coroutine) and
-  // socketpair -> channel (spawned below). Either side ending ends both.
+  // socketpair -> channel (bridge_up). Either side ending ends both.
   auto self = shared_from_this();
-  auto up = [self, channel, end]() -> asio::awaitable<void> {
-    std::array<char, 32768> buf{};
-    for (;;) {
-      boost::system::error_code ec;
-      auto n = co_await end->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
-      if (ec || n == 0) {
-        if (self->is_open()) co_await channel->send_eof(Clock::now() + 5s);
-        co_return;
-      }
-      auto w = co_await channel->write_all(std::string_view(buf.data(), n), Clock::time_point::max());
-      if (!w) {
-        boost::system::error_code ignored;
-        end->close(ignored);
-        co_return;
-      }
-    }
-  };
-  asio::co_spawn(executor_, up(), [](std::exception_ptr) {});
+  asio::co_spawn(executor_, bridge_up(channel, end), [](std::exception_ptr) {});
   std::array<char, 32768> buf{};
   for (;;) {
     auto n = co_await channel->read_some(buf, Clock::time_point::max());
@@ -666,6 +649,27 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
     boost::system::error_code ec;
     co_await asio::async_write(*end, asio::buffer(buf.data(), *n), asio::redirect_error(use_awaitable, ec));
     if (ec) co_return;
+  }
+}
+
+asio::awaitable<void> Session::bridge_up(std::shared_ptr<Channel> channel,
+                                         std::shared_ptr<asio::posix::stream_descriptor> end) {
+  // Parameters, not lambda captures: they live in this coroutine's own frame.
+  auto self = shared_from_this();
+  std::array<char, 32768> buf{};
+  for (;;) {
+    boost::system::error_code ec;
+    auto n = co_await end->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
+    if (ec || n == 0) {
+      if (is_open()) co_await channel->send_eof(Clock::now() + 5s);
+      co_return;
+    }
+    auto w = co_await channel->write_all(std::string_view(buf.data(), n), Clock::time_point::max());
+    if (!w) {
+      boost::system::error_code ignored;
+      end->close(ignored);
+      co_return;
+    }
   }
 }
 

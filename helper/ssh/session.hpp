@@ -162,6 +162,7 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::awaitable<void> keepalive_loop(std::chrono::milliseconds interval, int count_max);
   asio::awaitable<void> open_pump_channel(Clock::time_point deadline);
   asio::awaitable<void> bridge_loop(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end);
+  asio::awaitable<void> bridge_up(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end);
 
   static long recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract);
 
