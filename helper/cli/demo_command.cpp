@@ -27,13 +27,16 @@ struct DemoOptions {
   int pings = 200;
 };
 
-// --project, else samples/ of the source tree this ferry was built from, else the cwd.
+// --project, else samples/ of the source tree this ferry was built from, else the project
+// around the cwd (walking up to ferry.json).
 fs::path demo_project_dir(const GlobalOptions& g) {
   if (g.project_dir) return *g.project_dir;
   std::error_code ec;
   fs::path samples = fs::path(kSourceDir) / "samples";
   if (fs::is_regular_file(samples / deploy::kProjectFileName, ec)) return samples;
-  return fs::current_path(ec);
+  fs::path cwd = fs::current_path(ec);
+  if (auto found = deploy::find_project_file(cwd)) return found->parent_path();
+  return cwd;
 }
 
 void row(std::string_view key, std::string_view value) { std::cout << fmt::format("  {:<13}{}\n", key, value); }

@@ -1,6 +1,7 @@
 // Helper side of the agent wire: see agent_link.hpp.
 #include "helper/remote/agent_link.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include <spdlog/spdlog.h>
@@ -108,7 +109,8 @@ std::expected<void, ResponseError> AgentLink::send(const protocol::Message& mess
 
 std::expected<json, ResponseError> AgentLink::call(std::string_view method, json params,
                                                    std::chrono::milliseconds timeout) {
-  auto deadline = Clock::now() + timeout;
+  // Clamped so that "wait forever" timeouts cannot overflow the clock.
+  auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 365));
   auto pending = std::make_shared<Pending>();
   std::int64_t id = 0;
   {

@@ -43,13 +43,15 @@ class Endpoint {
       std::chrono::milliseconds timeout = kDefaultHandshakeTimeout) = 0;
 
   // One request; safe from many threads at once, all in flight together. Fails with
-  // kAgentUnavailable when the agent is gone, kRequestCancelled when the timeout passes.
+  // kAgentUnavailable when the agent is gone, kRequestCancelled when the timeout passes. The
+  // timeout covers the wait for the reply; sending blocks while the agent's input pipe is full.
   virtual std::expected<json, ResponseError> call(std::string_view method, json params,
                                                   std::chrono::milliseconds timeout = kDefaultCallTimeout) = 0;
 
   virtual std::expected<void, ResponseError> notify(std::string_view method, json params) = 0;
 
-  // Called on the endpoint's reader thread for each notification from the agent.
+  // Called on the endpoint's reader thread for each notification from the agent. It must not
+  // wait for a call() on the same endpoint: replies are read by that very thread.
   virtual void set_notification_handler(NotificationHandler handler) = 0;
 
   // Valid after a successful connect().
