@@ -152,9 +152,72 @@ void SshdFixture::add_client_config(const std::string& text) const {
   std::ofstream(ssh_config(), std::ios::app) << text << "\n";
 }
 
+namespace {
+
+// The inode of the socket listening on 127.0.0.1:port, from /proc/net/tcp (0 if none).
+unsigned long listening_inode(int port) {
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // header
+  char want[32];
+  std::snprintf(want, sizeof want, "0100007F:%04X", port);
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string sl, local, remote, state, queues, tr, retr, uid, timeout;
+    unsigned long inode = 0;
+    f >> sl >> local >> remote >> state >> queues >> tr >> retr >> uid >> timeout >> inode;
+    if (local == want && state == "0A") return inode;
+  }
+  return 0;
+}
+
+bool process_has_socket(pid_t pid, unsigned long inode) {
+  std::error_code ec;
+  std::string target = "socket:[" + std::to_string(inode) + "]";
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec))
+    if (fs::read_symlink(e.path(), ec) == target) return true;
+  return false;
+}
+
+}  // namespace
+
 void SshdFixture::start() {
-  pid_ = spawn({"/usr/sbin/sshd", "-D", "-e", "-f", (dir_ / "sshd_config").string()}, dir_ / "sshd.log");
-  if (!wait_for_port(port_, 10s)) throw std::runtime_error("sshd did not start listening:\n" + log());
+  // Parallel tests pick ports too: the fixture is ready only when *its* sshd owns the listening
+  // socket. If another process won the port, a fresh fixture takes a new one; a restart retries.
+  bool fresh = pid_ == -1 && !fs::exists(dir_ / "started");
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    pid_ = spawn({"/usr/sbin/sshd", "-D", "-e", "-f", (dir_ / "sshd_config").string()}, dir_ / "sshd.log");
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    bool exited = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited = true;
+        break;
+      }
+      unsigned long inode = listening_inode(port_);
+      if (inode && process_has_socket(pid_, inode)) {
+        std::ofstream(dir_ / "started").flush();
+        return;
+      }
+      std::this_thread::sleep_for(5ms);  // polling /proc for the listener, bounded by the deadline
+    }
+    if (!exited) throw std::runtime_error("sshd did not start listening:\n" + log());
+    pid_ = -1;
+    if (fresh) {
+      port_ = pick_free_port();
+      write_sshd_config();
+      std::string cfg;
+      {
+        std::ifstream in(ssh_config());
+        cfg.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      auto at = cfg.find("  Port ");
+      cfg.replace(at, cfg.find('\n', at) - at, "  Port " + std::to_string(port_));
+      std::ofstream(ssh_config()) << cfg;
+    }
+  }
+  throw std::runtime_error("sshd could not bind a port:\n" + log());
 }
 
 std::vector<pid_t> SshdFixture::tree() const {
