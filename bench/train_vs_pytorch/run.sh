@@ -12,6 +12,8 @@ steps=${STEPS:-100}
 device=${DEVICE:-cpu}
 precision=${PRECISION:-fp32}
 warmup=20
+# Debian's OpenBLAS (pthreads) keeps its own pool that set_num_threads does not reach: pin it for both sides.
+export OPENBLAS_NUM_THREADS=$threads
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 [ -x "$train" ] || { echo "no ferry-train at $train (set FERRY_TRAIN)" >&2; exit 2; }

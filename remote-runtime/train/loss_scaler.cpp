@@ -21,8 +21,13 @@ bool LossScaler::unscale(const std::vector<at::Tensor>& grads) {
   used_aten_ = false;
   if (aten_unscale_ok_) {
     try {
+      std::vector<at::Tensor> present;  // parameters that took no part in the loss have no grad
+      present.reserve(grads.size());
+      for (const auto& g : grads) {
+        if (g.defined()) present.push_back(g);
+      }
       auto inv = scale_.to(at::kDouble).reciprocal().to(at::kFloat);
-      at::_amp_foreach_non_finite_check_and_unscale_(grads, found_inf_, inv);
+      at::_amp_foreach_non_finite_check_and_unscale_(present, found_inf_, inv);
       used_aten_ = true;
       return found_inf_.item<float>() != 0.0f;
     } catch (const c10::Error&) {

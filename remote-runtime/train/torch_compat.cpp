@@ -2,6 +2,9 @@
 // and CUDA allocator statistics (only present when Torch was built with CUDA).
 #include "remote-runtime/train/torch_compat.hpp"
 
+#include <dlfcn.h>
+
+#include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
 #include <ATen/Context.h>
 #include <torch/version.h>
@@ -133,6 +136,12 @@ void cuda_synchronize([[maybe_unused]] int device) {
 #if defined(FERRY_TORCH_CUDA)
   c10::cuda::device_synchronize();
 #endif
+}
+
+void set_compute_threads(int threads) {
+  at::set_num_threads(threads);
+  using SetThreads = void (*)(int);
+  if (auto* fn = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(threads);
 }
 
 bool is_out_of_memory_message(const std::string& what) {

@@ -44,6 +44,10 @@ void cuda_empty_cache();
 std::optional<std::pair<std::int64_t, std::int64_t>> cuda_memory_info(int device);
 void cuda_synchronize(int device);
 
+// Intra-op threads for ATen and, when LibTorch sits on a pthreads OpenBLAS (Debian's), for OpenBLAS's
+// own pool too, which at::set_num_threads does not reach.
+void set_compute_threads(int threads);
+
 // True when `what` (an exception message) says the allocator ran out of memory.
 bool is_out_of_memory_message(const std::string& what);
 

@@ -331,7 +331,7 @@ int run_training(TrainConfig config, const RunOptions& options, EventStream& eve
                             {"message", "fp16 needs a CUDA device; use bf16 on CPU"}});
       return kExitBadConfig;
     }
-    if (config.threads > 0) at::set_num_threads(config.threads);
+    if (config.threads > 0) set_compute_threads(config.threads);
 
     std::unique_ptr<ProcessGroupHandle> group;
     if (env->world_size > 1) {
