@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -15,6 +17,7 @@
 
 #include "ferry/version.hpp"
 #include "helper/remote/local_endpoint.hpp"
+#include "protocol/agent_wire.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -285,4 +288,36 @@ BOOST_AUTO_TEST_CASE(sandbox_and_agent_lookup) {
   ::setenv("FERRY_AGENT", "/nonexistent/agent", 1);
   BOOST_TEST(!ferry::remote::find_agent_binary().has_value());
   ::unsetenv("FERRY_AGENT");
+}
+
+BOOST_AUTO_TEST_CASE(notifications_reach_the_handler) {
+  TempDir t;
+  // A scripted agent: after the first byte of agent/hello (id 1) it answers it, sends a
+  // notification, then reads until EOF. The frames are prepared here.
+  using namespace ferry::protocol;
+  std::ofstream(t.path / "frames", std::ios::binary)
+      << encode_agent_frame(make_result(1, json{{"protocolVersion", ferry::kAgentProtocolVersion},
+                                                {"version", "scripted"},
+                                                {"pid", 1},
+                                                {"root", "/scripted"}}))
+      << encode_agent_frame(Notification{"run/output", json{{"bytes", json::binary({0, 1, 2})}}});
+  auto scripted = t.script("scripted", "echo 'FERRY-AGENT " + std::to_string(ferry::kAgentProtocolVersion) +
+                                           " scripted'\nhead -c 1 >/dev/null\ncat '" + (t.path / "frames").string() +
+                                           "'\nexec cat >/dev/null\n");
+  LocalEndpoint ep(options(t, scripted));
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<Notification> seen;
+  ep.set_notification_handler([&](const Notification& n) {
+    std::lock_guard lock(m);
+    seen.push_back(n);
+    cv.notify_all();
+  });
+  auto info = ep.connect(5s);
+  BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? std::string() : info.error().message));
+  BOOST_TEST(info->version == "scripted");
+  std::unique_lock lock(m);
+  BOOST_REQUIRE(cv.wait_for(lock, 5s, [&] { return !seen.empty(); }));
+  BOOST_TEST(seen[0].method == "run/output");
+  BOOST_TEST(seen[0].params["bytes"] == json::binary({0, 1, 2}));
 }
