@@ -82,6 +82,10 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   row("pid", std::to_string(info->pid));
   row("root", info->root);
   row("system", fmt::format("{} {} on {}", info->os, info->arch, info->hostname));
+  // On the local host "~" in a mapping is the sandbox, so a person can find the synced files.
+  for (const auto& m : config->mappings)
+    if (config->host == "local" && m.remote.starts_with("~"))
+      row("mapped to", (fs::path(info->root) / m.remote.substr(m.remote.size() > 1 ? 2 : 1)).string());
   row("handshake", fmt::format("{:.1f} ms (spawn, magic line, agent/hello)", handshake_us.count() / 1000.0));
 
   std::vector<double> rtts;
