@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,7 @@
 #include "protocol/agent_wire.hpp"
 #include "remote-runtime/agent/agent_service.hpp"
 #include "remote-runtime/agent/root_path.hpp"
+#include "remote-runtime/agent/sync_methods.hpp"
 
 namespace {
 
@@ -75,7 +77,9 @@ int main(int argc, char** argv) {
     std::cerr << "ferry-agent: " << root.error() << "\n";
     return 2;
   }
+  auto sync_methods = std::make_shared<ferry::agent::SyncMethods>(*root);
   ferry::agent::AgentService service(std::move(*root));
+  service.add_methods([sync_methods](const ferry::protocol::Request& r) { return sync_methods->handle(r); });
 
   if (!write_all(STDOUT_FILENO, ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) + "\n"))
     return 1;

@@ -103,6 +103,8 @@ Response AgentService::dispatch(const protocol::Request& r) {
     shutdown_ = true;
     return protocol::make_result(r.id, json::object());
   }
+  for (const auto& extra : extra_)
+    if (auto reply = extra(r)) return std::move(*reply);
   return protocol::make_error(r.id, ec::kMethodNotFound, "the agent has no method '" + r.method + "'");
 }
 

@@ -1,0 +1,373 @@
+// The agent's sync/* methods: see sync_methods.hpp. Params and results are documented in
+// protocol/spec/protocol.md ("Agent sync methods").
+#include "remote-runtime/agent/sync_methods.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include <zstd.h>
+
+#include "remote-runtime/agent/sync/file_writer.hpp"
+#include "remote-runtime/agent/sync/tree_listing.hpp"
+
+namespace ferry::agent {
+namespace {
+
+using protocol::json;
+using protocol::Response;
+namespace ec = protocol::error_code;
+using sync::WriteErrc;
+using sync::WriteError;
+
+// A malformed request: the message names the method and the field.
+struct BadParams {
+  std::string message;
+};
+
+const char* errc_name(WriteErrc c) {
+  switch (c) {
+    case WriteErrc::invalid_path: return "invalid_path";
+    case WriteErrc::not_found: return "not_found";
+    case WriteErrc::io: return "io";
+    case WriteErrc::hash_mismatch: return "hash_mismatch";
+    case WriteErrc::bad_delta: return "bad_delta";
+    case WriteErrc::conflict: return "conflict";
+    case WriteErrc::wrong_kind: return "wrong_kind";
+  }
+  return "io";
+}
+
+json error_entry(const std::string& path, const WriteError& e) {
+  return json{{"path", path}, {"ok", false}, {"code", errc_name(e.code)}, {"message", e.message}};
+}
+json ok_entry(const std::string& path) { return json{{"path", path}, {"ok", true}}; }
+
+const json& field(const json& obj, const char* name) {
+  if (!obj.is_object() || !obj.contains(name)) throw BadParams{std::string("missing '") + name + "'"};
+  return obj[name];
+}
+std::string str_field(const json& obj, const char* name) {
+  const json& v = field(obj, name);
+  if (!v.is_string()) throw BadParams{std::string("'") + name + "' must be a string"};
+  return v.get<std::string>();
+}
+std::int64_t int_field(const json& obj, const char* name) {
+  const json& v = field(obj, name);
+  if (!v.is_number_integer()) throw BadParams{std::string("'") + name + "' must be an integer"};
+  return v.get<std::int64_t>();
+}
+std::uint64_t uint_field(const json& obj, const char* name) {
+  std::int64_t v = int_field(obj, name);
+  if (v < 0) throw BadParams{std::string("'") + name + "' must not be negative"};
+  return static_cast<std::uint64_t>(v);
+}
+const json::binary_t& bin_field(const json& obj, const char* name) {
+  const json& v = field(obj, name);
+  if (!v.is_binary()) throw BadParams{std::string("'") + name + "' must be a byte string"};
+  return v.get_binary();
+}
+const json& array_field(const json& obj, const char* name) {
+  const json& v = field(obj, name);
+  if (!v.is_array()) throw BadParams{std::string("'") + name + "' must be an array"};
+  return v;
+}
+
+sync::Hash128 hash_field(const json& obj, const char* name) {
+  const auto& b = bin_field(obj, name);
+  if (b.size() != 16) throw BadParams{std::string("'") + name + "' must be 16 bytes (xxh3-128)"};
+  sync::Hash128 h{};
+  std::memcpy(h.data(), b.data(), 16);
+  return h;
+}
+
+sync::FileAttrs attrs_of(const json& f) {
+  sync::FileAttrs a;
+  a.size = uint_field(f, "size");
+  a.hash = hash_field(f, "hash");
+  a.mode = static_cast<std::uint32_t>(uint_field(f, "mode")) & 07777;
+  a.mtime_ns = int_field(f, "mtimeNs");
+  return a;
+}
+
+std::optional<sync::Precondition> expect_of(const json& f) {
+  auto it = f.find("expect");
+  if (it == f.end() || it->is_null()) return std::nullopt;
+  sync::Precondition p;
+  const json& e = *it;
+  const json& exists = field(e, "exists");
+  if (!exists.is_boolean()) throw BadParams{"'expect.exists' must be a boolean"};
+  p.exists = exists.get<bool>();
+  if (p.exists) {
+    p.size = uint_field(e, "size");
+    p.mtime_ns = int_field(e, "mtimeNs");
+  }
+  return p;
+}
+
+// zstd frame -> bytes, refusing frames that claim (or turn out) larger than `expected`.
+std::expected<std::vector<std::uint8_t>, std::string> decompress(const json::binary_t& in, std::uint64_t expected) {
+  if (expected > kMaxSyncPayload) return std::unexpected("declared size " + std::to_string(expected) + " over the limit");
+  unsigned long long claimed = ZSTD_getFrameContentSize(in.data(), in.size());
+  if (claimed == ZSTD_CONTENTSIZE_ERROR) return std::unexpected("not a zstd frame");
+  if (claimed != ZSTD_CONTENTSIZE_UNKNOWN && claimed != expected)
+    return std::unexpected("zstd frame holds " + std::to_string(claimed) + " bytes, " + std::to_string(expected) + " declared");
+  std::vector<std::uint8_t> out(expected);
+  std::size_t n = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
+  if (ZSTD_isError(n)) return std::unexpected(std::string("zstd: ") + ZSTD_getErrorName(n));
+  if (n != expected) return std::unexpected("zstd frame decompressed to " + std::to_string(n) + " bytes, " + std::to_string(expected) + " declared");
+  return out;
+}
+
+json::binary_t compress(const std::uint8_t* data, std::size_t size) {
+  std::vector<std::uint8_t> out(ZSTD_compressBound(size));
+  std::size_t n = ZSTD_compress(out.data(), out.size(), data, size, 3);
+  out.resize(ZSTD_isError(n) ? 0 : n);
+  return json::binary_t(std::move(out));
+}
+
+json::binary_t hash_bytes(const sync::Hash128& h) { return json::binary_t(std::vector<std::uint8_t>(h.begin(), h.end())); }
+
+// Base and path joined in wire form ("" base: the root).
+std::string join(const std::string& base, const std::string& path) {
+  if (base.empty() || base == ".") return path;
+  return base + "/" + path;
+}
+
+}  // namespace
+
+SyncMethods::SyncMethods(RootPath root) : root_(std::move(root)) {}
+SyncMethods::~SyncMethods() = default;
+SyncMethods::SyncMethods(SyncMethods&&) noexcept = default;
+
+std::expected<sync::FileWriter*, std::string> SyncMethods::writer_for(const std::string& base_in) {
+  auto base = normalize_wire_path(base_in);
+  if (!base) return std::unexpected(base.error());
+  if (auto it = writers_.find(*base); it != writers_.end()) return it->second.get();
+  // The base itself is created through the root writer's O_NOFOLLOW walk, so a symlinked
+  // directory cannot stand in for it.
+  if (!base->empty()) {
+    auto root_writer = writer_for("");
+    if (!root_writer) return std::unexpected(root_writer.error());
+    if (auto made = (*root_writer)->make_dirs(*base); !made) return std::unexpected(made.error().message);
+  }
+  auto resolved = root_.resolve(*base);
+  if (!resolved) return std::unexpected(resolved.error());
+  auto w = sync::FileWriter::open(resolved->absolute);
+  if (!w) return std::unexpected(w.error().message);
+  auto owned = std::make_unique<sync::FileWriter>(std::move(*w));
+  auto* raw = owned.get();
+  writers_.emplace(*base, std::move(owned));
+  return raw;
+}
+
+std::optional<Response> SyncMethods::handle(const protocol::Request& r) {
+  if (!r.method.starts_with("sync/")) return std::nullopt;
+  try {
+    return dispatch(r);
+  } catch (const BadParams& e) {
+    return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + e.message);
+  } catch (const json::exception& e) {
+    return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + e.what());
+  }
+}
+
+Response SyncMethods::dispatch(const protocol::Request& r) {
+  const json& p = r.params;
+  if (!p.is_object()) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": params must be an object");
+  std::string base = p.contains("base") ? str_field(p, "base") : std::string();
+  auto writer = writer_for(base);
+  if (!writer) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": base '" + base + "': " + writer.error());
+  sync::FileWriter& w = **writer;
+  auto io_error = [&](const std::string& what, const WriteError& e) {
+    int code = e.code == WriteErrc::invalid_path ? ec::kInvalidParams : ec::kIoError;
+    return protocol::make_error(r.id, code, r.method + " '" + what + "': " + e.message, json{{"code", errc_name(e.code)}});
+  };
+
+  if (r.method == "sync/list") {
+    std::size_t swept = 0;
+    if (p.value("sweep", false)) {
+      if (auto s = w.sweep_temp_files()) swept = *s;
+    }
+    std::set<std::string> known, prune;
+    if (p.contains("known"))
+      for (const auto& k : array_field(p, "known"))
+        if (k.is_string()) known.insert(k.get<std::string>());
+    if (p.contains("prune"))
+      for (const auto& k : array_field(p, "prune"))
+        if (k.is_string()) prune.insert(k.get<std::string>());
+    const bool hash_all = p.value("hashAll", false);
+    sync::ListOptions opt;
+    opt.hash_if = [&](const std::string& path) { return hash_all || !known.contains(path); };
+    opt.prune = [&](const std::string& path) { return prune.contains(path); };
+    auto listing = sync::list_tree(w, opt);
+    if (!listing) return io_error(base, listing.error());
+    // Arrays, not objects: a 100k-file listing stays small on the wire.
+    json entries = json::array();
+    for (const auto& e : *listing) {
+      json row = json::array({e.path, static_cast<int>(e.kind), e.mode, e.size, e.mtime_ns, e.link_target});
+      row.push_back(e.hash ? json(hash_bytes(*e.hash)) : json(nullptr));
+      entries.push_back(std::move(row));
+    }
+    return protocol::make_result(r.id, json{{"entries", std::move(entries)}, {"swept", swept}});
+  }
+
+  if (r.method == "sync/writeBatch") {
+    json results = json::array();
+    std::uint64_t written = 0;
+    for (const auto& f : array_field(p, "files")) {
+      std::string path = f.is_object() && f.contains("path") && f["path"].is_string() ? f["path"].get<std::string>() : "";
+      try {
+        auto attrs = attrs_of(f);
+        auto expect = expect_of(f);
+        auto bytes = decompress(bin_field(f, "data"), attrs.size);
+        if (!bytes) {
+          results.push_back(error_entry(path, {WriteErrc::bad_delta, bytes.error()}));
+          continue;
+        }
+        auto done = w.write_file(path, *bytes, attrs, expect);
+        if (!done) {
+          results.push_back(error_entry(path, done.error()));
+          continue;
+        }
+        written += attrs.size;
+        results.push_back(ok_entry(path));
+      } catch (const BadParams& e) {
+        results.push_back(error_entry(path, {WriteErrc::invalid_path, e.message}));
+      }
+    }
+    return protocol::make_result(r.id, json{{"results", std::move(results)}, {"bytesWritten", written}});
+  }
+
+  if (r.method == "sync/signature") {
+    std::string path = str_field(p, "path");
+    std::optional<ferry::delta::SignatureParams> params;
+    if (p.contains("blockSize")) {
+      ferry::delta::SignatureParams sp;
+      sp.block_size = static_cast<std::uint32_t>(uint_field(p, "blockSize"));
+      if (p.contains("strongLen")) sp.strong_len = static_cast<std::uint8_t>(uint_field(p, "strongLen"));
+      if (auto ok = ferry::delta::validate_params(sp); !ok)
+        return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + ok.error().message);
+      params = sp;
+    }
+    auto sig = w.signature(path, params);
+    if (!sig) return io_error(path, sig.error());
+    return protocol::make_result(r.id, json{{"signature", json::binary_t(std::move(*sig))}});
+  }
+
+  if (r.method == "sync/applyDelta") {
+    std::string path = str_field(p, "path");
+    auto attrs = attrs_of(p);
+    auto expect = expect_of(p);
+    auto delta = decompress(bin_field(p, "delta"), uint_field(p, "deltaSize"));
+    if (!delta) return protocol::make_error(r.id, ec::kInvalidParams, r.method + " '" + path + "': " + delta.error());
+    auto done = w.apply_delta(path, *delta, attrs, expect);
+    if (!done) return io_error(path, done.error());
+    return protocol::make_result(r.id, json{{"path", path}, {"ok", true}});
+  }
+
+  if (r.method == "sync/delete") {
+    // Files and links first, then directories (deepest first, as the helper orders them).
+    json results = json::array();
+    if (p.contains("paths"))
+      for (const auto& e : array_field(p, "paths")) {
+        if (!e.is_string()) throw BadParams{"'paths' must hold strings"};
+        auto done = w.remove(e.get<std::string>());
+        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error()));
+      }
+    if (p.contains("dirs"))
+      for (const auto& e : array_field(p, "dirs")) {
+        if (!e.is_string()) throw BadParams{"'dirs' must hold strings"};
+        auto done = w.remove_dir(e.get<std::string>());
+        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error()));
+      }
+    return protocol::make_result(r.id, json{{"results", std::move(results)}});
+  }
+
+  if (r.method == "sync/mkdir") {
+    json results = json::array();
+    for (const auto& d : array_field(p, "dirs")) {
+      std::string path = str_field(d, "path");
+      auto mode = d.contains("mode") ? static_cast<std::uint32_t>(uint_field(d, "mode")) & 07777 : 0755u;
+      auto done = w.make_dirs(path, mode);
+      // make_dirs leaves an existing dir's mode alone; the helper's plan wants it exact.
+      if (done) done = w.set_attrs(path, mode, std::nullopt);
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+    }
+    return protocol::make_result(r.id, json{{"results", std::move(results)}});
+  }
+
+  if (r.method == "sync/symlink") {
+    json results = json::array();
+    for (const auto& l : array_field(p, "links")) {
+      std::string path = str_field(l, "path");
+      auto done = w.make_symlink(path, str_field(l, "target"));
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+    }
+    return protocol::make_result(r.id, json{{"results", std::move(results)}});
+  }
+
+  if (r.method == "sync/setAttrs") {
+    json results = json::array();
+    for (const auto& a : array_field(p, "entries")) {
+      std::string path = str_field(a, "path");
+      std::optional<std::int64_t> mtime;
+      if (a.contains("mtimeNs") && !a["mtimeNs"].is_null()) mtime = int_field(a, "mtimeNs");
+      auto done = w.set_attrs(path, static_cast<std::uint32_t>(uint_field(a, "mode")) & 07777, mtime);
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+    }
+    return protocol::make_result(r.id, json{{"results", std::move(results)}});
+  }
+
+  if (r.method == "sync/read") {
+    std::string path = str_field(p, "path");
+    std::uint64_t offset = p.contains("offset") ? uint_field(p, "offset") : 0;
+    std::uint64_t length = p.contains("length") ? uint_field(p, "length") : kMaxReadChunk;
+    if (length > kMaxReadChunk) length = kMaxReadChunk;
+    auto resolved = root_.resolve(join(base, path));
+    if (!resolved) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + resolved.error());
+    // O_NOFOLLOW: a symlink at the final component is never read through.
+    int fd = ::open(resolved->absolute.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      return protocol::make_error(r.id, err == ENOENT ? ec::kInvalidParams : ec::kIoError,
+                                  r.method + " '" + path + "': " + std::strerror(err),
+                                  json{{"code", err == ENOENT ? "not_found" : "io"}});
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return protocol::make_error(r.id, ec::kInvalidParams, r.method + " '" + path + "': not a regular file",
+                                  json{{"code", "wrong_kind"}});
+    }
+    std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+    std::uint64_t n = offset >= size ? 0 : std::min<std::uint64_t>(length, size - offset);
+    std::vector<std::uint8_t> buf(n);
+    std::uint64_t got = 0;
+    while (got < n) {
+      ssize_t k = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(offset + got));
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) break;
+      got += static_cast<std::uint64_t>(k);
+    }
+    ::close(fd);
+    buf.resize(got);
+    long long mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec;
+    return protocol::make_result(r.id, json{{"path", path},
+                                            {"offset", offset},
+                                            {"rawSize", got},
+                                            {"data", compress(buf.data(), buf.size())},
+                                            {"size", size},
+                                            {"mtimeNs", mtime_ns},
+                                            {"mode", static_cast<unsigned>(st.st_mode & 07777)},
+                                            {"eof", offset + got >= size}});
+  }
+
+  return protocol::make_error(r.id, ec::kMethodNotFound, "the agent has no method '" + r.method + "'");
+}
+
+}  // namespace ferry::agent

@@ -1,0 +1,44 @@
+// The agent's sync/* methods: the remote half of a push or pull (listing, batched whole-file
+// writes, signatures, deltas, deletes, dirs, links, attributes, chunked reads). Every path is a
+// wire path checked by normalize_wire_path and written through FileWriter's O_NOFOLLOW walk, so
+// nothing reaches outside the agent root. Literal bytes travel zstd-compressed as CBOR binary.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "protocol/jsonrpc.hpp"
+#include "remote-runtime/agent/root_path.hpp"
+
+namespace ferry::agent {
+
+namespace sync {
+class FileWriter;
+}
+
+// Largest decompressed payload accepted in one request (a hostile size field cannot make the
+// agent allocate more).
+inline constexpr std::size_t kMaxSyncPayload = 256u << 20;
+inline constexpr std::size_t kMaxReadChunk = 8u << 20;
+
+class SyncMethods {
+ public:
+  explicit SyncMethods(RootPath root);
+  ~SyncMethods();
+  SyncMethods(SyncMethods&&) noexcept;
+
+  // A reply for sync/* methods, nullopt for any other method.
+  std::optional<protocol::Response> handle(const protocol::Request& request);
+
+ private:
+  protocol::Response dispatch(const protocol::Request& request);
+  // The writer rooted at `base` (a directory under the root, created if missing).
+  std::expected<sync::FileWriter*, std::string> writer_for(const std::string& base);
+  RootPath root_;
+  std::map<std::string, std::unique_ptr<sync::FileWriter>> writers_;
+};
+
+}  // namespace ferry::agent
