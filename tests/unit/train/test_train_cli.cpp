@@ -18,12 +18,14 @@
 #include <fstream>
 #include <random>
 #include <regex>
+#include <span>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "remote-runtime/train/checkpoint.hpp"
+#include "remote-runtime/train/tensor_file.hpp"
 
 extern char** environ;
 
@@ -406,4 +408,90 @@ BOOST_AUTO_TEST_CASE(auto_batch_on_cpu_probes_within_the_memory_limit) {
   auto err = tight.find("error");
   BOOST_REQUIRE(err.has_value());
   BOOST_TEST(err->value("stage", "") == "auto_batch");
+}
+
+namespace {
+
+void write_idx(const fs::path& file, std::uint8_t rank_code, const std::vector<std::uint32_t>& dims,
+               const std::vector<std::uint8_t>& data) {
+  std::ofstream out(file, std::ios::binary);
+  const unsigned char magic[4] = {0, 0, 0x08, rank_code};
+  out.write(reinterpret_cast<const char*>(magic), 4);
+  for (auto d : dims) {
+    const unsigned char be[4] = {static_cast<unsigned char>(d >> 24), static_cast<unsigned char>(d >> 16),
+                                 static_cast<unsigned char>(d >> 8), static_cast<unsigned char>(d)};
+    out.write(reinterpret_cast<const char*>(be), 4);
+  }
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+// Images whose brightness pattern depends on the label: learnable in a few steps.
+void write_mnist_split(const fs::path& dir, const std::string& prefix, std::uint32_t count, std::uint32_t side,
+                       std::mt19937& rng) {
+  const std::uint32_t pixels = side * side;
+  std::vector<std::uint8_t> images(count * pixels), labels(count);
+  for (std::uint32_t i = 0; i < count; ++i) {
+    labels[i] = static_cast<std::uint8_t>(rng() % 10);
+    for (std::uint32_t p = 0; p < pixels; ++p) {
+      images[i * pixels + p] = static_cast<std::uint8_t>((p % 10 == labels[i] ? 200 : 20) + rng() % 40);
+    }
+  }
+  write_idx(dir / (prefix + "-images-idx3-ubyte"), 3, {count, side, side}, images);
+  write_idx(dir / (prefix + "-labels-idx1-ubyte"), 1, {count}, labels);
+}
+
+json file_data_config(const fs::path& out) {
+  auto c = mlp_config(out, 2);
+  c["model"] = {{"kind", "mlp"}, {"input_dim", 64}, {"hidden", {32}}, {"output_dim", 10}};
+  c["schedule"] = {{"kind", "constant"}};
+  c["max_steps"] = 60;
+  c["eval"] = {{"every_steps", 60}};
+  return c;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(mnist_idx_files_train) {
+  auto dir = scratch("mnist");
+  std::mt19937 rng(5);
+  write_mnist_split(dir, "train", 1024, 28, rng);
+  write_mnist_split(dir, "t10k", 256, 28, rng);
+  auto config = file_data_config(dir / "out");
+  config["model"]["input_dim"] = 784;
+  config["data"] = {{"source", "mnist"}, {"path", dir.string()}, {"workers", 2}};
+  auto r = run_train({write_config(dir, config).string()});
+  BOOST_REQUIRE_EQUAL(r.rc, 0);
+  auto eval = r.find("eval");
+  BOOST_REQUIRE(eval.has_value());
+  BOOST_TEST(eval->at("accuracy").get<double>() > 0.8);  // t10k split is the held-out set
+
+  // 8x8 images where the config promises MNIST's 28x28: a data error before training.
+  fs::create_directories(dir / "small");
+  write_mnist_split(dir / "small", "train", 64, 8, rng);
+  config["data"]["path"] = (dir / "small").string();
+  auto bad = run_train({write_config(dir, config).string()});
+  BOOST_TEST(bad.rc == 2);
+  BOOST_TEST(bad.find("error")->value("stage", "") == "data");
+}
+
+BOOST_AUTO_TEST_CASE(ftensor_files_train_through_mmap) {
+  auto dir = scratch("ftensor");
+  const std::int64_t n = 1024;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<float> x(static_cast<std::size_t>(n * 64));
+  std::vector<std::int64_t> y(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    y[i] = static_cast<std::int64_t>(rng() % 10);
+    for (int p = 0; p < 64; ++p) x[i * 64 + p] = noise(rng) + (p % 10 == y[i] ? 2.0f : 0.0f);
+  }
+  const std::vector<std::int64_t> xs = {n, 64}, ys = {n};
+  BOOST_REQUIRE(ferry::train::write_tensor_file(dir / "x.ftensor", ferry::train::DType::f32, xs, std::as_bytes(std::span(x))).has_value());
+  BOOST_REQUIRE(ferry::train::write_tensor_file(dir / "y.ftensor", ferry::train::DType::i64, ys, std::as_bytes(std::span(y))).has_value());
+  auto config = file_data_config(dir / "out");
+  config["data"] = {{"source", "tensor"}, {"path", (dir / "x.ftensor").string()},
+                    {"labels_path", (dir / "y.ftensor").string()}, {"workers", 2}};
+  auto r = run_train({write_config(dir, config).string()});
+  BOOST_REQUIRE_EQUAL(r.rc, 0);
+  BOOST_TEST(r.find("eval")->at("accuracy").get<double>() > 0.8);
 }
