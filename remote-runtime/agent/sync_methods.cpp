@@ -201,8 +201,18 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       for (const auto& k : array_field(p, "prune"))
         if (k.is_string()) prune.insert(k.get<std::string>());
     const bool hash_all = p.value("hashAll", false);
+    std::vector<std::string> hash_under;  // pull: every file below these is hashed
+    if (p.contains("hashUnder"))
+      for (const auto& k : array_field(p, "hashUnder"))
+        if (k.is_string()) hash_under.push_back(k.get<std::string>());
     sync::ListOptions opt;
-    opt.hash_if = [&](const std::string& path) { return hash_all || !known.contains(path); };
+    opt.hash_if = [&](const std::string& path) {
+      if (hash_all || !known.contains(path)) return true;
+      for (const auto& u : hash_under)
+        if (u.empty() || u == "." || path == u || (path.starts_with(u) && path.size() > u.size() && path[u.size()] == '/'))
+          return true;
+      return false;
+    };
     opt.prune = [&](const std::string& path) { return prune.contains(path); };
     auto listing = sync::list_tree(w, opt);
     if (!listing) return io_error(base, listing.error());

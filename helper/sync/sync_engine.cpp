@@ -1,0 +1,652 @@
+// The sync engine: see sync_engine.hpp. The order of remote steps follows docs/sync.md
+// ("For the transfer pipeline"): replace, mkdirs, files (whole batches and deltas, in flight
+// together), symlinks, metadata, then deletes; the manifest records each acknowledged write.
+#include "helper/sync/sync_engine.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <zstd.h>
+
+#include "helper/remote/endpoint.hpp"
+#include "helper/sync/atomic_file.hpp"
+#include "helper/sync/file_index.hpp"
+#include "helper/sync/manifest.hpp"
+#include "helper/sync/scanner.hpp"
+#include "protocol/delta/delta.hpp"
+
+namespace ferry::sync {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kBatchFiles = 512;
+constexpr std::uint64_t kBatchBytes = 8u << 20;
+constexpr std::uint64_t kMaxRequestPayload = 200u << 20;  // under the agent's 256 MiB frame cap
+constexpr std::uint64_t kReadChunk = 8u << 20;
+constexpr auto kBigCallTimeout = std::chrono::minutes(5);
+
+json::binary_t as_binary(std::vector<std::uint8_t> v) { return json::binary_t(std::move(v)); }
+json::binary_t hash_binary(const Hash128& h) { return as_binary(std::vector<std::uint8_t>(h.begin(), h.end())); }
+
+std::string human_bytes(std::uint64_t n) {
+  if (n < 1024) return fmt::format("{} B", n);
+  if (n < (1u << 20)) return fmt::format("{:.1f} KiB", n / 1024.0);
+  if (n < (1u << 30)) return fmt::format("{:.1f} MiB", n / 1048576.0);
+  return fmt::format("{:.2f} GiB", n / 1073741824.0);
+}
+
+const char* conflict_name(ConflictKind k) {
+  switch (k) {
+    case ConflictKind::changed_remotely: return "changed_remotely";
+    case ConflictKind::untracked_remote: return "untracked_remote";
+    case ConflictKind::deleted_locally_changed_remotely: return "deleted_locally_changed_remotely";
+    case ConflictKind::kind_mismatch: return "kind_mismatch";
+  }
+  return "conflict";
+}
+
+// Runs jobs on up to `width` threads, so that many agent requests are in flight at once.
+void run_parallel(std::vector<std::function<void()>>& jobs, unsigned width, const std::atomic<bool>* cancel) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      if (cancel && cancel->load()) return;
+      jobs[i]();
+    }
+  };
+  unsigned n = std::max(1u, std::min<unsigned>(width, static_cast<unsigned>(jobs.size())));
+  std::vector<std::jthread> threads;
+  for (unsigned i = 1; i < n; ++i) threads.emplace_back(worker);
+  worker();
+}
+
+bool under(const std::string& path, const std::string& prefix) {
+  return prefix.empty() || prefix == "." || path == prefix ||
+         (path.starts_with(prefix) && path.size() > prefix.size() && path[prefix.size()] == '/');
+}
+
+TreeState from_listing(const json& result) {
+  TreeState out;
+  for (const auto& row : result.at("entries")) {
+    FileMeta m;
+    m.kind = static_cast<EntryKind>(row.at(1).get<int>());
+    m.mode = row.at(2).get<std::uint32_t>();
+    m.size = row.at(3).get<std::uint64_t>();
+    m.mtime_ns = row.at(4).get<std::int64_t>();
+    m.link_target = row.at(5).get<std::string>();
+    if (row.size() > 6 && row.at(6).is_binary() && row.at(6).get_binary().size() == 16) {
+      Hash128 h{};
+      std::memcpy(h.data(), row.at(6).get_binary().data(), 16);
+      m.hash = h;
+    }
+    out.emplace(row.at(0).get<std::string>(), std::move(m));
+  }
+  return out;
+}
+
+std::expected<std::vector<std::uint8_t>, std::string> read_bytes(const fs::path& file) {
+  auto s = read_whole_file(file);
+  if (!s) return std::unexpected(s.error());
+  return std::vector<std::uint8_t>(s->begin(), s->end());
+}
+
+json expect_for(const TreeState& remote, const std::string& path) {
+  auto it = remote.find(path);
+  if (it == remote.end()) return json{{"exists", false}};
+  return json{{"exists", true}, {"size", it->second.size}, {"mtimeNs", it->second.mtime_ns}};
+}
+
+// What push and pull share while they run: the manifest and the summary, behind one lock.
+struct Progress {
+  std::mutex mu;
+  Manifest* manifest = nullptr;
+  SyncSummary* summary = nullptr;
+  std::uint64_t done = 0, total = 0;
+  const SyncOptions* options = nullptr;
+
+  void advance(std::uint64_t n) {
+    std::uint64_t d, t;
+    {
+      std::lock_guard lock(mu);
+      done += n;
+      d = done;
+      t = total;
+    }
+    if (options->progress) options->progress(d, t);
+  }
+  void error(std::string message) {
+    std::lock_guard lock(mu);
+    summary->errors.push_back(std::move(message));
+  }
+};
+
+}  // namespace
+
+std::vector<std::uint8_t> zstd_compress(const std::uint8_t* data, std::size_t size, int level) {
+  std::vector<std::uint8_t> out(ZSTD_compressBound(size));
+  std::size_t n = ZSTD_compress(out.data(), out.size(), data, size, level);
+  out.resize(ZSTD_isError(n) ? 0 : n);
+  return out;
+}
+
+std::expected<std::vector<std::uint8_t>, std::string> zstd_decompress(const std::uint8_t* data, std::size_t size,
+                                                                      std::uint64_t expected_size) {
+  if (expected_size > kMaxRequestPayload) return std::unexpected("chunk larger than the limit");
+  unsigned long long claimed = ZSTD_getFrameContentSize(data, size);
+  if (claimed == ZSTD_CONTENTSIZE_ERROR) return std::unexpected("not a zstd frame");
+  if (claimed != ZSTD_CONTENTSIZE_UNKNOWN && claimed != expected_size) return std::unexpected("zstd frame size mismatch");
+  std::vector<std::uint8_t> out(expected_size);
+  std::size_t n = ZSTD_decompress(out.data(), out.size(), data, size);
+  if (ZSTD_isError(n) || n != expected_size) return std::unexpected("zstd frame does not decompress to the declared size");
+  return out;
+}
+
+json SyncSummary::to_json() const {
+  json c = json::array();
+  for (const auto& x : conflicts) c.push_back({{"path", x.path}, {"kind", conflict_name(x.kind)}, {"message", x.message}});
+  return json{{"filesSent", files_sent},       {"filesDeleted", files_deleted}, {"conflicts", conflicts.size()},
+              {"bytesLiteral", bytes_literal}, {"bytesMatched", bytes_matched}, {"bytesOnWire", bytes_on_wire},
+              {"seconds", seconds},            {"dirsMade", dirs_made},       {"metadataOnly", metadata_only},
+              {"unchanged", unchanged},        {"dryRun", dry_run},           {"cancelled", cancelled},
+              {"conflictList", c},             {"heldDeletes", held_deletes}, {"errors", errors},
+              {"unstable", unstable}};
+}
+
+std::string SyncSummary::one_line() const {
+  return fmt::format("{}{} files sent, {} deleted, {} conflicts, {} literal, {} matched, {} on the wire, {:.2f} s{}{}",
+                     dry_run ? "(dry run) " : "", files_sent, files_deleted, conflicts.size(), human_bytes(bytes_literal),
+                     human_bytes(bytes_matched), human_bytes(bytes_on_wire), seconds,
+                     errors.empty() ? "" : fmt::format(", {} errors", errors.size()),
+                     held_deletes.empty() ? "" : fmt::format(", {} deletes held (confirm with --yes)", held_deletes.size()));
+}
+
+SyncEngine::SyncEngine(remote::Endpoint& endpoint, SyncTarget target) : endpoint_(endpoint), target_(std::move(target)) {}
+
+fs::path SyncEngine::manifest_path() const {
+  return default_manifest_path(target_.local_root, target_.host, target_.remote_root);
+}
+
+std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
+  const auto t0 = Clock::now();
+  SyncSummary summary;
+  summary.dry_run = o.dry_run;
+  const fs::path& root = target_.local_root;
+  const IgnoreMatcher ignore = IgnoreMatcher::for_tree(root, target_.exclude);
+  const IgnoreMatcher protect = IgnoreMatcher::from_patterns(target_.protect);
+
+  // 1. The local side.
+  auto index = FileIndex::load(default_index_path(root));
+  if (!index) {
+    spdlog::warn("sync: index unreadable ({}); rehashing everything", index.error());
+    index = FileIndex{};
+  }
+  auto scanned = o.only_paths.empty() ? scan_tree(root, ignore, &*index) : scan_paths(root, ignore, &*index, o.only_paths);
+  if (!scanned) return std::unexpected("scan " + root.string() + ": " + scanned.error());
+  if (o.only_paths.empty()) index->retain(scanned->entries);
+  if (auto saved = index->save(default_index_path(root)); !saved) spdlog::warn("sync: cannot save the index: {}", saved.error());
+  summary.unstable = scanned->unstable;
+  const TreeState& local = scanned->entries;
+
+  // 2. What ferry last wrote, 3. what is there now.
+  auto manifest = load_manifest(manifest_path());
+  if (!manifest) return std::unexpected(manifest.error());
+  manifest->remote_root = target_.remote_root;
+  json known = json::array();
+  for (const auto& [p, m] : manifest->entries) known.push_back(p);
+  auto listed = endpoint_.call("sync/list", json{{"base", target_.remote_base}, {"known", std::move(known)}, {"sweep", !o.dry_run}},
+                               kBigCallTimeout);
+  if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
+  TreeState remote = from_listing(*listed);
+  Manifest plan_manifest = *manifest;
+  if (!o.only_paths.empty()) {
+    // Sync on save: the plan sees only the saved paths, so nothing else looks deleted.
+    auto keep = [&](TreeState& t) {
+      std::erase_if(t, [&](const auto& kv) {
+        return std::none_of(o.only_paths.begin(), o.only_paths.end(), [&](const std::string& p) { return kv.first == p; });
+      });
+    };
+    keep(remote);
+    keep(plan_manifest.entries);
+  }
+
+  // 4. The plan.
+  PlanOptions popt;
+  popt.deletes = o.deletes;
+  popt.protect = &protect;
+  popt.ignore = &ignore;
+  popt.skip.insert(scanned->unstable.begin(), scanned->unstable.end());
+  popt.overwrite_conflicts = o.force;
+  Plan plan = plan_push(local, plan_manifest, remote, popt);
+  if (plan.needs_confirmation && o.confirm_mass_delete &&
+      o.confirm_mass_delete(plan.confirmation_reason, plan.held_deletes.size() + plan.held_rmdirs.size())) {
+    popt.confirmed_mass_delete = true;
+    plan = plan_push(local, plan_manifest, remote, popt);
+  }
+  summary.conflicts = plan.conflicts;
+  summary.held_deletes = plan.held_deletes;
+  summary.unchanged = plan.unchanged;
+  if (o.dry_run) {
+    summary.files_sent = plan.send_whole.size() + plan.send_delta.size() + plan.symlinks.size();
+    summary.files_deleted = plan.deletes.size();
+    summary.dirs_made = plan.mkdirs.size();
+    summary.metadata_only = plan.metadata.size();
+    summary.bytes_literal = plan.whole_bytes();
+    summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return summary;
+  }
+
+  Progress prog;
+  prog.manifest = &*manifest;
+  prog.summary = &summary;
+  prog.options = &o;
+  prog.total = plan.whole_bytes();
+  for (const auto& t : plan.send_delta) prog.total += t.local.size;
+  const std::string& base = target_.remote_base;
+  const fs::path cache_dir = root / ".ferry" / "sent";
+  auto record = [&](const std::string& path, const FileMeta& meta) {
+    std::lock_guard lock(prog.mu);
+    manifest->record(path, meta);
+  };
+  auto results_of = [&](const char* method, const std::expected<json, protocol::ResponseError>& reply,
+                        const std::function<void(const std::string&)>& on_ok) {
+    if (!reply) {
+      prog.error(fmt::format("{}: {}", method, reply.error().message));
+      return;
+    }
+    for (const auto& r : reply->value("results", json::array())) {
+      const std::string path = r.value("path", "");
+      if (r.value("ok", false)) {
+        on_ok(path);
+      } else if (r.value("code", "") == "conflict") {
+        std::lock_guard lock(prog.mu);
+        summary.conflicts.push_back({path, ConflictKind::changed_remotely, r.value("message", "changed on the remote during the sync")});
+      } else {
+        prog.error(fmt::format("{} '{}': {}", method, path, r.value("message", "failed")));
+      }
+    }
+  };
+  auto cancelled = [&] { return o.cancel && o.cancel->load(); };
+
+  // 5a. Files or links where a directory goes, then directories.
+  if (!plan.replace.empty()) {
+    auto reply = endpoint_.call("sync/delete", json{{"base", base}, {"paths", plan.replace}});
+    results_of("sync/delete", reply, [&](const std::string& p) {
+      std::lock_guard lock(prog.mu);
+      manifest->forget(p);
+    });
+  }
+  if (!plan.mkdirs.empty()) {
+    json dirs = json::array();
+    for (const auto& d : plan.mkdirs) dirs.push_back({{"path", d}, {"mode", local.at(d).mode}});
+    auto reply = endpoint_.call("sync/mkdir", json{{"base", base}, {"dirs", std::move(dirs)}});
+    results_of("sync/mkdir", reply, [&](const std::string& p) {
+      record(p, local.at(p));
+      ++summary.dirs_made;
+    });
+  }
+
+  // 5b. Whole files in batches, deltas one per request, links and attributes: all in flight together.
+  std::vector<std::function<void()>> jobs;
+  auto keep_copy = [&](const Transfer& t, const std::vector<std::uint8_t>& bytes) {
+    // The delta base for the next edit of this file, so it needs no signature round trip.
+    if (t.local.size < popt.delta_min_size || t.local.size > o.cache_max_bytes / 4 || !t.local.hash) return;
+    std::error_code ec;
+    fs::create_directories(cache_dir, ec);
+    (void)write_file_atomically(cache_dir / to_hex(*t.local.hash),
+                                std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  };
+  std::vector<std::vector<const Transfer*>> batches(1);
+  std::uint64_t batch_bytes = 0;
+  for (const auto& t : plan.send_whole) {
+    if (!batches.back().empty() && (batches.back().size() >= kBatchFiles || batch_bytes + t.local.size > kBatchBytes)) {
+      batches.emplace_back();
+      batch_bytes = 0;
+    }
+    batches.back().push_back(&t);
+    batch_bytes += t.local.size;
+  }
+  for (auto& batch : batches) {
+    if (batch.empty()) continue;
+    jobs.push_back([&, batch] {
+      json files = json::array();
+      std::vector<const Transfer*> sent;
+      std::vector<std::vector<std::uint8_t>> kept;
+      std::uint64_t raw = 0, wire = 0;
+      for (const Transfer* t : batch) {
+        auto bytes = read_bytes(root / t->path);
+        if (!bytes) {
+          prog.error(fmt::format("read '{}': {}", t->path, bytes.error()));
+          continue;
+        }
+        if (!t->local.hash || delta::hash128(*bytes) != *t->local.hash) {
+          std::lock_guard lock(prog.mu);
+          summary.unstable.push_back(t->path);  // changed since the scan: the next sync sends it
+          continue;
+        }
+        auto packed = zstd_compress(bytes->data(), bytes->size());
+        if (packed.size() > kMaxRequestPayload) {
+          prog.error(fmt::format("'{}' ({}) is too large for one request; streamed writes are not implemented yet",
+                                 t->path, human_bytes(t->local.size)));
+          continue;
+        }
+        raw += bytes->size();
+        wire += packed.size();
+        files.push_back({{"path", t->path},
+                         {"size", t->local.size},
+                         {"hash", hash_binary(*t->local.hash)},
+                         {"mode", t->local.mode},
+                         {"mtimeNs", t->local.mtime_ns},
+                         {"data", as_binary(std::move(packed))},
+                         {"expect", expect_for(remote, t->path)}});
+        sent.push_back(t);
+        kept.push_back(t->local.size >= popt.delta_min_size ? std::move(*bytes) : std::vector<std::uint8_t>{});
+      }
+      if (sent.empty()) return;
+      auto reply = endpoint_.call("sync/writeBatch", json{{"base", base}, {"files", std::move(files)}}, kBigCallTimeout);
+      {
+        std::lock_guard lock(prog.mu);
+        summary.bytes_on_wire += wire;
+      }
+      results_of("sync/writeBatch", reply, [&](const std::string& p) {
+        for (std::size_t i = 0; i < sent.size(); ++i) {
+          if (sent[i]->path != p) continue;
+          record(p, sent[i]->local);
+          keep_copy(*sent[i], kept[i]);
+          std::lock_guard lock(prog.mu);
+          ++summary.files_sent;
+          summary.bytes_literal += sent[i]->local.size;
+        }
+      });
+      prog.advance(raw);
+    });
+  }
+  for (const auto& t : plan.send_delta) {
+    jobs.push_back([&, tp = &t] {
+      const Transfer& t = *tp;
+      auto bytes = read_bytes(root / t.path);
+      if (!bytes) return prog.error(fmt::format("read '{}': {}", t.path, bytes.error()));
+      if (!t.local.hash || delta::hash128(*bytes) != *t.local.hash) {
+        std::lock_guard lock(prog.mu);
+        summary.unstable.push_back(t.path);
+        return;
+      }
+      std::vector<std::uint8_t> d;
+      std::expected<delta::DeltaStats, delta::DeltaError> stats = std::unexpected(delta::DeltaError{});
+      std::uint64_t wire = 0;
+      // The helper's own copy of what it last sent, when the remote still holds exactly that.
+      auto m = manifest->entries.find(t.path);
+      if (m != manifest->entries.end() && m->second.hash && remote_matches_manifest(*t.remote_base, m->second)) {
+        auto base_bytes = read_bytes(cache_dir / to_hex(*m->second.hash));
+        if (base_bytes && delta::hash128(*base_bytes) == *m->second.hash)
+          stats = delta::generate_delta_from_base(*base_bytes, *bytes, delta::choose_block_size(base_bytes->size()), d);
+      }
+      if (!stats) {
+        auto sig = endpoint_.call("sync/signature", json{{"base", base}, {"path", t.path}}, kBigCallTimeout);
+        if (!sig) return prog.error(fmt::format("sync/signature '{}': {}", t.path, sig.error().message));
+        const auto& sig_bytes = sig->at("signature").get_binary();
+        wire += sig_bytes.size();
+        auto view = delta::SignatureView::parse(sig_bytes);
+        if (!view) return prog.error(fmt::format("signature of '{}' rejected: {}", t.path, view.error().message));
+        d.clear();
+        stats = delta::generate_delta(*view, *bytes, d);
+        if (!stats) return prog.error(fmt::format("delta for '{}': {}", t.path, stats.error().message));
+      }
+      auto packed = zstd_compress(d.data(), d.size());
+      wire += packed.size();
+      const std::uint64_t delta_size = d.size();
+      auto reply = endpoint_.call("sync/applyDelta",
+                                  json{{"base", base},
+                                       {"path", t.path},
+                                       {"size", t.local.size},
+                                       {"hash", hash_binary(*t.local.hash)},
+                                       {"mode", t.local.mode},
+                                       {"mtimeNs", t.local.mtime_ns},
+                                       {"delta", as_binary(std::move(packed))},
+                                       {"deltaSize", delta_size},
+                                       {"expect", expect_for(remote, t.path)}},
+                                  kBigCallTimeout);
+      {
+        std::lock_guard lock(prog.mu);
+        summary.bytes_on_wire += wire;
+      }
+      if (!reply) {
+        if (reply.error().data && reply.error().data->value("code", "") == "conflict") {
+          std::lock_guard lock(prog.mu);
+          summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, reply.error().message});
+        } else {
+          prog.error(fmt::format("sync/applyDelta '{}': {}", t.path, reply.error().message));
+        }
+        return;
+      }
+      record(t.path, t.local);
+      keep_copy(t, *bytes);
+      {
+        std::lock_guard lock(prog.mu);
+        ++summary.files_sent;
+        summary.bytes_literal += stats->literal_bytes;
+        summary.bytes_matched += stats->copied_bytes;
+      }
+      prog.advance(t.local.size);
+    });
+  }
+  if (!plan.symlinks.empty()) {
+    jobs.push_back([&] {
+      json links = json::array();
+      for (const auto& t : plan.symlinks) links.push_back({{"path", t.path}, {"target", t.local.link_target}});
+      auto reply = endpoint_.call("sync/symlink", json{{"base", base}, {"links", std::move(links)}});
+      results_of("sync/symlink", reply, [&](const std::string& p) {
+        record(p, local.at(p));
+        std::lock_guard lock(prog.mu);
+        ++summary.files_sent;
+      });
+    });
+  }
+  if (!plan.metadata.empty()) {
+    jobs.push_back([&] {
+      json entries = json::array();
+      for (const auto& t : plan.metadata)
+        entries.push_back({{"path", t.path},
+                           {"mode", t.local.mode},
+                           {"mtimeNs", t.local.kind == EntryKind::file ? json(t.local.mtime_ns) : json(nullptr)}});
+      auto reply = endpoint_.call("sync/setAttrs", json{{"base", base}, {"entries", std::move(entries)}});
+      results_of("sync/setAttrs", reply, [&](const std::string& p) {
+        record(p, local.at(p));
+        std::lock_guard lock(prog.mu);
+        ++summary.metadata_only;
+      });
+    });
+  }
+  run_parallel(jobs, o.in_flight, o.cancel);
+
+  // 5c. Deletes last, so an interrupted sync never loses a file it was about to replace.
+  if (!cancelled() && (!plan.deletes.empty() || !plan.rmdirs.empty())) {
+    auto reply = endpoint_.call("sync/delete", json{{"base", base}, {"paths", plan.deletes}, {"dirs", plan.rmdirs}});
+    results_of("sync/delete", reply, [&](const std::string& p) {
+      std::lock_guard lock(prog.mu);
+      manifest->forget(p);
+      if (!local.contains(p) && std::find(plan.deletes.begin(), plan.deletes.end(), p) != plan.deletes.end())
+        ++summary.files_deleted;
+    });
+  }
+  for (const auto& p : plan.adopted) manifest->record(p, local.at(p));
+  for (const auto& p : plan.forget) manifest->forget(p);
+  summary.cancelled = cancelled();
+
+  // 6. The manifest, and the sent-copy cache trimmed to what it still describes.
+  if (auto saved = save_manifest(manifest_path(), *manifest); !saved) return std::unexpected("save manifest: " + saved.error());
+  std::error_code ec;
+  if (fs::is_directory(cache_dir, ec)) {
+    std::set<std::string> live;
+    for (const auto& [p, m] : manifest->entries)
+      if (m.hash) live.insert(to_hex(*m.hash));
+    std::uint64_t total = 0;
+    for (const auto& e : fs::directory_iterator(cache_dir, ec)) {
+      if (!live.contains(e.path().filename().string()) || total > o.cache_max_bytes) fs::remove(e.path(), ec);
+      else total += e.file_size(ec);
+    }
+  }
+  summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return summary;
+}
+
+std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::string>& paths_in, const SyncOptions& o) {
+  const auto t0 = Clock::now();
+  SyncSummary summary;
+  summary.dry_run = o.dry_run;
+  const fs::path& root = target_.local_root;
+  std::vector<std::string> paths;
+  for (auto p : paths_in) {
+    while (p.starts_with("./")) p.erase(0, 2);
+    while (p.size() > 1 && p.ends_with('/')) p.pop_back();
+    if (p.starts_with('/') || p == ".." || p.starts_with("../") || p.find("/../") != std::string::npos || p.ends_with("/.."))
+      return std::unexpected("pull: '" + p + "' must be a path inside the mapping");
+    paths.push_back(p == "." ? "" : p);
+  }
+  if (paths.empty()) paths.push_back("");
+
+  auto manifest = load_manifest(manifest_path());
+  if (!manifest) return std::unexpected(manifest.error());
+  manifest->remote_root = target_.remote_root;
+  json known = json::array();
+  for (const auto& [p, m] : manifest->entries) known.push_back(p);
+  auto listed = endpoint_.call("sync/list", json{{"base", target_.remote_base}, {"known", std::move(known)}, {"hashUnder", paths}},
+                               kBigCallTimeout);
+  if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
+  const TreeState remote = from_listing(*listed);
+
+  Progress prog;
+  prog.manifest = &*manifest;
+  prog.summary = &summary;
+  prog.options = &o;
+  std::vector<std::function<void()>> jobs;
+  std::size_t matched_any = 0;
+  for (const auto& [path, R] : remote) {
+    if (std::none_of(paths.begin(), paths.end(), [&](const std::string& p) { return under(path, p); })) continue;
+    if (path == ".ferry" || path.starts_with(".ferry/")) continue;
+    ++matched_any;
+    const fs::path dest = root / path;
+    struct stat st {};
+    const bool exists = ::lstat(dest.c_str(), &st) == 0;
+    if (R.kind == EntryKind::dir) {
+      if (exists && !S_ISDIR(st.st_mode)) {
+        summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a directory"});
+      } else if (!exists && !o.dry_run) {
+        std::error_code ec;
+        fs::create_directories(dest, ec);
+        if (ec) summary.errors.push_back("mkdir '" + path + "': " + ec.message());
+        else ::chmod(dest.c_str(), R.mode);
+        ++summary.dirs_made;
+      }
+      continue;
+    }
+    if (R.kind == EntryKind::symlink) {
+      if (exists && S_ISLNK(st.st_mode) && fs::read_symlink(dest).string() == R.link_target) continue;
+      if (exists && !S_ISLNK(st.st_mode) && !o.force) {
+        summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a symlink"});
+        continue;
+      }
+      ++summary.files_sent;
+      if (o.dry_run) continue;
+      std::error_code ec;
+      fs::create_directories(dest.parent_path(), ec);
+      const fs::path tmp = dest.parent_path() / (".ferry-tmp." + dest.filename().string());
+      fs::remove(tmp, ec);
+      fs::create_symlink(R.link_target, tmp, ec);
+      if (!ec) fs::rename(tmp, dest, ec);
+      if (ec) summary.errors.push_back("symlink '" + path + "': " + ec.message());
+      else manifest->record(path, R);
+      continue;
+    }
+    // A file: compare with the local one by content.
+    if (exists && S_ISDIR(st.st_mode)) {
+      summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local directory where the remote has a file"});
+      continue;
+    }
+    std::optional<Hash128> local_hash;
+    if (exists && S_ISREG(st.st_mode)) {
+      if (auto bytes = read_bytes(dest)) local_hash = delta::hash128(*bytes);
+    }
+    if (local_hash && R.hash && *local_hash == *R.hash) {
+      ++summary.unchanged;
+      if (!o.dry_run) manifest->record(path, R);
+      continue;
+    }
+    if (exists && !o.force) {
+      auto m = manifest->entries.find(path);
+      if (m == manifest->entries.end() || !m->second.hash || !local_hash || *m->second.hash != *local_hash) {
+        summary.conflicts.push_back({path, ConflictKind::changed_remotely,
+                                     "the local file differs from what ferry last synced (pull --force takes the remote's)"});
+        continue;
+      }
+    }
+    ++summary.files_sent;
+    prog.total += R.size;
+    if (o.dry_run) {
+      summary.bytes_literal += R.size;
+      continue;
+    }
+    jobs.push_back([&, path = path, R = R, dest] {
+      std::vector<std::uint8_t> content;
+      content.reserve(R.size);
+      std::uint64_t wire = 0;
+      for (std::uint64_t offset = 0;;) {
+        auto chunk = endpoint_.call("sync/read",
+                                    json{{"base", target_.remote_base}, {"path", path}, {"offset", offset}, {"length", kReadChunk}},
+                                    kBigCallTimeout);
+        if (!chunk) return prog.error(fmt::format("sync/read '{}': {}", path, chunk.error().message));
+        const auto& data = chunk->at("data").get_binary();
+        wire += data.size();
+        auto raw = zstd_decompress(data.data(), data.size(), chunk->at("rawSize").get<std::uint64_t>());
+        if (!raw) return prog.error(fmt::format("sync/read '{}': {}", path, raw.error()));
+        content.insert(content.end(), raw->begin(), raw->end());
+        offset += raw->size();
+        if (chunk->value("eof", true) || raw->empty()) break;
+      }
+      FileMeta got = R;
+      got.size = content.size();
+      got.hash = delta::hash128(content);
+      if (R.hash && *got.hash != *R.hash) {
+        // Changed on the remote while being read: take it as it is now, it is whole.
+        spdlog::info("pull: '{}' changed on the remote while being read", path);
+      }
+      std::error_code ec;
+      fs::create_directories(dest.parent_path(), ec);
+      auto written = write_file_atomically(dest, std::string_view(reinterpret_cast<const char*>(content.data()), content.size()));
+      if (!written) return prog.error(fmt::format("write '{}': {}", path, written.error()));
+      ::chmod(dest.c_str(), got.mode);
+      timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(got.mtime_ns / 1'000'000'000), static_cast<long>(got.mtime_ns % 1'000'000'000)}};
+      ::utimensat(AT_FDCWD, dest.c_str(), times, AT_SYMLINK_NOFOLLOW);
+      {
+        std::lock_guard lock(prog.mu);
+        manifest->record(path, got);
+        summary.bytes_literal += content.size();
+        summary.bytes_on_wire += wire;
+      }
+      prog.advance(content.size());
+    });
+  }
+  for (const auto& p : paths)
+    if (!p.empty() && !remote.contains(p) && matched_any == 0) summary.errors.push_back("'" + p + "' is not on the remote");
+  run_parallel(jobs, o.in_flight, o.cancel);
+  summary.cancelled = o.cancel && o.cancel->load();
+  if (!o.dry_run) {
+    if (auto saved = save_manifest(manifest_path(), *manifest); !saved) return std::unexpected("save manifest: " + saved.error());
+  }
+  summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return summary;
+}
+
+}  // namespace ferry::sync

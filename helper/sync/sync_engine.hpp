@@ -1,0 +1,93 @@
+// The sync engine: drives a push (scan, remote listing, plan, transfer, manifest) or a pull over
+// any remote::Endpoint (the local sandbox agent or one over SSH). Many requests are in flight at
+// once; small files go whole in compressed batches, large changed ones as deltas against the
+// helper's copy of what it last sent (else against the agent's signature). Conflicts are
+// reported, never overwritten unless forced.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "helper/sync/planner.hpp"
+
+namespace ferry::remote {
+class Endpoint;
+}
+
+namespace ferry::sync {
+
+// Where a push goes and what governs it.
+struct SyncTarget {
+  std::filesystem::path local_root;   // the mapping's local folder (absolute)
+  std::string remote_base;            // directory under the agent's root ("" = the root itself)
+  std::string host;                   // for the manifest's name: one manifest per destination
+  std::string remote_root;            // the mapping's remote path as configured (same purpose)
+  std::vector<std::string> exclude;   // ferry.json exclude
+  std::vector<std::string> protect;   // remote-only paths, never written or deleted
+};
+
+struct SyncOptions {
+  DeleteMode deletes = DeleteMode::owned;
+  bool force = false;
+  bool dry_run = false;
+  // Sync on save: only these paths (relative); empty = the whole tree.
+  std::vector<std::string> only_paths;
+  // Asked when the mass-delete guard trips; false (or unset) keeps the deletes held.
+  std::function<bool(const std::string& reason, std::size_t deletes)> confirm_mass_delete;
+  // done / total bytes of this sync's transfers, called from worker threads.
+  std::function<void(std::uint64_t done, std::uint64_t total)> progress;
+  const std::atomic<bool>* cancel = nullptr;
+  unsigned in_flight = 8;              // concurrent requests to the agent
+  std::uint64_t cache_max_bytes = 1ull << 30;  // the sent-copy cache used as delta bases
+};
+
+struct SyncSummary {
+  std::uint64_t files_sent = 0;      // whole, delta, symlinks (pull: files received)
+  std::uint64_t files_deleted = 0;
+  std::uint64_t bytes_literal = 0;   // bytes that had to travel (before compression)
+  std::uint64_t bytes_matched = 0;   // bytes the remote reused from its old copy
+  std::uint64_t bytes_on_wire = 0;   // payload actually sent/received: compressed data, deltas, signatures
+  std::uint64_t dirs_made = 0;
+  std::uint64_t metadata_only = 0;
+  std::uint64_t unchanged = 0;
+  double seconds = 0;
+  bool dry_run = false;
+  bool cancelled = false;
+  std::vector<Conflict> conflicts;
+  std::vector<std::string> held_deletes;  // the mass-delete guard held these
+  std::vector<std::string> errors;        // per-file failures; the rest of the sync went on
+  std::vector<std::string> unstable;      // changed while being read: next sync
+
+  nlohmann::json to_json() const;
+  std::string one_line() const;  // "12 files sent, 0 deleted, 0 conflicts, 1.2 MiB literal, ..."
+};
+
+class SyncEngine {
+ public:
+  SyncEngine(remote::Endpoint& endpoint, SyncTarget target);
+
+  std::expected<SyncSummary, std::string> push(const SyncOptions& options);
+  // Brings these remote paths (files or directories, relative to the mapping) into the local
+  // tree. A local file changed since ferry last synced it is a conflict unless forced.
+  std::expected<SyncSummary, std::string> pull(const std::vector<std::string>& paths, const SyncOptions& options);
+
+  std::filesystem::path manifest_path() const;
+
+ private:
+  remote::Endpoint& endpoint_;
+  SyncTarget target_;
+};
+
+// zstd helpers shared by the engine and its tests.
+std::vector<std::uint8_t> zstd_compress(const std::uint8_t* data, std::size_t size, int level = 3);
+std::expected<std::vector<std::uint8_t>, std::string> zstd_decompress(const std::uint8_t* data, std::size_t size,
+                                                                      std::uint64_t expected_size);
+
+}  // namespace ferry::sync
