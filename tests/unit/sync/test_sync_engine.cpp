@@ -1,0 +1,361 @@
+// The sync engine end to end over LocalEndpoint and the real ferry-agent: push a tree into a
+// sandbox and compare both trees entry by entry (hash of every file, modes, symlinks, empty
+// dirs, odd names, 0-byte files), a no-op second push, a 1-byte edit going as a delta, a remote
+// edit reported as a conflict and left alone, delete rules, pull, and hostile paths sent to the
+// agent directly.
+#define BOOST_TEST_MODULE sync_engine
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "helper/remote/local_endpoint.hpp"
+#include "helper/sync/scanner.hpp"
+#include "helper/sync/sync_engine.hpp"
+
+using namespace ferry::sync;
+namespace fs = std::filesystem;
+using Buf = std::vector<std::uint8_t>;
+using ferry::remote::LocalEndpoint;
+using ferry::remote::LocalEndpointOptions;
+using json = nlohmann::json;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "ferry-engine-XXXXXX").string();
+    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void write(const fs::path& p, const Buf& content) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(content.size()));
+}
+Buf text(const std::string& s) { return Buf(s.begin(), s.end()); }
+Buf slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return Buf(std::istreambuf_iterator<char>(in), {});
+}
+Buf random_bytes(std::size_t n, unsigned seed) {
+  Buf b(n);
+  std::mt19937_64 rng(seed);
+  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
+  return b;
+}
+
+TreeState scan(const fs::path& root) {
+  auto r = scan_tree(root, IgnoreMatcher::for_tree(root, {}), nullptr);
+  BOOST_REQUIRE(r.has_value());
+  return r->entries;
+}
+
+// Every entry equal (hash, mode, size, mtime of files, link targets); dir mtimes move on their own.
+void require_same_trees(TreeState a, TreeState b) {
+  for (auto* t : {&a, &b})
+    for (auto& [p, meta] : *t)
+      if (meta.kind != EntryKind::file) meta.mtime_ns = 0;
+  std::vector<std::string> ka, kb;
+  for (auto& kv : a) ka.push_back(kv.first);
+  for (auto& kv : b) kb.push_back(kv.first);
+  BOOST_REQUIRE_EQUAL_COLLECTIONS(ka.begin(), ka.end(), kb.begin(), kb.end());
+  for (const auto& [p, meta] : a) {
+    BOOST_TEST_CONTEXT(p) { BOOST_TEST((meta == b.at(p))); }
+  }
+}
+
+// A project, a sandbox agent, and an engine pushing the project to <sandbox>/proj.
+struct Fixture {
+  TempDir t;
+  fs::path local = t.path / "local";
+  fs::path sandbox = t.path / "sandbox";
+  fs::path remote = sandbox / "proj";
+  std::unique_ptr<LocalEndpoint> ep;
+
+  Fixture() {
+    fs::create_directories(local);
+    LocalEndpointOptions o;
+    o.agent = FERRY_AGENT_PATH;
+    o.root = sandbox;
+    ep = std::make_unique<LocalEndpoint>(o);
+    auto info = ep->connect();
+    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+  }
+  SyncEngine engine(std::vector<std::string> protect = {}) {
+    return SyncEngine(*ep, SyncTarget{local, "proj", "local", "~/proj", {}, std::move(protect)});
+  }
+  SyncSummary push(SyncOptions o = {}, std::vector<std::string> protect = {}) {
+    auto s = engine(std::move(protect)).push(o);
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    for (const auto& e : s->errors) BOOST_TEST_MESSAGE("sync error: " << e);
+    return *s;
+  }
+};
+
+void make_tree(const fs::path& root) {
+  write(root / "train.py", text("import torch\n"));
+  write(root / "run.sh", text("#!/bin/sh\npython train.py\n"));
+  fs::permissions(root / "run.sh", fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
+  write(root / "empty.txt", {});
+  write(root / "données/über café.txt", text("unicode and spaces\n"));
+  write(root / "with space/a b.py", text("x = 1\n"));
+  write(root / "data/weights.bin", random_bytes(700000, 1));
+  for (int i = 0; i < 300; ++i) write(root / "many" / fmt::format("f{}.txt", i), text(std::to_string(i)));
+  fs::create_directories(root / "empty/nested");
+  fs::create_symlink("train.py", root / "main.py");
+  fs::create_symlink("/etc/passwd", root / "outside-link");  // synced as a link, never followed
+  write(root / ".gitignore", text("*.pyc\n"));
+  write(root / "cache.pyc", text("junk"));
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(push_makes_an_identical_tree_and_a_second_push_sends_nothing) {
+  Fixture f;
+  make_tree(f.local);
+  SyncSummary s1 = f.push();
+  BOOST_TEST(s1.errors.empty());
+  BOOST_TEST(s1.conflicts.empty());
+  BOOST_TEST(s1.files_sent >= 300u);
+  BOOST_TEST(s1.bytes_on_wire > 0u);
+  require_same_trees(scan(f.local), scan(f.remote));
+  BOOST_TEST(!fs::exists(f.remote / "cache.pyc"));
+  BOOST_TEST(fs::read_symlink(f.remote / "outside-link") == "/etc/passwd");
+  BOOST_TEST(fs::is_directory(f.remote / "empty/nested"));
+  BOOST_TEST(fs::file_size(f.remote / "empty.txt") == 0u);
+
+  SyncSummary s2 = f.push();
+  BOOST_TEST(s2.files_sent == 0u);
+  BOOST_TEST(s2.files_deleted == 0u);
+  BOOST_TEST(s2.bytes_on_wire == 0u);
+  BOOST_TEST(s2.conflicts.empty());
+  BOOST_TEST(s2.dirs_made == 0u);
+  BOOST_TEST(s2.metadata_only == 0u);
+
+  // The JSON summary carries the documented keys.
+  json j = s2.to_json();
+  for (const char* k : {"filesSent", "filesDeleted", "conflicts", "bytesLiteral", "bytesMatched", "bytesOnWire", "seconds"})
+    BOOST_TEST(j.contains(k), k);
+}
+
+BOOST_AUTO_TEST_CASE(one_byte_edit_of_a_large_file_goes_as_a_small_delta) {
+  Fixture f;
+  Buf big = random_bytes(4u << 20, 7);
+  write(f.local / "model.bin", big);
+  SyncSummary s1 = f.push();
+  BOOST_TEST(s1.bytes_literal == big.size());
+
+  big[2'000'000] ^= 0x5a;
+  write(f.local / "model.bin", big);
+  SyncSummary s2 = f.push();
+  BOOST_TEST(s2.errors.empty());
+  BOOST_TEST(s2.files_sent == 1u);
+  BOOST_TEST(s2.bytes_literal < 64u * 1024);  // one block's worth, not the file
+  BOOST_TEST(s2.bytes_matched > big.size() - 64u * 1024);
+  BOOST_TEST(s2.bytes_on_wire < 64u * 1024);
+  BOOST_TEST((slurp(f.remote / "model.bin") == big));
+
+  // Without the helper's copy the agent's signature is the base: still a delta.
+  fs::remove_all(f.local / ".ferry" / "sent");
+  big[100] ^= 0x11;
+  write(f.local / "model.bin", big);
+  SyncSummary s3 = f.push();
+  BOOST_TEST(s3.errors.empty());
+  BOOST_TEST(s3.bytes_literal < 64u * 1024);
+  BOOST_TEST(s3.bytes_on_wire < 256u * 1024);  // signature (~ block count x 12 bytes) + delta
+  BOOST_TEST((slurp(f.remote / "model.bin") == big));
+}
+
+BOOST_AUTO_TEST_CASE(a_remote_edit_is_a_conflict_and_left_untouched_unless_forced) {
+  Fixture f;
+  write(f.local / "a.py", text("local v1\n"));
+  write(f.local / "b.py", text("b\n"));
+  f.push();
+  write(f.remote / "a.py", text("edited on the box\n"));
+  write(f.local / "a.py", text("local v2\n"));
+  write(f.local / "b.py", text("b2\n"));
+  SyncSummary s = f.push();
+  BOOST_REQUIRE(s.conflicts.size() == 1u);
+  BOOST_TEST(s.conflicts[0].path == "a.py");
+  BOOST_TEST((slurp(f.remote / "a.py") == text("edited on the box\n")));
+  BOOST_TEST((slurp(f.remote / "b.py") == text("b2\n")));  // the rest of the sync went on
+  BOOST_TEST(s.to_json()["conflicts"] == 1);
+
+  SyncOptions force;
+  force.force = true;
+  SyncSummary s2 = f.push(force);
+  BOOST_TEST(s2.conflicts.empty());
+  BOOST_TEST((slurp(f.remote / "a.py") == text("local v2\n")));
+}
+
+BOOST_AUTO_TEST_CASE(deletes_touch_only_what_ferry_wrote_unless_mirroring) {
+  Fixture f;
+  write(f.local / "keep.py", text("k"));
+  write(f.local / "gone.py", text("g"));
+  write(f.local / "old/x.py", text("x"));
+  f.push();
+  write(f.remote / "remote-only.txt", text("made on the box"));
+  write(f.remote / "datasets/big.npy", text("data"));
+  fs::remove(f.local / "gone.py");
+  fs::remove_all(f.local / "old");
+
+  SyncOptions none;
+  none.deletes = DeleteMode::none;
+  SyncSummary s0 = f.push(none);
+  BOOST_TEST(s0.files_deleted == 0u);
+  BOOST_TEST(fs::exists(f.remote / "gone.py"));
+
+  SyncSummary s1 = f.push();  // default: what ferry wrote, deleted locally
+  BOOST_TEST(s1.files_deleted == 2u);
+  BOOST_TEST(!fs::exists(f.remote / "gone.py"));
+  BOOST_TEST(!fs::exists(f.remote / "old"));
+  BOOST_TEST(fs::exists(f.remote / "remote-only.txt"));
+
+  SyncOptions mirror;
+  mirror.deletes = DeleteMode::mirror;
+  SyncSummary s2 = f.push(mirror, {"/datasets/"});
+  BOOST_TEST(!fs::exists(f.remote / "remote-only.txt"));
+  BOOST_TEST(fs::exists(f.remote / "datasets/big.npy"));  // protected
+  BOOST_TEST(fs::exists(f.remote / "keep.py"));
+  BOOST_TEST(s2.conflicts.empty());
+}
+
+BOOST_AUTO_TEST_CASE(mass_deletes_wait_for_confirmation) {
+  Fixture f;
+  for (int i = 0; i < 120; ++i) write(f.local / "out" / fmt::format("{}.log", i), text("l"));
+  write(f.local / "keep.py", text("k"));
+  f.push();
+  fs::remove_all(f.local / "out");
+  SyncSummary held = f.push();
+  BOOST_TEST(held.files_deleted == 0u);
+  BOOST_TEST(held.held_deletes.size() == 120u);
+  BOOST_TEST(fs::exists(f.remote / "out/7.log"));
+
+  SyncOptions yes;
+  std::size_t asked = 0;
+  yes.confirm_mass_delete = [&](const std::string&, std::size_t n) {
+    asked = n;
+    return true;
+  };
+  SyncSummary done = f.push(yes);
+  BOOST_TEST(asked >= 120u);
+  BOOST_TEST(done.files_deleted == 120u);
+  BOOST_TEST(!fs::exists(f.remote / "out"));
+}
+
+BOOST_AUTO_TEST_CASE(pull_brings_remote_outputs_back_and_guards_local_edits) {
+  Fixture f;
+  write(f.local / "train.py", text("t"));
+  f.push();
+  Buf ckpt = random_bytes(9u << 20, 3);  // more than one read chunk
+  write(f.remote / "outputs/ckpt.pt", ckpt);
+  fs::permissions(f.remote / "outputs/ckpt.pt", fs::perms::owner_exec, fs::perm_options::add);
+  write(f.remote / "outputs/log.txt", text("epoch 1\n"));
+  fs::create_symlink("ckpt.pt", f.remote / "outputs/latest");
+
+  auto s = f.engine().pull({"outputs"}, {});
+  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+  BOOST_TEST(s->errors.empty());
+  BOOST_TEST(s->files_sent == 3u);
+  BOOST_TEST((slurp(f.local / "outputs/ckpt.pt") == ckpt));
+  BOOST_TEST(((fs::status(f.local / "outputs/ckpt.pt").permissions() & fs::perms::owner_exec) != fs::perms::none));
+  BOOST_TEST(fs::read_symlink(f.local / "outputs/latest") == "ckpt.pt");
+  BOOST_TEST((fs::last_write_time(f.local / "outputs/log.txt") == fs::last_write_time(f.remote / "outputs/log.txt")));
+
+  // Pulled files are in the manifest: a push now sends nothing back.
+  SyncSummary p = f.push();
+  BOOST_TEST(p.files_sent == 0u);
+  BOOST_TEST(p.conflicts.empty());
+
+  // A local edit of a file that also changed remotely is a conflict for pull too.
+  write(f.local / "outputs/log.txt", text("edited here\n"));
+  write(f.remote / "outputs/log.txt", text("epoch 2\n"));
+  auto s2 = f.engine().pull({"outputs/log.txt"}, {});
+  BOOST_REQUIRE(s2.has_value());
+  BOOST_REQUIRE(s2->conflicts.size() == 1u);
+  BOOST_TEST((slurp(f.local / "outputs/log.txt") == text("edited here\n")));
+  SyncOptions force;
+  force.force = true;
+  auto s3 = f.engine().pull({"outputs/log.txt"}, force);
+  BOOST_REQUIRE(s3.has_value());
+  BOOST_TEST((slurp(f.local / "outputs/log.txt") == text("epoch 2\n")));
+
+  BOOST_TEST(!f.engine().pull({"../escape"}, {}).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(sync_on_save_pushes_just_that_path) {
+  Fixture f;
+  write(f.local / "a.py", text("a"));
+  write(f.local / "b.py", text("b"));
+  f.push();
+  write(f.local / "a.py", text("a2"));
+  write(f.local / "b.py", text("b2"));
+  SyncOptions one;
+  one.only_paths = {"a.py"};
+  SyncSummary s = f.push(one);
+  BOOST_TEST(s.files_sent == 1u);
+  BOOST_TEST(s.files_deleted == 0u);
+  BOOST_TEST((slurp(f.remote / "a.py") == text("a2")));
+  BOOST_TEST((slurp(f.remote / "b.py") == text("b")));
+}
+
+BOOST_AUTO_TEST_CASE(the_agent_rejects_paths_that_leave_its_root) {
+  Fixture f;
+  fs::create_directories(f.t.path / "outside");
+  fs::create_directories(f.sandbox);
+  fs::create_symlink(f.t.path / "outside", f.sandbox / "escape");
+  const auto data = zstd_compress(reinterpret_cast<const std::uint8_t*>("pwn"), 3);
+  auto file = [&](const std::string& path) {
+    Hash128 h = ferry::delta::hash128(ferry::delta::Bytes(reinterpret_cast<const std::uint8_t*>("pwn"), 3));
+    return json{{"path", path},
+                {"size", 3},
+                {"hash", json::binary_t(std::vector<std::uint8_t>(h.begin(), h.end()))},
+                {"mode", 0644},
+                {"mtimeNs", 0},
+                {"data", json::binary_t(data)}};
+  };
+  for (const std::string bad : {"../x", "/tmp/x", "a/../../x", "escape/x"}) {
+    BOOST_TEST_CONTEXT(bad) {
+      auto r = f.ep->call("sync/writeBatch", json{{"files", json::array({file(bad)})}});
+      BOOST_REQUIRE(r.has_value());
+      BOOST_TEST((*r)["results"][0]["ok"] == false);
+      auto rd = f.ep->call("sync/read", json{{"path", bad}});
+      BOOST_TEST(!rd.has_value());
+      auto del = f.ep->call("sync/delete", json{{"paths", json::array({bad})}});
+      BOOST_REQUIRE(del.has_value());
+      BOOST_TEST((*del)["results"][0]["ok"] == false);
+    }
+  }
+  for (const std::string bad_base : {"..", "/etc", "escape"}) {
+    BOOST_TEST_CONTEXT(bad_base) {
+      auto r = f.ep->call("sync/writeBatch", json{{"base", bad_base}, {"files", json::array({file("x")})}});
+      bool refused = !r.has_value() || (*r)["results"][0]["ok"] == false;
+      BOOST_TEST(refused);
+    }
+  }
+  BOOST_TEST(fs::is_empty(f.t.path / "outside"));
+  BOOST_TEST(!fs::exists(f.t.path / "x"));
+  // A link inside the root pointing out is never read through.
+  fs::create_symlink("/etc/hostname", f.sandbox / "link");
+  BOOST_TEST(!f.ep->call("sync/read", json{{"path", "link"}}).has_value());
+  // Hostile sizes: a frame claiming more bytes than declared is refused per file.
+  json lying = file("ok.txt");
+  lying["size"] = 1u << 30;
+  auto r = f.ep->call("sync/writeBatch", json{{"files", json::array({lying})}});
+  BOOST_REQUIRE(r.has_value());
+  BOOST_TEST((*r)["results"][0]["ok"] == false);
+}
