@@ -1,6 +1,9 @@
 // ferry-train: command-line entry. Hand-rolled argument parsing (the GPU box has no CLI11); stdout
 // carries JSON-lines events only, diagnostics go to stderr.
 #include <fcntl.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <netinet/in.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -179,9 +182,21 @@ std::expected<std::vector<pid_t>, std::string> spawn_local_ranks(int nproc, cons
   return pids;
 }
 
+// Every step frees and reallocates the same multi-megabyte activations and gradients. With glibc's
+// defaults those go back to the kernel (munmap, heap trim) and come back as fresh page faults each
+// step: ~4000 faults a step on the benchmark MLP, ~20% of its step time on CPU. Keep them instead.
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TOP_PAD, 64 << 20);
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_freed_memory();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;
