@@ -383,12 +383,36 @@ asio::awaitable<Result<void>> Session::attach_fd(int fd) {
   co_return Result<void>{};
 }
 
+namespace {
+
+// Sets a preference list holding only what this libssh2 supports: given unknown names, libssh2
+// 1.10 compacts the list with an overlapping memcpy (undefined behaviour ASan reports).
+void set_method_pref(LIBSSH2_SESSION* session, int type, const std::string& wanted) {
+  const char** algs = nullptr;
+  int n = libssh2_session_supported_algs(session, type, &algs);
+  std::vector<std::string> supported;
+  for (int i = 0; i < n; ++i) supported.emplace_back(algs[i]);
+  if (algs) libssh2_free(session, algs);
+  std::string list;
+  std::size_t start = 0;
+  while (start <= wanted.size()) {
+    auto comma = wanted.find(',', start);
+    std::string name = wanted.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!name.empty() && std::ranges::find(supported, name) != supported.end()) list += (list.empty() ? "" : ",") + name;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (!list.empty()) libssh2_session_method_pref(session, type, list.c_str());
+}
+
+}  // namespace
+
 asio::awaitable<Result<void>> Session::handshake(Clock::time_point deadline) {
   std::string what = "SSH handshake with " + describe(host_);
-  libssh2_session_method_pref(session_, LIBSSH2_METHOD_CRYPT_CS, kCiphers);
-  libssh2_session_method_pref(session_, LIBSSH2_METHOD_CRYPT_SC, kCiphers);
-  libssh2_session_method_pref(session_, LIBSSH2_METHOD_MAC_CS, kMacs);
-  libssh2_session_method_pref(session_, LIBSSH2_METHOD_MAC_SC, kMacs);
+  set_method_pref(session_, LIBSSH2_METHOD_CRYPT_CS, kCiphers);
+  set_method_pref(session_, LIBSSH2_METHOD_CRYPT_SC, kCiphers);
+  set_method_pref(session_, LIBSSH2_METHOD_MAC_CS, kMacs);
+  set_method_pref(session_, LIBSSH2_METHOD_MAC_SC, kMacs);
   // Ask for a key type known_hosts already lists first, as OpenSSH does, so a host known by its
   // ECDSA key is not reported as changed because ed25519 was negotiated.
   std::vector<std::filesystem::path> files(host_.user_known_hosts_files.begin(), host_.user_known_hosts_files.end());
@@ -400,7 +424,7 @@ asio::awaitable<Result<void>> Session::handshake(Clock::time_point deadline) {
     if (std::ranges::find(order, t) == order.end()) order.push_back(t);
   std::string prefs;
   for (const auto& t : order) prefs += (prefs.empty() ? "" : ",") + t;
-  libssh2_session_method_pref(session_, LIBSSH2_METHOD_HOSTKEY, prefs.c_str());
+  set_method_pref(session_, LIBSSH2_METHOD_HOSTKEY, prefs);
   int fd = socket_.native_handle();
   auto r = co_await retry(*this, [&] { return static_cast<long>(libssh2_session_handshake(session_, fd)); }, deadline, what);
   if (!r) co_return std::unexpected(r.error());
