@@ -1,7 +1,9 @@
 // The `ferry` sub-commands: each file in cli/ adds one to the CLI11 app.
 #pragma once
 
+#include <cstdint>
 #include <expected>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -10,6 +12,10 @@ class App;
 }
 namespace ferry::remote {
 struct SshEndpointOptions;
+}
+namespace ferry::sync {
+class SyncEngine;
+struct SyncSummary;
 }
 
 namespace ferry::cli {
@@ -28,6 +34,16 @@ void add_demo_command(CLI::App& app, GlobalOptions& g);
 void add_connect_command(CLI::App& app, GlobalOptions& g);
 void add_trust_command(CLI::App& app, GlobalOptions& g);
 void add_doctor_command(CLI::App& app, GlobalOptions& g);
+void add_sync_command(CLI::App& app, GlobalOptions& g);
+void add_pull_command(CLI::App& app, GlobalOptions& g);
+
+// sync/pull (defined in sync_command.cpp): runs `fn` with an engine for the project's first
+// mapping on its host (local sandbox or SSH) and the endpoint's description; returns fn's code.
+int with_sync_engine(const GlobalOptions& g, const std::string& who,
+                     const std::function<int(sync::SyncEngine&, const std::string&)>& fn);
+std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb);
+// Prints the one-line summary (or JSON); 0 ok, 1 errors, 3 conflicts or held deletes.
+int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& where);
 
 // The SSH target of connect/trust/doctor: HOST from the command line, else ferry.json's; -F, else
 // ferry.json's sshConfig (defined in connect_command.cpp).

@@ -40,6 +40,8 @@ int main(int argc, char** argv) {
   add_connect_command(app, g);
   add_trust_command(app, g);
   add_doctor_command(app, g);
+  add_sync_command(app, g);
+  add_pull_command(app, g);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,142 @@
+// `ferry sync`: push the project's first mapping to its host (the local sandbox or an SSH box)
+// and print a one-line summary (or one JSON object). Also defines with_sync_engine(), which
+// `ferry pull` shares: it opens the right endpoint for the project's host.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "helper/cli/commands.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "helper/remote/local_endpoint.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/sync/sync_engine.hpp"
+
+namespace ferry::cli {
+
+namespace fs = std::filesystem;
+
+int with_sync_engine(const GlobalOptions& g, const std::string& who,
+                     const std::function<int(sync::SyncEngine&, const std::string&)>& fn) {
+  std::error_code ec;
+  fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
+  auto file = deploy::find_project_file(start);
+  if (!file) {
+    std::cerr << who << ": no ferry.json in " << start.string() << " or above (run ferry init)\n";
+    return 2;
+  }
+  auto project = deploy::load_project(*file);
+  if (!project) {
+    std::cerr << who << ": " << project.error().to_string() << "\n";
+    return 2;
+  }
+  const deploy::Mapping& m = project->mappings.front();
+  sync::SyncTarget target;
+  target.local_root = fs::weakly_canonical(project->root / m.local, ec);
+  target.host = project->host;
+  target.remote_root = m.remote;
+  target.exclude = project->exclude;
+
+  std::unique_ptr<remote::Endpoint> endpoint;
+  if (project->host == "local") {
+    // On the local host "~" is the sandbox; an absolute remote path is used as it is.
+    remote::LocalEndpointOptions o;
+    o.project_name = project->name;
+    if (m.remote.starts_with("/")) {
+      o.root = m.remote;
+    } else {
+      std::string rel = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
+      target.remote_base = rel;
+    }
+    if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
+    endpoint = std::make_unique<remote::LocalEndpoint>(o);
+  } else {
+    auto t = ssh_target(g, "", "");
+    if (!t) {
+      std::cerr << who << ": " << t.error() << "\n";
+      return 2;
+    }
+    endpoint = std::make_unique<remote::SshEndpoint>(endpoint_options(*t));
+  }
+  auto info = endpoint->connect();
+  if (!info) {
+    std::cerr << who << ": cannot reach " << endpoint->description() << ": " << info.error().message << "\n";
+    return 1;
+  }
+  sync::SyncEngine engine(*endpoint, target);
+  int rc = fn(engine, endpoint->description());
+  endpoint->close();
+  return rc;
+}
+
+namespace {
+
+struct SyncCliOptions {
+  bool dry_run = false, mirror = false, no_delete = false, force = false, yes = false, json = false;
+};
+
+}  // namespace
+
+// A progress line on stderr when it is a terminal; nothing otherwise (stdout stays the summary).
+std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb) {
+  if (!::isatty(STDERR_FILENO)) return {};
+  return [verb](std::uint64_t done, std::uint64_t total) {
+    if (total == 0) return;
+    std::cerr << fmt::format("\r{} {:3}% {:>10}/{} bytes", verb, done * 100 / total, done, total) << std::flush;
+    if (done >= total) std::cerr << "\r\033[K" << std::flush;
+  };
+}
+
+int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& where) {
+  if (as_json) {
+    std::cout << s.to_json().dump() << "\n";
+  } else {
+    for (const auto& c : s.conflicts) std::cerr << "conflict: " << c.path << ": " << c.message << "\n";
+    for (const auto& e : s.errors) std::cerr << "error: " << e << "\n";
+    std::cout << s.one_line() << " (" << where << ")\n";
+  }
+  if (!s.errors.empty()) return 1;
+  if (!s.conflicts.empty() || !s.held_deletes.empty()) return 3;
+  return 0;
+}
+
+void add_sync_command(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<SyncCliOptions>();
+  auto* cmd = app.add_subcommand("sync", "Push the project to its host: changed files only, deltas for large ones");
+  cmd->add_flag("--dry-run,-n", o->dry_run, "Show what would change; change nothing");
+  cmd->add_flag("--delete", o->mirror, "Mirror: also delete remote-only files (never excluded or protected ones)");
+  cmd->add_flag("--no-delete", o->no_delete, "Delete nothing on the remote");
+  cmd->add_flag("--force", o->force, "Overwrite conflicting remote files");
+  cmd->add_flag("--yes,-y", o->yes, "Confirm mass deletes without asking");
+  cmd->add_flag("--json", o->json, "Print the summary as one JSON object");
+  cmd->fallthrough();
+  cmd->callback([&g, o] {
+    exit_code() = with_sync_engine(g, "ferry sync", [&](sync::SyncEngine& engine, const std::string& where) {
+      sync::SyncOptions so;
+      so.dry_run = o->dry_run;
+      so.force = o->force;
+      so.deletes = o->no_delete ? sync::DeleteMode::none : o->mirror ? sync::DeleteMode::mirror : sync::DeleteMode::owned;
+      so.progress = o->json ? nullptr : terminal_progress("sync");
+      so.confirm_mass_delete = [o](const std::string& reason, std::size_t n) {
+        if (o->yes) return true;
+        if (!::isatty(STDIN_FILENO)) return false;
+        std::cerr << "ferry sync: " << reason << ". Delete " << n << " remote paths? [y/N] " << std::flush;
+        std::string answer;
+        std::getline(std::cin, answer);
+        return answer == "y" || answer == "Y" || answer == "yes";
+      };
+      auto s = engine.push(so);
+      if (!s) {
+        std::cerr << "ferry sync: " << s.error() << "\n";
+        return 1;
+      }
+      return print_summary(*s, o->json, where);
+    });
+  });
+}
+
+}  // namespace ferry::cli
