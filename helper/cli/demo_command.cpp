@@ -16,6 +16,7 @@
 #include "helper/cli/commands.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
+#include "helper/sync/sync_engine.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -40,6 +41,33 @@ fs::path demo_project_dir(const GlobalOptions& g) {
 }
 
 void row(std::string_view key, std::string_view value) { std::cout << fmt::format("  {:<13}{}\n", key, value); }
+
+// Syncs the first mapping into the sandbox twice: a full first push, then a no-op one. The
+// mapped directory and its manifest are cleared first so the first push is a real one.
+void run_demo_sync(const deploy::ProjectConfig& config, remote::Endpoint& endpoint, const fs::path& sandbox) {
+  const deploy::Mapping& m = config.mappings.front();
+  if (config.host != "local" || !m.remote.starts_with("~")) return;
+  sync::SyncTarget target;
+  std::error_code ec;
+  target.local_root = fs::weakly_canonical(config.root / m.local, ec);
+  target.remote_base = m.remote.substr(m.remote.size() > 1 ? 2 : 1);
+  target.host = config.host;
+  target.remote_root = m.remote;
+  target.exclude = config.exclude;
+  sync::SyncEngine engine(endpoint, target);
+  if (!target.remote_base.empty()) fs::remove_all(sandbox / target.remote_base, ec);
+  fs::remove(engine.manifest_path(), ec);
+  std::cout << "Sync     " << target.local_root.string() << "  ->  " << (sandbox / target.remote_base).string() << "\n";
+  for (const char* label : {"first", "second"}) {
+    auto s = engine.push({});
+    if (!s) {
+      std::cout << "  " << label << ": failed: " << s.error() << "\n";
+      return;
+    }
+    std::cout << fmt::format("  {:<12}{}\n", std::string(label) + " sync", s->one_line());
+  }
+  std::cout << "\n";
+}
 
 int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   std::cout << "ferry " << kVersion << " demo: the `local` host (a sandbox on this machine; no SSH, no GPU)\n\n";
@@ -108,6 +136,7 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   auto escape = endpoint.call("fs/stat", {{"path", "../outside"}});
   if (!escape) row("fs/stat ..", "refused: " + escape.error().message);
   std::cout << "\n";
+  run_demo_sync(*config, endpoint, fs::path(info->root));
 
   endpoint.close();
   std::cout << "Closed   ";
