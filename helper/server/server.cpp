@@ -16,11 +16,13 @@ using p::CallContext;
 using p::ResponseError;
 
 void bind_project_methods(p::BindingTable& table, const ServerOptions& options);
+void bind_sync_methods(p::BindingTable& table, const ServerOptions& options);  // sync_methods.cpp
 
 Server::Server(ServerOptions options) : options_(std::move(options)), host_(std::make_unique<HostSession>()) {
   bind_lifecycle();
   bind_project_methods(table_, options_);
   bind_host_methods(table_, options_, *host_);
+  bind_sync_methods(table_, options_);
   if (options_.test_methods) bind_test_methods();
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -59,11 +60,11 @@ const char* conflict_name(ConflictKind k) {
 }
 
 // Runs jobs on up to `width` threads, so that many agent requests are in flight at once.
-void run_parallel(std::vector<std::function<void()>>& jobs, unsigned width, const std::atomic<bool>* cancel) {
+void run_parallel(std::vector<std::function<void()>>& jobs, unsigned width, const std::function<bool()>& cancel) {
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-      if (cancel && cancel->load()) return;
+      if (cancel && cancel()) return;
       jobs[i]();
     }
   };
@@ -278,7 +279,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
       }
     }
   };
-  auto cancelled = [&] { return o.cancel && o.cancel->load(); };
+  auto cancelled = [&] { return o.cancelled && o.cancelled(); };
 
   // 5a. Files or links where a directory goes, then directories.
   if (!plan.replace.empty()) {
@@ -469,7 +470,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
       });
     });
   }
-  run_parallel(jobs, o.in_flight, o.cancel);
+  run_parallel(jobs, o.in_flight, o.cancelled);
 
   // 5c. Deletes last, so an interrupted sync never loses a file it was about to replace.
   if (!cancelled() && (!plan.deletes.empty() || !plan.rmdirs.empty())) {
@@ -640,8 +641,8 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   }
   for (const auto& p : paths)
     if (!p.empty() && !remote.contains(p) && matched_any == 0) summary.errors.push_back("'" + p + "' is not on the remote");
-  run_parallel(jobs, o.in_flight, o.cancel);
-  summary.cancelled = o.cancel && o.cancel->load();
+  run_parallel(jobs, o.in_flight, o.cancelled);
+  summary.cancelled = o.cancelled && o.cancelled();
   if (!o.dry_run) {
     if (auto saved = save_manifest(manifest_path(), *manifest); !saved) return std::unexpected("save manifest: " + saved.error());
   }

@@ -5,7 +5,6 @@
 // reported, never overwritten unless forced.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -43,7 +42,9 @@ struct SyncOptions {
   std::function<bool(const std::string& reason, std::size_t deletes)> confirm_mass_delete;
   // done / total bytes of this sync's transfers, called from worker threads.
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
-  const std::atomic<bool>* cancel = nullptr;
+  // Polled between requests: true stops the sync after the requests in flight (the manifest
+  // still records what was written, so the next sync resumes).
+  std::function<bool()> cancelled;
   unsigned in_flight = 8;              // concurrent requests to the agent
   std::uint64_t cache_max_bytes = 1ull << 30;  // the sent-copy cache used as delta bases
 };
