@@ -3,6 +3,9 @@
 #include "remote-runtime/train/trainer.hpp"
 
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -157,6 +160,11 @@ std::int64_t read_proc_status_kib(const char* field) {
 // This counts the whole process (dataset, model, optimizer, activations), which is what a
 // cpu_memory_limit has to bound.
 void reset_cpu_peak() {
+#if defined(__GLIBC__)
+  // main.cpp makes glibc keep freed memory; hand it back first, or an earlier, larger probe's
+  // leftovers would count against this one.
+  malloc_trim(0);
+#endif
   std::ofstream clear("/proc/self/clear_refs");
   clear << "5";
 }
