@@ -12,8 +12,8 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy python3-jsonschema
   openssh-server openssh-client rsync python3-debugpy
   clang-19 libclang-rt-19-dev
-  nodejs npm
 )
+# Node.js is needed only by bench/rpc (the vscode-jsonrpc peer); that script checks for it itself.
 
 missing=()
 for p in "${PACKAGES[@]}"; do
