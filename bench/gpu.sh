@@ -55,15 +55,15 @@ section "MLP and CNN vs Python PyTorch on cuda:0"
 for prec in fp32 bf16; do
   say "precision $prec:"
   say ""
-  DEVICE=cuda:0 PRECISION=$prec STEPS=${GPU_STEPS:-200} THREADS=4 FERRY_TRAIN=$train PYTHON=$py \
-    timeout 150 "$root/bench/train_vs_pytorch/run.sh" 2>&1 | tee -a "$report" >&2 || say "(run.sh failed or timed out)"
+  DEVICE=cuda:0 PRECISION=$prec STEPS=${GPU_STEPS:-100} ROUNDS=${GPU_ROUNDS:-1} THREADS=4 FERRY_TRAIN=$train PYTHON=$py \
+    timeout 120 "$root/bench/train_vs_pytorch/run.sh" 2>&1 | tee -a "$report" >&2 || say "(run.sh failed or timed out)"
 done
 
 section "Auto batch size (transformer) vs the true maximum"
 # Small enough that the true maximum is found in seconds, big enough to be memory-bound.
 cat > "$work/auto.json" <<JSON
 {"model": {"kind": "transformer", "vocab_size": 256, "context": 256, "d_model": 512, "layers": 4, "heads": 8},
- "data": {"source": "synthetic", "task": "language_model", "samples": 65536, "workers": 2},
+ "data": {"source": "synthetic", "task": "language_model", "samples": 131072, "workers": 2},
  "optimizer": {"kind": "adamw", "lr": 0.0003},
  "batch_size": "auto", "auto_batch": {"max": 1048576, "memory_fraction": 0.95},
  "max_steps": 2, "precision": "bf16", "device": "cuda:0", "log_every_steps": 1, "output_dir": "$work/auto"}
@@ -77,42 +77,32 @@ else
   set -- $auto
   auto_batch=$1; probes=$2; budget=$3
   say "ferry-train auto batch: $auto_batch ($probes probes, budget $budget bytes = 0.95 x free, $(( $(date +%s) - t0 )) s incl. 2 steps)"
-  true_max=$(ROOT="$root" timeout 200 $py - "$auto_batch" <<'PY'
-import sys, torch, torch.nn.functional as F
-import importlib.util, os
-spec = importlib.util.spec_from_file_location("peer", os.path.join(os.environ["ROOT"], "bench/train_vs_pytorch/peer.py"))
-peer = importlib.util.module_from_spec(spec); spec.loader.exec_module(peer)
-dev = torch.device("cuda:0")
-model = peer.Transformer(256, 256, 512, 4, 8).to(dev)
-opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
-def fits(b):
-    try:
-        for _ in range(2):
-            x = torch.randint(0, 256, (b, 257), device=dev)
-            with torch.autocast("cuda", dtype=torch.bfloat16):
-                out = model(x[:, :-1])
-                loss = F.cross_entropy(out.reshape(-1, 256).float(), x[:, 1:].reshape(-1))
-            loss.backward(); opt.step(); opt.zero_grad(set_to_none=True)
-        torch.cuda.synchronize(); return True
-    except torch.cuda.OutOfMemoryError:
-        return False
-    finally:
-        opt.zero_grad(set_to_none=True); torch.cuda.empty_cache()
-lo = max(8, int(sys.argv[1]) // 8 * 8)
-if not fits(lo):
-    hi = lo; lo = 0
-else:
-    hi = lo
-    while fits(hi):  # grow until a real step fails
-        lo = hi; hi = int(hi * 1.15) // 8 * 8 + 8
-while hi - lo > 8:  # bisect in multiples of 8
-    mid = (lo + hi) // 16 * 8
-    lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-print(lo)
-PY
-)
-  if [ -n "$true_max" ]; then
-    say "true maximum (real steps, bisect to 8, PyTorch in one process): $true_max"
+  # The true maximum of ferry-train itself: real runs (2 optimizer steps each) at fixed batch sizes,
+  # growing 10% from the chosen batch until one runs out of memory, then bisecting to a multiple of 8.
+  fits() {
+    sed -e 's/"batch_size": "auto", "auto_batch": {[^}]*}/"batch_size": '"$1"'/' "$work/auto.json" > "$work/fixed.json"
+    timeout 60 "$train" "$work/fixed.json" --output "$work/fixed" > "$work/fixed.events" 2> "$work/fixed.err"
+  }
+  search_start=$(date +%s)
+  lo=$auto_batch; hi=$auto_batch
+  if fits "$lo"; then
+    while :; do
+      hi=$(( (hi * 11 / 10) / 8 * 8 + 8 ))
+      fits "$hi" || break
+      lo=$hi
+      (( $(date +%s) - search_start > 150 )) && break
+    done
+  else
+    say "(the chosen batch $auto_batch itself failed with fixed-size runs: $(tail -c 300 "$work/fixed.events"))"
+    lo=0
+  fi
+  while (( hi - lo > 8 )) && (( $(date +%s) - search_start < 200 )); do
+    mid=$(( (lo + hi) / 16 * 8 ))
+    if fits "$mid"; then lo=$mid; else hi=$mid; fi
+  done
+  true_max=$lo
+  if [ "$true_max" -gt 0 ]; then
+    say "true maximum of ferry-train (fixed-batch runs of 2 steps, grow 10% then bisect to 8; $(( $(date +%s) - search_start )) s): $true_max"
     say "auto / true max: $($py -c "print(round($auto_batch/$true_max, 3))")"
   else
     say "true-maximum search failed or timed out"

@@ -12,6 +12,7 @@ steps=${STEPS:-100}
 device=${DEVICE:-cpu}
 precision=${PRECISION:-fp32}
 warmup=20
+rounds=${ROUNDS:-2}
 # Debian's OpenBLAS (pthreads) keeps its own pool that set_num_threads does not reach: pin it for both sides.
 export OPENBLAS_NUM_THREADS=$threads
 work=$(mktemp -d)
@@ -56,11 +57,11 @@ for spec in "mlp 256" "cnn 128"; do
   set -- $spec
   # Alternate the two (A B A B) and keep each side's best, so drift in machine load hits both alike.
   f=0; p=0
-  for round in 1 2; do
+  for round in $(seq "$rounds"); do
     f=$("$py" -c "print(max($f, $(ferry_rate "$1" "$2")))")
     p=$("$py" -c "print(max($p, $(peer_rate "$1" "$2")))")
   done
   "$py" -c "import sys; f,p=float('$f'),float('$p'); print(f'| $1 | $2 | {f:.0f} | {p:.0f} | {f/p:.2f}x |')"
 done
 echo
-echo "best of 2 alternating runs each; threads=$threads steps=$steps (after $warmup warm-up) device=$device precision=$precision; $("$train" --version); torch $("$py" -c 'import torch;print(torch.__version__)')"
+echo "best of $rounds alternating runs each; threads=$threads steps=$steps (after $warmup warm-up) device=$device precision=$precision; $("$train" --version); torch $("$py" -c 'import torch;print(torch.__version__)')"
