@@ -113,8 +113,9 @@ bool Dispatcher::handle_one(const json& value, const Deliver& deliver) {
     handle_notification(std::move(*note));
     return false;
   }
-  log(LogLevel::debug, "ignoring a response to id " + describe_id(std::get<Response>(*message).id) +
-                           ": this server sends no requests");
+  const auto& response = std::get<Response>(*message);
+  if (hooks_.on_response && hooks_.on_response(response)) return false;
+  log(LogLevel::debug, "ignoring a response to id " + describe_id(response.id) + ": no request of ours has that id");
   return false;
 }
 

@@ -34,6 +34,9 @@ struct DispatcherHooks {
   // The `exit` notification arrived; the code is 0 after `shutdown`, else 1 (LSP).
   std::function<void(int exit_code)> on_exit;
   std::function<void(LogLevel, const std::string&)> log;
+  // A response from the peer (to a request this side sent): true when it was taken. Unset or
+  // false: logged and ignored.
+  std::function<bool(const Response&)> on_response;
 };
 
 struct DispatcherOptions {

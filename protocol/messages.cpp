@@ -124,7 +124,51 @@ json to_json(const HostConnectResult& r) {
   return {{"host", r.host},
           {"agentVersion", r.agent_version},
           {"protocolVersion", r.protocol_version},
-          {"remoteRoot", r.remote_root}};
+          {"remoteRoot", r.remote_root},
+          {"os", r.os},
+          {"arch", r.arch}};
+}
+
+std::optional<DecodeError> from_json(const json& j, DoctorRunParams& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.optional("path", out.path);
+  r.optional("host", out.host);
+  r.check(!out.path || !out.path->empty(), "path", "expected a non-empty string");
+  r.check(!out.host || !out.host->empty(), "host", "expected a non-empty string");
+  return r.error();
+}
+
+json to_json(const DoctorRunResult& r) {
+  json checks = json::array();
+  for (const auto& c : r.checks)
+    checks.push_back({{"check", c.check}, {"status", c.status}, {"detail", c.detail}, {"fix", c.fix}});
+  return {{"host", r.host}, {"checks", std::move(checks)}};
+}
+
+json to_json(const ConfirmHostKeyParams& p) {
+  return {{"host", p.host}, {"keyType", p.key_type}, {"fingerprint", p.fingerprint}};
+}
+
+std::optional<DecodeError> from_json(const json& j, ConfirmHostKeyParams& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.required("host", out.host);
+  r.required("keyType", out.key_type);
+  r.required("fingerprint", out.fingerprint);
+  return r.error();
+}
+
+std::optional<DecodeError> from_json(const json& j, ConfirmHostKeyResult& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.required("accept", out.accept);
+  return r.error();
+}
+
+json to_json(const PassphraseParams& p) { return {{"keyFile", p.key_file}}; }
+
+std::optional<DecodeError> from_json(const json& j, PassphraseResult& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.optional("passphrase", out.passphrase);
+  return r.error();
 }
 
 std::optional<DecodeError> from_json(const json& j, PingParams& out, const std::string& ptr) {

@@ -28,8 +28,13 @@ inline constexpr std::string_view kSetTrace = "$/setTrace";
 inline constexpr std::string_view kProgress = "$/progress";
 inline constexpr std::string_view kProjectLoad = "project/load";
 inline constexpr std::string_view kHostConnect = "host/connect";
+inline constexpr std::string_view kHostStateChanged = "host/stateChanged";      // server -> client notification
+inline constexpr std::string_view kHostConfirmHostKey = "host/confirmHostKey";  // server -> client request
+inline constexpr std::string_view kHostPassphrase = "host/passphrase";          // server -> client request
+inline constexpr std::string_view kDoctorRun = "doctor/run";
 inline constexpr std::string_view kPing = "ferry/ping";
 inline constexpr std::string_view kTestSleep = "ferry/testSleep";  // only with --test-methods
+inline constexpr std::string_view kTestConfirmHostKey = "ferry/testConfirmHostKey";  // only with --test-methods
 }  // namespace method
 inline constexpr std::string_view kProgressMethod = method::kProgress;
 
@@ -135,8 +140,52 @@ struct HostConnectResult {
   std::string agent_version;
   int protocol_version = 0;
   std::string remote_root;
+  std::string os;    // "linux", ... ("" when the agent did not say)
+  std::string arch;  // "x86_64", ...
 };
 json to_json(const HostConnectResult& r);
+
+// doctor/run: checks the project's host, or `host` (an ssh alias, user@host:port or "local").
+struct DoctorRunParams {
+  std::optional<std::string> path;  // the project, as for project/load
+  std::optional<std::string> host;
+};
+std::optional<DecodeError> from_json(const json& j, DoctorRunParams& out, const std::string& ptr = "");
+
+struct DoctorCheckLine {
+  std::string check;
+  std::string status;  // "pass", "warn", "fail"
+  std::string detail;
+  std::string fix;
+};
+struct DoctorRunResult {
+  std::string host;
+  std::vector<DoctorCheckLine> checks;
+};
+json to_json(const DoctorRunResult& r);
+
+// Server -> client: an unknown host key; the client shows the fingerprint and answers.
+struct ConfirmHostKeyParams {
+  std::string host;
+  std::string key_type;
+  std::string fingerprint;
+};
+json to_json(const ConfirmHostKeyParams& p);
+std::optional<DecodeError> from_json(const json& j, ConfirmHostKeyParams& out, const std::string& ptr = "");
+struct ConfirmHostKeyResult {
+  bool accept = false;
+};
+std::optional<DecodeError> from_json(const json& j, ConfirmHostKeyResult& out, const std::string& ptr = "");
+
+// Server -> client: the passphrase of an encrypted key; absent = skip that key.
+struct PassphraseParams {
+  std::string key_file;
+};
+json to_json(const PassphraseParams& p);
+struct PassphraseResult {
+  std::optional<std::string> passphrase;
+};
+std::optional<DecodeError> from_json(const json& j, PassphraseResult& out, const std::string& ptr = "");
 
 // --- ferry's own -----------------------------------------------------------------------
 

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "helper/remote/endpoint_factory.hpp"
+
 namespace CLI {
 class App;
 }
@@ -47,13 +49,7 @@ int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& w
 
 // The SSH target of connect/trust/doctor: HOST from the command line, else ferry.json's; -F, else
 // ferry.json's sshConfig (defined in connect_command.cpp).
-struct SshTarget {
-  std::string host;
-  std::string root;
-  std::optional<std::string> ssh_config;
-  std::string interpreter = "python3";
-  std::string project_name;
-};
+using SshTarget = remote::SshTarget;  // helper/remote/endpoint_factory.hpp, shared with ferry serve
 std::expected<SshTarget, std::string> ssh_target(const GlobalOptions& g, const std::string& host_arg,
                                                  const std::string& root_arg);
 

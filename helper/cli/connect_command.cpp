@@ -10,6 +10,7 @@
 #include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/deploy/project_config.hpp"
+#include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/ssh/passphrase_prompt.hpp"
 
@@ -17,36 +18,20 @@ namespace ferry::cli {
 
 std::expected<SshTarget, std::string> ssh_target(const GlobalOptions& g, const std::string& host_arg,
                                                  const std::string& root_arg) {
-  SshTarget t;
-  t.host = host_arg;
-  t.root = root_arg;
-  t.ssh_config = g.ssh_config;
   // The project fills in whatever the command line left out.
   std::error_code ec;
   std::filesystem::path start = g.project_dir ? std::filesystem::path(*g.project_dir) : std::filesystem::current_path(ec);
+  std::optional<deploy::ProjectConfig> project;
   if (auto file = deploy::find_project_file(start)) {
-    auto project = deploy::load_project(*file);
-    if (!project) {
-      if (t.host.empty()) return std::unexpected(project.error().to_string());
-    } else {
-      if (t.host.empty()) t.host = project->host;
-      if (t.root.empty() && !project->mappings.empty()) t.root = project->mappings.front().remote;
-      if (!t.ssh_config && project->ssh_config) t.ssh_config = project->ssh_config;
-      t.interpreter = project->interpreter;
-      t.project_name = project->name;
-    }
+    auto loaded = deploy::load_project(*file);
+    if (loaded) project = std::move(*loaded);
+    else if (host_arg.empty()) return std::unexpected(loaded.error().to_string());
   }
-  if (t.host.empty()) return std::unexpected("no HOST given and no ferry.json found (run ferry init, or name a host)");
-  if (t.host == "local") return std::unexpected("the project's host is \"local\": there is no SSH link to check (name a host)");
-  if (t.root.empty()) t.root = "~/ferry/" + (t.project_name.empty() ? std::string("default") : t.project_name);
-  return t;
+  return remote::make_ssh_target(host_arg, root_arg, g.ssh_config, project ? &*project : nullptr);
 }
 
 remote::SshEndpointOptions endpoint_options(const SshTarget& t) {
-  remote::SshEndpointOptions o;
-  o.host = t.host;
-  o.ssh_config = t.ssh_config;
-  o.remote_root = t.root;
+  remote::SshEndpointOptions o = remote::ssh_endpoint_options(t);
   o.session.passphrase = ssh::terminal_passphrase_provider();
   o.reconnect = false;
   o.on_state = [](const remote::HostState& s) {

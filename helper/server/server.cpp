@@ -18,10 +18,12 @@ using p::ResponseError;
 void bind_project_methods(p::BindingTable& table, const ServerOptions& options);
 void bind_sync_methods(p::BindingTable& table, const ServerOptions& options);  // sync_methods.cpp
 
-Server::Server(ServerOptions options) : options_(std::move(options)), host_(std::make_unique<HostSession>()) {
+Server::Server(ServerOptions options) : options_(std::move(options)), client_(std::make_unique<p::OutgoingRequests>()),
+      host_(std::make_unique<HostSession>(*client_)) {
   bind_lifecycle();
   bind_project_methods(table_, options_);
   bind_host_methods(table_, options_, *host_);
+  bind_doctor_methods(table_, options_, *host_);
   bind_sync_methods(table_, options_);
   if (options_.test_methods) bind_test_methods();
 }
@@ -29,7 +31,9 @@ Server::Server(ServerOptions options) : options_(std::move(options)), host_(std:
 Server::~Server() = default;
 
 int Server::run(int in_fd, int out_fd) {
-  int code = serve_stream(table_, in_fd, out_fd, options_.transport);
+  TransportOptions transport = options_.transport;
+  transport.outgoing = client_.get();
+  int code = serve_stream(table_, in_fd, out_fd, transport);
   host_->close();  // the agent goes when the IDE does
   return code;
 }

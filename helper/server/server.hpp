@@ -38,6 +38,7 @@ class Server {
   void bind_test_methods();
 
   ServerOptions options_;
+  std::unique_ptr<protocol::OutgoingRequests> client_;  // server -> client requests and notifications
   std::unique_ptr<HostSession> host_;  // before table_: handlers refer to it
   protocol::BindingTable table_;
 };

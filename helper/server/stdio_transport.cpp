@@ -42,6 +42,10 @@ int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, con
   hooks.post = [&pool](std::function<void()> task) { pool.post(std::move(task)); };
   hooks.on_exit = [&exit_code](int code) { exit_code = code; };
   hooks.log = log_to_spdlog;
+  if (options.outgoing) {
+    options.outgoing->attach([&out](const protocol::json& m) { out.send(m); });
+    hooks.on_response = [outgoing = options.outgoing](const protocol::Response& r) { return outgoing->route(r); };
+  }
   protocol::Dispatcher dispatcher(table, std::move(hooks),
                                   protocol::DispatcherOptions{options.encoding, options.lsp_lifecycle});
 
@@ -85,6 +89,9 @@ int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, con
   }
 
   // Orderly end: nothing new starts, running handlers see cancellation, the pool drains.
+  // Handlers waiting on the client's answer fail first: nothing is read any more, so no answer
+  // can arrive.
+  if (options.outgoing) options.outgoing->detach("the client closed the session");
   if (eof && !dispatcher.wait_idle(options.eof_grace))
     spdlog::warn("cancelling {} request(s) still running at end of input", dispatcher.in_flight());
   dispatcher.cancel_all();

@@ -10,6 +10,7 @@
 #include "protocol/binding_table.hpp"
 #include "protocol/codec.hpp"
 #include "protocol/framing.hpp"
+#include "protocol/outgoing_requests.hpp"
 
 namespace ferry::server {
 
@@ -21,6 +22,8 @@ struct TransportOptions {
   // At EOF, requests still running get this long to answer (a client may close its end and
   // keep reading) before they are cancelled.
   std::chrono::milliseconds eof_grace{2000};
+  // Where server -> client requests go out and their responses come back; optional.
+  protocol::OutgoingRequests* outgoing = nullptr;
 };
 
 // The exit status: the `exit` notification's (0 after shutdown, else 1); on EOF 0 after
