@@ -388,8 +388,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
       std::expected<delta::DeltaStats, delta::DeltaError> stats = std::unexpected(delta::DeltaError{});
       std::uint64_t wire = 0;
       // The helper's own copy of what it last sent, when the remote still holds exactly that.
-      auto m = manifest->entries.find(t.path);
-      if (m != manifest->entries.end() && m->second.hash && remote_matches_manifest(*t.remote_base, m->second)) {
+      // plan_manifest: a snapshot nobody writes while jobs run (manifest itself is being recorded into).
+      auto m = plan_manifest.entries.find(t.path);
+      if (m != plan_manifest.entries.end() && m->second.hash && remote_matches_manifest(*t.remote_base, m->second)) {
         auto base_bytes = read_bytes(cache_dir / to_hex(*m->second.hash));
         if (base_bytes && delta::hash128(*base_bytes) == *m->second.hash)
           stats = delta::generate_delta_from_base(*base_bytes, *bytes, delta::choose_block_size(base_bytes->size()), d);
