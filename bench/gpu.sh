@@ -42,6 +42,11 @@ fi
 train=$build/remote-runtime/train/ferry-train
 say "built in $(( $(date +%s) - t0 )) s: $($train --version)"
 
+# PHASES picks sections (default all): smoke ratios auto mfu.
+phases=" ${PHASES:-smoke ratios auto mfu} "
+want() { [[ "$phases" == *" $1 "* ]]; }
+
+want smoke && {
 section "CUDA smoke test (samples/train/quick.json on cuda:0)"
 if timeout 60 "$train" "$root/samples/train/quick.json" --device cuda:0 --output "$work/quick" > "$work/quick.events" 2> "$work/quick.err"; then
   say "ok: $(grep '"event":"start"' "$work/quick.events" | $py -c 'import json,sys;e=json.load(sys.stdin);print("device", e["device"], "backend", e["backend"])'), $(grep '"event":"done"' "$work/quick.events" | $py -c 'import json,sys;e=json.load(sys.stdin);print("steps", e["step"], "final loss", round(e["final_loss"],4), "eval loss", round(e.get("eval_loss",float("nan")),4))')"
@@ -51,6 +56,9 @@ else
   say "FAILED (rc=$?):"; say '```'; tail -5 "$work/quick.events" "$work/quick.err" | tee -a "$report" >&2; say '```'
 fi
 
+}
+
+want ratios && {
 section "MLP and CNN vs Python PyTorch on cuda:0"
 for prec in fp32 bf16; do
   say "precision $prec:"
@@ -59,6 +67,9 @@ for prec in fp32 bf16; do
     timeout 120 "$root/bench/train_vs_pytorch/run.sh" 2>&1 | tee -a "$report" >&2 || say "(run.sh failed or timed out)"
 done
 
+}
+
+want auto && {
 section "Auto batch size (transformer) vs the true maximum"
 # Small enough that the true maximum is found in seconds, big enough to be memory-bound.
 cat > "$work/auto.json" <<JSON
@@ -109,6 +120,9 @@ else
   fi
 fi
 
+}
+
+want mfu && {
 section "Transformer bf16 throughput vs peak ($peak FLOP/s)"
 cat > "$work/mfu.json" <<JSON
 {"model": {"kind": "transformer", "vocab_size": 32768, "context": 1024, "d_model": 1024, "layers": 12, "heads": 16},
@@ -132,5 +146,6 @@ PY
 else
   say "transformer run failed:"; say '```'; tail -5 "$work/mfu.events" "$work/mfu.err" | tee -a "$report" >&2; say '```'
 fi
+}
 
 [ -n "${OUT:-}" ] || cat "$report"

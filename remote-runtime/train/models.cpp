@@ -1,6 +1,7 @@
-// Model definitions. Attention is written with plain ops (matmul, masked_fill, softmax) so it runs on
-// LibTorch 1.13, which has no scaled_dot_product_attention.
+// Model definitions. Attention goes through torch_compat's causal_attention: the fused kernel on
+// LibTorch 2.x, matmul + masked softmax on 1.13.
 #include "remote-runtime/train/models.hpp"
+#include "remote-runtime/train/torch_compat.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -99,16 +100,14 @@ class DecoderBlock : public torch::nn::Module {
         fc2_(register_module("fc2", torch::nn::Linear(4 * d_model, d_model))),
         drop_(register_module("drop", torch::nn::Dropout(dropout))),
         heads_(heads),
-        head_dim_(d_model / heads) {}
+        head_dim_(d_model / heads),
+        dropout_(dropout) {}
 
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& causal_mask) {
     const auto b = x.size(0), t = x.size(1), d = x.size(2);
     auto qkv = qkv_->forward(ln1_->forward(x)).view({b, t, 3, heads_, head_dim_}).permute({2, 0, 3, 1, 4});
     auto q = qkv[0], k = qkv[1], v = qkv[2];  // [B, H, T, hd]
-    auto scores = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_dim_)));
-    scores = scores.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
-    auto attn = drop_->forward(torch::softmax(scores, -1));
-    auto y = torch::matmul(attn, v).transpose(1, 2).reshape({b, t, d});
+    auto y = causal_attention(q, k, v, causal_mask, dropout_, is_training()).transpose(1, 2).reshape({b, t, d});
     auto h = x + drop_->forward(proj_->forward(y));
     auto m = fc2_->forward(torch::gelu(fc1_->forward(ln2_->forward(h))));
     return h + drop_->forward(m);
@@ -121,6 +120,7 @@ class DecoderBlock : public torch::nn::Module {
   torch::nn::Linear fc1_, fc2_;
   torch::nn::Dropout drop_;
   std::int64_t heads_, head_dim_;
+  double dropout_;
 };
 
 class Transformer : public Model {

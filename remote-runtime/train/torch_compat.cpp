@@ -18,6 +18,16 @@
 #define FERRY_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
+#include <cmath>
+#include <limits>
+
+#include <ATen/ops/dropout.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/softmax.h>
+#if FERRY_TORCH_AT_LEAST(2, 0)
+#include <ATen/ops/scaled_dot_product_attention.h>
+#endif
+
 namespace ferry::train {
 namespace {
 
@@ -146,6 +156,22 @@ void set_compute_threads(int threads) {
 
 bool is_out_of_memory_message(const std::string& what) {
   return what.find("out of memory") != std::string::npos || what.find("OutOfMemory") != std::string::npos;
+}
+
+bool has_fused_attention() { return FERRY_TORCH_AT_LEAST(2, 0); }
+
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            [[maybe_unused]] const at::Tensor& causal_mask, double dropout_p, bool training) {
+  const double p = training ? dropout_p : 0.0;
+#if FERRY_TORCH_AT_LEAST(2, 0)
+  return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, p, /*is_causal=*/true);
+#else
+  auto scores = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(q.size(-1))));
+  scores = scores.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
+  auto attn = at::softmax(scores, -1);
+  if (p > 0.0) attn = at::dropout(attn, p, true);
+  return at::matmul(attn, v);
+#endif
 }
 
 }  // namespace ferry::train

@@ -51,4 +51,11 @@ void set_compute_threads(int threads);
 // True when `what` (an exception message) says the allocator ran out of memory.
 bool is_out_of_memory_message(const std::string& what);
 
+// Causal self-attention over [B, H, T, hd] tensors. LibTorch 2.x has a fused kernel
+// (scaled_dot_product_attention: flash / memory-efficient on CUDA); 1.13 has none, so there it is
+// matmul + masked softmax. `causal_mask` ([T, T], true above the diagonal) is used only on that path.
+at::Tensor causal_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                            const at::Tensor& causal_mask, double dropout_p, bool training);
+bool has_fused_attention();
+
 }  // namespace ferry::train
