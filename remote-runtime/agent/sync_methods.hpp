@@ -23,6 +23,8 @@ class FileWriter;
 // agent allocate more).
 inline constexpr std::size_t kMaxSyncPayload = 256u << 20;
 inline constexpr std::size_t kMaxReadChunk = 8u << 20;
+// Files of one sync/writeBatch written concurrently (FileWriter is thread-safe: *at() calls only).
+inline constexpr std::size_t kWriteThreads = 16;
 
 class SyncMethods {
  public:
