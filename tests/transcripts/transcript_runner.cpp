@@ -10,6 +10,8 @@
 //   {"expect": VALUE}          the next message must match VALUE (objects: subset; arrays:
 //                              same length, element-wise; "*" matches any value; a string
 //                              starting with "~" matches any string containing the rest)
+//   {"answer": {"result": R}}  answers the server's own request last matched by "expect" (a
+//                              message with method and id) with R, or {"error": E}, under its id
 //   {"close": true}            closes the server's stdin
 //   {"expect_exit": N}         the server exits with N and wrote nothing more
 // ${TRANSCRIPT_DIR} in a line becomes the transcript's directory, ${TRANSCRIPT_TMP} a fresh
@@ -253,6 +255,7 @@ int main(int argc, char** argv) {
   try {
     ServerProcess server(argv[1], args, setup.value("env", json::object()));
     bool exited = false;
+    json server_request_id;  // the server -> client request awaiting an "answer"
     for (std::size_t i = first; i < steps.size(); ++i) {
       line_no = steps[i].first;
       const json& s = steps[i].second;
@@ -269,6 +272,14 @@ int main(int argc, char** argv) {
         if (!m) fail("expected " + s["expect"].dump() + " but the server closed its output");
         std::string why;
         if (!matches(s["expect"], *m, "", why)) fail("mismatch " + why + "\n  got: " + m->dump());
+        if (m->contains("method") && m->contains("id")) server_request_id = (*m)["id"];
+      } else if (s.contains("answer")) {
+        if (server_request_id.is_null()) fail("answer before any server request was expected");
+        json reply = s["answer"];
+        reply["jsonrpc"] = "2.0";
+        reply["id"] = server_request_id;
+        server.write_bytes(frame(reply.dump()));
+        server_request_id = nullptr;
       } else if (s.contains("close")) {
         server.close_stdin();
       } else if (s.contains("expect_exit")) {
