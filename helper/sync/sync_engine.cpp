@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -309,9 +310,67 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
     (void)write_file_atomically(cache_dir / to_hex(*t.local.hash),
                                 std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   };
+  // A file too large for one request: begin, 8 MiB compressed chunks, commit (hash checked there).
+  auto stream_file = [&](const Transfer& t) {
+    std::ifstream in(root / t.path, std::ios::binary);
+    if (!in) return prog.error(fmt::format("read '{}': cannot open", t.path));
+    auto begun = endpoint_.call("sync/fileBegin", json{{"base", base},
+                                                       {"path", t.path},
+                                                       {"size", t.local.size},
+                                                       {"hash", hash_binary(*t.local.hash)},
+                                                       {"mode", t.local.mode},
+                                                       {"mtimeNs", t.local.mtime_ns},
+                                                       {"expect", expect_for(remote, t.path)}});
+    if (!begun) return prog.error(fmt::format("sync/fileBegin '{}': {}", t.path, begun.error().message));
+    const json handle = begun->at("handle");
+    std::vector<char> buf(kReadChunk);
+    std::uint64_t sent = 0, wire = 0;
+    while (sent < t.local.size && !cancelled()) {
+      in.read(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(buf.size(), t.local.size - sent)));
+      auto n = static_cast<std::size_t>(in.gcount());
+      if (n == 0) break;
+      auto packed = zstd_compress(reinterpret_cast<const std::uint8_t*>(buf.data()), n);
+      wire += packed.size();
+      auto appended = endpoint_.call("sync/fileAppend",
+                                     json{{"base", base}, {"handle", handle}, {"rawSize", n}, {"data", as_binary(std::move(packed))}},
+                                     kBigCallTimeout);
+      if (!appended) return prog.error(fmt::format("sync/fileAppend '{}': {}", t.path, appended.error().message));
+      sent += n;
+      prog.advance(n);
+    }
+    {
+      std::lock_guard lock(prog.mu);
+      summary.bytes_on_wire += wire;
+    }
+    if (sent != t.local.size) {
+      (void)endpoint_.call("sync/fileAbort", json{{"base", base}, {"handle", handle}});
+      if (!cancelled()) {
+        std::lock_guard lock(prog.mu);
+        summary.unstable.push_back(t.path);  // shrank while being sent
+      }
+      return;
+    }
+    auto committed = endpoint_.call("sync/fileCommit", json{{"base", base}, {"handle", handle}}, kBigCallTimeout);
+    if (!committed) {
+      const std::string code = committed.error().data ? committed.error().data->value("code", "") : "";
+      std::lock_guard lock(prog.mu);
+      if (code == "conflict") summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, committed.error().message});
+      else if (code == "hash_mismatch") summary.unstable.push_back(t.path);  // changed while being read
+      else summary.errors.push_back(fmt::format("sync/fileCommit '{}': {}", t.path, committed.error().message));
+      return;
+    }
+    record(t.path, t.local);
+    std::lock_guard lock(prog.mu);
+    ++summary.files_sent;
+    summary.bytes_literal += t.local.size;
+  };
   std::vector<std::vector<const Transfer*>> batches(1);
   std::uint64_t batch_bytes = 0;
   for (const auto& t : plan.send_whole) {
+    if (t.local.size > o.stream_above) {
+      jobs.push_back([&, tp = &t] { stream_file(*tp); });
+      continue;
+    }
     if (!batches.back().empty() && (batches.back().size() >= kBatchFiles || batch_bytes + t.local.size > kBatchBytes)) {
       batches.emplace_back();
       batch_bytes = 0;

@@ -47,6 +47,7 @@ struct SyncOptions {
   std::function<bool()> cancelled;
   unsigned in_flight = 8;              // concurrent requests to the agent
   std::uint64_t cache_max_bytes = 1ull << 30;  // the sent-copy cache used as delta bases
+  std::uint64_t stream_above = 64ull << 20;    // whole files larger than this go in chunks
 };
 
 struct SyncSummary {

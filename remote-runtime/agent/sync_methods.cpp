@@ -142,6 +142,13 @@ std::string join(const std::string& base, const std::string& path) {
 
 }  // namespace
 
+struct SyncMethods::Upload {
+  std::string path;
+  sync::PendingFile file;
+  std::optional<sync::Precondition> expect;
+  std::uint64_t size = 0, received = 0;
+};
+
 SyncMethods::SyncMethods(RootPath root) : root_(std::move(root)) {}
 SyncMethods::~SyncMethods() = default;
 SyncMethods::SyncMethods(SyncMethods&&) noexcept = default;
@@ -267,6 +274,51 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       worker();
     }
     return protocol::make_result(r.id, json{{"results", std::move(results)}, {"bytesWritten", written.load()}});
+  }
+
+  if (r.method == "sync/fileBegin") {
+    std::string path = str_field(p, "path");
+    if (uploads_.size() >= kMaxUploads)
+      return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": more than " + std::to_string(kMaxUploads) + " uploads open");
+    auto attrs = attrs_of(p);
+    auto expect = expect_of(p);
+    auto pending = w.begin_file(path, attrs);
+    if (!pending) return io_error(path, pending.error());
+    auto up = std::make_unique<Upload>(Upload{path, std::move(*pending), expect, attrs.size, 0});
+    std::int64_t handle = next_upload_++;
+    uploads_.emplace(handle, std::move(up));
+    return protocol::make_result(r.id, json{{"handle", handle}});
+  }
+
+  if (r.method == "sync/fileAppend" || r.method == "sync/fileCommit" || r.method == "sync/fileAbort") {
+    auto it = uploads_.find(int_field(p, "handle"));
+    if (it == uploads_.end()) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": no such upload");
+    Upload& up = *it->second;
+    if (r.method == "sync/fileAbort") {
+      uploads_.erase(it);  // dropping the pending file removes its temp file
+      return protocol::make_result(r.id, json{{"ok", true}});
+    }
+    if (r.method == "sync/fileAppend") {
+      std::uint64_t raw_size = uint_field(p, "rawSize");
+      if (raw_size > kMaxSyncPayload || up.received + raw_size > up.size) {
+        uploads_.erase(it);
+        return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": more bytes than announced");
+      }
+      auto bytes = decompress(bin_field(p, "data"), raw_size);
+      if (!bytes) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + bytes.error());
+      if (auto done = up.file.write(*bytes); !done) {
+        std::string path = up.path;
+        uploads_.erase(it);
+        return io_error(path, done.error());
+      }
+      up.received += raw_size;
+      return protocol::make_result(r.id, json{{"received", up.received}});
+    }
+    std::string path = up.path;
+    auto done = up.file.commit(up.expect);
+    uploads_.erase(it);
+    if (!done) return io_error(path, done.error());
+    return protocol::make_result(r.id, json{{"path", path}, {"ok", true}});
   }
 
   if (r.method == "sync/signature") {

@@ -17,6 +17,8 @@ namespace ferry::agent {
 
 namespace sync {
 class FileWriter;
+class PendingFile;
+struct Precondition;
 }
 
 // Largest decompressed payload accepted in one request (a hostile size field cannot make the
@@ -25,6 +27,8 @@ inline constexpr std::size_t kMaxSyncPayload = 256u << 20;
 inline constexpr std::size_t kMaxReadChunk = 8u << 20;
 // Files of one sync/writeBatch written concurrently (FileWriter is thread-safe: *at() calls only).
 inline constexpr std::size_t kWriteThreads = 16;
+// Streamed uploads open at once (each holds a temp file and a descriptor).
+inline constexpr std::size_t kMaxUploads = 64;
 
 class SyncMethods {
  public:
@@ -41,6 +45,10 @@ class SyncMethods {
   std::expected<sync::FileWriter*, std::string> writer_for(const std::string& base);
   RootPath root_;
   std::map<std::string, std::unique_ptr<sync::FileWriter>> writers_;
+  // Files too large for one request, streamed by sync/fileBegin, fileAppend, fileCommit.
+  struct Upload;
+  std::map<std::int64_t, std::unique_ptr<Upload>> uploads_;
+  std::int64_t next_upload_ = 1;
 };
 
 }  // namespace ferry::agent

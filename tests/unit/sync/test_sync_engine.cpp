@@ -359,3 +359,30 @@ BOOST_AUTO_TEST_CASE(the_agent_rejects_paths_that_leave_its_root) {
   BOOST_REQUIRE(r.has_value());
   BOOST_TEST((*r)["results"][0]["ok"] == false);
 }
+
+BOOST_AUTO_TEST_CASE(files_over_the_stream_threshold_go_in_chunks) {
+  Fixture f;
+  Buf big = random_bytes(9u << 20, 11);  // two 8 MiB chunks
+  write(f.local / "ckpt/model.pt", big);
+  write(f.local / "small.txt", text("s"));
+  SyncOptions o;
+  o.stream_above = 1u << 20;
+  SyncSummary s = f.push(o);
+  BOOST_TEST(s.errors.empty());
+  BOOST_TEST(s.files_sent == 2u);
+  BOOST_TEST(s.bytes_literal == big.size() + 1);
+  BOOST_TEST((slurp(f.remote / "ckpt/model.pt") == big));
+  BOOST_TEST(f.push(o).files_sent == 0u);
+
+  // The agent refuses more bytes than announced and unknown handles.
+  Hash128 h{};
+  auto begun = f.ep->call("sync/fileBegin", json{{"path", "x.bin"}, {"size", 2}, {"mode", 0644}, {"mtimeNs", 0},
+                                                 {"hash", json::binary_t(std::vector<std::uint8_t>(h.begin(), h.end()))}});
+  BOOST_REQUIRE(begun.has_value());
+  auto data = zstd_compress(reinterpret_cast<const std::uint8_t*>("abc"), 3);
+  auto too_much = f.ep->call("sync/fileAppend", json{{"handle", (*begun)["handle"]}, {"rawSize", 3}, {"data", json::binary_t(data)}});
+  BOOST_TEST(!too_much.has_value());
+  BOOST_TEST(!f.ep->call("sync/fileCommit", json{{"handle", (*begun)["handle"]}}).has_value());
+  BOOST_TEST(!fs::exists(f.remote / "x.bin"));
+  BOOST_TEST(!fs::exists(f.sandbox / "x.bin"));
+}
