@@ -86,6 +86,25 @@ class Client {
     }
   }
 
+  // Reads until a notification matching `pred` arrives (or one already did); nullopt at the limit.
+  std::optional<json> wait_notification(const std::function<bool(const json&)>& pred, std::chrono::seconds limit) {
+    for (std::size_t i = seen_; i < notifications.size(); ++i)
+      if (pred(notifications[i])) {
+        seen_ = i + 1;
+        return notifications[i];
+      }
+    seen_ = notifications.size();
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      auto m = next(deadline);
+      if (!m) return std::nullopt;
+      if (!m->contains("method") || m->contains("id")) continue;
+      notifications.push_back(*m);
+      seen_ = notifications.size();
+      if (pred(*m)) return m;
+    }
+  }
+
   std::vector<json> notifications;
   std::vector<json> server_requests;
 
@@ -120,6 +139,7 @@ class Client {
   std::thread server_;
   ferry::protocol::FrameDecoder decoder_;
   int next_id_ = 1;
+  std::size_t seen_ = 0;  // notifications already offered to wait_notification
   json methods_;
 };
 
@@ -170,6 +190,36 @@ BOOST_AUTO_TEST_CASE(connect_by_alias_to_a_known_host) {
   BOOST_TEST(c.server_requests.empty());
   BOOST_TEST(has_state(c.notifications, "connecting"));
   BOOST_TEST(has_state(c.notifications, "connected"));
+}
+
+BOOST_AUTO_TEST_CASE(state_changes_follow_the_link_through_a_reconnect) {
+  SshdFixture f;
+  f.trust_host_key();
+  write_project(f, f.alias());
+  Client c(f.dir());
+  auto r = c.call("host/connect", json::object());
+  BOOST_REQUIRE_MESSAGE(r.contains("result"), r.dump());
+  auto state_is = [](const std::string& s) {
+    return [s](const json& n) { return n["method"] == "host/stateChanged" && n["params"]["state"] == s; };
+  };
+  BOOST_REQUIRE(c.wait_notification(state_is("connected"), 1s));
+
+  f.kill_all();  // the connection drops with the server: noticed at once
+  auto dropped = c.wait_notification(state_is("reconnecting"), 15s);  // the drop itself, with its reason
+  BOOST_REQUIRE(dropped);
+  BOOST_TEST(!(*dropped)["params"]["message"].get<std::string>().empty());
+  // sshd is down: the first attempt is refused and the next one scheduled after a delay.
+  auto reconnecting = c.wait_notification(
+      [](const json& n) { return n["method"] == "host/stateChanged" && n["params"].contains("attempt"); }, 15s);
+  BOOST_REQUIRE(reconnecting);
+  BOOST_TEST((*reconnecting)["params"]["state"] == "reconnecting");
+  BOOST_TEST((*reconnecting)["params"]["host"] == f.alias());
+  BOOST_TEST((*reconnecting)["params"]["attempt"].get<int>() >= 1, reconnecting->dump());
+  BOOST_TEST((*reconnecting)["params"]["retryInMs"].get<long long>() > 0, reconnecting->dump());
+  BOOST_TEST(!(*reconnecting)["params"]["message"].get<std::string>().empty());
+
+  f.start();
+  BOOST_TEST(c.wait_notification(state_is("connected"), 30s).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(unknown_host_accepted_through_confirm_host_key) {
