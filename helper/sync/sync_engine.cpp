@@ -360,6 +360,14 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
       return;
     }
     record(t.path, t.local);
+    if (t.local.size <= o.cache_max_bytes / 4) {
+      // The next edit's delta base; checked against its hash before use, so a copy of a file
+      // that changed meanwhile is simply not used.
+      std::error_code ec;
+      fs::create_directories(cache_dir, ec);
+      const fs::path tmp = cache_dir / (to_hex(*t.local.hash) + ".tmp");
+      if (fs::copy_file(root / t.path, tmp, fs::copy_options::overwrite_existing, ec)) fs::rename(tmp, cache_dir / to_hex(*t.local.hash), ec);
+    }
     std::lock_guard lock(prog.mu);
     ++summary.files_sent;
     summary.bytes_literal += t.local.size;
@@ -398,7 +406,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
         }
         auto packed = zstd_compress(bytes->data(), bytes->size());
         if (packed.size() > kMaxRequestPayload) {
-          prog.error(fmt::format("'{}' ({}) is too large for one request; streamed writes are not implemented yet",
+          prog.error(fmt::format("'{}' ({}) compresses to more than one request may carry (lower stream_above)",
                                  t->path, human_bytes(t->local.size)));
           continue;
         }
