@@ -207,9 +207,15 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
   if (!manifest) return std::unexpected(manifest.error());
   manifest->remote_root = target_.remote_root;
   json known = json::array();
-  for (const auto& [p, m] : manifest->entries) known.push_back(p);
-  auto listed = endpoint_.call("sync/list", json{{"base", target_.remote_base}, {"known", std::move(known)}, {"sweep", !o.dry_run}},
-                               kBigCallTimeout);
+  if (o.only_paths.empty()) {
+    for (const auto& [p, m] : manifest->entries) known.push_back(p);
+  } else {
+    for (const auto& p : o.only_paths)
+      if (manifest->entries.contains(p)) known.push_back(p);
+  }
+  json list_params{{"base", target_.remote_base}, {"known", std::move(known)}, {"sweep", !o.dry_run && o.only_paths.empty()}};
+  if (!o.only_paths.empty()) list_params["only"] = o.only_paths;  // sync on save: a few stats, not a walk
+  auto listed = endpoint_.call("sync/list", std::move(list_params), kBigCallTimeout);
   if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
   TreeState remote = from_listing(*listed);
   Manifest plan_manifest = *manifest;

@@ -311,6 +311,18 @@ BOOST_AUTO_TEST_CASE(sync_on_save_pushes_just_that_path) {
   BOOST_TEST(s.files_deleted == 0u);
   BOOST_TEST((slurp(f.remote / "a.py") == text("a2")));
   BOOST_TEST((slurp(f.remote / "b.py") == text("b")));
+
+  // The saved path's remote state is checked too: an edit on the box is a conflict.
+  write(f.remote / "a.py", text("box"));
+  write(f.local / "a.py", text("a3"));
+  SyncSummary c = f.push(one);
+  BOOST_REQUIRE(c.conflicts.size() == 1u);
+  BOOST_TEST((slurp(f.remote / "a.py") == text("box")));
+  // A saved path deleted locally goes on the remote too (ferry wrote it).
+  fs::remove(f.local / "b.py");
+  one.only_paths = {"b.py"};
+  BOOST_TEST(f.push(one).files_deleted == 1u);
+  BOOST_TEST(!fs::exists(f.remote / "b.py"));
 }
 
 BOOST_AUTO_TEST_CASE(the_agent_rejects_paths_that_leave_its_root) {
