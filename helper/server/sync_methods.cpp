@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/server/project_lookup.hpp"
@@ -227,11 +228,10 @@ class SyncService {
       if (config->host == "local") {
         endpoint_ = std::make_unique<remote::LocalEndpoint>(lo);
       } else {
-        remote::SshEndpointOptions so;
-        so.host = config->host;
-        so.ssh_config = config->ssh_config;
-        so.remote_root = m.remote;
-        endpoint_ = std::make_unique<remote::SshEndpoint>(so);
+        // The same resolution as host/connect and the CLI (helper/remote/endpoint_factory.hpp).
+        auto ssh = remote::make_ssh_target("", "", std::nullopt, &*config);
+        if (!ssh) return std::unexpected(ResponseError{p::error_code::kAgentUnavailable, "sync: " + ssh.error(), {}});
+        endpoint_ = std::make_unique<remote::SshEndpoint>(remote::ssh_endpoint_options(*ssh));
       }
       endpoint_key_ = key;
       auto info = endpoint_->connect();
