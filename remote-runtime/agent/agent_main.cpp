@@ -17,6 +17,7 @@
 #include "ferry/version.hpp"
 #include "protocol/agent_wire.hpp"
 #include "remote-runtime/agent/agent_service.hpp"
+#include "remote-runtime/agent/gpu_methods.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 #include "remote-runtime/agent/sync_methods.hpp"
 
@@ -80,6 +81,7 @@ int main(int argc, char** argv) {
   auto sync_methods = std::make_shared<ferry::agent::SyncMethods>(*root);
   ferry::agent::AgentService service(std::move(*root));
   service.add_methods([sync_methods](const ferry::protocol::Request& r) { return sync_methods->handle(r); });
+  service.add_methods([](const ferry::protocol::Request& r) { return ferry::agent::handle_gpu_method(r); });
 
   if (!write_all(STDOUT_FILENO, ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) + "\n"))
     return 1;
