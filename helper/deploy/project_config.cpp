@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "helper/deploy/host_spec.hpp"
+#include "protocol/json_reader.hpp"
 
 namespace ferry::deploy {
 namespace {
@@ -25,19 +26,6 @@ constexpr const char* kLocalPathPattern = "^(?!/)(?!(?:.*/)?\\.\\.(?:/|$)).+$";
 constexpr const char* kRemotePathPattern = "^(?:/|~/|~$)(?!(?:.*/)?\\.\\.(?:/|$)).*$";
 constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
 constexpr const char* kTunnelNamePattern = "^[A-Za-z0-9._-]{1,64}$";
-
-std::string escape_pointer_token(std::string_view token) {
-  std::string out;
-  for (char c : token) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
-  return out;
-}
 
 bool matches(const std::string& s, const char* pattern) {
   static thread_local std::map<const char*, std::regex> cache;
@@ -89,7 +77,7 @@ class Validator {
         msg += "; expected one of:";
         for (auto k : known) msg += " " + std::string(k);
       }
-      return fail(pointer + "/" + escape_pointer_token(key), msg);
+      return fail(protocol::pointer_append(pointer, key), msg);
     }
     return true;
   }
@@ -230,7 +218,7 @@ class Validator {
     if (auto it = doc.find("env"); it != doc.end()) {
       if (!it->is_object()) return fail("/env", "expected an object of NAME: \"value\" strings");
       for (const auto& [key, value] : it->items()) {
-        std::string p = "/env/" + escape_pointer_token(key);
+        std::string p = protocol::pointer_append("/env", key);
         if (!matches(key, kEnvNamePattern))
           return fail(p, "expected a variable name of letters, digits and '_', not starting with a digit");
         if (!value.is_string()) return fail(p, "expected a string (quote numbers: \"1\")");
