@@ -284,21 +284,18 @@ std::expected<void, std::string> load_optimizer_state(const CheckpointData& data
       auto exp_avg_sq = tensor(item.key(), "exp_avg_sq");
       if (!exp_avg.defined() || !exp_avg_sq.defined()) return std::unexpected("checkpoint lacks Adam moments of " + item.key());
       const auto step = entry.value("step", std::int64_t{0});
-      if (is_adamw) {
-        auto s = std::make_unique<torch::optim::AdamWParamState>();
+      // Adam and AdamW keep the same moments under different state types.
+      auto restore_moments = [&](auto s) {
         s->step(step);
         s->exp_avg(exp_avg);
         s->exp_avg_sq(exp_avg_sq);
         if (auto m = tensor(item.key(), "max_exp_avg_sq"); m.defined()) s->max_exp_avg_sq(m);
         state[key] = std::move(s);
-      } else {
-        auto s = std::make_unique<torch::optim::AdamParamState>();
-        s->step(step);
-        s->exp_avg(exp_avg);
-        s->exp_avg_sq(exp_avg_sq);
-        if (auto m = tensor(item.key(), "max_exp_avg_sq"); m.defined()) s->max_exp_avg_sq(m);
-        state[key] = std::move(s);
-      }
+      };
+      if (is_adamw)
+        restore_moments(std::make_unique<torch::optim::AdamWParamState>());
+      else
+        restore_moments(std::make_unique<torch::optim::AdamParamState>());
     } else {
       auto s = std::make_unique<torch::optim::SGDParamState>();
       if (auto m = tensor(item.key(), "momentum_buffer"); m.defined()) s->momentum_buffer(m);
