@@ -40,6 +40,7 @@ int with_sync_engine(const GlobalOptions& g, const std::string& who,
   target.host = project->host;
   target.remote_root = m.remote;
   target.exclude = project->exclude;
+  target.protect = project->protect;
 
   std::unique_ptr<remote::Endpoint> endpoint;
   if (project->host == "local") {

@@ -121,6 +121,16 @@ class Validator {
     return true;
   }
 
+  bool patterns(const json& j, const std::string& pointer, std::vector<std::string>& out) {
+    if (!j.is_array()) return fail(pointer, "expected an array of gitignore-style patterns");
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      std::string pat;
+      if (!string(j[i], pointer + "/" + std::to_string(i), pat)) return false;
+      out.push_back(std::move(pat));
+    }
+    return true;
+  }
+
   bool port(const json& j, const std::string& pointer, int& out) {
     return integer(j, pointer, out, 1, 65535, "a port number");
   }
@@ -182,7 +192,7 @@ class Validator {
   bool document(const json& doc, ProjectConfig& c) {
     if (!object(doc, "")) return false;
     if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "env", "tunnels",
-                             "autostop", "sshConfig"}))
+                             "autostop", "sshConfig", "protect"}))
       return false;
     if (auto it = doc.find("$schema"); it != doc.end()) {
       std::string ignored;
@@ -205,14 +215,8 @@ class Validator {
         c.mappings.push_back(std::move(m));
       }
     }
-    if (auto it = doc.find("exclude"); it != doc.end()) {
-      if (!it->is_array()) return fail("/exclude", "expected an array of gitignore-style patterns");
-      for (std::size_t i = 0; i < it->size(); ++i) {
-        std::string pat;
-        if (!string((*it)[i], "/exclude/" + std::to_string(i), pat)) return false;
-        c.exclude.push_back(std::move(pat));
-      }
-    }
+    if (auto it = doc.find("exclude"); it != doc.end() && !patterns(*it, "/exclude", c.exclude)) return false;
+    if (auto it = doc.find("protect"); it != doc.end() && !patterns(*it, "/protect", c.protect)) return false;
     if (auto it = doc.find("interpreter"); it != doc.end() && !string(*it, "/interpreter", c.interpreter))
       return false;
     if (auto it = doc.find("env"); it != doc.end()) {
@@ -348,6 +352,7 @@ json to_json(const ProjectConfig& c) {
          {"host", c.host},
          {"mappings", mappings},
          {"exclude", c.exclude},
+         {"protect", c.protect},
          {"interpreter", c.interpreter},
          {"env", c.env},
          {"tunnels", tunnels},

@@ -45,6 +45,7 @@ struct ProjectConfig {
   std::string host = "local";    // "local", an ssh config alias, or user@host:port
   std::vector<Mapping> mappings; // at least one after validation
   std::vector<std::string> exclude;   // gitignore-syntax patterns
+  std::vector<std::string> protect;   // remote-only paths (datasets, outputs): never written or deleted
   std::string interpreter = "python3";
   std::map<std::string, std::string> env;
   std::vector<TunnelSpec> tunnels;

@@ -216,6 +216,7 @@ class SyncService {
     target.host = config->host;
     target.remote_root = m.remote;
     target.exclude = config->exclude;
+    target.protect = config->protect;
     std::string key = config->host + "\n" + m.remote;
     remote::LocalEndpointOptions lo;
     if (config->host == "local") {

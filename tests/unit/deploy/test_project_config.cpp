@@ -88,6 +88,19 @@ BOOST_AUTO_TEST_CASE(full_config_fields_land_in_the_struct) {
   BOOST_TEST(j["root"] == "/x");
 }
 
+BOOST_AUTO_TEST_CASE(protect_patterns_land_in_the_struct_and_the_ide_view) {
+  auto c = parse_project(json::parse(R"({"protect": ["/data/", "outputs/", "*.ckpt"]})"), "/x");
+  BOOST_REQUIRE(c.has_value());
+  BOOST_TEST((c->protect == std::vector<std::string>{"/data/", "outputs/", "*.ckpt"}));
+  BOOST_TEST(ferry::deploy::to_json(*c)["protect"] == json::parse(R"(["/data/", "outputs/", "*.ckpt"])"));
+  auto none = parse_project(json::object(), "/x");
+  BOOST_REQUIRE(none.has_value());
+  BOOST_TEST(none->protect.empty());
+  auto bad = parse_project(json::parse(R"({"protect": [""]})"), "/x");
+  BOOST_REQUIRE(!bad.has_value());
+  BOOST_TEST(bad.error().pointer == "/protect/0");
+}
+
 BOOST_AUTO_TEST_CASE(error_messages_say_what_was_expected) {
   auto e = parse_project(json::parse(R"({"mappings": [{"remote": ""}]})"), "/x");
   BOOST_REQUIRE(!e);
