@@ -7,9 +7,13 @@
 
 #include <ATen/ATen.h>
 
+// The CUDA wheels ship NCCL's c10d headers but not Gloo's; Debian's CPU build has Gloo only.
+#if defined(FERRY_HAVE_GLOO) || defined(FERRY_HAVE_NCCL)
+#define FERRY_HAVE_C10D 1
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
 #if defined(FERRY_HAVE_GLOO)
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #endif
 #if defined(FERRY_HAVE_NCCL)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -31,7 +35,7 @@ std::expected<int, std::string> env_int(const char* name, int fallback, int min,
   return static_cast<int>(n);
 }
 
-#if defined(FERRY_HAVE_GLOO)
+#if defined(FERRY_HAVE_C10D)
 template <typename Group>
 class C10dGroup : public ProcessGroupHandle {
  public:
@@ -105,16 +109,27 @@ std::expected<DistributedEnv, std::string> distributed_env_from_environment() {
 }
 
 bool distributed_available() {
-#if defined(FERRY_HAVE_GLOO)
+#if defined(FERRY_HAVE_C10D)
   return true;
 #else
   return false;
 #endif
 }
 
+std::string distributed_backends() {
+  std::string out;
+#if defined(FERRY_HAVE_GLOO)
+  out = "gloo";
+#endif
+#if defined(FERRY_HAVE_NCCL)
+  out += out.empty() ? "nccl" : "+nccl";
+#endif
+  return out.empty() ? "none" : out;
+}
+
 std::expected<std::unique_ptr<ProcessGroupHandle>, std::string> ProcessGroupHandle::connect(const DistributedEnv& env,
                                                                                             [[maybe_unused]] bool cuda) {
-#if defined(FERRY_HAVE_GLOO)
+#if defined(FERRY_HAVE_C10D)
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(env.master_port);
@@ -130,6 +145,7 @@ std::expected<std::unique_ptr<ProcessGroupHandle>, std::string> ProcessGroupHand
       return std::make_unique<C10dGroup<c10d::ProcessGroupNCCL>>(store, group, "nccl");
     }
 #endif
+#if defined(FERRY_HAVE_GLOO)
     auto gloo_options = c10d::ProcessGroupGloo::Options::create();
     if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
       gloo_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
@@ -141,12 +157,16 @@ std::expected<std::unique_ptr<ProcessGroupHandle>, std::string> ProcessGroupHand
     gloo_options->timeout = std::chrono::milliseconds(120000);
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, gloo_options);
     return std::make_unique<C10dGroup<c10d::ProcessGroupGloo>>(store, group, "gloo");
+#else
+    return std::unexpected(std::string("this ferry-train has c10d NCCL only (no Gloo headers at build time): "
+                                       "multi-process runs need device cuda"));
+#endif
   } catch (const std::exception& e) {
     return std::unexpected(std::string("distributed init failed: ") + e.what());
   }
 #else
   (void)env;
-  return std::unexpected("this ferry-train was built without torch.distributed (c10d Gloo) support");
+  return std::unexpected("this ferry-train was built without torch.distributed (c10d Gloo or NCCL) support");
 #endif
 }
 

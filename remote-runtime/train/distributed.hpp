@@ -23,6 +23,8 @@ struct DistributedEnv {
 std::expected<DistributedEnv, std::string> distributed_env_from_environment();
 
 bool distributed_available();
+// The c10d backends compiled in, for --version: "gloo", "nccl", "gloo+nccl" or "none".
+std::string distributed_backends();
 
 class ProcessGroupHandle {
  public:

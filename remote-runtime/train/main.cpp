@@ -45,7 +45,7 @@ options:
   --validate         check the config, print it normalised, and exit
 
 events: JSON lines on stdout (start, step, eval, checkpoint, auto_batch, advice, done, error).
-exit status: 0 done, 1 failure, 2 bad config or arguments,
+exit status: 0 done, 1 failure, 2 bad config or arguments, 3 done but on_complete failed,
              143 stopped by SIGTERM after a checkpoint, 130 stopped by SIGINT after a checkpoint.
 )";
 

@@ -15,6 +15,7 @@ namespace ferry::train {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitBadConfig = 2;
+inline constexpr int kExitOnCompleteFailed = 3;  // training done and saved, but on_complete failed
 inline constexpr int kExitSigint = 130;   // checkpoint written, stopped on SIGINT
 inline constexpr int kExitSigterm = 143;  // checkpoint written, stopped on SIGTERM (spot notice)
 

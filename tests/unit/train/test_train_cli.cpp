@@ -374,12 +374,30 @@ BOOST_AUTO_TEST_CASE(on_complete_runs_the_command_and_posts_the_webhook) {
   BOOST_TEST(request.find("\"param_hash\"") != std::string::npos);
 
   // https is out of scope: a clear error event, and the query string never appears.
+  // The run itself is done and saved, so the status is 3 (not 1), and the error follows `done`.
   auto https = run_train({write_config(dir, config).string()}, {"FERRY_TEST_HOOK=https://example.invalid/x?token=secret"});
-  BOOST_TEST(https.rc == 0);
+  BOOST_TEST(https.rc == 3);
+  BOOST_TEST(https.find("done").has_value());
   auto err = https.find("error");
   BOOST_REQUIRE(err.has_value());
   BOOST_TEST(err->at("message").get<std::string>().find("https") != std::string::npos);
   for (const auto& e : https.events) BOOST_TEST(e.dump().find("secret") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_on_complete_command_gives_exit_status_3) {
+  auto dir = scratch("hookfail");
+  auto config = mlp_config(dir / "out", 0);
+  config["max_steps"] = 3;
+  config["on_complete"] = {{"command", "exit 7"}};
+  auto r = run_train({write_config(dir, config).string()});
+  BOOST_TEST(r.rc == 3);
+  BOOST_REQUIRE(r.find("done").has_value());
+  auto err = r.find("error");
+  BOOST_REQUIRE(err.has_value());
+  BOOST_TEST(err->value("stage", "") == "on_complete");
+  BOOST_TEST(err->value("message", "").find("7") != std::string::npos);
+  // The outputs are complete despite the failed hook.
+  BOOST_TEST(fs::exists(dir / "out" / "plot.svg"));
 }
 
 BOOST_AUTO_TEST_CASE(auto_batch_on_cpu_probes_within_the_memory_limit) {
