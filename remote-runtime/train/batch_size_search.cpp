@@ -136,12 +136,39 @@ class Search {
         ++misses_in_row;
       }
     }
+    verify_upward(lo, prev, hi, top, g);
     result_.batch = lo.batch;
     result_.hit_max_batch = !hi && lo.batch >= top;
     return finish();
   }
 
  private:
+  // The search above plans with a line through measurements that may over-estimate the slope
+  // near the budget (sub-linear growth, allocator rounding) and stops at a 1% bracket or the probe
+  // cap; a few real probes upward recover that gap. Every accepted batch still ran within budget.
+  void verify_upward(Point& lo, const std::optional<Point>& prev, std::optional<int> hi, int top, int g) {
+    if (o_.verify_probes <= 0) return;
+    const int limit = hi ? *hi - g : top;
+    if (lo.batch >= limit) return;
+    double slope = result_.bytes_per_sample;
+    if (prev && lo.peak > prev->peak) slope = (lo.peak - prev->peak) / (lo.batch - prev->batch);
+    const double headroom = static_cast<double>(o_.budget_bytes) - lo.peak;
+    int stride = g;
+    if (slope > 0 && headroom > 0) stride = std::max(g, static_cast<int>(std::min(headroom / slope, 2.0e9)) / g * g);
+    for (int used = 0; used < o_.verify_probes && stride >= g; ++used) {
+      const int upper = hi ? *hi - g : top;
+      if (lo.batch >= upper) break;
+      const int candidate = std::min(lo.batch + stride, upper);
+      if (probe(candidate, "verify", std::nullopt)) {
+        lo = Point{candidate, static_cast<double>(last().peak_bytes)};
+        stride *= 2;
+      } else {
+        hi = candidate;
+        stride = (candidate - lo.batch) / 2 / g * g;
+      }
+    }
+  }
+
   bool probe(int batch, std::string reason, std::optional<int> predicted) {
     const ProbeOutcome out = probe_(batch);
     ProbeRecord rec;

@@ -34,6 +34,11 @@ struct BatchSearchOptions {
   int max_batch = 65536;          // never probe above
   int max_probes = 8;             // including the two sizing probes
   double tolerance = 0.01;        // stop once the bracket is this tight (relative)
+  // Extra probes, beyond max_probes, for a final upward verification: from the answer, step up
+  // by the headroom the local slope predicts (at least `granularity`), doubling the stride while
+  // probes fit and halving it after a miss. Closes what the tolerance and the probe cap leave
+  // between the answer and the budget; never goes above a batch already known not to fit.
+  int verify_probes = 0;
 };
 
 // One probe, as reported in the `auto_batch` event.
@@ -42,7 +47,7 @@ struct ProbeRecord {
   bool out_of_memory = false;
   std::int64_t peak_bytes = 0;        // 0 when out_of_memory
   bool fits = false;                  // !out_of_memory && peak_bytes <= budget
-  std::string reason;                 // "sizing", "predicted", "secant", "bisect", "max_batch"
+  std::string reason;                 // "sizing", "predicted", "secant", "bisect", "max_batch", "verify"
   std::optional<int> predicted_max;   // what the model predicted when this probe was chosen
 };
 

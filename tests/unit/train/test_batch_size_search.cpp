@@ -244,3 +244,59 @@ BOOST_AUTO_TEST_CASE(random_models) {
   BOOST_TEST(close[0] == total[0]);
   BOOST_TEST(close[1] >= 0.97 * total[1]);
 }
+
+// Allocator rounding makes peaks a staircase (whole 512 MiB segments over a sub-linear curve): the
+// line through the sizing probes over-estimates what the next batches cost, and the search can
+// stop a few percent short of the budget. The upward verification (verify_probes) closes that gap
+// with a bounded number of extra probes, and never returns a batch that did not fit.
+BOOST_AUTO_TEST_CASE(upward_verification_lands_closer_on_a_staircase) {
+  auto mem = [](int b) { return 2 * kGiB + std::ceil(30 * kMiB * std::pow(static_cast<double>(b), 0.85) / (512 * kMiB)) * 512 * kMiB; };
+  double worst_without = 1, worst_with = 1, sum_without = 0, sum_with = 0;
+  int cases = 0;
+  for (int i = 0; i <= 40; ++i) {
+    const double budget = 4 * kGiB * std::pow(20.0, i / 40.0);
+    const int best = true_max(mem, budget, 8, 65536);
+    BOOST_TEST_REQUIRE(best >= 8);
+    double ratio[2] = {0, 0};
+    for (int verify : {0, 3}) {
+      Device dev{mem, budget * 1.08};
+      BatchSearchOptions o;
+      o.budget_bytes = static_cast<std::int64_t>(budget);
+      o.verify_probes = verify;
+      auto r = search_batch_size(std::ref(dev), o);
+      BOOST_TEST_REQUIRE(r.has_value());
+      BOOST_TEST(r->probes.size() <= 8u + static_cast<unsigned>(verify));
+      BOOST_TEST(mem(r->batch) <= budget);
+      BOOST_TEST(r->batch <= best);
+      BOOST_TEST(r->batch % 8 == 0);
+      ratio[verify > 0] = static_cast<double>(r->batch) / best;
+    }
+    BOOST_TEST(ratio[1] >= ratio[0]);  // verification only ever moves up
+    worst_without = std::min(worst_without, ratio[0]);
+    worst_with = std::min(worst_with, ratio[1]);
+    sum_without += ratio[0];
+    sum_with += ratio[1];
+    ++cases;
+  }
+  BOOST_TEST_MESSAGE("staircase: mean " << sum_without / cases << " -> " << sum_with / cases << ", worst " << worst_without
+                                        << " -> " << worst_with);
+  BOOST_TEST(worst_without < 0.96);  // the gap this step exists for
+  BOOST_TEST(worst_with >= 0.98);
+  BOOST_TEST(sum_with / cases > sum_without / cases + 0.005);
+}
+
+// Where the main search already brackets the answer to one granule, verification costs nothing.
+BOOST_AUTO_TEST_CASE(upward_verification_adds_no_probe_when_bracketed) {
+  auto mem = [](int b) { return 600 * kMiB + 3.2 * kMiB * b; };
+  for (int verify : {0, 3}) {
+    Device dev{mem, 12 * kGiB};
+    BatchSearchOptions o;
+    o.budget_bytes = static_cast<std::int64_t>(10 * kGiB);
+    o.verify_probes = verify;
+    auto r = search_batch_size(std::ref(dev), o);
+    BOOST_TEST_REQUIRE(r.has_value());
+    BOOST_TEST(r->batch == true_max(mem, 10 * kGiB, 8, 65536));
+    BOOST_TEST(r->probes.size() <= 5u);
+    for (const auto& p : r->probes) BOOST_TEST(p.reason != "verify");
+  }
+}
