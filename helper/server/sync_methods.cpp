@@ -1,6 +1,7 @@
 // sync/push, sync/pull, sync/status, sync/flush and the sync/fileSaved notification: the IDE's
 // side of the sync engine. One sync runs at a time per server; saves arriving in a burst are
-// coalesced (kSaveCoalesce) into one push of just those paths by a saver thread.
+// coalesced (kSaveCoalesce) into one push of just those paths by a saver thread. A push that
+// would delete many remote files asks the IDE first (sync/confirmMassDelete, server -> client).
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -14,11 +15,13 @@
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/server/host_session.hpp"
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/json_reader.hpp"
+#include "protocol/outgoing_requests.hpp"
 
 namespace ferry::server {
 
@@ -30,6 +33,7 @@ using p::ResponseError;
 // Saves closer together than this go in one push (an editor's "save all" is one burst).
 inline constexpr std::chrono::milliseconds kSaveCoalesce{15};
 inline constexpr std::chrono::minutes kFlushTimeout{10};
+inline constexpr const char* kConfirmMassDelete = "sync/confirmMassDelete";
 
 struct SyncPushParams {
   std::optional<std::string> path;  // the project (ferry.json or its directory)
@@ -100,7 +104,7 @@ namespace {
 
 class SyncService {
  public:
-  explicit SyncService(const ServerOptions& options) : options_(options) {}
+  SyncService(const ServerOptions& options, p::OutgoingRequests& client) : options_(options), client_(client) {}
   ~SyncService() {
     {
       std::lock_guard lock(save_mu_);
@@ -120,8 +124,11 @@ class SyncService {
     o.deletes = params.deletes == "mirror" ? sync::DeleteMode::mirror
                 : params.deletes == "none" ? sync::DeleteMode::none
                                            : sync::DeleteMode::owned;
-    bool confirm = params.confirm_mass_delete;
-    o.confirm_mass_delete = [confirm](const std::string&, std::size_t) { return confirm; };
+    // confirmMassDelete: the caller already asked the user; otherwise ask the IDE now.
+    const bool confirmed = params.confirm_mass_delete;
+    o.confirm_mass_delete = [this, confirmed, &ctx](const std::string& reason, std::size_t n) {
+      return confirmed || ask_mass_delete(reason, n, ctx);
+    };
     return run(params.path, ctx, "Syncing", [&](sync::SyncEngine& e) { return e.push(o); }, o);
   }
 
@@ -175,6 +182,22 @@ class SyncService {
   }
 
  private:
+  // The IDE's decision on held deletes; no client, an error or no answer keeps them held.
+  bool ask_mass_delete(const std::string& reason, std::size_t n, p::CallContext& ctx) {
+    // target_: set by engine_for under run_mu_, which the push asking this holds.
+    json params{{"reason", reason}, {"count", n}, {"root", target_.local_root.string()}};
+    auto answer = client_.call(kConfirmMassDelete, std::move(params), kClientAnswerTimeout, ctx.cancellation());
+    if (!answer) {
+      spdlog::warn("{}: deletes held: {}", kConfirmMassDelete, answer.error().message);
+      return false;
+    }
+    if (!answer->is_object() || !answer->contains("accept") || !(*answer)["accept"].is_boolean()) {
+      spdlog::warn("{}: unreadable answer {}; deletes held", kConfirmMassDelete, answer->dump());
+      return false;
+    }
+    return (*answer)["accept"].get<bool>();
+  }
+
   template <class Fn>
   std::expected<json, ResponseError> run(const std::optional<std::string>& project, p::CallContext& ctx,
                                          const std::string& title, Fn&& fn, sync::SyncOptions& o) {
@@ -294,6 +317,7 @@ class SyncService {
   }
 
   const ServerOptions& options_;
+  p::OutgoingRequests& client_;
   std::mutex run_mu_;  // one sync at a time; guards endpoint_ and target_
   std::unique_ptr<remote::Endpoint> endpoint_;
   std::string endpoint_key_;
@@ -310,8 +334,8 @@ class SyncService {
 
 }  // namespace
 
-void bind_sync_methods(p::BindingTable& table, const ServerOptions& options) {
-  auto service = std::make_shared<SyncService>(options);
+void bind_sync_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client) {
+  auto service = std::make_shared<SyncService>(options, client);
   table.request<SyncPushParams, json>(
       "sync/push", [service](const SyncPushParams& params, p::CallContext& ctx) { return service->push(params, ctx); },
       p::Execution::worker);
@@ -327,6 +351,7 @@ void bind_sync_methods(p::BindingTable& table, const ServerOptions& options) {
       p::Execution::worker);
   table.notification<FileSavedParams>(
       "sync/fileSaved", [service](const FileSavedParams& params, p::CallContext&) { service->file_saved(params); });
+  table.reserve_name(kConfirmMassDelete);
 }
 
 }  // namespace ferry::server
