@@ -1,0 +1,91 @@
+// `ferry watch`'s eyes: a recursive inotify watch of a project tree that applies the sync's
+// ignore rules (ignored directories such as .git, node_modules, __pycache__ are never watched),
+// picks up new directories (and the files created in them before their watch existed),
+// coalesces a burst of events into one batch, and turns a kernel queue overflow into a rescan.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <expected>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "helper/sync/ignore_rules.hpp"
+
+namespace ferry::sync {
+
+struct WatchOptions {
+  // A burst ends after this long without a new event (an editor's save-all, a git checkout).
+  std::chrono::milliseconds quiet{100};
+  // A steady stream of events still yields a batch at least this often.
+  std::chrono::milliseconds max_delay{2000};
+  // More changed paths than this in one batch: report a rescan instead of the list.
+  std::size_t max_paths = 20000;
+};
+
+// One settled burst: what to push.
+struct WatchBatch {
+  std::vector<std::string> paths;  // changed, created or removed (relative, '/'-separated, sorted)
+  bool rescan = false;             // the list is incomplete: push the whole tree
+  std::string reason;              // why a rescan ("inotify queue overflow", ...)
+};
+
+class TreeWatcher {
+ public:
+  // Watches every directory under `root` that the rules built from `root` and `excludes` (as
+  // the sync builds them) do not ignore.
+  static std::expected<std::unique_ptr<TreeWatcher>, std::string> open(std::filesystem::path root,
+                                                                       std::vector<std::string> excludes,
+                                                                       WatchOptions options = {});
+  ~TreeWatcher();
+  TreeWatcher(const TreeWatcher&) = delete;
+  TreeWatcher& operator=(const TreeWatcher&) = delete;
+
+  // Waits up to `timeout` for a burst of changes to settle and returns it; nullopt when the
+  // timeout passes with nothing pending or stop() was called. Errors: the inotify fd failed or
+  // the root itself went away.
+  std::expected<std::optional<WatchBatch>, std::string> next(std::chrono::milliseconds timeout);
+
+  // Makes next() return nullopt at once; safe from another thread and from a signal handler.
+  void stop();
+
+  // The overflow path: a fresh inotify instance and a new walk of the tree (ignore files
+  // re-read, new directories picked up). Returns the rescan batch next() reports after one.
+  WatchBatch rescan(std::string reason);
+
+  std::size_t watched_directories() const { return dirs_.size(); }
+  // Whether the directory `rel` ("" = the root) has a watch.
+  bool watches(std::string_view rel) const;
+  const std::filesystem::path& root() const { return root_; }
+
+ private:
+  TreeWatcher(std::filesystem::path root, std::vector<std::string> excludes, WatchOptions options);
+  std::expected<void, std::string> start();
+  // Watches `rel` and every directory below it that is not ignored; every entry found is
+  // added to `found` (a new directory's files were created before its watch could see them).
+  void add_tree(const std::string& rel, std::set<std::string>* found);
+  // Reads what the kernel queued; false when the fd failed.
+  bool drain(std::string& error);
+
+  std::filesystem::path root_;
+  std::vector<std::string> excludes_;
+  WatchOptions options_;
+  IgnoreMatcher ignore_;
+  int inotify_fd_ = -1;
+  int stop_fd_ = -1;  // an eventfd
+  std::map<int, std::string> dirs_;  // watch descriptor -> directory relative to the root
+  std::map<std::string, int, std::less<>> wd_of_;
+  std::set<std::string> pending_;
+  bool pending_rescan_ = false;
+  std::string rescan_reason_;
+  bool root_gone_ = false;
+  std::chrono::steady_clock::time_point first_event_{}, last_event_{};
+};
+
+}  // namespace ferry::sync
