@@ -1,0 +1,192 @@
+// RunClient: typed run/* calls and notification routing.
+#include "helper/run/run_client.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace ferry::run {
+
+namespace ec = protocol::error_code;
+
+struct RunClient::Router {
+  std::mutex mutex;
+  std::multimap<std::string, RunWatcher*> watchers;
+  remote::NotificationHandler others;
+
+  // Held under the mutex while a watcher runs, so unwatch() can promise no later calls.
+  void dispatch(const protocol::Notification& note) {
+    if (note.method == "run/output") {
+      auto rec = parse_output_record(note.params);
+      if (!rec) {
+        spdlog::warn("ignoring a malformed run/output: {}", rec.error());
+        return;
+      }
+      std::lock_guard lock(mutex);
+      auto [b, e] = watchers.equal_range(rec->id);
+      for (auto it = b; it != e; ++it) it->second->on_output(*rec);
+    } else if (note.method == "run/exited") {
+      auto exit = parse_run_exit(note.params);
+      if (!exit) {
+        spdlog::warn("ignoring a malformed run/exited: {}", exit.error());
+        return;
+      }
+      std::lock_guard lock(mutex);
+      auto [b, e] = watchers.equal_range(exit->id);
+      for (auto it = b; it != e; ++it) it->second->on_exited(*exit);
+    } else if (others) {
+      others(note);
+    }
+  }
+};
+
+namespace {
+
+std::expected<std::string, std::string> string_field(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return std::unexpected(std::string("missing \"") + key + "\"");
+  return it->get<std::string>();
+}
+
+ResponseError bad_reply(std::string_view method, const std::string& why) {
+  return ResponseError{ec::kAgentUnavailable, std::string(method) + ": unexpected reply from the agent: " + why, {}};
+}
+
+}  // namespace
+
+std::expected<RunInfo, std::string> parse_run_info(const json& entry) {
+  if (!entry.is_object()) return std::unexpected("expected an object");
+  RunInfo r;
+  auto id = string_field(entry, "id");
+  if (!id) return std::unexpected(id.error());
+  r.id = *id;
+  if (auto a = entry.find("argv"); a != entry.end() && a->is_array())
+    for (const auto& w : *a)
+      if (w.is_string()) r.argv.push_back(w.get<std::string>());
+  r.cwd = entry.value("cwd", "");
+  r.root = entry.value("root", "");
+  r.state = entry.value("state", "");
+  if (auto p = entry.find("pid"); p != entry.end() && p->is_number_integer()) r.pid = p->get<long long>();
+  r.started_at = entry.value("startedAt", "");
+  r.ended_at = entry.value("endedAt", "");
+  if (auto c = entry.find("exitCode"); c != entry.end() && c->is_number_integer()) r.exit_code = c->get<int>();
+  if (auto s = entry.find("signal"); s != entry.end() && s->is_number_integer()) r.signal = s->get<int>();
+  if (auto b = entry.find("logBytes"); b != entry.end() && b->is_number_unsigned()) r.log_bytes = b->get<std::uint64_t>();
+  return r;
+}
+
+bool is_unknown_run(const ResponseError& error) { return error.code == ec::kInvalidParams; }
+
+RunClient::RunClient(remote::Endpoint& endpoint, remote::NotificationHandler others)
+    : endpoint_(endpoint), router_(std::make_shared<Router>()) {
+  router_->others = std::move(others);
+  // The handler holds the router, not this: a notification already being delivered when the
+  // client goes finds an empty watcher table instead of a dangling pointer.
+  endpoint_.set_notification_handler([router = router_](const protocol::Notification& n) { router->dispatch(n); });
+}
+
+RunClient::~RunClient() {
+  endpoint_.set_notification_handler({});
+  std::lock_guard lock(router_->mutex);
+  router_->watchers.clear();
+}
+
+std::expected<StartedRun, ResponseError> RunClient::start(const RunSpec& spec) {
+  auto r = endpoint_.call("run/start", spec.to_json());
+  if (!r) return std::unexpected(r.error());
+  StartedRun s;
+  auto id = string_field(*r, "id");
+  if (!id) return std::unexpected(bad_reply("run/start", id.error()));
+  s.id = *id;
+  if (auto p = r->find("pid"); p != r->end() && p->is_number_integer()) s.pid = p->get<long long>();
+  s.started_at = r->value("startedAt", "");
+  return s;
+}
+
+std::expected<AttachReply, ResponseError> RunClient::attach(const std::string& id, std::uint64_t offset) {
+  auto r = endpoint_.call("run/attach", json{{"id", id}, {"offset", offset}});
+  if (!r) return std::unexpected(r.error());
+  AttachReply a;
+  a.id = r->value("id", id);
+  if (auto o = r->find("offset"); o != r->end() && o->is_number_unsigned()) a.offset = o->get<std::uint64_t>();
+  else a.offset = offset;
+  a.state = r->value("state", "");
+  return a;
+}
+
+std::expected<void, ResponseError> RunClient::detach(const std::string& id) {
+  auto r = endpoint_.call("run/detach", json{{"id", id}});
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+std::expected<void, ResponseError> RunClient::input(const std::string& id, std::string_view data, bool eof) {
+  json params{{"id", id}, {"data", json::binary(std::vector<std::uint8_t>(data.begin(), data.end()))}};
+  if (eof) params["eof"] = true;
+  auto r = endpoint_.call("run/input", std::move(params));
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+std::expected<void, ResponseError> RunClient::signal(const std::string& id, const std::string& signal) {
+  json sig = signal;
+  if (!signal.empty() && std::all_of(signal.begin(), signal.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    sig = std::stoi(signal);
+  auto r = endpoint_.call("run/signal", json{{"id", id}, {"signal", sig}});
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+std::expected<void, ResponseError> RunClient::resize(const std::string& id, int cols, int rows) {
+  auto r = endpoint_.call("run/resize", json{{"id", id}, {"cols", cols}, {"rows", rows}});
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+std::expected<std::vector<RunInfo>, ResponseError> RunClient::list(bool all) {
+  json params = json::object();
+  if (all) params["all"] = true;
+  auto r = endpoint_.call("run/list", std::move(params));
+  if (!r) return std::unexpected(r.error());
+  auto runs = r->find("runs");
+  if (runs == r->end() || !runs->is_array()) return std::unexpected(bad_reply("run/list", "missing runs"));
+  std::vector<RunInfo> out;
+  for (const auto& e : *runs) {
+    auto info = parse_run_info(e);
+    if (!info) return std::unexpected(bad_reply("run/list", info.error()));
+    out.push_back(std::move(*info));
+  }
+  return out;
+}
+
+std::expected<ReadResult, ResponseError> RunClient::read(const std::string& id, std::uint64_t offset,
+                                                         std::uint64_t max_bytes) {
+  auto r = endpoint_.call("run/read", json{{"id", id}, {"offset", offset}, {"maxBytes", max_bytes}});
+  if (!r) return std::unexpected(r.error());
+  auto parsed = parse_read_result(*r, id);
+  if (!parsed) return std::unexpected(bad_reply("run/read", parsed.error()));
+  return std::move(*parsed);
+}
+
+std::expected<void, ResponseError> RunClient::remove(const std::string& id) {
+  auto r = endpoint_.call("run/remove", json{{"id", id}});
+  if (!r) return std::unexpected(r.error());
+  return {};
+}
+
+void RunClient::watch(const std::string& id, RunWatcher* watcher) {
+  std::lock_guard lock(router_->mutex);
+  router_->watchers.emplace(id, watcher);
+}
+
+void RunClient::unwatch(const std::string& id, RunWatcher* watcher) {
+  std::lock_guard lock(router_->mutex);
+  auto [b, e] = router_->watchers.equal_range(id);
+  for (auto it = b; it != e; ++it)
+    if (it->second == watcher) {
+      router_->watchers.erase(it);
+      return;
+    }
+}
+
+}  // namespace ferry::run

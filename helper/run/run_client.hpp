@@ -1,0 +1,98 @@
+// RunClient: the agent's run/* methods (see docs/runs.md, "agent wire") over any
+// remote::Endpoint, typed, plus routing of run/output and run/exited notifications to whoever
+// watches a run id. Owns the endpoint's notification handler while it lives.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "helper/remote/endpoint.hpp"
+#include "helper/run/launch_spec.hpp"
+#include "helper/run/output_cursor.hpp"
+#include "helper/run/run_exit.hpp"
+
+namespace ferry::run {
+
+using protocol::ResponseError;
+
+struct StartedRun {
+  std::string id;
+  long long pid = 0;
+  std::string started_at;
+};
+
+struct AttachReply {
+  std::string id;
+  std::uint64_t offset = 0;
+  std::string state;  // "running" | "exited"
+};
+
+// One entry of run/list.
+struct RunInfo {
+  std::string id;
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::string root;
+  std::string state;  // "running" | "exited" | "lost"
+  long long pid = 0;
+  std::string started_at;
+  std::string ended_at;
+  std::optional<int> exit_code;
+  std::optional<int> signal;
+  std::uint64_t log_bytes = 0;
+};
+std::expected<RunInfo, std::string> parse_run_info(const json& entry);
+
+// Receives one run's notifications, on the endpoint's reader thread (never call the endpoint
+// from there: its replies are read by that very thread).
+class RunWatcher {
+ public:
+  virtual ~RunWatcher() = default;
+  virtual void on_output(const OutputRecord& record) = 0;
+  virtual void on_exited(const RunExit& exit) = 0;
+};
+
+class RunClient {
+ public:
+  // Installs the notification handler on `endpoint`; notifications other than run/* go to
+  // `others` (may be empty).
+  explicit RunClient(remote::Endpoint& endpoint, remote::NotificationHandler others = {});
+  ~RunClient();
+  RunClient(const RunClient&) = delete;
+  RunClient& operator=(const RunClient&) = delete;
+
+  std::expected<StartedRun, ResponseError> start(const RunSpec& spec);
+  std::expected<AttachReply, ResponseError> attach(const std::string& id, std::uint64_t offset);
+  std::expected<void, ResponseError> detach(const std::string& id);
+  std::expected<void, ResponseError> input(const std::string& id, std::string_view data, bool eof = false);
+  // signal: a name ("INT") or a number as text.
+  std::expected<void, ResponseError> signal(const std::string& id, const std::string& signal);
+  std::expected<void, ResponseError> resize(const std::string& id, int cols, int rows);
+  std::expected<std::vector<RunInfo>, ResponseError> list(bool all = false);
+  std::expected<ReadResult, ResponseError> read(const std::string& id, std::uint64_t offset,
+                                                std::uint64_t max_bytes = 1 << 20);
+  std::expected<void, ResponseError> remove(const std::string& id);
+
+  // Watchers for an id; after unwatch() returns, the watcher gets no more calls.
+  void watch(const std::string& id, RunWatcher* watcher);
+  void unwatch(const std::string& id, RunWatcher* watcher);
+
+  remote::Endpoint& endpoint() { return endpoint_; }
+
+ private:
+  struct Router;
+  remote::Endpoint& endpoint_;
+  std::shared_ptr<Router> router_;
+};
+
+// A clear message for the common failures of a call about one run.
+bool is_unknown_run(const ResponseError& error);
+
+}  // namespace ferry::run

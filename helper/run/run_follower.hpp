@@ -1,0 +1,81 @@
+// RunFollower: follows one run's output from an offset to its exit, across re-attaches and SSH
+// reconnects, delivering each record exactly once and in log order. The owner drives it: it
+// calls attach() when needs_attach() says so (at the start, after link_restored(), after a
+// gap) and waits on wake_fd() (poll) or wait() (threads) for the next event.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "helper/run/run_client.hpp"
+
+namespace ferry::run {
+
+class RunFollower final : public RunWatcher {
+ public:
+  // Called on the endpoint's reader thread, in log order, once per record.
+  using Sink = std::function<void(const OutputRecord&)>;
+
+  RunFollower(RunClient& client, std::string id, std::uint64_t offset, Sink sink);
+  ~RunFollower() override;
+  RunFollower(const RunFollower&) = delete;
+  RunFollower& operator=(const RunFollower&) = delete;
+
+  // run/attach at the next undelivered offset. An unavailable link leaves needs_attach() to the
+  // next link_restored(); an unknown id or a bad offset is returned as it is (and failed()).
+  std::expected<AttachReply, ResponseError> attach();
+
+  // From the endpoint's state callback (SshEndpoint::on_state): the stream stops on a dropped
+  // link and must be re-attached on the new one.
+  void link_lost();
+  void link_restored();
+
+  bool needs_attach() const;
+  bool link_down() const;
+  // The run ended and every record up to its logBytes was delivered.
+  bool finished() const;
+  std::optional<RunExit> exit() const;
+  // Set when following cannot go on (the agent keeps skipping output, the run is unknown).
+  std::optional<std::string> failed() const;
+  std::uint64_t next_offset() const;
+  std::uint64_t delivered_bytes() const;
+  const std::string& id() const { return id_; }
+
+  // Readable when something changed; drain() empties it.
+  int wake_fd() const { return wake_[0]; }
+  void drain();
+
+  enum class Event { finished, needs_attach, failed, timeout };
+  // Blocks until one of the events holds or the deadline passes.
+  Event wait(std::chrono::steady_clock::time_point deadline);
+
+  // RunWatcher.
+  void on_output(const OutputRecord& record) override;
+  void on_exited(const RunExit& exit) override;
+
+ private:
+  void wake_locked();
+
+  RunClient& client_;
+  std::string id_;
+  Sink sink_;
+  int wake_[2] = {-1, -1};
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  OutputCursor cursor_;
+  std::optional<RunExit> exit_;
+  std::optional<std::string> failed_;
+  bool needs_attach_ = true;
+  bool link_down_ = false;
+  unsigned generation_ = 0;      // bumped by link_restored()
+  int attaches_without_progress_ = 0;
+  std::uint64_t next_at_last_attach_ = 0;
+};
+
+}  // namespace ferry::run

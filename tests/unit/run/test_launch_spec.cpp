@@ -1,0 +1,93 @@
+// launch_spec: interpreter splitting, argv resolution, cwd and env rules of `ferry run`.
+#define BOOST_TEST_MODULE launch_spec
+#include <boost/test/unit_test.hpp>
+
+#include "helper/run/launch_spec.hpp"
+
+using namespace ferry::run;
+using Words = std::vector<std::string>;
+
+BOOST_AUTO_TEST_CASE(split_words_handles_quotes_and_escapes) {
+  BOOST_TEST(*split_words("/opt/conda/bin/python -u") == (Words{"/opt/conda/bin/python", "-u"}));
+  BOOST_TEST(*split_words("  'my python'  -X \"dev mode\" a\\ b ") == (Words{"my python", "-X", "dev mode", "a b"}));
+  BOOST_TEST(*split_words("\"a\\\"b\"''") == (Words{"a\"b"}));
+  BOOST_TEST(split_words("").value().empty());
+  BOOST_TEST(!split_words("python 'unterminated").has_value());
+  BOOST_TEST(!split_words("python \\").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(scripts_get_the_interpreter_others_run_as_given) {
+  BOOST_TEST(*resolve_argv({"train.py", "--lr", "0.1"}, "/opt/conda/bin/python -u") ==
+             (Words{"/opt/conda/bin/python", "-u", "train.py", "--lr", "0.1"}));
+  BOOST_TEST(*resolve_argv({"-m", "pytest", "-x"}, "python3") == (Words{"python3", "-m", "pytest", "-x"}));
+  BOOST_TEST(*resolve_argv({"python", "x.py"}, "/venv/bin/python") == (Words{"/venv/bin/python", "x.py"}));
+  BOOST_TEST(*resolve_argv({"nvidia-smi", "-L"}, "python3") == (Words{"nvidia-smi", "-L"}));
+  BOOST_TEST(*resolve_argv({"./run.sh"}, "python3") == (Words{"./run.sh"}));
+  BOOST_TEST(*resolve_argv({".py"}, "python3") == (Words{".py"}));  // a file named ".py" is not a script name
+  BOOST_TEST(!resolve_argv({}, "python3").has_value());
+  BOOST_TEST(!resolve_argv({"x.py"}, "  ").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(relative_paths_stay_inside) {
+  BOOST_TEST(*normalize_relative("") == ".");
+  BOOST_TEST(*normalize_relative("./a//b/.") == "a/b");
+  BOOST_TEST(!normalize_relative("/etc").has_value());
+  BOOST_TEST(!normalize_relative("a/../../b").has_value());
+  BOOST_TEST(!normalize_relative("..").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(run_spec_merges_env_with_cli_winning) {
+  LaunchRequest r;
+  r.command = {"train.py"};
+  r.interpreter = "python -u";
+  r.config_env = {{"A", "config"}, {"B", "config"}, {"PYTHONPATH", "/extra"}};
+  r.cli_env = {"A=cli", "C=x=y", "A=cli2"};
+  r.mapping_root = "/home/u/proj";
+  r.remote_base = "";
+  r.cwd = "sub/dir";
+  auto s = make_run_spec(r);
+  BOOST_REQUIRE(s.has_value());
+  BOOST_TEST(s->argv == (Words{"python", "-u", "train.py"}));
+  BOOST_TEST(s->env.at("A") == "cli2");
+  BOOST_TEST(s->env.at("B") == "config");
+  BOOST_TEST(s->env.at("C") == "x=y");
+  BOOST_TEST(s->env.at("PYTHONPATH") == "/home/u/proj:/extra");
+  BOOST_TEST(s->env.at("PYTHONUNBUFFERED") == "1");
+  BOOST_TEST(s->cwd == "sub/dir");
+  auto j = s->to_json();
+  BOOST_TEST(j["argv"].size() == 3u);
+  BOOST_TEST(!j.contains("tty"));
+}
+
+BOOST_AUTO_TEST_CASE(run_spec_cwd_is_under_the_mapping_base) {
+  LaunchRequest r;
+  r.command = {"ls"};
+  r.remote_base = "projects/demo";
+  BOOST_TEST(make_run_spec(r)->cwd == "projects/demo");
+  r.cwd = "data";
+  BOOST_TEST(make_run_spec(r)->cwd == "projects/demo/data");
+  r.cwd = "../other";
+  auto bad = make_run_spec(r);
+  BOOST_REQUIRE(!bad.has_value());
+  BOOST_TEST(bad.error().find("leaves the mapping root") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(run_spec_rejects_bad_env_and_keeps_explicit_unbuffered) {
+  LaunchRequest r;
+  r.command = {"ls"};
+  r.cli_env = {"NOEQUALS"};
+  BOOST_TEST(!make_run_spec(r).has_value());
+  r.cli_env = {"=v"};
+  BOOST_TEST(!make_run_spec(r).has_value());
+  r.cli_env = {"PYTHONUNBUFFERED=0"};
+  auto s = make_run_spec(r);
+  BOOST_TEST(s->env.at("PYTHONUNBUFFERED") == "0");
+  BOOST_TEST(!s->env.contains("PYTHONPATH"));  // no mapping root known: nothing invented
+  r.tty = true;
+  r.cols = 120;
+  r.rows = 40;
+  auto j = make_run_spec(r)->to_json();
+  BOOST_TEST(j["tty"] == true);
+  BOOST_TEST(j["cols"] == 120);
+  BOOST_TEST(j["rows"] == 40);
+}
