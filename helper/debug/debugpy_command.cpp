@@ -1,0 +1,112 @@
+// debugpy_command: argv for the remote side of `ferry debug`, and the advice shown around them.
+#include "helper/debug/debugpy_command.hpp"
+
+#include <sstream>
+
+namespace ferry::debug {
+
+namespace {
+
+// Polls the kernel's socket table rather than connecting: a probe connection would be taken by
+// debugpy's adapter for the IDE. Runs on the box's interpreter, so it is plain Python 3.
+constexpr const char* kListenProbe =
+    "import sys, time\n"
+    "port, limit = int(sys.argv[1]), float(sys.argv[2])\n"
+    "want = ':%04X' % port\n"
+    "deadline = time.monotonic() + limit\n"
+    "while True:\n"
+    "    for table in ('/proc/net/tcp', '/proc/net/tcp6'):\n"
+    "        try:\n"
+    "            with open(table) as f:\n"
+    "                next(f)\n"
+    "                for row in f:\n"
+    "                    cols = row.split()\n"
+    "                    if len(cols) > 3 and cols[1].endswith(want) and cols[3] == '0A':\n"
+    "                        sys.exit(0)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    if time.monotonic() > deadline:\n"
+    "        sys.exit(1)\n"
+    "    time.sleep(0.05)\n";
+
+std::string first_word(std::string_view s) {
+  std::istringstream in{std::string(s)};
+  std::string word;
+  in >> word;
+  return word;
+}
+
+}  // namespace
+
+std::expected<std::vector<std::string>, std::string> interpreter_argv(std::string_view interpreter) {
+  std::istringstream in{std::string(interpreter)};
+  std::vector<std::string> argv;
+  for (std::string word; in >> word;) argv.push_back(word);
+  if (argv.empty()) return std::unexpected("ferry.json /interpreter is empty: name a Python interpreter (e.g. \"python3\")");
+  return argv;
+}
+
+std::vector<std::string> debugpy_check_argv(const std::vector<std::string>& interpreter) {
+  auto argv = interpreter;
+  argv.push_back("-c");
+  argv.push_back("import sys, debugpy; sys.stdout.write(debugpy.__version__)");
+  return argv;
+}
+
+bool is_system_python(std::string_view interpreter) {
+  const auto exe = first_word(interpreter);
+  return exe == "/usr/bin/python3" || exe == "/bin/python3" || exe == "/usr/bin/python" || exe == "python3" ||
+         exe == "python";
+}
+
+std::string debugpy_install_advice(std::string_view interpreter) {
+  std::string text = "debugpy is not importable by " + std::string(interpreter) + " on the remote. Install it with:\n";
+  text += "  " + std::string(interpreter) + " -m pip install debugpy\n";
+  if (is_system_python(interpreter)) {
+    const auto exe = first_word(interpreter);
+    text += "or, ";
+    if (!exe.starts_with("/")) text += "if " + exe + " is the system's /usr/bin/" + exe + " (Debian, Ubuntu), ";
+    else text += "as it is the system python (Debian, Ubuntu), ";
+    text += "with the distribution's package:\n  sudo apt install python3-debugpy\n";
+  }
+  return text;
+}
+
+std::expected<std::vector<std::string>, std::string> debuggee_argv(const std::vector<std::string>& interpreter, int port,
+                                                                  const std::vector<std::string>& target) {
+  if (target.empty()) return std::unexpected("nothing to debug: give a script after --, e.g. ferry debug -- train.py");
+  if ((target[0] == "-m" || target[0] == "-c") && target.size() < 2)
+    return std::unexpected(target[0] + " needs an argument (" + (target[0] == "-m" ? "a module" : "code") + ")");
+  if (target[0].starts_with("-") && target[0] != "-m" && target[0] != "-c")
+    return std::unexpected("debugpy runs a script, -m MODULE or -c CODE; " + target[0] +
+                           " is an interpreter option: put it in ferry.json's interpreter");
+  auto argv = interpreter;
+  for (const char* a : {"-m", "debugpy", "--listen"}) argv.push_back(a);
+  argv.push_back("127.0.0.1:" + std::to_string(port));
+  argv.push_back("--wait-for-client");
+  argv.insert(argv.end(), target.begin(), target.end());
+  return argv;
+}
+
+std::vector<std::string> listen_probe_argv(const std::vector<std::string>& interpreter, int port,
+                                           std::chrono::seconds timeout) {
+  auto argv = interpreter;
+  argv.push_back("-c");
+  argv.push_back(kListenProbe);
+  argv.push_back(std::to_string(port));
+  argv.push_back(std::to_string(timeout.count()));
+  return argv;
+}
+
+std::string pycharm_settrace_line(int port) {
+  return "import pydevd_pycharm; pydevd_pycharm.settrace('localhost', port=" + std::to_string(port) +
+         ", stdoutToServer=True, stderrToServer=True, suspend=False)";
+}
+
+std::expected<int, std::string> validate_port(long long port, std::string_view what) {
+  if (port < 1 || port > 65535)
+    return std::unexpected(std::string(what) + " must be a TCP port between 1 and 65535, not " + std::to_string(port));
+  return static_cast<int>(port);
+}
+
+}  // namespace ferry::debug

@@ -1,0 +1,106 @@
+// launch_json: merge into .vscode/launch.json without losing the user's other configurations.
+#include "helper/debug/launch_json.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace ferry::debug {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::expected<MergedLaunchJson, std::string> merge_launch_configuration(std::string_view existing,
+                                                                       const json& configuration) {
+  if (!configuration.is_object() || !configuration.contains("name") || !configuration["name"].is_string())
+    return std::unexpected("the configuration to merge has no name");
+  MergedLaunchJson out;
+  json doc;
+  const bool blank = existing.find_first_not_of(" \t\r\n") == std::string_view::npos;
+  if (blank) {
+    doc = {{"version", "0.2.0"}, {"configurations", json::array()}};
+  } else {
+    doc = json::parse(existing, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
+    if (doc.is_discarded()) {
+      doc = json::parse(existing, nullptr, false, /*ignore_comments=*/true);
+      out.dropped_comments = !doc.is_discarded();
+    }
+    if (doc.is_discarded())
+      return std::unexpected("launch.json is not JSON that ferry can read (trailing commas?); it was left as it is");
+    if (!doc.is_object()) return std::unexpected("launch.json does not hold a JSON object; it was left as it is");
+    if (!doc.contains("version")) doc["version"] = "0.2.0";
+    if (!doc.contains("configurations")) doc["configurations"] = json::array();
+    if (!doc["configurations"].is_array())
+      return std::unexpected("launch.json's \"configurations\" is not an array; it was left as it is");
+  }
+  auto& configs = doc["configurations"];
+  for (auto& c : configs) {
+    if (c.is_object() && c.value("name", "") == configuration["name"].get<std::string>()) {
+      c = configuration;
+      out.replaced = true;
+      break;
+    }
+  }
+  if (!out.replaced) configs.push_back(configuration);
+  out.text = doc.dump(4) + "\n";
+  return out;
+}
+
+std::expected<LaunchJsonWrite, std::string> write_launch_configuration(const fs::path& project_root,
+                                                                      const json& configuration) {
+  LaunchJsonWrite result;
+  const fs::path dir = project_root / ".vscode";
+  result.path = dir / "launch.json";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return std::unexpected("cannot create " + dir.string() + ": " + ec.message());
+
+  std::string existing;
+  if (fs::exists(result.path, ec)) {
+    std::ifstream in(result.path, std::ios::binary);
+    if (!in) return std::unexpected("cannot read " + result.path.string());
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    existing = buffer.str();
+  }
+  auto merged = merge_launch_configuration(existing, configuration);
+  if (!merged) return std::unexpected(result.path.string() + ": " + merged.error());
+  result.replaced = merged->replaced;
+  result.dropped_comments = merged->dropped_comments;
+
+  // Temp file beside the target, fsync, rename: the editor never sees a torn launch.json.
+  std::random_device rd;
+  const fs::path temp = dir / (".launch.json.ferry-" + std::to_string(rd()) + ".tmp");
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return std::unexpected("cannot create " + temp.string() + ": " + std::strerror(errno));
+  std::string_view left = merged->text;
+  while (!left.empty()) {
+    ssize_t n = ::write(fd, left.data(), left.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      fs::remove(temp, ec);
+      return std::unexpected("cannot write " + temp.string() + ": " + why);
+    }
+    left.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const std::string why = std::strerror(errno);
+    fs::remove(temp, ec);
+    return std::unexpected("cannot flush " + temp.string() + ": " + why);
+  }
+  fs::rename(temp, result.path, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    return std::unexpected("cannot replace " + result.path.string() + ": " + ec.message());
+  }
+  return result;
+}
+
+}  // namespace ferry::debug
