@@ -18,6 +18,7 @@ struct SshEndpointOptions;
 namespace ferry::sync {
 class SyncEngine;
 struct SyncSummary;
+struct SyncTarget;
 }
 
 namespace ferry::cli {
@@ -38,11 +39,18 @@ void add_trust_command(CLI::App& app, GlobalOptions& g);
 void add_doctor_command(CLI::App& app, GlobalOptions& g);
 void add_sync_command(CLI::App& app, GlobalOptions& g);
 void add_pull_command(CLI::App& app, GlobalOptions& g);
+void add_debug_command(CLI::App& app, GlobalOptions& g);  // debug_command.cpp
+void add_run_commands(CLI::App& app, GlobalOptions& g);  // run, runs, logs, attach, kill (run_command.cpp)
+void add_watch_command(CLI::App& app, GlobalOptions& g);
 
 // sync/pull (defined in sync_command.cpp): runs `fn` with an engine for the project's first
 // mapping on its host (local sandbox or SSH) and the endpoint's description; returns fn's code.
 int with_sync_engine(const GlobalOptions& g, const std::string& who,
                      const std::function<int(sync::SyncEngine&, const std::string&)>& fn);
+// The same, also handing `fn` the target (local root, excludes, protect) the engine pushes.
+int with_sync_target(const GlobalOptions& g, const std::string& who,
+                     const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn);
+// A progress bar on stderr when it is a terminal (helper/cli/progress_bar.hpp), else empty.
 std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb);
 // Prints the one-line summary (or JSON); 0 ok, 1 errors, 3 conflicts or held deletes.
 int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& where);

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/progress_bar.hpp"
 #include "helper/sync/sync_engine.hpp"
 
 namespace ferry::cli {
@@ -32,8 +33,10 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
       sync::SyncOptions so;
       so.dry_run = o->dry_run;
       so.force = o->force;
-      so.progress = o->json ? nullptr : terminal_progress("pull");
+      auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("pull");
+      so.progress = progress_callback(bar);
       auto s = engine.pull(o->paths, so);
+      if (bar) bar->clear();  // before the summary line
       if (!s) {
         std::cerr << "ferry pull: " << s.error() << "\n";
         return 1;

@@ -1,6 +1,7 @@
 // `ferry sync`: push the project's first mapping to its host (the local sandbox or an SSH box)
-// and print a one-line summary (or one JSON object). Also defines with_sync_engine(), which
-// `ferry pull` shares: it opens the right endpoint for the project's host.
+// with a progress bar on a terminal, then print a one-line summary (or one JSON object). Also
+// defines with_sync_target(), which `ferry pull` and `ferry watch` share: it opens the right
+// endpoint for the project's host.
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/progress_bar.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
@@ -22,6 +24,13 @@ namespace fs = std::filesystem;
 
 int with_sync_engine(const GlobalOptions& g, const std::string& who,
                      const std::function<int(sync::SyncEngine&, const std::string&)>& fn) {
+  return with_sync_target(g, who, [&](sync::SyncEngine& engine, const std::string& where, const sync::SyncTarget&) {
+    return fn(engine, where);
+  });
+}
+
+int with_sync_target(const GlobalOptions& g, const std::string& who,
+                     const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn) {
   std::error_code ec;
   fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
   auto file = deploy::find_project_file(start);
@@ -69,7 +78,7 @@ int with_sync_engine(const GlobalOptions& g, const std::string& who,
     return 1;
   }
   sync::SyncEngine engine(*endpoint, target);
-  int rc = fn(engine, endpoint->description());
+  int rc = fn(engine, endpoint->description(), target);
   endpoint->close();
   return rc;
 }
@@ -82,13 +91,15 @@ struct SyncCliOptions {
 
 }  // namespace
 
-// A progress line on stderr when it is a terminal; nothing otherwise (stdout stays the summary).
+// A bar on stderr when it is a terminal; nothing otherwise (stdout stays the summary). The bar
+// erases itself when done and when the last copy of the function goes.
 std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb) {
-  if (!::isatty(STDERR_FILENO)) return {};
-  return [verb](std::uint64_t done, std::uint64_t total) {
-    if (total == 0) return;
-    std::cerr << fmt::format("\r{} {:3}% {:>10}/{} bytes", verb, done * 100 / total, done, total) << std::flush;
-    if (done >= total) std::cerr << "\r\033[K" << std::flush;
+  auto bar = std::make_shared<ProgressBar>(verb);
+  auto update = progress_callback(bar);
+  if (!update) return {};
+  return [bar, update](std::uint64_t done, std::uint64_t total) {
+    update(done, total);
+    if (done >= total) bar->clear();
   };
 }
 
@@ -121,16 +132,19 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
       so.dry_run = o->dry_run;
       so.force = o->force;
       so.deletes = o->no_delete ? sync::DeleteMode::none : o->mirror ? sync::DeleteMode::mirror : sync::DeleteMode::owned;
-      so.progress = o->json ? nullptr : terminal_progress("sync");
-      so.confirm_mass_delete = [o](const std::string& reason, std::size_t n) {
+      auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("sync");
+      so.progress = progress_callback(bar);
+      so.confirm_mass_delete = [o, bar](const std::string& reason, std::size_t n) {
         if (o->yes) return true;
         if (!::isatty(STDIN_FILENO)) return false;
+        if (bar) bar->clear();
         std::cerr << "ferry sync: " << reason << ". Delete " << n << " remote paths? [y/N] " << std::flush;
         std::string answer;
         std::getline(std::cin, answer);
         return answer == "y" || answer == "Y" || answer == "yes";
       };
       auto s = engine.push(so);
+      if (bar) bar->clear();  // before the summary line, which replaces it
       if (!s) {
         std::cerr << "ferry sync: " << s.error() << "\n";
         return 1;
