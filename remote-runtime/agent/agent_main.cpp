@@ -1,11 +1,13 @@
 // ferry-agent: magic line on stdout, then CBOR JSON-RPC frames on stdin/stdout until EOF or
-// agent/shutdown. Stdout belongs to the wire; logs go to stderr.
+// agent/shutdown. Stdout belongs to the wire (one FrameWriter, shared with the run streams);
+// logs go to stderr. `--supervise RUNDIR` is the hidden run-supervisor mode (run/supervisor.hpp).
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,26 +21,19 @@
 #include "remote-runtime/agent/agent_service.hpp"
 #include "remote-runtime/agent/gpu_methods.hpp"
 #include "remote-runtime/agent/root_path.hpp"
+#include "remote-runtime/agent/run/frame_writer.hpp"
+#include "remote-runtime/agent/run/run_methods.hpp"
+#include "remote-runtime/agent/run/run_store.hpp"
+#include "remote-runtime/agent/run/supervisor.hpp"
 #include "remote-runtime/agent/sync_methods.hpp"
 
 namespace {
 
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
 void usage(std::ostream& out) {
-  out << "usage: ferry-agent --root DIR [--log-level LEVEL]\n"
+  out << "usage: ferry-agent --root DIR [--state-dir DIR] [--log-level LEVEL]\n"
          "       ferry-agent --version\n"
-         "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n";
+         "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n"
+         "Runs live under --state-dir (default $XDG_CACHE_HOME/ferry/state or ~/.cache/ferry/state).\n";
 }
 
 }  // namespace
@@ -46,11 +41,15 @@ void usage(std::ostream& out) {
 int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("ferry-agent"));
   spdlog::set_level(spdlog::level::warn);
+  if (argc == 3 && std::string_view(argv[1]) == "--supervise") return ferry::agent::run::supervise(argv[2]);
   std::string root_arg;
+  std::string state_dir_arg;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--root" && i + 1 < argc) {
       root_arg = argv[++i];
+    } else if (a == "--state-dir" && i + 1 < argc) {
+      state_dir_arg = argv[++i];
     } else if (a == "--log-level" && i + 1 < argc) {
       spdlog::set_level(spdlog::level::from_str(argv[++i]));
     } else if (a == "--version") {
@@ -78,12 +77,23 @@ int main(int argc, char** argv) {
     std::cerr << "ferry-agent: " << root.error() << "\n";
     return 2;
   }
+  std::error_code ec;
+  std::filesystem::path state_dir = state_dir_arg.empty() ? ferry::agent::run::default_state_dir()
+                                                          : std::filesystem::absolute(state_dir_arg, ec);
+  auto writer = std::make_shared<ferry::agent::run::FrameWriter>(STDOUT_FILENO);
   auto sync_methods = std::make_shared<ferry::agent::SyncMethods>(*root);
+  auto run_methods = std::make_shared<ferry::agent::run::RunMethods>(*root, state_dir, writer);
   ferry::agent::AgentService service(std::move(*root));
   service.add_methods([sync_methods](const ferry::protocol::Request& r) { return sync_methods->handle(r); });
   service.add_methods([](const ferry::protocol::Request& r) { return ferry::agent::handle_gpu_method(r); });
+  service.add_methods([run_methods](const ferry::protocol::Request& r) { return run_methods->handle(r); });
+  // Streams end (threads joined) on every way out of the loop; the runs themselves go on.
+  struct StopStreams {
+    std::shared_ptr<ferry::agent::run::RunMethods> runs;
+    ~StopStreams() { runs->stop_all(); }
+  } stop_streams{run_methods};
 
-  if (!write_all(STDOUT_FILENO, ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) + "\n"))
+  if (!writer->send_raw(ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) + "\n"))
     return 1;
 
   ferry::protocol::FrameDecoder decoder(ferry::protocol::agent_frame_limits());
@@ -108,7 +118,7 @@ int main(int argc, char** argv) {
         reply = ferry::protocol::make_error(nullptr, ferry::protocol::error_code::kMessageTooLarge, issue.message);
         if (issue.fatal) {
           reply->outcome = ferry::protocol::ResponseError{ferry::protocol::error_code::kParseError, issue.message, {}};
-          write_all(STDOUT_FILENO, ferry::protocol::encode_agent_frame(*reply));
+          writer->send(*reply);
           return 1;
         }
       } else {
@@ -120,10 +130,11 @@ int main(int argc, char** argv) {
           reply = service.handle(*message);
         }
       }
-      if (reply && !write_all(STDOUT_FILENO, ferry::protocol::encode_agent_frame(*reply))) {
+      if (reply && !writer->send(*reply)) {
         spdlog::error("write stdout: {}", std::strerror(errno));
         return 1;
       }
+      run_methods->start_pending_streams();
       if (service.shutdown_requested()) return 0;
     }
   }

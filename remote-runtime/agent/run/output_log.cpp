@@ -1,0 +1,117 @@
+// output.log records: see output_log.hpp.
+#include "remote-runtime/agent/run/output_log.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+namespace ferry::agent::run {
+namespace {
+
+bool pread_all(int fd, char* out, std::size_t n, std::uint64_t offset) {
+  while (n > 0) {
+    ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    if (r == 0) return false;
+    out += r;
+    n -= static_cast<std::size_t>(r);
+    offset += static_cast<std::uint64_t>(r);
+  }
+  return true;
+}
+
+struct Header {
+  std::uint8_t stream;
+  std::uint32_t length;
+};
+
+// The header at `offset` when a whole record lies there; nullopt at the (possibly torn) end.
+std::expected<std::optional<Header>, std::string> header_at(int fd, std::uint64_t offset, std::uint64_t size) {
+  if (offset + kRecordHeaderBytes > size) return std::optional<Header>{};
+  unsigned char h[kRecordHeaderBytes];
+  if (!pread_all(fd, reinterpret_cast<char*>(h), sizeof h, offset))
+    return std::unexpected(std::string("read output.log: ") + std::strerror(errno));
+  Header header{h[0], static_cast<std::uint32_t>(h[1]) | static_cast<std::uint32_t>(h[2]) << 8 |
+                          static_cast<std::uint32_t>(h[3]) << 16 | static_cast<std::uint32_t>(h[4]) << 24};
+  if ((header.stream != kStdout && header.stream != kStderr) || header.length > kMaxRecordData)
+    return std::unexpected("output.log is corrupt at offset " + std::to_string(offset));
+  if (offset + kRecordHeaderBytes + header.length > size) return std::optional<Header>{};
+  return std::optional<Header>{header};
+}
+
+std::expected<std::uint64_t, std::string> file_size(int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::unexpected(std::string("stat output.log: ") + std::strerror(errno));
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+}  // namespace
+
+std::string encode_record(std::uint8_t stream, std::string_view data) {
+  std::string out;
+  out.reserve(kRecordHeaderBytes + data.size());
+  auto n = static_cast<std::uint32_t>(data.size());
+  out.push_back(static_cast<char>(stream));
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  out.append(data);
+  return out;
+}
+
+bool append_record(int fd, std::uint8_t stream, std::string_view data) {
+  std::string record = encode_record(stream, data);
+  std::string_view rest = record;
+  while (!rest.empty()) {
+    ssize_t n = ::write(fd, rest.data(), rest.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+std::expected<LogChunk, std::string> read_records(int fd, std::uint64_t offset, std::size_t max_bytes) {
+  auto size = file_size(fd);
+  if (!size) return std::unexpected(size.error());
+  LogChunk chunk;
+  chunk.next = offset;
+  std::size_t total = 0;
+  while (true) {
+    auto header = header_at(fd, chunk.next, *size);
+    if (!header) return std::unexpected(header.error());
+    if (!*header) break;
+    if (!chunk.records.empty() && total + (*header)->length > max_bytes) break;
+    LogRecord record{chunk.next, (*header)->stream, std::string((*header)->length, '\0')};
+    if (record.data.size() > 0 && !pread_all(fd, record.data.data(), record.data.size(), chunk.next + kRecordHeaderBytes))
+      return std::unexpected(std::string("read output.log: ") + std::strerror(errno));
+    total += record.data.size();
+    chunk.next += kRecordHeaderBytes + record.data.size();
+    chunk.records.push_back(std::move(record));
+    if (total >= max_bytes) break;
+  }
+  return chunk;
+}
+
+std::expected<void, std::string> check_offset(int fd, std::uint64_t offset) {
+  auto size = file_size(fd);
+  if (!size) return std::unexpected(size.error());
+  std::uint64_t at = 0;
+  while (at < offset) {
+    auto header = header_at(fd, at, *size);
+    if (!header) return std::unexpected(header.error());
+    if (!*header) return std::unexpected("offset " + std::to_string(offset) + " is beyond the end of the output (" +
+                                         std::to_string(at) + " bytes of complete records)");
+    at += kRecordHeaderBytes + (*header)->length;
+  }
+  if (at != offset) return std::unexpected("offset " + std::to_string(offset) + " is not a record boundary");
+  return {};
+}
+
+}  // namespace ferry::agent::run

@@ -1,0 +1,556 @@
+// run/* methods and the attach streams: see run_methods.hpp.
+#include "remote-runtime/agent/run/run_methods.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "remote-runtime/agent/run/output_log.hpp"
+#include "remote-runtime/agent/run/supervisor.hpp"
+
+extern char** environ;
+
+namespace ferry::agent::run {
+namespace {
+
+using protocol::Response;
+namespace ec = protocol::error_code;
+
+constexpr std::chrono::milliseconds kLaunchTimeout{10'000};
+constexpr std::chrono::milliseconds kInputTimeout{10'000};
+// An attach stream with no exit.json checks this often whether the supervisor still lives, so
+// a lost run ends its stream instead of hanging it. Events, not this, drive the streaming.
+constexpr int kLivenessCheckMs = 2000;
+constexpr std::size_t kDefaultReadBytes = 1u << 20;
+constexpr std::size_t kMaxReadBytes = 16u << 20;
+
+Response bad(const protocol::Request& r, const std::string& why) {
+  return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + why);
+}
+
+Response io_error(const protocol::Request& r, const std::string& why) {
+  return protocol::make_error(r.id, ec::kIoError, r.method + ": " + why);
+}
+
+std::optional<std::string> string_param(const json& p, const char* key) {
+  auto it = p.find(key);
+  if (it == p.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+std::optional<std::uint64_t> uint_param(const json& p, const char* key) {
+  auto it = p.find(key);
+  if (it == p.end() || !it->is_number_integer() || it->get<long long>() < 0) return std::nullopt;
+  return it->get<std::uint64_t>();
+}
+
+json binary_data(const std::string& bytes) {
+  return json::binary(std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+}
+
+// Bytes from a `data` param: CBOR binary, or a string for peers that cannot send binary.
+std::optional<std::string> data_param(const json& p) {
+  auto it = p.find("data");
+  if (it == p.end()) return std::string();
+  if (it->is_binary()) return std::string(it->get_binary().begin(), it->get_binary().end());
+  if (it->is_string()) return it->get<std::string>();
+  return std::nullopt;
+}
+
+std::optional<int> parse_signal(const json& s) {
+  if (s.is_number_integer()) {
+    long long n = s.get<long long>();
+    if (n >= 1 && n < NSIG) return static_cast<int>(n);
+    return std::nullopt;
+  }
+  if (!s.is_string()) return std::nullopt;
+  std::string name = s.get<std::string>();
+  if (name.starts_with("SIG")) name = name.substr(3);
+  static const std::pair<const char*, int> kNames[] = {{"INT", SIGINT},   {"TERM", SIGTERM}, {"KILL", SIGKILL},
+                                                      {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+                                                      {"USR2", SIGUSR2}};
+  for (const auto& [n, v] : kNames)
+    if (name == n) return v;
+  return std::nullopt;
+}
+
+bool executable_file(const fs::path& p) {
+  std::error_code e;
+  return fs::is_regular_file(p, e) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// As execvp does: a name with a slash is a path (relative to the run's cwd), else PATH is searched.
+std::optional<fs::path> find_program(const std::string& name, const std::string& path_var, const fs::path& cwd) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos) {
+    fs::path p = fs::path(name).is_absolute() ? fs::path(name) : cwd / name;
+    return executable_file(p) ? std::optional(p) : std::nullopt;
+  }
+  std::size_t pos = 0;
+  while (pos <= path_var.size()) {
+    auto colon = path_var.find(':', pos);
+    std::string dir = path_var.substr(pos, colon == std::string::npos ? std::string::npos : colon - pos);
+    fs::path p = (dir.empty() ? cwd : fs::path(dir)) / name;
+    if (!p.is_absolute()) p = cwd / p;
+    if (executable_file(p)) return p;
+    if (colon == std::string::npos) break;
+    pos = colon + 1;
+  }
+  return std::nullopt;
+}
+
+json exited_params(const std::string& id, const json& exit_json) {
+  json out{{"id", id}};
+  for (const char* key : {"exitCode", "signal", "endedAt", "logBytes"})
+    if (exit_json.contains(key)) out[key] = exit_json[key];
+  return out;
+}
+
+long long log_size(const fs::path& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? static_cast<long long>(st.st_size) : 0;
+}
+
+// Writes all bytes to a non-blocking fd, waiting for room up to the deadline.
+std::expected<void, std::string> write_with_deadline(int fd, std::string_view bytes,
+                                                     std::chrono::steady_clock::time_point deadline) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN) return std::unexpected(std::string(std::strerror(errno)));
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::unexpected(std::string("the run is not reading its input"));
+    pollfd p{fd, POLLOUT, 0};
+    ::poll(&p, 1, static_cast<int>(left.count()));
+  }
+  return {};
+}
+
+}  // namespace
+
+// One attach stream: a thread that sends output.log from an offset, then waits on inotify.
+struct RunMethods::Tailer {
+  RunFiles files;
+  std::uint64_t offset = 0;
+  std::shared_ptr<FrameWriter> writer;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};
+  int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  std::thread thread;
+
+  Tailer(RunFiles f, std::uint64_t o, std::shared_ptr<FrameWriter> w)
+      : files(std::move(f)), offset(o), writer(std::move(w)) {}
+  ~Tailer() {
+    stop = true;
+    std::uint64_t one = 1;
+    [[maybe_unused]] auto r = ::write(wake_fd, &one, sizeof one);
+    if (thread.joinable()) thread.join();
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+
+  void start() {
+    thread = std::thread([this] {
+      run();
+      done = true;
+    });
+  }
+
+  void run() {
+    // The watch exists before the first read, so nothing appended after that read is missed.
+    int in = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    if (in < 0 || ::inotify_add_watch(in, files.dir.c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0) {
+      spdlog::error("run {}: inotify: {}", files.id, std::strerror(errno));
+      if (in >= 0) ::close(in);
+      return;
+    }
+    int log = ::open(files.output().c_str(), O_RDONLY | O_CLOEXEC);
+    stream(in, log);
+    if (log >= 0) ::close(log);
+    ::close(in);
+  }
+
+  void stream(int in, int log) {
+    if (log < 0) {
+      spdlog::error("run {}: open output.log: {}", files.id, std::strerror(errno));
+      return;
+    }
+    while (!stop) {
+      // exit.json is written after the last record: seen first, the read below gets everything.
+      auto exit_json = read_json_file(files.exit());
+      while (!stop) {
+        auto chunk = read_records(log, offset, kMaxRecordData);
+        if (!chunk) {
+          spdlog::error("run {}: {}", files.id, chunk.error());
+          return;
+        }
+        if (chunk->records.empty()) break;
+        for (auto& rec : chunk->records) {
+          if (stop) return;
+          if (!writer->send_notification("run/output", json{{"id", files.id},
+                                                            {"offset", rec.offset},
+                                                            {"stream", rec.stream},
+                                                            {"data", binary_data(rec.data)}}))
+            return;
+        }
+        offset = chunk->next;
+      }
+      if (stop) return;
+      if (exit_json) {
+        writer->send_notification("run/exited", exited_params(files.id, *exit_json));
+        return;
+      }
+      pollfd fds[2] = {{in, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+      int n = ::poll(fds, 2, kLivenessCheckMs);
+      if (n < 0 && errno != EINTR) return;
+      if (n > 0 && (fds[0].revents & POLLIN)) {
+        char buf[4096];
+        while (::read(in, buf, sizeof buf) > 0) {
+        }
+      }
+      if (n == 0) {
+        auto meta = read_json_file(files.meta());
+        long long sup = meta ? meta->value("supervisorPid", 0LL) : 0;
+        if (!supervisor_alive(sup, files.id) && !fs::exists(files.exit())) {
+          // Everything that will ever be in the log is there: send it, then say the run is lost.
+          while (auto chunk = read_records(log, offset, kMaxRecordData)) {
+            if (chunk->records.empty() || stop) break;
+            for (auto& rec : chunk->records)
+              if (!writer->send_notification("run/output", json{{"id", files.id},
+                                                                {"offset", rec.offset},
+                                                                {"stream", rec.stream},
+                                                                {"data", binary_data(rec.data)}}))
+                return;
+            offset = chunk->next;
+          }
+          if (!stop) writer->send_notification("run/exited", json{{"id", files.id}, {"lost", true}, {"logBytes", offset}});
+          return;
+        }
+      }
+    }
+  }
+};
+
+RunMethods::RunMethods(RootPath root, fs::path state_dir, std::shared_ptr<FrameWriter> writer)
+    : root_(std::move(root)), store_(std::move(state_dir)), writer_(std::move(writer)) {}
+
+RunMethods::~RunMethods() { stop_all(); }
+
+void RunMethods::stop_all() {
+  pending_.clear();
+  tailers_.clear();
+}
+
+void RunMethods::stop_stream(const std::string& id) {
+  tailers_.erase(id);
+  std::erase_if(pending_, [&](const auto& t) { return t->files.id == id; });
+}
+
+void RunMethods::start_pending_streams() {
+  std::erase_if(tailers_, [](const auto& kv) { return kv.second->done.load(); });
+  for (auto& t : pending_) {
+    t->start();
+    tailers_[t->files.id] = std::move(t);
+  }
+  pending_.clear();
+}
+
+std::optional<Response> RunMethods::handle(const protocol::Request& r) {
+  if (!r.method.starts_with("run/")) return std::nullopt;
+  if (!r.params.is_object()) return bad(r, "params must be an object");
+  if (r.method == "run/start") return start(r);
+  if (r.method == "run/attach") return attach(r);
+  if (r.method == "run/detach") return detach(r);
+  if (r.method == "run/input") return input(r);
+  if (r.method == "run/signal") return signal(r);
+  if (r.method == "run/resize") return resize(r);
+  if (r.method == "run/list") return list(r);
+  if (r.method == "run/read") return read(r);
+  if (r.method == "run/remove") return remove(r);
+  return std::nullopt;
+}
+
+Response RunMethods::start(const protocol::Request& r) {
+  const json& p = r.params;
+  auto argv_it = p.find("argv");
+  if (argv_it == p.end() || !argv_it->is_array() || argv_it->empty())
+    return bad(r, "argv must be a non-empty array of strings");
+  std::vector<std::string> argv;
+  for (const auto& a : *argv_it) {
+    if (!a.is_string()) return bad(r, "argv must be a non-empty array of strings");
+    argv.push_back(a.get<std::string>());
+    if (argv.back().find('\0') != std::string::npos) return bad(r, "argv contains a NUL byte");
+  }
+  std::string cwd = ".";
+  if (p.contains("cwd")) {
+    auto c = string_param(p, "cwd");
+    if (!c) return bad(r, "cwd must be a string relative to the root");
+    cwd = *c;
+  }
+  bool tty = false;
+  if (p.contains("tty")) {
+    if (!p["tty"].is_boolean()) return bad(r, "tty must be a boolean");
+    tty = p["tty"].get<bool>();
+  }
+  unsigned cols = 80, rows = 24;
+  for (auto [key, out] : {std::pair{"cols", &cols}, std::pair{"rows", &rows}}) {
+    if (!p.contains(key)) continue;
+    auto v = uint_param(p, key);
+    if (!v || *v < 1 || *v > 10000) return bad(r, std::string(key) + " must be an integer from 1 to 10000");
+    *out = static_cast<unsigned>(*v);
+  }
+  auto resolved = root_.resolve(cwd, FollowFinal::yes);
+  if (!resolved) return bad(r, "cwd: " + resolved.error());
+  std::error_code e;
+  if (!fs::is_directory(resolved->absolute, e)) return bad(r, "cwd '" + cwd + "' is not a directory under the root");
+
+  // The agent's environment plus params.env, which wins.
+  std::map<std::string, std::string> env;
+  for (char** kv = environ; kv && *kv; ++kv) {
+    std::string_view s(*kv);
+    auto eq = s.find('=');
+    if (eq != std::string_view::npos) env[std::string(s.substr(0, eq))] = std::string(s.substr(eq + 1));
+  }
+  json env_keys = json::array();
+  if (auto it = p.find("env"); it != p.end()) {
+    if (!it->is_object()) return bad(r, "env must be an object of strings");
+    for (const auto& [k, v] : it->items()) {
+      if (!v.is_string() || k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
+          v.get<std::string>().find('\0') != std::string::npos)
+        return bad(r, "env: '" + k + "' is not a valid NAME=string entry");
+      env[k] = v.get<std::string>();
+      env_keys.push_back(k);
+    }
+  }
+  if (tty && !env.contains("TERM")) env["TERM"] = "xterm-256color";
+  auto program = find_program(argv[0], env.contains("PATH") ? env["PATH"] : "/usr/bin:/bin", resolved->absolute);
+  if (!program) return bad(r, "command '" + argv[0] + "' not found" + (argv[0].find('/') == std::string::npos ? " on PATH" : ""));
+
+  auto now = std::chrono::system_clock::now();
+  auto run = store_.create(now);
+  if (!run) return io_error(r, run.error());
+  json env_list = json::array();
+  for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
+  std::string started_at = iso_utc_ms(now);
+  json spec{{"argv", argv},
+            {"program", program->string()},
+            {"cwd", resolved->relative.empty() ? "." : resolved->relative},
+            {"cwdAbsolute", resolved->absolute.string()},
+            {"root", root_.root().string()},
+            {"envKeys", env_keys},
+            {"envList", env_list},
+            {"tty", tty},
+            {"cols", cols},
+            {"rows", rows},
+            {"startedAt", started_at}};
+  if (!write_json_atomic(run->spec(), spec, 0600)) {
+    fs::remove_all(run->dir, e);
+    return io_error(r, "cannot write " + run->spec().string() + ": " + std::strerror(errno));
+  }
+  auto launched = launch_supervisor(*run, kLaunchTimeout);
+  if (!launched) {
+    fs::remove_all(run->dir, e);
+    return bad(r, launched.error());
+  }
+  spdlog::info("run {} started: pid {}, supervisor {}", run->id, launched->pid, launched->supervisor_pid);
+  return protocol::make_result(r.id, json{{"id", run->id}, {"pid", launched->pid}, {"startedAt", started_at}});
+}
+
+Response RunMethods::attach(const protocol::Request& r) {
+  auto id = string_param(r.params, "id");
+  if (!id) return bad(r, "id must be a string");
+  auto offset = uint_param(r.params, "offset");
+  if (!offset) return bad(r, "offset must be an unsigned integer");
+  auto run = store_.find(*id);
+  if (!run) return bad(r, run.error());
+  auto status = read_status(*run);
+  if (!status) return bad(r, "run " + *id + " has not started");
+  int log = ::open(run->output().c_str(), O_RDONLY | O_CLOEXEC);
+  if (log < 0) return io_error(r, "open " + run->output().string() + ": " + std::strerror(errno));
+  auto ok = check_offset(log, *offset);
+  ::close(log);
+  if (!ok) return bad(r, ok.error());
+  stop_stream(*id);
+  pending_.push_back(std::make_unique<Tailer>(*run, *offset, writer_));
+  return protocol::make_result(r.id, json{{"id", *id}, {"offset", *offset}, {"state", status->state}});
+}
+
+Response RunMethods::detach(const protocol::Request& r) {
+  auto id = string_param(r.params, "id");
+  if (!id) return bad(r, "id must be a string");
+  stop_stream(*id);
+  return protocol::make_result(r.id, json::object());
+}
+
+Response RunMethods::input(const protocol::Request& r) {
+  auto id = string_param(r.params, "id");
+  if (!id) return bad(r, "id must be a string");
+  auto data = data_param(r.params);
+  if (!data) return bad(r, "data must be binary (or a string)");
+  bool eof = false;
+  if (r.params.contains("eof")) {
+    if (!r.params["eof"].is_boolean()) return bad(r, "eof must be a boolean");
+    eof = r.params["eof"].get<bool>();
+  }
+  auto run = store_.find(*id);
+  if (!run) return bad(r, run.error());
+  auto status = read_status(*run);
+  if (!status) return bad(r, "run " + *id + " has not started");
+  if (status->state != "running") return bad(r, "run " + *id + " has " + (status->state == "lost" ? "been lost" : "exited"));
+  auto deadline = std::chrono::steady_clock::now() + kInputTimeout;
+  if (!data->empty()) {
+    // Non-blocking open: ENXIO when no supervisor holds the FIFO, instead of hanging.
+    int fd = ::open(run->stdin_fifo().c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return bad(r, "run " + *id + " is not accepting input: " + std::strerror(errno));
+    auto w = write_with_deadline(fd, *data, deadline);
+    ::close(fd);
+    if (!w) return io_error(r, "run " + *id + ": " + w.error());
+  }
+  if (eof) {
+    int fd = ::open(run->control_fifo().c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return bad(r, "run " + *id + " is not accepting input: " + std::strerror(errno));
+    auto w = write_with_deadline(fd, "eof\n", deadline);
+    ::close(fd);
+    if (!w) return io_error(r, "run " + *id + ": " + w.error());
+  }
+  return protocol::make_result(r.id, json::object());
+}
+
+Response RunMethods::signal(const protocol::Request& r) {
+  auto id = string_param(r.params, "id");
+  if (!id) return bad(r, "id must be a string");
+  auto sig = r.params.contains("signal") ? parse_signal(r.params["signal"]) : std::nullopt;
+  if (!sig) return bad(r, "signal must be INT, TERM, KILL, HUP, QUIT, USR1, USR2 or a signal number");
+  auto run = store_.find(*id);
+  if (!run) return bad(r, run.error());
+  auto status = read_status(*run);
+  if (!status) return bad(r, "run " + *id + " has not started");
+  if (status->state == "exited") return bad(r, "run " + *id + " has exited");
+  long long pgid = status->meta.value("pgid", 0LL);
+  if (pgid <= 1) return io_error(r, "run " + *id + " has no process group in meta.json");
+  if (::kill(static_cast<pid_t>(-pgid), *sig) != 0) {
+    if (errno == ESRCH) return bad(r, "run " + *id + " has exited");
+    return io_error(r, "kill run " + *id + ": " + std::strerror(errno));
+  }
+  return protocol::make_result(r.id, json::object());
+}
+
+Response RunMethods::resize(const protocol::Request& r) {
+  auto id = string_param(r.params, "id");
+  if (!id) return bad(r, "id must be a string");
+  auto cols = uint_param(r.params, "cols");
+  auto rows = uint_param(r.params, "rows");
+  if (!cols || !rows || *cols < 1 || *rows < 1 || *cols > 10000 || *rows > 10000)
+    return bad(r, "cols and rows must be integers from 1 to 10000");
+  auto run = store_.find(*id);
+  if (!run) return bad(r, run.error());
+  auto status = read_status(*run);
+  if (!status) return bad(r, "run " + *id + " has not started");
+  if (!status->meta.value("tty", false)) return bad(r, "run " + *id + " has no tty");
+  if (status->state != "running") return bad(r, "run " + *id + " has exited");
+  int fd = ::open(run->control_fifo().c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return bad(r, "run " + *id + " is not running: " + std::strerror(errno));
+  auto w = write_with_deadline(fd, "resize " + std::to_string(*cols) + " " + std::to_string(*rows) + "\n",
+                               std::chrono::steady_clock::now() + kInputTimeout);
+  ::close(fd);
+  if (!w) return io_error(r, "run " + *id + ": " + w.error());
+  return protocol::make_result(r.id, json::object());
+}
+
+Response RunMethods::list(const protocol::Request& r) {
+  bool all = false;
+  if (r.params.contains("all")) {
+    if (!r.params["all"].is_boolean()) return bad(r, "all must be a boolean");
+    all = r.params["all"].get<bool>();
+  }
+  json runs = json::array();
+  for (const auto& id : store_.ids()) {
+    auto run = store_.find(id);
+    if (!run) continue;
+    auto status = read_status(*run);
+    if (!status) continue;
+    const json& m = status->meta;
+    std::string root = m.value("root", "");
+    if (!all && root != root_.root().string()) continue;
+    json entry{{"id", id},
+               {"argv", m.value("argv", json::array())},
+               {"cwd", m.value("cwd", ".")},
+               {"root", root},
+               {"state", status->state},
+               {"pid", m.value("pid", 0LL)},
+               {"tty", m.value("tty", false)},
+               {"startedAt", m.value("startedAt", "")}};
+    if (status->exit) {
+      for (const char* key : {"endedAt", "exitCode", "signal", "logBytes"})
+        if (status->exit->contains(key)) entry[key] = (*status->exit)[key];
+    }
+    if (!entry.contains("logBytes")) entry["logBytes"] = log_size(run->output());
+    runs.push_back(std::move(entry));
+  }
+  return protocol::make_result(r.id, json{{"runs", std::move(runs)}});
+}
+
+Response RunMethods::read(const protocol::Request& r) {
+  auto id = string_param(r.params, "id");
+  if (!id) return bad(r, "id must be a string");
+  std::uint64_t offset = 0;
+  if (r.params.contains("offset")) {
+    auto o = uint_param(r.params, "offset");
+    if (!o) return bad(r, "offset must be an unsigned integer");
+    offset = *o;
+  }
+  std::size_t max_bytes = kDefaultReadBytes;
+  if (r.params.contains("maxBytes")) {
+    auto m = uint_param(r.params, "maxBytes");
+    if (!m || *m == 0) return bad(r, "maxBytes must be a positive integer");
+    max_bytes = static_cast<std::size_t>(std::min<std::uint64_t>(*m, kMaxReadBytes));
+  }
+  auto run = store_.find(*id);
+  if (!run) return bad(r, run.error());
+  auto status = read_status(*run);
+  if (!status) return bad(r, "run " + *id + " has not started");
+  int log = ::open(run->output().c_str(), O_RDONLY | O_CLOEXEC);
+  if (log < 0) return io_error(r, "open " + run->output().string() + ": " + std::strerror(errno));
+  auto ok = check_offset(log, offset);
+  if (!ok) {
+    ::close(log);
+    return bad(r, ok.error());
+  }
+  auto chunk = read_records(log, offset, max_bytes);
+  ::close(log);
+  if (!chunk) return io_error(r, chunk.error());
+  json records = json::array();
+  for (auto& rec : chunk->records)
+    records.push_back(json{{"offset", rec.offset}, {"stream", rec.stream}, {"data", binary_data(rec.data)}});
+  return protocol::make_result(r.id, json{{"records", std::move(records)}, {"next", chunk->next}, {"state", status->state}});
+}
+
+Response RunMethods::remove(const protocol::Request& r) {
+  auto id = string_param(r.params, "id");
+  if (!id) return bad(r, "id must be a string");
+  auto run = store_.find(*id);
+  if (!run) return bad(r, run.error());
+  auto status = read_status(*run);
+  if (status && status->state == "running") return bad(r, "run " + *id + " is still running");
+  stop_stream(*id);
+  std::error_code e;
+  fs::remove_all(run->dir, e);
+  if (e) return io_error(r, "remove " + run->dir.string() + ": " + e.message());
+  return protocol::make_result(r.id, json::object());
+}
+
+}  // namespace ferry::agent::run

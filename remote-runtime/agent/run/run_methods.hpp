@@ -1,0 +1,60 @@
+// The agent's run/* methods (see "Agent: runs" in protocol/spec/protocol.md): start a run under a
+// supervisor, stream its output.log to the helper as run/output + run/exited notifications, and
+// list, read, signal, feed, resize and remove runs, all from the state dir alone, so a new
+// agent after a reconnect serves runs an older one started.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "protocol/jsonrpc.hpp"
+#include "remote-runtime/agent/root_path.hpp"
+#include "remote-runtime/agent/run/frame_writer.hpp"
+#include "remote-runtime/agent/run/run_store.hpp"
+
+namespace ferry::agent::run {
+
+class RunMethods {
+ public:
+  RunMethods(RootPath root, fs::path state_dir, std::shared_ptr<FrameWriter> writer);
+  ~RunMethods();
+  RunMethods(const RunMethods&) = delete;
+  RunMethods& operator=(const RunMethods&) = delete;
+
+  // All methods run on the agent's main thread; nullopt for methods that are not run/*.
+  std::optional<protocol::Response> handle(const protocol::Request& request);
+
+  // Call after each reply is written: streams asked for by run/attach start only then, so the
+  // attach reply reaches the helper before the first run/output.
+  void start_pending_streams();
+
+  // Stops and joins every streaming thread (agent EOF / shutdown). The runs go on.
+  void stop_all();
+
+  // How many attach streams are open (for tests).
+  std::size_t stream_count() const { return tailers_.size() + pending_.size(); }
+
+ private:
+  struct Tailer;
+  protocol::Response start(const protocol::Request& r);
+  protocol::Response attach(const protocol::Request& r);
+  protocol::Response detach(const protocol::Request& r);
+  protocol::Response input(const protocol::Request& r);
+  protocol::Response signal(const protocol::Request& r);
+  protocol::Response resize(const protocol::Request& r);
+  protocol::Response list(const protocol::Request& r);
+  protocol::Response read(const protocol::Request& r);
+  protocol::Response remove(const protocol::Request& r);
+  void stop_stream(const std::string& id);
+
+  RootPath root_;
+  RunStore store_;
+  std::shared_ptr<FrameWriter> writer_;
+  std::map<std::string, std::unique_ptr<Tailer>> tailers_;
+  std::vector<std::unique_ptr<Tailer>> pending_;
+};
+
+}  // namespace ferry::agent::run

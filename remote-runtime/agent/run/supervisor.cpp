@@ -1,0 +1,452 @@
+// Run supervisor and its launch from the agent: see supervisor.hpp.
+#include "remote-runtime/agent/run/supervisor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <vector>
+
+#include "remote-runtime/agent/run/output_log.hpp"
+
+namespace ferry::agent::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Output still arriving after the command exited comes from processes it left behind holding
+// the pipes (or the pty); the run ends this long after the exit at the latest.
+constexpr std::chrono::milliseconds kDrainAfterExit{2000};
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+void report(const json& j) {
+  write_all(kReportFd, j.dump() + "\n");
+  ::close(kReportFd);
+}
+
+// What the child tells the supervisor through a CLOEXEC pipe when chdir or exec fails.
+struct ChildFailure {
+  int stage;  // 1 = chdir, 2 = exec
+  int error;
+};
+
+struct Spec {
+  std::vector<std::string> argv;
+  std::string program;
+  std::string cwd;
+  std::vector<std::string> env;
+  bool tty = false;
+  unsigned short cols = 80;
+  unsigned short rows = 24;
+};
+
+std::expected<Spec, std::string> parse_spec(const json& j) {
+  try {
+    Spec s;
+    s.argv = j.at("argv").get<std::vector<std::string>>();
+    s.program = j.at("program").get<std::string>();
+    s.cwd = j.at("cwdAbsolute").get<std::string>();
+    s.env = j.at("envList").get<std::vector<std::string>>();
+    s.tty = j.value("tty", false);
+    s.cols = j.value("cols", static_cast<unsigned short>(80));
+    s.rows = j.value("rows", static_cast<unsigned short>(24));
+    if (s.argv.empty()) return std::unexpected("spec.json: empty argv");
+    return s;
+  } catch (const json::exception& e) {
+    return std::unexpected(std::string("spec.json: ") + e.what());
+  }
+}
+
+// The supervisor's poll loop state: the command's output fds, the stdin relay, the control FIFO.
+class Relay {
+ public:
+  int out = -1, err = -1, in = -1;  // with a tty: out == in == the pty master, err unused
+  int fifo = -1, control = -1, sigfd = -1, log = -1;
+  bool tty = false;
+  pid_t child = -1;
+
+  int run() {
+    std::string pending;  // stdin bytes read from the FIFO, not yet taken by the command
+    std::string control_buf;
+    bool eof_requested = false;
+    bool exited = false;
+    int status = 0;
+    Clock::time_point drain_deadline{};
+    std::vector<char> buf(kMaxRecordData);
+    while (true) {
+      if (exited && out < 0 && err < 0) break;
+      int timeout = -1;
+      if (exited) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(drain_deadline - Clock::now()).count();
+        if (left <= 0) break;
+        timeout = static_cast<int>(left);
+      }
+      std::vector<pollfd> fds;
+      auto watch = [&](int fd, short events) {
+        if (fd >= 0) fds.push_back(pollfd{fd, events, 0});
+      };
+      watch(out, POLLIN);
+      watch(err, POLLIN);
+      if (!exited) watch(sigfd, POLLIN);
+      watch(control, POLLIN);
+      if (in >= 0 && pending.empty()) watch(fifo, POLLIN);
+      if (in >= 0 && !pending.empty()) watch(in, POLLOUT);
+      int n = ::poll(fds.data(), fds.size(), timeout);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        std::cerr << errno_text("poll") << "\n";
+        break;
+      }
+      if (n == 0) continue;
+      for (const auto& p : fds) {
+        if (p.revents == 0) continue;
+        if (p.fd == out && (p.revents & POLLIN || p.revents & (POLLHUP | POLLERR))) {
+          read_output(out, kStdout, buf);
+        } else if (p.fd == err && (p.revents & POLLIN || p.revents & (POLLHUP | POLLERR))) {
+          read_output(err, kStderr, buf);
+        } else if (p.fd == sigfd) {
+          signalfd_siginfo info{};
+          while (::read(sigfd, &info, sizeof info) > 0) {
+          }
+          if (::waitpid(child, &status, WNOHANG) == child) {
+            exited = true;
+            drain_deadline = Clock::now() + kDrainAfterExit;
+          }
+        } else if (p.fd == control) {
+          ssize_t r = ::read(control, buf.data(), buf.size());
+          if (r > 0) control_buf.append(buf.data(), static_cast<std::size_t>(r));
+          for (auto nl = control_buf.find('\n'); nl != std::string::npos; nl = control_buf.find('\n')) {
+            std::string line = control_buf.substr(0, nl);
+            control_buf.erase(0, nl + 1);
+            if (line == "eof") {
+              eof_requested = true;
+            } else if (line.starts_with("resize ") && tty) {
+              unsigned cols = 0, rows = 0;
+              if (std::sscanf(line.c_str(), "resize %u %u", &cols, &rows) == 2) {
+                winsize ws{static_cast<unsigned short>(rows), static_cast<unsigned short>(cols), 0, 0};
+                ::ioctl(out, TIOCSWINSZ, &ws);
+              }
+            }
+          }
+        } else if (p.fd == fifo && in >= 0 && pending.empty()) {
+          ssize_t r = ::read(fifo, buf.data(), buf.size());
+          if (r > 0) pending.assign(buf.data(), static_cast<std::size_t>(r));
+        } else if (p.fd == in && !pending.empty()) {
+          write_pending(pending);
+        }
+      }
+      // The agent writes input before it asks for eof, so the FIFO is drained before closing.
+      if (eof_requested && in >= 0 && pending.empty()) {
+        ssize_t r = ::read(fifo, buf.data(), buf.size());
+        if (r > 0) {
+          pending.assign(buf.data(), static_cast<std::size_t>(r));
+        } else {
+          eof_requested = false;
+          close_stdin();
+        }
+      }
+    }
+    if (!exited) ::waitpid(child, &status, 0);
+    return status;
+  }
+
+ private:
+  void read_output(int& fd, std::uint8_t stream, std::vector<char>& buf) {
+    while (fd >= 0) {
+      ssize_t r = ::read(fd, buf.data(), buf.size());
+      if (r > 0) {
+        if (!append_record(log, stream, std::string_view(buf.data(), static_cast<std::size_t>(r))))
+          std::cerr << errno_text("append to output.log") << "\n";
+        return;  // one record per wake-up keeps both streams moving in the order they come
+      }
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno == EAGAIN) return;
+      // EOF on a pipe, EIO on a pty master once every slave fd is closed.
+      bool shared = fd == in;
+      close_fd(fd);
+      if (shared) in = -1;
+      return;
+    }
+  }
+
+  void write_pending(std::string& pending) {
+    ssize_t w = ::write(in, pending.data(), pending.size());
+    if (w > 0) {
+      pending.erase(0, static_cast<std::size_t>(w));
+    } else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+      pending.clear();  // the command closed its stdin: nobody will read the rest
+      if (!tty) close_fd(in);
+    }
+  }
+
+  void close_stdin() {
+    if (tty) {
+      // A terminal has no half-close; ^D at the start of a line is its end of input.
+      const char eot = 0x04;
+      [[maybe_unused]] auto r = ::write(in, &eot, 1);
+    } else {
+      close_fd(in);
+    }
+  }
+};
+
+}  // namespace
+
+std::expected<LaunchReport, std::string> launch_supervisor(const RunFiles& run, std::chrono::milliseconds timeout) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::unexpected(errno_text("pipe"));
+  // Everything the forked children touch is prepared here: after fork() in a threaded
+  // process only async-signal-safe calls are allowed.
+  std::string dir = run.dir.string();
+  std::string log = run.supervisor_log().string();
+  const char* args[] = {"ferry-agent", "--supervise", dir.c_str(), nullptr};
+  pid_t first = ::fork();
+  if (first < 0) {
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    return std::unexpected(errno_text("fork"));
+  }
+  if (first == 0) {
+    pid_t second = ::fork();
+    if (second != 0) ::_exit(second < 0 ? 1 : 0);
+    ::setsid();
+    if (pipe_fds[1] == kReportFd) ::fcntl(kReportFd, F_SETFD, 0);
+    else if (::dup2(pipe_fds[1], kReportFd) < 0) ::_exit(1);
+    int null_fd = ::open("/dev/null", O_RDWR);
+    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (null_fd < 0 || log_fd < 0) ::_exit(1);
+    ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(null_fd, STDOUT_FILENO);
+    ::dup2(log_fd, STDERR_FILENO);
+    // The agent's stdio is the SSH channel: holding any copy would keep it open forever.
+    ::close_range(kReportFd + 1, ~0U, 0);
+    ::execv("/proc/self/exe", const_cast<char* const*>(args));
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  int wstatus = 0;
+  while (::waitpid(first, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  std::string text;
+  auto deadline = Clock::now() + timeout;
+  char buf[4096];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      ::close(pipe_fds[0]);
+      return std::unexpected("the run supervisor did not report within " + std::to_string(timeout.count()) + " ms");
+    }
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) continue;
+    ssize_t r = ::read(pipe_fds[0], buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    text.append(buf, static_cast<std::size_t>(r));
+    if (text.find('\n') != std::string::npos) break;  // the report is one line
+  }
+  ::close(pipe_fds[0]);
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return std::unexpected("the run supervisor failed to start (see " + run.supervisor_log().string() + ")");
+  if (j.contains("error")) return std::unexpected(j["error"].get<std::string>());
+  return LaunchReport{j.value("pid", 0LL), j.value("pgid", 0LL), j.value("supervisorPid", 0LL)};
+}
+
+int supervise(const fs::path& run_dir) {
+  ::signal(SIGHUP, SIG_IGN);
+  ::signal(SIGPIPE, SIG_IGN);
+  // The command must not inherit the report pipe: the agent reads it to the end.
+  ::fcntl(kReportFd, F_SETFD, FD_CLOEXEC);
+  RunFiles run{run_dir.filename().string(), run_dir};
+  auto spec_json = read_json_file(run.spec());
+  ::unlink(run.spec().c_str());  // env values may be secrets: gone as soon as they are read
+  if (!spec_json) {
+    report(json{{"error", "cannot read " + run.spec().string()}});
+    return 1;
+  }
+  auto spec = parse_spec(*spec_json);
+  if (!spec) {
+    report(json{{"error", spec.error()}});
+    return 1;
+  }
+  if (::mkfifo(run.stdin_fifo().c_str(), 0600) != 0 || ::mkfifo(run.control_fifo().c_str(), 0600) != 0) {
+    report(json{{"error", errno_text("mkfifo in " + run.dir.string())}});
+    return 1;
+  }
+  Relay relay;
+  relay.tty = spec->tty;
+  // O_RDWR: the supervisor is a writer too, so agents opening and closing the FIFO never
+  // make it see EOF.
+  relay.fifo = ::open(run.stdin_fifo().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  relay.control = ::open(run.control_fifo().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  relay.log = ::open(run.output().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (relay.fifo < 0 || relay.control < 0 || relay.log < 0) {
+    report(json{{"error", errno_text("open the run's files in " + run.dir.string())}});
+    return 1;
+  }
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  relay.sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+
+  int child_in = -1, child_out = -1, child_err = -1, slave = -1;
+  if (spec->tty) {
+    winsize ws{spec->rows, spec->cols, 0, 0};
+    int master = -1;
+    if (::openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {
+      report(json{{"error", errno_text("openpty")}});
+      return 1;
+    }
+    ::fcntl(master, F_SETFD, FD_CLOEXEC);
+    ::fcntl(slave, F_SETFD, FD_CLOEXEC);
+    set_nonblocking(master);
+    relay.out = relay.in = master;
+  } else {
+    int in_p[2], out_p[2], err_p[2];
+    if (::pipe2(in_p, O_CLOEXEC) != 0 || ::pipe2(out_p, O_CLOEXEC) != 0 || ::pipe2(err_p, O_CLOEXEC) != 0) {
+      report(json{{"error", errno_text("pipe")}});
+      return 1;
+    }
+    child_in = in_p[0];
+    relay.in = in_p[1];
+    relay.out = out_p[0];
+    child_out = out_p[1];
+    relay.err = err_p[0];
+    child_err = err_p[1];
+    set_nonblocking(relay.in);
+    set_nonblocking(relay.out);
+    set_nonblocking(relay.err);
+  }
+  int fail_pipe[2];
+  if (::pipe2(fail_pipe, O_CLOEXEC) != 0) {
+    report(json{{"error", errno_text("pipe")}});
+    return 1;
+  }
+  std::vector<char*> argv;
+  for (auto& a : spec->argv) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& e : spec->env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    report(json{{"error", errno_text("fork")}});
+    return 1;
+  }
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGHUP, SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGCHLD}) ::signal(sig, SIG_DFL);
+    if (spec->tty) {
+      ::setsid();  // a new session is also a new group with pgid == pid
+      ::ioctl(slave, TIOCSCTTY, 0);
+      ::dup2(slave, STDIN_FILENO);
+      ::dup2(slave, STDOUT_FILENO);
+      ::dup2(slave, STDERR_FILENO);
+    } else {
+      ::setpgid(0, 0);
+      ::dup2(child_in, STDIN_FILENO);
+      ::dup2(child_out, STDOUT_FILENO);
+      ::dup2(child_err, STDERR_FILENO);
+    }
+    ChildFailure failure{1, 0};
+    if (::chdir(spec->cwd.c_str()) == 0) {
+      ::execve(spec->program.c_str(), argv.data(), envp.data());
+      failure.stage = 2;
+    }
+    failure.error = errno;
+    [[maybe_unused]] auto w = ::write(fail_pipe[1], &failure, sizeof failure);
+    ::_exit(127);
+  }
+  if (!spec->tty) ::setpgid(pid, pid);  // both sides set it, so no signal can race the child's call
+  close_fd(slave);
+  close_fd(child_in);
+  close_fd(child_out);
+  close_fd(child_err);
+  ::close(fail_pipe[1]);
+  ChildFailure failure{0, 0};
+  ssize_t got;
+  while ((got = ::read(fail_pipe[0], &failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  ::close(fail_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    ::waitpid(pid, nullptr, 0);
+    std::string what = failure.stage == 1 ? "cannot enter " + spec->cwd : "cannot execute " + spec->program;
+    report(json{{"error", what + ": " + std::strerror(failure.error)}});
+    return 1;
+  }
+  json meta{{"id", run.id},
+            {"argv", spec->argv},
+            {"cwd", spec_json->value("cwd", ".")},
+            {"root", spec_json->value("root", "")},
+            {"env", spec_json->value("envKeys", json::array())},
+            {"tty", spec->tty},
+            {"pid", static_cast<long long>(pid)},
+            {"pgid", static_cast<long long>(pid)},
+            {"startedAt", spec_json->value("startedAt", "")},
+            {"supervisorPid", static_cast<long long>(::getpid())}};
+  if (spec->tty) {
+    meta["cols"] = spec->cols;
+    meta["rows"] = spec->rows;
+  }
+  if (!write_json_atomic(run.meta(), meta)) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    report(json{{"error", errno_text("write " + run.meta().string())}});
+    return 1;
+  }
+  report(json{{"pid", pid}, {"pgid", pid}, {"supervisorPid", ::getpid()}});
+
+  relay.child = pid;
+  int status = relay.run();
+
+  ::fsync(relay.log);
+  struct stat st {};
+  ::fstat(relay.log, &st);
+  json exit_json{{"endedAt", iso_utc_ms(std::chrono::system_clock::now())},
+                 {"logBytes", static_cast<long long>(st.st_size)}};
+  if (WIFSIGNALED(status)) exit_json["signal"] = WTERMSIG(status);
+  else exit_json["exitCode"] = WEXITSTATUS(status);
+  if (!write_json_atomic(run.exit(), exit_json)) {
+    std::cerr << errno_text("write " + run.exit().string()) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace ferry::agent::run
