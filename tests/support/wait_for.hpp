@@ -9,13 +9,13 @@
 namespace ferry::test {
 
 // Re-checks `condition` (something another process changes, e.g. a file or a listing) until it
-// holds or `limit` passes, yielding between checks. True when it held.
+// holds or `limit` passes, checking every millisecond. True when it held.
 template <class F>
 bool eventually(F condition, std::chrono::milliseconds limit = std::chrono::milliseconds(5000)) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
 }

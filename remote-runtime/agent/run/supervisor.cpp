@@ -119,7 +119,9 @@ class Relay {
       watch(err, POLLIN);
       if (!exited) watch(sigfd, POLLIN);
       watch(control, POLLIN);
-      if (in >= 0 && pending.empty()) watch(fifo, POLLIN);
+      // With the command's stdin gone the FIFO is still drained (and dropped), so run/input
+      // never waits on a reader that will not come.
+      if (pending.empty()) watch(fifo, POLLIN);
       if (in >= 0 && !pending.empty()) watch(in, POLLOUT);
       int n = ::poll(fds.data(), fds.size(), timeout);
       if (n < 0) {
@@ -158,9 +160,9 @@ class Relay {
               }
             }
           }
-        } else if (p.fd == fifo && in >= 0 && pending.empty()) {
+        } else if (p.fd == fifo && pending.empty()) {
           ssize_t r = ::read(fifo, buf.data(), buf.size());
-          if (r > 0) pending.assign(buf.data(), static_cast<std::size_t>(r));
+          if (r > 0 && in >= 0) pending.assign(buf.data(), static_cast<std::size_t>(r));
         } else if (p.fd == in && !pending.empty()) {
           write_pending(pending);
         }

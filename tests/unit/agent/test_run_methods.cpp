@@ -15,7 +15,10 @@
 #include <random>
 #include <sstream>
 
+#include "helper/remote/byte_stream.hpp"
+#include "helper/remote/child_process.hpp"
 #include "helper/remote/local_endpoint.hpp"
+#include "protocol/agent_wire.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wait_for.hpp"
@@ -429,4 +432,105 @@ BOOST_AUTO_TEST_CASE(detach_stops_the_stream_and_the_run_goes_on) {
   a.call("agent/ping", json::object());
   BOOST_TEST(a.notes.text(id) == "one\n");
   BOOST_TEST(!a.notes.wait_exited(id, 1ms).has_value());
+}
+
+namespace {
+
+// The agent on raw pipes, so the test decides when (and whether) its stdout is read.
+struct RawAgent {
+  ferry::remote::ChildProcess child;
+  std::unique_ptr<ferry::remote::FdStream> stream;
+  ferry::protocol::FrameDecoder decoder{ferry::protocol::agent_frame_limits()};
+
+  RawAgent(const fs::path& root, const fs::path& state) {
+    auto sp = child.spawn({FERRY_AGENT_PATH, "--root", root.string(), "--state-dir", state.string()});
+    BOOST_REQUIRE(sp.has_value());
+    stream = std::make_unique<ferry::remote::FdStream>(sp->stdout_fd, sp->stdin_fd);
+    std::string pre;
+    while (true) {
+      if (auto scan = ferry::protocol::scan_agent_preamble(pre)) {
+        BOOST_REQUIRE(scan->has_value());
+        decoder.feed(std::string_view(pre).substr((*scan)->consumed));
+        return;
+      }
+      char buf[256];
+      auto r = stream->read_some(buf, std::chrono::steady_clock::now() + 10s);
+      BOOST_REQUIRE(r.status == ferry::remote::ReadStatus::data);
+      pre.append(buf, r.bytes);
+    }
+  }
+
+  void send(int id, std::string method, json params) {
+    BOOST_REQUIRE(stream->write_all(ferry::protocol::encode_agent_frame(
+                                        ferry::protocol::Request{id, std::move(method), std::move(params)}))
+                      .has_value());
+  }
+
+  ferry::protocol::Message next() {
+    auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (true) {
+      if (auto body = decoder.next()) {
+        BOOST_REQUIRE(body->has_value());
+        auto m = ferry::protocol::decode_agent_body(**body);
+        BOOST_REQUIRE(m.has_value());
+        return *m;
+      }
+      std::vector<char> buf(1 << 16);
+      auto r = stream->read_some(buf, deadline);
+      BOOST_REQUIRE(r.status == ferry::remote::ReadStatus::data);
+      decoder.feed(std::string_view(buf.data(), r.bytes));
+    }
+  }
+
+  json result() {
+    auto m = next();
+    auto* resp = std::get_if<ferry::protocol::Response>(&m);
+    BOOST_REQUIRE(resp != nullptr);
+    BOOST_REQUIRE(resp->ok());
+    return std::get<json>(resp->outcome);
+  }
+
+  long rss_kib() {
+    std::ifstream in("/proc/" + std::to_string(child.pid()) + "/status");
+    std::string line;
+    while (std::getline(in, line))
+      if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
+    return -1;
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_slow_reader_stalls_the_stream_without_buffering_it) {
+  Sandbox s;
+  RawAgent a(s.root, s.state);
+  constexpr long kOutput = 48l << 20;
+  a.send(1, "run/start", {{"argv", {"/bin/sh", "-c", "head -c " + std::to_string(kOutput) + " /dev/zero"}}});
+  std::string id = a.result()["id"].get<std::string>();
+  a.send(2, "run/attach", {{"id", id}, {"offset", 0}});
+  // Nobody reads the agent's stdout while the run writes all 48 MiB and ends.
+  BOOST_REQUIRE(ferry::test::eventually([&] { return fs::exists(s.state / "runs" / id / "exit.json"); }, 30s));
+  long rss = a.rss_kib();
+  BOOST_TEST(rss > 0);
+  BOOST_TEST(rss < 24 * 1024, "agent RSS " << rss << " KiB with 48 MiB unsent");
+  BOOST_TEST(a.result()["state"] == "running");  // as it was when the attach was answered
+  BOOST_TEST_MESSAGE("agent RSS with 48 MiB unsent: " << rss << " KiB");
+  long received = 0;
+  std::uint64_t offset = 0;
+  while (true) {
+    auto m = a.next();
+    auto* n = std::get_if<ferry::protocol::Notification>(&m);
+    BOOST_REQUIRE(n != nullptr);
+    if (n->method == "run/exited") {
+      BOOST_TEST(n->params["exitCode"] == 0);
+      BOOST_TEST(n->params["logBytes"] == offset);
+      break;
+    }
+    BOOST_REQUIRE(n->method == "run/output");
+    BOOST_REQUIRE(n->params["offset"] == offset);
+    auto bytes = n->params["data"].get_binary().size();
+    received += static_cast<long>(bytes);
+    offset += 5 + bytes;
+  }
+  BOOST_TEST(received == kOutput);
 }
