@@ -46,10 +46,13 @@ std::expected<std::vector<std::string>, std::string> interpreter_argv(std::strin
   return argv;
 }
 
+std::vector<std::string> debugpy_check_args() {
+  return {"-c", "import sys, debugpy; sys.stdout.write(debugpy.__version__)"};
+}
+
 std::vector<std::string> debugpy_check_argv(const std::vector<std::string>& interpreter) {
   auto argv = interpreter;
-  argv.push_back("-c");
-  argv.push_back("import sys, debugpy; sys.stdout.write(debugpy.__version__)");
+  for (auto& a : debugpy_check_args()) argv.push_back(std::move(a));
   return argv;
 }
 
@@ -74,27 +77,35 @@ std::string debugpy_install_advice(std::string_view interpreter) {
 
 std::expected<std::vector<std::string>, std::string> debuggee_argv(const std::vector<std::string>& interpreter, int port,
                                                                   const std::vector<std::string>& target) {
+  auto args = debuggee_args(port, target);
+  if (!args) return args;
+  auto argv = interpreter;
+  argv.insert(argv.end(), args->begin(), args->end());
+  return argv;
+}
+
+std::expected<std::vector<std::string>, std::string> debuggee_args(int port, const std::vector<std::string>& target) {
   if (target.empty()) return std::unexpected("nothing to debug: give a script after --, e.g. ferry debug -- train.py");
   if ((target[0] == "-m" || target[0] == "-c") && target.size() < 2)
     return std::unexpected(target[0] + " needs an argument (" + (target[0] == "-m" ? "a module" : "code") + ")");
   if (target[0].starts_with("-") && target[0] != "-m" && target[0] != "-c")
     return std::unexpected("debugpy runs a script, -m MODULE or -c CODE; " + target[0] +
                            " is an interpreter option: put it in ferry.json's interpreter");
-  auto argv = interpreter;
-  for (const char* a : {"-m", "debugpy", "--listen"}) argv.push_back(a);
+  std::vector<std::string> argv = {"-m", "debugpy", "--listen"};
   argv.push_back("127.0.0.1:" + std::to_string(port));
   argv.push_back("--wait-for-client");
   argv.insert(argv.end(), target.begin(), target.end());
   return argv;
 }
 
+std::vector<std::string> listen_probe_args(int port, std::chrono::seconds timeout) {
+  return {"-c", kListenProbe, std::to_string(port), std::to_string(timeout.count())};
+}
+
 std::vector<std::string> listen_probe_argv(const std::vector<std::string>& interpreter, int port,
                                            std::chrono::seconds timeout) {
   auto argv = interpreter;
-  argv.push_back("-c");
-  argv.push_back(kListenProbe);
-  argv.push_back(std::to_string(port));
-  argv.push_back(std::to_string(timeout.count()));
+  for (auto& a : listen_probe_args(port, timeout)) argv.push_back(std::move(a));
   return argv;
 }
 

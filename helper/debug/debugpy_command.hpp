@@ -17,7 +17,11 @@ inline constexpr int kDefaultDebugpyPort = 5678;
 // Empty or blank: an error naming the field.
 std::expected<std::vector<std::string>, std::string> interpreter_argv(std::string_view interpreter);
 
+// Each command below comes twice: its interpreter arguments (`-c ...`, `-m debugpy ...`, for a
+// run through the agent, which puts ferry.json's interpreter in front) and the whole argv.
+
 // `<interpreter> -c "import debugpy ..."`: exits 0 and prints debugpy's version when importable.
+std::vector<std::string> debugpy_check_args();
 std::vector<std::string> debugpy_check_argv(const std::vector<std::string>& interpreter);
 
 // What to tell the user when the check fails: how to install debugpy for that interpreter
@@ -30,12 +34,14 @@ bool is_system_python(std::string_view interpreter);
 
 // `<interpreter> -m debugpy --listen 127.0.0.1:PORT --wait-for-client TARGET...`. `target` is
 // what the user wrote after `--`: a script and its args, or `-m module args`, or `-c code`.
+std::expected<std::vector<std::string>, std::string> debuggee_args(int port, const std::vector<std::string>& target);
 std::expected<std::vector<std::string>, std::string> debuggee_argv(const std::vector<std::string>& interpreter, int port,
                                                                   const std::vector<std::string>& target);
 
 // `<interpreter> -c PROBE PORT SECONDS`: exits 0 once something listens on 127.0.0.1:PORT
 // (read from /proc/net/tcp, so the probe never connects and debugpy never sees a client that
 // vanishes), 1 when `timeout` passes first.
+std::vector<std::string> listen_probe_args(int port, std::chrono::seconds timeout);
 std::vector<std::string> listen_probe_argv(const std::vector<std::string>& interpreter, int port,
                                            std::chrono::seconds timeout);
 
