@@ -363,8 +363,9 @@ Response RunMethods::start(const protocol::Request& r) {
   }
   auto launched = launch_supervisor(*run, kLaunchTimeout);
   if (!launched) {
-    fs::remove_all(run->dir, e);
-    return bad(r, launched.error());
+    // A supervisor that is late may still start the run: its directory stays for run/list.
+    if (launched.error().supervisor_gone) fs::remove_all(run->dir, e);
+    return bad(r, launched.error().message);
   }
   spdlog::info("run {} started: pid {}, supervisor {}", run->id, launched->pid, launched->supervisor_pid);
   return protocol::make_result(r.id, json{{"id", run->id}, {"pid", launched->pid}, {"startedAt", started_at}});

@@ -224,9 +224,9 @@ class Relay {
 
 }  // namespace
 
-std::expected<LaunchReport, std::string> launch_supervisor(const RunFiles& run, std::chrono::milliseconds timeout) {
+std::expected<LaunchReport, LaunchError> launch_supervisor(const RunFiles& run, std::chrono::milliseconds timeout) {
   int pipe_fds[2];
-  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::unexpected(errno_text("pipe"));
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::unexpected(LaunchError{errno_text("pipe")});
   // Everything the forked children touch is prepared here: after fork() in a threaded
   // process only async-signal-safe calls are allowed.
   std::string dir = run.dir.string();
@@ -236,7 +236,7 @@ std::expected<LaunchReport, std::string> launch_supervisor(const RunFiles& run, 
   if (first < 0) {
     ::close(pipe_fds[0]);
     ::close(pipe_fds[1]);
-    return std::unexpected(errno_text("fork"));
+    return std::unexpected(LaunchError{errno_text("fork")});
   }
   if (first == 0) {
     pid_t second = ::fork();
@@ -266,7 +266,8 @@ std::expected<LaunchReport, std::string> launch_supervisor(const RunFiles& run, 
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       ::close(pipe_fds[0]);
-      return std::unexpected("the run supervisor did not report within " + std::to_string(timeout.count()) + " ms");
+      return std::unexpected(LaunchError{
+          "the run supervisor did not report within " + std::to_string(timeout.count()) + " ms", false});
     }
     pollfd p{pipe_fds[0], POLLIN, 0};
     int n = ::poll(&p, 1, static_cast<int>(left));
@@ -281,8 +282,8 @@ std::expected<LaunchReport, std::string> launch_supervisor(const RunFiles& run, 
   ::close(pipe_fds[0]);
   auto j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
-    return std::unexpected("the run supervisor failed to start (see " + run.supervisor_log().string() + ")");
-  if (j.contains("error")) return std::unexpected(j["error"].get<std::string>());
+    return std::unexpected(LaunchError{"the run supervisor failed to start (see " + run.supervisor_log().string() + ")"});
+  if (j.contains("error")) return std::unexpected(LaunchError{j["error"].get<std::string>()});
   return LaunchReport{j.value("pid", 0LL), j.value("pgid", 0LL), j.value("supervisorPid", 0LL)};
 }
 

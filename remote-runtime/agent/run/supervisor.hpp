@@ -23,8 +23,13 @@ struct LaunchReport {
   long long supervisor_pid = 0;
 };
 
+struct LaunchError {
+  std::string message;
+  bool supervisor_gone = true;  // false after a timeout: it may still start the run
+};
+
 // Agent side. The run's spec.json must be written; waits up to `timeout` for the report.
-std::expected<LaunchReport, std::string> launch_supervisor(const RunFiles& run, std::chrono::milliseconds timeout);
+std::expected<LaunchReport, LaunchError> launch_supervisor(const RunFiles& run, std::chrono::milliseconds timeout);
 
 // Supervisor side; returns the supervisor's exit status.
 int supervise(const fs::path& run_dir);
