@@ -1,0 +1,70 @@
+// FrameWriter: many threads sending at once never interleave frames, and a closed reader turns
+// into a failed send (not a signal) that every later send repeats at once.
+#define BOOST_TEST_MODULE frame_writer
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "protocol/agent_wire.hpp"
+#include "remote-runtime/agent/run/frame_writer.hpp"
+
+using namespace ferry::protocol;
+using ferry::agent::run::FrameWriter;
+
+BOOST_AUTO_TEST_CASE(concurrent_senders_write_whole_frames) {
+  int fds[2];
+  BOOST_REQUIRE(::pipe(fds) == 0);
+  FrameWriter writer(fds[1]);
+  constexpr int kThreads = 4, kEach = 150;
+  std::map<int, int> next_seq;
+  int frames = 0;
+  std::thread reader([&] {
+    FrameDecoder decoder(agent_frame_limits());
+    std::vector<char> buf(1 << 16);
+    while (frames < kThreads * kEach) {
+      ssize_t n = ::read(fds[0], buf.data(), buf.size());
+      if (n <= 0) break;
+      decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+      while (auto body = decoder.next()) {
+        if (!*body) return;
+        auto m = decode_agent_body(**body);
+        if (!m) return;
+        const auto& p = std::get<Notification>(*m).params;
+        int t = p["t"].get<int>();
+        // Per sender, frames arrive whole and in the order that thread sent them.
+        if (p["seq"].get<int>() != next_seq[t]++ || p["blob"].get_binary().size() != static_cast<std::size_t>(1000 + t * 7000))
+          return;
+        ++frames;
+      }
+    }
+  });
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t)
+    senders.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i)
+        writer.send_notification("run/output", {{"t", t}, {"seq", i}, {"blob", json::binary(std::vector<std::uint8_t>(1000 + t * 7000, 0x5a))}});
+    });
+  for (auto& s : senders) s.join();
+  ::close(fds[1]);
+  reader.join();
+  ::close(fds[0]);
+  BOOST_TEST(frames == kThreads * kEach);
+  BOOST_TEST(!writer.broken());
+}
+
+BOOST_AUTO_TEST_CASE(a_closed_reader_breaks_the_writer) {
+  ::signal(SIGPIPE, SIG_IGN);  // as ferry-agent does
+  int fds[2];
+  BOOST_REQUIRE(::pipe(fds) == 0);
+  ::close(fds[0]);
+  FrameWriter writer(fds[1]);
+  BOOST_TEST(!writer.send_notification("run/output", {{"x", 1}}));
+  BOOST_TEST(writer.broken());
+  BOOST_TEST(!writer.send_raw("more"));
+  ::close(fds[1]);
+}
