@@ -1,6 +1,7 @@
 // Manifest JSON: {"version":1,"remote_root":"...","entries":{"path":{"kind":"file",
 // "mode":420,"size":3,"mtime_ns":...,"hash":"<32 hex>"} | {"kind":"symlink","target":...} |
-// {"kind":"dir",...}}}. Every field is validated on load.
+// {"kind":"dir",...}}, "remote_epoch":"...", "remote_generation":N}. Every field is validated
+// on load.
 #include "helper/sync/manifest.hpp"
 
 #include <cstdio>
@@ -35,7 +36,12 @@ std::string manifest_to_json(const Manifest& m) {
     if (meta.kind == EntryKind::symlink) e["target"] = meta.link_target;
     entries[path] = std::move(e);
   }
-  return nlohmann::json{{"version", kManifestVersion}, {"remote_root", m.remote_root}, {"entries", entries}}.dump();
+  nlohmann::json doc{{"version", kManifestVersion}, {"remote_root", m.remote_root}, {"entries", entries}};
+  if (!m.remote_epoch.empty()) {
+    doc["remote_epoch"] = m.remote_epoch;
+    doc["remote_generation"] = m.remote_generation;
+  }
+  return doc.dump();
 }
 
 std::expected<Manifest, std::string> manifest_from_json(std::string_view text) {
@@ -47,6 +53,12 @@ std::expected<Manifest, std::string> manifest_from_json(std::string_view text) {
   Manifest m;
   if (doc.contains("remote_root") && doc["remote_root"].is_string()) m.remote_root = doc["remote_root"];
   if (!doc.contains("entries") || !doc["entries"].is_object()) return std::unexpected("manifest has no entries object");
+  // Optional (older manifests lack it); anything odd means "unknown", which only costs a listing.
+  if (doc.contains("remote_epoch") && doc["remote_epoch"].is_string() && doc.contains("remote_generation") &&
+      doc["remote_generation"].is_number_unsigned()) {
+    m.remote_epoch = doc["remote_epoch"];
+    m.remote_generation = doc["remote_generation"];
+  }
   for (const auto& [path, e] : doc["entries"].items()) {
     auto bad = [&](const char* what) { return std::unexpected("manifest entry '" + path + "': " + what); };
     if (!e.is_object() || !e.contains("kind") || !e["kind"].is_string()) return bad("no kind");

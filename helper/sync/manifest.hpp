@@ -4,6 +4,7 @@
 // Persisted as versioned JSON under the project's .ferry/ directory, written atomically.
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <string>
@@ -17,6 +18,12 @@ inline constexpr int kManifestVersion = 1;
 struct Manifest {
   std::string remote_root;  // the mapping's remote path this manifest describes
   TreeState entries;
+  // The agent's sync-state record (epoch, generation) as it stood when `entries` were last
+  // known to be the whole of ferry's writes there. Equal to the agent's now: no ferry write
+  // since, so a push may plan against `entries` without listing the remote. Empty epoch:
+  // unknown, list first. Saved together with `entries`, so a stale file is stale as a whole.
+  std::string remote_epoch;
+  std::uint64_t remote_generation = 0;
 
   // Record a successful remote write / delete as it happens, so an interrupted sync resumes.
   void record(const std::string& path, const FileMeta& meta) { entries[path] = meta; }

@@ -109,7 +109,8 @@ Plan plan_push(const TreeState& local, const Manifest& manifest, const TreeState
         continue;
       }
       if (R && same_content(*R, *L, M)) {
-        if (!M) plan.adopted.push_back(path);
+        // Also when the manifest is out of date (its push never saved it): record what is there.
+        if (!M || !remote_matches_manifest(*R, *M)) plan.adopted.push_back(path);
         if (metadata_differs(*R, *L)) plan.metadata.push_back({path, *L, *R});
         else ++plan.unchanged;
         continue;

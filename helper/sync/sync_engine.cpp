@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -39,6 +40,11 @@ constexpr std::uint64_t kBatchBytes = 8u << 20;
 constexpr std::uint64_t kMaxRequestPayload = 200u << 20;  // under the agent's 256 MiB frame cap
 constexpr std::uint64_t kReadChunk = 8u << 20;
 constexpr auto kBigCallTimeout = std::chrono::minutes(5);
+// Deltas against the agent's signature go in two levels above this size.
+constexpr std::uint64_t kTwoLevelAbove = 16u << 20;
+constexpr std::uint32_t kCoarseBlock = 1u << 20;
+constexpr std::uint32_t kFineBlock = 1024;
+constexpr std::size_t kMaxFineRanges = 4096;  // the agent's limit per request
 
 json::binary_t as_binary(std::vector<std::uint8_t> v) { return json::binary_t(std::move(v)); }
 json::binary_t hash_binary(const Hash128& h) { return as_binary(std::vector<std::uint8_t>(h.begin(), h.end())); }
@@ -175,60 +181,228 @@ std::string SyncSummary::one_line() const {
                      held_deletes.empty() ? "" : fmt::format(", {} deletes held (confirm with --yes)", held_deletes.size()));
 }
 
-SyncEngine::SyncEngine(remote::Endpoint& endpoint, SyncTarget target) : endpoint_(endpoint), target_(std::move(target)) {}
+// Why a lagging persisted manifest is safe: it is written as one snapshot of (entries,
+// remote_epoch, remote_generation), atomically. Every ferry write bumps the agent's generation
+// and the helper records a generation only when the count it observed equals its own requests
+// (nobody else wrote in between) and only together with the entries those requests produced.
+// A snapshot older than the remote therefore carries an older generation than the agent's, so
+// whoever loads it lists the remote and plans as without a manifest's promise: extra work,
+// never a skipped file. Conflicts never depend on the manifest being current either: every
+// write and delete carries the size+mtime it expects and the agent refuses a mismatch.
+struct SyncEngine::State {
+  std::mutex mu;  // held for a whole push/pull; the persister snapshots between them
+  std::optional<Manifest> manifest;
+  std::optional<FileIndex> index;
+  std::optional<IgnoreMatcher> ignore;  // reused by saves; rebuilt by full pushes
+  std::uint64_t manifest_version = 0, manifest_saved = 0;
+  bool index_dirty = false;
+
+  std::mutex write_mu;    // serialises the file writes (taken before mu, never while holding it)
+  std::mutex persist_mu;  // guards the flags below
+  std::condition_variable persist_cv;
+  bool pending = false, stop = false;
+  std::chrono::milliseconds delay{300};
+  std::thread persister;
+};
+
+SyncEngine::SyncEngine(remote::Endpoint& endpoint, SyncTarget target)
+    : endpoint_(endpoint), target_(std::move(target)), state_(std::make_unique<State>()) {
+  state_->persister = std::thread([this] {
+    State& st = *state_;
+    std::unique_lock lock(st.persist_mu);
+    while (true) {
+      st.persist_cv.wait(lock, [&] { return st.pending || st.stop; });
+      if (st.stop) return;
+      // Coalesce: a burst of saves becomes one write.
+      st.persist_cv.wait_for(lock, st.delay, [&] { return st.stop; });
+      if (st.stop) return;
+      st.pending = false;
+      lock.unlock();
+      persist_now();
+      lock.lock();
+    }
+  });
+}
+
+SyncEngine::~SyncEngine() {
+  {
+    std::lock_guard lock(state_->persist_mu);
+    state_->stop = true;
+  }
+  state_->persist_cv.notify_all();
+  state_->persister.join();
+  persist_now();
+}
+
+void SyncEngine::set_persist_delay(std::chrono::milliseconds delay) {
+  std::lock_guard lock(state_->persist_mu);
+  state_->delay = delay;
+}
+
+void SyncEngine::persist_now() {
+  State& st = *state_;
+  std::lock_guard write_lock(st.write_mu);
+  std::string manifest_text;
+  std::uint64_t version = 0;
+  bool index_dirty = false;
+  {
+    std::lock_guard lock(st.mu);
+    if (st.manifest && st.manifest_version != st.manifest_saved) {
+      manifest_text = manifest_to_json(*st.manifest);
+      version = st.manifest_version;
+    }
+    index_dirty = st.index && st.index_dirty;
+    st.index_dirty = false;
+  }
+  if (!manifest_text.empty()) {
+    if (auto ok = write_file_atomically(manifest_path(), manifest_text); !ok) {
+      spdlog::warn("sync: cannot save the manifest: {}", ok.error());
+    } else {
+      std::lock_guard lock(st.mu);
+      st.manifest_saved = version;
+    }
+  }
+  if (index_dirty) {
+    // FileIndex locks itself; a scan storing into it meanwhile is fine (it is only a cache).
+    if (auto ok = st.index->save(default_index_path(target_.local_root)); !ok) spdlog::warn("sync: cannot save the index: {}", ok.error());
+  }
+}
 
 fs::path SyncEngine::manifest_path() const {
   return default_manifest_path(target_.local_root, target_.host, target_.remote_root);
 }
 
 std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
+  auto result = push_locked(o);
+  {
+    std::lock_guard lock(state_->persist_mu);
+    state_->pending = true;
+  }
+  state_->persist_cv.notify_all();
+  return result;
+}
+
+std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOptions& o) {
   const auto t0 = Clock::now();
   SyncSummary summary;
   summary.dry_run = o.dry_run;
   const fs::path& root = target_.local_root;
-  const IgnoreMatcher ignore = IgnoreMatcher::for_tree(root, target_.exclude);
+  std::lock_guard state_lock(state_->mu);
+  State& st = *state_;
+  const bool save = !o.only_paths.empty();
+  // A save of an ignore file changes what the rules say; any full push re-reads them all.
+  const bool ignore_changed = std::any_of(o.only_paths.begin(), o.only_paths.end(), [](const std::string& p) {
+    return p.ends_with(".gitignore") || p.ends_with(".ferryignore");
+  });
+  if (!st.ignore || !save || ignore_changed) st.ignore = IgnoreMatcher::for_tree(root, target_.exclude);
+  const IgnoreMatcher& ignore = *st.ignore;
   const IgnoreMatcher protect = IgnoreMatcher::from_patterns(target_.protect);
 
   // 1. The local side.
-  auto index = FileIndex::load(default_index_path(root));
-  if (!index) {
-    spdlog::warn("sync: index unreadable ({}); rehashing everything", index.error());
-    index = FileIndex{};
+  if (!st.index) {
+    auto index = FileIndex::load(default_index_path(root));
+    if (!index) spdlog::warn("sync: index unreadable ({}); rehashing everything", index.error());
+    st.index.emplace(index ? std::move(*index) : FileIndex{});
   }
-  auto scanned = o.only_paths.empty() ? scan_tree(root, ignore, &*index) : scan_paths(root, ignore, &*index, o.only_paths);
+  auto scanned = save ? scan_paths(root, ignore, &*st.index, o.only_paths) : scan_tree(root, ignore, &*st.index);
   if (!scanned) return std::unexpected("scan " + root.string() + ": " + scanned.error());
-  if (o.only_paths.empty()) index->retain(scanned->entries);
-  if (auto saved = index->save(default_index_path(root)); !saved) spdlog::warn("sync: cannot save the index: {}", saved.error());
+  const std::size_t indexed = st.index->size();
+  if (!save) st.index->retain(scanned->entries);
+  if (scanned->stats.hashed > 0 || st.index->size() != indexed) st.index_dirty = true;
   summary.unstable = scanned->unstable;
   const TreeState& local = scanned->entries;
 
-  // 2. What ferry last wrote, 3. what is there now.
-  auto manifest = load_manifest(manifest_path());
-  if (!manifest) return std::unexpected(manifest.error());
+  // 2. What ferry last wrote (kept in memory), 3. whether anyone wrote since, and if so, what
+  // is there now.
+  if (!st.manifest) {
+    auto loaded = load_manifest(manifest_path());
+    if (!loaded) return std::unexpected(loaded.error());
+    st.manifest = std::move(*loaded);
+  }
+  Manifest* manifest = &*st.manifest;
   manifest->remote_root = target_.remote_root;
-  json known = json::array();
-  if (o.only_paths.empty()) {
-    for (const auto& [p, m] : manifest->entries) known.push_back(p);
-  } else {
+  const std::string& base = target_.remote_base;
+  std::string start_epoch;
+  std::uint64_t start_generation = 0;
+  bool stamp_known = false;
+  if (auto stamp = endpoint_.call("sync/state", json{{"base", base}}); stamp) {
+    start_epoch = stamp->value("epoch", "");
+    start_generation = stamp->value("generation", std::uint64_t{0});
+    stamp_known = true;
+  } else if (stamp.error().code != protocol::error_code::kMethodNotFound) {
+    return std::unexpected("sync/state on " + endpoint_.description() + ": " + stamp.error().message);
+  }
+  // Nobody wrote since the manifest was last complete: plan against it, list nothing. A file
+  // changed behind ferry's back that this push writes or deletes is still caught, by the
+  // agent, from the expected size+mtime every write carries. Mirror deletes need to see
+  // remote-only files and --force needs the remote's current state: both list.
+  const bool trusted = stamp_known && !start_epoch.empty() && manifest->remote_epoch == start_epoch &&
+                       manifest->remote_generation == start_generation && !manifest->entries.empty();
+  const bool fast = trusted && !o.force && o.deletes != DeleteMode::mirror;
+  TreeState remote;
+  auto list_remote = [&]() -> std::expected<void, std::string> {
+    json known = json::array();
+    if (!save) {
+      for (const auto& [p, m] : manifest->entries) known.push_back(p);
+    } else {
+      for (const auto& p : o.only_paths)
+        if (manifest->entries.contains(p)) known.push_back(p);
+    }
+    json list_params{{"base", base}, {"known", std::move(known)}, {"sweep", !o.dry_run && !save}};
+    if (save) list_params["only"] = o.only_paths;  // sync on save: a few stats, not a walk
+    auto listed = endpoint_.call("sync/list", std::move(list_params), kBigCallTimeout);
+    if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
+    remote = from_listing(*listed);
+    // Files the manifest describes differently but that match the local size: most likely
+    // written by a push whose manifest never reached the disk (a crash). Their hashes tell
+    // "ours, already there" (adopted) from "changed behind ferry's back" (conflict).
+    json verify = json::array();
+    for (const auto& [p, r] : remote) {
+      if (r.kind != EntryKind::file || r.hash) continue;
+      auto m = manifest->entries.find(p);
+      auto l = local.find(p);
+      if (m != manifest->entries.end() && l != local.end() && l->second.kind == EntryKind::file &&
+          l->second.size == r.size && !remote_matches_manifest(r, m->second))
+        verify.push_back(p);
+    }
+    if (!verify.empty()) {
+      auto hashed = endpoint_.call("sync/list", json{{"base", base}, {"known", json::array()}, {"only", std::move(verify)}},
+                                   kBigCallTimeout);
+      if (!hashed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + hashed.error().message);
+      for (auto& [p, h] : from_listing(*hashed)) {
+        auto it = remote.find(p);
+        if (h.hash && it != remote.end() && it->second.size == h.size && it->second.mtime_ns == h.mtime_ns) it->second.hash = h.hash;
+      }
+    }
+    return {};
+  };
+  // A full fast push plans straight against the manifest and copies it (as the remote state the
+  // jobs check against, and as a snapshot nobody records into) only when there is work; a save
+  // copies just its own entries. A no-op of a large tree copies nothing.
+  const bool alias_manifest = fast && !save;
+  Manifest plan_manifest;
+  plan_manifest.remote_root = manifest->remote_root;
+  if (save) {
     for (const auto& p : o.only_paths)
-      if (manifest->entries.contains(p)) known.push_back(p);
+      if (auto it = manifest->entries.find(p); it != manifest->entries.end()) {
+        plan_manifest.entries.insert(*it);
+        if (fast) remote.insert(*it);
+      }
+  } else if (!fast) {
+    plan_manifest = *manifest;
   }
-  json list_params{{"base", target_.remote_base}, {"known", std::move(known)}, {"sweep", !o.dry_run && o.only_paths.empty()}};
-  if (!o.only_paths.empty()) list_params["only"] = o.only_paths;  // sync on save: a few stats, not a walk
-  auto listed = endpoint_.call("sync/list", std::move(list_params), kBigCallTimeout);
-  if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
-  TreeState remote = from_listing(*listed);
-  Manifest plan_manifest = *manifest;
-  if (!o.only_paths.empty()) {
+  if (!fast) {
+    if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
+  }
+  auto only_saved = [&](TreeState& t) {
     // Sync on save: the plan sees only the saved paths, so nothing else looks deleted.
-    auto keep = [&](TreeState& t) {
-      std::erase_if(t, [&](const auto& kv) {
-        return std::none_of(o.only_paths.begin(), o.only_paths.end(), [&](const std::string& p) { return kv.first == p; });
-      });
-    };
-    keep(remote);
-    keep(plan_manifest.entries);
-  }
+    if (!save) return;
+    std::erase_if(t, [&](const auto& kv) {
+      return std::none_of(o.only_paths.begin(), o.only_paths.end(), [&](const std::string& p) { return kv.first == p; });
+    });
+  };
+  only_saved(remote);
+  only_saved(plan_manifest.entries);
 
   // 4. The plan.
   PlanOptions popt;
@@ -237,7 +411,30 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
   popt.ignore = &ignore;
   popt.skip.insert(scanned->unstable.begin(), scanned->unstable.end());
   popt.overwrite_conflicts = o.force;
-  Plan plan = plan_push(local, plan_manifest, remote, popt);
+  Plan plan = alias_manifest ? plan_push(local, *manifest, manifest->entries, popt) : plan_push(local, plan_manifest, remote, popt);
+  if (alias_manifest && !plan.nothing_to_do()) {
+    remote = manifest->entries;
+    plan_manifest = *manifest;
+  }
+  // The manifest records symlinks and directories with local mtimes, which are no precondition
+  // the agent can check: a fast plan that would overwrite or delete one lists first.
+  auto needs_listing = [&](const Plan& pl) {
+    if (!pl.replace.empty()) return true;
+    auto not_file = [&](const std::string& path) {
+      auto it = remote.find(path);
+      return it != remote.end() && it->second.kind != EntryKind::file;
+    };
+    for (const auto* v : {&pl.send_whole, &pl.send_delta})
+      for (const auto& t : *v)
+        if (not_file(t.path)) return true;
+    return std::any_of(pl.deletes.begin(), pl.deletes.end(), not_file) ||
+           std::any_of(pl.held_deletes.begin(), pl.held_deletes.end(), not_file);
+  };
+  if (fast && needs_listing(plan)) {
+    if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
+    only_saved(remote);
+    plan = plan_push(local, plan_manifest, remote, popt);
+  }
   if (plan.needs_confirmation && o.confirm_mass_delete &&
       o.confirm_mass_delete(plan.confirmation_reason, plan.held_deletes.size() + plan.held_rmdirs.size())) {
     popt.confirmed_mass_delete = true;
@@ -256,13 +453,20 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
     return summary;
   }
 
+  // Requests that change the remote, counted so the end of the push can tell whether the
+  // agent's generation moved by exactly ours.
+  std::atomic<std::uint64_t> mutations{0};
+  auto mutate = [&](std::string_view method, json params,
+                    std::chrono::milliseconds timeout = remote::kDefaultCallTimeout) {
+    ++mutations;
+    return endpoint_.call(method, std::move(params), timeout);
+  };
   Progress prog;
-  prog.manifest = &*manifest;
+  prog.manifest = manifest;
   prog.summary = &summary;
   prog.options = &o;
   prog.total = plan.whole_bytes();
   for (const auto& t : plan.send_delta) prog.total += t.local.size;
-  const std::string& base = target_.remote_base;
   const fs::path cache_dir = root / ".ferry" / "sent";
   auto record = [&](const std::string& path, const FileMeta& meta) {
     std::lock_guard lock(prog.mu);
@@ -290,7 +494,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
 
   // 5a. Files or links where a directory goes, then directories.
   if (!plan.replace.empty()) {
-    auto reply = endpoint_.call("sync/delete", json{{"base", base}, {"paths", plan.replace}});
+    auto reply = mutate("sync/delete", json{{"base", base}, {"paths", plan.replace}});
     results_of("sync/delete", reply, [&](const std::string& p) {
       std::lock_guard lock(prog.mu);
       manifest->forget(p);
@@ -299,7 +503,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
   if (!plan.mkdirs.empty()) {
     json dirs = json::array();
     for (const auto& d : plan.mkdirs) dirs.push_back({{"path", d}, {"mode", local.at(d).mode}});
-    auto reply = endpoint_.call("sync/mkdir", json{{"base", base}, {"dirs", std::move(dirs)}});
+    auto reply = mutate("sync/mkdir", json{{"base", base}, {"dirs", std::move(dirs)}});
     results_of("sync/mkdir", reply, [&](const std::string& p) {
       record(p, local.at(p));
       ++summary.dirs_made;
@@ -356,7 +560,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
       }
       return;
     }
-    auto committed = endpoint_.call("sync/fileCommit", json{{"base", base}, {"handle", handle}}, kBigCallTimeout);
+    auto committed = mutate("sync/fileCommit", json{{"base", base}, {"handle", handle}}, kBigCallTimeout);
     if (!committed) {
       const std::string code = committed.error().data ? committed.error().data->value("code", "") : "";
       std::lock_guard lock(prog.mu);
@@ -429,7 +633,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
         kept.push_back(t->local.size >= popt.delta_min_size ? std::move(*bytes) : std::vector<std::uint8_t>{});
       }
       if (sent.empty()) return;
-      auto reply = endpoint_.call("sync/writeBatch", json{{"base", base}, {"files", std::move(files)}}, kBigCallTimeout);
+      auto reply = mutate("sync/writeBatch", json{{"base", base}, {"files", std::move(files)}}, kBigCallTimeout);
       {
         std::lock_guard lock(prog.mu);
         summary.bytes_on_wire += wire;
@@ -468,6 +672,51 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
         if (base_bytes && delta::hash128(*base_bytes) == *m->second.hash)
           stats = delta::generate_delta_from_base(*base_bytes, *bytes, delta::choose_block_size(base_bytes->size()), d);
       }
+      if (!stats && t.remote_base && t.remote_base->size >= kTwoLevelAbove) {
+        // Two levels: 1 MiB blocks first, then 1 KiB blocks over only the base ranges no
+        // coarse block matched (a 1-byte edit in 1 GiB: ~25 KiB instead of ~400 KiB).
+        auto coarse_sig = endpoint_.call("sync/signature",
+                                         json{{"base", base}, {"path", t.path}, {"blockSize", kCoarseBlock}, {"strongLen", 8}},
+                                         kBigCallTimeout);
+        if (coarse_sig) {
+          const auto& cs = coarse_sig->at("signature").get_binary();
+          wire += cs.size();
+          auto view = delta::SignatureView::parse(cs);
+          std::vector<std::uint8_t> coarse;
+          std::expected<delta::DeltaStats, delta::DeltaError> cstats = std::unexpected(delta::DeltaError{});
+          if (view) cstats = delta::generate_delta(*view, *bytes, coarse);
+          auto ranges = cstats ? delta::unreferenced_base_ranges(coarse) : std::unexpected(delta::DeltaError{});
+          std::uint64_t unmatched = 0;
+          if (ranges)
+            for (const auto& r : *ranges) unmatched += r.length;
+          if (ranges && (ranges->empty() || unmatched > t.remote_base->size / 4 || ranges->size() > kMaxFineRanges)) {
+            // Nothing left to refine, or so little matched that a finer signature would cost
+            // more than it saves: the coarse delta (mostly compressed literal) goes as it is.
+            d = std::move(coarse);
+            stats = cstats;
+          } else if (ranges) {
+            json rs = json::array();
+            for (const auto& r : *ranges) rs.push_back(json::array({r.offset, r.length}));
+            auto fine_sig = endpoint_.call("sync/signature",
+                                           json{{"base", base}, {"path", t.path}, {"blockSize", kFineBlock}, {"strongLen", 8}, {"ranges", rs}},
+                                           kBigCallTimeout);
+            if (fine_sig && fine_sig->contains("signatures")) {
+              std::vector<delta::SignatureView> views;
+              bool ok = true;
+              for (const auto& f : fine_sig->at("signatures")) {
+                wire += f.get_binary().size();
+                auto v = delta::SignatureView::parse(f.get_binary());
+                if (!v) ok = false;
+                else views.push_back(*v);
+              }
+              if (ok) {
+                d.clear();
+                stats = delta::refine_delta(coarse, views, *bytes, d);
+              }
+            }
+          }
+        }
+      }
       if (!stats) {
         auto sig = endpoint_.call("sync/signature", json{{"base", base}, {"path", t.path}}, kBigCallTimeout);
         if (!sig) return prog.error(fmt::format("sync/signature '{}': {}", t.path, sig.error().message));
@@ -482,7 +731,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
       auto packed = zstd_compress(d.data(), d.size());
       wire += packed.size();
       const std::uint64_t delta_size = d.size();
-      auto reply = endpoint_.call("sync/applyDelta",
+      auto reply = mutate("sync/applyDelta",
                                   json{{"base", base},
                                        {"path", t.path},
                                        {"size", t.local.size},
@@ -521,7 +770,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
     jobs.push_back([&] {
       json links = json::array();
       for (const auto& t : plan.symlinks) links.push_back({{"path", t.path}, {"target", t.local.link_target}});
-      auto reply = endpoint_.call("sync/symlink", json{{"base", base}, {"links", std::move(links)}});
+      auto reply = mutate("sync/symlink", json{{"base", base}, {"links", std::move(links)}});
       results_of("sync/symlink", reply, [&](const std::string& p) {
         record(p, local.at(p));
         std::lock_guard lock(prog.mu);
@@ -536,7 +785,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
         entries.push_back({{"path", t.path},
                            {"mode", t.local.mode},
                            {"mtimeNs", t.local.kind == EntryKind::file ? json(t.local.mtime_ns) : json(nullptr)}});
-      auto reply = endpoint_.call("sync/setAttrs", json{{"base", base}, {"entries", std::move(entries)}});
+      auto reply = mutate("sync/setAttrs", json{{"base", base}, {"entries", std::move(entries)}});
       results_of("sync/setAttrs", reply, [&](const std::string& p) {
         record(p, local.at(p));
         std::lock_guard lock(prog.mu);
@@ -548,7 +797,12 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
 
   // 5c. Deletes last, so an interrupted sync never loses a file it was about to replace.
   if (!cancelled() && (!plan.deletes.empty() || !plan.rmdirs.empty())) {
-    auto reply = endpoint_.call("sync/delete", json{{"base", base}, {"paths", plan.deletes}, {"dirs", plan.rmdirs}});
+    // Each file must still be what ferry wrote (or, listed, what the listing saw).
+    json expect = json::object();
+    for (const auto& d : plan.deletes)
+      if (auto it = remote.find(d); it != remote.end() && it->second.kind == EntryKind::file) expect[d] = expect_for(remote, d);
+    auto reply = mutate("sync/delete",
+                        json{{"base", base}, {"paths", plan.deletes}, {"dirs", plan.rmdirs}, {"expect", std::move(expect)}});
     results_of("sync/delete", reply, [&](const std::string& p) {
       std::lock_guard lock(prog.mu);
       manifest->forget(p);
@@ -560,8 +814,32 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
   for (const auto& p : plan.forget) manifest->forget(p);
   summary.cancelled = cancelled();
 
-  // 6. The manifest, and the sent-copy cache trimmed to what it still describes.
-  if (auto saved = save_manifest(manifest_path(), *manifest); !saved) return std::unexpected("save manifest: " + saved.error());
+  // 6. Whether the manifest is now the whole of ferry's writes there: this push planned
+  // against it or a full listing, and the agent's generation moved by exactly our requests.
+  // A save that listed only its own paths proves nothing about the rest: unknown.
+  const std::uint64_t ours = mutations.load();
+  std::string end_epoch;
+  std::uint64_t end_generation = 0;
+  bool end_known = false;
+  if (stamp_known && (fast || !save)) {
+    if (ours == 0) {
+      end_epoch = start_epoch, end_generation = start_generation, end_known = !start_epoch.empty();
+    } else if (auto stamp = endpoint_.call("sync/state", json{{"base", base}}); stamp) {
+      end_epoch = stamp->value("epoch", "");
+      end_generation = stamp->value("generation", std::uint64_t{0});
+      end_known = !end_epoch.empty() && (start_epoch.empty() || end_epoch == start_epoch) &&
+                  end_generation == start_generation + ours;
+    }
+  }
+  if (end_known != !manifest->remote_epoch.empty() || end_epoch != manifest->remote_epoch ||
+      end_generation != manifest->remote_generation || ours > 0 || !plan.adopted.empty() || !plan.forget.empty())
+    ++st.manifest_version;
+  manifest->remote_epoch = end_known ? end_epoch : "";
+  manifest->remote_generation = end_known ? end_generation : 0;
+  summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (save) return summary;  // the cache is trimmed by full pushes; a save must stay fast
+
+  // The sent-copy cache trimmed to what it still describes.
   std::error_code ec;
   if (fs::is_directory(cache_dir, ec)) {
     std::set<std::string> live;
@@ -592,8 +870,13 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   }
   if (paths.empty()) paths.push_back("");
 
-  auto manifest = load_manifest(manifest_path());
-  if (!manifest) return std::unexpected(manifest.error());
+  std::lock_guard state_lock(state_->mu);
+  if (!state_->manifest) {
+    auto loaded = load_manifest(manifest_path());
+    if (!loaded) return std::unexpected(loaded.error());
+    state_->manifest = std::move(*loaded);
+  }
+  Manifest* manifest = &*state_->manifest;
   manifest->remote_root = target_.remote_root;
   json known = json::array();
   for (const auto& [p, m] : manifest->entries) known.push_back(p);
@@ -603,7 +886,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   const TreeState remote = from_listing(*listed);
 
   Progress prog;
-  prog.manifest = &*manifest;
+  prog.manifest = manifest;
   prog.summary = &summary;
   prog.options = &o;
   std::vector<std::function<void()>> jobs;
@@ -718,7 +1001,12 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   run_parallel(jobs, o.in_flight, o.cancelled);
   summary.cancelled = o.cancelled && o.cancelled();
   if (!o.dry_run) {
-    if (auto saved = save_manifest(manifest_path(), *manifest); !saved) return std::unexpected("save manifest: " + saved.error());
+    ++state_->manifest_version;
+    {
+      std::lock_guard lock(state_->persist_mu);
+      state_->pending = true;
+    }
+    state_->persist_cv.notify_all();
   }
   summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return summary;

@@ -5,10 +5,12 @@
 // reported, never overwritten unless forced.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,9 +73,15 @@ struct SyncSummary {
   std::string one_line() const;  // "12 files sent, 0 deleted, 0 conflicts, 1.2 MiB literal, ..."
 };
 
+// One engine per mapping, meant to live as long as its endpoint: the manifest, the hash index
+// and the ignore rules stay in memory across pushes (a save costs a few stats, not a reload),
+// and are persisted in the background, coalesced, and on destruction (see persist_now).
 class SyncEngine {
  public:
   SyncEngine(remote::Endpoint& endpoint, SyncTarget target);
+  ~SyncEngine();  // persists what changed
+  SyncEngine(const SyncEngine&) = delete;
+  SyncEngine& operator=(const SyncEngine&) = delete;
 
   std::expected<SyncSummary, std::string> push(const SyncOptions& options);
   // Brings these remote paths (files or directories, relative to the mapping) into the local
@@ -81,10 +89,18 @@ class SyncEngine {
   std::expected<SyncSummary, std::string> pull(const std::vector<std::string>& paths, const SyncOptions& options);
 
   std::filesystem::path manifest_path() const;
+  const SyncTarget& target() const { return target_; }
+  // Writes the manifest and the index now if they changed since they were last written.
+  void persist_now();
+  // How long a change waits for more before the background writer persists it.
+  void set_persist_delay(std::chrono::milliseconds delay);
 
  private:
+  struct State;
+  std::expected<SyncSummary, std::string> push_locked(const SyncOptions& options);
   remote::Endpoint& endpoint_;
   SyncTarget target_;
+  std::unique_ptr<State> state_;
 };
 
 // zstd helpers shared by the engine and its tests.

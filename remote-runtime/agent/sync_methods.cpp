@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include "remote-runtime/agent/sync/file_writer.hpp"
+#include "remote-runtime/agent/sync/sync_generation.hpp"
 #include "remote-runtime/agent/sync/tree_listing.hpp"
 
 namespace ferry::agent {
@@ -134,6 +135,11 @@ json::binary_t compress(const std::uint8_t* data, std::size_t size) {
 
 json::binary_t hash_bytes(const sync::Hash128& h) { return json::binary_t(std::vector<std::uint8_t>(h.begin(), h.end())); }
 
+bool is_mutating(const std::string& method) {
+  return method == "sync/writeBatch" || method == "sync/applyDelta" || method == "sync/fileCommit" ||
+         method == "sync/delete" || method == "sync/mkdir" || method == "sync/symlink" || method == "sync/setAttrs";
+}
+
 // Base and path joined in wire form ("" base: the root).
 std::string join(const std::string& base, const std::string& path) {
   if (base.empty() || base == ".") return path;
@@ -156,7 +162,12 @@ SyncMethods::SyncMethods(SyncMethods&&) noexcept = default;
 std::expected<sync::FileWriter*, std::string> SyncMethods::writer_for(const std::string& base_in) {
   auto base = normalize_wire_path(base_in);
   if (!base) return std::unexpected(base.error());
-  if (auto it = writers_.find(*base); it != writers_.end()) return it->second.get();
+  if (auto it = writers_.find(*base); it != writers_.end()) {
+    // A project directory removed and made again (rm -rf, a restore) gets a fresh writer;
+    // writes through the old descriptor would land in the deleted directory.
+    if (it->second->still_at_root()) return it->second.get();
+    writers_.erase(it);
+  }
   // The base itself is created through the root writer's O_NOFOLLOW walk, so a symlinked
   // directory cannot stand in for it.
   if (!base->empty()) {
@@ -192,10 +203,25 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   auto writer = writer_for(base);
   if (!writer) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": base '" + base + "': " + writer.error());
   sync::FileWriter& w = **writer;
+  // Every request that can change the tree bumps the base's generation once it is done (also
+  // when it failed: the count only has to tell the helper whether anyone else wrote).
+  struct Bump {
+    sync::FileWriter* w;
+    ~Bump() {
+      if (w) (void)sync::bump_generation(*w);
+    }
+  } bump{is_mutating(r.method) ? &w : nullptr};
   auto io_error = [&](const std::string& what, const WriteError& e) {
     int code = e.code == WriteErrc::invalid_path ? ec::kInvalidParams : ec::kIoError;
     return protocol::make_error(r.id, code, r.method + " '" + what + "': " + e.message, json{{"code", errc_name(e.code)}});
   };
+
+  if (r.method == "sync/state") {
+    // The helper's "did anyone write since my last push?": one tiny exchange per sync.
+    auto g = sync::read_generation(w);
+    if (!g) return io_error(base, g.error());
+    return protocol::make_result(r.id, json{{"epoch", g->epoch}, {"generation", g->generation}});
+  }
 
   if (r.method == "sync/list") {
     std::size_t swept = 0;
@@ -373,6 +399,20 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
         return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + ok.error().message);
       params = sp;
     }
+    if (p.contains("ranges")) {
+      // Second level of a two-level delta: signatures of just these byte ranges.
+      const json& ranges = array_field(p, "ranges");
+      if (ranges.size() > 4096) throw BadParams{"'ranges' holds more than 4096 ranges"};
+      json sigs = json::array();
+      for (const auto& rg : ranges) {
+        if (!rg.is_array() || rg.size() != 2 || !rg[0].is_number_unsigned() || !rg[1].is_number_unsigned())
+          throw BadParams{"'ranges' must hold [offset, length] pairs"};
+        auto sig = w.signature(path, params, std::pair{rg[0].get<std::uint64_t>(), rg[1].get<std::uint64_t>()});
+        if (!sig) return io_error(path, sig.error());
+        sigs.push_back(json::binary_t(std::move(*sig)));
+      }
+      return protocol::make_result(r.id, json{{"signatures", std::move(sigs)}});
+    }
     auto sig = w.signature(path, params);
     if (!sig) return io_error(path, sig.error());
     return protocol::make_result(r.id, json{{"signature", json::binary_t(std::move(*sig))}});
@@ -392,10 +432,15 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   if (r.method == "sync/delete") {
     // Files and links first, then directories (deepest first, as the helper orders them).
     json results = json::array();
+    // {"path": {exists, size, mtimeNs}}: files that must still be what ferry wrote.
+    const json* expect = p.contains("expect") ? &field(p, "expect") : nullptr;
+    if (expect && !expect->is_object()) throw BadParams{"'expect' must be an object"};
     if (p.contains("paths"))
       for (const auto& e : array_field(p, "paths")) {
         if (!e.is_string()) throw BadParams{"'paths' must hold strings"};
-        auto done = w.remove(e.get<std::string>());
+        std::optional<sync::Precondition> pre;
+        if (expect && expect->contains(e.get<std::string>())) pre = expect_of(json{{"expect", (*expect)[e.get<std::string>()]}});
+        auto done = w.remove(e.get<std::string>(), pre);
         results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error()));
       }
     if (p.contains("dirs"))

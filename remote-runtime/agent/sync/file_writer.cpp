@@ -329,7 +329,8 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
 }
 
 std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
-    std::string_view rel, std::optional<ferry::delta::SignatureParams> params) {
+    std::string_view rel, std::optional<ferry::delta::SignatureParams> params,
+    std::optional<std::pair<std::uint64_t, std::uint64_t>> range) {
   auto parent = open_parent(rel, false);
   if (!parent) return std::unexpected(parent.error());
   Fd fd(::openat(parent->dir.get(), parent->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
@@ -338,19 +339,25 @@ std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
   if (::fstat(fd.get(), &st) != 0) return sys_fail("stat " + parent->rel);
   if (!S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is not a regular file");
   const auto size = static_cast<std::uint64_t>(st.st_size);
+  const std::uint64_t offset = range ? range->first : 0;
+  if (range && (range->first > size || range->second > size - range->first))
+    return fail(WriteErrc::bad_delta, parent->rel + ": signature range beyond the end of the file");
+  const std::uint64_t length = range ? range->second : size;
   std::vector<std::uint8_t> out;
-  auto builder = ferry::delta::SignatureBuilder::create(params.value_or(ferry::delta::default_params(size)), 0, size,
+  auto builder = ferry::delta::SignatureBuilder::create(params.value_or(ferry::delta::default_params(size)), offset, length,
                                                         size, out);
   if (!builder) return fail(WriteErrc::bad_delta, builder.error().message);
-  std::vector<std::uint8_t> buf(1u << 20);
+  std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(1u << 20, std::max<std::uint64_t>(length, 1))));
   std::uint64_t total = 0;
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), length - std::min(total, length)));
+    if (want == 0) break;
+    const ssize_t n = ::pread(fd.get(), buf.data(), want, static_cast<off_t>(offset + total));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return sys_fail("read " + parent->rel);
     if (n == 0) break;
     total += static_cast<std::uint64_t>(n);
-    if (total > size) return fail(WriteErrc::conflict, parent->rel + " grew while being signed");
+    if (total > length) return fail(WriteErrc::conflict, parent->rel + " grew while being signed");
     if (auto ok = builder->update(Bytes(buf.data(), static_cast<std::size_t>(n))); !ok) {
       return fail(WriteErrc::bad_delta, ok.error().message);
     }
@@ -421,7 +428,14 @@ std::expected<void, WriteError> FileWriter::set_attrs(std::string_view rel, std:
   return {};
 }
 
-std::expected<void, WriteError> FileWriter::remove(std::string_view rel) {
+bool FileWriter::still_at_root() const {
+  struct stat held {}, now {};
+  if (::fstat(root_fd_, &held) != 0 || held.st_nlink == 0) return false;
+  if (::stat(root_.c_str(), &now) != 0) return false;
+  return held.st_dev == now.st_dev && held.st_ino == now.st_ino;
+}
+
+std::expected<void, WriteError> FileWriter::remove(std::string_view rel, const std::optional<Precondition>& expect) {
   auto parent = open_parent(rel, false);
   if (!parent) {
     if (parent.error().code == WriteErrc::not_found) return {};
@@ -433,6 +447,9 @@ std::expected<void, WriteError> FileWriter::remove(std::string_view rel) {
     return sys_fail("stat " + parent->rel);
   }
   if (S_ISDIR(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is a directory");
+  if (expect) {
+    if (auto ok = check_precondition(parent->dir.get(), parent->name, *expect, parent->rel); !ok) return ok;
+  }
   if (::unlinkat(parent->dir.get(), parent->name.c_str(), 0) != 0 && errno != ENOENT) return sys_fail("delete " + parent->rel);
   ::fsync(parent->dir.get());
   return {};

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "protocol/delta/delta_types.hpp"
 #include "protocol/delta/signature.hpp"
@@ -99,23 +100,29 @@ class FileWriter {
   // Applies a ferry delta against the current file at `rel` into a temp file, then commits.
   std::expected<void, WriteError> apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
                                               const std::optional<Precondition>& expect = std::nullopt);
-  // The signature the helper needs to delta against the file at `rel`.
-  std::expected<std::vector<std::uint8_t>, WriteError> signature(std::string_view rel,
-                                                                 std::optional<ferry::delta::SignatureParams> params);
+  // The signature the helper needs to delta against the file at `rel`: of the whole file, or
+  // of bytes [offset, offset + length) only (the second level of a two-level delta).
+  std::expected<std::vector<std::uint8_t>, WriteError> signature(
+      std::string_view rel, std::optional<ferry::delta::SignatureParams> params,
+      std::optional<std::pair<std::uint64_t, std::uint64_t>> range = std::nullopt);
   // Creates or retargets a symlink atomically (temp link + rename). The target is stored, not
   // followed or checked: following is what the rest of the agent never does.
   std::expected<void, WriteError> make_symlink(std::string_view rel, std::string_view target);
   std::expected<void, WriteError> make_dirs(std::string_view rel, std::uint32_t mode = 0755);
   std::expected<void, WriteError> set_attrs(std::string_view rel, std::uint32_t mode,
                                             std::optional<std::int64_t> mtime_ns);
-  // A file or symlink (never followed). Missing is not an error: deletes are idempotent.
-  std::expected<void, WriteError> remove(std::string_view rel);
+  // A file or symlink (never followed). Missing is not an error: deletes are idempotent. With
+  // `expect`, a file that is no longer what the helper last wrote is a conflict and stays.
+  std::expected<void, WriteError> remove(std::string_view rel, const std::optional<Precondition>& expect = std::nullopt);
   // An empty directory.
   std::expected<void, WriteError> remove_dir(std::string_view rel);
   // Deletes temp files an interrupted sync left behind (walks the tree, no symlinks followed).
   std::expected<std::size_t, WriteError> sweep_temp_files();
 
   const std::filesystem::path& root() const { return root_; }
+  // False once the directory this writer holds open is no longer the one at root() (removed
+  // or replaced behind the agent's back): the caller opens a new writer.
+  bool still_at_root() const;
 
  private:
   FileWriter() = default;

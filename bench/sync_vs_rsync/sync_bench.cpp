@@ -1,0 +1,469 @@
+// bench/sync_vs_rsync: ferry's sync against rsync (and `tar | zstd | ssh`) over the same
+// loopback sshd (tests/integration's fixture), same key, same trees on /dev/shm. Prints one
+// markdown table of times, bytes and ferry/peer ratios. Sizes come from the environment:
+//   FERRY_BENCH_DIR (/dev/shm/ferry-sync-bench)  trees and remote copies; the big trees are
+//                                                 built once and kept between runs
+//   FERRY_BENCH_SMALL (20000) FERRY_BENCH_BIG_MB (256)   initial sync
+//   FERRY_BENCH_NOOP (100000)                            no-op resync
+//   FERRY_BENCH_SAVE_TREE (10000) FERRY_BENCH_SAVES (50) save latency through `ferry serve`
+//   FERRY_BENCH_EDIT_MB (1024)                           1-byte edit and 1 MiB insertion
+//   FERRY_BIN, FERRY_AGENT: the binaries under test
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sshd_fixture.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::uint64_t env_num(const char* name, std::uint64_t def) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 10) : def;
+}
+std::string env_str(const char* name, std::string def) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : def;
+}
+
+std::string q(const std::string& s) {  // shell single quotes
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Timed {
+  double seconds;
+  std::string out;
+};
+Timed timed(const std::string& cmd) {
+  auto t0 = Clock::now();
+  std::string out = ferry::test::run_command(cmd);
+  return {std::chrono::duration<double>(Clock::now() - t0).count(), out};
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * (v.size() - 1) + 0.5))];
+}
+double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
+
+// Text-like bytes (lowercase words and newlines): compressible about as much as source code.
+void fill_text(std::string& buf, std::mt19937_64& rng) {
+  for (std::size_t i = 0; i < buf.size(); ++i) {
+    std::uint64_t r = rng();
+    buf[i] = (r & 15) == 0 ? ((r >> 4) & 7) == 0 ? '\n' : ' ' : static_cast<char>('a' + (r >> 8) % 26);
+  }
+}
+
+void write_file(const fs::path& p, const std::string& content) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
+}
+
+void make_small_tree(const fs::path& root, std::uint64_t files, std::size_t max_size, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::string buf;
+  for (std::uint64_t i = 0; i < files; ++i) {
+    buf.resize(64 + rng() % max_size);
+    fill_text(buf, rng);
+    write_file(root / fmt::format("d{:03}/s{:02}/f{}.py", i % 100, (i / 100) % 10, i), buf);
+  }
+}
+
+void make_big_file(const fs::path& p, std::uint64_t bytes, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  std::string buf(1u << 20, '\0');
+  for (std::uint64_t done = 0; done < bytes; done += buf.size()) {
+    fill_text(buf, rng);
+    out.write(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(buf.size(), bytes - done)));
+  }
+}
+
+// Moves mtime to a later whole second, so rsync's quick check (whole seconds) sees every edit.
+void bump_mtime(const fs::path& p) {
+  struct stat st {};
+  ::stat(p.c_str(), &st);
+  timespec t[2] = {{0, UTIME_OMIT}, {st.st_mtim.tv_sec + 2, 0}};
+  ::utimensat(AT_FDCWD, p.c_str(), t, 0);
+}
+
+struct Env {
+  ferry::test::SshdFixture* sshd;
+  std::string ferry;
+  std::string rsh;  // ssh -F <fixture config>
+  std::string alias;
+
+  void project(const fs::path& dir, const std::string& remote) const {
+    write_file(dir / "ferry.json", json{{"name", dir.filename().string()},
+                                        {"host", alias},
+                                        {"sshConfig", sshd->ssh_config().string()},
+                                        {"mappings", {{{"local", "."}, {"remote", remote}}}}}
+                                       .dump());
+  }
+  // `ferry sync --json` in the project: seconds and the summary.
+  std::pair<double, json> ferry_sync(const fs::path& dir) const {
+    auto r = timed(fmt::format("{} --project {} sync --json --yes", q(ferry), q(dir.string())));
+    return {r.seconds, json::parse(r.out.substr(r.out.rfind('{')))};
+  }
+  Timed rsync(const fs::path& src, const std::string& dest, const std::string& extra = "") const {
+    return timed(fmt::format("rsync -a {} --exclude=/.ferry -e {} {}/ {}:{}/", extra, q(rsh), q(src.string()), alias, q(dest)));
+  }
+};
+
+std::uint64_t rsync_wire(const std::string& stats) {
+  auto field = [&](const char* name) -> std::uint64_t {
+    auto at = stats.find(name);
+    if (at == std::string::npos) return 0;
+    std::string digits;
+    for (auto i = at + std::strlen(name); i < stats.size() && stats[i] != '\n'; ++i)
+      if (std::isdigit(static_cast<unsigned char>(stats[i]))) digits += stats[i];
+    return digits.empty() ? 0 : std::stoull(digits);
+  };
+  return field("Total bytes sent:") + field("Total bytes received:");
+}
+
+// A minimal LSP-framed JSON-RPC client for `ferry serve` on pipes.
+class Serve {
+ public:
+  Serve(const std::string& ferry, const fs::path& cwd) {
+    int in[2], out[2];
+    if (::pipe(in) != 0 || ::pipe(out) != 0) throw std::runtime_error("pipe");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, in[1]);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+    std::vector<std::string> argv{ferry, "serve"};
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    if (posix_spawn(&pid_, ferry.c_str(), &fa, nullptr, args.data(), environ) != 0) throw std::runtime_error("spawn serve");
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    to_ = in[1];
+    from_ = out[0];
+  }
+  ~Serve() {
+    ::close(to_);
+    int st;
+    auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (::waitpid(pid_, &st, WNOHANG) == 0) {
+      if (Clock::now() > deadline) {
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &st, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::close(from_);
+  }
+  void send(const json& msg) {
+    std::string body = msg.dump();
+    std::string frame = "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    for (std::size_t off = 0; off < frame.size();) {
+      ssize_t n = ::write(to_, frame.data() + off, frame.size() - off);
+      if (n <= 0) throw std::runtime_error("serve: write failed");
+      off += static_cast<std::size_t>(n);
+    }
+  }
+  json call(const std::string& method, const json& params, std::chrono::seconds timeout) {
+    int id = next_id_++;
+    send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
+    auto deadline = Clock::now() + timeout;
+    while (true) {
+      json m = read(deadline);
+      if (m.contains("method") && m.contains("id")) {  // a request to the client: accept it
+        send({{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", nullptr}});
+        continue;
+      }
+      if (m.contains("id") && m["id"] == id) return m;
+    }
+  }
+  void notify(const std::string& method, const json& params) {
+    send({{"jsonrpc", "2.0"}, {"method", method}, {"params", params}});
+  }
+  // Replies to any client-bound request waiting in the pipe, without blocking.
+  void drain() {
+    while (true) {
+      pollfd p{from_, POLLIN, 0};
+      if (buf_.find("\r\n\r\n") == std::string::npos && ::poll(&p, 1, 0) <= 0) return;
+      json m = read(Clock::now() + std::chrono::seconds(5));
+      if (m.contains("method") && m.contains("id")) send({{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", nullptr}});
+    }
+  }
+
+ private:
+  json read(Clock::time_point deadline) {
+    while (true) {
+      auto hdr = buf_.find("\r\n\r\n");
+      if (hdr != std::string::npos) {
+        auto cl = buf_.find("Content-Length:");
+        std::size_t len = std::stoul(buf_.substr(cl + 15, hdr - cl - 15));
+        if (buf_.size() >= hdr + 4 + len) {
+          json m = json::parse(buf_.substr(hdr + 4, len));
+          buf_.erase(0, hdr + 4 + len);
+          return m;
+        }
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) throw std::runtime_error("serve: no reply in time");
+      pollfd p{from_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char chunk[65536];
+      ssize_t n = ::read(from_, chunk, sizeof chunk);
+      if (n <= 0) throw std::runtime_error("serve: exited");
+      buf_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+  int next_id_ = 1;
+  std::string buf_;
+};
+
+struct Row {
+  std::string what, ferry, peer, ratio, target;
+};
+
+std::string secs(double s) { return s < 1 ? fmt::format("{:.1f} ms", s * 1000) : fmt::format("{:.2f} s", s); }
+std::string bytes(std::uint64_t n) {
+  return n < 10240 ? fmt::format("{} B", n) : n < (10u << 20) ? fmt::format("{:.1f} KiB", n / 1024.0) : fmt::format("{:.1f} MiB", n / 1048576.0);
+}
+
+}  // namespace
+
+int main() {
+  const fs::path dir = env_str("FERRY_BENCH_DIR", "/dev/shm/ferry-sync-bench");
+  const std::uint64_t n_small = env_num("FERRY_BENCH_SMALL", 20000), big_mb = env_num("FERRY_BENCH_BIG_MB", 256);
+  const std::uint64_t n_noop = env_num("FERRY_BENCH_NOOP", 100000);
+  const std::uint64_t n_save_tree = env_num("FERRY_BENCH_SAVE_TREE", 10000), n_saves = env_num("FERRY_BENCH_SAVES", 50);
+  const std::uint64_t edit_mb = env_num("FERRY_BENCH_EDIT_MB", 1024);
+  fs::create_directories(dir / "tmp");
+  ::setenv("TMPDIR", (dir / "tmp").c_str(), 1);  // the fixture, and so the remote home, on /dev/shm
+  ::unsetenv("SSH_AUTH_SOCK");
+  Env env;
+  env.ferry = env_str("FERRY_BIN", "");
+  if (env.ferry.empty() || !std::getenv("FERRY_AGENT")) {
+    std::cerr << "sync_bench: set FERRY_BIN and FERRY_AGENT (bench/sync_vs_rsync/run.sh does)\n";
+    return 2;
+  }
+  ferry::test::SshdFixture sshd;
+  sshd.trust_host_key();
+  env.sshd = &sshd;
+  env.rsh = "ssh -F " + sshd.ssh_config().string();
+  env.alias = sshd.alias();
+  const fs::path remote = dir / "remote";  // absolute remote paths: outlive the fixture
+  std::vector<Row> rows;
+  auto log = [](const std::string& s) { std::cerr << "sync_bench: " << s << std::endl; };
+
+  // 1. Initial sync: small files plus one big file, into empty destinations.
+  {
+    const fs::path tree = dir / fmt::format("init-{}-{}", n_small, big_mb);
+    if (!fs::exists(tree / ".built")) {
+      log("building " + tree.string());
+      fs::remove_all(tree);
+      make_small_tree(tree, n_small, 4096, 1);
+      make_big_file(tree / "big.bin", big_mb << 20, 2);
+      write_file(tree / ".built", "");
+    }
+    env.project(tree, (remote / "init-ferry").string());
+    log("initial sync");
+    fs::remove_all(remote / "init-ferry");
+    fs::remove_all(remote / "init-rsync");
+    fs::remove_all(remote / "init-tar");
+    fs::remove_all(tree / ".ferry");
+    fs::create_directories(remote);
+    auto [tf, sf] = env.ferry_sync(tree);
+    auto tr = env.rsync(tree, (remote / "init-rsync").string());
+    auto tt = timed(fmt::format("tar -C {} --exclude=./.ferry -cf - . | zstd -q -T0 | {} {} {}", q(tree.string()), env.rsh,
+                                env.alias, q(fmt::format("mkdir -p {0} && zstd -dq | tar -C {0} -xf -", (remote / "init-tar").string()))));
+    rows.push_back({fmt::format("initial: {} files + {} MiB", n_small, big_mb), secs(tf), "rsync " + secs(tr.seconds),
+                    fmt::format("{:.2f}x", tf / tr.seconds), ""});
+    rows.push_back({"initial, vs tar | zstd | ssh", secs(tf), "tar " + secs(tt.seconds), fmt::format("{:.2f}x", tf / tt.seconds),
+                    "<= 1x"});
+    fs::remove_all(remote / "init-ferry");
+    fs::remove_all(remote / "init-rsync");
+    fs::remove_all(remote / "init-tar");
+    (void)sf;
+  }
+
+  // 2. No-op resync of a large tree (built and first synced once, kept between runs).
+  {
+    const fs::path tree = dir / fmt::format("noop-{}", n_noop);
+    if (!fs::exists(tree / ".built")) {
+      log("building " + tree.string());
+      fs::remove_all(tree);
+      make_small_tree(tree, n_noop, 256, 3);
+      write_file(tree / ".built", "");
+    }
+    env.project(tree, (remote / fmt::format("noop-{}-ferry", n_noop)).string());
+    log("no-op: first syncs (once)");
+    env.ferry_sync(tree);
+    env.rsync(tree, (remote / fmt::format("noop-{}-rsync", n_noop)).string());
+    std::vector<double> f, r;
+    for (int i = 0; i < 3; ++i) {
+      auto [t, s] = env.ferry_sync(tree);
+      if (s.value("filesSent", 1) != 0) log("warning: the no-op ferry sync sent files");
+      f.push_back(t);
+      r.push_back(env.rsync(tree, (remote / fmt::format("noop-{}-rsync", n_noop)).string()).seconds);
+    }
+    rows.push_back({fmt::format("no-op resync, {} files (`ferry sync`: process, connect, load, walk; median of 3)", n_noop),
+                    secs(median(f)), "rsync " + secs(median(r)), fmt::format("{:.3f}x", median(f) / median(r)), "<= 0.1x"});
+    // The same through `ferry serve` (what the IDE does): connected, manifest and index in memory.
+    std::vector<double> w;
+    {
+      Serve serve(env.ferry, tree);
+      serve.call("initialize", {{"capabilities", json::object()}}, std::chrono::seconds(30));
+      serve.notify("initialized", json::object());
+      serve.call("sync/push", json::object(), std::chrono::seconds(300));
+      for (int i = 0; i < 3; ++i) {
+        auto t0 = Clock::now();
+        json rep = serve.call("sync/push", json::object(), std::chrono::seconds(300));
+        w.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        if (!rep.contains("result") || rep["result"].value("filesSent", 1) != 0) log("warning: serve no-op: " + rep.dump().substr(0, 200));
+      }
+      serve.call("shutdown", nullptr, std::chrono::seconds(30));
+      serve.notify("exit", nullptr);
+    }
+    rows.push_back({fmt::format("no-op resync, {} files (`sync/push` in `ferry serve`, median of 3)", n_noop), secs(median(w)),
+                    "rsync " + secs(median(r)), fmt::format("{:.3f}x", median(w) / median(r)), "<= 0.1x"});
+  }
+
+  // 3. Save latency: sync/fileSaved through `ferry serve` until the remote file is replaced,
+  // against one single-file rsync per save (each edit changes the size: rsync sees it).
+  {
+    const fs::path tree = dir / fmt::format("save-{}", n_save_tree);
+    if (!fs::exists(tree / ".built")) {
+      fs::remove_all(tree);
+      make_small_tree(tree, n_save_tree, 2048, 4);
+      write_file(tree / ".built", "");
+    }
+    const fs::path dest = remote / fmt::format("save-{}-ferry", n_save_tree);
+    const fs::path rdest = remote / fmt::format("save-{}-rsync", n_save_tree);
+    env.project(tree, dest.string());
+    env.rsync(tree, rdest.string());
+    log("save latency");
+    std::vector<double> f, r;
+    {
+      Serve serve(env.ferry, tree);
+      serve.call("initialize", {{"capabilities", json::object()}}, std::chrono::seconds(30));
+      serve.notify("initialized", json::object());
+      json first = serve.call("sync/push", json::object(), std::chrono::seconds(300));
+      if (!first.contains("result")) throw std::runtime_error("serve sync/push: " + first.dump());
+      for (std::uint64_t i = 0; i < n_saves; ++i) {
+        const std::string rel = fmt::format("d{:03}/s{:02}/f{}.py", i % 100, (i / 100) % 10, i);
+        std::string content;
+        {
+          std::ifstream in(tree / rel, std::ios::binary);
+          content.assign(std::istreambuf_iterator<char>(in), {});
+        }
+        content += fmt::format("# save {}\n", i);
+        write_file(tree / rel, content);
+        auto t0 = Clock::now();
+        serve.notify("sync/fileSaved", {{"path", (tree / rel).string()}});
+        const auto deadline = t0 + std::chrono::seconds(10);
+        struct stat st {};
+        while (!(::stat((dest / rel).c_str(), &st) == 0 && static_cast<std::size_t>(st.st_size) == content.size())) {
+          if (Clock::now() > deadline) throw std::runtime_error("save of " + rel + " never reached the remote");
+          std::this_thread::sleep_for(std::chrono::microseconds(50));  // a bench: polling the remote file is the measurement
+        }
+        f.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        serve.drain();
+        r.push_back(timed(fmt::format("rsync -a -e {} {} {}:{}", q(env.rsh), q((tree / rel).string()), env.alias,
+                                      q((rdest / rel).string())))
+                        .seconds);
+      }
+      serve.call("shutdown", nullptr, std::chrono::seconds(30));
+      serve.notify("exit", nullptr);
+    }
+    rows.push_back({fmt::format("save latency p50, {} saves in a {}-file tree", n_saves, n_save_tree), secs(percentile(f, 0.5)),
+                    "rsync " + secs(percentile(r, 0.5)), fmt::format("{:.3f}x", percentile(f, 0.5) / percentile(r, 0.5)), ""});
+    rows.push_back({"save latency p95", secs(percentile(f, 0.95)), "rsync " + secs(percentile(r, 0.95)),
+                    fmt::format("{:.3f}x", percentile(f, 0.95) / percentile(r, 0.95)), "ferry <= 20 ms"});
+  }
+
+  // 4. A 1-byte edit in a large file, then 5. 1 MiB inserted at its start.
+  {
+    const fs::path tree = dir / fmt::format("edit-{}", edit_mb);
+    const fs::path file = tree / "model.bin";
+    if (!fs::exists(tree / ".built")) {
+      log("building " + tree.string());
+      fs::remove_all(tree);
+      fs::create_directories(tree);
+      make_big_file(file, edit_mb << 20, 5);
+      write_file(tree / ".built", "");
+    }
+    const fs::path rdest = remote / fmt::format("edit-{}-rsync", edit_mb);
+    env.project(tree, (remote / fmt::format("edit-{}-ferry", edit_mb)).string());
+    log("large file: first syncs (once)");
+    env.ferry_sync(tree);
+    env.rsync(tree, rdest.string());
+    auto edit = [&](const std::string& what, const std::function<void()>& change) {
+      change();
+      bump_mtime(file);
+      log(what);
+      auto [tf, sf] = env.ferry_sync(tree);
+      auto tr = env.rsync(tree, rdest.string(), "--stats");
+      const std::uint64_t fw = sf.value("bytesOnWire", std::uint64_t{0}), rw = rsync_wire(tr.out);
+      rows.push_back({what + " (bytes on the wire)", bytes(fw), "rsync " + bytes(rw), fmt::format("{:.3f}x", double(fw) / double(rw)),
+                      what.starts_with("1-byte") ? "ferry <= 64 KiB" : ""});
+      rows.push_back({what + " (time)", secs(tf), "rsync " + secs(tr.seconds), fmt::format("{:.2f}x", tf / tr.seconds), ""});
+    };
+    edit(fmt::format("1-byte edit in {} MiB", edit_mb), [&] {
+      std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
+      io.seekg(static_cast<std::streamoff>((edit_mb << 20) / 2 + 12345));
+      char c = 0;
+      io.read(&c, 1);
+      c = static_cast<char>(c ^ 0x20);
+      io.seekp(static_cast<std::streamoff>((edit_mb << 20) / 2 + 12345));
+      io.write(&c, 1);
+    });
+    edit(fmt::format("1 MiB inserted at the start of {} MiB", edit_mb), [&] {
+      const fs::path tmp = tree / "model.bin.tmp";
+      {
+        std::mt19937_64 rng(static_cast<unsigned>(::time(nullptr)));
+        std::string head(1u << 20, '\0');
+        fill_text(head, rng);
+        std::ofstream out(tmp, std::ios::binary);
+        out << head;
+        std::ifstream in(file, std::ios::binary);
+        out << in.rdbuf();
+      }
+      fs::rename(tmp, file);
+    });
+  }
+
+  std::cout << "| measurement | ferry | peer | ferry/peer | target |\n|---|---|---|---|---|\n";
+  for (const auto& r : rows) std::cout << "| " << r.what << " | " << r.ferry << " | " << r.peer << " | " << r.ratio << " | " << r.target << " |\n";
+  return 0;
+}

@@ -1,0 +1,117 @@
+// The sync-state record: see sync_generation.hpp. One line, "ferry-sync-state 1 <epoch> <n>".
+#include "remote-runtime/agent/sync/sync_generation.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+namespace ferry::agent::sync {
+namespace {
+
+constexpr std::string_view kMagic = "ferry-sync-state 1 ";
+
+struct FdCloser {
+  int fd = -1;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+std::unexpected<WriteError> io_fail(const std::string& what) {
+  return std::unexpected(WriteError{WriteErrc::io, what + ": " + std::strerror(errno)});
+}
+
+std::string new_epoch() {
+  std::random_device rd;
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  return hex;
+}
+
+SyncGeneration parse(std::string_view text) {
+  SyncGeneration g;
+  if (!text.starts_with(kMagic)) return g;
+  text.remove_prefix(kMagic.size());
+  if (text.size() < 34 || text[32] != ' ') return g;
+  std::string epoch(text.substr(0, 32));
+  if (epoch.find_first_not_of("0123456789abcdef") != std::string::npos) return g;
+  text.remove_prefix(33);
+  std::uint64_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end == text.data() || end == text.data() + text.size() || *end != '\n') return g;
+  g.epoch = std::move(epoch);
+  g.generation = n;
+  return g;
+}
+
+std::string read_all(int fd) {
+  std::string out;
+  char buf[256];
+  for (off_t off = 0;;) {
+    ssize_t n = ::pread(fd, buf, sizeof buf, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || out.size() > 4096) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    off += n;
+  }
+  return out;
+}
+
+// The state file, opened without following a symlink at either component.
+std::expected<int, WriteError> open_state(FileWriter& writer, bool create) {
+  if (create) {
+    if (auto made = writer.make_dirs(kSyncStateDir, 0700); !made) return std::unexpected(made.error());
+  }
+  FdCloser root{::open(writer.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+  if (root.fd < 0) return io_fail("open " + writer.root().string());
+  FdCloser dir{::openat(root.fd, std::string(kSyncStateDir).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+  if (dir.fd < 0) {
+    if (errno == ENOENT && !create) return -1;
+    return io_fail("open .ferry");
+  }
+  int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
+  int fd = ::openat(dir.fd, std::string(kSyncStateFile).c_str(), flags, 0600);
+  if (fd < 0) {
+    if (errno == ENOENT && !create) return -1;
+    return io_fail("open .ferry/sync-state");
+  }
+  return fd;
+}
+
+}  // namespace
+
+std::expected<SyncGeneration, WriteError> read_generation(FileWriter& writer) {
+  auto fd = open_state(writer, false);
+  if (!fd) return std::unexpected(fd.error());
+  if (*fd < 0) return SyncGeneration{};
+  FdCloser f{*fd};
+  ::flock(f.fd, LOCK_SH);
+  return parse(read_all(f.fd));
+}
+
+std::expected<SyncGeneration, WriteError> bump_generation(FileWriter& writer) {
+  auto fd = open_state(writer, true);
+  if (!fd) return std::unexpected(fd.error());
+  FdCloser f{*fd};
+  if (::flock(f.fd, LOCK_EX) != 0) return io_fail("lock .ferry/sync-state");
+  SyncGeneration g = parse(read_all(f.fd));
+  if (g.epoch.empty()) g.epoch = new_epoch();
+  ++g.generation;
+  // Rewritten in place (the lock is on this inode). Synced like the writes it counts: a lost
+  // bump could later let another writer's bump land on a count a helper already holds. A torn
+  // line reads as a new epoch, which only makes the helper list once.
+  std::string line = std::string(kMagic) + g.epoch + " " + std::to_string(g.generation) + "\n";
+  if (::pwrite(f.fd, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size())) return io_fail("write .ferry/sync-state");
+  if (::ftruncate(f.fd, static_cast<off_t>(line.size())) != 0) return io_fail("truncate .ferry/sync-state");
+  ::fdatasync(f.fd);
+  return g;
+}
+
+}  // namespace ferry::agent::sync
