@@ -8,7 +8,9 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "helper/remote/forward_spec.hpp"
 #include "protocol/jsonrpc.hpp"
 
 namespace ferry::remote {
@@ -63,6 +65,19 @@ class Endpoint {
 
   // For messages: "local sandbox /home/u/.cache/ferry/local/demo".
   virtual std::string description() const = 0;
+
+  // Tunnels (docs/tunnels.md). open_forward binds the listener (loopback only; port 0 reports the
+  // chosen port in bound_port) and forwards until close_forward or close(); an SSH endpoint starts
+  // its tunnels again after every reconnect. Errors: kInvalidParams for a refused spec, kIoError
+  // for a port that cannot be bound, kAgentUnavailable when there is no link.
+  virtual std::expected<ForwardInfo, ResponseError> open_forward(const ForwardSpec& spec) {
+    (void)spec;
+    return std::unexpected(ResponseError{protocol::error_code::kMethodNotFound, "tunnels are not supported by " + description(), {}});
+  }
+  virtual std::expected<void, ResponseError> close_forward(int id) {
+    return std::unexpected(ResponseError{protocol::error_code::kInvalidParams, "no tunnel " + std::to_string(id), {}});
+  }
+  virtual std::vector<ForwardInfo> list_forwards() const { return {}; }
 };
 
 }  // namespace ferry::remote

@@ -328,6 +328,7 @@ std::expected<AgentInfo, ResponseError> SshEndpoint::connect(std::chrono::millis
     link_ = *link;
     if (!link_->agent->alive()) broken_ = true;
   }
+  restore_forwards(*link);
   emit(HostState{"connected", {}, 0, 0, description()});
   if (options_.reconnect) monitor_ = std::thread([this] { monitor_loop(); });
   return info_;
@@ -366,9 +367,11 @@ void SshEndpoint::monitor_loop() {
       if (link) {
         link_ = *link;
         broken_ = !link_->agent->alive();
-        ++reconnects_;
         cv_.notify_all();
         lk.unlock();
+        // Tunnels first, so whoever waits for the reconnect finds them forwarding again.
+        restore_forwards(*link);
+        ++reconnects_;
         emit(HostState{"connected", {}, 0, 0, description()});
         lk.lock();
         break;
@@ -440,7 +443,103 @@ std::expected<ssh::ExecResult, ResponseError> SshEndpoint::exec(const std::strin
   return *r;
 }
 
+bool SshEndpoint::start_forward(Forward& f, const std::shared_ptr<Link>& link) {
+  auto& spec = f.info.spec;
+  ssh::Result<ssh::ForwardHandle> r = std::unexpected(ssh::Error{});
+  if (spec.kind == ForwardKind::kLocal) {
+    r = link->connection->start_local_forward(f.listener.fd(), spec.remote_host, spec.remote_port);
+  } else {
+    // The host binds its loopback whatever the spelling here (GatewayPorts stays the server's call).
+    int port = f.info.bound_port ? f.info.bound_port : spec.remote_port;
+    r = link->connection->start_remote_forward("127.0.0.1", port, spec.local_host, spec.local_port, 15s);
+  }
+  if (!r) {
+    f.info.error = r.error().message;
+    f.info.state = "waiting";
+    f.active = {};
+    return false;
+  }
+  if (spec.kind == ForwardKind::kReverse) f.info.bound_port = r->bound_port;
+  f.active = *r;
+  f.link = link;
+  f.info.state = "active";
+  f.info.error.clear();
+  return true;
+}
+
+void SshEndpoint::restore_forwards(const std::shared_ptr<Link>& link) {
+  std::lock_guard lk(forwards_mutex_);
+  for (auto& [id, f] : forwards_) {
+    if (!start_forward(f, link))
+      spdlog::warn("{}: tunnel {} not restored: {}", options_.host, describe(f.info), f.info.error);
+  }
+}
+
+std::expected<ForwardInfo, ResponseError> SshEndpoint::open_forward(const ForwardSpec& spec) {
+  if (auto ok = validate_forward_spec(spec); !ok) return std::unexpected(ResponseError{ec::kInvalidParams, ok.error(), {}});
+  auto link = current();
+  if (!link) return std::unexpected(unavailable("opening a tunnel: not connected to " + description()));
+  Forward f;
+  f.info.spec = spec;
+  if (spec.kind == ForwardKind::kLocal) {
+    auto l = LoopbackListener::open(spec.bind_address, spec.local_port);
+    if (!l) return std::unexpected(ResponseError{ec::kIoError, l.error(), {}});
+    f.listener = std::move(*l);
+    f.info.bound_port = f.listener.port();
+  }
+  std::lock_guard lk(forwards_mutex_);
+  if (!start_forward(f, link)) {
+    if (spec.kind == ForwardKind::kReverse)
+      return std::unexpected(ResponseError{ec::kIoError, "opening " + describe(f.info) + ": " + f.info.error, {}});
+    // A local tunnel keeps its listener and starts with the next link.
+    spdlog::warn("{}: tunnel {} waits for the link: {}", options_.host, describe(f.info), f.info.error);
+  }
+  f.info.id = next_forward_id_++;
+  auto info = f.info;
+  forwards_.emplace(info.id, std::move(f));
+  return info;
+}
+
+std::expected<void, ResponseError> SshEndpoint::close_forward(int id) {
+  Forward f;
+  {
+    std::lock_guard lk(forwards_mutex_);
+    auto it = forwards_.find(id);
+    if (it == forwards_.end()) return std::unexpected(ResponseError{ec::kInvalidParams, "no tunnel with id " + std::to_string(id), {}});
+    f = std::move(it->second);
+    forwards_.erase(it);
+    if (auto link = f.link.lock(); link && link->connection) link->connection->stop_forward(f.active);
+  }
+  f.listener.close();
+  return {};
+}
+
+std::vector<ForwardInfo> SshEndpoint::list_forwards() const {
+  std::lock_guard lk(forwards_mutex_);
+  std::vector<ForwardInfo> out;
+  for (const auto& [id, f] : forwards_) {
+    ForwardInfo info = f.info;
+    bool live_link = !f.link.expired() && !f.active.forward.expired();
+    if (info.state == "active" && !live_link) info.state = "waiting";
+    if (f.active.counters) {
+      info.accepted = f.active.counters->accepted.load();
+      info.live = f.active.counters->live.load();
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
 void SshEndpoint::close() {
+  {
+    // Listeners go first, so nothing queues on a tunnel that will not come back.
+    std::lock_guard lk(forwards_mutex_);
+    for (auto& [id, f] : forwards_) {
+      if (auto link = f.link.lock(); link && link->connection) link->connection->stop_forward(f.active);
+      f.listener.close();
+    }
+    forwards_.clear();
+  }
   std::shared_ptr<Link> link;
   {
     std::lock_guard lk(mutex_);

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -19,6 +20,7 @@
 
 #include "helper/remote/agent_link.hpp"
 #include "helper/remote/endpoint.hpp"
+#include "helper/remote/loopback_listener.hpp"
 #include "helper/ssh/ssh_connection.hpp"
 
 namespace ferry::remote {
@@ -79,6 +81,12 @@ class SshEndpoint final : public Endpoint {
   void close() override;
   std::string description() const override;
 
+  // Local tunnels keep their listener through an outage (connections wait in its backlog) and
+  // forward again once the link is back; reverse tunnels are requested again on the new link.
+  std::expected<ForwardInfo, ResponseError> open_forward(const ForwardSpec& spec) override;
+  std::expected<void, ResponseError> close_forward(int id) override;
+  std::vector<ForwardInfo> list_forwards() const override;
+
   // Runs a shell command on the box over the current connection (doctor, tests).
   std::expected<ssh::ExecResult, ResponseError> exec(const std::string& command,
                                                     std::chrono::milliseconds timeout = std::chrono::seconds(30));
@@ -99,6 +107,15 @@ class SshEndpoint final : public Endpoint {
   void link_broken(const std::string& why);
   void monitor_loop();
   std::shared_ptr<Link> current() const;
+  struct Forward {
+    ForwardInfo info;
+    LoopbackListener listener;  // local tunnels only
+    ssh::ForwardHandle active;  // on `link`, while that link lives
+    std::weak_ptr<Link> link;
+  };
+  // Starts `f` on `link`; false (with f.info.error set) when the link refused it.
+  bool start_forward(Forward& f, const std::shared_ptr<Link>& link);
+  void restore_forwards(const std::shared_ptr<Link>& link);
 
   SshEndpointOptions options_;
   ssh::HostConfig host_;
@@ -115,6 +132,12 @@ class SshEndpoint final : public Endpoint {
   ssh::HostKeyInfo host_key_;
   std::thread monitor_;
   std::atomic<int> reconnects_{0};
+
+  // Lock order: forwards_mutex_ before mutex_ (never the reverse); forward starts block on the
+  // link's io thread, which takes neither.
+  mutable std::mutex forwards_mutex_;
+  std::map<int, Forward> forwards_;
+  int next_forward_id_ = 1;
 
   // The local ferry-agent build, read once (again only if the file changes).
   std::filesystem::path agent_path_;

@@ -56,7 +56,7 @@ asio::awaitable<Result<long>> retry(Session& s, F call, Clock::time_point deadli
     long rc = call();
     // BAD_USE: another coroutine's packet is half sent; its owner finishes it when the socket
     // drains, so this call waits for that like for EAGAIN.
-    if (rc == LIBSSH2_ERROR_BAD_USE) rc = LIBSSH2_ERROR_EAGAIN;
+    if (rc == LIBSSH2_ERROR_BAD_USE || s.spurious_send_error(rc)) rc = LIBSSH2_ERROR_EAGAIN;
     if (rc != LIBSSH2_ERROR_EAGAIN) {
       if (rc < 0) co_return std::unexpected(s.last_error(what));
       co_return rc;
@@ -105,7 +105,7 @@ asio::awaitable<Result<std::size_t>> Channel::read_some(std::span<char> buffer, 
       co_return std::unexpected(make_error(Errc::kClosed, "reading from the channel: " + session_->close_reason()));
     auto n = libssh2_channel_read_ex(channel_, stream, buffer.data(), buffer.size());
     if (n > 0 || (n == 0 && libssh2_channel_eof(channel_))) co_return static_cast<std::size_t>(n);
-    if (n < 0 && n != LIBSSH2_ERROR_EAGAIN && n != LIBSSH2_ERROR_BAD_USE)
+    if (n < 0 && n != LIBSSH2_ERROR_EAGAIN && n != LIBSSH2_ERROR_BAD_USE && !session_->spurious_send_error(n))
       co_return std::unexpected(session_->last_error("reading from the channel"));
     auto w = co_await session_->wait_socket(deadline, "reading from the channel");
     if (!w) co_return std::unexpected(w.error());
@@ -122,8 +122,15 @@ void Channel::interrupt() {
 asio::awaitable<Result<void>> Channel::write_all(std::string_view bytes, Clock::time_point deadline) {
   while (!bytes.empty()) {
     auto r = co_await retry(
-        *session_, [&] { return static_cast<long>(libssh2_channel_write_ex(channel_, 0, bytes.data(), bytes.size())); },
+        *session_,
+        [&] {
+          if (interrupted_ && !(write_pending_ && session_->send_stalled())) return static_cast<long>(LIBSSH2_ERROR_CHANNEL_CLOSED);
+          auto rc = static_cast<long>(libssh2_channel_write_ex(channel_, 0, bytes.data(), bytes.size()));
+          write_pending_ = rc == LIBSSH2_ERROR_EAGAIN;
+          return rc;
+        },
         deadline, "writing to the channel");
+    if (!r && interrupted_) co_return std::unexpected(make_error(Errc::kInterrupted, "write interrupted"));
     if (!r) co_return std::unexpected(r.error());
     bytes.remove_prefix(static_cast<std::size_t>(*r));
   }
@@ -193,6 +200,15 @@ asio::awaitable<Result<void>> Channel::close(Clock::time_point deadline) {
   if (!w) co_return std::unexpected(w.error());
   closed_ = true;
   co_return Result<void>{};
+}
+
+asio::awaitable<void> Channel::release(Clock::time_point deadline) {
+  if (!channel_) co_return;
+  if (session_->is_open()) {
+    auto r = co_await retry(*session_, [&] { return static_cast<long>(libssh2_channel_free(channel_)); }, deadline,
+                            "freeing the channel");
+    if (r) channel_ = nullptr;  // else the session frees it when it goes
+  }
 }
 
 int Channel::exit_status() const { return libssh2_channel_get_exit_status(channel_); }
@@ -271,7 +287,32 @@ ssize_t recv_hook_impl(int socket, void* buffer, std::size_t length, int flags, 
 
 long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract) {
   auto* self = static_cast<Session*>(*abstract);
-  return recv_hook_impl(socket, buffer, length, flags, self->last_rx_);
+  auto n = recv_hook_impl(socket, buffer, length, flags, self->last_rx_);
+  // Whatever libssh2 just read may hold packets for channels other than the caller's, and their
+  // coroutines wait for socket readiness that this read consumed: wake them to look (they run
+  // after the current call, on the strand).
+  if (n > 0) self->wake();
+  return n;
+}
+
+long Session::send_hook(int socket, const void* buffer, std::size_t length, int flags, void** abstract) {
+  auto* self = static_cast<Session*>(*abstract);
+  ssize_t n = ::send(socket, buffer, length, flags | MSG_NOSIGNAL);
+  if (n < 0) {
+    int e = errno;
+    if (e == EAGAIN || e == EWOULDBLOCK) self->send_stalled_ = true;
+    else self->send_failed_ = true;
+    return -e;
+  }
+  if (static_cast<std::size_t>(n) < length) {
+    self->send_stalled_ = true;
+  } else if (self->send_stalled_) {
+    // The half-sent packet went out: coroutines turned away with BAD_USE may send now, and they
+    // wait on readiness that this send does not signal.
+    self->send_stalled_ = false;
+    self->wake();
+  }
+  return n;
 }
 
 asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, std::string_view what) {
@@ -302,6 +343,10 @@ asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, s
   co_return Result<void>{};
 }
 
+bool Session::spurious_send_error(long rc) const {
+  return rc == LIBSSH2_ERROR_SOCKET_SEND && !send_failed_ && !closed_;
+}
+
 void Session::wake() {
   boost::system::error_code ignored;
   if (socket_.is_open()) socket_.cancel(ignored);
@@ -314,6 +359,8 @@ void Session::close(std::string why) {
   // The hops below carry only this session: they go with it (their bridges end too).
   if (jump_) jump_->close(why);
   if (keepalive_timer_) keepalive_timer_->cancel();
+  auto hooks = std::move(close_hooks_);
+  for (auto& hook : hooks) hook();
   if (socket_.is_open()) {
     ::shutdown(socket_.native_handle(), SHUT_RDWR);
     boost::system::error_code ignored;
@@ -380,6 +427,7 @@ asio::awaitable<Result<void>> Session::attach_fd(int fd) {
   if (!session_) co_return std::unexpected(make_error(Errc::kConnectFailed, "libssh2_session_init failed"));
   libssh2_session_set_blocking(session_, 0);
   libssh2_session_callback_set(session_, LIBSSH2_CALLBACK_RECV, reinterpret_cast<void*>(&Session::recv_hook));
+  libssh2_session_callback_set(session_, LIBSSH2_CALLBACK_SEND, reinterpret_cast<void*>(&Session::send_hook));
   co_return Result<void>{};
 }
 
@@ -637,9 +685,7 @@ asio::awaitable<Result<std::shared_ptr<Session>>> Session::connect(Executor exec
       auto end = std::make_shared<asio::posix::stream_descriptor>(executor, sv[1]);
       auto a = co_await s->attach_fd(sv[0]);
       if (!a) co_return std::unexpected(a.error());
-      asio::co_spawn(executor, previous->bridge_loop(*ch, end), [](std::exception_ptr e) {
-        if (e) spdlog::warn("ssh: a ProxyJump bridge ended with an exception");
-      });
+      previous->start_bridge(*ch, end, 256 << 10, [] {});
       s->jump_ = previous;
     }
     auto h = co_await s->handshake(deadline);
@@ -654,17 +700,33 @@ asio::awaitable<Result<std::shared_ptr<Session>>> Session::connect(Executor exec
   co_return previous;
 }
 
+void Session::add_close_hook(std::function<void()> hook) {
+  if (closed_) hook();
+  else close_hooks_.push_back(std::move(hook));
+}
+
+void Session::start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
+                           std::size_t buffer_bytes, std::function<void()> on_done) {
+  // Both directions share one completion: the second to end runs on_done.
+  auto remaining = std::make_shared<int>(2);
+  auto finish = [remaining, on_done = std::move(on_done)](std::exception_ptr e) {
+    if (e) spdlog::warn("ssh: a channel bridge ended with an exception");
+    if (--*remaining == 0 && on_done) on_done();
+  };
+  asio::co_spawn(executor_, bridge_loop(channel, end, buffer_bytes), finish);
+  asio::co_spawn(executor_, bridge_up(channel, end, buffer_bytes), finish);
+}
+
 asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
-                                           std::shared_ptr<asio::posix::stream_descriptor> end) {
-  // Two directions, both on this strand: channel -> socketpair (this coroutine) and
-  // socketpair -> channel (bridge_up). Either side ending ends both.
+                                           std::shared_ptr<asio::posix::stream_descriptor> end, std::size_t buffer_bytes) {
+  // channel -> socket. Parameters, not lambda captures: they live in this coroutine's own frame.
   auto self = shared_from_this();
-  asio::co_spawn(executor_, bridge_up(channel, end), [](std::exception_ptr) {});
-  std::array<char, 32768> buf{};
+  std::vector<char> buf(buffer_bytes);
   for (;;) {
     auto n = co_await channel->read_some(buf, Clock::time_point::max());
     if (!n || *n == 0) {
       if (!n || channel->eof()) {
+        // EOF from the far side ends only our writing half; an error ends the socket.
         if (end->is_open()) ::shutdown(end->native_handle(), n ? SHUT_WR : SHUT_RDWR);
         co_return;
       }
@@ -672,26 +734,31 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
     }
     boost::system::error_code ec;
     co_await asio::async_write(*end, asio::buffer(buf.data(), *n), asio::redirect_error(use_awaitable, ec));
-    if (ec) co_return;
+    if (ec) {
+      channel->interrupt();  // the other direction stops writing into a dead connection
+      if (end->is_open()) ::shutdown(end->native_handle(), SHUT_RDWR);
+      co_return;
+    }
   }
 }
 
 asio::awaitable<void> Session::bridge_up(std::shared_ptr<Channel> channel,
-                                         std::shared_ptr<asio::posix::stream_descriptor> end) {
-  // Parameters, not lambda captures: they live in this coroutine's own frame.
+                                         std::shared_ptr<asio::posix::stream_descriptor> end, std::size_t buffer_bytes) {
+  // socket -> channel.
   auto self = shared_from_this();
-  std::array<char, 32768> buf{};
+  std::vector<char> buf(buffer_bytes);
   for (;;) {
     boost::system::error_code ec;
     auto n = co_await end->async_read_some(asio::buffer(buf), asio::redirect_error(use_awaitable, ec));
     if (ec || n == 0) {
-      if (is_open()) co_await channel->send_eof(Clock::now() + 5s);
+      if (ec && ec != asio::error::eof) channel->interrupt();  // a reset, not a half-close: end both ways
+      else if (is_open()) co_await channel->send_eof(Clock::now() + 5s);
       co_return;
     }
     auto w = co_await channel->write_all(std::string_view(buf.data(), n), Clock::time_point::max());
     if (!w) {
-      boost::system::error_code ignored;
-      end->close(ignored);
+      channel->interrupt();
+      if (end->is_open()) ::shutdown(end->native_handle(), SHUT_RDWR);
       co_return;
     }
   }
@@ -728,14 +795,66 @@ asio::awaitable<Result<ExecResult>> Session::exec(std::string command, Clock::ti
 }
 
 asio::awaitable<Result<std::shared_ptr<Channel>>> Session::open_direct_tcpip(std::string host, int port,
-                                                                             Clock::time_point deadline) {
+                                                                             Clock::time_point deadline,
+                                                                             std::uint32_t window_bytes) {
   if (auto turn = co_await lock_open(deadline); !turn) co_return std::unexpected(turn.error());
   OpenTurn turn(*this);
+  std::string what = "opening a direct-tcpip channel to " + host + ":" + std::to_string(port);
+  if (window_bytes == 0) {
+    auto ch = co_await retry_ptr<LIBSSH2_CHANNEL>(
+        *this, [&] { return libssh2_channel_direct_tcpip_ex(session_, host.c_str(), port, "127.0.0.1", 0); }, deadline,
+        what);
+    if (!ch) co_return std::unexpected(ch.error());
+    co_return std::make_shared<Channel>(shared_from_this(), *ch);
+  }
+  // RFC 4254 7.2: string host, uint32 port, string originator address, uint32 originator port; the
+  // same message libssh2_channel_direct_tcpip_ex builds, with our window.
+  std::string message;
+  auto put_u32 = [&](std::uint32_t v) {
+    for (int shift : {24, 16, 8, 0}) message += static_cast<char>((v >> shift) & 0xff);
+  };
+  auto put_str = [&](std::string_view v) {
+    put_u32(static_cast<std::uint32_t>(v.size()));
+    message += v;
+  };
+  put_str(host);
+  put_u32(static_cast<std::uint32_t>(port));
+  put_str("127.0.0.1");
+  put_u32(0);
   auto ch = co_await retry_ptr<LIBSSH2_CHANNEL>(
-      *this, [&] { return libssh2_channel_direct_tcpip_ex(session_, host.c_str(), port, "127.0.0.1", 0); }, deadline,
-      "opening a direct-tcpip channel to " + host + ":" + std::to_string(port));
+      *this,
+      [&] {
+        return libssh2_channel_open_ex(session_, "direct-tcpip", sizeof("direct-tcpip") - 1, window_bytes,
+                                       LIBSSH2_CHANNEL_PACKET_DEFAULT, message.data(),
+                                       static_cast<unsigned>(message.size()));
+      },
+      deadline, what);
   if (!ch) co_return std::unexpected(ch.error());
   co_return std::make_shared<Channel>(shared_from_this(), *ch);
+}
+
+asio::awaitable<Result<LIBSSH2_LISTENER*>> Session::forward_listen(std::string bind_host, int port, int* bound_port,
+                                                                   Clock::time_point deadline) {
+  // tcpip-forward is a global request with its own state in libssh2, not the channel-open one.
+  co_return co_await retry_ptr<LIBSSH2_LISTENER>(
+      *this, [&] { return libssh2_channel_forward_listen_ex(session_, bind_host.c_str(), port, bound_port, 64); },
+      deadline, "asking the server to listen on " + bind_host + ":" + std::to_string(port));
+}
+
+Result<std::shared_ptr<Channel>> Session::poll_forward_accept(LIBSSH2_LISTENER* listener) {
+  if (closed_) return std::unexpected(make_error(Errc::kClosed, "accepting a forwarded connection: " + close_reason_));
+  auto* ch = libssh2_channel_forward_accept(listener);
+  if (ch) return std::make_shared<Channel>(shared_from_this(), ch);
+  int e = libssh2_session_last_errno(session_);
+  if (e == LIBSSH2_ERROR_EAGAIN || e == LIBSSH2_ERROR_BAD_USE) return std::shared_ptr<Channel>{};
+  return std::unexpected(last_error("accepting a forwarded connection"));
+}
+
+asio::awaitable<Result<void>> Session::forward_cancel(LIBSSH2_LISTENER* listener, Clock::time_point deadline) {
+  auto r = co_await retry(*this, [&] { return static_cast<long>(libssh2_channel_forward_cancel(listener)); }, deadline,
+                          "cancelling a remote forward");
+  if (!r) co_return std::unexpected(r.error());
+  co_return Result<void>{};
 }
 
 asio::awaitable<Result<void>> Session::sftp_write_file(std::string remote_path, std::span<const char> data, int mode,

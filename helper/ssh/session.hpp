@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <expected>
 #include <functional>
@@ -31,6 +32,7 @@
 // libssh2's opaque types, kept out of every includer.
 struct _LIBSSH2_SESSION;
 struct _LIBSSH2_CHANNEL;
+struct _LIBSSH2_LISTENER;
 
 namespace ferry::ssh {
 
@@ -95,8 +97,11 @@ class Channel {
   bool eof() const;
   // Discards stderr (stream 1) so unread diagnostics cannot stall stdout by filling the window.
   void ignore_stderr();
-  // Makes a pending or later read_some fail with Errc::kInterrupted (on the strand).
+  // Makes a pending or later read_some or write_all fail with Errc::kInterrupted (on the strand).
   void interrupt();
+  // Frees the channel now (sending EOF and CLOSE if still due) instead of with the session, so a
+  // long-lived session forwarding many short connections does not accumulate them.
+  asio::awaitable<void> release(Clock::time_point deadline);
   Session& session() { return *session_; }
   _LIBSSH2_CHANNEL* raw() const { return channel_; }
 
@@ -105,6 +110,9 @@ class Channel {
   _LIBSSH2_CHANNEL* channel_;
   bool closed_ = false;
   bool interrupted_ = false;
+  // libssh2 returned EAGAIN from a write: part of our packet may be out, and libssh2 refuses every
+  // other send (BAD_USE) until this channel writes the same bytes again, so an interrupt waits.
+  bool write_pending_ = false;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -121,8 +129,28 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::awaitable<Result<std::shared_ptr<Channel>>> open_exec(std::string command, Clock::time_point deadline);
   // Runs a command to completion, feeding `input` to its stdin.
   asio::awaitable<Result<ExecResult>> exec(std::string command, Clock::time_point deadline, std::string input = {});
+  // window_bytes > 0 opens the channel with that receive window instead of libssh2's 2 MiB (bulk
+  // forwards: the window bounds the bytes in flight).
   asio::awaitable<Result<std::shared_ptr<Channel>>> open_direct_tcpip(std::string host, int port,
-                                                                      Clock::time_point deadline);
+                                                                      Clock::time_point deadline,
+                                                                      std::uint32_t window_bytes = 0);
+  // Remote forwards (ssh -R): asks the server to listen on bind_host:port (0: it picks; the port
+  // is stored in *bound_port).
+  asio::awaitable<Result<_LIBSSH2_LISTENER*>> forward_listen(std::string bind_host, int port, int* bound_port,
+                                                             Clock::time_point deadline);
+  // One non-blocking look for a connection on `listener`: nullptr when none is queued yet (wait
+  // with wait_socket and look again).
+  Result<std::shared_ptr<Channel>> poll_forward_accept(_LIBSSH2_LISTENER* listener);
+  asio::awaitable<Result<void>> forward_cancel(_LIBSSH2_LISTENER* listener, Clock::time_point deadline);
+
+  // Pumps bytes both ways between `channel` and a local stream `end` (a socketpair or an accepted
+  // TCP socket) with buffers of `buffer_bytes`, both directions coroutines on this strand. A
+  // half-close travels as EOF each way; an error ends both. on_done runs on the strand once both
+  // directions have ended.
+  void start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
+                    std::size_t buffer_bytes, std::function<void()> on_done);
+  // Runs `hook` on the strand when the session closes (forwards stop their listeners there).
+  void add_close_hook(std::function<void()> hook);
   // Writes `data` to `remote_path` over SFTP (relative paths are under the login directory),
   // creating or truncating it with `mode`.
   asio::awaitable<Result<void>> sftp_write_file(std::string remote_path, std::span<const char> data, int mode,
@@ -161,10 +189,13 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::awaitable<Result<void>> authenticate(Clock::time_point deadline);
   asio::awaitable<void> keepalive_loop(std::chrono::milliseconds interval, int count_max);
   asio::awaitable<void> open_pump_channel(Clock::time_point deadline);
-  asio::awaitable<void> bridge_loop(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end);
-  asio::awaitable<void> bridge_up(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end);
+  asio::awaitable<void> bridge_loop(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
+                                    std::size_t buffer_bytes);
+  asio::awaitable<void> bridge_up(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
+                                  std::size_t buffer_bytes);
 
   static long recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract);
+  static long send_hook(int socket, const void* buffer, std::size_t length, int flags, void** abstract);
 
   Executor executor_;
   HostConfig host_;
@@ -181,6 +212,17 @@ class Session : public std::enable_shared_from_this<Session> {
   std::function<void(const Error&)> on_dead_;
   std::shared_ptr<asio::steady_timer> keepalive_timer_;  // cancelled by close() so shutdown is prompt
   std::shared_ptr<Channel> pump_channel_;                // idle channel the keepalive loop reads
+  std::vector<std::function<void()>> close_hooks_;
+  bool send_stalled_ = false;  // a packet is half sent: others get BAD_USE until it completes
+  bool send_failed_ = false;   // the socket itself refused a send (not just EAGAIN)
+
+ public:
+  // libssh2 1.10 reports BAD_USE met inside a window adjust as SOCKET_SEND; only a send the
+  // socket really refused is fatal.
+  bool spurious_send_error(long rc) const;
+  bool send_stalled() const { return send_stalled_; }
+
+ private:
 
   // libssh2 keeps one channel-open state machine per session: opens (exec, direct-tcpip, SFTP)
   // from different coroutines must not interleave across EAGAIN, so they take turns.

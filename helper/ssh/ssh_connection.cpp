@@ -132,6 +132,49 @@ void SshConnection::start_keepalive(std::chrono::milliseconds interval, int coun
   });
 }
 
+namespace {
+
+ForwardHandle handle_of(const std::shared_ptr<PortForward>& f) { return ForwardHandle{f, f->counters(), f->bound_port()}; }
+
+asio::awaitable<Result<ForwardHandle>> do_remote_forward(std::shared_ptr<Session> s, std::string bind_host, int port,
+                                                         std::string local_host, int local_port,
+                                                         Clock::time_point deadline) {
+  auto r = co_await RemoteForward::start(s, std::move(bind_host), port, std::move(local_host), local_port, deadline);
+  if (!r) co_return std::unexpected(r.error());
+  co_return handle_of(*r);
+}
+
+}  // namespace
+
+Result<ForwardHandle> SshConnection::start_local_forward(int listen_fd, std::string host, int port, ForwardTuning tuning) {
+  if (!session_) return std::unexpected(not_connected());
+  std::promise<Result<ForwardHandle>> done;
+  auto f = done.get_future();
+  asio::post(strand_, [&] {
+    auto r = LocalForward::start(session_, listen_fd, std::move(host), port, tuning);
+    if (r) done.set_value(handle_of(*r));
+    else done.set_value(std::unexpected(r.error()));
+  });
+  return f.get();
+}
+
+Result<ForwardHandle> SshConnection::start_remote_forward(std::string bind_host, int port, std::string local_host,
+                                                         int local_port, std::chrono::milliseconds timeout) {
+  if (!session_) return std::unexpected(not_connected());
+  return run_on(strand_, do_remote_forward(session_, std::move(bind_host), port, std::move(local_host), local_port,
+                                           Clock::now() + timeout));
+}
+
+void SshConnection::stop_forward(const ForwardHandle& forward) {
+  std::promise<void> done;
+  auto f = done.get_future();
+  asio::post(strand_, [&] {
+    if (auto fw = forward.forward.lock()) fw->stop();
+    done.set_value();
+  });
+  f.get();
+}
+
 void SshConnection::close(std::string why) {
   std::promise<void> done;
   auto f = done.get_future();

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "helper/ssh/port_forward.hpp"
 #include "helper/ssh/session.hpp"
 
 namespace ferry::ssh {
@@ -48,6 +49,14 @@ class SshConnection {
   Result<std::unique_ptr<SshStream>> open_stream(std::string command, std::chrono::milliseconds timeout);
   // on_dead runs on the io thread.
   void start_keepalive(std::chrono::milliseconds interval, int count_max, std::function<void(const Error&)> on_dead);
+  // ssh -L from a listening socket here (dup'ed: the caller's socket stays open after the
+  // forward stops) to host:port as the server sees it.
+  Result<ForwardHandle> start_local_forward(int listen_fd, std::string host, int port, ForwardTuning tuning = {});
+  // ssh -R: the server listens on bind_host:port (0: it picks; see bound_port()).
+  Result<ForwardHandle> start_remote_forward(std::string bind_host, int port, std::string local_host, int local_port,
+                                             std::chrono::milliseconds timeout);
+  // Stops a forward and waits until its listener is closed. Forwards also stop with the session.
+  void stop_forward(const ForwardHandle& forward);
   void close(std::string why = "closed");
   bool is_open() const;
 

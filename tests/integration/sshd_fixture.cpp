@@ -145,6 +145,7 @@ void SshdFixture::write_sshd_config() {
                                       << "LogLevel ERROR\n"
                                       << "SetEnv HOME=" << home().string() << "\n"
                                       << "Subsystem sftp internal-sftp\n"
+                                      << "AllowTcpForwarding yes\nGatewayPorts no\n"
                                       << options_.extra_sshd_config << "\n";
 }
 
