@@ -534,3 +534,60 @@ BOOST_AUTO_TEST_CASE(a_slow_reader_stalls_the_stream_without_buffering_it) {
   }
   BOOST_TEST(received == kOutput);
 }
+
+BOOST_AUTO_TEST_CASE(agent_eof_ends_streams_and_closes_stdout_while_the_run_goes_on) {
+  Sandbox s;
+  std::string id;
+  {
+    RawAgent a(s.root, s.state);
+    a.send(1, "run/start", {{"argv", {"/bin/sh", "-c", "echo up; read x; echo after:$x"}}});
+    id = a.result()["id"].get<std::string>();
+    a.send(2, "run/attach", {{"id", id}, {"offset", 0}});
+    BOOST_TEST(a.result()["state"] == "running");
+    auto m = a.next();
+    auto* n = std::get_if<ferry::protocol::Notification>(&m);
+    BOOST_REQUIRE(n != nullptr);
+    BOOST_TEST(n->method == "run/output");
+    a.stream->close_write();
+    // The agent exits on EOF with a stream open, and nothing (no supervisor) keeps its stdout
+    // open: the SSH channel would close.
+    auto status = a.child.wait_for(10s);
+    BOOST_REQUIRE(status.has_value());
+    BOOST_TEST(WIFEXITED(*status));
+    BOOST_TEST(WEXITSTATUS(*status) == 0);
+    char buf[4096];
+    ferry::remote::ReadResult r;
+    do r = a.stream->read_some(buf, std::chrono::steady_clock::now() + 10s);
+    while (r.status == ferry::remote::ReadStatus::data);
+    BOOST_TEST((r.status == ferry::remote::ReadStatus::eof));
+  }
+  Agent b(s.root, s.state);
+  BOOST_TEST(b.list_entry(id)["state"] == "running");
+  b.call("run/input", {{"id", id}, {"data", "x1\n"}});
+  BOOST_TEST(b.exited_after_attach(id)["exitCode"] == 0);
+  BOOST_TEST(b.notes.text(id) == "up\nafter:x1\n");
+  // agent/shutdown with a stream open also ends cleanly.
+  std::string id2 = b.start("echo again; read y || echo eof-seen");
+  b.call("run/attach", {{"id", id2}, {"offset", 0}});
+  BOOST_REQUIRE(b.notes.wait_text(id2, "again\n"));
+  b.call("agent/shutdown", json::object());
+  BOOST_TEST(ferry::test::eventually([&] { return !b.ep->connected(); }, 10s));
+  Agent c(s.root, s.state);
+  BOOST_TEST(c.list_entry(id2)["state"] == "running");
+  c.call("run/input", {{"id", id2}, {"eof", true}});
+  BOOST_TEST(c.exited_after_attach(id2)["exitCode"] == 0);
+  BOOST_TEST(c.notes.text(id2) == "again\neof-seen\n");
+}
+
+BOOST_AUTO_TEST_CASE(resize_reaches_the_tty) {
+  Sandbox s;
+  Agent a(s.root, s.state);
+  std::string id = a.start("stty size; read x; stty size", {{"tty", true}});
+  a.call("run/attach", {{"id", id}, {"offset", 0}});
+  BOOST_REQUIRE(a.notes.wait_text(id, "24 80"));
+  a.call("run/resize", {{"id", id}, {"cols", 132}, {"rows", 43}});
+  a.call("run/input", {{"id", id}, {"data", "\n"}});
+  BOOST_TEST(a.notes.wait_text(id, "43 132"), a.notes.text(id));
+  BOOST_TEST(a.notes.wait_exited(id).has_value());
+  BOOST_TEST(a.call_error("run/resize", {{"id", id}, {"cols", 0}, {"rows", 10}}).code == ec::kInvalidParams);
+}
