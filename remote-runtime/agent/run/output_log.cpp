@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -99,16 +100,32 @@ std::expected<LogChunk, std::string> read_records(int fd, std::uint64_t offset, 
   return chunk;
 }
 
-std::expected<void, std::string> check_offset(int fd, std::uint64_t offset) {
+std::expected<void, std::string> check_offset(int fd, std::uint64_t offset, std::uint64_t from) {
   auto size = file_size(fd);
   if (!size) return std::unexpected(size.error());
-  std::uint64_t at = 0;
+  constexpr std::size_t kBlock = 1u << 20;
+  std::string block;
+  std::uint64_t block_start = 0;  // file offset of block[0]
+  std::uint64_t at = from <= offset ? from : 0;
   while (at < offset) {
-    auto header = header_at(fd, at, *size);
-    if (!header) return std::unexpected(header.error());
-    if (!*header) return std::unexpected("offset " + std::to_string(offset) + " is beyond the end of the output (" +
-                                         std::to_string(at) + " bytes of complete records)");
-    at += kRecordHeaderBytes + (*header)->length;
+    if (at + kRecordHeaderBytes > *size)
+      return std::unexpected("offset " + std::to_string(offset) + " is beyond the end of the output (" +
+                             std::to_string(at) + " bytes of complete records)");
+    if (block.empty() || at < block_start || at + kRecordHeaderBytes > block_start + block.size()) {
+      block_start = at;
+      block.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, *size - at)));
+      if (!pread_all(fd, block.data(), block.size(), at))
+        return std::unexpected(std::string("read output.log: ") + std::strerror(errno));
+    }
+    const auto* h = reinterpret_cast<const unsigned char*>(block.data() + (at - block_start));
+    std::uint32_t length = static_cast<std::uint32_t>(h[1]) | static_cast<std::uint32_t>(h[2]) << 8 |
+                           static_cast<std::uint32_t>(h[3]) << 16 | static_cast<std::uint32_t>(h[4]) << 24;
+    if ((h[0] != kStdout && h[0] != kStderr) || length > kMaxRecordData)
+      return std::unexpected("output.log is corrupt at offset " + std::to_string(at));
+    if (at + kRecordHeaderBytes + length > *size)
+      return std::unexpected("offset " + std::to_string(offset) + " is beyond the end of the output (" +
+                             std::to_string(at) + " bytes of complete records)");
+    at += kRecordHeaderBytes + length;
   }
   if (at != offset) return std::unexpected("offset " + std::to_string(offset) + " is not a record boundary");
   return {};

@@ -38,7 +38,9 @@ struct LogChunk {
 // but always the first record when one is complete, so a reader makes progress.
 std::expected<LogChunk, std::string> read_records(int fd, std::uint64_t offset, std::size_t max_bytes);
 
-// Walks the headers from 0: ok when `offset` is a record boundary within the complete records.
-std::expected<void, std::string> check_offset(int fd, std::uint64_t offset);
+// Walks the headers from `from` (a known boundary <= offset, 0 when none is known): ok when
+// `offset` is a record boundary within the complete records. Reads the file in large blocks, so
+// the walk costs about one sequential read of the bytes it skips.
+std::expected<void, std::string> check_offset(int fd, std::uint64_t offset, std::uint64_t from = 0);
 
 }  // namespace ferry::agent::run

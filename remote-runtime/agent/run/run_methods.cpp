@@ -269,6 +269,20 @@ void RunMethods::start_pending_streams() {
   pending_.clear();
 }
 
+std::expected<void, std::string> RunMethods::check_offset_cached(const std::string& id, int fd, std::uint64_t offset) {
+  constexpr std::size_t kMaxKnown = 4096;
+  auto& known = boundaries_[id];
+  if (known.contains(offset)) return {};
+  std::uint64_t from = 0;
+  if (auto it = known.upper_bound(offset); it != known.begin()) from = *std::prev(it);
+  auto ok = check_offset(fd, offset, from);
+  if (ok) {
+    if (known.size() >= kMaxKnown) known.clear();
+    known.insert(offset);
+  }
+  return ok;
+}
+
 std::optional<Response> RunMethods::handle(const protocol::Request& r) {
   if (!r.method.starts_with("run/")) return std::nullopt;
   if (!r.params.is_object()) return bad(r, "params must be an object");
@@ -382,7 +396,7 @@ Response RunMethods::attach(const protocol::Request& r) {
   if (!status) return bad(r, "run " + *id + " has not started");
   int log = ::open(run->output().c_str(), O_RDONLY | O_CLOEXEC);
   if (log < 0) return io_error(r, "open " + run->output().string() + ": " + std::strerror(errno));
-  auto ok = check_offset(log, *offset);
+  auto ok = check_offset_cached(*id, log, *offset);
   ::close(log);
   if (!ok) return bad(r, ok.error());
   stop_stream(*id);
@@ -526,7 +540,7 @@ Response RunMethods::read(const protocol::Request& r) {
   if (!status) return bad(r, "run " + *id + " has not started");
   int log = ::open(run->output().c_str(), O_RDONLY | O_CLOEXEC);
   if (log < 0) return io_error(r, "open " + run->output().string() + ": " + std::strerror(errno));
-  auto ok = check_offset(log, offset);
+  auto ok = check_offset_cached(*id, log, offset);
   if (!ok) {
     ::close(log);
     return bad(r, ok.error());
@@ -534,6 +548,7 @@ Response RunMethods::read(const protocol::Request& r) {
   auto chunk = read_records(log, offset, max_bytes);
   ::close(log);
   if (!chunk) return io_error(r, chunk.error());
+  if (chunk->next != offset) boundaries_[*id].insert(chunk->next);
   json records = json::array();
   for (auto& rec : chunk->records)
     records.push_back(json{{"offset", rec.offset}, {"stream", rec.stream}, {"data", binary_data(rec.data)}});
@@ -548,6 +563,7 @@ Response RunMethods::remove(const protocol::Request& r) {
   auto status = read_status(*run);
   if (status && status->state == "running") return bad(r, "run " + *id + " is still running");
   stop_stream(*id);
+  boundaries_.erase(*id);
   std::error_code e;
   fs::remove_all(run->dir, e);
   if (e) return io_error(r, "remove " + run->dir.string() + ": " + e.message());

@@ -4,10 +4,12 @@
 // agent after a reconnect serves runs an older one started.
 #pragma once
 
+#include <expected>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "protocol/jsonrpc.hpp"
@@ -55,6 +57,10 @@ class RunMethods {
   std::shared_ptr<FrameWriter> writer_;
   std::map<std::string, std::unique_ptr<Tailer>> tailers_;
   std::vector<std::unique_ptr<Tailer>> pending_;
+  // Offsets known to be record boundaries (returned as run/read's `next`, or validated), so
+  // paging through a long log does not walk it from 0 on every call.
+  std::map<std::string, std::set<std::uint64_t>> boundaries_;
+  std::expected<void, std::string> check_offset_cached(const std::string& id, int fd, std::uint64_t offset);
 };
 
 }  // namespace ferry::agent::run

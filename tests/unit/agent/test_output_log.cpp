@@ -110,3 +110,21 @@ BOOST_AUTO_TEST_CASE(a_corrupt_header_is_an_error_not_a_huge_allocation) {
   other.raw(std::string("\x07\x01\x00\x00\x00x", 6));  // stream 7
   BOOST_TEST(!read_records(other.fd, 0, 100).has_value());
 }
+
+BOOST_AUTO_TEST_CASE(the_walk_can_start_from_a_known_boundary_and_crosses_blocks) {
+  LogFile log;
+  // ~3 MiB of small records: the header walk crosses its 1 MiB read blocks.
+  std::vector<std::uint64_t> offsets;
+  std::uint64_t at = 0;
+  for (int i = 0; i < 40000; ++i) {
+    std::string data(static_cast<std::size_t>(i % 150), static_cast<char>('a' + i % 26));
+    BOOST_REQUIRE(append_record(log.fd, i % 3 ? kStdout : kStderr, data));
+    offsets.push_back(at);
+    at += kRecordHeaderBytes + data.size();
+  }
+  BOOST_TEST(check_offset(log.fd, at).has_value());
+  BOOST_TEST(check_offset(log.fd, offsets[39999]).has_value());
+  BOOST_TEST(check_offset(log.fd, offsets[30000], offsets[12345]).has_value());
+  BOOST_TEST(!check_offset(log.fd, offsets[30000] + 1, offsets[12345]).has_value());
+  BOOST_TEST(!check_offset(log.fd, at + 1).has_value());
+}
