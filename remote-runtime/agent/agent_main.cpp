@@ -78,8 +78,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::error_code ec;
-  std::filesystem::path state_dir = state_dir_arg.empty() ? ferry::agent::run::default_state_dir()
-                                                          : std::filesystem::absolute(state_dir_arg, ec);
+  // Absolute: supervisors run from "/" and find their run directory by this path.
+  std::filesystem::path state_dir = std::filesystem::absolute(
+      state_dir_arg.empty() ? ferry::agent::run::default_state_dir() : std::filesystem::path(state_dir_arg), ec);
   auto writer = std::make_shared<ferry::agent::run::FrameWriter>(STDOUT_FILENO);
   auto sync_methods = std::make_shared<ferry::agent::SyncMethods>(*root);
   auto run_methods = std::make_shared<ferry::agent::run::RunMethods>(*root, state_dir, writer);

@@ -189,6 +189,7 @@ struct RunMethods::Tailer {
       spdlog::error("run {}: open output.log: {}", files.id, std::strerror(errno));
       return;
     }
+    bool check_liveness = true;  // at once on the first pass: a run found lost ends its stream now
     while (!stop) {
       // exit.json is written after the last record: seen first, the read below gets everything.
       auto exit_json = read_json_file(files.exit());
@@ -214,14 +215,18 @@ struct RunMethods::Tailer {
         writer->send_notification("run/exited", exited_params(files.id, *exit_json));
         return;
       }
-      pollfd fds[2] = {{in, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-      int n = ::poll(fds, 2, kLivenessCheckMs);
-      if (n < 0 && errno != EINTR) return;
-      if (n > 0 && (fds[0].revents & POLLIN)) {
-        char buf[4096];
-        while (::read(in, buf, sizeof buf) > 0) {
+      int n = 0;
+      if (!check_liveness) {
+        pollfd fds[2] = {{in, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+        n = ::poll(fds, 2, kLivenessCheckMs);
+        if (n < 0 && errno != EINTR) return;
+        if (n > 0 && (fds[0].revents & POLLIN)) {
+          char buf[4096];
+          while (::read(in, buf, sizeof buf) > 0) {
+          }
         }
       }
+      check_liveness = false;
       if (n == 0) {
         auto meta = read_json_file(files.meta());
         long long sup = meta ? meta->value("supervisorPid", 0LL) : 0;

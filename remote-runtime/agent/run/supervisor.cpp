@@ -242,6 +242,8 @@ std::expected<LaunchReport, LaunchError> launch_supervisor(const RunFiles& run, 
     pid_t second = ::fork();
     if (second != 0) ::_exit(second < 0 ? 1 : 0);
     ::setsid();
+    // Not pinning the agent's cwd (it may be unmounted or deleted while the run goes on).
+    if (::chdir("/") != 0) ::_exit(1);
     if (pipe_fds[1] == kReportFd) ::fcntl(kReportFd, F_SETFD, 0);
     else if (::dup2(pipe_fds[1], kReportFd) < 0) ::_exit(1);
     int null_fd = ::open("/dev/null", O_RDWR);

@@ -367,6 +367,13 @@ BOOST_AUTO_TEST_CASE(killed_supervisor_makes_the_run_lost) {
   auto e = a.notes.wait_exited(id);
   BOOST_REQUIRE(e.has_value());
   BOOST_TEST((*e)["lost"] == true);
+  // Attaching to a lost run: its backlog, then the lost run/exited.
+  a.notes.forget(id);
+  BOOST_TEST(a.call("run/attach", {{"id", id}, {"offset", 0}})["state"] == "lost");
+  auto again = a.notes.wait_exited(id);
+  BOOST_REQUIRE(again.has_value());
+  BOOST_TEST((*again)["lost"] == true);
+  BOOST_TEST(a.notes.text(id) == "up\n");
   ::kill(-meta["pgid"].get<int>(), SIGKILL);
   // A lost run can be removed; a running one cannot.
   a.call("run/remove", {{"id", id}});
