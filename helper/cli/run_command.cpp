@@ -1,0 +1,539 @@
+// `ferry run`, `ferry runs`, `ferry attach`, `ferry logs`, `ferry kill`: remote runs from a
+// terminal. Runs live on the box (the agent's supervisor), so this process only starts, streams,
+// signals and re-attaches; a dropped SSH link is waited out and the stream resumes at the next
+// offset. Remote stdout/stderr go to ours as raw bytes; the exit status is the remote one.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <mutex>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "helper/cli/commands.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "helper/remote/local_endpoint.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/run/interrupt_escalation.hpp"
+#include "helper/run/launch_spec.hpp"
+#include "helper/run/run_client.hpp"
+#include "helper/run/run_follower.hpp"
+#include "helper/sync/sync_engine.hpp"
+
+namespace ferry::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using run::kFerryFailure;
+using run::kUsageFailure;
+
+// ---- the project's endpoint, with reconnect notes ----
+
+// What on_state reports reaches the follower of the moment (if any) and a person on stderr.
+struct LinkNotes {
+  std::mutex mutex;
+  run::RunFollower* follower = nullptr;
+  bool was_connected = false;
+  bool down = false;
+};
+
+struct ProjectLink {
+  deploy::ProjectConfig config;
+  std::unique_ptr<remote::Endpoint> endpoint;
+  sync::SyncTarget target;
+  std::string remote_base;   // the mapping under the agent's root ("" = the root)
+  std::string mapping_root;  // absolute on the box
+  std::shared_ptr<LinkNotes> notes = std::make_shared<LinkNotes>();
+};
+
+void on_link_state(LinkNotes& notes, const remote::HostState& s) {
+  std::lock_guard lock(notes.mutex);
+  if (s.state == "connected") {
+    if (notes.was_connected && notes.down) {
+      std::cerr << "ferry: reconnected to " << s.host << "; resuming the output\n";
+      if (notes.follower) notes.follower->link_restored();
+    }
+    notes.was_connected = true;
+    notes.down = false;
+  } else if (s.state == "reconnecting" && notes.was_connected && !notes.down) {
+    notes.down = true;
+    std::cerr << "ferry: lost the connection to " << s.host << (s.message.empty() ? "" : " (" + s.message + ")")
+              << "; the run goes on, reconnecting...\n";
+    if (notes.follower) notes.follower->link_lost();
+  }
+}
+
+std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::string& who) {
+  std::error_code ec;
+  fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
+  auto file = deploy::find_project_file(start);
+  if (!file) {
+    std::cerr << who << ": no ferry.json in " << start.string() << " or above (run ferry init)\n";
+    return std::unexpected(kUsageFailure);
+  }
+  auto project = deploy::load_project(*file);
+  if (!project) {
+    std::cerr << who << ": " << project.error().to_string() << "\n";
+    return std::unexpected(kUsageFailure);
+  }
+  ProjectLink link;
+  link.config = std::move(*project);
+  const deploy::Mapping& m = link.config.mappings.front();
+  link.target.local_root = fs::weakly_canonical(link.config.root / m.local, ec);
+  link.target.host = link.config.host;
+  link.target.remote_root = m.remote;
+  link.target.exclude = link.config.exclude;
+  if (link.config.host == "local") {
+    // As `ferry sync` does: "~" is the sandbox, an absolute path is used as it is.
+    remote::LocalEndpointOptions o;
+    o.project_name = link.config.name;
+    if (m.remote.starts_with("/")) o.root = m.remote;
+    else link.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
+    link.target.remote_base = link.remote_base;
+    if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
+    link.endpoint = std::make_unique<remote::LocalEndpoint>(o);
+  } else {
+    auto t = remote::make_ssh_target("", "", g.ssh_config, &link.config);
+    if (!t) {
+      std::cerr << who << ": " << t.error() << "\n";
+      return std::unexpected(kUsageFailure);
+    }
+    remote::SshEndpointOptions o = endpoint_options(*t);
+    o.reconnect = true;  // runs outlive a dropped link; so does following them
+    o.on_state = [notes = link.notes](const remote::HostState& s) { on_link_state(*notes, s); };
+    link.endpoint = std::make_unique<remote::SshEndpoint>(o);
+  }
+  auto info = link.endpoint->connect();
+  if (!info) {
+    std::cerr << who << ": cannot reach " << link.endpoint->description() << ": " << info.error().message << "\n";
+    return std::unexpected(kFerryFailure);
+  }
+  link.mapping_root = link.remote_base.empty() ? info->root : (fs::path(info->root) / link.remote_base).string();
+  return link;
+}
+
+// ---- signals and the terminal ----
+
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void note_signal(int signo) {
+  int saved = errno;
+  unsigned char c = static_cast<unsigned char>(signo);
+  [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &c, 1);
+  errno = saved;
+}
+
+// Routes the given signals into a pipe for the poll loop while it lives; restores on exit.
+class SignalPipe {
+ public:
+  explicit SignalPipe(std::initializer_list<int> signals) {
+    if (g_signal_pipe[0] < 0 && ::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    for (int s : signals) {
+      struct sigaction sa {};
+      sa.sa_handler = note_signal;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESTART;
+      struct sigaction old {};
+      if (::sigaction(s, &sa, &old) == 0) saved_.emplace_back(s, old);
+    }
+  }
+  ~SignalPipe() {
+    for (auto& [s, old] : saved_) ::sigaction(s, &old, nullptr);
+  }
+  int fd() const { return g_signal_pipe[0]; }
+
+ private:
+  std::vector<std::pair<int, struct sigaction>> saved_;
+};
+
+// Raw mode for --tty: keys go to the remote pty as typed (its line discipline does ^C, echo).
+class RawTerminal {
+ public:
+  RawTerminal() {
+    if (!::isatty(STDIN_FILENO) || ::tcgetattr(STDIN_FILENO, &saved_) != 0) return;
+    termios raw = saved_;
+    ::cfmakeraw(&raw);
+    active_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+  }
+  ~RawTerminal() {
+    if (active_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+  }
+  bool active() const { return active_; }
+
+ private:
+  termios saved_{};
+  bool active_ = false;
+};
+
+std::pair<int, int> terminal_size() {
+  winsize ws{};
+  for (int fd : {STDOUT_FILENO, STDIN_FILENO, STDERR_FILENO})
+    if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return {ws.ws_col, ws.ws_row};
+  return {0, 0};
+}
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, 1000);
+      continue;
+    }
+    if (n <= 0) return;  // a closed stdout: the bytes have nowhere to go
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// A note on stderr that reads right in raw mode too.
+void note(bool raw, const std::string& text) { write_all(STDERR_FILENO, text + (raw ? "\r\n" : "\n")); }
+
+// ---- following a run ----
+
+struct FollowOptions {
+  bool forward_interrupts = true;  // Ctrl-C escalation to the run; else Ctrl-C just stops following
+  bool forward_stdin = false;
+  bool tty = false;
+  bool stderr_only = false;        // ferry logs --stderr-only: stream 2 only, to stdout
+};
+
+// Streams run `id` from `offset` until it ends; returns ferry's exit status.
+int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id, std::uint64_t offset,
+               const FollowOptions& o, const std::string& who) {
+  run::RunFollower follower(client, id, offset, [&o](const run::OutputRecord& r) {
+    bool err = r.stream == run::Stream::stderr_stream;
+    if (o.stderr_only) {
+      if (err) write_all(STDOUT_FILENO, r.data);
+      return;
+    }
+    write_all(err ? STDERR_FILENO : STDOUT_FILENO, r.data);
+  });
+  {
+    std::lock_guard lock(link.notes->mutex);
+    link.notes->follower = &follower;
+  }
+  struct Unhook {
+    LinkNotes& notes;
+    ~Unhook() {
+      std::lock_guard lock(notes.mutex);
+      notes.follower = nullptr;
+    }
+  } unhook{*link.notes};
+
+  std::initializer_list<int> caught = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
+  SignalPipe signals(o.forward_interrupts ? caught : std::initializer_list<int>{SIGTERM, SIGHUP});
+  std::optional<RawTerminal> raw;
+  if (o.tty) raw.emplace();
+  bool is_raw = raw && raw->active();
+  run::InterruptEscalation escalation;
+  bool stdin_open = o.forward_stdin;
+  if (o.tty) {
+    auto [cols, rows] = terminal_size();
+    if (cols > 0) (void)client.resize(id, cols, rows);
+  }
+
+  for (;;) {
+    if (auto failed = follower.failed()) {
+      note(is_raw, who + ": " + *failed);
+      return follower.next_offset() == offset && failed->find("run") != std::string::npos ? kUsageFailure : kFerryFailure;
+    }
+    if (follower.finished()) break;
+    if (follower.needs_attach()) {
+      auto r = follower.attach();
+      if (!r && run::is_unknown_run(r.error())) {
+        note(is_raw, who + ": " + r.error().message);
+        return kUsageFailure;
+      }
+      continue;
+    }
+    pollfd fds[3] = {{follower.wake_fd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
+    int n = ::poll(fds, stdin_open ? 3 : 2, -1);
+    if (n < 0 && errno != EINTR) {
+      note(is_raw, who + ": poll: " + std::strerror(errno));
+      return kFerryFailure;
+    }
+    if (fds[0].revents) follower.drain();
+    if (fds[1].revents & POLLIN) {
+      unsigned char sigs[32];
+      ssize_t got = ::read(signals.fd(), sigs, sizeof sigs);
+      for (ssize_t i = 0; i < got; ++i) {
+        int s = sigs[i];
+        if (s == SIGINT) {
+          auto step = escalation.next(id);
+          auto sent = client.signal(id, step.signal);
+          note(is_raw, sent ? "ferry: " + step.note : who + ": could not signal run " + id + ": " + sent.error().message);
+        } else if (s == SIGWINCH && o.tty) {
+          auto [cols, rows] = terminal_size();
+          if (cols > 0) (void)client.resize(id, cols, rows);
+        } else if (s == SIGTERM || s == SIGHUP) {
+          note(is_raw, "ferry: stopped following run " + id + " (it goes on; `ferry attach " + id + "` resumes)");
+          (void)client.detach(id);
+          return 128 + s;
+        }
+      }
+    }
+    if (stdin_open && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+      char buf[65536];
+      ssize_t got = ::read(STDIN_FILENO, buf, sizeof buf);
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      bool eof = got <= 0;
+      auto sent = client.input(id, std::string_view(buf, eof ? 0 : static_cast<std::size_t>(got)), eof);
+      if (eof || !sent) stdin_open = false;  // a finished run takes no more input
+    }
+  }
+  auto exit = follower.exit();
+  return exit ? run::exit_status(*exit) : kFerryFailure;
+}
+
+// ---- ferry run ----
+
+struct RunCliOptions {
+  std::vector<std::string> command;
+  std::vector<std::string> env;
+  std::string cwd;
+  bool detach = false, tty = false, no_sync = false;
+};
+
+// sync/flush before a run: the default push (owned deletes only); conflicts are shown, not fatal.
+bool flush_sync(ProjectLink& link) {
+  sync::SyncEngine engine(*link.endpoint, link.target);
+  sync::SyncOptions so;
+  so.progress = terminal_progress("sync");
+  auto s = engine.push(so);
+  if (!s) {
+    std::cerr << "ferry run: sync failed: " << s.error() << " (--no-sync runs what is already there)\n";
+    return false;
+  }
+  for (const auto& c : s->conflicts) std::cerr << "ferry run: sync conflict (not overwritten): " << c.path << ": " << c.message << "\n";
+  for (const auto& e : s->errors) std::cerr << "ferry run: sync error: " << e << "\n";
+  for (const auto& d : s->held_deletes) std::cerr << "ferry run: delete held (run ferry sync to confirm): " << d << "\n";
+  if (s->files_sent || s->files_deleted) std::cerr << "ferry run: synced: " << s->one_line() << "\n";
+  return true;
+}
+
+int run_run(const GlobalOptions& g, const RunCliOptions& o) {
+  auto link = open_project(g, "ferry run");
+  if (!link) return link.error();
+  run::LaunchRequest req;
+  req.command = o.command;
+  req.interpreter = link->config.interpreter;
+  req.config_env = link->config.env;
+  req.cli_env = o.env;
+  req.cwd = o.cwd;
+  req.remote_base = link->remote_base;
+  req.mapping_root = link->mapping_root;
+  req.tty = o.tty;
+  if (o.tty) std::tie(req.cols, req.rows) = terminal_size();
+  auto spec = run::make_run_spec(req);
+  if (!spec) {
+    std::cerr << "ferry run: " << spec.error() << "\n";
+    return kUsageFailure;
+  }
+  if (!o.no_sync && !flush_sync(*link)) return kFerryFailure;
+
+  run::RunClient client(*link->endpoint);
+  auto started = client.start(*spec);
+  if (!started) {
+    std::cerr << "ferry run: " << started.error().message << "\n";
+    return started.error().code == protocol::error_code::kInvalidParams ? kUsageFailure : kFerryFailure;
+  }
+  if (o.detach) {
+    std::cout << started->id << "\n";
+    return 0;
+  }
+  FollowOptions fo;
+  fo.tty = o.tty;
+  // A terminal's keystrokes are for --tty; piped input is forwarded, then EOF.
+  fo.forward_stdin = o.tty || !::isatty(STDIN_FILENO);
+  fo.forward_interrupts = true;
+  int rc = follow_run(*link, client, started->id, 0, fo, "ferry run");
+  link->endpoint->close();
+  return rc;
+}
+
+// ---- ferry runs ----
+
+// "2026-11-30T02:03:04.567Z" -> seconds since the epoch (ms kept).
+std::optional<double> parse_time(const std::string& iso) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &ms) < 6)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(::timegm(&tm)) + ms / 1000.0;
+}
+
+std::string format_duration(double seconds) {
+  if (seconds < 0) return "-";
+  auto s = static_cast<long long>(seconds);
+  if (s < 60) return fmt::format("{:.1f}s", seconds);
+  if (s < 3600) return fmt::format("{}m{:02}s", s / 60, s % 60);
+  return fmt::format("{}h{:02}m", s / 3600, (s / 60) % 60);
+}
+
+std::string join_argv(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = !a.empty() && a.find_first_of(" \t\n'\"\\$") == std::string::npos;
+    out += plain ? a : "'" + a + "'";
+  }
+  return out;
+}
+
+int run_runs(const GlobalOptions& g, bool all, bool as_json) {
+  auto link = open_project(g, "ferry runs");
+  if (!link) return link.error();
+  run::RunClient client(*link->endpoint);
+  auto runs = client.list(all);
+  if (!runs) {
+    std::cerr << "ferry runs: " << runs.error().message << "\n";
+    return kFerryFailure;
+  }
+  double now = static_cast<double>(std::time(nullptr));
+  if (as_json) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& r : *runs) {
+      nlohmann::json j{{"id", r.id}, {"state", r.state}, {"argv", r.argv}, {"cwd", r.cwd}, {"root", r.root},
+                       {"pid", r.pid}, {"startedAt", r.started_at}, {"logBytes", r.log_bytes}};
+      if (!r.ended_at.empty()) j["endedAt"] = r.ended_at;
+      if (r.exit_code) j["exitCode"] = *r.exit_code;
+      if (r.signal) j["signal"] = *r.signal;
+      arr.push_back(j);
+    }
+    std::cout << arr.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<21} {:<8} {:>9} {:>6}  {}\n", "ID", "STATE", "DURATION", "EXIT", "COMMAND");
+  for (const auto& r : *runs) {
+    auto start = parse_time(r.started_at);
+    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : parse_time(r.ended_at);
+    std::string duration = start && end && *end >= 0 ? format_duration(*end - *start) : "-";
+    std::string exit = r.exit_code ? std::to_string(*r.exit_code) : r.signal ? "SIG" + run::signal_name(*r.signal) : "-";
+    std::cout << fmt::format("{:<21} {:<8} {:>9} {:>6}  {}\n", r.id, r.state, duration, exit, join_argv(r.argv));
+  }
+  if (runs->empty()) std::cerr << "no runs" << (all ? "" : " under this project (--all shows every project's)") << "\n";
+  return 0;
+}
+
+// ---- ferry logs / attach / kill ----
+
+int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bool follow) {
+  auto link = open_project(g, "ferry logs");
+  if (!link) return link.error();
+  run::RunClient client(*link->endpoint);
+  if (follow) {
+    FollowOptions fo;
+    fo.forward_interrupts = false;
+    fo.stderr_only = stderr_only;
+    return follow_run(*link, client, id, 0, fo, "ferry logs");
+  }
+  std::uint64_t offset = 0;
+  for (;;) {
+    auto r = client.read(id, offset);
+    if (!r) {
+      std::cerr << "ferry logs: " << r.error().message << "\n";
+      return run::is_unknown_run(r.error()) ? kUsageFailure : kFerryFailure;
+    }
+    for (const auto& rec : r->records) {
+      bool err = rec.stream == run::Stream::stderr_stream;
+      if (stderr_only && !err) continue;
+      write_all(stderr_only || !err ? STDOUT_FILENO : STDERR_FILENO, rec.data);
+    }
+    if (r->records.empty() || r->next == offset) break;  // all that is there now
+    offset = r->next;
+  }
+  return 0;
+}
+
+int run_attach(const GlobalOptions& g, const std::string& id, bool tty) {
+  auto link = open_project(g, "ferry attach");
+  if (!link) return link.error();
+  run::RunClient client(*link->endpoint);
+  FollowOptions fo;
+  fo.tty = tty;
+  fo.forward_stdin = tty;
+  int rc = follow_run(*link, client, id, 0, fo, "ferry attach");
+  link->endpoint->close();
+  return rc;
+}
+
+int run_kill(const GlobalOptions& g, const std::string& id, const std::string& signal) {
+  auto number = run::signal_number(signal);
+  if (!number) {
+    std::cerr << "ferry kill: " << number.error() << "\n";
+    return kUsageFailure;
+  }
+  auto link = open_project(g, "ferry kill");
+  if (!link) return link.error();
+  run::RunClient client(*link->endpoint);
+  std::string name = run::signal_name(*number);
+  auto r = client.signal(id, name);
+  if (!r) {
+    std::cerr << "ferry kill: " << r.error().message << "\n";
+    return run::is_unknown_run(r.error()) ? kUsageFailure : kFerryFailure;
+  }
+  std::cerr << "sent SIG" << name << " to run " << id << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_run_commands(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<RunCliOptions>();
+  auto* run = app.add_subcommand("run", "Sync, then run a command on the host in the mapped directory (ferry run -- train.py)");
+  run->add_flag("--detach,-d", o->detach, "Print the run id and return at once; the run goes on");
+  run->add_option("--env,-e", o->env, "KEY=VALUE for the run (after ferry.json's env; repeatable)");
+  run->add_option("--cwd", o->cwd, "Working directory, relative to the mapping root");
+  run->add_flag("--tty,-t", o->tty, "Give the run a pseudo-terminal (pdb, ipython); keys go to it as typed");
+  run->add_flag("--no-sync", o->no_sync, "Run what is on the host now; skip the sync");
+  run->add_option("command", o->command, "The command (a .py file gets the configured interpreter)")->required();
+  run->prefix_command(false);
+  run->callback([&g, o] { exit_code() = run_run(g, *o); });
+
+  auto all = std::make_shared<bool>(false), as_json = std::make_shared<bool>(false);
+  auto* runs = app.add_subcommand("runs", "List runs on the host: id, state, duration, exit status, command");
+  runs->add_flag("--all,-a", *all, "Every project's runs on the host, not just this one's");
+  runs->add_flag("--json", *as_json, "Print the list as JSON");
+  runs->callback([&g, all, as_json] { exit_code() = run_runs(g, *all, *as_json); });
+
+  struct IdOptions {
+    std::string id;
+    std::string signal = "TERM";
+    bool stderr_only = false, follow = false, tty = false;
+  };
+  auto lo = std::make_shared<IdOptions>();
+  auto* logs = app.add_subcommand("logs", "Print a run's output so far (stdout to stdout, stderr to stderr)");
+  logs->add_option("id", lo->id, "Run id (see ferry runs)")->required();
+  logs->add_flag("--stderr-only", lo->stderr_only, "Only the run's stderr, printed to stdout");
+  logs->add_flag("--follow,-f", lo->follow, "Keep printing until the run ends");
+  logs->callback([&g, lo] { exit_code() = run_logs(g, lo->id, lo->stderr_only, lo->follow); });
+
+  auto ao = std::make_shared<IdOptions>();
+  auto* attach = app.add_subcommand("attach", "Stream a run from its start, then live; exits with its status");
+  attach->add_option("id", ao->id, "Run id (see ferry runs)")->required();
+  attach->add_flag("--tty,-t", ao->tty, "Raw terminal and keys forwarded (for runs started with --tty)");
+  attach->callback([&g, ao] { exit_code() = run_attach(g, ao->id, ao->tty); });
+
+  auto ko = std::make_shared<IdOptions>();
+  auto* kill = app.add_subcommand("kill", "Signal a run's process group (default TERM)");
+  kill->add_option("id", ko->id, "Run id (see ferry runs)")->required();
+  kill->add_option("--signal,-s", ko->signal, "INT, TERM, KILL, HUP, QUIT, USR1, USR2 or a number")->capture_default_str();
+  kill->callback([&g, ko] { exit_code() = run_kill(g, ko->id, ko->signal); });
+}
+
+}  // namespace ferry::cli
