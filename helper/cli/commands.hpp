@@ -40,6 +40,7 @@ void add_doctor_command(CLI::App& app, GlobalOptions& g);
 void add_sync_command(CLI::App& app, GlobalOptions& g);
 void add_pull_command(CLI::App& app, GlobalOptions& g);
 void add_tunnel_command(CLI::App& app, GlobalOptions& g);
+void add_train_command(CLI::App& app, GlobalOptions& g);  // train_command.cpp
 void add_debug_command(CLI::App& app, GlobalOptions& g);  // debug_command.cpp
 void add_run_commands(CLI::App& app, GlobalOptions& g);  // run, runs, logs, attach, kill (run_command.cpp)
 void add_watch_command(CLI::App& app, GlobalOptions& g);

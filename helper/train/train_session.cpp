@@ -1,0 +1,174 @@
+// See train_session.hpp.
+#include "helper/train/train_session.hpp"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace ferry::training {
+namespace fs = std::filesystem;
+
+TrainSession::TrainSession(remote::Endpoint& endpoint, sync::SyncEngine& engine, TrainSinks sinks)
+    : endpoint_(endpoint), engine_(engine), sinks_(std::move(sinks)) {}
+
+TrainSession::~TrainSession() {
+  follower_.reset();  // unwatches before the client goes
+  client_.reset();
+}
+
+std::expected<std::string, std::string> TrainSession::start(const TrainRequest& request) {
+  std::ifstream in(request.config);
+  if (!in) return std::unexpected("cannot read " + request.config.string());
+  config_ = nlohmann::json::parse(in, nullptr, false);
+  if (config_.is_discarded() || !config_.is_object())
+    return std::unexpected(request.config.string() + " is not a JSON object (ferry-train CONFIG --validate says where)");
+
+  std::string binary = request.binary;
+  if (binary.empty()) {
+    if (request.local_host) {
+      auto found = find_local_train_binary();
+      if (!found) return std::unexpected(found.error());
+      binary = found->string();
+    } else {
+      binary = "ferry-train";
+    }
+  }
+  auto launch = make_train_launch(request.config, engine_.target().local_root, binary, request.resume);
+  if (!launch) return std::unexpected(launch.error());
+  launch_ = std::move(*launch);
+  local_host_ = request.local_host;
+
+  if (request.sync) {
+    auto pushed = engine_.push({});
+    if (!pushed) return std::unexpected("sync before training failed: " + pushed.error());
+    sync_summary_ = std::move(*pushed);
+  }
+
+  run::RunSpec spec;
+  spec.argv = launch_.argv;
+  auto cwd = join_inside(engine_.target().remote_base, launch_.cwd);
+  if (!cwd) return std::unexpected("the config's directory leaves the mapping");
+  spec.cwd = *cwd;
+  spec.env = request.env;
+  client_ = std::make_unique<run::RunClient>(endpoint_);
+  auto started = client_->start(spec);
+  if (!started) {
+    std::string message = "starting " + binary + " on " + endpoint_.description() + ": " + started.error().message;
+    if (started.error().message.find("not found") != std::string::npos) {
+      message += request.local_host
+                     ? " (build ferry-train next to ferry, or set $FERRY_TRAIN)"
+                     : " (install ferry-train on the box and put it on the PATH of non-interactive shells, or pass --trainer /path/to/ferry-train)";
+    }
+    return std::unexpected(message);
+  }
+  run_id_ = started->id;
+  follower_ = std::make_unique<run::RunFollower>(*client_, run_id_, 0, [this](const run::OutputRecord& r) { on_record(r); });
+  return run_id_;
+}
+
+void TrainSession::on_record(const run::OutputRecord& record) {
+  if (record.stream == run::Stream::stderr_stream) {
+    if (sinks_.on_stderr) sinks_.on_stderr(record.data);
+    return;
+  }
+  stdout_lines_.feed(record.data, [this](std::string_view line) {
+    auto event = parse_train_event(line);
+    if (!event) {
+      if (sinks_.on_other_stdout && !line.empty()) sinks_.on_other_stdout(line);
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      if (event->kind == "done") done_ = true;
+      if (event->kind == "checkpoint") {
+        if (auto p = event->body.find("path"); p != event->body.end() && p->is_string()) checkpoint_ = p->get<std::string>();
+      }
+    }
+    if (sinks_.on_event) sinks_.on_event(*event, line);
+  });
+}
+
+std::expected<run::RunExit, std::string> TrainSession::follow(int interrupt_fd, const std::function<void()>& on_interrupt,
+                                                             const std::function<bool()>& abandon) {
+  if (!follower_) return std::unexpected("no run started");
+  for (;;) {
+    if (follower_->finished()) break;
+    if (auto failed = follower_->failed()) return std::unexpected("following run " + run_id_ + ": " + *failed);
+    if (follower_->needs_attach()) {
+      auto attached = follower_->attach();
+      if (!attached && follower_->failed()) return std::unexpected("attaching to run " + run_id_ + ": " + attached.error().message);
+      continue;
+    }
+    pollfd fds[2] = {{follower_->wake_fd(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
+    const int n = ::poll(fds, interrupt_fd >= 0 ? 2 : 1, 1000);
+    if (n < 0 && errno != EINTR) return std::unexpected(std::string("poll: ") + std::strerror(errno));
+    if (n > 0 && (fds[0].revents & POLLIN)) follower_->drain();
+    if (n > 0 && interrupt_fd >= 0 && (fds[1].revents & POLLIN)) {
+      if (on_interrupt) on_interrupt();
+      if (abandon && abandon()) return std::unexpected("stopped following run " + run_id_ + " (it goes on)");
+    }
+    // A dead local agent never comes back (an SSH link does: link_lost/link_restored), so stop waiting.
+    if (local_host_ && !endpoint_.connected() && !follower_->link_down() && !follower_->finished())
+      return std::unexpected("lost the agent on " + endpoint_.description() + " while following run " + run_id_ +
+                             " (it goes on; `ferry attach " + run_id_ + "` resumes)");
+  }
+  stdout_lines_.finish([this](std::string_view line) {
+    if (sinks_.on_other_stdout && !line.empty()) sinks_.on_other_stdout(line);
+  });
+  return *follower_->exit();
+}
+
+std::expected<void, std::string> TrainSession::signal(const std::string& name) {
+  if (!client_ || run_id_.empty()) return std::unexpected("no run started");
+  auto r = client_->signal(run_id_, name);
+  if (!r) return std::unexpected(r.error().message);
+  return {};
+}
+
+void TrainSession::link_lost() {
+  if (follower_) follower_->link_lost();
+}
+
+void TrainSession::link_restored() {
+  if (follower_) follower_->link_restored();
+}
+
+bool TrainSession::saw_done() const {
+  std::lock_guard lock(mu_);
+  return done_;
+}
+
+std::optional<std::string> TrainSession::last_checkpoint() const {
+  std::lock_guard lock(mu_);
+  return checkpoint_;
+}
+
+PulledOutputs TrainSession::pull_outputs() {
+  PulledOutputs out;
+  auto outputs = train_outputs(config_, launch_.cwd, last_checkpoint());
+  if (!outputs) {
+    out.notes.push_back("not pulling outputs: " + outputs.error());
+    return out;
+  }
+  for (const auto& s : outputs->skipped) out.notes.push_back(s + " is outside the mapping: left on the box");
+  if (outputs->files.empty()) return out;
+  // The outputs are the box's to write: a local copy from an earlier run is replaced.
+  sync::SyncOptions options;
+  options.force = true;
+  auto pulled = engine_.pull(outputs->files, options);
+  if (!pulled) {
+    out.notes.push_back("pulling the outputs failed: " + pulled.error());
+    return out;
+  }
+  for (const auto& e : pulled->errors) out.notes.push_back(e);
+  for (const auto& f : outputs->files) {
+    fs::path local = engine_.target().local_root / f;
+    std::error_code ec;
+    if (fs::exists(local, ec)) out.files.push_back(local);
+  }
+  return out;
+}
+
+}  // namespace ferry::training

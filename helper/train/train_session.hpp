@@ -1,0 +1,97 @@
+// One `ferry train` run, shared by the CLI and `ferry serve`'s train/start: push the mapping,
+// start ferry-train CONFIG as a run through the agent (so it survives a dropped link), follow its
+// output with exact re-attach, hand out its events, and pull the outputs back once it ends.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "helper/remote/endpoint.hpp"
+#include "helper/run/run_client.hpp"
+#include "helper/run/run_follower.hpp"
+#include "helper/sync/sync_engine.hpp"
+#include "helper/train/train_event.hpp"
+#include "helper/train/train_launch.hpp"
+
+namespace ferry::training {
+
+struct TrainRequest {
+  std::filesystem::path config;            // the local config file, inside the mapping
+  bool resume = false;
+  bool sync = true;                        // push the mapping before starting
+  std::string binary;                      // ferry-train on the box; "" = the default for the host
+  bool local_host = false;                 // the `local` host: ferry-train is the one built with ferry
+  std::map<std::string, std::string> env;  // ferry.json env
+};
+
+// Called on the endpoint's reader thread, in output order.
+struct TrainSinks {
+  std::function<void(const TrainEvent& event, std::string_view line)> on_event;
+  std::function<void(std::string_view line)> on_other_stdout;  // stdout lines that are not events
+  std::function<void(std::string_view bytes)> on_stderr;
+};
+
+struct PulledOutputs {
+  std::vector<std::filesystem::path> files;  // local paths now holding the remote outputs
+  std::vector<std::string> notes;            // what was not pulled, and why
+};
+
+class TrainSession {
+ public:
+  TrainSession(remote::Endpoint& endpoint, sync::SyncEngine& engine, TrainSinks sinks);
+  ~TrainSession();
+  TrainSession(const TrainSession&) = delete;
+  TrainSession& operator=(const TrainSession&) = delete;
+
+  // Pushes (unless request.sync is false), then run/start. Returns the run id; errors say how
+  // to fix them (ferry-train missing on the box, config outside the mapping, ...).
+  std::expected<std::string, std::string> start(const TrainRequest& request);
+  const std::optional<sync::SyncSummary>& sync_summary() const { return sync_summary_; }
+  const TrainLaunch& launch() const { return launch_; }
+  const std::string& run_id() const { return run_id_; }
+
+  // Follows the run to its exit. When `interrupt_fd` (-1: none) becomes readable,
+  // `on_interrupt` runs on this thread (it may call signal()); if `abandon` then says true,
+  // following stops (the run goes on) with an error.
+  std::expected<run::RunExit, std::string> follow(int interrupt_fd = -1, const std::function<void()>& on_interrupt = {},
+                                                  const std::function<bool()>& abandon = {});
+  std::expected<void, std::string> signal(const std::string& name);
+
+  // SshEndpoint's on_state: the stream stops with the link and is re-attached on the new one.
+  void link_lost();
+  void link_restored();
+
+  // After follow(): output_dir's plot.svg, metrics.csv, events.jsonl and the newest checkpoint.
+  PulledOutputs pull_outputs();
+  bool saw_done() const;
+  std::optional<std::string> last_checkpoint() const;
+
+ private:
+  void on_record(const run::OutputRecord& record);
+
+  remote::Endpoint& endpoint_;
+  sync::SyncEngine& engine_;
+  TrainSinks sinks_;
+  std::optional<sync::SyncSummary> sync_summary_;
+  TrainLaunch launch_;
+  nlohmann::json config_;
+  std::string run_id_;
+  bool local_host_ = false;
+  std::unique_ptr<run::RunClient> client_;
+  std::unique_ptr<run::RunFollower> follower_;
+
+  mutable std::mutex mu_;
+  LineSplitter stdout_lines_;  // reader thread only
+  bool done_ = false;
+  std::optional<std::string> checkpoint_;
+};
+
+}  // namespace ferry::training
