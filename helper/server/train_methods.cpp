@@ -1,0 +1,246 @@
+// train/start and train/stop for the IDE: ferry-train CONFIG as a run on the project's host
+// (through TrainSession, like `ferry train`), its events as `train/metrics` notifications
+// {runId, event}, and `train/exited` {runId, exitCode|signal, status, outputs, notes} once it has
+// ended and its plot, CSV and newest checkpoint were pulled. Each training has its own agent
+// link and follower thread, so a long run never holds up sync or other requests.
+#include <atomic>
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "helper/remote/endpoint_factory.hpp"
+#include "helper/remote/local_endpoint.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/run/run_exit.hpp"
+#include "helper/server/project_lookup.hpp"
+#include "helper/server/server.hpp"
+#include "helper/sync/sync_engine.hpp"
+#include "helper/train/train_session.hpp"
+#include "protocol/binding_table.hpp"
+#include "protocol/json_reader.hpp"
+#include "protocol/outgoing_requests.hpp"
+
+namespace ferry::server {
+
+namespace p = ferry::protocol;
+namespace fs = std::filesystem;
+using p::json;
+using p::ResponseError;
+
+struct TrainStartParams {
+  std::optional<std::string> path;  // the project (ferry.json or its directory)
+  std::string config;               // the config file: absolute, or relative to the project root
+  bool resume = false;
+  bool sync = true;
+  std::optional<std::string> trainer;  // ferry-train on the box
+};
+
+std::optional<p::DecodeError> from_json(const json& j, TrainStartParams& out, const std::string& ptr) {
+  p::ObjectReader r(j, ptr);
+  r.optional("path", out.path);
+  r.required("config", out.config);
+  r.optional("resume", out.resume);
+  r.optional("sync", out.sync);
+  r.optional("trainer", out.trainer);
+  r.check(!out.config.empty(), "config", "expected the config file's path");
+  return r.error();
+}
+
+struct TrainStopParams {
+  std::string run_id;
+  std::string signal = "INT";
+};
+
+std::optional<p::DecodeError> from_json(const json& j, TrainStopParams& out, const std::string& ptr) {
+  p::ObjectReader r(j, ptr);
+  r.required("runId", out.run_id);
+  r.optional("signal", out.signal);
+  r.check(out.signal == "INT" || out.signal == "TERM" || out.signal == "KILL", "signal", "expected \"INT\", \"TERM\" or \"KILL\"");
+  return r.error();
+}
+
+namespace {
+
+// One training: its own link, engine and follower thread.
+struct Training {
+  std::unique_ptr<remote::Endpoint> endpoint;
+  std::unique_ptr<sync::SyncEngine> engine;  // after endpoint: destroyed before it
+  std::unique_ptr<training::TrainSession> session;
+  std::thread follower;
+  int stop_pipe[2] = {-1, -1};
+  std::atomic<bool> finished{false};
+
+  ~Training() {
+    if (follower.joinable()) follower.join();
+    session.reset();
+    engine.reset();
+    if (endpoint) endpoint->close();
+    for (int fd : stop_pipe)
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+class TrainService {
+ public:
+  TrainService(const ServerOptions& options, p::OutgoingRequests& client) : options_(options), client_(client) {}
+  ~TrainService() {
+    std::lock_guard lock(mu_);
+    // The runs go on on the box (they are runs); only the following stops.
+    for (auto& t : trainings_) {
+      char c = 1;
+      [[maybe_unused]] auto n = ::write(t->stop_pipe[1], &c, 1);
+    }
+    trainings_.clear();
+  }
+
+  std::expected<json, ResponseError> start(const TrainStartParams& params, p::CallContext& ctx) {
+    auto config = lookup_project(params.path, options_);
+    if (!config) return std::unexpected(config.error());
+    const deploy::Mapping& m = config->mappings.front();
+    sync::SyncTarget target;
+    std::error_code ec;
+    target.local_root = fs::weakly_canonical(config->root / m.local, ec);
+    target.host = config->host;
+    target.remote_root = m.remote;
+    target.exclude = config->exclude;
+    target.protect = config->protect;
+
+    auto t = std::make_shared<Training>();
+    if (::pipe2(t->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return std::unexpected(error("cannot make a pipe"));
+    const bool local = config->host == "local";
+    if (local) {
+      remote::LocalEndpointOptions lo;
+      lo.project_name = config->name;
+      if (m.remote.starts_with("/")) lo.root = m.remote;
+      else target.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
+      t->endpoint = std::make_unique<remote::LocalEndpoint>(lo);
+    } else {
+      auto ssh = remote::make_ssh_target("", "", std::nullopt, &*config);
+      if (!ssh) return std::unexpected(ResponseError{p::error_code::kAgentUnavailable, "train/start: " + ssh.error(), {}});
+      auto so = remote::ssh_endpoint_options(*ssh);
+      so.reconnect = true;
+      std::weak_ptr<Training> weak = t;
+      so.on_state = [weak](const remote::HostState& s) {
+        auto live = weak.lock();
+        if (!live || !live->session) return;
+        if (s.state == "reconnecting") live->session->link_lost();
+        else if (s.state == "connected") live->session->link_restored();
+      };
+      t->endpoint = std::make_unique<remote::SshEndpoint>(so);
+    }
+    if (auto info = t->endpoint->connect(); !info) return std::unexpected(info.error());
+    if (ctx.cancelled()) return std::unexpected(p::cancelled_error("train/start"));
+    t->engine = std::make_unique<sync::SyncEngine>(*t->endpoint, target);
+
+    // Set before the run starts: events can arrive before start() returns.
+    auto run_id = std::make_shared<std::string>();
+    auto id_mu = std::make_shared<std::mutex>();
+    auto early = std::make_shared<std::vector<json>>();
+    training::TrainSinks sinks;
+    sinks.on_event = [this, run_id, id_mu, early](const training::TrainEvent& e, std::string_view) {
+      std::lock_guard lock(*id_mu);
+      if (run_id->empty()) early->push_back(e.body);
+      else client_.notify("train/metrics", training::metrics_params(*run_id, e));
+    };
+    sinks.on_stderr = [](std::string_view bytes) { spdlog::debug("ferry-train stderr: {}", bytes); };
+    t->session = std::make_unique<training::TrainSession>(*t->endpoint, *t->engine, sinks);
+
+    training::TrainRequest request;
+    request.config = fs::path(params.config).is_absolute() ? fs::path(params.config) : config->root / params.config;
+    request.resume = params.resume;
+    request.sync = params.sync;
+    request.binary = params.trainer.value_or("");
+    request.local_host = local;
+    request.env = config->env;
+    auto id = t->session->start(request);
+    if (!id) return std::unexpected(ResponseError{p::error_code::kInvalidParams, "train/start: " + id.error(), {}});
+    {
+      std::lock_guard lock(*id_mu);
+      *run_id = *id;
+      for (auto& body : *early) client_.notify("train/metrics", json{{"runId", *id}, {"event", std::move(body)}});
+      early->clear();
+    }
+
+    json result{{"runId", *id}, {"argv", t->session->launch().argv}, {"cwd", t->session->launch().cwd},
+                {"host", config->host}};
+    if (const auto& s = t->session->sync_summary()) result["sync"] = s->to_json();
+
+    Training* raw = t.get();
+    t->follower = std::thread([this, raw, id = *id] { follow(*raw, id); });
+    std::lock_guard lock(mu_);
+    reap_locked();
+    trainings_.push_back(std::move(t));
+    return result;
+  }
+
+  std::expected<json, ResponseError> stop(const TrainStopParams& params) {
+    std::lock_guard lock(mu_);
+    for (auto& t : trainings_) {
+      if (t->session && t->session->run_id() == params.run_id && !t->finished) {
+        auto sent = t->session->signal(params.signal);
+        if (!sent) return std::unexpected(error("train/stop: " + sent.error()));
+        return json::object();
+      }
+    }
+    return std::unexpected(ResponseError{p::error_code::kInvalidParams,
+                                         "train/stop: no training " + params.run_id + " is being followed by this server", {}});
+  }
+
+ private:
+  static ResponseError error(std::string message) { return ResponseError{p::error_code::kIoError, std::move(message), {}}; }
+
+  void follow(Training& t, const std::string& id) {
+    bool abandoned = false;
+    auto exit = t.session->follow(t.stop_pipe[0], [&] { abandoned = true; }, [&] { return abandoned; });
+    json done{{"runId", id}};
+    if (!exit) {
+      done["error"] = exit.error();
+    } else {
+      if (exit->exit_code) done["exitCode"] = *exit->exit_code;
+      if (exit->signal) done["signal"] = *exit->signal;
+      done["status"] = run::exit_status(*exit);
+      if (t.session->saw_done() || t.session->last_checkpoint()) {
+        auto pulled = t.session->pull_outputs();
+        json files = json::array();
+        for (const auto& f : pulled.files) files.push_back(f.string());
+        done["outputs"] = files;
+        if (!pulled.notes.empty()) done["notes"] = pulled.notes;
+      }
+    }
+    if (!abandoned) client_.notify("train/exited", std::move(done));
+    t.finished = true;
+  }
+
+  // Trainings that ended are dropped when the next one starts.
+  void reap_locked() {
+    trainings_.remove_if([](const std::shared_ptr<Training>& t) { return t->finished.load(); });
+  }
+
+  const ServerOptions& options_;
+  p::OutgoingRequests& client_;
+  std::mutex mu_;
+  std::list<std::shared_ptr<Training>> trainings_;
+};
+
+}  // namespace
+
+void bind_train_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client) {
+  auto service = std::make_shared<TrainService>(options, client);
+  table.request<TrainStartParams, json>(
+      "train/start", [service](const TrainStartParams& params, p::CallContext& ctx) { return service->start(params, ctx); },
+      p::Execution::worker);
+  table.request<TrainStopParams, json>(
+      "train/stop", [service](const TrainStopParams& params, p::CallContext&) { return service->stop(params); },
+      p::Execution::worker);
+  table.reserve_name("train/metrics");
+  table.reserve_name("train/exited");
+}
+
+}  // namespace ferry::server
