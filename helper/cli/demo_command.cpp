@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <vector>
 
 #include <sys/wait.h>
@@ -17,6 +18,10 @@
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "helper/run/run_exit.hpp"
+#include "helper/train/train_launch.hpp"
+#include "helper/train/train_progress.hpp"
+#include "helper/train/train_session.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -66,6 +71,59 @@ void run_demo_sync(const deploy::ProjectConfig& config, remote::Endpoint& endpoi
     }
     std::cout << fmt::format("  {:<12}{}\n", std::string(label) + " sync", s->one_line());
   }
+  std::cout << "\n";
+}
+
+// Trains samples/train/quick.json on the local host through the agent, as `ferry train` does
+// (a run, its events, the outputs pulled back), and shows where the plot landed.
+void run_demo_train(const deploy::ProjectConfig& config, remote::Endpoint& endpoint) {
+  const deploy::Mapping& m = config.mappings.front();
+  const fs::path sample = config.root / "train" / "quick.json";
+  if (config.host != "local" || !m.remote.starts_with("~") || !fs::is_regular_file(sample)) return;
+  if (auto found = training::find_local_train_binary(); !found) {
+    std::cout << "Train    skipped: ferry-train was not built (cmake -DFERRY_WITH_TORCH=ON)\n\n";
+    return;
+  }
+  sync::SyncTarget target;
+  std::error_code ec;
+  target.local_root = fs::weakly_canonical(config.root / m.local, ec);
+  target.remote_base = m.remote.substr(m.remote.size() > 1 ? 2 : 1);
+  target.host = config.host;
+  target.remote_root = m.remote;
+  target.exclude = config.exclude;
+  target.protect = config.protect;
+  sync::SyncEngine engine(endpoint, target);
+  training::TrainProgress progress;
+  std::mutex mu;
+  training::TrainSinks sinks;
+  sinks.on_event = [&](const training::TrainEvent& e, std::string_view) {
+    std::lock_guard lock(mu);
+    for (const auto& line : progress.on_event(e)) std::cout << "  " << line << "\n";
+    if (e.kind == "step" && progress.step() == progress.total_steps()) std::cout << "  " << progress.bar(90) << "\n";
+  };
+  training::TrainSession session(endpoint, engine, sinks);
+  training::TrainRequest request;
+  request.config = sample;
+  request.local_host = true;
+  request.env = config.env;
+  std::cout << "Train    ferry train " << sample.string() << " (ferry-train on CPU, as a run)\n";
+  const auto t0 = std::chrono::steady_clock::now();
+  auto id = session.start(request);
+  if (!id) {
+    std::cout << "  failed: " << id.error() << "\n\n";
+    return;
+  }
+  auto exit = session.follow();
+  if (!exit) {
+    std::cout << "  failed: " << exit.error() << "\n\n";
+    return;
+  }
+  const auto pulled = session.pull_outputs();
+  row("run", fmt::format("{}: {} in {:.1f} s", *id, run::describe(*exit),
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  for (const auto& f : pulled.files)
+    if (f.filename() == "plot.svg") row("plot", f.string());
+  for (const auto& n : pulled.notes) row("note", n);
   std::cout << "\n";
 }
 
@@ -137,6 +195,7 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   if (!escape) row("fs/stat ..", "refused: " + escape.error().message);
   std::cout << "\n";
   run_demo_sync(*config, endpoint, fs::path(info->root));
+  run_demo_train(*config, endpoint);
 
   endpoint.close();
   std::cout << "Closed   ";
