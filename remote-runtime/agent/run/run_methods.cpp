@@ -9,7 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -75,11 +77,17 @@ std::optional<int> parse_signal(const json& s) {
     return std::nullopt;
   }
   if (!s.is_string()) return std::nullopt;
-  std::string name = s.get<std::string>();
+  std::string name;
+  for (char c : s.get<std::string>()) name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (name.starts_with("SIG")) name = name.substr(3);
-  static const std::pair<const char*, int> kNames[] = {{"INT", SIGINT},   {"TERM", SIGTERM}, {"KILL", SIGKILL},
-                                                      {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
-                                                      {"USR2", SIGUSR2}};
+  if (!name.empty() && name.size() <= 3 && std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    int n = std::stoi(name);
+    return n >= 1 && n < NSIG ? std::optional(n) : std::nullopt;
+  }
+  // The contract's seven, plus the job-control ones a helper may pass through from the user.
+  static const std::pair<const char*, int> kNames[] = {
+      {"INT", SIGINT},   {"TERM", SIGTERM}, {"KILL", SIGKILL}, {"HUP", SIGHUP},   {"QUIT", SIGQUIT},  {"USR1", SIGUSR1},
+      {"USR2", SIGUSR2}, {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"WINCH", SIGWINCH}};
   for (const auto& [n, v] : kNames)
     if (name == n) return v;
   return std::nullopt;
@@ -345,7 +353,7 @@ Response RunMethods::start(const protocol::Request& r) {
     if (eq != std::string_view::npos) env[std::string(s.substr(0, eq))] = std::string(s.substr(eq + 1));
   }
   json env_keys = json::array();
-  if (auto it = p.find("env"); it != p.end()) {
+  if (auto it = p.find("env"); it != p.end() && !it->is_null()) {
     if (!it->is_object()) return bad(r, "env must be an object of strings");
     for (const auto& [k, v] : it->items()) {
       if (!v.is_string() || k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos ||
@@ -454,7 +462,7 @@ Response RunMethods::signal(const protocol::Request& r) {
   auto id = string_param(r.params, "id");
   if (!id) return bad(r, "id must be a string");
   auto sig = r.params.contains("signal") ? parse_signal(r.params["signal"]) : std::nullopt;
-  if (!sig) return bad(r, "signal must be INT, TERM, KILL, HUP, QUIT, USR1, USR2 or a signal number");
+  if (!sig) return bad(r, "signal must be INT, TERM, KILL, HUP, QUIT, USR1, USR2, CONT, STOP, TSTP, WINCH or a signal number");
   auto run = store_.find(*id);
   if (!run) return bad(r, run.error());
   auto status = read_status(*run);

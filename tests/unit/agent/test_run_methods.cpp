@@ -274,6 +274,18 @@ BOOST_AUTO_TEST_CASE(sigterm_to_the_group_reports_signal_15) {
   BOOST_TEST(again.code == ec::kInvalidParams);
   BOOST_TEST(again.message.find("has exited") != std::string::npos, again.message);
   BOOST_TEST(a.call_error("run/signal", {{"id", id}, {"signal", "BOGUS"}}).code == ec::kInvalidParams);
+  BOOST_TEST(a.call_error("run/signal", {{"id", id}, {"signal", 0}}).code == ec::kInvalidParams);
+  // Names are case-insensitive, with or without SIG; numbers as strings work too.
+  for (const char* name : {"sigusr1", "Usr1", "10"}) {
+    std::string id2 = a.start("trap 'echo got-usr1; exit 0' USR1; echo armed; while :; do sleep 1; done");
+    a.call("run/attach", {{"id", id2}, {"offset", 0}});
+    BOOST_REQUIRE(a.notes.wait_text(id2, "armed"));
+    a.call("run/signal", {{"id", id2}, {"signal", name}});
+    auto e2 = a.notes.wait_exited(id2);
+    BOOST_REQUIRE(e2.has_value());
+    BOOST_TEST((*e2)["exitCode"] == 0, name);
+    BOOST_TEST(a.notes.text(id2).find("got-usr1") != std::string::npos, name);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(env_and_cwd_and_meta_keeps_env_keys_only) {
