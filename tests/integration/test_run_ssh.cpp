@@ -1,0 +1,347 @@
+// `ferry run`, `attach`, `logs`, `runs` and `kill` as real processes against a real sshd and the
+// real agent: stdout and stderr apart and exact (large, binary), exit codes and signals, env and
+// cwd, Ctrl-C escalation, --tty, and a run that outlives its SSH link: the CLI reconnects and
+// re-attaches with nothing lost or doubled, and a fresh `ferry attach` yields exactly the bytes
+// the run wrote (by the sha256 the script computed on the box).
+#define BOOST_TEST_MODULE run_ssh
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ferry::test::SshdFixture;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+// ferry as a child: stdout and stderr on their own pipes, read by a thread into strings that
+// waits can watch; stdin from a pipe the test writes (or /dev/null).
+class Ferry {
+ public:
+  Ferry(const fs::path& cwd, const std::vector<std::string>& args, bool stdin_pipe = false) {
+    int out[2], err[2], in[2];
+    if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(in, O_CLOEXEC)) throw std::runtime_error("pipe2");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);  // our SIGINTs reach ferry only, as a terminal's would reach its job
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      if (stdin_pipe) ::dup2(in[0], 0);
+      else {
+        int null = ::open("/dev/null", O_RDONLY);
+        ::dup2(null, 0);
+      }
+      if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+      std::vector<char*> argv{const_cast<char*>(FERRY_BIN)};
+      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(FERRY_BIN, argv.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    ::close(err[1]);
+    ::close(in[0]);
+    if (stdin_pipe) stdin_ = in[1];
+    else ::close(in[1]);
+    reader_ = std::thread([this, o = out[0], e = err[0]] { read_loop(o, e); });
+  }
+  ~Ferry() {
+    if (stdin_ >= 0) ::close(stdin_);
+    if (pid_ > 0 && !status_) {
+      ::kill(pid_, SIGKILL);
+      int st;
+      ::waitpid(pid_, &st, 0);
+    }
+    if (reader_.joinable()) reader_.join();
+  }
+
+  void write_stdin(const std::string& s) { BOOST_REQUIRE(::write(stdin_, s.data(), s.size()) == static_cast<ssize_t>(s.size())); }
+  void close_stdin() {
+    ::close(stdin_);
+    stdin_ = -1;
+  }
+  void signal(int s) { ::kill(pid_, s); }
+
+  // Waits until stdout (or stderr) holds `what` or `limit` passes.
+  bool wait_out(const std::string& what, std::chrono::milliseconds limit = 30s, bool on_stderr = false) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, limit, [&] { return (on_stderr ? err_ : out_).find(what) != std::string::npos || eof_; }) &&
+           (on_stderr ? err_ : out_).find(what) != std::string::npos;
+  }
+  bool wait_out_size(std::size_t n, std::chrono::milliseconds limit = 30s) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, limit, [&] { return out_.size() >= n || eof_; }) && out_.size() >= n;
+  }
+  // The exit status (WEXITSTATUS, or -1), after both pipes reached EOF; kills after `limit`.
+  int wait(std::chrono::milliseconds limit = 60s) {
+    {
+      std::unique_lock lock(mutex_);
+      if (!cv_.wait_for(lock, limit, [&] { return eof_; })) ::kill(pid_, SIGKILL);
+    }
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    status_ = st;
+    if (reader_.joinable()) reader_.join();
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  std::string out() {
+    std::lock_guard lock(mutex_);
+    return out_;
+  }
+  std::string err() {
+    std::lock_guard lock(mutex_);
+    return err_;
+  }
+
+ private:
+  void read_loop(int o, int e) {
+    pollfd fds[2] = {{o, POLLIN, 0}, {e, POLLIN, 0}};
+    int open = 2;
+    char buf[65536];
+    while (open > 0) {
+      if (::poll(fds, 2, -1) < 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].fd < 0 || !fds[i].revents) continue;
+        ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+        std::lock_guard lock(mutex_);
+        if (n <= 0) {
+          ::close(fds[i].fd);
+          fds[i].fd = -1;
+          --open;
+        } else {
+          (i == 0 ? out_ : err_).append(buf, static_cast<std::size_t>(n));
+        }
+        cv_.notify_all();
+      }
+    }
+    std::lock_guard lock(mutex_);
+    eof_ = true;
+    cv_.notify_all();
+  }
+
+  pid_t pid_ = -1;
+  int stdin_ = -1;
+  std::optional<int> status_;
+  std::thread reader_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::string out_, err_;
+  bool eof_ = false;
+};
+
+// A project on the fixture's box: mapping "." -> ~/proj, the Debian python (it has hashlib).
+struct Project {
+  SshdFixture sshd;
+  ferry::test::TempDir dir{"ferry-run-ssh"};
+  Project() {
+    sshd.trust_host_key();
+    nlohmann::json cfg{{"name", "runs"},
+                       {"host", sshd.alias()},
+                       {"sshConfig", sshd.ssh_config().string()},
+                       {"interpreter", "/usr/bin/python3 -u"},
+                       {"env", {{"FROM_CONFIG", "yes"}, {"OVERRIDDEN", "config"}}},
+                       {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}};
+    ferry::test::write_file(dir / "ferry.json", cfg.dump());
+  }
+  fs::path remote() const { return sshd.home() / "proj"; }
+  std::vector<nlohmann::json> runs() {
+    Ferry f(dir.path(), {"runs", "--json"});
+    BOOST_REQUIRE(f.wait() == 0);
+    auto out = f.out();
+    auto j = nlohmann::json::parse(out);
+    return std::vector<nlohmann::json>(j.begin(), j.end());
+  }
+};
+
+std::string pattern(std::size_t n, int seed) {
+  std::string s(n, '\0');
+  std::uint32_t x = 2463534242u + static_cast<std::uint32_t>(seed);
+  for (auto& c : s) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c = static_cast<char>(x & 0xff);
+  }
+  return s;
+}
+
+std::string sha256_of(const std::string& bytes, const fs::path& scratch) {
+  ferry::test::write_file(scratch, bytes);
+  auto out = ferry::test::run_command("sha256sum '" + scratch.string() + "'");
+  return out.substr(0, 64);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(streams_exit_codes_env_cwd_and_binary_output) {
+  Project p;
+  ferry::test::write_file(p.dir / "sub" / "show.py",
+                          "import os, sys\n"
+                          "print('cwd', os.getcwd())\n"
+                          "print('env', os.environ['FROM_CONFIG'], os.environ['OVERRIDDEN'], os.environ['PYTHONPATH'])\n"
+                          "print('warn 1', file=sys.stderr)\n"
+                          "print('args', sys.argv[1:])\n"
+                          "print('warn 2', file=sys.stderr)\n"
+                          "sys.exit(7)\n");
+  // The script runs from the synced tree with cwd sub/, config env overridden by --env.
+  Ferry run(p.dir.path(), {"run", "--env", "OVERRIDDEN=cli", "--cwd", "sub", "--", "show.py", "a b", "c"});
+  int rc = run.wait();
+  BOOST_TEST(rc == 7, run.err());
+  std::string root = p.remote().string();
+  BOOST_TEST(run.out() == "cwd " + root + "/sub\nenv yes cli " + root + "\nargs ['a b', 'c']\n");
+  BOOST_TEST(run.err().find("warn 1\nwarn 2\n") != std::string::npos, run.err());
+  BOOST_TEST(run.err().find("synced") != std::string::npos);  // the sync ran first
+
+  // 3 MiB of binary on stdout, 64 KiB + 1 on stderr: byte-exact on each stream.
+  std::string big = pattern(3 << 20, 1), small = pattern((64 << 10) + 1, 2);
+  ferry::test::write_file(p.dir / "big.bin", big);
+  ferry::test::write_file(p.dir / "small.bin", small);
+  Ferry cat(p.dir.path(), {"run", "--", "sh", "-c", "cat big.bin; cat small.bin >&2"});
+  BOOST_TEST(cat.wait() == 0, cat.err().substr(0, 300));
+  BOOST_TEST((cat.out() == big));
+  BOOST_TEST(cat.err().size() >= small.size());
+  BOOST_TEST((cat.err().substr(cat.err().size() - small.size()) == small));
+
+  // A signal is 128+N; piped stdin is forwarded, then EOF.
+  Ferry killed(p.dir.path(), {"run", "--no-sync", "--", "sh", "-c", "kill -KILL $$"});
+  BOOST_TEST(killed.wait() == 137);
+  Ferry piped(p.dir.path(), {"run", "--no-sync", "--", "tr", "a-z", "A-Z"}, true);
+  piped.write_stdin("hello ");
+  piped.write_stdin("ferry\n");
+  piped.close_stdin();
+  BOOST_TEST(piped.wait() == 0, piped.err());
+  BOOST_TEST(piped.out() == "HELLO FERRY\n");
+
+  // logs: the same bytes again, per stream; unknown ids exit 2.
+  auto runs = p.runs();
+  BOOST_REQUIRE(runs.size() >= 4u);
+  std::string cat_id;
+  for (const auto& r : runs)
+    if (r["argv"].size() == 3 && r["argv"][2].get<std::string>().starts_with("cat big")) cat_id = r["id"];
+  BOOST_REQUIRE(!cat_id.empty());
+  Ferry logs(p.dir.path(), {"logs", cat_id});
+  BOOST_TEST(logs.wait() == 0);
+  BOOST_TEST((logs.out() == big));
+  BOOST_TEST((logs.err() == small));
+  Ferry errs(p.dir.path(), {"logs", cat_id, "--stderr-only"});
+  BOOST_TEST(errs.wait() == 0);
+  BOOST_TEST((errs.out() == small));
+  Ferry unknown(p.dir.path(), {"attach", "20990101-000000-beef"});
+  BOOST_TEST(unknown.wait() == 2);
+  BOOST_TEST(unknown.err().find("20990101-000000-beef") != std::string::npos, unknown.err());
+  Ferry table(p.dir.path(), {"runs"});
+  BOOST_TEST(table.wait() == 0);
+  BOOST_TEST(table.out().find("SIGKILL") != std::string::npos, table.out());
+  BOOST_TEST(table.out().find(cat_id) != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_escalates_int_term_kill) {
+  Project p;
+  // Ignores INT and TERM (saying so), so only the third Ctrl-C (KILL) ends it.
+  ferry::test::write_file(p.dir / "stubborn.py",
+                          "import signal, sys, time\n"
+                          "def note(s, f): print('got', signal.Signals(s).name, flush=True)\n"
+                          "signal.signal(signal.SIGINT, note)\n"
+                          "signal.signal(signal.SIGTERM, note)\n"
+                          "print('ready', flush=True)\n"
+                          "while True: signal.pause()\n");
+  Ferry run(p.dir.path(), {"run", "--", "stubborn.py"});
+  BOOST_REQUIRE_MESSAGE(run.wait_out("ready\n"), run.err());
+  run.signal(SIGINT);
+  BOOST_REQUIRE_MESSAGE(run.wait_out("got SIGINT\n"), run.err());
+  BOOST_TEST(run.err().find("press Ctrl-C again to send SIGTERM") != std::string::npos);
+  run.signal(SIGINT);
+  BOOST_REQUIRE_MESSAGE(run.wait_out("got SIGTERM\n"), run.err());
+  run.signal(SIGINT);
+  BOOST_TEST(run.wait() == 137, run.err());
+  BOOST_TEST(run.err().find("sent SIGKILL to run") != std::string::npos, run.err());
+
+  // ferry kill from another process; --detach returns the id at once.
+  Ferry detached(p.dir.path(), {"run", "--detach", "--no-sync", "--", "stubborn.py"});
+  BOOST_REQUIRE(detached.wait() == 0);
+  std::string id = detached.out().substr(0, detached.out().find('\n'));
+  BOOST_TEST(id.size() == 20u, id);
+  Ferry attach(p.dir.path(), {"attach", id});
+  BOOST_REQUIRE_MESSAGE(attach.wait_out("ready\n"), attach.err());
+  Ferry kill(p.dir.path(), {"kill", id, "--signal", "USR1"});
+  BOOST_TEST(kill.wait() == 0, kill.err());
+  BOOST_TEST(attach.wait() == 128 + SIGUSR1);
+  Ferry gone(p.dir.path(), {"kill", "20990101-000000-beef"});
+  BOOST_TEST(gone.wait() == 2);
+}
+
+BOOST_AUTO_TEST_CASE(tty_gives_the_run_a_terminal) {
+  Project p;
+  Ferry run(p.dir.path(),
+            {"run", "--tty", "--", "-c", "import os, sys; print('tty', os.isatty(0), os.isatty(1)); print('line', input())"}, true);
+  BOOST_REQUIRE_MESSAGE(run.wait_out("tty True True"), run.err());
+  run.write_stdin("typed\n");
+  BOOST_TEST(run.wait() == 0, run.err());
+  BOOST_TEST(run.out().find("line typed") != std::string::npos, run.out());
+  BOOST_TEST(run.err().find("warn") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_run_survives_a_dropped_link_and_resumes_exactly) {
+  Project p;
+  // Writes part one, then waits on a FIFO the test controls, then part two; records the sha256
+  // of everything it wrote on the box.
+  ferry::test::write_file(p.dir / "writer.py",
+                          "import hashlib, os, sys\n"
+                          "def pattern(n, seed):\n"
+                          "    x = 2463534242 + seed; out = bytearray(n)\n"
+                          "    for i in range(n):\n"
+                          "        x ^= (x << 13) & 0xffffffff; x ^= x >> 17; x ^= (x << 5) & 0xffffffff; out[i] = x & 0xff\n"
+                          "    return bytes(out)\n"
+                          "one, two = pattern(300000, 3), pattern(500000, 4)\n"
+                          "sys.stdout.buffer.write(one); sys.stdout.buffer.flush()\n"
+                          "with open('gate') as g: g.read()\n"
+                          "sys.stdout.buffer.write(two); sys.stdout.buffer.flush()\n"
+                          "open('written.sha256', 'w').write(hashlib.sha256(one + two).hexdigest())\n");
+  // The FIFO lives on the box (the fixture's home is on this machine).
+  fs::create_directories(p.remote());
+  BOOST_REQUIRE(::mkfifo((p.remote() / "gate").c_str(), 0600) == 0);
+
+  Ferry run(p.dir.path(), {"run", "--", "writer.py"});
+  BOOST_REQUIRE_MESSAGE(run.wait_out_size(300000, 60s), run.err());
+  p.sshd.kill_all();  // the agent and the SSH session die; the supervisor is in its own session
+  BOOST_REQUIRE_MESSAGE(run.wait_out("lost the connection", 30s, true), run.err());
+  p.sshd.start();
+  {
+    int gate = ::open((p.remote() / "gate").c_str(), O_WRONLY);  // blocks until the script reads
+    BOOST_REQUIRE(gate >= 0);
+    ::close(gate);
+  }
+  int rc = run.wait(120s);
+  BOOST_TEST(rc == 0, run.err());
+  BOOST_TEST(run.err().find("reconnected") != std::string::npos, run.err());
+  std::string written_hash = ferry::test::read_file(p.remote() / "written.sha256");
+  BOOST_REQUIRE_EQUAL(written_hash.size(), 64u);
+  // The live CLI: neither lost nor doubled across the reconnect.
+  BOOST_TEST(run.out().size() == 800000u);
+  BOOST_TEST(sha256_of(run.out(), p.dir / "live.out") == written_hash);
+
+  auto runs = p.runs();
+  BOOST_REQUIRE(!runs.empty());
+  std::string id = runs.front()["id"];  // newest first
+  BOOST_TEST(runs.front()["state"] == "exited");
+  Ferry attach(p.dir.path(), {"attach", id});
+  BOOST_TEST(attach.wait() == 0, attach.err());
+  BOOST_TEST(sha256_of(attach.out(), p.dir / "attach.out") == written_hash);
+}
