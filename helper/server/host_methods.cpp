@@ -118,6 +118,7 @@ std::expected<p::HostConnectResult, p::ResponseError> HostSession::connect(const
     return std::unexpected(p::cancelled_error(p::method::kHostConnect));
   }
   p::HostConnectResult result{config.host, info->version, info->protocol_version, info->root, info->os, info->arch};
+  open_project_tunnels(*endpoint, config);
   adopt(std::move(endpoint));
   return result;
 }
@@ -172,6 +173,7 @@ std::expected<p::HostConnectResult, p::ResponseError> HostSession::connect_ssh(c
     return std::unexpected(p::cancelled_error(p::method::kHostConnect));
   }
   p::HostConnectResult result{target->host, info->version, info->protocol_version, info->root, info->os, info->arch};
+  open_project_tunnels(*endpoint, config);
   adopt(std::move(endpoint));
   return result;
 }

@@ -35,6 +35,12 @@ class HostSession {
   void close();
 
   protocol::OutgoingRequests& client() { return client_; }
+  // Runs fn(remote::Endpoint*) under the session's lock (nullptr before host/connect): tunnel/*.
+  template <class F>
+  auto with_endpoint(F&& fn) {
+    std::lock_guard lock(mutex_);
+    return fn(endpoint_.get());
+  }
 
  private:
   std::expected<protocol::HostConnectResult, protocol::ResponseError> connect_ssh(
@@ -45,6 +51,11 @@ class HostSession {
   std::mutex mutex_;
   std::unique_ptr<remote::Endpoint> endpoint_;
 };
+
+// Opens ferry.json's tunnels on a fresh endpoint (tunnel_methods.cpp); a tunnel that fails is
+// logged and skipped, the connection stands.
+void open_project_tunnels(remote::Endpoint& endpoint, const deploy::ProjectConfig& config);
+void bind_tunnel_methods(protocol::BindingTable& table, HostSession& session);
 
 void bind_host_methods(protocol::BindingTable& table, const ServerOptions& options, HostSession& session);
 void bind_doctor_methods(protocol::BindingTable& table, const ServerOptions& options, HostSession& session);

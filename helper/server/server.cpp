@@ -25,6 +25,7 @@ Server::Server(ServerOptions options) : options_(std::move(options)), client_(st
   bind_project_methods(table_, options_);
   bind_host_methods(table_, options_, *host_);
   bind_doctor_methods(table_, options_, *host_);
+  bind_tunnel_methods(table_, *host_);
   bind_sync_methods(table_, options_, *client_);
   bind_train_methods(table_, options_, *client_);
   if (options_.test_methods) bind_test_methods();

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Tunnel benchmark: ferry's local forward vs `ssh -L` (default cipher, and aes128-ctr + hmac-sha2-256)
+# on the same loopback sshd: 1 and 8 streams up and down, and 64-byte echo round trips.
+#   bench/tunnel/run.sh [MIB_PER_STREAM [ECHOES]]   (default 256 1000; FERRY_BUILD_DIR picks the build, default build/)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+cmake --build "$BUILD" --target bench_tunnel >&2
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(ssh -V 2>&1); date: $(date -u +%FT%TZ)" >&2
+"$BUILD/tests/integration/bench_tunnel" "${1:-256}" "${2:-1000}"

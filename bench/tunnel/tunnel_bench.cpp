@@ -1,0 +1,244 @@
+// bench/tunnel: throughput (1 and 8 streams, upload to a discard server and download from a source
+// server) and latency (sequential small echo round trips) through a ferry local tunnel vs `ssh -L`
+// on the same loopback sshd, with ssh's default cipher and with aes128-ctr + hmac-sha2-256 (what
+// libssh2 1.10 can negotiate). The ferry tunnel is SshEndpoint::open_forward, the code path of
+// `ferry tunnel`, in this process; ssh runs as its own process. Payloads are generated in memory.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "helper/remote/ssh_endpoint.hpp"
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/tcp_peers.hpp"
+
+using namespace ferry;
+using namespace ferry::test;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// The "remote" servers: discard (reads to EOF, answers the byte count), source (sends the count
+// it is asked for), echo. One thread per connection.
+class BenchServer {
+ public:
+  enum class Kind { kDiscard, kSource, kEcho };
+  explicit BenchServer(Kind kind) : kind_(kind) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 128);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    std::thread([this] {
+      for (;;) {
+        int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        std::thread([this, c] { serve(c); }).detach();
+      }
+    }).detach();
+  }
+  int port() const { return port_; }
+
+ private:
+  void serve(int c) {
+    int one = 1;
+    ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::vector<char> buf(256 << 10);
+    if (kind_ == Kind::kDiscard) {
+      std::uint64_t total = 0;
+      for (ssize_t n; (n = ::recv(c, buf.data(), buf.size(), 0)) > 0;) total += static_cast<std::uint64_t>(n);
+      write_all_fd(c, std::string_view(reinterpret_cast<char*>(&total), 8));
+    } else if (kind_ == Kind::kSource) {
+      std::uint64_t want = 0;
+      auto got = read_exactly(c, 8, 60s);
+      std::memcpy(&want, got.data(), 8);
+      std::fill(buf.begin(), buf.end(), 'x');
+      while (want > 0) {
+        auto n = std::min<std::uint64_t>(want, buf.size());
+        if (!write_all_fd(c, std::string_view(buf.data(), n))) break;
+        want -= n;
+      }
+    } else {
+      for (ssize_t n; (n = ::recv(c, buf.data(), buf.size(), 0)) > 0;)
+        if (!write_all_fd(c, std::string_view(buf.data(), static_cast<std::size_t>(n)))) break;
+    }
+    ::shutdown(c, SHUT_WR);
+    while (::recv(c, buf.data(), buf.size(), 0) > 0) {
+    }
+    ::close(c);
+  }
+  Kind kind_;
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+double upload(int port, std::uint64_t bytes) {
+  int fd = tcp_connect("127.0.0.1", port);
+  if (fd < 0) throw std::runtime_error("upload: connect failed");
+  std::string chunk(256 << 10, 'u');
+  auto t0 = Clock::now();
+  for (std::uint64_t left = bytes; left > 0;) {
+    auto n = std::min<std::uint64_t>(left, chunk.size());
+    if (!write_all_fd(fd, std::string_view(chunk.data(), n))) throw std::runtime_error("upload: write failed");
+    left -= n;
+  }
+  ::shutdown(fd, SHUT_WR);
+  auto reply = read_exactly(fd, 8, 300s);
+  auto secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ::close(fd);
+  std::uint64_t got = 0;
+  std::memcpy(&got, reply.data(), 8);
+  if (got != bytes) throw std::runtime_error("upload: the server counted " + std::to_string(got));
+  return secs;
+}
+
+double download(int port, std::uint64_t bytes) {
+  int fd = tcp_connect("127.0.0.1", port);
+  if (fd < 0) throw std::runtime_error("download: connect failed");
+  auto t0 = Clock::now();
+  write_all_fd(fd, std::string_view(reinterpret_cast<char*>(&bytes), 8));
+  std::vector<char> buf(256 << 10);
+  std::uint64_t total = 0;
+  for (ssize_t n; (n = ::recv(fd, buf.data(), buf.size(), 0)) > 0;) total += static_cast<std::uint64_t>(n);
+  auto secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  ::close(fd);
+  if (total != bytes) throw std::runtime_error("download: got " + std::to_string(total));
+  return secs;
+}
+
+// MB/s (10^6) over `streams` parallel transfers of `bytes` each, wall clock.
+double throughput(int port, int streams, std::uint64_t bytes, bool up) {
+  auto t0 = Clock::now();
+  std::vector<std::future<double>> all;
+  for (int i = 0; i < streams; ++i)
+    all.push_back(std::async(std::launch::async, [=] { return up ? upload(port, bytes) : download(port, bytes); }));
+  for (auto& f : all) f.get();
+  auto secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  return static_cast<double>(bytes) * streams / secs / 1e6;
+}
+
+// Median round trip in microseconds over `n` sequential 64-byte echoes on one connection.
+double latency_us(int port, int n) {
+  int fd = tcp_connect("127.0.0.1", port);
+  if (fd < 0) throw std::runtime_error("echo: connect failed");
+  std::string msg(64, 'e');
+  std::vector<double> rtts;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = Clock::now();
+    write_all_fd(fd, msg);
+    read_exactly(fd, msg.size(), 30s);
+    rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  ::close(fd);
+  std::sort(rtts.begin(), rtts.end());
+  return rtts[rtts.size() / 2];
+}
+
+// `ssh -N -L` in the background; killed at scope end.
+struct SshForward {
+  pid_t pid = -1;
+  int port = 0;
+  SshForward(const SshdFixture& f, int target, const std::vector<std::string>& extra) {
+    port = pick_free_port();
+    std::vector<std::string> argv{"/usr/bin/ssh", "-F", f.ssh_config().string(), "-N", "-o", "ExitOnForwardFailure=yes",
+                                  "-L", "127.0.0.1:" + std::to_string(port) + ":127.0.0.1:" + std::to_string(target)};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back(f.alias());
+    pid = ::fork();
+    if (pid == 0) {
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    if (!wait_for_port(port, 10s)) throw std::runtime_error("ssh -L did not start listening");
+  }
+  ~SshForward() {
+    ::kill(pid, SIGTERM);
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
+struct Row {
+  std::string name;
+  double up1 = 0, up8 = 0, down1 = 0, down8 = 0, rtt = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::uint64_t mib = argc > 1 ? std::stoull(argv[1]) : 256;
+  int echoes = argc > 2 ? std::stoi(argv[2]) : 1000;
+  std::uint64_t bytes = mib << 20;
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  BenchServer discard(BenchServer::Kind::kDiscard), source(BenchServer::Kind::kSource), echo(BenchServer::Kind::kEcho);
+
+  remote::SshEndpointOptions o;
+  o.host = sshd.alias();
+  o.ssh_config = sshd.ssh_config().string();
+  o.remote_root = "~/project";
+  o.agent_binary = FERRY_AGENT_PATH;
+  o.session.agent_socket = "";
+  o.on_state = [](const remote::HostState&) {};
+  remote::SshEndpoint e(o);
+  if (auto info = e.connect(30s); !info) {
+    std::cerr << "connect: " << info.error().message << "\n";
+    return 1;
+  }
+  auto open = [&](int target) {
+    remote::ForwardSpec s;
+    s.remote_host = "127.0.0.1";
+    s.remote_port = target;
+    auto f = e.open_forward(s);
+    if (!f) throw std::runtime_error(f.error().message);
+    return f->bound_port;
+  };
+  auto measure = [&](const std::string& name, int up_port, int down_port, int echo_port) {
+    Row r{name};
+    r.up1 = throughput(up_port, 1, bytes, true);
+    r.up8 = throughput(up_port, 8, bytes, true);
+    r.down1 = throughput(down_port, 1, bytes, false);
+    r.down8 = throughput(down_port, 8, bytes, false);
+    r.rtt = latency_us(echo_port, echoes);
+    std::fprintf(stderr, "%-36s up1 %7.1f  up8 %7.1f  down1 %7.1f  down8 %7.1f MB/s  rtt %7.1f us\n", name.c_str(), r.up1,
+                 r.up8, r.down1, r.down8, r.rtt);
+    return r;
+  };
+  std::vector<Row> rows;
+  rows.push_back(measure("ferry tunnel (aes128-ctr, hmac-sha2-256)", open(discard.port()), open(source.port()), open(echo.port())));
+  {
+    SshForward a(sshd, discard.port(), {}), b(sshd, source.port(), {}), c(sshd, echo.port(), {});
+    rows.push_back(measure("ssh -L (default cipher)", a.port, b.port, c.port));
+  }
+  {
+    std::vector<std::string> ctr{"-c", "aes128-ctr", "-m", "hmac-sha2-256"};
+    SshForward a(sshd, discard.port(), ctr), b(sshd, source.port(), ctr), c(sshd, echo.port(), ctr);
+    rows.push_back(measure("ssh -L -c aes128-ctr -m hmac-sha2-256", a.port, b.port, c.port));
+  }
+  std::printf("| path | upload 1 stream MB/s | upload 8 streams MB/s | download 1 stream MB/s | download 8 streams MB/s | echo RTT median us |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const auto& r : rows)
+    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r.name.c_str(), r.up1, r.up8, r.down1, r.down8, r.rtt);
+  std::printf("\nratios ferry / ssh (throughput: higher is better, target >= 0.8; latency: lower is better, target <= 1.2)\n\n");
+  std::printf("| vs | upload 1 | upload 8 | download 1 | download 8 | latency |\n|---|---|---|---|---|---|\n");
+  for (std::size_t i = 1; i < rows.size(); ++i)
+    std::printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rows[i].name.c_str(), rows[0].up1 / rows[i].up1,
+                rows[0].up8 / rows[i].up8, rows[0].down1 / rows[i].down1, rows[0].down8 / rows[i].down8,
+                rows[0].rtt / rows[i].rtt);
+  e.close();
+  return 0;
+}

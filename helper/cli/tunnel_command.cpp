@@ -1,0 +1,127 @@
+// `ferry tunnel [-R] SPEC...`: opens port forwards to the project's host (or ferry.json's tunnels
+// when no SPEC is given) and stays in the foreground until Ctrl-C, printing one line per tunnel on
+// stdout; link drops and reconnects are reported on stderr, and the tunnels come back by themselves.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "helper/cli/commands.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "helper/remote/endpoint_factory.hpp"
+#include "helper/remote/forward_spec.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+
+namespace ferry::cli {
+namespace {
+
+struct TunnelOptions {
+  std::vector<std::string> local_specs;
+  std::vector<std::string> reverse_specs;
+  std::string host;
+  int timeout_s = 30;
+};
+
+int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
+  std::vector<remote::ForwardSpec> specs;
+  for (const auto& text : o.local_specs) {
+    auto s = remote::parse_forward_spec(text, remote::ForwardKind::kLocal);
+    if (!s) {
+      std::cerr << "ferry tunnel: " << s.error() << "\n";
+      return 2;
+    }
+    specs.push_back(*s);
+  }
+  for (const auto& text : o.reverse_specs) {
+    auto s = remote::parse_forward_spec(text, remote::ForwardKind::kReverse);
+    if (!s) {
+      std::cerr << "ferry tunnel -R: " << s.error() << "\n";
+      return 2;
+    }
+    specs.push_back(*s);
+  }
+  if (specs.empty()) {
+    // No SPEC: the project's tunnels.
+    std::error_code ec;
+    std::filesystem::path start = g.project_dir ? std::filesystem::path(*g.project_dir) : std::filesystem::current_path(ec);
+    auto file = deploy::find_project_file(start);
+    if (file) {
+      auto loaded = deploy::load_project(*file);
+      if (!loaded) {
+        std::cerr << "ferry tunnel: " << loaded.error().to_string() << "\n";
+        return 2;
+      }
+      for (const auto& t : loaded->tunnels) specs.push_back(remote::forward_spec_from(t));
+    }
+    if (specs.empty()) {
+      std::cerr << "ferry tunnel: nothing to forward: give PORT, LPORT:HOST:RPORT or -R RPORT[:HOST:LPORT], or list "
+                   "\"tunnels\" in ferry.json\n";
+      return 2;
+    }
+  }
+  auto target = ssh_target(g, o.host, "");
+  if (!target) {
+    std::cerr << "ferry tunnel: " << target.error() << "\n";
+    return 2;
+  }
+  // Ctrl-C and SIGTERM are taken by sigwait below; blocked before any thread starts, so every
+  // thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  remote::SshEndpointOptions eo = endpoint_options(*target);
+  eo.reconnect = true;
+  eo.on_state = [](const remote::HostState& s) {
+    if (s.state == "connecting") std::cerr << "ferry: connecting to " << s.message << "\n";
+    else if (s.state == "reconnecting")
+      std::cerr << "ferry: link down" << (s.message.empty() ? "" : " (" + s.message + ")") << "; reconnecting"
+                << (s.attempt ? " (attempt " + std::to_string(s.attempt) + ")" : "") << "\n";
+    else if (s.state == "connected") std::cerr << "ferry: connected to " << s.message << "\n";
+  };
+  remote::SshEndpoint e(eo);
+  auto info = e.connect(std::chrono::seconds(o.timeout_s));
+  if (!info) {
+    std::cerr << "ferry tunnel: " << info.error().message << "\n";
+    return 1;
+  }
+  int opened = 0;
+  for (const auto& spec : specs) {
+    auto f = e.open_forward(spec);
+    if (!f) {
+      std::cerr << "ferry tunnel: " << f.error().message << "\n";
+      continue;
+    }
+    ++opened;
+    std::cout << remote::describe(*f) << (spec.name.empty() ? "" : "  (" + spec.name + ")") << std::endl;
+  }
+  if (opened == 0) return 1;
+  std::cerr << "ferry: forwarding; Ctrl-C to stop\n";
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::cerr << "ferry: closing tunnels\n";
+  e.close();
+  return opened == static_cast<int>(specs.size()) ? 0 : 1;
+}
+
+}  // namespace
+
+void add_tunnel_command(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<TunnelOptions>();
+  auto* cmd = app.add_subcommand("tunnel", "Forward ports to the host (ssh -L / -R) until Ctrl-C; listeners bind to 127.0.0.1 only");
+  cmd->add_option("spec", o->local_specs,
+                  "PORT, LPORT:HOST:RPORT or 127.0.0.1:LPORT:HOST:RPORT (local port -> HOST:RPORT on the host; LPORT 0 picks one). "
+                  "None: ferry.json's tunnels");
+  cmd->add_option("-R", o->reverse_specs, "RPORT[:HOST:LPORT]: the host's 127.0.0.1:RPORT -> HOST:LPORT here (repeatable)");
+  cmd->add_option("--host", o->host, "ssh config alias or user@host:port (default: ferry.json's host)");
+  cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the connection")->capture_default_str();
+  cmd->fallthrough();
+  cmd->callback([&g, o] { exit_code() = run_tunnel(g, *o); });
+}
+
+}  // namespace ferry::cli
