@@ -613,3 +613,18 @@ BOOST_AUTO_TEST_CASE(resize_reaches_the_tty) {
   BOOST_TEST(a.notes.wait_exited(id).has_value());
   BOOST_TEST(a.call_error("run/resize", {{"id", id}, {"cols", 0}, {"rows", 10}}).code == ec::kInvalidParams);
 }
+
+BOOST_AUTO_TEST_CASE(streams_still_work_without_inotify) {
+  Sandbox s;
+  ::setenv("FERRY_AGENT_TEST_NO_INOTIFY", "1", 1);
+  Agent a(s.root, s.state);
+  ::unsetenv("FERRY_AGENT_TEST_NO_INOTIFY");
+  std::string id = a.start("echo first; read x; echo second:$x; exit 4");
+  a.call("run/attach", {{"id", id}, {"offset", 0}});
+  BOOST_REQUIRE(a.notes.wait_text(id, "first\n"));
+  a.call("run/input", {{"id", id}, {"data", "y\n"}});
+  auto e = a.notes.wait_exited(id);
+  BOOST_REQUIRE(e.has_value());
+  BOOST_TEST((*e)["exitCode"] == 4);
+  BOOST_TEST(a.notes.text(id) == "first\nsecond:y\n");
+}
