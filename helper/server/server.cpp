@@ -18,6 +18,7 @@ using p::ResponseError;
 void bind_project_methods(p::BindingTable& table, const ServerOptions& options);
 void bind_sync_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client);  // sync_methods.cpp
 void bind_train_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client);  // train_methods.cpp
+void bind_run_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& ide);  // run_methods.cpp
 
 Server::Server(ServerOptions options) : options_(std::move(options)), client_(std::make_unique<p::OutgoingRequests>()),
       host_(std::make_unique<HostSession>(*client_)) {
@@ -28,6 +29,7 @@ Server::Server(ServerOptions options) : options_(std::move(options)), client_(st
   bind_tunnel_methods(table_, *host_);
   bind_sync_methods(table_, options_, *client_);
   bind_train_methods(table_, options_, *client_);
+  bind_run_methods(table_, options_, *client_);
   if (options_.test_methods) bind_test_methods();
 }
 
