@@ -307,6 +307,11 @@ std::expected<void, std::string> RunMethods::check_offset_cached(const std::stri
 
 std::optional<Response> RunMethods::handle(const protocol::Request& r) {
   if (!r.method.starts_with("run/")) return std::nullopt;
+  if (r.params.is_null()) {  // absent params mean {} (run/list needs none)
+    protocol::Request with_params = r;
+    with_params.params = json::object();
+    return handle(with_params);
+  }
   if (!r.params.is_object()) return bad(r, "params must be an object");
   if (r.method == "run/start") return start(r);
   if (r.method == "run/attach") return attach(r);

@@ -411,6 +411,8 @@ BOOST_AUTO_TEST_CASE(bad_starts_are_rejected) {
   BOOST_TEST(a.call_error("run/attach", {{"id", "20260101-000000-abcd"}, {"offset", 0}}).code == ec::kInvalidParams);
   // Nothing was left behind by the refused starts.
   BOOST_TEST(a.call("run/list", {{"all", true}})["runs"].empty());
+  BOOST_TEST(a.call("run/list", nullptr)["runs"].empty());
+  BOOST_TEST(a.call_error("run/list", json::array({1})).code == ec::kInvalidParams);
 }
 
 BOOST_AUTO_TEST_CASE(list_is_per_root_newest_first_and_remove) {
