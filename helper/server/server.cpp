@@ -16,6 +16,7 @@ using p::CallContext;
 using p::ResponseError;
 
 void bind_project_methods(p::BindingTable& table, const ServerOptions& options);
+void bind_debug_methods(p::BindingTable& table, const ServerOptions& options);  // debug_methods.cpp
 void bind_sync_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client);  // sync_methods.cpp
 void bind_train_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client);  // train_methods.cpp
 void bind_run_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& ide);  // run_methods.cpp
@@ -24,6 +25,7 @@ Server::Server(ServerOptions options) : options_(std::move(options)), client_(st
       host_(std::make_unique<HostSession>(*client_)) {
   bind_lifecycle();
   bind_project_methods(table_, options_);
+  bind_debug_methods(table_, options_);
   bind_host_methods(table_, options_, *host_);
   bind_doctor_methods(table_, options_, *host_);
   bind_tunnel_methods(table_, *host_);

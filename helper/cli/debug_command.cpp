@@ -1,0 +1,357 @@
+// `ferry debug`: run a script on the box under debugpy and hand the IDE a ready attach
+// configuration (VS Code) through a local tunnel; `--pycharm PORT` instead opens the reverse
+// tunnel PyCharm's debug server needs and prints the settrace line to paste.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "helper/cli/commands.hpp"
+#include "helper/debug/attach_configuration.hpp"
+#include "helper/debug/debug_launcher.hpp"
+#include "helper/debug/debugpy_command.hpp"
+#include "helper/debug/launch_json.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "helper/remote/local_endpoint.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/run/interrupt_escalation.hpp"
+#include "helper/run/launch_spec.hpp"
+#include "helper/run/run_client.hpp"
+#include "helper/run/run_exit.hpp"
+#include "helper/run/run_follower.hpp"
+#include "helper/sync/sync_engine.hpp"
+
+namespace ferry::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kUsage = run::kUsageFailure;   // bad arguments, no project
+constexpr int kNoDebugpy = 3;                // debugpy is not importable on the box
+constexpr int kFailure = run::kFerryFailure; // ferry's own failures
+
+struct DebugCliOptions {
+  int port = debug::kDefaultDebugpyPort;
+  std::optional<int> local_port;
+  std::optional<int> pycharm;
+  bool write_launch_json = false;
+  bool legacy_type = false;
+  bool all_code = false;
+  bool no_sync = false;
+  int wait_seconds = 30;
+  std::string cwd;
+  std::vector<std::string> env;
+  std::vector<std::string> command;
+};
+
+// Ctrl-C through a self-pipe, so the wait loop sees it beside the run's wake fd.
+int g_sigint_pipe[2] = {-1, -1};
+void on_sigint(int) {
+  const int saved = errno;
+  char c = 1;
+  [[maybe_unused]] auto n = ::write(g_sigint_pipe[1], &c, 1);
+  errno = saved;
+}
+
+class SigintGuard {
+ public:
+  SigintGuard() {
+    if (::pipe2(g_sigint_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_);
+    installed_ = true;
+  }
+  ~SigintGuard() {
+    if (!installed_) return;
+    ::sigaction(SIGINT, &old_, nullptr);
+    ::close(g_sigint_pipe[0]);
+    ::close(g_sigint_pipe[1]);
+    g_sigint_pipe[0] = g_sigint_pipe[1] = -1;
+  }
+  int fd() const { return g_sigint_pipe[0]; }
+  bool take() const {
+    char buf[16];
+    return installed_ && ::read(g_sigint_pipe[0], buf, sizeof buf) > 0;
+  }
+
+ private:
+  struct sigaction old_ {};
+  bool installed_ = false;
+};
+
+void write_fd(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+// The project, its first mapping's sync target and a connected endpoint for its host: the
+// same resolution as `ferry sync` (with_sync_target), kept here because debug needs the endpoint
+// itself for runs and tunnels.
+struct ProjectLink {
+  deploy::ProjectConfig project;
+  sync::SyncTarget target;
+  std::unique_ptr<remote::Endpoint> endpoint;
+  std::string first_remote_root;  // the first mapping's root on the box, absolute
+};
+
+std::expected<ProjectLink, int> open_project(const GlobalOptions& g) {
+  std::error_code ec;
+  fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
+  auto file = deploy::find_project_file(start);
+  if (!file) {
+    std::cerr << "ferry debug: no ferry.json in " << start.string() << " or above (run ferry init)\n";
+    return std::unexpected(kUsage);
+  }
+  auto project = deploy::load_project(*file);
+  if (!project) {
+    std::cerr << "ferry debug: " << project.error().to_string() << "\n";
+    return std::unexpected(kUsage);
+  }
+  ProjectLink link;
+  link.project = std::move(*project);
+  const deploy::Mapping& m = link.project.mappings.front();
+  link.target.local_root = fs::weakly_canonical(link.project.root / m.local, ec);
+  link.target.host = link.project.host;
+  link.target.remote_root = m.remote;
+  link.target.exclude = link.project.exclude;
+  link.target.protect = link.project.protect;
+  if (link.project.host == "local") {
+    // On the local host "~" is the sandbox; an absolute remote path is used as it is.
+    remote::LocalEndpointOptions o;
+    o.project_name = link.project.name;
+    if (m.remote.starts_with("/")) {
+      o.root = m.remote;
+    } else {
+      link.target.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
+    }
+    if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
+    link.endpoint = std::make_unique<remote::LocalEndpoint>(o);
+  } else {
+    auto t = ssh_target(g, "", "");
+    if (!t) {
+      std::cerr << "ferry debug: " << t.error() << "\n";
+      return std::unexpected(kUsage);
+    }
+    link.endpoint = std::make_unique<remote::SshEndpoint>(endpoint_options(*t));
+  }
+  auto info = link.endpoint->connect();
+  if (!info) {
+    std::cerr << "ferry debug: cannot reach " << link.endpoint->description() << ": " << info.error().message << "\n";
+    return std::unexpected(kFailure);
+  }
+  link.first_remote_root = (fs::path(info->root) / link.target.remote_base).lexically_normal().string();
+  while (link.first_remote_root.size() > 1 && link.first_remote_root.back() == '/') link.first_remote_root.pop_back();
+  return link;
+}
+
+// The debuggee (or the PyCharm-mode script) followed to its end with output to our stdout and
+// stderr; Ctrl-C escalates INT, TERM, KILL. Returns ferry's exit status.
+int follow_to_end(run::RunClient& client, const std::string& id, const SigintGuard& sigint) {
+  run::RunFollower follower(client, id, 0, [](const run::OutputRecord& rec) {
+    write_fd(rec.stream == run::Stream::stdout_stream ? 1 : 2, rec.data);
+  });
+  run::InterruptEscalation escalation;
+  for (;;) {
+    follower.drain();
+    if (follower.needs_attach()) (void)follower.attach();
+    if (follower.finished() || follower.failed()) break;
+    pollfd fds[2] = {{follower.wake_fd(), POLLIN, 0}, {sigint.fd(), POLLIN, 0}};
+    if (::poll(fds, sigint.fd() >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) break;
+    if (sigint.take()) {
+      auto step = escalation.next(id);
+      (void)client.signal(id, step.signal);
+      std::cerr << step.note << "\n";
+    }
+  }
+  if (follower.failed() || !follower.exit()) {
+    std::cerr << "ferry debug: lost run " << id << ": " << follower.failed().value_or("no exit status") << "\n";
+    return kFailure;
+  }
+  return run::exit_status(*follower.exit());
+}
+
+debug::DebugTarget debug_target(const ProjectLink& link) {
+  return {link.project, link.target.remote_base, link.first_remote_root};
+}
+
+debug::DebugRequest debug_request(const DebugCliOptions& o, int interrupt_fd) {
+  debug::DebugRequest r;
+  r.command = o.command;
+  r.port = o.port;
+  r.local_port = o.local_port;
+  r.env = o.env;
+  r.cwd = o.cwd;
+  r.wait = std::chrono::seconds(o.wait_seconds);
+  r.attach.legacy_type = o.legacy_type;
+  r.attach.just_my_code = !o.all_code;
+  r.interrupt_fd = interrupt_fd;
+  return r;
+}
+
+int flush_sync(ProjectLink& link) {
+  sync::SyncEngine engine(*link.endpoint, link.target);
+  auto s = engine.push(sync::SyncOptions{});
+  if (!s) {
+    std::cerr << "ferry debug: sync failed: " << s.error() << "\n";
+    return kFailure;
+  }
+  for (const auto& c : s->conflicts) std::cerr << "ferry debug: sync conflict (not overwritten): " << c.path << "\n";
+  if (!s->errors.empty()) std::cerr << "ferry debug: " << s->errors.size() << " files failed to sync; debugging anyway\n";
+  return 0;
+}
+
+// --pycharm PORT: the box's 127.0.0.1:PORT reaches PyCharm's debug server here; an optional
+// command runs (plainly, not under debugpy) while the tunnel is up.
+int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
+  remote::ForwardSpec spec;
+  spec.kind = remote::ForwardKind::kReverse;
+  spec.name = "pycharm";
+  spec.remote_port = *o.pycharm;
+  spec.local_port = o.local_port.value_or(*o.pycharm);
+  auto forward = link.endpoint->open_forward(spec);
+  if (!forward) {
+    std::cerr << "ferry debug: cannot open the reverse tunnel for port " << *o.pycharm << ": " << forward.error().message << "\n";
+    return kFailure;
+  }
+  std::cerr << "PyCharm: run a \"Python Debug Server\" configuration on port " << spec.local_port
+            << " (IDE host name: localhost) with the path mapping " << link.target.local_root.string() << " = "
+            << link.first_remote_root << "\n"
+            << "tunnel: " << remote::describe(*forward) << "\n"
+            << "paste this where the remote code should connect (pip install pydevd-pycharm~=<your PyCharm build> on the box):\n";
+  std::cout << debug::pycharm_settrace_line(*o.pycharm) << std::endl;
+
+  SigintGuard sigint;
+  int rc = 0;
+  if (o.command.empty()) {
+    std::cerr << "tunnel open; Ctrl-C closes it\n";
+    pollfd p{sigint.fd(), POLLIN, 0};
+    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    }
+  } else {
+    run::RunClient client(*link.endpoint);
+    auto spec_run = debug::debug_run_spec(debug_target(link), debug_request(o, -1), o.command);
+    if (!spec_run) {
+      std::cerr << "ferry debug: " << spec_run.error() << "\n";
+      rc = kUsage;
+    } else if (auto started = client.start(*spec_run); !started) {
+      std::cerr << "ferry debug: cannot start the run: " << started.error().message << "\n";
+      rc = kFailure;
+    } else {
+      rc = follow_to_end(client, started->id, sigint);
+    }
+  }
+  (void)link.endpoint->close_forward(forward->id);
+  return rc;
+}
+
+int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
+  run::RunClient client(*link.endpoint);
+  SigintGuard sigint;
+  auto launched = debug::launch_under_debugpy(*link.endpoint, client, debug_target(link), debug_request(o, sigint.fd()));
+  if (!launched) {
+    const auto& e = launched.error();
+    switch (e.kind) {
+      case debug::DebugErrorKind::usage: std::cerr << "ferry debug: " << e.message << "\n"; return kUsage;
+      case debug::DebugErrorKind::no_debugpy: std::cerr << "ferry debug: " << e.message; return kNoDebugpy;
+      case debug::DebugErrorKind::interrupted: std::cerr << "ferry debug: interrupted\n"; return 130;
+      case debug::DebugErrorKind::debuggee_ended: {
+        // Show what it printed (why it ended), then say so.
+        (void)follow_to_end(client, *e.run_id, sigint);
+        std::cerr << "ferry debug: " << e.message << "\n";
+        return e.exit ? std::max(1, run::exit_status(*e.exit)) : kFailure;
+      }
+      case debug::DebugErrorKind::failure: std::cerr << "ferry debug: " << e.message << "\n"; return kFailure;
+    }
+  }
+  spdlog::debug("debugpy {} on the box", launched->debugpy_version);
+  const auto& configuration = launched->configuration;
+  std::cerr << "debugpy waits on the box's 127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
+            << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
+  std::cout << configuration.dump(2) << "\n" << std::flush;
+  if (o.write_launch_json) {
+    debug::AttachOptions ao;
+    ao.port = launched->forward.bound_port;
+    ao.legacy_type = o.legacy_type;
+    ao.just_my_code = !o.all_code;
+    auto relative = debug::resolve_path_mappings(link.project, link.first_remote_root, /*workspace_relative=*/true);
+    auto written = relative ? debug::write_launch_configuration(
+                                  link.project.root, debug::vscode_attach_configuration(link.project, *relative, ao))
+                            : std::unexpected(relative.error());
+    if (!written) std::cerr << "ferry debug: " << written.error() << "\n";
+    else
+      std::cerr << (written->replaced ? "updated \"" : "added \"") << configuration["name"].get<std::string>() << "\" in "
+                << written->path.string() << (written->dropped_comments ? " (its comments were not kept)" : "") << "\n";
+  }
+  const int rc = follow_to_end(client, launched->run_id, sigint);
+  (void)link.endpoint->close_forward(launched->forward.id);
+  return rc;
+}
+
+}  // namespace
+
+void add_debug_command(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<DebugCliOptions>();
+  auto* cmd = app.add_subcommand("debug",
+                                 "Run a script on the host under debugpy and print a VS Code attach configuration "
+                                 "(or, with --pycharm PORT, tunnel PyCharm's debug server to the host)");
+  cmd->add_option("--port", o->port, "debugpy's port on the host (127.0.0.1 there)")->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  cmd->add_option("--local-port", o->local_port, "The tunnel's port here (default: the same as --port; 0: any free one)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--pycharm", o->pycharm, "PyCharm debug server port: open a reverse tunnel and print the settrace line")
+      ->check(CLI::Range(1, 65535));
+  cmd->add_flag("--write-launch-json", o->write_launch_json,
+                "Also merge the configuration into .vscode/launch.json (other entries kept)");
+  cmd->add_flag("--legacy-type", o->legacy_type, "\"type\": \"python\" for the older VS Code Python extension");
+  cmd->add_flag("--all-code", o->all_code, "\"justMyCode\": false (step into libraries)");
+  cmd->add_flag("--no-sync", o->no_sync, "Do not push the project first");
+  cmd->add_option("--env", o->env, "K=V for the run (repeatable; wins over ferry.json env)");
+  cmd->add_option("--cwd", o->cwd, "Working directory, relative to the mapping root");
+  cmd->add_option("--wait", o->wait_seconds, "Seconds to wait for debugpy to listen")->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("command", o->command, "After --: the script and its arguments, or -m MODULE ...");
+  cmd->fallthrough();
+  cmd->callback([&g, o] {
+    if (!o->pycharm && o->command.empty()) {
+      std::cerr << "ferry debug: nothing to debug: ferry debug -- script.py ARGS (or --pycharm PORT)\n";
+      exit_code() = kUsage;
+      return;
+    }
+    auto link = open_project(g);
+    if (!link) {
+      exit_code() = link.error();
+      return;
+    }
+    if (!o->no_sync) {
+      if (int rc = flush_sync(*link); rc != 0) {
+        link->endpoint->close();
+        exit_code() = rc;
+        return;
+      }
+    }
+    exit_code() = o->pycharm ? pycharm_mode(*link, *o) : debugpy_mode(*link, *o);
+    link->endpoint->close();
+  });
+}
+
+}  // namespace ferry::cli
