@@ -17,6 +17,7 @@
 #include "helper/cli/commands.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
+#include "helper/run/run_follower.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/run/run_exit.hpp"
 #include "helper/train/train_launch.hpp"
@@ -127,6 +128,56 @@ void run_demo_train(const deploy::ProjectConfig& config, remote::Endpoint& endpo
   std::cout << "\n";
 }
 
+// Runs samples/hello_gpu.py through the agent as `ferry run` would: its stdout and stderr stream
+// back apart, then the exit status.
+void run_demo_run(const deploy::ProjectConfig& config, remote::Endpoint& endpoint, const fs::path& sandbox) {
+  const deploy::Mapping& m = config.mappings.front();
+  if (config.host != "local" || !m.remote.starts_with("~")) return;
+  if (!fs::exists(config.root / m.local / "hello_gpu.py")) return;
+  run::LaunchRequest req;
+  req.command = {"hello_gpu.py"};
+  req.interpreter = config.interpreter;
+  req.config_env = config.env;
+  req.remote_base = m.remote.substr(m.remote.size() > 1 ? 2 : 1);
+  req.mapping_root = (sandbox / req.remote_base).string();
+  auto spec = run::make_run_spec(req);
+  if (!spec) return;
+  std::string shown;
+  for (const auto& a : spec->argv) shown += (shown.empty() ? "" : " ") + a;
+  std::cout << "Run      " << shown << "   (ferry run -- hello_gpu.py)\n" << std::flush;
+  run::RunClient client(endpoint);
+  auto started = client.start(*spec);
+  if (!started) {
+    std::cout << "  failed to start: " << started.error().message << "\n\n";
+    return;
+  }
+  // Records are not lines: the prefix goes at each line start of each stream.
+  bool line_start[2] = {true, true};
+  run::RunFollower follower(client, started->id, 0, [&line_start](const run::OutputRecord& r) {
+    bool err = r.stream == run::Stream::stderr_stream;
+    std::ostream& os = err ? std::cerr : std::cout;
+    for (char c : r.data) {
+      if (line_start[err]) os << (err ? "  stderr | " : "  stdout | ");
+      os << c;
+      line_start[err] = c == '\n';
+    }
+    os << std::flush;
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    if (follower.needs_attach() && !follower.attach()) break;
+    auto ev = follower.wait(deadline);
+    if (ev == run::RunFollower::Event::needs_attach) continue;
+    break;
+  }
+  if (auto exit = follower.exit(); exit && follower.finished())
+    row("run id", fmt::format("{}: {} (ferry's exit status would be {})", started->id, run::describe(*exit),
+                              run::exit_status(*exit)));
+  else
+    row("run id", started->id + ": did not finish within 60 s (see ferry runs)");
+  std::cout << "\n";
+}
+
 int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   std::cout << "ferry " << kVersion << " demo: the `local` host (a sandbox on this machine; no SSH, no GPU)\n\n";
 
@@ -195,6 +246,7 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   if (!escape) row("fs/stat ..", "refused: " + escape.error().message);
   std::cout << "\n";
   run_demo_sync(*config, endpoint, fs::path(info->root));
+  run_demo_run(*config, endpoint, fs::path(info->root));
   run_demo_train(*config, endpoint);
 
   endpoint.close();
