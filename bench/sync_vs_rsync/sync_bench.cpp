@@ -309,7 +309,7 @@ int main() {
                                 env.alias, q(fmt::format("mkdir -p {0} && zstd -dq | tar -C {0} -xf -", (remote / "init-tar").string()))));
     rows.push_back({fmt::format("initial: {} files + {} MiB", n_small, big_mb), secs(tf), "rsync " + secs(tr.seconds),
                     fmt::format("{:.2f}x", tf / tr.seconds), ""});
-    rows.push_back({"initial, vs tar | zstd | ssh", secs(tf), "tar " + secs(tt.seconds), fmt::format("{:.2f}x", tf / tt.seconds),
+    rows.push_back({"initial, vs tar + zstd + ssh", secs(tf), "tar+zstd+ssh " + secs(tt.seconds), fmt::format("{:.2f}x", tf / tt.seconds),
                     "<= 1x"});
     fs::remove_all(remote / "init-ferry");
     fs::remove_all(remote / "init-rsync");

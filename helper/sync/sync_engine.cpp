@@ -242,19 +242,21 @@ void SyncEngine::set_persist_delay(std::chrono::milliseconds delay) {
 void SyncEngine::persist_now() {
   State& st = *state_;
   std::lock_guard write_lock(st.write_mu);
-  std::string manifest_text;
+  std::optional<Manifest> snapshot;
   std::uint64_t version = 0;
   bool index_dirty = false;
   {
+    // Only a copy under the lock; serialising happens outside, so a save is not held up.
     std::lock_guard lock(st.mu);
     if (st.manifest && st.manifest_version != st.manifest_saved) {
-      manifest_text = manifest_to_json(*st.manifest);
+      snapshot = *st.manifest;
       version = st.manifest_version;
     }
     index_dirty = st.index && st.index_dirty;
     st.index_dirty = false;
   }
-  if (!manifest_text.empty()) {
+  if (snapshot) {
+    const std::string manifest_text = manifest_to_json(*snapshot);
     if (auto ok = write_file_atomically(manifest_path(), manifest_text); !ok) {
       spdlog::warn("sync: cannot save the manifest: {}", ok.error());
     } else {
@@ -308,7 +310,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   if (!scanned) return std::unexpected("scan " + root.string() + ": " + scanned.error());
   const std::size_t indexed = st.index->size();
   if (!save) st.index->retain(scanned->entries);
-  if (scanned->stats.hashed > 0 || st.index->size() != indexed) st.index_dirty = true;
+  // A save's one new hash is not worth rewriting the whole index for (it is a cache: lost, the
+  // file is hashed again); the next full push persists it.
+  if ((!save && scanned->stats.hashed > 0) || st.index->size() != indexed) st.index_dirty = true;
   summary.unstable = scanned->unstable;
   const TreeState& local = scanned->entries;
 

@@ -159,7 +159,8 @@ BOOST_AUTO_TEST_CASE(push_twice_then_detect_a_remote_edit) {
 
   auto w = agent::FileWriter::open(remote);
   BOOST_REQUIRE(w.has_value());
-  Manifest manifest{remote.string(), {}};
+  Manifest manifest;
+  manifest.remote_root = remote.string();
   std::uint64_t delta_bytes = 0;
 
   TreeState l1 = scan(local);
