@@ -174,7 +174,7 @@ class RunService {
     auto ready = connect_locked(std::nullopt);
     if (!ready) return std::unexpected(ready.error());
     // Check the id and offset first, so a bad one is this call's error, not a silent follower.
-    auto probe = client_->read(params.id, params.offset, 0);
+    auto probe = client_->read(params.id, params.offset, 1);
     if (!probe) return std::unexpected(probe.error());
     if (auto it = followed_.find(params.id); it != followed_.end()) {
       stop(*it->second);
