@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <chrono>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -404,7 +405,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
     std::cerr << "ferry runs: " << runs.error().message << "\n";
     return kFerryFailure;
   }
-  double now = static_cast<double>(std::time(nullptr));
+  double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (as_json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : *runs) {
