@@ -14,10 +14,12 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "helper/remote/child_process.hpp"
+#include "protocol/framing.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/breakpoint_scenario.hpp"
 #include "tests/support/loopback_port.hpp"
@@ -168,4 +170,113 @@ BOOST_AUTO_TEST_CASE(missing_debugpy_says_how_to_install_it) {
   BOOST_TEST(err.find("/usr/bin/python3 -S -I -m pip install debugpy") != std::string::npos, err);
   BOOST_TEST(err.find("sudo apt install python3-debugpy") != std::string::npos, err);
   BOOST_TEST(ferry.stdout_text.empty(), ferry.stdout_text);
+}
+
+namespace {
+
+// `ferry serve` over pipes: framed JSON-RPC requests in, messages out.
+struct ServeProcess {
+  ChildProcess child;
+  int in = -1, out = -1;
+  ferry::protocol::FrameDecoder decoder;
+
+  explicit ServeProcess(const fs::path& project) {
+    auto spawned = child.spawn({FERRY_BIN, "--project", project.string(), "serve"});
+    BOOST_REQUIRE_MESSAGE(spawned.has_value(), (spawned ? std::string() : spawned.error()));
+    in = spawned->stdin_fd;
+    out = spawned->stdout_fd;
+  }
+  ~ServeProcess() {
+    if (in >= 0) ::close(in);
+    if (out >= 0) ::close(out);
+  }
+  void send(const json& message) {
+    const auto bytes = ferry::protocol::encode_frame(message.dump());
+    BOOST_REQUIRE(::write(in, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  }
+  // The response to `id` (notifications and server requests in between are skipped).
+  std::optional<json> response(int id, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      while (auto frame = decoder.next()) {
+        if (!*frame) return std::nullopt;
+        auto message = json::parse(**frame, nullptr, false);
+        if (message.is_object() && message.contains("id") && message["id"] == id && !message.contains("method"))
+          return message;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) return std::nullopt;
+      pollfd p{out, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char buffer[8192];
+      ssize_t n = ::read(out, buffer, sizeof buffer);
+      if (n <= 0) return std::nullopt;
+      decoder.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
+    }
+  }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(debug_prepare_from_an_ide) {
+  ferry::test::SshdFixture f;
+  f.trust_host_key();
+  const fs::path project = make_project(f, "/usr/bin/python3");
+  const fs::path local_script = project / "debug" / "loop.py";
+  const int line = ferry::test::line_of(local_script, "ferry-test: breakpoint");
+  // debug/prepare does not push (the IDE calls sync/flush first): put the script on the box.
+  fs::create_directories(f.home() / "proj" / "debug");
+  fs::copy_file(local_script, f.home() / "proj" / "debug" / "loop.py", fs::copy_options::overwrite_existing);
+
+  ServeProcess serve(project);
+  serve.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"capabilities", json::object()}}}});
+  auto init = serve.response(1, 30s);
+  BOOST_REQUIRE(init);
+  const auto& methods = (*init)["result"]["capabilities"]["methods"];
+  BOOST_TEST((std::find(methods.begin(), methods.end(), "debug/prepare") != methods.end()));
+  serve.send({{"jsonrpc", "2.0"}, {"method", "initialized"}, {"params", json::object()}});
+
+  serve.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "debug/prepare"}, {"params", {{"port", 5678}}}});
+  auto bad = serve.response(2, 30s);
+  BOOST_REQUIRE(bad);
+  BOOST_TEST((*bad)["error"]["code"] == -32602, bad->dump());
+  BOOST_TEST((*bad)["error"]["message"].get<std::string>().find("/command") != std::string::npos, bad->dump());
+
+  const int remote_port = ferry::test::free_loopback_port();
+  serve.send({{"jsonrpc", "2.0"},
+              {"id", 3},
+              {"method", "debug/prepare"},
+              {"params", {{"command", {"debug/loop.py", "5"}}, {"port", remote_port}, {"localPort", 0}}}});
+  auto prepared = serve.response(3, 90s);
+  BOOST_REQUIRE(prepared);
+  BOOST_REQUIRE_MESSAGE(prepared->contains("result"), prepared->dump());
+  const json& result = (*prepared)["result"];
+  const int local_port = result["localPort"].get<int>();
+  BOOST_TEST(result["configuration"]["connect"]["port"] == local_port);
+  BOOST_TEST(result["configuration"]["pathMappings"][0]["remoteRoot"] == (f.home() / "proj").string());
+  const std::string run_id = result["runId"];
+  BOOST_TEST(!run_id.empty());
+
+  std::vector<ferry::test::PathMapping> mappings;
+  for (const auto& m : result["configuration"]["pathMappings"]) mappings.push_back({m["localRoot"], m["remoteRoot"]});
+  auto seen = ferry::test::run_breakpoint_scenario(local_port, local_script, line, mappings);
+  BOOST_REQUIRE_MESSAGE(seen.has_value(), (seen ? std::string() : seen.error()));
+  BOOST_TEST(seen->stopped_line == line);
+  BOOST_TEST(seen->first_i == "0");
+
+  // The run's own record on the box: exit 0 (exit.json is written once the script has ended).
+  const fs::path exit_json = f.home() / ".cache" / "ferry" / "state" / "runs" / run_id / "exit.json";
+  const auto deadline = Clock::now() + 20s;
+  while (!fs::exists(exit_json) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);  // a file, no event
+  BOOST_REQUIRE_MESSAGE(fs::exists(exit_json), exit_json.string());
+  std::ifstream in(exit_json);
+  const auto status = json::parse(in, nullptr, false);
+  BOOST_TEST(status.value("exitCode", -1) == 0, status.dump());
+
+  serve.send({{"jsonrpc", "2.0"}, {"id", 4}, {"method", "shutdown"}});
+  BOOST_TEST(serve.response(4, 30s).has_value());
+  serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
+  auto exited = serve.child.wait_for(30s);
+  BOOST_REQUIRE(exited);
+  BOOST_TEST(WEXITSTATUS(*exited) == 0);
 }

@@ -125,7 +125,7 @@ std::expected<void, std::string> DapClient::pump(Clock::time_point deadline) {
       auto message = json::parse(**frame, nullptr, false);
       if (message.is_discarded() || !message.is_object())
         return std::unexpected("adapter sent something that is not a JSON object: " + **frame);
-      if (std::getenv("FERRY_DAP_TRACE")) std::fprintf(stderr, "%lld DAP <- %s\n", (long long)std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count() % 100000, (**frame).substr(0, 200).c_str());
+      if (std::getenv("FERRY_DAP_TRACE")) std::fprintf(stderr, "DAP <- %s\n", (**frame).c_str());
       transcript_ += **frame;
       transcript_ += '\n';
       const auto type = message.value("type", "");
@@ -173,9 +173,12 @@ std::expected<json, std::string> DapClient::wait_response(int seq, std::chrono::
       json response = std::move(*it);
       responses_.erase(it);
       const auto command = response.value("command", std::string("?"));
-      if (!response.value("success", false))
-        return std::unexpected(command + " failed: " + response.value("message", std::string("no message")) +
-                               (response.contains("body") ? " " + response["body"].dump() : ""));
+      if (!response.value("success", false)) {
+        // Built by appending: " " + string trips GCC 12's -Wrestrict false positive.
+        std::string why = command + " failed: " + response.value("message", std::string("no message"));
+        if (response.contains("body")) why.append(1, ' ').append(response["body"].dump());
+        return std::unexpected(why);
+      }
       return response.contains("body") ? response["body"] : json::object();
     }
     if (auto more = pump(deadline); !more)

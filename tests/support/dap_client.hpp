@@ -1,7 +1,8 @@
 // A small Debug Adapter Protocol client for tests: it speaks to a real debug adapter (debugpy)
 // over TCP with the LSP-style Content-Length framing the DAP shares with ferry's IDE wire.
 // Single-threaded: every wait reads the socket until what was asked for arrives or a deadline
-// passes; events that arrive meanwhile are queued for wait_event().
+// passes; events that arrive meanwhile are queued for wait_event(). FERRY_DAP_TRACE=1 in the
+// environment prints every message received to stderr.
 #pragma once
 
 #include <chrono>
