@@ -295,6 +295,7 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
     }
   }
   auto exit = follower.exit();
+  if (exit && exit->lost) note(is_raw, who + ": run " + id + " was " + run::describe(*exit));
   return exit ? run::exit_status(*exit) : kFerryFailure;
 }
 

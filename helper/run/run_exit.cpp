@@ -26,6 +26,7 @@ std::expected<RunExit, std::string> parse_run_exit(const json& params) {
   e.id = id->get<std::string>();
   if (auto c = params.find("exitCode"); c != params.end() && c->is_number_integer()) e.exit_code = c->get<int>();
   if (auto s = params.find("signal"); s != params.end() && s->is_number_integer()) e.signal = s->get<int>();
+  if (auto l = params.find("lost"); l != params.end() && l->is_boolean()) e.lost = l->get<bool>();
   if (auto t = params.find("endedAt"); t != params.end() && t->is_string()) e.ended_at = t->get<std::string>();
   if (auto b = params.find("logBytes"); b != params.end() && b->is_number_unsigned()) e.log_bytes = b->get<std::uint64_t>();
   else if (b != params.end() && b->is_number_integer() && b->get<long long>() >= 0) e.log_bytes = b->get<std::uint64_t>();
@@ -64,6 +65,7 @@ std::string signal_name(int number) {
 std::string describe(const RunExit& exit) {
   if (exit.exit_code) return "exit " + std::to_string(*exit.exit_code);
   if (exit.signal) return "signal " + signal_name(*exit.signal) + " (" + std::to_string(*exit.signal) + ")";
+  if (exit.lost) return "lost (its supervisor is gone: the box rebooted or it was killed; no exit status)";
   return "no exit status";
 }
 

@@ -26,6 +26,7 @@ struct RunExit {
   std::optional<int> signal;
   std::string ended_at;
   std::uint64_t log_bytes = 0;
+  bool lost = false;  // no exit status will come: the box rebooted or the supervisor was killed
 };
 
 // run/exited params (or the same fields of a run/list entry).

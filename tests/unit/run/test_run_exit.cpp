@@ -20,6 +20,10 @@ BOOST_AUTO_TEST_CASE(exit_codes_and_signals_map_like_a_shell) {
   BOOST_TEST(exit_status(*parse_run_exit({{"id", "r1"}, {"exitCode", 0}})) == 0);
   BOOST_TEST(exit_status(*parse_run_exit({{"id", "r1"}})) == kFerryFailure);
   BOOST_TEST(!parse_run_exit({{"exitCode", 0}}).has_value());
+  auto lost = parse_run_exit({{"id", "r1"}, {"lost", true}, {"logBytes", 5}});
+  BOOST_TEST(lost->lost);
+  BOOST_TEST(exit_status(*lost) == kFerryFailure);
+  BOOST_TEST(describe(*lost).starts_with("lost"));
   BOOST_TEST(!parse_run_exit(json::array()).has_value());
 }
 
