@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pty.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -344,4 +345,73 @@ BOOST_AUTO_TEST_CASE(a_run_survives_a_dropped_link_and_resumes_exactly) {
   Ferry attach(p.dir.path(), {"attach", id});
   BOOST_TEST(attach.wait() == 0, attach.err());
   BOOST_TEST(sha256_of(attach.out(), p.dir / "attach.out") == written_hash);
+}
+
+namespace {
+
+// ferry under a real pseudo-terminal (as in a terminal emulator), through `sh -c '...; stty -a'`
+// so the terminal's modes after ferry exits can be checked.
+struct PtyRun {
+  pid_t pid = -1;
+  int master = -1;
+  std::string seen;
+  PtyRun(const fs::path& cwd, const std::string& shell_command) {
+    pid = ::forkpty(&master, nullptr, nullptr, nullptr);
+    if (pid == 0) {
+      if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+      ::execl("/bin/sh", "sh", "-c", shell_command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~PtyRun() {
+    if (master >= 0) ::close(master);
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      int st;
+      ::waitpid(pid, &st, 0);
+    }
+  }
+  // Reads the terminal until `what` shows up (or EOF / the deadline).
+  bool wait_for(const std::string& what, std::chrono::milliseconds limit = 30s) {
+    auto deadline = std::chrono::steady_clock::now() + limit;
+    while (seen.find(what) == std::string::npos) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      pollfd p{master, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::read(master, buf, sizeof buf);
+      if (n <= 0) return seen.find(what) != std::string::npos;
+      seen.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  void type(const std::string& keys) { BOOST_REQUIRE(::write(master, keys.data(), keys.size()) == static_cast<ssize_t>(keys.size())); }
+};
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(tty_on_a_real_terminal_forwards_keys_and_restores_the_mode) {
+  Project p;
+  std::string ferry = std::string("'") + FERRY_BIN + "'";
+  // Ctrl-C typed in raw mode is a byte for the remote terminal: Python there gets the SIGINT.
+  PtyRun t(p.dir.path(), ferry + " run --tty -- -c \"import os; print('ready', os.isatty(0)); print('got', input())\"; "
+                         "echo status=$?; stty -a; " + ferry + " run --no-sync --tty -- -c "
+                         "\"print('second', flush=True); input()\"; echo status2=$?");
+  BOOST_REQUIRE_MESSAGE(t.wait_for("ready True"), t.seen);
+  t.type("abc\r");
+  BOOST_REQUIRE_MESSAGE(t.wait_for("status="), t.seen);
+  BOOST_TEST(t.seen.find("got abc") != std::string::npos, t.seen);
+  BOOST_TEST(t.seen.find("status=0") != std::string::npos, t.seen);
+  BOOST_REQUIRE_MESSAGE(t.wait_for("second"), t.seen);
+  // The local terminal was back in cooked mode between the two runs.
+  auto stty = t.seen.substr(t.seen.find("status="));
+  BOOST_TEST(stty.find("-icanon") == std::string::npos, stty);
+  BOOST_TEST(stty.find(" icanon") != std::string::npos, stty);
+  BOOST_TEST(stty.find(" echo ") != std::string::npos, stty);
+  t.type("\x03");
+  BOOST_REQUIRE_MESSAGE(t.wait_for("status2="), t.seen);
+  BOOST_TEST(t.seen.find("KeyboardInterrupt") != std::string::npos, t.seen);
+  bool interrupted = t.seen.find("status2=1") != std::string::npos || t.seen.find("status2=130") != std::string::npos;
+  BOOST_TEST(interrupted, t.seen);
 }
