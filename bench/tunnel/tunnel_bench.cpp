@@ -62,8 +62,12 @@ class BenchServer {
       write_all_fd(c, std::string_view(reinterpret_cast<char*>(&total), 8));
     } else if (kind_ == Kind::kSource) {
       std::uint64_t want = 0;
-      auto got = read_exactly(c, 8, 60s);
-      std::memcpy(&want, got.data(), 8);
+      try {
+        auto got = read_exactly(c, 8, 60s);
+        std::memcpy(&want, got.data(), 8);
+      } catch (const std::exception&) {
+        want = 0;  // a readiness probe (wait_for_port) connects and closes at once
+      }
       std::fill(buf.begin(), buf.end(), 'x');
       while (want > 0) {
         auto n = std::min<std::uint64_t>(want, buf.size());
