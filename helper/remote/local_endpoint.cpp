@@ -112,7 +112,15 @@ void LocalEndpoint::set_notification_handler(NotificationHandler handler) {
   if (link_) link_->set_notification_handler(std::move(handler));
 }
 
-void LocalEndpoint::close() { stop(/*graceful=*/true); }
+void LocalEndpoint::close() {
+  std::map<int, std::pair<ForwardInfo, std::unique_ptr<TcpRelay>>> forwards;
+  {
+    std::lock_guard lk(forwards_mutex_);
+    forwards.swap(forwards_);
+  }
+  forwards.clear();  // each relay closes its listener and connections
+  stop(/*graceful=*/true);
+}
 
 void LocalEndpoint::stop(bool graceful) {
   if (!child_ && !link_) return;
@@ -138,5 +146,49 @@ void LocalEndpoint::stop(bool graceful) {
 }
 
 std::string LocalEndpoint::description() const { return "local sandbox " + options_.root.string(); }
+
+std::expected<ForwardInfo, ResponseError> LocalEndpoint::open_forward(const ForwardSpec& spec) {
+  namespace ec = protocol::error_code;
+  if (auto ok = validate_forward_spec(spec); !ok) return std::unexpected(ResponseError{ec::kInvalidParams, ok.error(), {}});
+  bool local = spec.kind == ForwardKind::kLocal;
+  auto listener = LoopbackListener::open(local ? spec.bind_address : "127.0.0.1", local ? spec.local_port : spec.remote_port);
+  if (!listener) return std::unexpected(ResponseError{ec::kIoError, listener.error(), {}});
+  ForwardInfo info;
+  info.spec = spec;
+  info.bound_port = listener->port();
+  info.state = "active";
+  auto relay = std::make_unique<TcpRelay>(std::move(*listener), local ? spec.remote_host : spec.local_host,
+                                          local ? spec.remote_port : spec.local_port);
+  std::lock_guard lk(forwards_mutex_);
+  info.id = next_forward_id_++;
+  forwards_.emplace(info.id, std::make_pair(info, std::move(relay)));
+  return info;
+}
+
+std::expected<void, ResponseError> LocalEndpoint::close_forward(int id) {
+  std::unique_ptr<TcpRelay> relay;
+  {
+    std::lock_guard lk(forwards_mutex_);
+    auto it = forwards_.find(id);
+    if (it == forwards_.end())
+      return std::unexpected(ResponseError{protocol::error_code::kInvalidParams, "no tunnel with id " + std::to_string(id), {}});
+    relay = std::move(it->second.second);
+    forwards_.erase(it);
+  }
+  relay->close();
+  return {};
+}
+
+std::vector<ForwardInfo> LocalEndpoint::list_forwards() const {
+  std::lock_guard lk(forwards_mutex_);
+  std::vector<ForwardInfo> out;
+  for (const auto& [id, entry] : forwards_) {
+    ForwardInfo info = entry.first;
+    info.accepted = entry.second->accepted();
+    info.live = entry.second->live();
+    out.push_back(std::move(info));
+  }
+  return out;
+}
 
 }  // namespace ferry::remote

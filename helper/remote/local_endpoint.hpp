@@ -4,7 +4,9 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "helper/remote/agent_link.hpp"
 #include "helper/remote/child_process.hpp"
 #include "helper/remote/endpoint.hpp"
+#include "helper/remote/tcp_relay.hpp"
 
 namespace ferry::remote {
 
@@ -43,6 +46,12 @@ class LocalEndpoint final : public Endpoint {
   void close() override;
   std::string description() const override;
 
+  // Tunnels are loopback TCP relays here: the "remote" side is this machine (a reverse tunnel
+  // listens on 127.0.0.1:remotePort and relays to localPort).
+  std::expected<ForwardInfo, ResponseError> open_forward(const ForwardSpec& spec) override;
+  std::expected<void, ResponseError> close_forward(int id) override;
+  std::vector<ForwardInfo> list_forwards() const override;
+
   // For tests and diagnostics.
   pid_t child_pid() const { return child_ ? child_->pid() : -1; }
   std::size_t pending_calls() const { return link_ ? link_->pending_calls() : 0; }
@@ -59,6 +68,9 @@ class LocalEndpoint final : public Endpoint {
   NotificationHandler handler_;
   AgentInfo info_;
   std::optional<int> exit_status_;
+  mutable std::mutex forwards_mutex_;
+  std::map<int, std::pair<ForwardInfo, std::unique_ptr<TcpRelay>>> forwards_;
+  int next_forward_id_ = 1;
 };
 
 }  // namespace ferry::remote
