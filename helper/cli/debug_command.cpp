@@ -285,9 +285,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
   }
   spdlog::debug("debugpy {} on the box", launched->debugpy_version);
   const auto& configuration = launched->configuration;
-  std::cerr << "debugpy waits on the box's 127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
-            << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
-  std::cout << configuration.dump(2) << "\n" << std::flush;
+  // launch.json before the configuration: once that is printed, everything is ready.
   if (o.write_launch_json) {
     debug::AttachOptions ao;
     ao.port = launched->forward.bound_port;
@@ -302,6 +300,9 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
       std::cerr << (written->replaced ? "updated \"" : "added \"") << configuration["name"].get<std::string>() << "\" in "
                 << written->path.string() << (written->dropped_comments ? " (its comments were not kept)" : "") << "\n";
   }
+  std::cerr << "debugpy waits on the box's 127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
+            << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
+  std::cout << configuration.dump(2) << "\n" << std::flush;
   const int rc = follow_to_end(client, launched->run_id, sigint);
   (void)link.endpoint->close_forward(launched->forward.id);
   return rc;

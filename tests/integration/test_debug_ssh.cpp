@@ -5,7 +5,10 @@
 #define BOOST_TEST_MODULE debug_ssh
 #include <boost/test/unit_test.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,9 +119,12 @@ BOOST_AUTO_TEST_CASE(breakpoint_through_ferry_tunnel_with_path_mappings) {
   const int line = ferry::test::line_of(local_script, "ferry-test: breakpoint");
   BOOST_REQUIRE_GT(line, 0);
   const int remote_port = ferry::test::free_loopback_port();
+  fs::create_directories(project / ".vscode");
+  std::ofstream(project / ".vscode" / "launch.json")
+      << R"({"version": "0.2.0", "configurations": [{"name": "mine", "type": "node", "request": "launch"}]})";
 
   FerryProcess ferry({"--project", project.string(), "debug", "--port", std::to_string(remote_port), "--local-port",
-                      "0", "--", "debug/loop.py", "5"},
+                      "0", "--write-launch-json", "--", "debug/loop.py", "5"},
                      f.dir() / "ferry-debug.stderr");
   const bool got_config = ferry.read_until([](const std::string& s) { return configuration_in(s).has_value(); }, 90s);
   BOOST_REQUIRE_MESSAGE(got_config, "no configuration from ferry debug; stdout:\n" + ferry.stdout_text + "\nstderr:\n" +
@@ -132,6 +138,18 @@ BOOST_AUTO_TEST_CASE(breakpoint_through_ferry_tunnel_with_path_mappings) {
   BOOST_REQUIRE_EQUAL(config["pathMappings"].size(), 1u);
   BOOST_TEST(config["pathMappings"][0]["localRoot"] == fs::weakly_canonical(project).string());
   BOOST_TEST(config["pathMappings"][0]["remoteRoot"] == (f.home() / "proj").string());
+
+  // --write-launch-json: the same entry merged beside the user's own, local roots workspace-relative.
+  {
+    std::ifstream in(project / ".vscode" / "launch.json");
+    const auto launch = json::parse(in, nullptr, false);
+    BOOST_REQUIRE_MESSAGE(launch.is_object(), ferry.stderr_text());
+    BOOST_REQUIRE_EQUAL(launch["configurations"].size(), 2u);
+    BOOST_TEST(launch["configurations"][0]["name"] == "mine");
+    BOOST_TEST(launch["configurations"][1]["name"] == config["name"]);
+    BOOST_TEST(launch["configurations"][1]["connect"]["port"] == local_port);
+    BOOST_TEST(launch["configurations"][1]["pathMappings"][0]["localRoot"] == "${workspaceFolder}");
+  }
 
   std::vector<ferry::test::PathMapping> mappings;
   for (const auto& m : config["pathMappings"]) mappings.push_back({m["localRoot"], m["remoteRoot"]});
@@ -279,4 +297,53 @@ BOOST_AUTO_TEST_CASE(debug_prepare_from_an_ide) {
   auto exited = serve.child.wait_for(30s);
   BOOST_REQUIRE(exited);
   BOOST_TEST(WEXITSTATUS(*exited) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(pycharm_reverse_tunnel_reaches_the_ide) {
+  ferry::test::SshdFixture f;
+  f.trust_host_key();
+  const fs::path project = make_project(f, "/usr/bin/python3");
+  // The stand-in for PyCharm's debug server: a listener here.
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  BOOST_REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  BOOST_REQUIRE(::listen(listener, 4) == 0);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int local_port = ntohs(addr.sin_port);
+  const int remote_port = ferry::test::free_loopback_port();  // same machine: must differ from local_port
+
+  // What pydevd_pycharm.settrace does, reduced to its first step: connect to localhost:PORT on the box.
+  const std::string code = "import socket; s = socket.create_connection(('127.0.0.1', " + std::to_string(remote_port) +
+                           ")); s.sendall(b'hello from the box'); s.close()";
+  FerryProcess ferry({"--project", project.string(), "debug", "--pycharm", std::to_string(remote_port), "--local-port",
+                      std::to_string(local_port), "--", "-c", code},
+                     f.dir() / "ferry-pycharm.stderr");
+
+  pollfd p{listener, POLLIN, 0};
+  BOOST_REQUIRE_MESSAGE(::poll(&p, 1, 60'000) == 1, "nothing came through the reverse tunnel\n" + ferry.stderr_text());
+  int conn = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  BOOST_REQUIRE(conn >= 0);
+  std::string got;
+  for (;;) {
+    pollfd c{conn, POLLIN, 0};
+    if (::poll(&c, 1, 30'000) != 1) break;
+    char buffer[256];
+    ssize_t n = ::read(conn, buffer, sizeof buffer);
+    if (n <= 0) break;
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(conn);
+  ::close(listener);
+  BOOST_TEST(got == "hello from the box");
+
+  ferry.read_until([](const std::string&) { return false; }, 30s);
+  auto status = ferry.child.wait_for(30s);
+  BOOST_REQUIRE(status);
+  BOOST_TEST(WEXITSTATUS(*status) == 0, ferry.stderr_text());
+  BOOST_TEST(ferry.stdout_text.find("import pydevd_pycharm; pydevd_pycharm.settrace('localhost', port=" +
+                                    std::to_string(remote_port) + ", stdoutToServer=True") != std::string::npos,
+             ferry.stdout_text);
 }
