@@ -187,7 +187,8 @@ struct RunMethods::Tailer {
     int in = no_inotify ? -1 : ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     if (in < 0 || ::inotify_add_watch(in, files.dir.c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0) {
       // Out of inotify instances (fs.inotify.max_user_instances): stream anyway, by polling.
-      spdlog::warn("run {}: inotify: {}; polling the log every {} ms", files.id, std::strerror(errno), kFallbackPollMs);
+      spdlog::warn("run {}: inotify: {}; polling the log every {} ms", files.id,
+                   no_inotify ? "disabled by FERRY_AGENT_TEST_NO_INOTIFY" : std::strerror(errno), kFallbackPollMs);
       if (in >= 0) ::close(in);
       in = -1;
     }
