@@ -1,0 +1,72 @@
+// `ferry train` over a real sshd with the real agent: the run starts on the "box" (the fixture's
+// home), its events stream back, and the plot, CSV and checkpoint are pulled into the local
+// project; without ferry-train on the box's PATH the error is ferry's own (255), not a hang.
+#define BOOST_TEST_MODULE train_ssh
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ferry::test::SshdFixture;
+using nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+int status_of(std::optional<int> st) {
+  BOOST_TEST_REQUIRE(st.has_value());
+  return WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(train_over_ssh_streams_events_and_pulls_outputs) {
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-train-ssh");
+  ferry::test::write_file(dir / "ferry.json", json{{"name", "train-ssh"},
+                                                   {"host", sshd.alias()},
+                                                   {"sshConfig", sshd.ssh_config().string()},
+                                                   {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}}
+                                                  .dump());
+  json config = {{"model", {{"kind", "mlp"}, {"input_dim", 16}, {"hidden", {32}}, {"output_dim", 4}}},
+                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 512}, {"workers", 0}}},
+                 {"optimizer", {{"kind", "adamw"}, {"lr", 0.003}}},
+                 {"batch_size", 32},
+                 {"max_steps", 20},
+                 {"log_every_steps", 10},
+                 {"threads", 1},
+                 {"device", "cpu"},
+                 {"output_dir", "out"}};
+  ferry::test::write_file(dir / "cfg" / "tiny.json", config.dump());
+
+  ferry::test::SpawnedProcess train({FERRY_BIN, "train", "cfg/tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN}, dir.path().string());
+  std::vector<std::string> kinds;
+  while (auto line = train.read_line(60s)) {
+    auto j = json::parse(*line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("event")) kinds.push_back(j["event"]);
+  }
+  BOOST_TEST_REQUIRE(status_of(train.wait(60s)) == 0);
+  BOOST_TEST_REQUIRE(!kinds.empty());
+  BOOST_TEST(kinds.front() == "start");
+  BOOST_TEST(kinds.back() == "done");
+  // It ran on the box (the fixture's home), and its outputs came back.
+  BOOST_TEST(fs::is_regular_file(sshd.home() / "proj" / "cfg" / "out" / "plot.svg"));
+  BOOST_TEST(ferry::test::read_file(dir / "cfg" / "out" / "plot.svg") ==
+             ferry::test::read_file(sshd.home() / "proj" / "cfg" / "out" / "plot.svg"));
+  BOOST_TEST(ferry::test::read_file(dir / "cfg" / "out" / "metrics.csv").starts_with("step,epoch,loss"));
+  BOOST_TEST(fs::is_regular_file(dir / "cfg" / "out" / "checkpoints" / "ckpt-0000000020.ferry"));
+
+  // No ferry-train on the box's PATH: ferry's own failure, at once.
+  ferry::test::SpawnedProcess missing({FERRY_BIN, "train", "cfg/tiny.json", "--no-sync"}, dir.path().string());
+  BOOST_TEST(status_of(missing.wait(60s)) == 255);
+}
