@@ -60,9 +60,9 @@ struct DebugCliOptions {
 
 // Ctrl-C through a self-pipe, so the wait loop sees it beside the run's wake fd.
 int g_sigint_pipe[2] = {-1, -1};
-void on_sigint(int) {
+void on_sigint(int sig) {
   const int saved = errno;
-  char c = 1;
+  char c = sig == SIGINT ? 'i' : 't';
   [[maybe_unused]] auto n = ::write(g_sigint_pipe[1], &c, 1);
   errno = saved;
 }
@@ -74,24 +74,32 @@ class SigintGuard {
     struct sigaction sa {};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
+    // SIGTERM and SIGHUP (terminal closed) count as Ctrl-C: a debuggee left waiting for a client
+    // nobody will bring would sit on the box forever.
     ::sigaction(SIGINT, &sa, &old_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    ::sigaction(SIGHUP, &sa, &old_hup_);
     installed_ = true;
   }
   ~SigintGuard() {
     if (!installed_) return;
     ::sigaction(SIGINT, &old_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::sigaction(SIGHUP, &old_hup_, nullptr);
     ::close(g_sigint_pipe[0]);
     ::close(g_sigint_pipe[1]);
     g_sigint_pipe[0] = g_sigint_pipe[1] = -1;
   }
   int fd() const { return g_sigint_pipe[0]; }
-  bool take() const {
+  // 0: nothing; 'i': Ctrl-C; 't': SIGTERM or SIGHUP (the last one read wins).
+  char take() const {
     char buf[16];
-    return installed_ && ::read(g_sigint_pipe[0], buf, sizeof buf) > 0;
+    const ssize_t n = installed_ ? ::read(g_sigint_pipe[0], buf, sizeof buf) : 0;
+    return n > 0 ? buf[n - 1] : 0;
   }
 
  private:
-  struct sigaction old_ {};
+  struct sigaction old_ {}, old_term_ {}, old_hup_ {};
   bool installed_ = false;
 };
 
@@ -177,7 +185,12 @@ int follow_to_end(run::RunClient& client, const std::string& id, const SigintGua
     if (follower.finished() || follower.failed()) break;
     pollfd fds[2] = {{follower.wake_fd(), POLLIN, 0}, {sigint.fd(), POLLIN, 0}};
     if (::poll(fds, sigint.fd() >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) break;
-    if (sigint.take()) {
+    if (const char why = sigint.take(); why == 't') {
+      // ferry itself is being stopped: end the run too. KILL, because debugpy waiting for its
+      // client ignores SIGINT and SIGTERM, and nobody will attach once ferry is gone.
+      (void)client.signal(id, "KILL");
+      std::cerr << "ferry debug: stopping; sent SIGKILL to run " << id << "\n";
+    } else if (why) {
       auto step = escalation.next(id);
       (void)client.signal(id, step.signal);
       std::cerr << step.note << "\n";
