@@ -277,6 +277,8 @@ class SyncService {
     if (!engine_ || !same(engine_->target(), target)) {
       engine_.reset();
       engine_ = std::make_unique<sync::SyncEngine>(*endpoint_, target);
+      // A live engine watches its tree: a no-op push then walks nothing (docs/sync.md).
+      if (auto w = engine_->watch_local_tree(); !w) spdlog::warn("sync: no watch of {} ({}); every push walks the tree", target.local_root.string(), w.error());
     }
     return engine_.get();
   }

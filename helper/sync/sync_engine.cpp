@@ -26,6 +26,7 @@
 #include "helper/sync/file_index.hpp"
 #include "helper/sync/manifest.hpp"
 #include "helper/sync/scanner.hpp"
+#include "helper/sync/watcher.hpp"
 #include "protocol/delta/delta.hpp"
 
 namespace ferry::sync {
@@ -45,6 +46,33 @@ constexpr std::uint64_t kTwoLevelAbove = 16u << 20;
 constexpr std::uint32_t kCoarseBlock = 1u << 20;
 constexpr std::uint32_t kFineBlock = 1024;
 constexpr std::size_t kMaxFineRanges = 4096;  // the agent's limit per request
+// More paths changed than this since the last push: one walk is cheaper than many stats.
+constexpr std::size_t kMaxDirtyPaths = 4096;
+
+// Runs `f` when the scope ends, whichever way it ends.
+template <typename F>
+struct AtExit {
+  F f;
+  ~AtExit() { f(); }
+};
+template <typename F>
+AtExit(F) -> AtExit<F>;
+
+// `entries` updated with a re-read of `dirty`: a path the re-read did not find (gone, now
+// ignored, now behind a symlink) leaves, and so does everything under it unless it is still a
+// directory (a directory's own event, e.g. a chmod, says nothing about its children, whose
+// changes come as their own events).
+void apply_dirty(TreeState& entries, const std::vector<std::string>& dirty, TreeState&& reread) {
+  for (const auto& p : dirty) {
+    auto now = reread.find(p);
+    const bool still_dir = now != reread.end() && now->second.kind == EntryKind::dir;
+    entries.erase(p);
+    if (still_dir) continue;
+    const std::string prefix = p + "/";
+    for (auto it = entries.lower_bound(prefix); it != entries.end() && it->first.starts_with(prefix);) it = entries.erase(it);
+  }
+  for (auto& [p, m] : reread) entries.insert_or_assign(p, std::move(m));
+}
 
 json::binary_t as_binary(std::vector<std::uint8_t> v) { return json::binary_t(std::move(v)); }
 json::binary_t hash_binary(const Hash128& h) { return as_binary(std::vector<std::uint8_t>(h.begin(), h.end())); }
@@ -170,7 +198,7 @@ json SyncSummary::to_json() const {
               {"seconds", seconds},            {"dirsMade", dirs_made},       {"metadataOnly", metadata_only},
               {"unchanged", unchanged},        {"dryRun", dry_run},           {"cancelled", cancelled},
               {"conflictList", c},             {"heldDeletes", held_deletes}, {"errors", errors},
-              {"unstable", unstable}};
+              {"unstable", unstable},          {"localScan", local_scan},     {"fullWalkReason", full_walk_reason}};
 }
 
 std::string SyncSummary::one_line() const {
@@ -196,6 +224,11 @@ struct SyncEngine::State {
   std::optional<IgnoreMatcher> ignore;  // reused by saves; rebuilt by full pushes
   std::uint64_t manifest_version = 0, manifest_saved = 0;
   bool index_dirty = false;
+  // The watched no-op (watch_local_tree): `known_local` is the local tree as a push read it,
+  // and equals the tree on disk up to the watcher's queue position at that read. Empty = no
+  // such promise (no watcher, a walk with unstable files, a watcher error): walk.
+  std::unique_ptr<TreeWatcher> watcher;
+  std::optional<TreeState> known_local;
 
   std::mutex write_mu;    // serialises the file writes (taken before mu, never while holding it)
   std::mutex persist_mu;  // guards the flags below
@@ -270,6 +303,21 @@ void SyncEngine::persist_now() {
   }
 }
 
+std::expected<void, std::string> SyncEngine::watch_local_tree() {
+  std::lock_guard lock(state_->mu);
+  if (state_->watcher) return {};
+  auto w = TreeWatcher::open(target_.local_root, target_.exclude);
+  if (!w) return std::unexpected(w.error());
+  state_->watcher = std::move(*w);
+  state_->known_local.reset();  // what was read before the watch began proves nothing
+  return {};
+}
+
+TreeWatcher* SyncEngine::watcher_for_test() {
+  std::lock_guard lock(state_->mu);
+  return state_->watcher.get();
+}
+
 fs::path SyncEngine::manifest_path() const {
   return default_manifest_path(target_.local_root, target_.host, target_.remote_root);
 }
@@ -306,10 +354,68 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     if (!index) spdlog::warn("sync: index unreadable ({}); rehashing everything", index.error());
     st.index.emplace(index ? std::move(*index) : FileIndex{});
   }
-  auto scanned = save ? scan_paths(root, ignore, &*st.index, o.only_paths) : scan_tree(root, ignore, &*st.index);
-  if (!scanned) return std::unexpected("scan " + root.string() + ": " + scanned.error());
+  // A full push of a watched engine first takes every event the kernel has queued. Why that
+  // cannot miss a save made before the request: inotify queues a file's event inside the
+  // syscall that changed it (write/close/rename/unlink), before that syscall returns to the
+  // editor, and the editor only then tells the IDE, which only then sends sync/push. So every
+  // change that happened before this push began is in the queue when it is read here, and a
+  // change made after the read is still queued for the next push (it may or may not be in this
+  // push's read of the file too, which is harmless). Every doubt walks the whole tree: no
+  // promise yet, a queue overflow, an ignore file changed, a directory moved away, too many
+  // changes, a watcher error; --force and mirror deletes keep their full walk.
+  const bool watched = !save && st.watcher != nullptr;
+  std::optional<WatchBatch> batch;
+  if (watched) {
+    auto taken = st.watcher->take_pending();
+    if (!taken) {
+      summary.full_walk_reason = "watcher failed: " + taken.error();
+      spdlog::warn("sync: {}; walking the tree and starting a new watch", summary.full_walk_reason);
+      st.watcher.reset();
+      st.known_local.reset();
+      // The new watch begins before the walk, so a change during the walk is queued for the next.
+      if (auto w = TreeWatcher::open(root, target_.exclude); w) st.watcher = std::move(*w);
+      else spdlog::warn("sync: no watch of {}: {}; every push walks the tree", root.string(), w.error());
+    } else {
+      batch = std::move(*taken);
+    }
+  }
+  std::expected<ScanResult, std::string> scanned{ScanResult{}};
+  bool from_watch = false;
+  if (batch && !batch->rescan && st.known_local && !o.force && o.deletes != DeleteMode::mirror &&
+      batch->paths.size() <= kMaxDirtyPaths) {
+    scanned->entries = std::move(*st.known_local);
+    st.known_local.reset();
+    if (batch->paths.empty()) {
+      summary.local_scan = "none";
+      from_watch = true;
+    } else if (auto part = scan_paths(root, ignore, &*st.index, batch->paths); part) {
+      apply_dirty(scanned->entries, batch->paths, std::move(part->entries));
+      scanned->unstable = std::move(part->unstable);
+      scanned->issues = std::move(part->issues);
+      scanned->stats = part->stats;
+      summary.local_scan = "paths";
+      from_watch = true;
+    } else {
+      summary.full_walk_reason = "re-reading the changed paths failed: " + part.error();
+    }
+  } else if (watched && summary.full_walk_reason.empty()) {
+    summary.full_walk_reason = batch && batch->rescan                  ? batch->reason
+                               : !st.known_local                        ? "no complete read since the watch began"
+                               : o.force || o.deletes == DeleteMode::mirror ? "forced or mirror push"
+                                                                        : fmt::format("{} paths changed", batch->paths.size());
+  }
+  st.known_local.reset();  // taken above or stale: the events it needed are consumed
+  if (!from_watch) {
+    scanned = save ? scan_paths(root, ignore, &*st.index, o.only_paths) : scan_tree(root, ignore, &*st.index);
+    if (!scanned) return std::unexpected("scan " + root.string() + ": " + scanned.error());
+  }
+  // The read stands for the tree until the queue position taken above, unless some file was
+  // caught mid-change (left out of the entries, so it would look deleted).
+  AtExit keep_read{[&] {
+    if (st.watcher && !save && scanned && scanned->unstable.empty()) st.known_local = std::move(scanned->entries);
+  }};
   const std::size_t indexed = st.index->size();
-  if (!save) st.index->retain(scanned->entries);
+  if (!save && !from_watch) st.index->retain(scanned->entries);
   // A save's one new hash is not worth rewriting the whole index for (it is a cache: lost, the
   // file is hashed again); the next full push persists it.
   if ((!save && scanned->stats.hashed > 0) || st.index->size() != indexed) st.index_dirty = true;

@@ -24,6 +24,8 @@ class Endpoint;
 
 namespace ferry::sync {
 
+class TreeWatcher;
+
 // Where a push goes and what governs it.
 struct SyncTarget {
   std::filesystem::path local_root;   // the mapping's local folder (absolute)
@@ -68,6 +70,10 @@ struct SyncSummary {
   std::vector<std::string> held_deletes;  // the mass-delete guard held these
   std::vector<std::string> errors;        // per-file failures; the rest of the sync went on
   std::vector<std::string> unstable;      // changed while being read: next sync
+  // How the local tree was read: "full" (a walk), "paths" (only what the watcher saw change),
+  // "none" (the watcher saw nothing: the tree is what the last push read).
+  std::string local_scan = "full";
+  std::string full_walk_reason;  // why a watched engine walked anyway ("" when it did not)
 
   nlohmann::json to_json() const;
   std::string one_line() const;  // "12 files sent, 0 deleted, 0 conflicts, 1.2 MiB literal, ..."
@@ -94,6 +100,12 @@ class SyncEngine {
   void persist_now();
   // How long a change waits for more before the background writer persists it.
   void set_persist_delay(std::chrono::milliseconds delay);
+  // For an engine that lives on (`ferry serve`): watches the local tree with inotify, so a full
+  // push after one that read the tree re-reads only what changed, and a no-op walks nothing.
+  // Without it (or after any doubt about the watch) every full push walks the tree.
+  std::expected<void, std::string> watch_local_tree();
+  // Tests: the live watcher (nullptr when none).
+  TreeWatcher* watcher_for_test();
 
  private:
   struct State;

@@ -108,6 +108,10 @@ void TreeWatcher::add_tree(const std::string& rel, std::set<std::string>* found)
 }
 
 bool TreeWatcher::drain(std::string& error) {
+  if (!injected_error_.empty()) {
+    error = injected_error_;
+    return false;
+  }
   alignas(inotify_event) char buf[64 * 1024];
   for (;;) {
     ssize_t n = ::read(inotify_fd_, buf, sizeof buf);
@@ -200,6 +204,22 @@ std::expected<std::optional<WatchBatch>, std::string> TreeWatcher::next(std::chr
       if (root_gone_) return std::unexpected(root_.string() + " was deleted or moved");
     }
   }
+}
+
+std::expected<WatchBatch, std::string> TreeWatcher::take_pending() {
+  std::string error;
+  if (!drain(error)) return std::unexpected(error);
+  if (root_gone_) return std::unexpected(root_.string() + " was deleted or moved");
+  if (pending_rescan_ || pending_.size() > options_.max_paths) {
+    std::string reason = pending_rescan_ ? rescan_reason_ : std::to_string(pending_.size()) + " paths changed";
+    WatchBatch b = rescan(std::move(reason));
+    if (!watches("")) return std::unexpected("watch " + root_.string() + " could not be restarted");
+    return b;
+  }
+  WatchBatch b;
+  b.paths.assign(pending_.begin(), pending_.end());
+  pending_.clear();
+  return b;
 }
 
 void TreeWatcher::stop() {

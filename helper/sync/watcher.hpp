@@ -52,6 +52,15 @@ class TreeWatcher {
   // the root itself went away.
   std::expected<std::optional<WatchBatch>, std::string> next(std::chrono::milliseconds timeout);
 
+  // The sync's no-op check: what the kernel has queued up to this call, at once, without
+  // waiting for a burst to settle. A rescan (overflow, an ignore file changed, a directory moved
+  // away, more than max_paths) restarts the watch before returning, so a full walk that follows
+  // misses nothing. Errors as for next(); the watcher is then unusable.
+  std::expected<WatchBatch, std::string> take_pending();
+
+  // Tests: makes the next take_pending()/next() fail as if the inotify fd had.
+  void fail_for_test(std::string error) { injected_error_ = std::move(error); }
+
   // Makes next() return nullopt at once; safe from another thread and from a signal handler.
   void stop();
 
@@ -85,6 +94,7 @@ class TreeWatcher {
   bool pending_rescan_ = false;
   std::string rescan_reason_;
   bool root_gone_ = false;
+  std::string injected_error_;
   std::chrono::steady_clock::time_point first_event_{}, last_event_{};
 };
 
