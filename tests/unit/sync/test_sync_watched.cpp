@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -167,4 +168,44 @@ BOOST_AUTO_TEST_CASE(force_and_mirror_pushes_keep_their_walk) {
   mirror.deletes = DeleteMode::mirror;
   BOOST_TEST(f.push(mirror).local_scan == "full");
   BOOST_TEST(f.push().local_scan == "none");
+}
+
+// The no-op's cost against a walking engine's, on FERRY_WATCHED_FILES files (default 2000;
+// the bench line in bench/results/sync.md used 100000 on /dev/shm via FERRY_WATCHED_DIR).
+BOOST_AUTO_TEST_CASE(a_watched_no_op_costs_no_walk_at_any_size) {
+  const char* n_env = std::getenv("FERRY_WATCHED_FILES");
+  const char* dir_env = std::getenv("FERRY_WATCHED_DIR");
+  const long n = n_env ? std::atol(n_env) : 2000;
+  TempDir scratch{"ferry-watched-size"};
+  const fs::path base = dir_env ? fs::path(dir_env) : scratch.path();
+  const fs::path local = base / "local", sandbox = base / "sandbox";
+  for (long i = 0; i < n; ++i) write_file(local / fmt::format("d{}/e{}/f{}.py", i % 100, i % 7, i), "x\n");
+  LocalEndpointOptions o;
+  o.agent = FERRY_AGENT_PATH;
+  o.root = sandbox;
+  LocalEndpoint ep(o);
+  BOOST_REQUIRE(ep.connect().has_value());
+  const SyncTarget target{local, "proj", "local", "~/proj", {}, {}};
+  auto timed = [](SyncEngine& e) {
+    auto s = e.push({});
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE(s->files_sent == 0u);
+    return *s;
+  };
+  {
+    SyncEngine walking(ep, target);
+    BOOST_REQUIRE(walking.push({}).has_value());
+    SyncSummary s = timed(walking);
+    BOOST_TEST(s.local_scan == "full");
+    BOOST_TEST_MESSAGE(fmt::format("{} files: walking no-op {:.3f} s", n, s.seconds));
+  }
+  SyncEngine watched(ep, target);
+  BOOST_REQUIRE(watched.watch_local_tree().has_value());
+  BOOST_REQUIRE(watched.push({}).has_value());
+  for (int i = 0; i < 3; ++i) {
+    SyncSummary s = timed(watched);
+    BOOST_TEST(s.local_scan == "none");
+    BOOST_TEST_MESSAGE(fmt::format("{} files: watched no-op {:.3f} s", n, s.seconds));
+  }
+  if (dir_env) fs::remove_all(base);
 }
