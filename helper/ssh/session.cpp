@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -104,7 +105,18 @@ asio::awaitable<Result<std::size_t>> Channel::read_some(std::span<char> buffer, 
     if (!session_->is_open())
       co_return std::unexpected(make_error(Errc::kClosed, "reading from the channel: " + session_->close_reason()));
     auto n = libssh2_channel_read_ex(channel_, stream, buffer.data(), buffer.size());
-    if (n > 0 || (n == 0 && libssh2_channel_eof(channel_))) co_return static_cast<std::size_t>(n);
+    if (n > 0) {
+      // libssh2 hands out about one packet (32 KiB) per call: keep taking what is already here so
+      // the caller does one socket write per burst instead of one per packet.
+      auto got = static_cast<std::size_t>(n);
+      while (got < buffer.size()) {
+        auto more = libssh2_channel_read_ex(channel_, stream, buffer.data() + got, buffer.size() - got);
+        if (more <= 0) break;  // EAGAIN, EOF or an error: the next call reports it
+        got += static_cast<std::size_t>(more);
+      }
+      co_return got;
+    }
+    if (n == 0 && libssh2_channel_eof(channel_)) co_return std::size_t{0};
     if (n < 0 && n != LIBSSH2_ERROR_EAGAIN && n != LIBSSH2_ERROR_BAD_USE && !session_->spurious_send_error(n))
       co_return std::unexpected(session_->last_error("reading from the channel"));
     auto w = co_await session_->wait_socket(deadline, "reading from the channel");
@@ -290,8 +302,17 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
   auto n = recv_hook_impl(socket, buffer, length, flags, self->last_rx_);
   // Whatever libssh2 just read may hold packets for channels other than the caller's, and their
   // coroutines wait for socket readiness that this read consumed: wake them to look (they run
-  // after the current call, on the strand).
-  if (n > 0) self->wake();
+  // after the current call, on the strand). One posted wake per burst, not one cancel per recv:
+  // libssh2 reads a burst in many small recvs, and waking every waiter for each was a herd.
+  if (n > 0 && !self->wake_posted_) {
+    self->wake_posted_ = true;
+    asio::post(self->executor_, [weak = self->weak_from_this()] {
+      if (auto s = weak.lock()) {
+        s->wake_posted_ = false;
+        s->wake();
+      }
+    });
+  }
   return n;
 }
 

@@ -215,6 +215,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<std::function<void()>> close_hooks_;
   bool send_stalled_ = false;  // a packet is half sent: others get BAD_USE until it completes
   bool send_failed_ = false;   // the socket itself refused a send (not just EAGAIN)
+  bool wake_posted_ = false;   // a wake() is queued on the strand for data a recv brought in
 
  public:
   // libssh2 1.10 reports BAD_USE met inside a window adjust as SOCKET_SEND; only a send the
