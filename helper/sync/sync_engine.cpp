@@ -229,6 +229,16 @@ struct SyncEngine::State {
   // such promise (no watcher, a walk with unstable files, a watcher error): walk.
   std::unique_ptr<TreeWatcher> watcher;
   std::optional<TreeState> known_local;
+  // The last watched full push planned nothing, against this manifest version, with these
+  // deletes: the plan is a pure function of (local tree, manifest, options), so a push that
+  // read nothing local ("none"), finds the manifest at that version and is trusted by the
+  // remote's generation would plan the same nothing; it skips plan_push (0.1 s at 100k files).
+  struct EmptyPlan {
+    std::uint64_t manifest_version;
+    DeleteMode deletes;
+    std::size_t unchanged;
+  };
+  std::optional<EmptyPlan> empty_plan;
 
   std::mutex write_mu;    // serialises the file writes (taken before mu, never while holding it)
   std::mutex persist_mu;  // guards the flags below
@@ -521,7 +531,12 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   popt.ignore = &ignore;
   popt.skip.insert(scanned->unstable.begin(), scanned->unstable.end());
   popt.overwrite_conflicts = o.force;
-  Plan plan = alias_manifest ? plan_push(local, *manifest, manifest->entries, popt) : plan_push(local, plan_manifest, remote, popt);
+  const bool reuse_empty = alias_manifest && summary.local_scan == "none" && !o.force && st.empty_plan &&
+                           st.empty_plan->manifest_version == st.manifest_version && st.empty_plan->deletes == o.deletes;
+  Plan plan = reuse_empty      ? Plan{}
+              : alias_manifest ? plan_push(local, *manifest, manifest->entries, popt)
+                               : plan_push(local, plan_manifest, remote, popt);
+  if (reuse_empty) plan.unchanged = st.empty_plan->unchanged;
   if (alias_manifest && !plan.nothing_to_do()) {
     remote = manifest->entries;
     plan_manifest = *manifest;
@@ -550,6 +565,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     popt.confirmed_mass_delete = true;
     plan = plan_push(local, plan_manifest, remote, popt);
   }
+  st.empty_plan.reset();
+  if (alias_manifest && st.watcher && scanned->unstable.empty() && plan.nothing_to_do() && plan.held_rmdirs.empty() &&
+      plan.adopted.empty() && plan.forget.empty() && plan.protected_skipped.empty() && !plan.needs_confirmation)
+    st.empty_plan = State::EmptyPlan{st.manifest_version, o.deletes, plan.unchanged};
   summary.conflicts = plan.conflicts;
   summary.held_deletes = plan.held_deletes;
   summary.unchanged = plan.unchanged;

@@ -71,7 +71,14 @@ BOOST_AUTO_TEST_CASE(a_no_op_push_reads_nothing_and_changes_nothing) {
   BOOST_TEST(s.files_deleted == 0u);
   BOOST_TEST(s.unchanged == 311u);  // 301 files + 10 dirs: planned from the whole remembered tree
   BOOST_TEST(read_file(f.remote / "pkg3/m13.py") == "x = 13\n");
-  BOOST_TEST(f.push().local_scan == "none");
+  s = f.push();  // this one reuses the empty plan: still the whole tree counted, nothing sent
+  BOOST_TEST(s.local_scan == "none");
+  BOOST_TEST(s.unchanged == 311u);
+  BOOST_TEST(s.files_sent == 0u);
+  write_file(f.local / "pkg3/m13.py", "after the no-ops\n");
+  s = f.push();
+  BOOST_TEST(s.files_sent == 1u);
+  BOOST_TEST(read_file(f.remote / "pkg3/m13.py") == "after the no-ops\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_save_right_before_a_push_is_pushed) {
