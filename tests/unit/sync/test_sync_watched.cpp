@@ -204,7 +204,7 @@ BOOST_AUTO_TEST_CASE(a_watched_no_op_costs_no_walk_at_any_size) {
     BOOST_REQUIRE(walking.push({}).has_value());
     SyncSummary s = timed(walking);
     BOOST_TEST(s.local_scan == "full");
-    BOOST_TEST_MESSAGE(fmt::format("{} files: walking no-op {:.3f} s", n, s.seconds));
+    BOOST_TEST_MESSAGE(fmt::format("{} files: walking no-op {:.5f} s", n, s.seconds));
   }
   SyncEngine watched(ep, target);
   BOOST_REQUIRE(watched.watch_local_tree().has_value());
@@ -212,7 +212,7 @@ BOOST_AUTO_TEST_CASE(a_watched_no_op_costs_no_walk_at_any_size) {
   for (int i = 0; i < 3; ++i) {
     SyncSummary s = timed(watched);
     BOOST_TEST(s.local_scan == "none");
-    BOOST_TEST_MESSAGE(fmt::format("{} files: watched no-op {:.3f} s", n, s.seconds));
+    BOOST_TEST_MESSAGE(fmt::format("{} files: watched no-op {:.5f} s", n, s.seconds));
   }
   if (dir_env) fs::remove_all(base);
 }
