@@ -90,11 +90,15 @@ class SshByteStream final : public ByteStream {
         return ReadResult{ReadStatus::data, *r, {}};
       }
       on_broken_("the agent's channel reached EOF");
+      // A writer blocked on a full window would otherwise wait out its whole deadline for a reader
+      // that is gone (the agent died mid-request).
+      stream_->interrupt();
       return ReadResult{ReadStatus::eof, 0, {}};
     }
     if (r.error().code == make_error_code(ssh::Errc::kTimeout)) return ReadResult{ReadStatus::timeout, 0, {}};
     if (r.error().code == make_error_code(ssh::Errc::kInterrupted)) return ReadResult{ReadStatus::interrupted, 0, {}};
     on_broken_(r.error().message);
+    stream_->interrupt();
     return ReadResult{ReadStatus::error, 0, r.error().message};
   }
 
