@@ -54,6 +54,14 @@ std::vector<std::string> conflict_paths(const Plan& p) {
 }
 using V = std::vector<std::string>;
 
+// A manifest with an unknown remote sync-state (the planner does not look at it).
+Manifest manifest(std::string remote_root, TreeState entries) {
+  Manifest m;
+  m.remote_root = std::move(remote_root);
+  m.entries = std::move(entries);
+  return m;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(first_push_sends_everything_small_whole) {
@@ -69,7 +77,7 @@ BOOST_AUTO_TEST_CASE(first_push_sends_everything_small_whole) {
 
 BOOST_AUTO_TEST_CASE(no_op_sync_is_nothing_to_do_even_without_remote_hashes) {
   TreeState local{{"a.py", file(1)}, {"big.bin", file(3, 1 << 20)}, {"d", dir()}};
-  Manifest m{"/r", local};
+  Manifest m = manifest("/r", local);
   TreeState remote{{"a.py", bare(file(1))}, {"big.bin", bare(file(3, 1 << 20))}, {"d", dir()}};
   Plan p = plan_push(local, m, remote, {});
   BOOST_TEST(p.nothing_to_do());
@@ -77,7 +85,7 @@ BOOST_AUTO_TEST_CASE(no_op_sync_is_nothing_to_do_even_without_remote_hashes) {
 }
 
 BOOST_AUTO_TEST_CASE(changed_files_go_whole_or_as_delta_by_size) {
-  Manifest m{"/r", {{"small.py", file(1)}, {"big.bin", file(3, 1 << 20)}}};
+  Manifest m = manifest("/r", {{"small.py", file(1)}, {"big.bin", file(3, 1 << 20)}});
   TreeState remote{{"small.py", bare(file(1))}, {"big.bin", bare(file(3, 1 << 20))}};
   TreeState local{{"small.py", file(2, 10, 2000)}, {"big.bin", file(4, (1 << 20) + 5, 2000)}};
   Plan p = plan_push(local, m, remote, {});
@@ -88,7 +96,7 @@ BOOST_AUTO_TEST_CASE(changed_files_go_whole_or_as_delta_by_size) {
 }
 
 BOOST_AUTO_TEST_CASE(mode_and_mtime_only_changes_are_metadata) {
-  Manifest m{"/r", {{"run.sh", file(1)}}};
+  Manifest m = manifest("/r", {{"run.sh", file(1)}});
   TreeState remote{{"run.sh", bare(file(1))}};
   TreeState local{{"run.sh", file(1, 10, 1000, 0755)}};
   Plan p = plan_push(local, m, remote, {});
@@ -97,7 +105,7 @@ BOOST_AUTO_TEST_CASE(mode_and_mtime_only_changes_are_metadata) {
 }
 
 BOOST_AUTO_TEST_CASE(remote_changes_behind_ferrys_back_are_conflicts) {
-  Manifest m{"/r", {{"a.py", file(1)}, {"b.py", file(1)}, {"c.py", file(1)}}};
+  Manifest m = manifest("/r", {{"a.py", file(1)}, {"b.py", file(1)}, {"c.py", file(1)}});
   TreeState remote{{"a.py", bare(file(9, 11, 3000))},  // edited on the box
                    {"b.py", bare(file(1))},
                    {"c.py", bare(file(9, 10, 3000))},   // edited on the box, deleted locally
@@ -129,7 +137,7 @@ BOOST_AUTO_TEST_CASE(identical_untracked_remote_files_are_adopted_not_resent) {
 }
 
 BOOST_AUTO_TEST_CASE(deletes_only_touch_what_ferry_wrote_unless_mirroring) {
-  Manifest m{"/r", {{"old.py", file(1)}, {"gone", dir()}, {"gone/x.py", file(2)}}};
+  Manifest m = manifest("/r", {{"old.py", file(1)}, {"gone", dir()}, {"gone/x.py", file(2)}});
   TreeState remote{{"old.py", bare(file(1))},
                    {"gone", dir()},
                    {"gone/x.py", bare(file(2))},
@@ -157,7 +165,7 @@ BOOST_AUTO_TEST_CASE(deletes_only_touch_what_ferry_wrote_unless_mirroring) {
 }
 
 BOOST_AUTO_TEST_CASE(directories_with_surviving_content_stay) {
-  Manifest m{"/r", {{"d", dir()}, {"d/a", file(1)}, {"d/sub", dir()}, {"d/sub/b", file(2)}}};
+  Manifest m = manifest("/r", {{"d", dir()}, {"d/a", file(1)}, {"d/sub", dir()}, {"d/sub/b", file(2)}});
   TreeState remote{{"d", dir()}, {"d/a", bare(file(1))}, {"d/sub", dir()}, {"d/sub/b", bare(file(2))},
                    {"d/sub/user.txt", bare(file(3))}};
   PlanOptions opt;
@@ -196,7 +204,7 @@ BOOST_AUTO_TEST_CASE(mass_delete_guard_holds_deletes_until_confirmed) {
 }
 
 BOOST_AUTO_TEST_CASE(unstable_and_protected_paths_are_left_alone) {
-  Manifest m{"/r", {{"log.txt", file(1)}, {".data/x", file(2)}}};
+  Manifest m = manifest("/r", {{"log.txt", file(1)}, {".data/x", file(2)}});
   TreeState remote{{"log.txt", bare(file(1))}, {".data", dir()}, {".data/x", bare(file(2))}};
   TreeState local{{".data", dir()}, {".data/x", file(3, 10, 2000)}};
   const auto protect = IgnoreMatcher::from_patterns({"/.data/"});
@@ -210,7 +218,7 @@ BOOST_AUTO_TEST_CASE(unstable_and_protected_paths_are_left_alone) {
 }
 
 BOOST_AUTO_TEST_CASE(kind_changes) {
-  Manifest m{"/r", {{"x", file(1)}, {"y", file(1)}}};
+  Manifest m = manifest("/r", {{"x", file(1)}, {"y", file(1)}});
   TreeState remote{{"x", bare(file(1))}, {"y", bare(file(9, 10, 7777))}, {"z", dir()}};
   TreeState local{{"x", dir()}, {"y", dir()}, {"z", file(4)}};
   Plan p = plan_push(local, m, remote, {});
@@ -220,7 +228,7 @@ BOOST_AUTO_TEST_CASE(kind_changes) {
 }
 
 BOOST_AUTO_TEST_CASE(manifest_round_trips_and_rejects_garbage) {
-  Manifest m{"~/proj", {{"a b/c.py", file(1, 3, -5, 0755)}, {"d", dir()}, {"l", link("../x")}}};
+  Manifest m = manifest("~/proj", {{"a b/c.py", file(1, 3, -5, 0755)}, {"d", dir()}, {"l", link("../x")}});
   auto back = manifest_from_json(manifest_to_json(m));
   BOOST_REQUIRE(back.has_value());
   BOOST_TEST(back->remote_root == "~/proj");
