@@ -167,6 +167,13 @@ struct Progress {
     std::lock_guard lock(mu);
     summary->errors.push_back(std::move(message));
   }
+  // A file that vanished between the scan and the read is not a failure (the user deleted or
+  // renamed it): like a file changed mid-read, the next sync settles it, as rsync's "vanished".
+  void read_failed(const std::string& path, const std::string& why) {
+    std::lock_guard lock(mu);
+    if (why == "missing") summary->unstable.push_back(path);
+    else summary->errors.push_back(fmt::format("read '{}': {}", path, why));
+  }
 };
 
 }  // namespace
@@ -620,6 +627,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     }
   };
   auto cancelled = [&] { return o.cancelled && o.cancelled(); };
+  if (o.before_transfer) o.before_transfer();
 
   // 5a. Files or links where a directory goes, then directories.
   if (!plan.replace.empty()) {
@@ -652,7 +660,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   // A file too large for one request: begin, 8 MiB compressed chunks, commit (hash checked there).
   auto stream_file = [&](const Transfer& t) {
     std::ifstream in(root / t.path, std::ios::binary);
-    if (!in) return prog.error(fmt::format("read '{}': cannot open", t.path));
+    if (!in) {
+      std::error_code ec;
+      return prog.read_failed(t.path, fs::exists(root / t.path, ec) ? "cannot open" : "missing");
+    }
     auto begun = endpoint_.call("sync/fileBegin", json{{"base", base},
                                                        {"path", t.path},
                                                        {"size", t.local.size},
@@ -735,7 +746,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       for (const Transfer* t : batch) {
         auto bytes = read_bytes(root / t->path);
         if (!bytes) {
-          prog.error(fmt::format("read '{}': {}", t->path, bytes.error()));
+          prog.read_failed(t->path, bytes.error());
           continue;
         }
         if (!t->local.hash || delta::hash128(*bytes) != *t->local.hash) {
@@ -784,7 +795,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     jobs.push_back([&, tp = &t] {
       const Transfer& t = *tp;
       auto bytes = read_bytes(root / t.path);
-      if (!bytes) return prog.error(fmt::format("read '{}': {}", t.path, bytes.error()));
+      if (!bytes) return prog.read_failed(t.path, bytes.error());
       if (!t.local.hash || delta::hash128(*bytes) != *t.local.hash) {
         std::lock_guard lock(prog.mu);
         summary.unstable.push_back(t.path);

@@ -49,6 +49,9 @@ struct SyncOptions {
   // Polled between requests: true stops the sync after the requests in flight (the manifest
   // still records what was written, so the next sync resumes).
   std::function<bool()> cancelled;
+  // Called once after planning, before any file is read: the moment a user's edit races the
+  // sync (tests change the tree here).
+  std::function<void()> before_transfer;
   unsigned in_flight = 8;              // concurrent requests to the agent
   std::uint64_t cache_max_bytes = 1ull << 30;  // the sent-copy cache used as delta bases
   std::uint64_t stream_above = 64ull << 20;    // whole files larger than this go in chunks

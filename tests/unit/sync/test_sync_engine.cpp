@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -150,6 +151,32 @@ BOOST_AUTO_TEST_CASE(push_makes_an_identical_tree_and_a_second_push_sends_nothin
   json j = s2.to_json();
   for (const char* k : {"filesSent", "filesDeleted", "conflicts", "bytesLiteral", "bytesMatched", "bytesOnWire", "seconds"})
     BOOST_TEST(j.contains(k), k);
+}
+
+BOOST_AUTO_TEST_CASE(a_file_deleted_between_scan_and_send_is_left_for_the_next_sync_not_an_error) {
+  Fixture f;
+  make_tree(f.local);
+  f.push();
+  write(f.local / "new.py", text("print('soon gone')\n"));
+  write(f.local / "data/weights.bin", random_bytes(700000, 2));  // a delta candidate, also removed
+  SyncOptions o;
+  o.before_transfer = [&] {
+    fs::remove(f.local / "new.py");
+    fs::remove(f.local / "data/weights.bin");
+  };
+  SyncSummary s = f.push(o);
+  BOOST_TEST(s.errors.empty());
+  BOOST_TEST(s.conflicts.empty());
+  const std::set<std::string> unstable(s.unstable.begin(), s.unstable.end());
+  BOOST_TEST(unstable.count("new.py") == 1u);
+  BOOST_TEST(unstable.count("data/weights.bin") == 1u);
+  BOOST_TEST(!fs::exists(f.remote / "new.py"));
+
+  // The next sync sees the deletion like any other: the remote copy ferry wrote goes too.
+  SyncSummary s2 = f.push();
+  BOOST_TEST(s2.errors.empty());
+  BOOST_TEST(!fs::exists(f.remote / "data/weights.bin"));
+  require_same_trees(scan(f.local), scan(f.remote));
 }
 
 BOOST_AUTO_TEST_CASE(one_byte_edit_of_a_large_file_goes_as_a_small_delta) {
