@@ -224,6 +224,7 @@ BOOST_AUTO_TEST_CASE(reverse_tunnel_reaches_a_port_here) {
   int fd = 0;
   while (std::chrono::steady_clock::now() < deadline) {  // the cancel travels to sshd: wait for its effect
     fd = tcp_connect("127.0.0.1", spec.remote_port);
+    if (fd == -ECONNRESET) continue;  // the listener closed while our SYN was in its queue
     if (fd < 0) break;
     ::close(fd);
     std::this_thread::sleep_for(20ms);  // polling the observable effect, bounded by the deadline
@@ -307,7 +308,8 @@ BOOST_AUTO_TEST_CASE(closing_a_tunnel_ends_its_connections_and_leaks_no_fds) {
   }
   BOOST_TEST(tcp_connect("127.0.0.1", info->bound_port) == -ECONNREFUSED);
   BOOST_TEST(c.endpoint->list_forwards().empty());
-  BOOST_TEST(settle(before) == before);
+  // A leak shows as more fds; fewer is the warm-up's last connection closing late.
+  BOOST_TEST(settle(before) <= before);
   BOOST_TEST(!c.endpoint->close_forward(info->id).has_value());
 }
 
