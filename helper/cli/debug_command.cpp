@@ -174,7 +174,8 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g) {
 
 // The debuggee (or the PyCharm-mode script) followed to its end with output to our stdout and
 // stderr; Ctrl-C escalates INT, TERM, KILL. Returns ferry's exit status.
-int follow_to_end(run::RunClient& client, const std::string& id, const SigintGuard& sigint) {
+int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std::string& id, const SigintGuard& sigint) {
+  const bool reconnects = dynamic_cast<remote::SshEndpoint*>(&endpoint) != nullptr;
   run::RunFollower follower(client, id, 0, [](const run::OutputRecord& rec) {
     write_fd(rec.stream == run::Stream::stdout_stream ? 1 : 2, rec.data);
   });
@@ -184,7 +185,18 @@ int follow_to_end(run::RunClient& client, const std::string& id, const SigintGua
     if (follower.needs_attach()) (void)follower.attach();
     if (follower.finished() || follower.failed()) break;
     pollfd fds[2] = {{follower.wake_fd(), POLLIN, 0}, {sigint.fd(), POLLIN, 0}};
-    if (::poll(fds, sigint.fd() >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) break;
+    // Woken at least once a second to look at the link: an SSH link that dropped and came back
+    // needs a re-attach at the next offset; a local agent that died never comes back.
+    if (::poll(fds, sigint.fd() >= 0 ? 2 : 1, 1000) < 0 && errno != EINTR) break;
+    if (const bool up = endpoint.connected(); !up && !reconnects) {
+      std::cerr << "ferry debug: lost the agent on " << endpoint.description() << "; run " << id
+                << " goes on (`ferry attach " << id << "` follows it)\n";
+      return kFailure;
+    } else if (!up && !follower.link_down()) {
+      follower.link_lost();
+    } else if (up && follower.link_down()) {
+      follower.link_restored();
+    }
     if (const char why = sigint.take(); why == 't') {
       // ferry itself is being stopped: end the run too. KILL, because debugpy waiting for its
       // client ignores SIGINT and SIGTERM, and nobody will attach once ferry is gone.
@@ -270,7 +282,7 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
       std::cerr << "ferry debug: cannot start the run: " << started.error().message << "\n";
       rc = kFailure;
     } else {
-      rc = follow_to_end(client, started->id, sigint);
+      rc = follow_to_end(client, *link.endpoint, started->id, sigint);
     }
   }
   (void)link.endpoint->close_forward(forward->id);
@@ -289,7 +301,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
       case debug::DebugErrorKind::interrupted: std::cerr << "ferry debug: interrupted\n"; return 130;
       case debug::DebugErrorKind::debuggee_ended: {
         // Show what it printed (why it ended), then say so.
-        (void)follow_to_end(client, *e.run_id, sigint);
+        (void)follow_to_end(client, *link.endpoint, *e.run_id, sigint);
         std::cerr << "ferry debug: " << e.message << "\n";
         return e.exit ? std::max(1, run::exit_status(*e.exit)) : kFailure;
       }
@@ -316,7 +328,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
   std::cerr << "debugpy waits on the box's 127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
             << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
   std::cout << configuration.dump(2) << "\n" << std::flush;
-  const int rc = follow_to_end(client, launched->run_id, sigint);
+  const int rc = follow_to_end(client, *link.endpoint, launched->run_id, sigint);
   (void)link.endpoint->close_forward(launched->forward.id);
   return rc;
 }
