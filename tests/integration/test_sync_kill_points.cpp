@@ -251,7 +251,8 @@ BOOST_AUTO_TEST_CASE(killed_link_or_agent_never_tears_a_file_and_the_next_sync_c
     for (int i = 0; i < 30; ++i)
       write_file(local / ("new/r" + std::to_string(round) + "/n" + std::to_string(i) + ".txt"), random_bytes(rng, rng() % 3000));
     for (int i = 0; i < 5; ++i) {
-      std::size_t k = pick(rng);
+      // A fresh range each time: the list shrinks as we go (an index past its end was undefined).
+      std::size_t k = std::uniform_int_distribution<std::size_t>(0, small.size() - 1)(rng);
       fs::remove(local / small[k]);
       small.erase(small.begin() + static_cast<std::ptrdiff_t>(k));
     }
