@@ -221,7 +221,7 @@ void SshdFixture::start() {
   throw std::runtime_error("sshd could not bind a port:\n" + log());
 }
 
-std::vector<pid_t> SshdFixture::tree() const {
+std::vector<pid_t> process_tree(pid_t root) {
   // Session processes call setsid(), so the process group misses them: walk /proc by parent pid.
   std::vector<std::pair<pid_t, pid_t>> all;
   for (const auto& e : fs::directory_iterator("/proc")) {
@@ -238,12 +238,14 @@ std::vector<pid_t> SshdFixture::tree() const {
     rest >> state >> ppid;
     all.emplace_back(std::stoi(name), ppid);
   }
-  std::vector<pid_t> out{pid_};
+  std::vector<pid_t> out{root};
   for (std::size_t i = 0; i < out.size(); ++i)
     for (auto [p, pp] : all)
       if (pp == out[i]) out.push_back(p);
   return out;
 }
+
+std::vector<pid_t> SshdFixture::tree() const { return process_tree(pid_); }
 
 void SshdFixture::kill_all() {
   if (pid_ <= 0) return;

@@ -17,6 +17,10 @@ struct SshdOptions {
   std::string bashrc;             // written to the remote home's .bashrc (login noise)
 };
 
+// `root` and every process below it, found through /proc by parent pid (session processes call
+// setsid(), so a process group would miss them).
+std::vector<pid_t> process_tree(pid_t root);
+
 class SshdFixture {
  public:
   explicit SshdFixture(SshdOptions options = {});
@@ -51,7 +55,7 @@ class SshdFixture {
   void add_client_config(const std::string& text) const;
 
  private:
-  std::vector<pid_t> tree() const;
+  std::vector<pid_t> tree() const;  // process_tree(pid())
   void write_sshd_config();
 
   std::filesystem::path dir_;

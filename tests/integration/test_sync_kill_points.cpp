@@ -77,29 +77,11 @@ std::string random_bytes(std::mt19937_64& rng, std::size_t n) {
   return s;
 }
 
-// The processes below the fixture's sshd: its per-connection children, and the ferry-agent.
+// The processes below `root` (the fixture's sshd: its per-connection children and the ferry-agent).
 std::vector<pid_t> descendants(pid_t root) {
-  std::vector<std::pair<pid_t, pid_t>> all;
-  for (const auto& e : fs::directory_iterator("/proc")) {
-    std::string name = e.path().filename();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string line;
-    if (!std::getline(in, line)) continue;
-    auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state;
-    pid_t ppid;
-    rest >> state >> ppid;
-    all.emplace_back(std::stoi(name), ppid);
-  }
-  std::vector<pid_t> out{root};
-  for (std::size_t i = 0; i < out.size(); ++i)
-    for (auto [p, pp] : all)
-      if (pp == out[i]) out.push_back(p);
-  out.erase(out.begin());
-  return out;
+  auto all = test::process_tree(root);
+  all.erase(all.begin());
+  return all;
 }
 
 std::string comm_of(pid_t pid) {
