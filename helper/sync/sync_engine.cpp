@@ -27,36 +27,13 @@
 #include "helper/sync/manifest.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/watcher.hpp"
+#include "helper/sync/sync_engine_state.hpp"
 #include "protocol/delta/delta.hpp"
 
 namespace ferry::sync {
 namespace {
 
-namespace fs = std::filesystem;
-using json = nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-constexpr std::size_t kBatchFiles = 512;
-constexpr std::uint64_t kBatchBytes = 8u << 20;
-constexpr std::uint64_t kMaxRequestPayload = 200u << 20;  // under the agent's 256 MiB frame cap
-constexpr std::uint64_t kReadChunk = 8u << 20;
-constexpr auto kBigCallTimeout = std::chrono::minutes(5);
-// Deltas against the agent's signature go in two levels above this size.
-constexpr std::uint64_t kTwoLevelAbove = 16u << 20;
-constexpr std::uint32_t kCoarseBlock = 1u << 20;
-constexpr std::uint32_t kFineBlock = 1024;
-constexpr std::size_t kMaxFineRanges = 4096;  // the agent's limit per request
-// More paths changed than this since the last push: one walk is cheaper than many stats.
-constexpr std::size_t kMaxDirtyPaths = 4096;
-
-// Runs `f` when the scope ends, whichever way it ends.
-template <typename F>
-struct AtExit {
-  F f;
-  ~AtExit() { f(); }
-};
-template <typename F>
-AtExit(F) -> AtExit<F>;
+using namespace engine_parts;
 
 // `entries` updated with a re-read of `dirty`: a path the re-read did not find (gone, now
 // ignored, now behind a symlink) leaves, and so does everything under it unless it is still a
@@ -74,9 +51,6 @@ void apply_dirty(TreeState& entries, const std::vector<std::string>& dirty, Tree
   for (auto& [p, m] : reread) entries.insert_or_assign(p, std::move(m));
 }
 
-json::binary_t as_binary(std::vector<std::uint8_t> v) { return json::binary_t(std::move(v)); }
-json::binary_t hash_binary(const Hash128& h) { return as_binary(std::vector<std::uint8_t>(h.begin(), h.end())); }
-
 std::string human_bytes(std::uint64_t n) {
   if (n < 1024) return fmt::format("{} B", n);
   if (n < (1u << 20)) return fmt::format("{:.1f} KiB", n / 1024.0);
@@ -93,88 +67,6 @@ const char* conflict_name(ConflictKind k) {
   }
   return "conflict";
 }
-
-// Runs jobs on up to `width` threads, so that many agent requests are in flight at once.
-void run_parallel(std::vector<std::function<void()>>& jobs, unsigned width, const std::function<bool()>& cancel) {
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
-      if (cancel && cancel()) return;
-      jobs[i]();
-    }
-  };
-  unsigned n = std::max(1u, std::min<unsigned>(width, static_cast<unsigned>(jobs.size())));
-  std::vector<std::jthread> threads;
-  for (unsigned i = 1; i < n; ++i) threads.emplace_back(worker);
-  worker();
-}
-
-bool under(const std::string& path, const std::string& prefix) {
-  return prefix.empty() || prefix == "." || path == prefix ||
-         (path.starts_with(prefix) && path.size() > prefix.size() && path[prefix.size()] == '/');
-}
-
-TreeState from_listing(const json& result) {
-  TreeState out;
-  for (const auto& row : result.at("entries")) {
-    FileMeta m;
-    m.kind = static_cast<EntryKind>(row.at(1).get<int>());
-    m.mode = row.at(2).get<std::uint32_t>();
-    m.size = row.at(3).get<std::uint64_t>();
-    m.mtime_ns = row.at(4).get<std::int64_t>();
-    m.link_target = row.at(5).get<std::string>();
-    if (row.size() > 6 && row.at(6).is_binary() && row.at(6).get_binary().size() == 16) {
-      Hash128 h{};
-      std::memcpy(h.data(), row.at(6).get_binary().data(), 16);
-      m.hash = h;
-    }
-    out.emplace(row.at(0).get<std::string>(), std::move(m));
-  }
-  return out;
-}
-
-std::expected<std::vector<std::uint8_t>, std::string> read_bytes(const fs::path& file) {
-  auto s = read_whole_file(file);
-  if (!s) return std::unexpected(s.error());
-  return std::vector<std::uint8_t>(s->begin(), s->end());
-}
-
-json expect_for(const TreeState& remote, const std::string& path) {
-  auto it = remote.find(path);
-  if (it == remote.end()) return json{{"exists", false}};
-  return json{{"exists", true}, {"size", it->second.size}, {"mtimeNs", it->second.mtime_ns}};
-}
-
-// What push and pull share while they run: the manifest and the summary, behind one lock.
-struct Progress {
-  std::mutex mu;
-  Manifest* manifest = nullptr;
-  SyncSummary* summary = nullptr;
-  std::uint64_t done = 0, total = 0;
-  const SyncOptions* options = nullptr;
-
-  void advance(std::uint64_t n) {
-    std::uint64_t d, t;
-    {
-      std::lock_guard lock(mu);
-      done += n;
-      d = done;
-      t = total;
-    }
-    if (options->progress) options->progress(d, t);
-  }
-  void error(std::string message) {
-    std::lock_guard lock(mu);
-    summary->errors.push_back(std::move(message));
-  }
-  // A file that vanished between the scan and the read is not a failure (the user deleted or
-  // renamed it): like a file changed mid-read, the next sync settles it, as rsync's "vanished".
-  void read_failed(const std::string& path, const std::string& why) {
-    std::lock_guard lock(mu);
-    if (why == "missing") summary->unstable.push_back(path);
-    else summary->errors.push_back(fmt::format("read '{}': {}", path, why));
-  }
-};
 
 }  // namespace
 
@@ -216,44 +108,6 @@ std::string SyncSummary::one_line() const {
                      held_deletes.empty() ? "" : fmt::format(", {} deletes held (confirm with --yes)", held_deletes.size()));
 }
 
-// Why a lagging persisted manifest is safe: it is written as one snapshot of (entries,
-// remote_epoch, remote_generation), atomically. Every ferry write bumps the agent's generation
-// and the helper records a generation only when the count it observed equals its own requests
-// (nobody else wrote in between) and only together with the entries those requests produced.
-// A snapshot older than the remote therefore carries an older generation than the agent's, so
-// whoever loads it lists the remote and plans as without a manifest's promise: extra work,
-// never a skipped file. Conflicts never depend on the manifest being current either: every
-// write and delete carries the size+mtime it expects and the agent refuses a mismatch.
-struct SyncEngine::State {
-  std::mutex mu;  // held for a whole push/pull; the persister snapshots between them
-  std::optional<Manifest> manifest;
-  std::optional<FileIndex> index;
-  std::optional<IgnoreMatcher> ignore;  // reused by saves; rebuilt by full pushes
-  std::uint64_t manifest_version = 0, manifest_saved = 0;
-  bool index_dirty = false;
-  // The watched no-op (watch_local_tree): `known_local` is the local tree as a push read it,
-  // and equals the tree on disk up to the watcher's queue position at that read. Empty = no
-  // such promise (no watcher, a walk with unstable files, a watcher error): walk.
-  std::unique_ptr<TreeWatcher> watcher;
-  std::optional<TreeState> known_local;
-  // The last watched full push planned nothing, against this manifest version, with these
-  // deletes: the plan is a pure function of (local tree, manifest, options), so a push that
-  // read nothing local ("none"), finds the manifest at that version and is trusted by the
-  // remote's generation would plan the same nothing; it skips plan_push (0.1 s at 100k files).
-  struct EmptyPlan {
-    std::uint64_t manifest_version;
-    DeleteMode deletes;
-    std::size_t unchanged;
-  };
-  std::optional<EmptyPlan> empty_plan;
-
-  std::mutex write_mu;    // serialises the file writes (taken before mu, never while holding it)
-  std::mutex persist_mu;  // guards the flags below
-  std::condition_variable persist_cv;
-  bool pending = false, stop = false;
-  std::chrono::milliseconds delay{300};
-  std::thread persister;
-};
 
 SyncEngine::SyncEngine(remote::Endpoint& endpoint, SyncTarget target)
     : endpoint_(endpoint), target_(std::move(target)), state_(std::make_unique<State>()) {
@@ -990,163 +844,6 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       if (!live.contains(e.path().filename().string()) || total > o.cache_max_bytes) fs::remove(e.path(), ec);
       else total += e.file_size(ec);
     }
-  }
-  summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  return summary;
-}
-
-std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::string>& paths_in, const SyncOptions& o) {
-  const auto t0 = Clock::now();
-  SyncSummary summary;
-  summary.dry_run = o.dry_run;
-  const fs::path& root = target_.local_root;
-  std::vector<std::string> paths;
-  for (auto p : paths_in) {
-    while (p.starts_with("./")) p.erase(0, 2);
-    while (p.size() > 1 && p.ends_with('/')) p.pop_back();
-    if (p.starts_with('/') || p == ".." || p.starts_with("../") || p.find("/../") != std::string::npos || p.ends_with("/.."))
-      return std::unexpected("pull: '" + p + "' must be a path inside the mapping");
-    paths.push_back(p == "." ? "" : p);
-  }
-  if (paths.empty()) paths.push_back("");
-
-  std::lock_guard state_lock(state_->mu);
-  if (!state_->manifest) {
-    auto loaded = load_manifest(manifest_path());
-    if (!loaded) return std::unexpected(loaded.error());
-    state_->manifest = std::move(*loaded);
-  }
-  Manifest* manifest = &*state_->manifest;
-  manifest->remote_root = target_.remote_root;
-  json known = json::array();
-  for (const auto& [p, m] : manifest->entries) known.push_back(p);
-  auto listed = endpoint_.call("sync/list", json{{"base", target_.remote_base}, {"known", std::move(known)}, {"hashUnder", paths}},
-                               kBigCallTimeout);
-  if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
-  const TreeState remote = from_listing(*listed);
-
-  Progress prog;
-  prog.manifest = manifest;
-  prog.summary = &summary;
-  prog.options = &o;
-  std::vector<std::function<void()>> jobs;
-  std::size_t matched_any = 0;
-  for (const auto& [path, R] : remote) {
-    if (std::none_of(paths.begin(), paths.end(), [&](const std::string& p) { return under(path, p); })) continue;
-    if (path == ".ferry" || path.starts_with(".ferry/")) continue;
-    ++matched_any;
-    const fs::path dest = root / path;
-    struct stat st {};
-    const bool exists = ::lstat(dest.c_str(), &st) == 0;
-    if (R.kind == EntryKind::dir) {
-      if (exists && !S_ISDIR(st.st_mode)) {
-        summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a directory"});
-      } else if (!exists && !o.dry_run) {
-        std::error_code ec;
-        fs::create_directories(dest, ec);
-        if (ec) summary.errors.push_back("mkdir '" + path + "': " + ec.message());
-        else ::chmod(dest.c_str(), R.mode);
-        ++summary.dirs_made;
-      }
-      continue;
-    }
-    if (R.kind == EntryKind::symlink) {
-      if (exists && S_ISLNK(st.st_mode) && fs::read_symlink(dest).string() == R.link_target) continue;
-      if (exists && !S_ISLNK(st.st_mode) && !o.force) {
-        summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a symlink"});
-        continue;
-      }
-      ++summary.files_sent;
-      if (o.dry_run) continue;
-      std::error_code ec;
-      fs::create_directories(dest.parent_path(), ec);
-      const fs::path tmp = dest.parent_path() / (".ferry-tmp." + dest.filename().string());
-      fs::remove(tmp, ec);
-      fs::create_symlink(R.link_target, tmp, ec);
-      if (!ec) fs::rename(tmp, dest, ec);
-      if (ec) summary.errors.push_back("symlink '" + path + "': " + ec.message());
-      else manifest->record(path, R);
-      continue;
-    }
-    // A file: compare with the local one by content.
-    if (exists && S_ISDIR(st.st_mode)) {
-      summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local directory where the remote has a file"});
-      continue;
-    }
-    std::optional<Hash128> local_hash;
-    if (exists && S_ISREG(st.st_mode)) {
-      if (auto bytes = read_bytes(dest)) local_hash = delta::hash128(*bytes);
-    }
-    if (local_hash && R.hash && *local_hash == *R.hash) {
-      ++summary.unchanged;
-      if (!o.dry_run) manifest->record(path, R);
-      continue;
-    }
-    if (exists && !o.force) {
-      auto m = manifest->entries.find(path);
-      if (m == manifest->entries.end() || !m->second.hash || !local_hash || *m->second.hash != *local_hash) {
-        summary.conflicts.push_back({path, ConflictKind::changed_remotely,
-                                     "the local file differs from what ferry last synced (pull --force takes the remote's)"});
-        continue;
-      }
-    }
-    ++summary.files_sent;
-    prog.total += R.size;
-    if (o.dry_run) {
-      summary.bytes_literal += R.size;
-      continue;
-    }
-    jobs.push_back([&, path = path, R = R, dest] {
-      std::vector<std::uint8_t> content;
-      content.reserve(R.size);
-      std::uint64_t wire = 0;
-      for (std::uint64_t offset = 0;;) {
-        auto chunk = endpoint_.call("sync/read",
-                                    json{{"base", target_.remote_base}, {"path", path}, {"offset", offset}, {"length", kReadChunk}},
-                                    kBigCallTimeout);
-        if (!chunk) return prog.error(fmt::format("sync/read '{}': {}", path, chunk.error().message));
-        const auto& data = chunk->at("data").get_binary();
-        wire += data.size();
-        auto raw = zstd_decompress(data.data(), data.size(), chunk->at("rawSize").get<std::uint64_t>());
-        if (!raw) return prog.error(fmt::format("sync/read '{}': {}", path, raw.error()));
-        content.insert(content.end(), raw->begin(), raw->end());
-        offset += raw->size();
-        if (chunk->value("eof", true) || raw->empty()) break;
-      }
-      FileMeta got = R;
-      got.size = content.size();
-      got.hash = delta::hash128(content);
-      if (R.hash && *got.hash != *R.hash) {
-        // Changed on the remote while being read: take it as it is now, it is whole.
-        spdlog::info("pull: '{}' changed on the remote while being read", path);
-      }
-      std::error_code ec;
-      fs::create_directories(dest.parent_path(), ec);
-      auto written = write_file_atomically(dest, std::string_view(reinterpret_cast<const char*>(content.data()), content.size()));
-      if (!written) return prog.error(fmt::format("write '{}': {}", path, written.error()));
-      ::chmod(dest.c_str(), got.mode);
-      timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(got.mtime_ns / 1'000'000'000), static_cast<long>(got.mtime_ns % 1'000'000'000)}};
-      ::utimensat(AT_FDCWD, dest.c_str(), times, AT_SYMLINK_NOFOLLOW);
-      {
-        std::lock_guard lock(prog.mu);
-        manifest->record(path, got);
-        summary.bytes_literal += content.size();
-        summary.bytes_on_wire += wire;
-      }
-      prog.advance(content.size());
-    });
-  }
-  for (const auto& p : paths)
-    if (!p.empty() && !remote.contains(p) && matched_any == 0) summary.errors.push_back("'" + p + "' is not on the remote");
-  run_parallel(jobs, o.in_flight, o.cancelled);
-  summary.cancelled = o.cancelled && o.cancelled();
-  if (!o.dry_run) {
-    ++state_->manifest_version;
-    {
-      std::lock_guard lock(state_->persist_mu);
-      state_->pending = true;
-    }
-    state_->persist_cv.notify_all();
   }
   summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return summary;

@@ -1,0 +1,184 @@
+// What the sync engine's push (sync_engine.cpp) and pull (sync_pull.cpp) share: the engine's
+// in-memory state, the progress/summary lock of one run, request limits and small wire helpers.
+// Internal to ferry_sync_engine: nothing outside helper/sync includes it.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "helper/sync/atomic_file.hpp"
+#include "helper/sync/file_index.hpp"
+#include "helper/sync/manifest.hpp"
+#include "helper/sync/sync_engine.hpp"
+#include "helper/sync/watcher.hpp"
+
+namespace ferry::sync {
+namespace engine_parts {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+inline constexpr std::size_t kBatchFiles = 512;
+inline constexpr std::uint64_t kBatchBytes = 8u << 20;
+inline constexpr std::uint64_t kMaxRequestPayload = 200u << 20;  // under the agent's 256 MiB frame cap
+inline constexpr std::uint64_t kReadChunk = 8u << 20;
+inline constexpr auto kBigCallTimeout = std::chrono::minutes(5);
+// Deltas against the agent's signature go in two levels above this size.
+inline constexpr std::uint64_t kTwoLevelAbove = 16u << 20;
+inline constexpr std::uint32_t kCoarseBlock = 1u << 20;
+inline constexpr std::uint32_t kFineBlock = 1024;
+inline constexpr std::size_t kMaxFineRanges = 4096;  // the agent's limit per request
+// More paths changed than this since the last push: one walk is cheaper than many stats.
+inline constexpr std::size_t kMaxDirtyPaths = 4096;
+
+// Runs `f` when the scope ends, whichever way it ends.
+template <typename F>
+struct AtExit {
+  F f;
+  ~AtExit() { f(); }
+};
+template <typename F>
+AtExit(F) -> AtExit<F>;
+
+inline json::binary_t as_binary(std::vector<std::uint8_t> v) { return json::binary_t(std::move(v)); }
+inline json::binary_t hash_binary(const Hash128& h) { return as_binary(std::vector<std::uint8_t>(h.begin(), h.end())); }
+
+// Runs jobs on up to `width` threads, so that many agent requests are in flight at once.
+inline void run_parallel(std::vector<std::function<void()>>& jobs, unsigned width, const std::function<bool()>& cancel) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < jobs.size();) {
+      if (cancel && cancel()) return;
+      jobs[i]();
+    }
+  };
+  unsigned n = std::max(1u, std::min<unsigned>(width, static_cast<unsigned>(jobs.size())));
+  std::vector<std::jthread> threads;
+  for (unsigned i = 1; i < n; ++i) threads.emplace_back(worker);
+  worker();
+}
+
+inline bool under(const std::string& path, const std::string& prefix) {
+  return prefix.empty() || prefix == "." || path == prefix ||
+         (path.starts_with(prefix) && path.size() > prefix.size() && path[prefix.size()] == '/');
+}
+
+inline TreeState from_listing(const json& result) {
+  TreeState out;
+  for (const auto& row : result.at("entries")) {
+    FileMeta m;
+    m.kind = static_cast<EntryKind>(row.at(1).get<int>());
+    m.mode = row.at(2).get<std::uint32_t>();
+    m.size = row.at(3).get<std::uint64_t>();
+    m.mtime_ns = row.at(4).get<std::int64_t>();
+    m.link_target = row.at(5).get<std::string>();
+    if (row.size() > 6 && row.at(6).is_binary() && row.at(6).get_binary().size() == 16) {
+      Hash128 h{};
+      std::memcpy(h.data(), row.at(6).get_binary().data(), 16);
+      m.hash = h;
+    }
+    out.emplace(row.at(0).get<std::string>(), std::move(m));
+  }
+  return out;
+}
+
+inline std::expected<std::vector<std::uint8_t>, std::string> read_bytes(const fs::path& file) {
+  auto s = read_whole_file(file);
+  if (!s) return std::unexpected(s.error());
+  return std::vector<std::uint8_t>(s->begin(), s->end());
+}
+
+inline json expect_for(const TreeState& remote, const std::string& path) {
+  auto it = remote.find(path);
+  if (it == remote.end()) return json{{"exists", false}};
+  return json{{"exists", true}, {"size", it->second.size}, {"mtimeNs", it->second.mtime_ns}};
+}
+
+// What push and pull share while they run: the manifest and the summary, behind one lock.
+struct Progress {
+  std::mutex mu;
+  Manifest* manifest = nullptr;
+  SyncSummary* summary = nullptr;
+  std::uint64_t done = 0, total = 0;
+  const SyncOptions* options = nullptr;
+
+  void advance(std::uint64_t n) {
+    std::uint64_t d, t;
+    {
+      std::lock_guard lock(mu);
+      done += n;
+      d = done;
+      t = total;
+    }
+    if (options->progress) options->progress(d, t);
+  }
+  void error(std::string message) {
+    std::lock_guard lock(mu);
+    summary->errors.push_back(std::move(message));
+  }
+  // A file that vanished between the scan and the read is not a failure (the user deleted or
+  // renamed it): like a file changed mid-read, the next sync settles it, as rsync's "vanished".
+  void read_failed(const std::string& path, const std::string& why) {
+    std::lock_guard lock(mu);
+    if (why == "missing") summary->unstable.push_back(path);
+    else summary->errors.push_back(fmt::format("read '{}': {}", path, why));
+  }
+};
+
+}  // namespace engine_parts
+
+// Why a lagging persisted manifest is safe: it is written as one snapshot of (entries,
+// remote_epoch, remote_generation), atomically. Every ferry write bumps the agent's generation
+// and the helper records a generation only when the count it observed equals its own requests
+// (nobody else wrote in between) and only together with the entries those requests produced.
+// A snapshot older than the remote therefore carries an older generation than the agent's, so
+// whoever loads it lists the remote and plans as without a manifest's promise: extra work,
+// never a skipped file. Conflicts never depend on the manifest being current either: every
+// write and delete carries the size+mtime it expects and the agent refuses a mismatch.
+struct SyncEngine::State {
+  std::mutex mu;  // held for a whole push/pull; the persister snapshots between them
+  std::optional<Manifest> manifest;
+  std::optional<FileIndex> index;
+  std::optional<IgnoreMatcher> ignore;  // reused by saves; rebuilt by full pushes
+  std::uint64_t manifest_version = 0, manifest_saved = 0;
+  bool index_dirty = false;
+  // The watched no-op (watch_local_tree): `known_local` is the local tree as a push read it,
+  // and equals the tree on disk up to the watcher's queue position at that read. Empty = no
+  // such promise (no watcher, a walk with unstable files, a watcher error): walk.
+  std::unique_ptr<TreeWatcher> watcher;
+  std::optional<TreeState> known_local;
+  // The last watched full push planned nothing, against this manifest version, with these
+  // deletes: the plan is a pure function of (local tree, manifest, options), so a push that
+  // read nothing local ("none"), finds the manifest at that version and is trusted by the
+  // remote's generation would plan the same nothing; it skips plan_push (0.1 s at 100k files).
+  struct EmptyPlan {
+    std::uint64_t manifest_version;
+    DeleteMode deletes;
+    std::size_t unchanged;
+  };
+  std::optional<EmptyPlan> empty_plan;
+
+  std::mutex write_mu;    // serialises the file writes (taken before mu, never while holding it)
+  std::mutex persist_mu;  // guards the flags below
+  std::condition_variable persist_cv;
+  bool pending = false, stop = false;
+  std::chrono::milliseconds delay{300};
+  std::thread persister;
+};
+
+}  // namespace ferry::sync
