@@ -129,7 +129,7 @@ class SyncService {
     // confirmMassDelete: the caller already asked the user; otherwise ask the IDE now.
     const bool confirmed = params.confirm_mass_delete;
     o.confirm_mass_delete = [this, confirmed, &ctx](const std::string& reason, std::size_t n) {
-      return confirmed || ask_mass_delete(reason, n, ctx);
+      return confirmed || ask_mass_delete(reason, n, ctx.cancellation());
     };
     return run(params.path, ctx, "Syncing", [&](sync::SyncEngine& e) { return e.push(o); }, o);
   }
@@ -185,10 +185,10 @@ class SyncService {
 
  private:
   // The IDE's decision on held deletes; no client, an error or no answer keeps them held.
-  bool ask_mass_delete(const std::string& reason, std::size_t n, p::CallContext& ctx) {
+  bool ask_mass_delete(const std::string& reason, std::size_t n, const p::CancellationToken& cancel) {
     // target_: set by engine_for under run_mu_, which the push asking this holds.
     json params{{"reason", reason}, {"count", n}, {"root", target_.local_root.string()}};
-    auto answer = client_.call(kConfirmMassDelete, std::move(params), kClientAnswerTimeout, ctx.cancellation());
+    auto answer = client_.call(kConfirmMassDelete, std::move(params), kClientAnswerTimeout, cancel);
     if (!answer) {
       spdlog::warn("{}: deletes held: {}", kConfirmMassDelete, answer.error().message);
       return false;
@@ -305,6 +305,11 @@ class SyncService {
           error = engine.error().message;
         } else {
           sync::SyncOptions o;
+          // Saves that delete many files (a folder removed in the IDE) ask like a push; held
+          // deletes otherwise wait for the next sync/push.
+          o.confirm_mass_delete = [this](const std::string& reason, std::size_t n) {
+            return ask_mass_delete(reason, n, p::CancellationToken{});
+          };
           for (auto& p : paths) {
             fs::path fp(p);
             if (fp.is_absolute()) {

@@ -175,6 +175,7 @@ Plan plan_push(const TreeState& local, const Manifest& manifest, const TreeState
   }
 
   const std::size_t n = plan.deletes.size();
+  if (opt.tree_files > remote_files) remote_files = opt.tree_files;
   const bool too_many = n > opt.mass_delete_files;
   const bool too_large_share = n >= opt.mass_delete_fraction_floor && remote_files > 0 &&
                                static_cast<double>(n) > opt.mass_delete_fraction * static_cast<double>(remote_files);

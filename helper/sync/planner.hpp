@@ -37,6 +37,9 @@ struct PlanOptions {
   std::size_t mass_delete_files = 100;        // more deletes than this need confirmation
   double mass_delete_fraction = 0.2;          // ... or more than this share of the remote files
   std::size_t mass_delete_fraction_floor = 5; // (the share rule starts at this many deletes)
+  // The share rule's denominator when the plan sees only part of the tree (a save sees just its
+  // own paths, so 6 deleted files would be "6 of 6"); 0: the remote files the plan sees.
+  std::size_t tree_files = 0;
 };
 
 enum class ConflictKind {

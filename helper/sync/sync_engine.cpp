@@ -392,6 +392,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   popt.ignore = &ignore;
   popt.skip.insert(scanned->unstable.begin(), scanned->unstable.end());
   popt.overwrite_conflicts = o.force;
+  // A save sees only its own paths; its deletes are weighed against the whole tree (an estimate
+  // that counts directories too, kept O(1) so a save stays fast).
+  if (save) popt.tree_files = manifest->entries.size();
   const bool reuse_empty = alias_manifest && summary.local_scan == "none" && !o.force && st.empty_plan &&
                            st.empty_plan->manifest_version == st.manifest_version && st.empty_plan->deletes == o.deletes;
   Plan plan = reuse_empty      ? Plan{}

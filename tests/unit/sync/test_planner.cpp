@@ -203,6 +203,24 @@ BOOST_AUTO_TEST_CASE(mass_delete_guard_holds_deletes_until_confirmed) {
   BOOST_TEST(plan_push({}, m, remote, yes).deletes.size() == 150u);
 }
 
+BOOST_AUTO_TEST_CASE(a_partial_plan_measures_the_share_against_the_whole_tree) {
+  // A save of 6 deleted files sees only those 6 remote files: 6 of 6 would trip the share rule.
+  Manifest m;
+  TreeState remote;
+  for (int i = 0; i < 6; ++i) {
+    m.entries[numbered("f", i)] = file(i);
+    remote[numbered("f", i)] = bare(file(i));
+  }
+  BOOST_TEST(plan_push({}, m, remote, {}).needs_confirmation);
+  PlanOptions whole;
+  whole.tree_files = 500;
+  Plan p = plan_push({}, m, remote, whole);
+  BOOST_TEST(!p.needs_confirmation);
+  BOOST_TEST(p.deletes.size() == 6u);
+  whole.tree_files = 20;  // 6 of 20 is still more than 20%
+  BOOST_TEST(plan_push({}, m, remote, whole).needs_confirmation);
+}
+
 BOOST_AUTO_TEST_CASE(unstable_and_protected_paths_are_left_alone) {
   Manifest m = manifest("/r", {{"log.txt", file(1)}, {".data/x", file(2)}});
   TreeState remote{{"log.txt", bare(file(1))}, {".data", dir()}, {".data/x", bare(file(2))}};

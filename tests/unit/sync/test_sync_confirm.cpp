@@ -81,3 +81,57 @@ BOOST_AUTO_TEST_CASE(mass_deletes_ask_the_ide_and_protect_is_honoured) {
   BOOST_TEST(fs::exists(remote / "data/train.bin"));
   BOOST_TEST(fs::exists(remote / "data/val/part-0.bin"));
 }
+
+// Sync on save: a few deleted files in a big tree go at once (6 of 206 is no mass delete, although
+// the save sees only those 6); a folder of 120 deleted files asks the IDE like a push does.
+BOOST_AUTO_TEST_CASE(saves_weigh_deletes_against_the_tree_and_ask_for_many) {
+  TempDir t("ferry-confirm-save");
+  const fs::path project = t / "proj";
+  write_file(project / "ferry.json", R"({"name":"saves","host":"local","mappings":[{"local":".","remote":"~/w"}]})");
+  for (int i = 0; i < 80; ++i) write_file(project / ("src/f" + std::to_string(i) + ".py"), "x\n");
+  for (int i = 0; i < 125; ++i) write_file(project / ("old/g" + std::to_string(i) + ".py"), "y\n");
+  ::setenv("XDG_CACHE_HOME", (t / "cache").c_str(), 1);
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+  const fs::path remote = t / "cache/ferry/local/saves/w";
+
+  ServeClient c(project);
+  json first = c.call("sync/push", json::object());
+  BOOST_REQUIRE_MESSAGE(first.contains("result"), first.dump());
+  BOOST_TEST(first["result"]["filesSent"] == 206);
+
+  auto refuse = [](const json&) { return json{{"result", {{"accept", false}}}}; };
+  for (int i = 0; i < 6; ++i) {
+    const std::string rel = "src/f" + std::to_string(i) + ".py";
+    fs::remove(project / rel);
+    c.notify("sync/fileSaved", {{"path", (project / rel).string()}});
+  }
+  // flush waits for the save, then pushes the whole tree: if the save held its deletes, the
+  // flush's own push would be the one deleting them.
+  json flushed = c.call("sync/flush", json::object(), refuse);
+  BOOST_REQUIRE_MESSAGE(flushed.contains("result"), flushed.dump());
+  BOOST_TEST(c.server_requests.empty());
+  BOOST_TEST(flushed["result"]["filesDeleted"] == 0);
+  BOOST_TEST(!fs::exists(remote / "src/f0.py"));
+  BOOST_TEST(!fs::exists(remote / "src/f5.py"));
+
+  for (int i = 0; i < 120; ++i) {
+    const std::string rel = "old/g" + std::to_string(i) + ".py";
+    fs::remove(project / rel);
+    c.notify("sync/fileSaved", {{"path", (project / rel).string()}});
+  }
+  json accepted = c.call("sync/flush", json::object(), [](const json&) { return json{{"result", {{"accept", true}}}}; });
+  BOOST_REQUIRE_MESSAGE(accepted.contains("result"), accepted.dump());
+  // The saves asked (one question, or one per batch when a loaded machine split the burst);
+  // the flush's push had nothing left to ask about.
+  BOOST_REQUIRE(!c.server_requests.empty());
+  int asked = 0;
+  for (const auto& q : c.server_requests) {
+    BOOST_TEST(q["method"] == "sync/confirmMassDelete");
+    asked += q["params"]["count"].get<int>();
+  }
+  BOOST_TEST(asked == 120);
+  BOOST_TEST(accepted["result"]["filesDeleted"] == 0);
+  BOOST_TEST(!fs::exists(remote / "old/g0.py"));
+  BOOST_TEST(fs::exists(remote / "old/g120.py"));
+  BOOST_TEST(fs::exists(remote / "src/f6.py"));
+}
