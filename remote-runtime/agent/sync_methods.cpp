@@ -15,6 +15,7 @@
 #include <zstd.h>
 
 #include "remote-runtime/agent/sync/file_writer.hpp"
+#include "remote-runtime/agent/sync/read_delta.hpp"
 #include "remote-runtime/agent/sync/sync_generation.hpp"
 #include "remote-runtime/agent/sync/tree_listing.hpp"
 
@@ -485,6 +486,41 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
     }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
+  }
+
+  if (r.method == "sync/readDelta") {
+    // Pull with deltas (read_delta.hpp): a delta from the helper's signed copy to this file.
+    std::string path = str_field(p, "path");
+    auto resolved = root_.resolve(join(base, path));
+    if (!resolved) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + resolved.error());
+    sync::ReadDeltaRequest req;
+    req.signature = bin_field(p, "signature");
+    if (p.contains("fine")) {
+      const json& fine = array_field(p, "fine");
+      if (fine.size() > req.max_ranges) throw BadParams{"'fine' holds more than 4096 signatures"};
+      for (const auto& f : fine) {
+        if (!f.is_binary()) throw BadParams{"'fine' must hold byte strings"};
+        req.fine.push_back(f.get_binary());
+      }
+    }
+    req.ranges_only = p.value("rangesOnly", false);
+    if (p.contains("maxDelta")) req.max_delta = std::min<std::uint64_t>(uint_field(p, "maxDelta"), kMaxSyncPayload / 2);
+    auto got = sync::read_delta(resolved->absolute, req);
+    if (!got) return io_error(path, got.error());
+    json out{{"path", path}, {"size", got->size}, {"mtimeNs", got->mtime_ns}, {"mode", got->mode}, {"hash", hash_bytes(got->hash)}};
+    if (got->ranges) {
+      json rs = json::array();
+      for (const auto& rg : *got->ranges) rs.push_back(json::array({rg.offset, rg.length}));
+      out["ranges"] = std::move(rs);
+    } else if (got->too_big) {
+      out["tooBig"] = true;
+    } else {
+      out["deltaSize"] = got->delta.size();
+      out["delta"] = compress(got->delta.data(), got->delta.size());
+      out["literalBytes"] = got->stats.literal_bytes;
+      out["copiedBytes"] = got->stats.copied_bytes;
+    }
+    return protocol::make_result(r.id, std::move(out));
   }
 
   if (r.method == "sync/read") {

@@ -1,0 +1,101 @@
+// sync/readDelta's work on the agent: see read_delta.hpp.
+#include "remote-runtime/agent/sync/read_delta.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace ferry::agent::sync {
+namespace {
+
+namespace delta = ferry::delta;
+
+std::int64_t mtime_of(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec;
+}
+
+WriteError bad(std::string message) { return WriteError{WriteErrc::bad_delta, std::move(message)}; }
+
+}  // namespace
+
+std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::path& file, const ReadDeltaRequest& req) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    return std::unexpected(WriteError{err == ENOENT ? WriteErrc::not_found : err == ELOOP ? WriteErrc::wrong_kind : WriteErrc::io,
+                                      std::string("open: ") + std::strerror(err)});
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat before {};
+  if (::fstat(fd, &before) != 0) return std::unexpected(WriteError{WriteErrc::io, std::string("fstat: ") + std::strerror(errno)});
+  if (!S_ISREG(before.st_mode)) return std::unexpected(WriteError{WriteErrc::wrong_kind, "not a regular file"});
+  std::vector<std::uint8_t> data(static_cast<std::size_t>(before.st_size));
+  for (std::size_t got = 0; got < data.size();) {
+    const ssize_t n = ::pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(WriteError{WriteErrc::io, std::string("read: ") + std::strerror(errno)});
+    if (n == 0) return std::unexpected(WriteError{WriteErrc::io, "changed while being read (shrank)"});
+    got += static_cast<std::size_t>(n);
+  }
+  struct stat after {};
+  if (::fstat(fd, &after) != 0 || after.st_size != before.st_size || mtime_of(after) != mtime_of(before))
+    return std::unexpected(WriteError{WriteErrc::io, "changed while being read"});
+
+  ReadDeltaResult out;
+  out.size = data.size();
+  out.mtime_ns = mtime_of(before);
+  out.mode = static_cast<std::uint32_t>(before.st_mode & 07777);
+  out.hash = delta::hash128(data);
+
+  auto sig = delta::SignatureView::parse(req.signature);
+  if (!sig) return std::unexpected(bad("signature: " + sig.error().message));
+  std::vector<std::uint8_t> coarse;
+  auto stats = delta::generate_delta(*sig, data, coarse);
+  if (!stats) return std::unexpected(bad("delta: " + stats.error().message));
+
+  auto finish = [&](std::vector<std::uint8_t> d, delta::DeltaStats s) -> std::expected<ReadDeltaResult, WriteError> {
+    if (d.size() > req.max_delta) {
+      out.too_big = true;
+      return std::move(out);
+    }
+    out.delta = std::move(d);
+    out.stats = s;
+    return std::move(out);
+  };
+
+  if (!req.fine.empty()) {
+    std::vector<delta::SignatureView> views;
+    for (const Bytes& f : req.fine) {
+      auto v = delta::SignatureView::parse(f);
+      if (!v) return std::unexpected(bad("fine signature: " + v.error().message));
+      if (v->file_size() != sig->file_size()) return std::unexpected(bad("fine signature of another base size"));
+      views.push_back(*v);
+    }
+    std::vector<std::uint8_t> refined;
+    auto rs = delta::refine_delta(coarse, views, data, refined);
+    if (!rs) return std::unexpected(bad("refine: " + rs.error().message));
+    return finish(std::move(refined), *rs);
+  }
+  if (req.ranges_only) {
+    auto ranges = delta::unreferenced_base_ranges(coarse);
+    if (!ranges) return std::unexpected(bad("ranges: " + ranges.error().message));
+    std::uint64_t unmatched = 0;
+    for (const auto& r : *ranges) unmatched += r.length;
+    // As push decides: nothing left to refine, or so little matched that fine signatures would
+    // cost more than they save, and the coarse delta goes as it is.
+    if (!ranges->empty() && unmatched <= sig->file_size() / 4 && ranges->size() <= req.max_ranges) {
+      out.ranges = std::move(*ranges);
+      return out;
+    }
+  }
+  return finish(std::move(coarse), *stats);
+}
+
+}  // namespace ferry::agent::sync

@@ -1,0 +1,288 @@
+// Pull with deltas over LocalEndpoint and the real ferry-agent: a 1-byte remote change in a big
+// file comes back as a small delta, a local edit during the pull is a conflict that keeps the
+// local bytes, remote symlinks never lead a local write outside the root, a bad delta from the
+// agent fails just that file, and a whole-file pull does not hold the file in memory.
+#define BOOST_TEST_MODULE sync_pull
+#include <boost/test/unit_test.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "helper/remote/local_endpoint.hpp"
+#include "helper/sync/sync_engine.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace ferry::sync;
+namespace fs = std::filesystem;
+using Buf = std::vector<std::uint8_t>;
+using ferry::remote::LocalEndpoint;
+using ferry::remote::LocalEndpointOptions;
+using json = nlohmann::json;
+
+namespace {
+
+void write(const fs::path& p, const Buf& content) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(content.size()));
+}
+Buf text(const std::string& s) { return Buf(s.begin(), s.end()); }
+Buf slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return Buf(std::istreambuf_iterator<char>(in), {});
+}
+Buf random_bytes(std::size_t n, unsigned seed) {
+  Buf b(n);
+  std::mt19937_64 rng(seed);
+  for (std::size_t i = 0; i + 8 <= n; i += 8) {
+    const std::uint64_t v = rng();
+    std::memcpy(b.data() + i, &v, 8);
+  }
+  return b;
+}
+// Flips one byte in place (the file keeps its size; its mtime moves).
+void flip_byte(const fs::path& p, std::uint64_t at) {
+  std::fstream f(p, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x5a);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(&c, 1);
+}
+// Pull's temp files left anywhere under `dir`.
+std::size_t temp_files(const fs::path& dir) {
+  std::size_t n = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().starts_with(".ferry-tmp.")) ++n;
+  return n;
+}
+
+// An endpoint in front of the real one that corrupts sync/readDelta's delta (the agent's reply
+// is the outside input pull must not trust).
+class CorruptingEndpoint : public ferry::remote::Endpoint {
+ public:
+  enum class Damage { truncate, flip_literal };
+  CorruptingEndpoint(ferry::remote::Endpoint& real, Damage d) : real_(real), damage_(d) {}
+  std::expected<ferry::remote::AgentInfo, ferry::remote::ResponseError> connect(std::chrono::milliseconds t) override {
+    return real_.connect(t);
+  }
+  std::expected<json, ferry::remote::ResponseError> call(std::string_view method, json params, std::chrono::milliseconds t) override {
+    auto r = real_.call(method, std::move(params), t);
+    if (method != "sync/readDelta" || !r || !r->contains("delta")) return r;
+    const auto& packed = r->at("delta").get_binary();
+    auto d = zstd_decompress(packed.data(), packed.size(), r->at("deltaSize").get<std::uint64_t>());
+    BOOST_REQUIRE(d.has_value());
+    if (damage_ == Damage::truncate) d->resize(d->size() / 2);
+    else (*d)[d->size() / 2] ^= 0x40;  // inside the literal: only the whole-file hash can tell
+    (*r)["deltaSize"] = d->size();
+    (*r)["delta"] = json::binary_t(zstd_compress(d->data(), d->size()));
+    ++corrupted;
+    return r;
+  }
+  std::expected<void, ferry::remote::ResponseError> notify(std::string_view m, json p) override { return real_.notify(m, std::move(p)); }
+  void set_notification_handler(ferry::remote::NotificationHandler h) override { real_.set_notification_handler(std::move(h)); }
+  const ferry::remote::AgentInfo& info() const override { return real_.info(); }
+  bool connected() const override { return real_.connected(); }
+  void close() override {}
+  std::string description() const override { return "corrupting " + real_.description(); }
+  int corrupted = 0;
+
+ private:
+  ferry::remote::Endpoint& real_;
+  Damage damage_;
+};
+
+// A local project, a sandbox agent whose <sandbox>/proj is the remote side.
+struct Fixture {
+  ferry::test::TempDir t{"ferry-pull"};
+  fs::path local = t / "local";
+  fs::path sandbox = t / "sandbox";
+  fs::path remote = sandbox / "proj";
+  std::unique_ptr<LocalEndpoint> ep;
+
+  Fixture() {
+    fs::create_directories(local);
+    fs::create_directories(remote);
+    LocalEndpointOptions o;
+    o.agent = FERRY_AGENT_PATH;
+    o.root = sandbox;
+    ep = std::make_unique<LocalEndpoint>(o);
+    auto info = ep->connect();
+    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+  }
+  SyncEngine engine(ferry::remote::Endpoint* via = nullptr) {
+    return SyncEngine(via ? *via : *ep, SyncTarget{local, "proj", "local", "~/proj", {}, {}});
+  }
+  SyncSummary pull(std::vector<std::string> paths, SyncOptions o = {}, ferry::remote::Endpoint* via = nullptr) {
+    auto s = engine(via).pull(paths, o);
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    for (const auto& e : s->errors) BOOST_TEST_MESSAGE("pull error: " << e);
+    return *s;
+  }
+  // The same bytes on both sides, and the manifest knowing it (as after an earlier pull).
+  void in_sync(const std::string& rel, const Buf& content) {
+    write(remote / rel, content);
+    write(local / rel, content);
+    SyncOptions force;
+    force.force = true;
+    SyncSummary s = pull({rel}, force);
+    BOOST_REQUIRE_EQUAL(s.unchanged, 1u);
+  }
+};
+
+std::uint64_t vm_hwm_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("VmHWM:")) return std::stoull(line.substr(6));
+  BOOST_FAIL("no VmHWM in /proc/self/status");
+  return 0;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_pulls_as_a_small_delta) {
+  Fixture f;
+  const Buf big = random_bytes(40u << 20, 1);     // two levels (1 MiB, then 1 KiB blocks)
+  const Buf medium = random_bytes(1u << 20, 2);   // one level
+  f.in_sync("ckpt/model.pt", big);
+  f.in_sync("ckpt/opt.pt", medium);
+  flip_byte(f.remote / "ckpt/model.pt", 23'456'789);
+  flip_byte(f.remote / "ckpt/opt.pt", 500'000);
+  ::chmod((f.remote / "ckpt/model.pt").c_str(), 0755);
+
+  SyncSummary s = f.pull({"ckpt"});
+  BOOST_TEST(s.errors.empty());
+  BOOST_TEST(s.conflicts.empty());
+  BOOST_TEST(s.files_sent == 2u);
+  BOOST_TEST_MESSAGE("1-byte changes in 40 MiB + 1 MiB: " << s.bytes_on_wire << " bytes on the wire, " << s.bytes_literal
+                                                           << " literal, " << s.bytes_matched << " matched");
+  BOOST_TEST(s.bytes_on_wire < 64u * 1024);
+  BOOST_TEST(s.bytes_literal < 16u * 1024);
+  BOOST_TEST(s.bytes_matched > big.size() + medium.size() - 16u * 1024);
+  BOOST_TEST((slurp(f.local / "ckpt/model.pt") == slurp(f.remote / "ckpt/model.pt")));
+  BOOST_TEST((slurp(f.local / "ckpt/opt.pt") == slurp(f.remote / "ckpt/opt.pt")));
+  BOOST_TEST((fs::last_write_time(f.local / "ckpt/model.pt") == fs::last_write_time(f.remote / "ckpt/model.pt")));
+  BOOST_TEST((fs::status(f.local / "ckpt/model.pt").permissions() == fs::perms(0755)));
+  BOOST_TEST(temp_files(f.local) == 0u);
+
+  // Pulled again: nothing moves.
+  SyncSummary again = f.pull({"ckpt"});
+  BOOST_TEST(again.files_sent == 0u);
+  BOOST_TEST(again.unchanged == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_local_edit_during_the_pull_is_a_conflict_and_keeps_the_local_bytes) {
+  Fixture f;
+  f.in_sync("out/big.bin", random_bytes(1u << 20, 3));  // the delta path
+  f.in_sync("out/log.txt", text("epoch 1\n"));          // the whole-file path
+  flip_byte(f.remote / "out/big.bin", 1000);
+  write(f.remote / "out/log.txt", text("epoch 1\nepoch 2\n"));
+
+  const Buf edited_big = random_bytes(1u << 20, 4);
+  SyncOptions o;
+  o.before_transfer = [&] {
+    write(f.local / "out/big.bin", edited_big);
+    write(f.local / "out/log.txt", text("my notes\n"));
+  };
+  SyncSummary s = f.pull({"out"}, o);
+  BOOST_TEST(s.errors.empty());
+  BOOST_REQUIRE_EQUAL(s.conflicts.size(), 2u);
+  BOOST_TEST((slurp(f.local / "out/big.bin") == edited_big));
+  BOOST_TEST((slurp(f.local / "out/log.txt") == text("my notes\n")));
+  BOOST_TEST(temp_files(f.local) == 0u);
+
+  // The manifest did not take the remote's version: the next pull still calls it a conflict.
+  SyncSummary next = f.pull({"out"});
+  BOOST_TEST(next.conflicts.size() == 2u);
+  BOOST_TEST((slurp(f.local / "out/log.txt") == text("my notes\n")));
+}
+
+BOOST_AUTO_TEST_CASE(remote_symlinks_never_lead_a_pull_outside_the_root) {
+  Fixture f;
+  const fs::path outside = f.t / "outside";
+  fs::create_directories(outside);
+  // A remote link out of the root comes back as a link, not as what it points at.
+  fs::create_symlink(outside, f.remote / "etc");
+  // A remote directory whose name is a local symlink to outside: its files must not land there.
+  write(f.remote / "y/passwd", text("root::0:0\n"));
+  write(f.remote / "z/deep/er/passwd", text("root::0:0\n"));
+  fs::create_symlink(outside, f.local / "y");
+  fs::create_directories(f.local / "z");
+  fs::create_symlink(outside, f.local / "z/deep");
+
+  SyncSummary s = f.pull({""});
+  BOOST_TEST(fs::is_symlink(f.local / "etc"));
+  BOOST_TEST(fs::read_symlink(f.local / "etc") == outside);
+  BOOST_TEST(fs::is_symlink(f.local / "y"));
+  BOOST_TEST(fs::is_symlink(f.local / "z/deep"));
+  BOOST_TEST(fs::is_empty(outside));
+  BOOST_TEST(s.conflicts.size() == 2u);  // y and z/deep: a local link where the remote has a directory
+  BOOST_TEST(s.errors.size() == 3u);     // y/passwd, z/deep/er, z/deep/er/passwd: refused
+
+  // Asked for by name, the same.
+  SyncSummary named = f.pull({"y/passwd"});
+  BOOST_TEST(named.errors.size() == 1u);
+  BOOST_TEST(fs::is_empty(outside));
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_delta_from_the_agent_fails_that_file_cleanly) {
+  for (auto damage : {CorruptingEndpoint::Damage::truncate, CorruptingEndpoint::Damage::flip_literal}) {
+    Fixture f;
+    const Buf mine = random_bytes(3u << 20, 5);
+    f.in_sync("ckpt/a.pt", mine);
+    f.in_sync("ckpt/b.txt", text("b1"));
+    flip_byte(f.remote / "ckpt/a.pt", 2'000'000);
+    write(f.remote / "ckpt/b.txt", text("b2"));
+    CorruptingEndpoint bad(*f.ep, damage);
+    SyncSummary s = f.pull({"ckpt"}, {}, &bad);
+    BOOST_TEST(bad.corrupted == 1);
+    BOOST_REQUIRE_EQUAL(s.errors.size(), 1u);
+    BOOST_TEST(s.errors[0].find("ckpt/a.pt") != std::string::npos);
+    if (damage == CorruptingEndpoint::Damage::flip_literal) BOOST_TEST(s.errors[0].find("hash") != std::string::npos);
+    BOOST_TEST((slurp(f.local / "ckpt/a.pt") == mine));
+    BOOST_TEST((slurp(f.local / "ckpt/b.txt") == text("b2")));  // the rest of the pull went on
+    BOOST_TEST(temp_files(f.local) == 0u);
+    // The manifest still says the old version: an honest agent's delta now applies.
+    SyncSummary good = f.pull({"ckpt"});
+    BOOST_TEST(good.errors.empty());
+    BOOST_TEST((slurp(f.local / "ckpt/a.pt") == slurp(f.remote / "ckpt/a.pt")));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_whole_file_pull_keeps_memory_bounded) {
+  Fixture f;
+  constexpr std::size_t kSize = 256u << 20;
+  {
+    // Random 1 MiB blocks, each made unique by its index: incompressible, cheap to make.
+    Buf block = random_bytes(1u << 20, 6);
+    std::ofstream out(f.remote / "ckpt.bin", std::ios::binary);
+    for (std::uint64_t i = 0; i < kSize / block.size(); ++i) {
+      std::memcpy(block.data(), &i, sizeof i);
+      out.write(reinterpret_cast<const char*>(block.data()), static_cast<std::streamsize>(block.size()));
+    }
+  }
+  {
+    std::ofstream reset("/proc/self/clear_refs");
+    reset << "5";  // resets VmHWM to the current RSS (Linux >= 4.0)
+  }
+  const std::uint64_t before = vm_hwm_kib();
+  SyncSummary s = f.pull({"ckpt.bin"});
+  const std::uint64_t peak = vm_hwm_kib();
+  BOOST_TEST(s.errors.empty());
+  BOOST_TEST(s.files_sent == 1u);
+  BOOST_TEST_MESSAGE("whole-file pull of 256 MiB: peak RSS grew by " << (peak - before) / 1024 << " MiB");
+  BOOST_TEST((peak - before) * 1024 < kSize / 4);  // the old pull held the whole file (+256 MiB)
+  BOOST_TEST(fs::file_size(f.local / "ckpt.bin") == kSize);
+  std::ifstream a(f.local / "ckpt.bin", std::ios::binary), b(f.remote / "ckpt.bin", std::ios::binary);
+  std::vector<char> x(1u << 20), y(1u << 20);
+  bool same = true;
+  while (a.read(x.data(), static_cast<std::streamsize>(x.size())) && b.read(y.data(), static_cast<std::streamsize>(y.size())))
+    same = same && x == y;
+  BOOST_TEST(same);
+}
