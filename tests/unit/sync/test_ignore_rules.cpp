@@ -17,34 +17,15 @@
 
 #include "helper/sync/ignore_rules.hpp"
 #include "helper/sync/wildmatch.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
+using ferry::test::TempDir;
+using ferry::test::read_file;
+using ferry::test::write_file;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-ignore-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-void write(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << content;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 struct Case {
   std::map<std::string, std::string> ignore_files;  // "a/.gitignore" -> content
@@ -71,15 +52,15 @@ int g_ignored = 0, g_reincluded = 0;
 // Lays `c` out in a fresh repo, asks git about every path once, and compares.
 int compare_with_git(const Case& c, const std::string& label) {
   TempDir tmp;
-  const fs::path repo = tmp.path / "repo";
+  const fs::path repo = tmp.path() / "repo";
   fs::create_directories(repo);
-  const std::string env = "HOME='" + tmp.path.string() + "' XDG_CONFIG_HOME='" + tmp.path.string() +
+  const std::string env = "HOME='" + tmp.path().string() + "' XDG_CONFIG_HOME='" + tmp.path().string() +
                           "' GIT_CONFIG_NOSYSTEM=1 ";
   BOOST_REQUIRE(std::system((env + "git init -q '" + repo.string() + "'").c_str()) == 0);
   for (const auto& d : c.dirs) fs::create_directories(repo / d);
-  for (const auto& f : c.files) write(repo / f, "x");
-  for (const auto& [p, content] : c.ignore_files) write(repo / p, content);
-  write(repo / ".git/info/exclude", c.info_exclude);
+  for (const auto& f : c.files) write_file(repo / f, "x");
+  for (const auto& [p, content] : c.ignore_files) write_file(repo / p, content);
+  write_file(repo / ".git/info/exclude", c.info_exclude);
 
   std::vector<std::pair<std::string, bool>> queries;
   for (const auto& d : c.dirs) queries.emplace_back(d, true);
@@ -89,13 +70,13 @@ int compare_with_git(const Case& c, const std::string& label) {
   }
   std::string input;
   for (const auto& q : queries) input += q.first + '\0';
-  write(tmp.path / "in", input);
+  write_file(tmp.path() / "in", input);
   const std::string cmd = "cd '" + repo.string() + "' && " + env +
-                          "git check-ignore --no-index -v -n -z --stdin < '" + (tmp.path / "in").string() +
-                          "' > '" + (tmp.path / "out").string() + "'";
+                          "git check-ignore --no-index -v -n -z --stdin < '" + (tmp.path() / "in").string() +
+                          "' > '" + (tmp.path() / "out").string() + "'";
   const int rc = std::system(cmd.c_str());
   BOOST_REQUIRE_MESSAGE(rc == 0 || WEXITSTATUS(rc) == 1, "git check-ignore failed: " << rc);
-  const std::string out = slurp(tmp.path / "out");
+  const std::string out = read_file(tmp.path() / "out");
   std::vector<std::string> fields;
   for (std::size_t at = 0; at < out.size();) {
     const std::size_t end = out.find('\0', at);
@@ -255,10 +236,10 @@ BOOST_AUTO_TEST_CASE(tricky_cases_agree_with_git_check_ignore) {
 
 BOOST_AUTO_TEST_CASE(ferryignore_applies_after_gitignore_in_its_directory) {
   TempDir tmp;
-  write(tmp.path / ".gitignore", "*.log\n!keep.log\n");
-  write(tmp.path / ".ferryignore", "keep.log\n!trace.log\nmodels/\n");
-  write(tmp.path / "sub/.gitignore", "!*.log\n");
-  const IgnoreMatcher m = IgnoreMatcher::for_tree(tmp.path, {"*.ckpt", "!best.ckpt"});
+  write_file(tmp.path() / ".gitignore", "*.log\n!keep.log\n");
+  write_file(tmp.path() / ".ferryignore", "keep.log\n!trace.log\nmodels/\n");
+  write_file(tmp.path() / "sub/.gitignore", "!*.log\n");
+  const IgnoreMatcher m = IgnoreMatcher::for_tree(tmp.path(), {"*.ckpt", "!best.ckpt"});
   BOOST_TEST(m.is_ignored("keep.log", false));
   BOOST_TEST(!m.is_ignored("trace.log", false));
   BOOST_TEST(m.is_ignored("other.log", false));

@@ -18,26 +18,15 @@
 #include "protocol/delta/delta.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
 #include "remote-runtime/agent/sync/tree_listing.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
+using ferry::test::TempDir;
 namespace agent = ferry::agent::sync;
 using Buf = std::vector<std::uint8_t>;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-push-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 void write(const fs::path& p, const Buf& content) {
   fs::create_directories(p.parent_path());
@@ -143,7 +132,7 @@ void require_same_trees(TreeState a, TreeState b) {
 
 BOOST_AUTO_TEST_CASE(push_twice_then_detect_a_remote_edit) {
   TempDir t;
-  const fs::path local = t.path / "local", remote = t.path / "remote";
+  const fs::path local = t.path() / "local", remote = t.path() / "remote";
   Buf big(600000);
   std::mt19937_64 rng(3);
   for (auto& b : big) b = static_cast<std::uint8_t>(rng());
@@ -204,7 +193,7 @@ BOOST_AUTO_TEST_CASE(push_twice_then_detect_a_remote_edit) {
 
 BOOST_AUTO_TEST_CASE(agent_listing_matches_the_helper_scan_and_adopts_identical_files) {
   TempDir t;
-  const fs::path local = t.path / "local", remote = t.path / "remote";
+  const fs::path local = t.path() / "local", remote = t.path() / "remote";
   for (const fs::path& root : {local, remote}) {
     write(root / "a/same.py", text("same\n"));
     write(root / "b.txt", text("b"));

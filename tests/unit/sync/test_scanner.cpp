@@ -14,9 +14,12 @@
 #include "helper/sync/atomic_file.hpp"
 #include "helper/sync/file_index.hpp"
 #include "helper/sync/scanner.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
+using ferry::test::TempDir;
+using ferry::test::write_file;
 
 namespace {
 
@@ -31,24 +34,6 @@ ScanOptions threads(unsigned n) {
   ScanOptions o;
   o.threads = n;
   return o;
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-scan-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-void write(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary) << content;
 }
 
 // Moves a file's mtime well into the past so its cached hash is trusted (not "racy").
@@ -69,18 +54,18 @@ Hash128 hash_of(const std::string& s) {
 
 BOOST_AUTO_TEST_CASE(records_kinds_modes_links_and_prunes_ignored) {
   TempDir t;
-  const fs::path r = t.path / "proj";
-  write(r / "train.py", "print(1)\n");
-  write(r / "run.sh", "#!/bin/sh\n");
+  const fs::path r = t.path() / "proj";
+  write_file(r / "train.py", "print(1)\n");
+  write_file(r / "run.sh", "#!/bin/sh\n");
   fs::permissions(r / "run.sh", fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
   fs::create_directories(r / "empty");
-  write(r / "build/out.o", "obj");
-  write(r / "src/keep.log", "keep");
-  write(r / "src/drop.log", "drop");
-  write(r / ".gitignore", "build/\n*.log\n");
-  write(r / "src/.gitignore", "!keep.log\n");
-  write(r / ".git/HEAD", "ref");
-  write(t.path / "outside/secret.txt", "no");
+  write_file(r / "build/out.o", "obj");
+  write_file(r / "src/keep.log", "keep");
+  write_file(r / "src/drop.log", "drop");
+  write_file(r / ".gitignore", "build/\n*.log\n");
+  write_file(r / "src/.gitignore", "!keep.log\n");
+  write_file(r / ".git/HEAD", "ref");
+  write_file(t.path() / "outside/secret.txt", "no");
   fs::create_symlink("train.py", r / "link_to_file");
   fs::create_symlink("../outside", r / "link_out");
   fs::create_symlink("missing-target", r / "dangling");
@@ -110,12 +95,12 @@ BOOST_AUTO_TEST_CASE(records_kinds_modes_links_and_prunes_ignored) {
 
 BOOST_AUTO_TEST_CASE(scan_paths_decides_single_saved_files) {
   TempDir t;
-  const fs::path r = t.path / "proj";
-  write(r / "src/train.py", "print(2)\n");
-  write(r / "build/out.o", "obj");
-  write(r / "logs/keep/a.txt", "a");
-  write(r / ".gitignore", "build/\nlogs/\n");
-  write(t.path / "outside/secret.txt", "no");
+  const fs::path r = t.path() / "proj";
+  write_file(r / "src/train.py", "print(2)\n");
+  write_file(r / "build/out.o", "obj");
+  write_file(r / "logs/keep/a.txt", "a");
+  write_file(r / ".gitignore", "build/\nlogs/\n");
+  write_file(t.path() / "outside/secret.txt", "no");
   fs::create_symlink("../outside", r / "src/out");
   fs::create_directories(r / "empty");
   const auto ignore = IgnoreMatcher::for_tree(r, {});
@@ -132,16 +117,16 @@ BOOST_AUTO_TEST_CASE(scan_paths_decides_single_saved_files) {
 
 BOOST_AUTO_TEST_CASE(index_skips_rehashing_unchanged_files_across_runs) {
   TempDir t;
-  const fs::path r = t.path / "proj";
-  for (int i = 0; i < 50; ++i) write(r / (numbered("d", i % 5)) / (numbered("f", i)), std::string(100 + i, 'x'));
-  write(r / "fresh.txt", "just written");
+  const fs::path r = t.path() / "proj";
+  for (int i = 0; i < 50; ++i) write_file(r / (numbered("d", i % 5)) / (numbered("f", i)), std::string(100 + i, 'x'));
+  write_file(r / "fresh.txt", "just written");
   for (auto& de : fs::recursive_directory_iterator(r)) {
     if (de.is_regular_file() && de.path().filename() != "fresh.txt") age(de.path());
   }
   // An mtime ahead of the clock stays inside the racy window however slow this machine is.
   age(r / "fresh.txt", -3600);
   const auto ignore = IgnoreMatcher::for_tree(r, {});
-  const fs::path index_file = t.path / "state/.ferry/index.bin";
+  const fs::path index_file = t.path() / "state/.ferry/index.bin";
   {
     auto index = FileIndex::load(index_file);
     BOOST_REQUIRE(index.has_value());
@@ -162,7 +147,7 @@ BOOST_AUTO_TEST_CASE(index_skips_rehashing_unchanged_files_across_runs) {
   BOOST_TEST(second->stats.hash_cache_hits == 50u);
   BOOST_TEST(second->stats.hashed == 1u);
 
-  write(r / "d1/f1", std::string(101, 'y'));  // same size, new content and mtime
+  write_file(r / "d1/f1", std::string(101, 'y'));  // same size, new content and mtime
   age(r / "d1/f1", 50);
   auto third = scan_tree(r, ignore, &*index);
   BOOST_REQUIRE(third.has_value());
@@ -172,19 +157,19 @@ BOOST_AUTO_TEST_CASE(index_skips_rehashing_unchanged_files_across_runs) {
 
 BOOST_AUTO_TEST_CASE(corrupt_or_foreign_index_files_are_errors) {
   TempDir t;
-  BOOST_REQUIRE(write_file_atomically(t.path / "bad.bin", "FIDX\x02\0\0\0").has_value());
-  BOOST_TEST(!FileIndex::load(t.path / "bad.bin").has_value());
-  BOOST_REQUIRE(write_file_atomically(t.path / "trunc.bin", std::string("FIDX\x01\0\0\0\x05\0\0\0", 12)).has_value());
-  BOOST_TEST(!FileIndex::load(t.path / "trunc.bin").has_value());
-  BOOST_REQUIRE(write_file_atomically(t.path / "other.bin", "hello").has_value());
-  BOOST_TEST(!FileIndex::load(t.path / "other.bin").has_value());
+  BOOST_REQUIRE(write_file_atomically(t.path() / "bad.bin", "FIDX\x02\0\0\0").has_value());
+  BOOST_TEST(!FileIndex::load(t.path() / "bad.bin").has_value());
+  BOOST_REQUIRE(write_file_atomically(t.path() / "trunc.bin", std::string("FIDX\x01\0\0\0\x05\0\0\0", 12)).has_value());
+  BOOST_TEST(!FileIndex::load(t.path() / "trunc.bin").has_value());
+  BOOST_REQUIRE(write_file_atomically(t.path() / "other.bin", "hello").has_value());
+  BOOST_TEST(!FileIndex::load(t.path() / "other.bin").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(file_changing_while_hashed_is_unstable) {
   TempDir t;
-  const fs::path r = t.path / "proj";
-  write(r / "growing.log", std::string(1000, 'a'));
-  write(r / "steady.txt", "ok");
+  const fs::path r = t.path() / "proj";
+  write_file(r / "growing.log", std::string(1000, 'a'));
+  write_file(r / "steady.txt", "ok");
   const auto ignore = IgnoreMatcher::for_tree(r, {});
   ScanOptions opt;
   opt.after_read_hook = [&](const std::string& rel) {
@@ -199,9 +184,9 @@ BOOST_AUTO_TEST_CASE(file_changing_while_hashed_is_unstable) {
 
 BOOST_AUTO_TEST_CASE(parallel_scan_matches_single_threaded) {
   TempDir t;
-  const fs::path r = t.path / "proj";
+  const fs::path r = t.path() / "proj";
   for (int i = 0; i < 1500; ++i) {
-    write(r / (numbered("a", i % 7)) / (numbered("b", i % 13)) / (numbered("f", i)),
+    write_file(r / (numbered("a", i % 7)) / (numbered("b", i % 13)) / (numbered("f", i)),
           std::string(static_cast<std::size_t>(i * 37 % 70000), static_cast<char>('a' + i % 26)));
   }
   const auto ignore = IgnoreMatcher::for_tree(r, {});

@@ -13,32 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/temp_dir.hpp"
+
 namespace fs = std::filesystem;
+using ferry::test::TempDir;
+using ferry::test::read_file;
+using ferry::test::write_file;
 using json = nlohmann::json;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-sync-cli-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-void write(const fs::path& p, const std::string& s) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 struct Run {
   int code;
@@ -46,8 +29,8 @@ struct Run {
 };
 
 // Runs ferry with a clean cache dir; stdout captured, stderr left to the test log.
-Run ferry(const TempDir& t, const std::string& args) {
-  std::string cmd = "cd '" + (t.path / "proj").string() + "' && XDG_CACHE_HOME='" + (t.path / "cache").string() +
+Run run_ferry(const TempDir& t, const std::string& args) {
+  std::string cmd = "cd '" + (t.path() / "proj").string() + "' && XDG_CACHE_HOME='" + (t.path() / "cache").string() +
                     "' FERRY_AGENT='" FERRY_AGENT_PATH "' '" FERRY_BIN "' " + args;
   FILE* p = ::popen(cmd.c_str(), "r");
   BOOST_REQUIRE(p != nullptr);
@@ -62,45 +45,45 @@ Run ferry(const TempDir& t, const std::string& args) {
 
 BOOST_AUTO_TEST_CASE(sync_and_pull_from_the_command_line) {
   TempDir t;
-  write(t.path / "proj/ferry.json", R"({"name":"cli","host":"local","mappings":[{"local":".","remote":"~/cli"}]})");
-  write(t.path / "proj/train.py", "print('hi')\n");
-  write(t.path / "proj/data/x.txt", "x\n");
-  const fs::path remote = t.path / "cache/ferry/local/cli/cli";
+  write_file(t.path() / "proj/ferry.json", R"({"name":"cli","host":"local","mappings":[{"local":".","remote":"~/cli"}]})");
+  write_file(t.path() / "proj/train.py", "print('hi')\n");
+  write_file(t.path() / "proj/data/x.txt", "x\n");
+  const fs::path remote = t.path() / "cache/ferry/local/cli/cli";
 
-  Run dry = ferry(t, "sync --dry-run --json");
+  Run dry = run_ferry(t, "sync --dry-run --json");
   BOOST_REQUIRE_EQUAL(dry.code, 0);
   json d = json::parse(dry.out);
   BOOST_TEST(d["dryRun"] == true);
   BOOST_TEST(d["filesSent"] == 3);
   BOOST_TEST(!fs::exists(remote / "train.py"));
 
-  Run first = ferry(t, "sync --json");
+  Run first = run_ferry(t, "sync --json");
   BOOST_REQUIRE_EQUAL(first.code, 0);
   json s = json::parse(first.out);
   for (const char* k : {"filesSent", "filesDeleted", "conflicts", "bytesLiteral", "bytesMatched", "bytesOnWire", "seconds"})
     BOOST_TEST(s.contains(k), k);
   BOOST_TEST(s["filesSent"] == 3);
-  BOOST_TEST(slurp(remote / "data/x.txt") == "x\n");
+  BOOST_TEST(read_file(remote / "data/x.txt") == "x\n");
 
-  Run second = ferry(t, "sync");
+  Run second = run_ferry(t, "sync");
   BOOST_REQUIRE_EQUAL(second.code, 0);
   BOOST_TEST(second.out.starts_with("0 files sent, 0 deleted, 0 conflicts"), second.out);
 
   // A conflict: exit status 3 and the remote file kept.
-  write(remote / "train.py", "edited on the box\n");
-  write(t.path / "proj/train.py", "edited here\n");
-  Run conflict = ferry(t, "sync --json");
+  write_file(remote / "train.py", "edited on the box\n");
+  write_file(t.path() / "proj/train.py", "edited here\n");
+  Run conflict = run_ferry(t, "sync --json");
   BOOST_TEST(conflict.code == 3);
   BOOST_TEST(json::parse(conflict.out)["conflicts"] == 1);
-  BOOST_TEST(slurp(remote / "train.py") == "edited on the box\n");
-  BOOST_TEST(ferry(t, "sync --force").code == 0);
-  BOOST_TEST(slurp(remote / "train.py") == "edited here\n");
+  BOOST_TEST(read_file(remote / "train.py") == "edited on the box\n");
+  BOOST_TEST(run_ferry(t, "sync --force").code == 0);
+  BOOST_TEST(read_file(remote / "train.py") == "edited here\n");
 
-  write(remote / "runs/loss.csv", "1,0.5\n");
-  Run pull = ferry(t, "pull runs --json");
+  write_file(remote / "runs/loss.csv", "1,0.5\n");
+  Run pull = run_ferry(t, "pull runs --json");
   BOOST_REQUIRE_EQUAL(pull.code, 0);
   BOOST_TEST(json::parse(pull.out)["filesSent"] == 1);
-  BOOST_TEST(slurp(t.path / "proj/runs/loss.csv") == "1,0.5\n");
+  BOOST_TEST(read_file(t.path() / "proj/runs/loss.csv") == "1,0.5\n");
 
-  BOOST_TEST(ferry(t, "pull").code != 0);  // PATH is required
+  BOOST_TEST(run_ferry(t, "pull").code != 0);  // PATH is required
 }

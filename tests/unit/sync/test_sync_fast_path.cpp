@@ -19,36 +19,18 @@
 #include "helper/sync/manifest.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
+using ferry::test::TempDir;
+using ferry::test::read_file;
+using ferry::test::write_file;
 using ferry::remote::LocalEndpoint;
 using ferry::remote::LocalEndpointOptions;
 using json = nlohmann::json;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-fast-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-void write(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // Forwards to the real endpoint and counts requests (and their CBOR size) per method.
 class CountingEndpoint : public ferry::remote::Endpoint {
@@ -96,8 +78,8 @@ class CountingEndpoint : public ferry::remote::Endpoint {
 
 struct Fixture {
   TempDir t;
-  fs::path local = t.path / "local";
-  fs::path sandbox = t.path / "sandbox";
+  fs::path local = t.path() / "local";
+  fs::path sandbox = t.path() / "sandbox";
   fs::path remote = sandbox / "proj";
   std::unique_ptr<LocalEndpoint> real;
   std::unique_ptr<CountingEndpoint> ep;
@@ -125,8 +107,8 @@ struct Fixture {
 };
 
 void make_tree(const fs::path& root, int files) {
-  for (int i = 0; i < files; ++i) write(root / fmt::format("pkg{}/m{}.py", i % 10, i), fmt::format("x = {}\n", i));
-  write(root / "train.py", "import torch\n");
+  for (int i = 0; i < files; ++i) write_file(root / fmt::format("pkg{}/m{}.py", i % 10, i), fmt::format("x = {}\n", i));
+  write_file(root / "train.py", "import torch\n");
   fs::create_directories(root / "empty");
   fs::create_symlink("train.py", root / "main.py");
 }
@@ -159,10 +141,10 @@ BOOST_AUTO_TEST_CASE(a_no_op_push_lists_nothing_whatever_the_tree_size) {
   BOOST_TEST(wire < 64u);  // tiny, not a per-file listing
 
   // A change still goes, and the push after it is a no-op again without a listing.
-  write(f.local / "train.py", "import torch  # v2\n");
+  write_file(f.local / "train.py", "import torch  # v2\n");
   SyncSummary s4 = f.push_fresh();
   BOOST_TEST(s4.files_sent == 1u);
-  BOOST_TEST(slurp(f.remote / "train.py") == "import torch  # v2\n");
+  BOOST_TEST(read_file(f.remote / "train.py") == "import torch  # v2\n");
   calls = f.ep->take();
   BOOST_TEST(calls.count("sync/list") == 0u);
   BOOST_TEST(f.push_fresh().files_sent == 0u);
@@ -171,41 +153,41 @@ BOOST_AUTO_TEST_CASE(a_no_op_push_lists_nothing_whatever_the_tree_size) {
 
 BOOST_AUTO_TEST_CASE(remote_edits_behind_ferrys_back_are_conflicts_without_a_listing) {
   Fixture f;
-  write(f.local / "a.py", "a v1\n");
-  write(f.local / "b.py", "b v1\n");
-  write(f.local / "c.py", "c v1\n");
+  write_file(f.local / "a.py", "a v1\n");
+  write_file(f.local / "b.py", "b v1\n");
+  write_file(f.local / "c.py", "c v1\n");
   f.push_fresh();
   f.ep->take();
 
-  write(f.remote / "a.py", "edited on the box\n");
-  write(f.remote / "b.py", "also edited on the box\n");
-  write(f.local / "a.py", "a v2\n");
+  write_file(f.remote / "a.py", "edited on the box\n");
+  write_file(f.remote / "b.py", "also edited on the box\n");
+  write_file(f.local / "a.py", "a v2\n");
   fs::remove(f.local / "b.py");
-  write(f.local / "c.py", "c v2\n");
+  write_file(f.local / "c.py", "c v2\n");
   SyncSummary s = f.push_fresh();
   BOOST_TEST(f.ep->take().count("sync/list") == 0u);  // the fast path is what was tested
   BOOST_REQUIRE(s.conflicts.size() == 2u);
   std::set<std::string> paths{s.conflicts[0].path, s.conflicts[1].path};
   BOOST_TEST(paths.count("a.py") == 1u);
   BOOST_TEST(paths.count("b.py") == 1u);  // a delete checks too
-  BOOST_TEST(slurp(f.remote / "a.py") == "edited on the box\n");
-  BOOST_TEST(slurp(f.remote / "b.py") == "also edited on the box\n");
-  BOOST_TEST(slurp(f.remote / "c.py") == "c v2\n");  // the rest went on
+  BOOST_TEST(read_file(f.remote / "a.py") == "edited on the box\n");
+  BOOST_TEST(read_file(f.remote / "b.py") == "also edited on the box\n");
+  BOOST_TEST(read_file(f.remote / "c.py") == "c v2\n");  // the rest went on
 
   SyncOptions force;
   force.force = true;
   SyncSummary forced = f.push_fresh(force);
   BOOST_TEST(forced.conflicts.empty());
-  BOOST_TEST(slurp(f.remote / "a.py") == "a v2\n");
+  BOOST_TEST(read_file(f.remote / "a.py") == "a v2\n");
 }
 
 BOOST_AUTO_TEST_CASE(another_writer_makes_the_next_push_list) {
   Fixture f;
-  write(f.local / "a.py", "a\n");
+  write_file(f.local / "a.py", "a\n");
   f.push_fresh();
   // A second checkout syncing into the same remote directory.
-  const fs::path other = f.t.path / "other";
-  write(other / "b.py", "b from elsewhere\n");
+  const fs::path other = f.t.path() / "other";
+  write_file(other / "b.py", "b from elsewhere\n");
   f.push(*f.engine(other));
   f.ep->take();
 
@@ -227,32 +209,32 @@ BOOST_AUTO_TEST_CASE(a_wiped_remote_is_sent_again) {
   BOOST_TEST(f.ep->take()["sync/list"] == 1);
   BOOST_TEST(s.files_sent >= 50u);
   BOOST_TEST(s.conflicts.empty());
-  BOOST_TEST(slurp(f.remote / "pkg3/m13.py") == "x = 13\n");
+  BOOST_TEST(read_file(f.remote / "pkg3/m13.py") == "x = 13\n");
 }
 
 BOOST_AUTO_TEST_CASE(a_stale_persisted_manifest_costs_a_listing_never_a_skip) {
   Fixture f;
-  write(f.local / "a.py", "a v1\n");
-  write(f.local / "b.py", "b v1\n");
+  write_file(f.local / "a.py", "a v1\n");
+  write_file(f.local / "b.py", "b v1\n");
   f.push_fresh();
   const fs::path mpath = f.engine(f.local)->manifest_path();
-  const std::string old_manifest = slurp(mpath);
+  const std::string old_manifest = read_file(mpath);
 
   // The helper wrote a.py v2, then died before its manifest reached the disk.
-  write(f.local / "a.py", "a v2\n");
+  write_file(f.local / "a.py", "a v2\n");
   f.push_fresh();
-  write(mpath, old_manifest);
+  write_file(mpath, old_manifest);
   // Meanwhile b.py changed on the box, and locally too.
-  write(f.remote / "b.py", "box\n");
-  write(f.local / "b.py", "b v2\n");
+  write_file(f.remote / "b.py", "box\n");
+  write_file(f.local / "b.py", "b v2\n");
   f.ep->take();
 
   SyncSummary s = f.push_fresh();
   BOOST_TEST(f.ep->take()["sync/list"] >= 1);  // the old generation is not trusted
   BOOST_REQUIRE(s.conflicts.size() == 1u);     // b.py: still a conflict
   BOOST_TEST(s.conflicts[0].path == "b.py");
-  BOOST_TEST(slurp(f.remote / "b.py") == "box\n");
-  BOOST_TEST(slurp(f.remote / "a.py") == "a v2\n");  // adopted, not a conflict
+  BOOST_TEST(read_file(f.remote / "b.py") == "box\n");
+  BOOST_TEST(read_file(f.remote / "a.py") == "a v2\n");  // adopted, not a conflict
 }
 
 BOOST_AUTO_TEST_CASE(a_save_is_one_write_and_the_manifest_is_persisted_later) {
@@ -263,20 +245,20 @@ BOOST_AUTO_TEST_CASE(a_save_is_one_write_and_the_manifest_is_persisted_later) {
   f.push(*e);
   e->persist_now();
   f.ep->take();
-  const std::string before = slurp(e->manifest_path());
+  const std::string before = read_file(e->manifest_path());
 
-  write(f.local / "pkg1/m11.py", "x = 'saved'\n");
+  write_file(f.local / "pkg1/m11.py", "x = 'saved'\n");
   SyncOptions one;
   one.only_paths = {"pkg1/m11.py"};
   SyncSummary s = f.push(*e, one);
   BOOST_TEST(s.files_sent == 1u);
-  BOOST_TEST(slurp(f.remote / "pkg1/m11.py") == "x = 'saved'\n");
+  BOOST_TEST(read_file(f.remote / "pkg1/m11.py") == "x = 'saved'\n");
   auto calls = f.ep->take();
   BOOST_TEST(calls.count("sync/list") == 0u);
   BOOST_TEST(calls["sync/writeBatch"] == 1);
   BOOST_TEST(calls["sync/state"] == 2);  // before, and after to confirm only ours were written
 
-  BOOST_TEST(slurp(e->manifest_path()) == before);  // not rewritten on the save's path
+  BOOST_TEST(read_file(e->manifest_path()) == before);  // not rewritten on the save's path
   e->persist_now();
   auto m = load_manifest(e->manifest_path());
   BOOST_REQUIRE(m.has_value());
@@ -294,11 +276,11 @@ BOOST_AUTO_TEST_CASE(a_one_byte_edit_without_a_local_copy_goes_in_two_levels) {
   std::string big(24u << 20, '\0');
   std::mt19937_64 rng(11);
   for (auto& c : big) c = static_cast<char>(rng());
-  write(f.local / "model.bin", big);
+  write_file(f.local / "model.bin", big);
   f.push_fresh();
   fs::remove_all(f.local / ".ferry" / "sent");  // no copy of what was sent: the agent signs
   big[(17u << 20) + 5] ^= 0x40;
-  write(f.local / "model.bin", big);
+  write_file(f.local / "model.bin", big);
   f.ep->take();
   SyncSummary s = f.push_fresh();
   BOOST_TEST(s.errors.empty());
@@ -307,5 +289,5 @@ BOOST_AUTO_TEST_CASE(a_one_byte_edit_without_a_local_copy_goes_in_two_levels) {
   // One level would be ~5 KiB blocks x 12 B over 24 MiB (~58 KiB) plus a block of literal.
   BOOST_TEST(s.bytes_on_wire < 20u * 1024);
   BOOST_TEST(s.bytes_literal <= 2048u);
-  BOOST_TEST(slurp(f.remote / "model.bin") == big);
+  BOOST_TEST(read_file(f.remote / "model.bin") == big);
 }

@@ -18,34 +18,16 @@
 
 #include "helper/server/server.hpp"
 #include "protocol/framing.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry;
 using json = nlohmann::json;
 namespace fs = std::filesystem;
+using ferry::test::TempDir;
+using ferry::test::read_file;
+using ferry::test::write_file;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-rpc-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-void write(const fs::path& p, const std::string& s) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 // A Server on pipes, driven one message at a time.
 class Client {
@@ -118,13 +100,13 @@ class Client {
 
 BOOST_AUTO_TEST_CASE(push_save_flush_status_and_pull_over_json_rpc) {
   TempDir t;
-  const fs::path project = t.path / "proj";
-  write(project / "ferry.json", R"({"name":"rpc","host":"local","mappings":[{"local":".","remote":"~/work"}]})");
-  write(project / "a.py", "a1\n");
-  write(project / "pkg/b.py", "b1\n");
-  ::setenv("XDG_CACHE_HOME", (t.path / "cache").c_str(), 1);
+  const fs::path project = t.path() / "proj";
+  write_file(project / "ferry.json", R"({"name":"rpc","host":"local","mappings":[{"local":".","remote":"~/work"}]})");
+  write_file(project / "a.py", "a1\n");
+  write_file(project / "pkg/b.py", "b1\n");
+  ::setenv("XDG_CACHE_HOME", (t.path() / "cache").c_str(), 1);
   ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
-  const fs::path remote = t.path / "cache/ferry/local/rpc/work";
+  const fs::path remote = t.path() / "cache/ferry/local/rpc/work";
 
   server::ServerOptions o;
   o.cwd = project;
@@ -135,7 +117,7 @@ BOOST_AUTO_TEST_CASE(push_save_flush_status_and_pull_over_json_rpc) {
   json push = c.call(2, "sync/push", {{"workDoneToken", "push-1"}});
   BOOST_REQUIRE_MESSAGE(push.contains("result"), push.dump());
   BOOST_TEST(push["result"]["filesSent"] == 3);  // ferry.json, a.py, pkg/b.py
-  BOOST_TEST(slurp(remote / "pkg/b.py") == "b1\n");
+  BOOST_TEST(read_file(remote / "pkg/b.py") == "b1\n");
   bool begun = false, ended = false;
   for (const auto& n : c.notes_)
     if (n["method"] == "$/progress" && n["params"]["token"] == "push-1") {
@@ -146,14 +128,14 @@ BOOST_AUTO_TEST_CASE(push_save_flush_status_and_pull_over_json_rpc) {
   BOOST_TEST(ended);
 
   // A burst of saves (absolute and relative paths), then flush: all on the remote.
-  write(project / "a.py", "a2\n");
-  write(project / "pkg/b.py", "b2\n");
+  write_file(project / "a.py", "a2\n");
+  write_file(project / "pkg/b.py", "b2\n");
   c.notify("sync/fileSaved", {{"path", (project / "a.py").string()}});
   c.notify("sync/fileSaved", {{"uri", "file://" + (project / "pkg/b.py").string()}});
   json flush = c.call(3, "sync/flush");
   BOOST_REQUIRE_MESSAGE(flush.contains("result"), flush.dump());
-  BOOST_TEST(slurp(remote / "a.py") == "a2\n");
-  BOOST_TEST(slurp(remote / "pkg/b.py") == "b2\n");
+  BOOST_TEST(read_file(remote / "a.py") == "a2\n");
+  BOOST_TEST(read_file(remote / "pkg/b.py") == "b2\n");
   BOOST_TEST(flush["result"]["filesSent"] == 0);  // the saves already carried both files
 
   json status = c.call(4, "sync/status");
@@ -161,11 +143,11 @@ BOOST_AUTO_TEST_CASE(push_save_flush_status_and_pull_over_json_rpc) {
   BOOST_TEST(status["result"]["pendingSaves"].empty());
   BOOST_TEST(status["result"]["lastSync"].is_object());
 
-  write(remote / "out/log.txt", "epoch 1\n");
+  write_file(remote / "out/log.txt", "epoch 1\n");
   json pull = c.call(5, "sync/pull", {{"paths", {"out"}}});
   BOOST_REQUIRE_MESSAGE(pull.contains("result"), pull.dump());
   BOOST_TEST(pull["result"]["filesSent"] == 1);
-  BOOST_TEST(slurp(project / "out/log.txt") == "epoch 1\n");
+  BOOST_TEST(read_file(project / "out/log.txt") == "epoch 1\n");
 
   json bad = c.call(6, "sync/push", {{"delete", "everything"}});
   BOOST_REQUIRE(bad.contains("error"));
