@@ -99,18 +99,55 @@ Channel::~Channel() {
   if (channel_ && session_->is_open()) libssh2_channel_free(channel_);
 }
 
+bool Channel::adjust_window(std::uint32_t amount) {
+  // Only the first call of an adjust sees `amount`: libssh2 adds its queue to build the packet, and
+  // every retry must pass that packet's amount, since that is what libssh2 credits on success.
+  std::uint32_t param = adjust_packet_ ? adjust_packet_ : amount;
+  if (!adjust_packet_) {
+    adjust_packet_ = amount + adjust_queue_;
+    adjust_queue_ = 0;
+  }
+  unsigned int ignored = 0;
+  int rc = libssh2_channel_receive_window_adjust2(channel_, param, 1, &ignored);
+  if (rc == 0) {
+    adjust_packet_ = 0;
+    return true;
+  }
+  if (rc != LIBSSH2_ERROR_EAGAIN) adjust_queue_ = adjust_packet_;  // libssh2 queued it and kept the packet
+  return false;
+}
+
+long Channel::read_raw(int stream, char* buffer, std::size_t length) {
+  unsigned long initial = 0;
+  unsigned long window = libssh2_channel_window_read_ex(channel_, nullptr, &initial);
+  // _libssh2_channel_read adjusts when the window is below initial/4*3 + length, and
+  // libssh2_channel_read_ex when length exceeds the window.
+  unsigned long floor = initial / 4 * 3;
+  if (adjust_packet_ || window < floor + length) {
+    // Another coroutine's half-sent packet would turn our adjust away; it goes once that is out
+    // (send_hook wakes the waiters). Ours, half sent, must be finished by us.
+    if (adjust_packet_ || !session_->send_stalled()) {
+      adjust_window(static_cast<std::uint32_t>(initial + length - window));
+      window = libssh2_channel_window_read_ex(channel_, nullptr, nullptr);
+    }
+  }
+  if (window <= floor) return LIBSSH2_ERROR_EAGAIN;
+  length = std::min<std::size_t>(length, window - floor);
+  return static_cast<long>(libssh2_channel_read_ex(channel_, stream, buffer, length));
+}
+
 asio::awaitable<Result<std::size_t>> Channel::read_some(std::span<char> buffer, Clock::time_point deadline, int stream) {
   for (;;) {
     if (interrupted_) co_return std::unexpected(make_error(Errc::kInterrupted, "read interrupted"));
     if (!session_->is_open())
       co_return std::unexpected(make_error(Errc::kClosed, "reading from the channel: " + session_->close_reason()));
-    auto n = libssh2_channel_read_ex(channel_, stream, buffer.data(), buffer.size());
+    auto n = read_raw(stream, buffer.data(), buffer.size());
     if (n > 0) {
       // libssh2 hands out about one packet (32 KiB) per call: keep taking what is already here so
       // the caller does one socket write per burst instead of one per packet.
       auto got = static_cast<std::size_t>(n);
       while (got < buffer.size()) {
-        auto more = libssh2_channel_read_ex(channel_, stream, buffer.data() + got, buffer.size() - got);
+        auto more = read_raw(stream, buffer.data() + got, buffer.size() - got);
         if (more <= 0) break;  // EAGAIN, EOF or an error: the next call reports it
         got += static_cast<std::size_t>(more);
       }
@@ -165,7 +202,7 @@ asio::awaitable<Result<ExecResult>> Channel::collect(Clock::time_point deadline)
     for (int stream : {0, 1}) {
       bool& done = stream == 0 ? out_done : err_done;
       if (done) continue;
-      auto n = libssh2_channel_read_ex(channel_, stream, buf.data(), buf.size());
+      auto n = read_raw(stream, buf.data(), buf.size());
       if (n > 0) {
         (stream == 0 ? result.out : result.err).append(buf.data(), static_cast<std::size_t>(n));
         progressed = true;
@@ -179,12 +216,12 @@ asio::awaitable<Result<ExecResult>> Channel::collect(Clock::time_point deadline)
     if (!progressed) {
       if (libssh2_channel_eof(channel_)) {
         // EOF with nothing buffered on either stream.
-        auto a = libssh2_channel_read_ex(channel_, 0, buf.data(), buf.size());
-        auto b = libssh2_channel_read_ex(channel_, 1, buf.data(), buf.size());
-        if (a <= 0 && b <= 0 && a != LIBSSH2_ERROR_EAGAIN && b != LIBSSH2_ERROR_EAGAIN) break;
-        if (a > 0) result.out.append(buf.data(), static_cast<std::size_t>(a));
+        auto a = read_raw(0, buf.data(), buf.size());
+        if (a > 0) result.out.append(buf.data(), static_cast<std::size_t>(a));  // before b reuses buf
+        auto b = read_raw(1, buf.data(), buf.size());
         if (b > 0) result.err.append(buf.data(), static_cast<std::size_t>(b));
-        continue;
+        if (a <= 0 && b <= 0 && a != LIBSSH2_ERROR_EAGAIN && b != LIBSSH2_ERROR_EAGAIN) break;
+        if (a > 0 || b > 0) continue;  // else wait: looping here would starve the strand
       }
       auto w = co_await session_->wait_socket(deadline, "waiting for command output");
       if (!w) co_return std::unexpected(w.error());

@@ -113,6 +113,20 @@ class Channel {
   // libssh2 returned EAGAIN from a write: part of our packet may be out, and libssh2 refuses every
   // other send (BAD_USE) until this channel writes the same bytes again, so an interrupt waits.
   bool write_pending_ = false;
+  // libssh2 1.10 grows the receive window from inside channel_read, and an adjust whose send fails
+  // (BAD_USE: another packet is half sent) keeps its packet, queues its amount too, and credits the
+  // retry's amount instead of the packet's: the server's idea of the window drifts above libssh2's,
+  // and libssh2 then drops what overflows its own (whole packets, silently). So reads never let
+  // libssh2 adjust (read_raw caps their length) and the adjusts are ours, retried with the very
+  // amount their packet carries. These mirror libssh2's adjust_queue and pending adjust packet.
+  std::uint32_t adjust_queue_ = 0;
+  std::uint32_t adjust_packet_ = 0;
+  // One libssh2_channel_read_ex of at most `length` bytes that cannot make libssh2 adjust the
+  // window: it grows the window first when no other packet is half sent, and reads only what the
+  // window allows without an adjust (LIBSSH2_ERROR_EAGAIN when that is nothing).
+  long read_raw(int stream, char* buffer, std::size_t length);
+  // Sends (or finishes sending) a window adjust; false while it is still pending.
+  bool adjust_window(std::uint32_t amount);
 };
 
 class Session : public std::enable_shared_from_this<Session> {

@@ -18,6 +18,7 @@
 
 #include "helper/remote/ssh_endpoint.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/stream_diff.hpp"
 #include "tests/support/tcp_peers.hpp"
 
 using namespace ferry::remote;
@@ -99,12 +100,6 @@ std::string echo_once(int port, const std::string& payload) {
   return got;
 }
 
-std::uint64_t fnv1a(std::string_view s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // A child process (python3 -m http.server) killed at scope end.
 struct Child {
   pid_t pid = -1;
@@ -163,7 +158,7 @@ BOOST_AUTO_TEST_CASE(thirty_two_concurrent_connections_of_8_mib_each) {
   BOOST_REQUIRE(info.has_value());
   constexpr int kStreams = 32;
   constexpr std::size_t kBytes = 8 << 20;
-  std::vector<std::future<std::pair<std::uint64_t, std::uint64_t>>> results;
+  std::vector<std::future<std::string>> results;
   auto started = std::chrono::steady_clock::now();
   for (int i = 0; i < kStreams; ++i) {
     results.push_back(std::async(std::launch::async, [port = info->bound_port, i] {
@@ -174,28 +169,30 @@ BOOST_AUTO_TEST_CASE(thirty_two_concurrent_connections_of_8_mib_each) {
         std::memcpy(payload.data() + k, &v, 8);
       }
       int fd = tcp_connect("127.0.0.1", port);
-      if (fd < 0) return std::pair<std::uint64_t, std::uint64_t>{fnv1a(payload), 0};
+      if (fd < 0) return std::string("connect failed");
       // Write on a second thread: the echo comes back while we are still sending.
       std::thread writer([&] {
         write_all_fd(fd, payload);
         ::shutdown(fd, SHUT_WR);  // EOF must reach the echo server, and its EOF come back
       });
-      std::string got;
+      std::string got, ending = "EOF";
       try {
         got = read_to_eof(fd, 120s);
-      } catch (...) {
+      } catch (const std::exception& e) {
+        ending = e.what();
         ::shutdown(fd, SHUT_RDWR);  // unblocks the writer
       }
       writer.join();
       ::close(fd);
-      if (got.size() != kBytes) BOOST_TEST_MESSAGE("stream " << i << " got " << got.size() << " bytes");
-      return std::pair<std::uint64_t, std::uint64_t>{fnv1a(payload), got.size() == kBytes ? fnv1a(got) : 0};
+      auto diff = describe_stream_difference(payload, got);
+      return diff.empty() ? diff : diff + "; ended with " + ending;
     }));
   }
   int matched = 0;
-  for (auto& r : results) {
-    auto [sent, got] = r.get();
-    if (sent == got) ++matched;
+  for (int i = 0; i < kStreams; ++i) {
+    auto diff = results[static_cast<std::size_t>(i)].get();
+    if (diff.empty()) ++matched;
+    else BOOST_TEST_MESSAGE("stream " << i << ": " << diff);
   }
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   BOOST_TEST_MESSAGE("32 x 8 MiB echoed in " << secs << " s");
