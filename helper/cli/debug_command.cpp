@@ -33,6 +33,7 @@
 #include "helper/run/run_exit.hpp"
 #include "helper/run/run_follower.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "helper/sync/mapping_target.hpp"
 
 namespace ferry::cli {
 
@@ -138,20 +139,9 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g) {
   ProjectLink link;
   link.project = std::move(*project);
   const deploy::Mapping& m = link.project.mappings.front();
-  link.target.local_root = fs::weakly_canonical(link.project.root / m.local, ec);
-  link.target.host = link.project.host;
-  link.target.remote_root = m.remote;
-  link.target.exclude = link.project.exclude;
-  link.target.protect = link.project.protect;
+  link.target = sync::mapping_target(link.project, m);
   if (link.project.host == "local") {
-    // On the local host "~" is the sandbox; an absolute remote path is used as it is.
-    remote::LocalEndpointOptions o;
-    o.project_name = link.project.name;
-    if (m.remote.starts_with("/")) {
-      o.root = m.remote;
-    } else {
-      link.target.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
-    }
+    remote::LocalEndpointOptions o = sync::local_endpoint_options(link.project, m);
     if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
     link.endpoint = std::make_unique<remote::LocalEndpoint>(o);
   } else {

@@ -23,6 +23,7 @@
 #include "helper/train/train_launch.hpp"
 #include "helper/train/train_progress.hpp"
 #include "helper/train/train_session.hpp"
+#include "helper/sync/mapping_target.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -53,13 +54,8 @@ void row(std::string_view key, std::string_view value) { std::cout << fmt::forma
 void run_demo_sync(const deploy::ProjectConfig& config, remote::Endpoint& endpoint, const fs::path& sandbox) {
   const deploy::Mapping& m = config.mappings.front();
   if (config.host != "local" || !m.remote.starts_with("~")) return;
-  sync::SyncTarget target;
+  sync::SyncTarget target = sync::mapping_target(config, m);
   std::error_code ec;
-  target.local_root = fs::weakly_canonical(config.root / m.local, ec);
-  target.remote_base = m.remote.substr(m.remote.size() > 1 ? 2 : 1);
-  target.host = config.host;
-  target.remote_root = m.remote;
-  target.exclude = config.exclude;
   sync::SyncEngine engine(endpoint, target);
   if (!target.remote_base.empty()) fs::remove_all(sandbox / target.remote_base, ec);
   fs::remove(engine.manifest_path(), ec);
@@ -85,14 +81,7 @@ void run_demo_train(const deploy::ProjectConfig& config, remote::Endpoint& endpo
     std::cout << "Train    skipped: ferry-train was not built (cmake -DFERRY_WITH_TORCH=ON)\n\n";
     return;
   }
-  sync::SyncTarget target;
-  std::error_code ec;
-  target.local_root = fs::weakly_canonical(config.root / m.local, ec);
-  target.remote_base = m.remote.substr(m.remote.size() > 1 ? 2 : 1);
-  target.host = config.host;
-  target.remote_root = m.remote;
-  target.exclude = config.exclude;
-  target.protect = config.protect;
+  sync::SyncTarget target = sync::mapping_target(config, m);
   sync::SyncEngine engine(endpoint, target);
   training::TrainProgress progress;
   std::mutex mu;

@@ -31,6 +31,7 @@
 #include "helper/run/run_client.hpp"
 #include "helper/run/run_follower.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "helper/sync/mapping_target.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -91,17 +92,10 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::
   ProjectLink link;
   link.config = std::move(*project);
   const deploy::Mapping& m = link.config.mappings.front();
-  link.target.local_root = fs::weakly_canonical(link.config.root / m.local, ec);
-  link.target.host = link.config.host;
-  link.target.remote_root = m.remote;
-  link.target.exclude = link.config.exclude;
+  link.target = sync::mapping_target(link.config, m);  // with `protect`, which the run's sync honours too
   if (link.config.host == "local") {
-    // As `ferry sync` does: "~" is the sandbox, an absolute path is used as it is.
-    remote::LocalEndpointOptions o;
-    o.project_name = link.config.name;
-    if (m.remote.starts_with("/")) o.root = m.remote;
-    else link.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
-    link.target.remote_base = link.remote_base;
+    remote::LocalEndpointOptions o = sync::local_endpoint_options(link.config, m);
+    link.remote_base = link.target.remote_base;
     if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
     link.endpoint = std::make_unique<remote::LocalEndpoint>(o);
   } else {

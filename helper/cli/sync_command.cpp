@@ -17,6 +17,7 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "helper/sync/mapping_target.hpp"
 
 namespace ferry::cli {
 
@@ -44,24 +45,11 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
     return 2;
   }
   const deploy::Mapping& m = project->mappings.front();
-  sync::SyncTarget target;
-  target.local_root = fs::weakly_canonical(project->root / m.local, ec);
-  target.host = project->host;
-  target.remote_root = m.remote;
-  target.exclude = project->exclude;
-  target.protect = project->protect;
+  sync::SyncTarget target = sync::mapping_target(*project, m);
 
   std::unique_ptr<remote::Endpoint> endpoint;
   if (project->host == "local") {
-    // On the local host "~" is the sandbox; an absolute remote path is used as it is.
-    remote::LocalEndpointOptions o;
-    o.project_name = project->name;
-    if (m.remote.starts_with("/")) {
-      o.root = m.remote;
-    } else {
-      std::string rel = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
-      target.remote_base = rel;
-    }
+    remote::LocalEndpointOptions o = sync::local_endpoint_options(*project, m);
     if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
     endpoint = std::make_unique<remote::LocalEndpoint>(o);
   } else {

@@ -25,6 +25,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_progress.hpp"
 #include "helper/train/train_session.hpp"
+#include "helper/sync/mapping_target.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -149,24 +150,13 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     return run::kUsageFailure;
   }
   const deploy::Mapping& m = project->mappings.front();
-  sync::SyncTarget target;
-  target.local_root = fs::weakly_canonical(project->root / m.local, ec);
-  target.host = project->host;
-  target.remote_root = m.remote;
-  target.exclude = project->exclude;
-  target.protect = project->protect;
+  sync::SyncTarget target = sync::mapping_target(*project, m);
 
   const bool local = project->host == "local";
   std::atomic<training::TrainSession*> live{nullptr};
   std::unique_ptr<remote::Endpoint> endpoint;
   if (local) {
-    remote::LocalEndpointOptions lo;
-    lo.project_name = project->name;
-    if (m.remote.starts_with("/")) {
-      lo.root = m.remote;
-    } else {
-      target.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
-    }
+    remote::LocalEndpointOptions lo = sync::local_endpoint_options(*project, m);
     if (g.log_level != "warn") lo.agent_args = {"--log-level", g.log_level};
     endpoint = std::make_unique<remote::LocalEndpoint>(lo);
   } else {

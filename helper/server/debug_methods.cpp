@@ -20,6 +20,7 @@
 #include "helper/run/run_client.hpp"
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server.hpp"
+#include "helper/sync/mapping_target.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/json_reader.hpp"
 
@@ -96,11 +97,8 @@ class DebugSessions {
     debug::DebugTarget target;
     const deploy::Mapping& m = config->mappings.front();
     if (config->host == "local") {
-      remote::LocalEndpointOptions lo;
-      lo.project_name = config->name;
-      if (m.remote.starts_with("/")) lo.root = m.remote;
-      else target.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
-      session->endpoint = std::make_unique<remote::LocalEndpoint>(lo);
+      target.remote_base = sync::mapping_target(*config, m).remote_base;
+      session->endpoint = std::make_unique<remote::LocalEndpoint>(sync::local_endpoint_options(*config, m));
     } else {
       auto ssh = remote::make_ssh_target("", "", std::nullopt, &*config);
       if (!ssh) return std::unexpected(p::ResponseError{p::error_code::kProjectInvalid, "debug/prepare: " + ssh.error(), {}});

@@ -19,6 +19,7 @@
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server.hpp"
 #include "helper/ssh/known_hosts.hpp"
+#include "helper/sync/mapping_target.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/json_reader.hpp"
 #include "protocol/outgoing_requests.hpp"
@@ -269,11 +270,8 @@ class RunService {
     endpoint_.reset();
     remote_base_.clear();
     if (config->host == "local") {
-      remote::LocalEndpointOptions o;
-      o.project_name = config->name;
-      if (m.remote.starts_with("/")) o.root = m.remote;
-      else remote_base_ = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
-      endpoint_ = std::make_unique<remote::LocalEndpoint>(o);
+      remote_base_ = sync::mapping_target(*config, m).remote_base;
+      endpoint_ = std::make_unique<remote::LocalEndpoint>(sync::local_endpoint_options(*config, m));
     } else {
       auto t = remote::make_ssh_target("", "", std::nullopt, &*config);
       if (!t) return std::unexpected(ResponseError{p::error_code::kProjectInvalid, "run: " + t.error(), {}});

@@ -19,6 +19,7 @@
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "helper/sync/mapping_target.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/json_reader.hpp"
 #include "protocol/outgoing_requests.hpp"
@@ -236,25 +237,13 @@ class SyncService {
     auto config = lookup_project(project, options_);
     if (!config) return std::unexpected(config.error());
     const deploy::Mapping& m = config->mappings.front();
-    sync::SyncTarget target;
-    std::error_code ec;
-    target.local_root = fs::weakly_canonical(config->root / m.local, ec);
-    target.host = config->host;
-    target.remote_root = m.remote;
-    target.exclude = config->exclude;
-    target.protect = config->protect;
+    sync::SyncTarget target = sync::mapping_target(*config, m);
     std::string key = config->host + "\n" + m.remote;
-    remote::LocalEndpointOptions lo;
-    if (config->host == "local") {
-      lo.project_name = config->name;
-      if (m.remote.starts_with("/")) lo.root = m.remote;
-      else target.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
-    }
     if (!endpoint_ || !endpoint_->connected() || endpoint_key_ != key) {
       engine_.reset();  // it holds a reference to the endpoint
       if (endpoint_) endpoint_->close();
       if (config->host == "local") {
-        endpoint_ = std::make_unique<remote::LocalEndpoint>(lo);
+        endpoint_ = std::make_unique<remote::LocalEndpoint>(sync::local_endpoint_options(*config, m));
       } else {
         // The same resolution as host/connect and the CLI (helper/remote/endpoint_factory.hpp).
         auto ssh = remote::make_ssh_target("", "", std::nullopt, &*config);

@@ -23,6 +23,7 @@
 #include "helper/server/server.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_session.hpp"
+#include "helper/sync/mapping_target.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/json_reader.hpp"
 #include "protocol/outgoing_requests.hpp"
@@ -104,23 +105,13 @@ class TrainService {
     auto config = lookup_project(params.path, options_);
     if (!config) return std::unexpected(config.error());
     const deploy::Mapping& m = config->mappings.front();
-    sync::SyncTarget target;
-    std::error_code ec;
-    target.local_root = fs::weakly_canonical(config->root / m.local, ec);
-    target.host = config->host;
-    target.remote_root = m.remote;
-    target.exclude = config->exclude;
-    target.protect = config->protect;
+    sync::SyncTarget target = sync::mapping_target(*config, m);
 
     auto t = std::make_shared<Training>();
     if (::pipe2(t->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return std::unexpected(error("cannot make a pipe"));
     const bool local = config->host == "local";
     if (local) {
-      remote::LocalEndpointOptions lo;
-      lo.project_name = config->name;
-      if (m.remote.starts_with("/")) lo.root = m.remote;
-      else target.remote_base = m.remote.starts_with("~") ? m.remote.substr(m.remote.size() > 1 ? 2 : 1) : m.remote;
-      t->endpoint = std::make_unique<remote::LocalEndpoint>(lo);
+      t->endpoint = std::make_unique<remote::LocalEndpoint>(sync::local_endpoint_options(*config, m));
     } else {
       auto ssh = remote::make_ssh_target("", "", std::nullopt, &*config);
       if (!ssh) return std::unexpected(ResponseError{p::error_code::kAgentUnavailable, "train/start: " + ssh.error(), {}});

@@ -1,0 +1,60 @@
+// mapping_target / local_endpoint_options: where each kind of mapping lands, for the local host
+// (sandbox-relative, absolute) and over SSH, with the project's excludes and protected paths.
+#define BOOST_TEST_MODULE mapping_target
+#include <boost/test/unit_test.hpp>
+
+#include "helper/sync/mapping_target.hpp"
+
+using namespace ferry;
+
+namespace {
+
+deploy::ProjectConfig project(const std::string& host) {
+  deploy::ProjectConfig p;
+  p.root = "/tmp/ferry-mapping-target-test";
+  p.name = "proj";
+  p.host = host;
+  p.exclude = {"*.ckpt"};
+  p.protect = {"/data/"};
+  return p;
+}
+
+deploy::Mapping mapping(const std::string& local, const std::string& remote) {
+  deploy::Mapping m;
+  m.local = local;
+  m.remote = remote;
+  return m;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(local_host_sandbox_paths_become_the_base_under_its_root) {
+  auto p = project("local");
+  auto t = sync::mapping_target(p, mapping("src", "~/work/src"));
+  BOOST_TEST(t.remote_base == "work/src");
+  BOOST_TEST(t.local_root == std::filesystem::path("/tmp/ferry-mapping-target-test/src"));
+  BOOST_TEST(t.host == "local");
+  BOOST_TEST(t.remote_root == "~/work/src");
+  BOOST_TEST(t.exclude == p.exclude);
+  BOOST_TEST(t.protect == p.protect);
+  auto o = sync::local_endpoint_options(p, mapping("src", "~/work/src"));
+  BOOST_TEST(o.project_name == "proj");
+  BOOST_TEST(o.root.empty());  // the sandbox
+  BOOST_TEST(sync::mapping_target(p, mapping(".", "~")).remote_base == "");
+  BOOST_TEST(sync::mapping_target(p, mapping(".", "rel/dir")).remote_base == "rel/dir");
+}
+
+BOOST_AUTO_TEST_CASE(absolute_local_paths_are_the_root_itself) {
+  auto p = project("local");
+  auto t = sync::mapping_target(p, mapping(".", "/srv/exp"));
+  BOOST_TEST(t.remote_base == "");
+  BOOST_TEST(sync::local_endpoint_options(p, mapping(".", "/srv/exp")).root == "/srv/exp");
+}
+
+BOOST_AUTO_TEST_CASE(over_ssh_the_agent_root_is_the_mapping) {
+  auto p = project("gpu-box");
+  auto t = sync::mapping_target(p, mapping(".", "~/work"));
+  BOOST_TEST(t.remote_base == "");
+  BOOST_TEST(t.host == "gpu-box");
+  BOOST_TEST(t.protect == p.protect);
+}
