@@ -193,7 +193,7 @@ std::expected<void, std::string> make_temp(TempFile& t, int dir_fd, const std::s
 
 // How one file's transfer ended, before the rename.
 struct Fetched {
-  enum class Status { ok, fallback, unstable, error } status = Status::ok;
+  enum class Status { ok, fallback, unstable, error, cancelled } status = Status::ok;
   std::string message;
   FileMeta got;
   std::uint64_t literal = 0, matched = 0, wire = 0;
@@ -494,7 +494,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
           std::lock_guard lock(mu);
           if (failure) return;
         }
-        if (cancelled()) return fail(failed(Fetched::Status::error, "cancelled"));
+        if (cancelled()) return fail(failed(Fetched::Status::cancelled, "cancelled"));
         const std::uint64_t offset = i * kReadChunk;
         auto chunk = endpoint_.call("sync/read", json{{"base", base}, {"path", f.path}, {"offset", offset}, {"length", kReadChunk}},
                                     kBigCallTimeout);
@@ -575,6 +575,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
         summary.conflicts.push_back({f.path, ConflictKind::changed_remotely, "the local file changed during the pull; it was left as it is"});
         return;
       }
+      if (r.status == Fetched::Status::cancelled) return;  // the summary says cancelled; the next pull resumes
       if (r.status == Fetched::Status::unstable) {
         std::lock_guard lock(prog.mu);
         summary.unstable.push_back(f.path);
