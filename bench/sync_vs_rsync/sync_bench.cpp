@@ -7,6 +7,9 @@
 //   FERRY_BENCH_NOOP (100000)                            no-op resync
 //   FERRY_BENCH_SAVE_TREE (10000) FERRY_BENCH_SAVES (50) save latency through `ferry serve`
 //   FERRY_BENCH_EDIT_MB (1024)                           1-byte edit and 1 MiB insertion
+//   FERRY_BENCH_ONLY (all)   comma list of parts to run: initial, noop, save, edit
+//   FERRY_BENCH_RUNS (1)     initial syncs per tool, alternated (ferry, rsync, tar, ferry, ...);
+//                            the table shows medians
 //   FERRY_BIN, FERRY_AGENT: the binaries under test
 #include <fcntl.h>
 #include <poll.h>
@@ -285,9 +288,14 @@ int main() {
   const fs::path remote = dir / "remote";  // absolute remote paths: outlive the fixture
   std::vector<Row> rows;
   auto log = [](const std::string& s) { std::cerr << "sync_bench: " << s << std::endl; };
+  const std::string only = env_str("FERRY_BENCH_ONLY", "");
+  auto part = [&](const std::string& name) {
+    return only.empty() || ("," + only + ",").find("," + name + ",") != std::string::npos;
+  };
+  const std::uint64_t runs = std::max<std::uint64_t>(1, env_num("FERRY_BENCH_RUNS", 1));
 
   // 1. Initial sync: small files plus one big file, into empty destinations.
-  {
+  if (part("initial")) {
     const fs::path tree = dir / fmt::format("init-{}-{}", n_small, big_mb);
     if (!fs::exists(tree / ".built")) {
       log("building " + tree.string());
@@ -297,28 +305,37 @@ int main() {
       write_file(tree / ".built", "");
     }
     env.project(tree, (remote / "init-ferry").string());
-    log("initial sync");
-    fs::remove_all(remote / "init-ferry");
-    fs::remove_all(remote / "init-rsync");
-    fs::remove_all(remote / "init-tar");
-    fs::remove_all(tree / ".ferry");
-    fs::create_directories(remote);
-    auto [tf, sf] = env.ferry_sync(tree);
-    auto tr = env.rsync(tree, (remote / "init-rsync").string());
-    auto tt = timed(fmt::format("tar -C {} --exclude=./.ferry -cf - . | zstd -q -T0 | {} {} {}", q(tree.string()), env.rsh,
-                                env.alias, q(fmt::format("mkdir -p {0} && zstd -dq | tar -C {0} -xf -", (remote / "init-tar").string()))));
-    rows.push_back({fmt::format("initial: {} files + {} MiB", n_small, big_mb), secs(tf), "rsync " + secs(tr.seconds),
-                    fmt::format("{:.2f}x", tf / tr.seconds), ""});
-    rows.push_back({"initial, vs tar + zstd + ssh", secs(tf), "tar+zstd+ssh " + secs(tt.seconds), fmt::format("{:.2f}x", tf / tt.seconds),
-                    "<= 1x"});
-    fs::remove_all(remote / "init-ferry");
-    fs::remove_all(remote / "init-rsync");
-    fs::remove_all(remote / "init-tar");
-    (void)sf;
+    auto clear = [&] {
+      fs::remove_all(remote / "init-ferry");
+      fs::remove_all(remote / "init-rsync");
+      fs::remove_all(remote / "init-tar");
+      fs::remove_all(tree / ".ferry");
+      fs::create_directories(remote);
+    };
+    std::vector<double> f, r, t;
+    for (std::uint64_t i = 0; i < runs; ++i) {
+      log(fmt::format("initial sync {}/{}", i + 1, runs));
+      clear();
+      auto [tf, sf] = env.ferry_sync(tree);
+      if (!sf.value("errors", json::array()).empty() || sf.value("filesSent", std::uint64_t{0}) < n_small + 1)
+        log("warning: ferry: " + sf.dump().substr(0, 300));
+      f.push_back(tf);
+      r.push_back(env.rsync(tree, (remote / "init-rsync").string()).seconds);
+      t.push_back(timed(fmt::format("tar -C {} --exclude=./.ferry -cf - . | zstd -q -T0 | {} {} {}", q(tree.string()), env.rsh,
+                                    env.alias, q(fmt::format("mkdir -p {0} && zstd -dq | tar -C {0} -xf -", (remote / "init-tar").string()))))
+                      .seconds);
+      log(fmt::format("  ferry {:.2f} s, rsync {:.2f} s, tar {:.2f} s", tf, r.back(), t.back()));
+    }
+    const std::string of = runs > 1 ? fmt::format(" (median of {})", runs) : "";
+    const double tf = median(f), tr = median(r), tt = median(t);
+    rows.push_back({fmt::format("initial: {} files + {} MiB{}", n_small, big_mb, of), secs(tf), "rsync " + secs(tr),
+                    fmt::format("{:.2f}x", tf / tr), ""});
+    rows.push_back({"initial, vs tar + zstd + ssh" + of, secs(tf), "tar+zstd+ssh " + secs(tt), fmt::format("{:.2f}x", tf / tt), "<= 1x"});
+    clear();
   }
 
   // 2. No-op resync of a large tree (built and first synced once, kept between runs).
-  {
+  if (part("noop")) {
     const fs::path tree = dir / fmt::format("noop-{}", n_noop);
     if (!fs::exists(tree / ".built")) {
       log("building " + tree.string());
@@ -361,7 +378,7 @@ int main() {
 
   // 3. Save latency: sync/fileSaved through `ferry serve` until the remote file is replaced,
   // against one single-file rsync per save (each edit changes the size: rsync sees it).
-  {
+  if (part("save")) {
     const fs::path tree = dir / fmt::format("save-{}", n_save_tree);
     if (!fs::exists(tree / ".built")) {
       fs::remove_all(tree);
@@ -413,7 +430,7 @@ int main() {
   }
 
   // 4. A 1-byte edit in a large file, then 5. 1 MiB inserted at its start.
-  {
+  if (part("edit")) {
     const fs::path tree = dir / fmt::format("edit-{}", edit_mb);
     const fs::path file = tree / "model.bin";
     if (!fs::exists(tree / ".built")) {
@@ -461,6 +478,31 @@ int main() {
       }
       fs::rename(tmp, file);
     });
+    // 6. Pull: one byte changes in ferry's remote copy; `ferry pull` against rsync fetching the
+    // rsync copy (now one byte off the local file) in the other direction.
+    {
+      const std::string what = fmt::format("pull: 1-byte remote change in {} MiB", edit_mb);
+      const fs::path pulled = remote / fmt::format("edit-{}-ferry", edit_mb) / "model.bin";
+      {
+        std::fstream io(pulled, std::ios::in | std::ios::out | std::ios::binary);
+        io.seekg(static_cast<std::streamoff>((edit_mb << 20) / 3));
+        char c = 0;
+        io.read(&c, 1);
+        c = static_cast<char>(c ^ 0x20);
+        io.seekp(static_cast<std::streamoff>((edit_mb << 20) / 3));
+        io.write(&c, 1);
+      }
+      bump_mtime(pulled);
+      log(what);
+      auto rf = timed(fmt::format("{} --project {} pull model.bin --json", q(env.ferry), q(tree.string())));
+      const json sf = json::parse(rf.out.substr(rf.out.rfind('{')));
+      auto tr = timed(fmt::format("rsync -a --stats -e {} {}:{} {}", q(env.rsh), env.alias, q((rdest / "model.bin").string()),
+                                  q(file.string())));
+      const std::uint64_t fw = sf.value("bytesOnWire", std::uint64_t{0}), rw = rsync_wire(tr.out);
+      rows.push_back({what + " (bytes on the wire)", bytes(fw), "rsync " + bytes(rw), fmt::format("{:.3f}x", double(fw) / double(rw)),
+                      "ferry <= 64 KiB"});
+      rows.push_back({what + " (time)", secs(rf.seconds), "rsync " + secs(tr.seconds), fmt::format("{:.2f}x", rf.seconds / tr.seconds), ""});
+    }
   }
 
   std::cout << "| measurement | ferry | peer | ferry/peer | target |\n|---|---|---|---|---|\n";

@@ -58,6 +58,17 @@ std::string human_bytes(std::uint64_t n) {
   return fmt::format("{:.2f} GiB", n / 1073741824.0);
 }
 
+// The zstd level of one streamed chunk: kStreamLevel, unless a 64 KiB sample of it does not
+// compress (media, archives, checkpoints of random-looking floats), where zstd's fastest
+// level still makes a valid frame for the agent at near-copy speed.
+int stream_level(const std::uint8_t* data, std::size_t size) {
+  constexpr std::size_t kSample = 64u << 10;
+  if (size < 4 * kSample) return kStreamLevel;
+  std::vector<std::uint8_t> out(ZSTD_compressBound(kSample));
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), data, kSample, 1);
+  return !ZSTD_isError(n) && n * 100 > kSample * 97 ? kIncompressibleLevel : kStreamLevel;
+}
+
 const char* conflict_name(ConflictKind k) {
   switch (k) {
     case ConflictKind::changed_remotely: return "changed_remotely";
@@ -71,8 +82,12 @@ const char* conflict_name(ConflictKind k) {
 }  // namespace
 
 std::vector<std::uint8_t> zstd_compress(const std::uint8_t* data, std::size_t size, int level) {
+  // One context per thread: a fresh one per call (ZSTD_compress) costs its table setup for
+  // every small file, a large share of the CPU of a batch of tiny files.
+  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
   std::vector<std::uint8_t> out(ZSTD_compressBound(size));
-  std::size_t n = ZSTD_compress(out.data(), out.size(), data, size, level);
+  std::size_t n = cctx ? ZSTD_compressCCtx(cctx.get(), out.data(), out.size(), data, size, level)
+                       : ZSTD_compress(out.data(), out.size(), data, size, level);
   out.resize(ZSTD_isError(n) ? 0 : n);
   return out;
 }
@@ -514,13 +529,17 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     (void)write_file_atomically(cache_dir / to_hex(*t.local.hash),
                                 std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   };
-  // A file too large for one request: begin, 8 MiB compressed chunks, commit (hash checked there).
+  // A file too large for one request: begin, 8 MiB compressed chunks at their offsets with
+  // kStreamInFlight in flight, commit (the agent checks every byte arrived once, and the hash).
+  // Each worker reads, compresses and sends its own chunk, so reading, compressing (on every
+  // core) and the link overlap instead of taking turns.
   auto stream_file = [&](const Transfer& t) {
-    std::ifstream in(root / t.path, std::ios::binary);
-    if (!in) {
-      std::error_code ec;
-      return prog.read_failed(t.path, fs::exists(root / t.path, ec) ? "cannot open" : "missing");
+    const int fd = ::open((root / t.path).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      const int e = errno;
+      return prog.read_failed(t.path, e == ENOENT ? "missing" : std::strerror(e));
     }
+    const AtExit close_fd{[fd] { ::close(fd); }};
     auto begun = endpoint_.call("sync/fileBegin", json{{"base", base},
                                                        {"path", t.path},
                                                        {"size", t.local.size},
@@ -530,20 +549,47 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
                                                        {"expect", expect_for(remote, t.path)}});
     if (!begun) return prog.error(fmt::format("sync/fileBegin '{}': {}", t.path, begun.error().message));
     const json handle = begun->at("handle");
-    std::vector<char> buf(kReadChunk);
-    std::uint64_t sent = 0, wire = 0;
-    while (sent < t.local.size && !cancelled()) {
-      in.read(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(buf.size(), t.local.size - sent)));
-      auto n = static_cast<std::size_t>(in.gcount());
-      if (n == 0) break;
-      auto packed = zstd_compress(reinterpret_cast<const std::uint8_t*>(buf.data()), n);
-      wire += packed.size();
-      auto appended = endpoint_.call("sync/fileAppend",
-                                     json{{"base", base}, {"handle", handle}, {"rawSize", n}, {"data", as_binary(std::move(packed))}},
-                                     kBigCallTimeout);
-      if (!appended) return prog.error(fmt::format("sync/fileAppend '{}': {}", t.path, appended.error().message));
-      sent += n;
-      prog.advance(n);
+    std::atomic<std::uint64_t> next{0}, sent{0}, wire{0};
+    std::atomic<bool> failed{false};
+    auto worker = [&] {
+      std::vector<std::uint8_t> buf(kReadChunk);
+      while (!failed && !cancelled()) {
+        const std::uint64_t offset = next.fetch_add(kReadChunk);
+        if (offset >= t.local.size) return;
+        const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(kReadChunk, t.local.size - offset));
+        std::size_t got = 0;
+        while (got < want) {
+          const ssize_t k = ::pread(fd, buf.data() + got, want - got, static_cast<off_t>(offset + got));
+          if (k < 0 && errno == EINTR) continue;
+          if (k <= 0) break;
+          got += static_cast<std::size_t>(k);
+        }
+        if (got != want) {
+          failed = true;  // shrank while being sent: counted as unstable below
+          return;
+        }
+        auto packed = zstd_compress(buf.data(), got, stream_level(buf.data(), got));
+        wire += packed.size();
+        auto appended = endpoint_.call("sync/fileAppend",
+                                       json{{"base", base},
+                                            {"handle", handle},
+                                            {"offset", offset},
+                                            {"rawSize", got},
+                                            {"data", as_binary(std::move(packed))}},
+                                       kBigCallTimeout);
+        if (!appended) {
+          if (!failed.exchange(true)) prog.error(fmt::format("sync/fileAppend '{}': {}", t.path, appended.error().message));
+          return;
+        }
+        sent += got;
+        prog.advance(got);
+      }
+    };
+    {
+      std::vector<std::jthread> pool;
+      const auto chunks = (t.local.size + kReadChunk - 1) / kReadChunk;
+      for (std::uint64_t i = 1; i < std::min<std::uint64_t>(kStreamInFlight, chunks); ++i) pool.emplace_back(worker);
+      worker();
     }
     {
       std::lock_guard lock(prog.mu);
@@ -551,10 +597,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     }
     if (sent != t.local.size) {
       (void)endpoint_.call("sync/fileAbort", json{{"base", base}, {"handle", handle}});
-      if (!cancelled()) {
-        std::lock_guard lock(prog.mu);
-        summary.unstable.push_back(t.path);  // shrank while being sent
-      }
+      std::lock_guard lock(prog.mu);
+      const bool reported = std::any_of(summary.errors.begin(), summary.errors.end(),
+                                        [&](const std::string& e) { return e.starts_with("sync/fileAppend '" + t.path + "'"); });
+      if (!cancelled() && !reported) summary.unstable.push_back(t.path);  // shrank while being sent
       return;
     }
     auto committed = mutate("sync/fileCommit", json{{"base", base}, {"handle", handle}}, kBigCallTimeout);

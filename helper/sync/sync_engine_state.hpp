@@ -38,6 +38,11 @@ inline constexpr std::uint64_t kBatchBytes = 8u << 20;
 inline constexpr std::uint64_t kMaxRequestPayload = 200u << 20;  // under the agent's 256 MiB frame cap
 inline constexpr std::uint64_t kReadChunk = 8u << 20;
 inline constexpr auto kBigCallTimeout = std::chrono::minutes(5);
+// A streamed big file: chunks in flight at once (each worker reads, compresses, sends its own),
+// the zstd level of its chunks, and that of chunks whose sample does not compress.
+inline constexpr unsigned kStreamInFlight = 4;
+inline constexpr int kStreamLevel = 1;
+inline constexpr int kIncompressibleLevel = -20;
 // Deltas against the agent's signature go in two levels above this size.
 inline constexpr std::uint64_t kTwoLevelAbove = 16u << 20;
 inline constexpr std::uint32_t kCoarseBlock = 1u << 20;

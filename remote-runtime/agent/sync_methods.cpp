@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <atomic>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <set>
 
@@ -121,7 +123,11 @@ std::expected<std::vector<std::uint8_t>, std::string> decompress(const json::bin
   if (claimed != ZSTD_CONTENTSIZE_UNKNOWN && claimed != expected)
     return std::unexpected("zstd frame holds " + std::to_string(claimed) + " bytes, " + std::to_string(expected) + " declared");
   std::vector<std::uint8_t> out(expected);
-  std::size_t n = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
+  // One context per thread: ZSTD_decompress sets up a fresh one per call, which was most of
+  // the agent's CPU for a batch of tiny files.
+  thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+  std::size_t n = dctx ? ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), in.data(), in.size())
+                       : ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
   if (ZSTD_isError(n)) return std::unexpected(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != expected) return std::unexpected("zstd frame decompressed to " + std::to_string(n) + " bytes, " + std::to_string(expected) + " declared");
   return out;
@@ -306,42 +312,53 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   if (r.method == "sync/writeBatch") {
     const json& files = array_field(p, "files");
     std::vector<json> results(files.size());
-    std::atomic<std::uint64_t> written{0};
-    auto write_one = [&](std::size_t i) {
-      const json& f = files[i];
-      std::string path = f.is_object() && f.contains("path") && f["path"].is_string() ? f["path"].get<std::string>() : "";
-      try {
-        auto attrs = attrs_of(f);
-        auto expect = expect_of(f);
-        auto bytes = decompress(bin_field(f, "data"), attrs.size);
-        if (!bytes) {
-          results[i] = error_entry(path, {WriteErrc::bad_delta, bytes.error()});
-          return;
-        }
-        auto done = w.write_file(path, *bytes, attrs, expect);
-        if (!done) {
-          results[i] = error_entry(path, done.error());
-          return;
-        }
-        written += attrs.size;
-        results[i] = ok_entry(path);
-      } catch (const BadParams& e) {
-        results[i] = error_entry(path, {WriteErrc::invalid_path, e.message});
-      }
-    };
-    // Each write ends in two fsyncs; run several at once so the disk can merge them (a batch of
-    // small files would otherwise cost one journal commit per file, one after the other).
+    std::vector<std::string> paths(files.size());
+    std::vector<std::vector<std::uint8_t>> contents(files.size());
+    std::vector<sync::BatchFile> batch;
+    std::vector<std::size_t> batch_index;  // batch entry -> position in `files`
+    std::mutex batch_mu;
+    // Decompressed concurrently; then written as one batch (see FileWriter::write_batch: the
+    // fsyncs are paid once per batch and directory, not twice per file).
     std::atomic<std::size_t> next{0};
-    auto worker = [&] {
-      for (std::size_t i; (i = next.fetch_add(1)) < files.size();) write_one(i);
+    auto unpack = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < files.size();) {
+        const json& f = files[i];
+        paths[i] = f.is_object() && f.contains("path") && f["path"].is_string() ? f["path"].get<std::string>() : "";
+        try {
+          auto attrs = attrs_of(f);
+          auto expect = expect_of(f);
+          auto bytes = decompress(bin_field(f, "data"), attrs.size);
+          if (!bytes) {
+            results[i] = error_entry(paths[i], {WriteErrc::bad_delta, bytes.error()});
+            continue;
+          }
+          contents[i] = std::move(*bytes);
+          std::lock_guard lock(batch_mu);
+          batch.push_back(sync::BatchFile{paths[i], contents[i], attrs, expect});
+          batch_index.push_back(i);
+        } catch (const BadParams& e) {
+          results[i] = error_entry(paths[i], {WriteErrc::invalid_path, e.message});
+        }
+      }
     };
     {
       std::vector<std::jthread> pool;
       const std::size_t n = std::min<std::size_t>(kWriteThreads, files.size());
-      for (std::size_t t = 1; t < n; ++t) pool.emplace_back(worker);
-      worker();
+      for (std::size_t t = 1; t < n; ++t) pool.emplace_back(unpack);
+      unpack();
     }
-    return protocol::make_result(r.id, json{{"results", std::move(results)}, {"bytesWritten", written.load()}});
+    std::uint64_t written = 0;
+    auto done = w.write_batch(batch, static_cast<unsigned>(kWriteThreads));
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const std::size_t i = batch_index[k];
+      if (!done[k]) {
+        results[i] = error_entry(paths[i], done[k].error());
+        continue;
+      }
+      written += batch[k].attrs.size;
+      results[i] = ok_entry(paths[i]);
+    }
+    return protocol::make_result(r.id, json{{"results", std::move(results)}, {"bytesWritten", written}});
   }
 
   if (r.method == "sync/fileBegin") {
@@ -368,18 +385,22 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     }
     if (r.method == "sync/fileAppend") {
       std::uint64_t raw_size = uint_field(p, "rawSize");
-      if (raw_size > kMaxSyncPayload || up.received + raw_size > up.size) {
+      // With `offset`, chunks may come in any order (the helper keeps several in flight); without
+      // it, each goes after the furthest byte so far (the older, one-at-a-time helper).
+      const bool at_offset = p.contains("offset");
+      const std::uint64_t offset = at_offset ? uint_field(p, "offset") : up.received;
+      if (raw_size > kMaxSyncPayload || offset > up.size || raw_size > up.size - offset) {
         uploads_.erase(it);
-        return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": more bytes than announced");
+        return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": bytes past the announced size");
       }
       auto bytes = decompress(bin_field(p, "data"), raw_size);
       if (!bytes) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + bytes.error());
-      if (auto done = up.file.write(*bytes); !done) {
+      if (auto done = at_offset ? up.file.write_at(offset, *bytes) : up.file.write(*bytes); !done) {
         std::string path = up.path;
         uploads_.erase(it);
         return io_error(path, done.error());
       }
-      up.received += raw_size;
+      up.received = up.file.received();
       return protocol::make_result(r.id, json{{"received", up.received}});
     }
     std::string path = up.path;

@@ -8,8 +8,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <random>
+#include <set>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -103,7 +109,10 @@ struct PendingFile::State {
   Fd fd;
   FileAttrs attrs;
   XXH3_state_t* hash = XXH3_createState();
-  std::uint64_t written = 0;
+  // Bytes received, as disjoint [start, end) ranges with touching ones merged; `hashed` is the
+  // prefix already fed to the hash (it only grows in file order).
+  std::map<std::uint64_t, std::uint64_t> ranges;
+  std::uint64_t received = 0, append_at = 0, hashed = 0;
   bool half_reported = false;
   FileWriter::StepHook hook;
 
@@ -125,44 +134,106 @@ PendingFile::~PendingFile() = default;
 
 void PendingFile::abort() { state_.reset(); }
 
+std::uint64_t PendingFile::received() const { return state_ ? state_->received : 0; }
+
+int PendingFile::dir_fd() const { return state_ ? state_->dir.get() : -1; }
+
 std::expected<void, WriteError> PendingFile::write(Bytes bytes) {
   if (!state_) return fail(WriteErrc::io, "write after commit or abort");
+  return write_at(state_->append_at, bytes);
+}
+
+std::expected<void, WriteError> PendingFile::write_at(std::uint64_t offset, Bytes bytes) {
+  if (!state_) return fail(WriteErrc::io, "write after commit or abort");
   State& s = *state_;
-  if (bytes.size() > s.attrs.size - s.written) {
-    return fail(WriteErrc::hash_mismatch, s.rel + ": more bytes than the announced " + std::to_string(s.attrs.size));
+  const std::uint64_t n = bytes.size();
+  if (offset > s.attrs.size || n > s.attrs.size - offset) {
+    return fail(WriteErrc::hash_mismatch, s.rel + ": bytes at " + std::to_string(offset) + "+" + std::to_string(n) +
+                                              " reach past the announced " + std::to_string(s.attrs.size));
   }
-  XXH3_128bits_update(s.hash, bytes.data(), bytes.size());
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(s.fd.get(), bytes.data(), bytes.size());
-    if (n < 0) {
+  if (n == 0) return {};
+  const std::uint64_t end = offset + n;
+  // The first range starting after `offset`, and the one before it: neither may overlap.
+  auto next = s.ranges.upper_bound(offset);
+  auto prev = next == s.ranges.begin() ? s.ranges.end() : std::prev(next);
+  if ((prev != s.ranges.end() && prev->second > offset) || (next != s.ranges.end() && next->first < end)) {
+    return fail(WriteErrc::hash_mismatch, s.rel + ": bytes at " + std::to_string(offset) + "+" + std::to_string(n) +
+                                              " overlap bytes already received");
+  }
+  for (std::uint64_t at = 0; at < n;) {
+    const ssize_t k = ::pwrite(s.fd.get(), bytes.data() + at, n - at, static_cast<off_t>(offset + at));
+    if (k < 0) {
       if (errno == EINTR) continue;
       return sys_fail("write " + s.rel);
     }
-    bytes = bytes.subspan(static_cast<std::size_t>(n));
-    s.written += static_cast<std::uint64_t>(n);
+    at += static_cast<std::uint64_t>(k);
   }
-  if (!s.half_reported && s.written * 2 >= s.attrs.size && s.written > 0) {
+  // Record the range, merged with touching neighbours.
+  std::uint64_t start = offset, stop = end;
+  if (prev != s.ranges.end() && prev->second == offset) {
+    start = prev->first;
+    s.ranges.erase(prev);
+  }
+  if (next != s.ranges.end() && next->first == end) {
+    stop = next->second;
+    s.ranges.erase(next);
+  }
+  s.ranges.emplace(start, stop);
+  s.received += n;
+  s.append_at = std::max(s.append_at, end);
+  // Hash what is now contiguous from the hashed prefix: these bytes from memory, any that
+  // arrived earlier and now join the prefix read back from the temp file.
+  if (offset == s.hashed) {
+    XXH3_128bits_update(s.hash, bytes.data(), bytes.size());
+    s.hashed = end;
+  }
+  if (start <= s.hashed && s.hashed < stop) {
+    std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(stop - s.hashed, 1u << 20)));
+    while (s.hashed < stop) {
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), stop - s.hashed));
+      const ssize_t k = ::pread(s.fd.get(), buf.data(), want, static_cast<off_t>(s.hashed));
+      if (k < 0 && errno == EINTR) continue;
+      if (k <= 0) return k < 0 ? sys_fail("read back " + s.rel) : fail(WriteErrc::io, s.rel + ": temp file shorter than written");
+      XXH3_128bits_update(s.hash, buf.data(), static_cast<std::size_t>(k));
+      s.hashed += static_cast<std::uint64_t>(k);
+    }
+  }
+  if (!s.half_reported && s.received * 2 >= s.attrs.size) {
     s.half_reported = true;
     s.step(WriteStep::half_written);
   }
   return {};
 }
 
-std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondition>& expect) {
-  if (!state_) return fail(WriteErrc::io, "commit after commit or abort");
-  // Whatever happens, this file is finished; the state (and an unrenamed temp) goes at return.
-  const std::unique_ptr<State> owned = std::move(state_);
-  State& s = *owned;
+std::expected<void, WriteError> PendingFile::finish() {
+  State& s = *state_;
+  const bool complete = s.attrs.size == 0 ? s.ranges.empty()
+                                          : s.ranges.size() == 1 && s.ranges.begin()->first == 0 &&
+                                                s.ranges.begin()->second == s.attrs.size;
+  if (!complete) {
+    const std::uint64_t first_gap = s.ranges.empty() || s.ranges.begin()->first > 0 ? 0 : s.ranges.begin()->second;
+    return fail(WriteErrc::hash_mismatch, s.rel + ": " + std::to_string(s.received) + " of " + std::to_string(s.attrs.size) +
+                                              " bytes received (first missing byte at " + std::to_string(first_gap) + ")");
+  }
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, XXH3_128bits_digest(s.hash));
-  if (s.written != s.attrs.size || std::memcmp(c.digest, s.attrs.hash.data(), 16) != 0) {
+  if (s.hashed != s.attrs.size || std::memcmp(c.digest, s.attrs.hash.data(), 16) != 0) {
     return fail(WriteErrc::hash_mismatch, s.rel + ": written bytes do not match the announced size and xxh3-128");
   }
   if (::fchmod(s.fd.get(), s.attrs.mode & 07777) != 0) return sys_fail("chmod " + s.rel);
   const timespec times[2] = {{0, UTIME_NOW}, to_timespec(s.attrs.mtime_ns)};
   if (::futimens(s.fd.get(), times) != 0) return sys_fail("set mtime of " + s.rel);
-  s.step(WriteStep::before_fsync);
+  return {};
+}
+
+std::expected<void, WriteError> PendingFile::sync_data() {
+  State& s = *state_;
   if (::fsync(s.fd.get()) != 0) return sys_fail("fsync " + s.rel);
+  return {};
+}
+
+std::expected<void, WriteError> PendingFile::publish(const std::optional<Precondition>& expect) {
+  State& s = *state_;
   if (::close(s.fd.release()) != 0) {
     ::unlinkat(s.dir.get(), s.tmp.c_str(), 0);
     return sys_fail("close " + s.rel);
@@ -186,7 +257,19 @@ std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondi
     return e;
   }
   s.step(WriteStep::after_rename);
-  ::fsync(s.dir.get());  // the rename itself must survive a crash
+  return {};
+}
+
+std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondition>& expect) {
+  if (!state_) return fail(WriteErrc::io, "commit after commit or abort");
+  // Whatever happens, this file is finished; the state (and an unrenamed temp) goes at return.
+  PendingFile owned;
+  owned.state_ = std::move(state_);
+  if (auto ok = owned.finish(); !ok) return ok;
+  owned.state_->step(WriteStep::before_fsync);
+  if (auto ok = owned.sync_data(); !ok) return ok;
+  if (auto ok = owned.publish(expect); !ok) return ok;
+  ::fsync(owned.dir_fd());  // the rename itself must survive a crash
   return {};
 }
 
@@ -256,7 +339,7 @@ std::expected<PendingFile, WriteError> FileWriter::begin_file(std::string_view r
   if (!parent) return std::unexpected(parent.error());
   auto state = std::make_unique<PendingFile::State>();
   state->tmp = temp_name(parent->name);
-  const int fd = ::openat(parent->dir.get(), state->tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+  const int fd = ::openat(parent->dir.get(), state->tmp.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return sys_fail("create temp file for " + parent->rel);
   state->fd = Fd(fd);
   state->dir = std::move(parent->dir);
@@ -281,6 +364,76 @@ std::expected<void, WriteError> FileWriter::write_file(std::string_view rel, Byt
     if (auto ok = f->write(content.subspan(at, std::min(kChunk, content.size() - at))); !ok) return ok;
   }
   return f->commit(expect);
+}
+
+// Why a batch stays atomic per file with one fsync pass and one fsync per directory: a target
+// name changes only by rename(2), which swaps in a complete inode or nothing, and no rename
+// starts before every temp file of the batch has been written, verified and fsynced (steps 1
+// and 2 finish entirely before step 3). So after a crash at any point, each name points either
+// at its old inode or at a new one whose data and attributes are already on disk: old or new,
+// never torn. The renames themselves become durable with the fsync of their directories
+// (step 4) before the reply says "ok", so the helper records only writes that survive a crash;
+// a crash before step 4 may lose some renames, which leaves those files old (and the temp
+// files, swept by the next sync). Compared with write_file per file, the fsyncs of a batch
+// are issued together (the journal can commit them as one) and each directory is fsynced
+// once instead of once per file.
+std::vector<std::expected<void, WriteError>> FileWriter::write_batch(std::span<const BatchFile> files, unsigned threads) {
+  std::vector<std::expected<void, WriteError>> results(files.size());
+  std::vector<std::optional<PendingFile>> pending(files.size());
+  auto in_parallel = [&](const std::function<void(std::size_t)>& fn) {
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < files.size();) fn(i);
+    };
+    std::vector<std::jthread> pool;
+    const std::size_t width = std::min<std::size_t>(std::max(threads, 1u), files.size());
+    for (std::size_t t = 1; t < width; ++t) pool.emplace_back(worker);
+    worker();
+  };
+  // 1. Every temp file written, verified, given its mode and mtime.
+  in_parallel([&](std::size_t i) {
+    const BatchFile& b = files[i];
+    auto f = begin_file(b.rel, b.attrs);
+    if (!f) {
+      results[i] = std::unexpected(f.error());
+      return;
+    }
+    constexpr std::size_t kChunk = 1u << 20;  // so a test can stop a process half-way through a file
+    for (std::size_t at = 0; at < b.content.size(); at += kChunk) {
+      if (auto ok = f->write(b.content.subspan(at, std::min(kChunk, b.content.size() - at))); !ok) {
+        results[i] = ok;
+        return;
+      }
+    }
+    if (auto ok = f->finish(); !ok) {
+      results[i] = ok;
+      return;
+    }
+    pending[i] = std::move(*f);
+  });
+  step(WriteStep::before_fsync);
+  // 2. All of them on disk.
+  in_parallel([&](std::size_t i) {
+    if (!pending[i]) return;
+    if (auto ok = pending[i]->sync_data(); !ok) {
+      results[i] = ok;
+      pending[i].reset();
+    }
+  });
+  // 3. Renames, in order; 4. each distinct directory fsynced once.
+  std::set<std::pair<dev_t, ino_t>> seen;
+  std::vector<Fd> dirs;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (!pending[i]) continue;
+    const int dir = pending[i]->dir_fd();
+    struct stat st {};
+    if (::fstat(dir, &st) == 0 && seen.emplace(st.st_dev, st.st_ino).second) dirs.emplace_back(::dup(dir));
+    results[i] = pending[i]->publish(files[i].expect);
+    pending[i].reset();
+  }
+  for (const Fd& d : dirs)
+    if (d) ::fsync(d.get());
+  return results;
 }
 
 std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,

@@ -1,6 +1,7 @@
 // Applying sync writes on the remote, atomically and verified: every file is written to a temp
 // file in its own directory, checked against the whole-file xxh3-128 the helper sent, given its
-// mode and mtime, fsynced, renamed over the target, and the directory fsynced. An interrupted
+// mode and mtime, fsynced, renamed over the target, and the directory fsynced (a batch of small
+// files pays those fsyncs once per batch and directory, see write_batch). An interrupted
 // sync therefore leaves the old or the new file, never a torn one. Paths are validated like
 // every wire path (normalize_wire_path: no "..", not absolute) and then walked one component at
 // a time with O_NOFOLLOW from the root's descriptor, so no symlink, even one swapped in
@@ -12,10 +13,12 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <span>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "protocol/delta/delta_types.hpp"
 #include "protocol/delta/signature.hpp"
@@ -70,15 +73,36 @@ class PendingFile {
   PendingFile(PendingFile&&) noexcept;
   PendingFile& operator=(PendingFile&&) noexcept;
   ~PendingFile();
+  // Appends after the furthest byte received so far.
   std::expected<void, WriteError> write(Bytes bytes);
+  // Bytes at `offset`, for chunks that arrive out of order (several in flight). Refused: bytes
+  // past the announced size, or overlapping bytes already received. The whole-file hash is
+  // computed as the received prefix grows (a piece that arrived early is read back once).
+  std::expected<void, WriteError> write_at(std::uint64_t offset, Bytes bytes);
+  std::uint64_t received() const;
+  // Fails (hash_mismatch) unless every byte of [0, size) was received exactly once and the
+  // content hashes to the announced xxh3-128.
   std::expected<void, WriteError> commit(const std::optional<Precondition>& expect = std::nullopt);
   void abort();
 
  private:
   friend class FileWriter;
   PendingFile() = default;
+  // The stages of commit(), which write_batch runs across many files at once.
+  std::expected<void, WriteError> finish();  // verify, mode, mtime
+  std::expected<void, WriteError> sync_data();
+  std::expected<void, WriteError> publish(const std::optional<Precondition>& expect);  // rename, no dir fsync
+  int dir_fd() const;
   struct State;
   std::unique_ptr<State> state_;
+};
+
+// One file of a write_batch.
+struct BatchFile {
+  std::string_view rel;
+  Bytes content;
+  FileAttrs attrs;
+  std::optional<Precondition> expect;
 };
 
 class FileWriter {
@@ -97,6 +121,11 @@ class FileWriter {
   std::expected<PendingFile, WriteError> begin_file(std::string_view rel, const FileAttrs& attrs);
   std::expected<void, WriteError> write_file(std::string_view rel, Bytes content, const FileAttrs& attrs,
                                              const std::optional<Precondition>& expect = std::nullopt);
+  // Many small files, as atomic as write_file each but with the durability paid once per
+  // batch: all temp files written, then all fsynced, then all renamed, then each distinct
+  // directory fsynced once (the crash argument is at the definition). `threads` write and
+  // fsync concurrently. One result per file, in order; one failure fails only its file.
+  std::vector<std::expected<void, WriteError>> write_batch(std::span<const BatchFile> files, unsigned threads = 1);
   // Applies a ferry delta against the current file at `rel` into a temp file, then commits.
   std::expected<void, WriteError> apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
                                               const std::optional<Precondition>& expect = std::nullopt);

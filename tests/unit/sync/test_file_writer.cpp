@@ -11,7 +11,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <atomic>
+#include <memory>
 #include <random>
+#include <span>
 
 #include "protocol/delta/delta.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
@@ -262,6 +266,192 @@ BOOST_AUTO_TEST_CASE(killed_mid_write_leaves_old_or_new_never_torn) {
         BOOST_TEST(*swept == (kill_at == WriteStep::after_rename ? 0u : 1u));
         BOOST_REQUIRE(w.write_file("ckpt/model.pt", new_content, attrs_for(new_content)).has_value());
         BOOST_TEST((slurp(root / "ckpt/model.pt") == new_content));
+        BOOST_TEST(temp_files_in(root) == 0u);
+      }
+    }
+  }
+}
+
+// Streamed uploads with several chunks in flight: pieces at offsets, in any order.
+BOOST_AUTO_TEST_CASE(pieces_at_offsets_in_any_order_reassemble_byte_identical) {
+  TempDir t;
+  FileWriter w = open_writer(t.path / "root");
+  const Buf content = random_bytes(5'000'003, 21);
+  // Uneven pieces, shuffled, so a piece often lands before the prefix it continues.
+  std::vector<std::pair<std::size_t, std::size_t>> pieces;
+  for (std::size_t at = 0, k = 0; at < content.size(); ++k) {
+    const std::size_t n = std::min<std::size_t>(content.size() - at, 100'000 + (k * 37'011) % 900'000);
+    pieces.emplace_back(at, n);
+    at += n;
+  }
+  std::mt19937_64 rng(7);
+  std::shuffle(pieces.begin(), pieces.end(), rng);
+  BOOST_REQUIRE(pieces.front().first != 0);  // the shuffle really reorders
+  auto p = w.begin_file("big/model.bin", attrs_for(content));
+  BOOST_REQUIRE(p.has_value());
+  for (const auto& [at, n] : pieces) {
+    auto ok = p->write_at(at, std::span(content).subspan(at, n));
+    BOOST_REQUIRE_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
+  }
+  BOOST_TEST(p->received() == content.size());
+  auto done = p->commit();
+  BOOST_REQUIRE_MESSAGE(done.has_value(), (done ? "" : done.error().message));
+  BOOST_TEST((slurp(w.root() / "big/model.bin") == content));
+  BOOST_TEST(temp_files_in(w.root()) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(overlapping_or_out_of_range_pieces_are_refused) {
+  TempDir t;
+  FileWriter w = open_writer(t.path / "root");
+  const Buf content = random_bytes(1000, 22);
+  auto p = w.begin_file("f", attrs_for(content));
+  BOOST_REQUIRE(p.has_value());
+  const Bytes all(content);
+  BOOST_REQUIRE(p->write_at(100, all.subspan(100, 200)).has_value());  // [100, 300)
+  for (auto [at, n] : {std::pair<std::size_t, std::size_t>{0, 101}, {299, 10}, {150, 10}, {50, 400}, {100, 200}}) {
+    BOOST_TEST_CONTEXT("piece at " << at << "+" << n) {
+      auto r = p->write_at(at, all.subspan(at, n));
+      BOOST_REQUIRE(!r.has_value());
+      BOOST_TEST((r.error().code == WriteErrc::hash_mismatch));
+    }
+  }
+  // Past the announced size, and an offset beyond it.
+  BOOST_TEST(!p->write_at(990, bytes_of("0123456789ab")).has_value());
+  BOOST_TEST(!p->write_at(1001, bytes_of("x")).has_value());
+  BOOST_TEST(p->received() == 200u);  // refused pieces left nothing behind
+  // Touching neighbours are fine, and the file still commits.
+  BOOST_REQUIRE(p->write_at(0, all.subspan(0, 100)).has_value());
+  BOOST_REQUIRE(p->write_at(300, all.subspan(300, 700)).has_value());
+  auto done = p->commit();
+  BOOST_REQUIRE_MESSAGE(done.has_value(), (done ? "" : done.error().message));
+  BOOST_TEST((slurp(w.root() / "f") == content));
+}
+
+BOOST_AUTO_TEST_CASE(a_missing_range_fails_the_commit_and_installs_nothing) {
+  TempDir t;
+  FileWriter w = open_writer(t.path / "root");
+  const Buf old = bytes_of("old");
+  BOOST_REQUIRE(w.write_file("f", old, attrs_for(old)).has_value());
+  const Buf content = random_bytes(3000, 23);
+  const Bytes all(content);
+  auto p = w.begin_file("f", attrs_for(content));
+  BOOST_REQUIRE(p.has_value());
+  BOOST_REQUIRE(p->write_at(0, all.subspan(0, 1000)).has_value());
+  BOOST_REQUIRE(p->write_at(2000, all.subspan(2000, 1000)).has_value());
+  auto r = p->commit();
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST((r.error().code == WriteErrc::hash_mismatch));
+  BOOST_TEST(r.error().message.find("first missing byte at 1000") != std::string::npos, r.error().message);
+  BOOST_TEST((slurp(w.root() / "f") == old));
+  BOOST_TEST(temp_files_in(w.root()) == 0u);
+  // Every byte there but one piece's content wrong: the whole-file hash still catches it.
+  auto q = w.begin_file("f", attrs_for(content));
+  BOOST_REQUIRE(q.has_value());
+  Buf wrong(content.begin() + 1000, content.begin() + 2000);
+  wrong[500] ^= 1;
+  BOOST_REQUIRE(q->write_at(2000, all.subspan(2000, 1000)).has_value());
+  BOOST_REQUIRE(q->write_at(1000, wrong).has_value());
+  BOOST_REQUIRE(q->write_at(0, all.subspan(0, 1000)).has_value());
+  auto r2 = q->commit();
+  BOOST_REQUIRE(!r2.has_value());
+  BOOST_TEST((r2.error().code == WriteErrc::hash_mismatch));
+  BOOST_TEST((slurp(w.root() / "f") == old));
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_writes_every_file_and_one_failure_fails_only_its_own) {
+  TempDir t;
+  FileWriter w = open_writer(t.path / "root");
+  const Buf there = bytes_of("already here");
+  BOOST_REQUIRE(w.write_file("b/conflict.txt", there, attrs_for(there)).has_value());
+  std::vector<Buf> contents;
+  std::vector<std::string> names;
+  for (int i = 0; i < 40; ++i) {
+    contents.push_back(random_bytes(static_cast<std::size_t>(i * 97), 100 + i));
+    names.push_back("d" + std::to_string(i % 3) + "/f" + std::to_string(i));
+  }
+  std::vector<BatchFile> batch;
+  for (int i = 0; i < 40; ++i) batch.push_back({names[i], contents[i], attrs_for(contents[i], 0600), std::nullopt});
+  const Buf mine = bytes_of("mine");
+  batch.push_back({"b/conflict.txt", mine, attrs_for(mine), Precondition{false, 0, 0}});  // expects no file
+  const Buf liar = bytes_of("liar");
+  batch.push_back({"b/liar.txt", liar, attrs_for(bytes_of("LIAR")), std::nullopt});
+  batch.push_back({"../escape", mine, attrs_for(mine), std::nullopt});
+  auto results = w.write_batch(batch, 4);
+  BOOST_REQUIRE(results.size() == batch.size());
+  for (int i = 0; i < 40; ++i) {
+    BOOST_TEST_CONTEXT(names[i]) {
+      BOOST_TEST(results[i].has_value());
+      BOOST_TEST((slurp(w.root() / names[i]) == contents[i]));
+      struct stat st {};
+      BOOST_REQUIRE(::stat((w.root() / names[i]).c_str(), &st) == 0);
+      BOOST_TEST((st.st_mode & 07777) == 0600u);
+      BOOST_TEST(st.st_mtim.tv_nsec == 123'456'789);
+    }
+  }
+  BOOST_REQUIRE(!results[40].has_value());
+  BOOST_TEST((results[40].error().code == WriteErrc::conflict));
+  BOOST_TEST((slurp(w.root() / "b/conflict.txt") == there));
+  BOOST_REQUIRE(!results[41].has_value());
+  BOOST_TEST((results[41].error().code == WriteErrc::hash_mismatch));
+  BOOST_TEST(!fs::exists(w.root() / "b/liar.txt"));
+  BOOST_REQUIRE(!results[42].has_value());
+  BOOST_TEST((results[42].error().code == WriteErrc::invalid_path));
+  BOOST_TEST(temp_files_in(w.root()) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_batch_killed_at_any_step_leaves_every_file_old_or_new) {
+  TempDir t;
+  const fs::path root = t.path / "root";
+  constexpr int kFiles = 12;
+  std::vector<Buf> olds, news;
+  std::vector<std::string> names;
+  for (int i = 0; i < kFiles; ++i) {
+    names.push_back("p" + std::to_string(i % 4) + "/m" + std::to_string(i) + ".py");
+    olds.push_back(random_bytes(3000 + static_cast<std::size_t>(i) * 1000, 200 + i));
+    // Some new files span several 1 MiB chunks, so "half written" falls inside one.
+    news.push_back(random_bytes(i % 5 == 0 ? (3u << 20) + 17 : 2000 + static_cast<std::size_t>(i) * 500, 300 + i));
+  }
+  auto write_old = [&] {
+    FileWriter w = open_writer(root);
+    for (int i = 0; i < kFiles; ++i) BOOST_REQUIRE(w.write_file(names[i], olds[i], attrs_for(olds[i])).has_value());
+  };
+  for (WriteStep kill_at : {WriteStep::temp_created, WriteStep::half_written, WriteStep::before_fsync,
+                            WriteStep::before_rename, WriteStep::after_rename}) {
+    // after_rename: the Nth rename (the kill point moves through the batch).
+    for (int nth : {1, kFiles / 2, kFiles}) {
+      if (kill_at != WriteStep::after_rename && kill_at != WriteStep::before_rename && nth != 1) continue;
+      BOOST_TEST_CONTEXT("step=" << static_cast<int>(kill_at) << " nth=" << nth) {
+        write_old();
+        const pid_t pid = ::fork();
+        BOOST_REQUIRE(pid >= 0);
+        if (pid == 0) {
+          auto w = FileWriter::open(root);
+          if (!w) ::_exit(3);
+          auto seen = std::make_shared<std::atomic<int>>(0);
+          w->set_step_hook([kill_at, nth, seen](WriteStep s) {
+            if (s == kill_at && ++*seen == nth) ::raise(SIGKILL);
+          });
+          std::vector<BatchFile> batch;
+          for (int i = 0; i < kFiles; ++i) batch.push_back({names[i], news[i], attrs_for(news[i]), std::nullopt});
+          auto results = w->write_batch(batch, 4);
+          ::_exit(3);
+        }
+        int status = 0;
+        BOOST_REQUIRE(::waitpid(pid, &status, 0) == pid);
+        BOOST_TEST(WIFSIGNALED(status));
+        int n_new = 0;
+        for (int i = 0; i < kFiles; ++i) {
+          const Buf now = slurp(root / names[i]);
+          const bool is_old = now == olds[i], is_new = now == news[i];
+          BOOST_TEST((is_old || is_new), names[i] << " is torn");
+          n_new += is_new;
+        }
+        // Nothing is renamed before every temp file is written and synced; the Nth rename
+        // leaves exactly N new files.
+        BOOST_TEST(n_new == (kill_at == WriteStep::after_rename ? nth : kill_at == WriteStep::before_rename ? nth - 1 : 0));
+        FileWriter w = open_writer(root);
+        auto swept = w.sweep_temp_files();
+        BOOST_REQUIRE(swept.has_value());
         BOOST_TEST(temp_files_in(root) == 0u);
       }
     }

@@ -425,3 +425,76 @@ BOOST_AUTO_TEST_CASE(files_over_the_stream_threshold_go_in_chunks) {
   BOOST_TEST(!fs::exists(f.remote / "x.bin"));
   BOOST_TEST(!fs::exists(f.sandbox / "x.bin"));
 }
+
+// Several chunks in flight: more chunks than workers, incompressible and text-like files both,
+// a size that is no multiple of the chunk; each arrives byte-identical.
+BOOST_AUTO_TEST_CASE(big_files_stream_with_chunks_in_flight) {
+  Fixture f;
+  Buf noise = random_bytes((41u << 20) + 12345, 12);  // six chunks, the last short
+  Buf words((33u << 20) + 7);
+  std::mt19937_64 rng(13);
+  for (auto& b : words) b = static_cast<std::uint8_t>("abcdefgh \n"[rng() % 10]);
+  write(f.local / "ckpt/noise.bin", noise);
+  write(f.local / "data/words.txt", words);
+  SyncOptions o;
+  o.stream_above = 1u << 20;
+  SyncSummary s = f.push(o);
+  BOOST_TEST(s.errors.empty());
+  BOOST_TEST(s.unstable.empty());
+  BOOST_TEST(s.files_sent == 2u);
+  BOOST_TEST((slurp(f.remote / "ckpt/noise.bin") == noise));
+  BOOST_TEST((slurp(f.remote / "data/words.txt") == words));
+  BOOST_TEST(s.bytes_on_wire < noise.size() + words.size() / 2);  // the text compressed
+}
+
+// sync/fileAppend with `offset`: any order reassembles; an overlap or a range past the size is
+// refused (and ends the upload); a missing range fails the commit; appends without `offset`
+// (older helpers) still go one after the other.
+BOOST_AUTO_TEST_CASE(file_appends_at_offsets) {
+  Fixture f;
+  const Buf content = random_bytes(300'000, 14);
+  const auto h = ferry::delta::hash128(content);
+  const json hash = json::binary_t(std::vector<std::uint8_t>(h.begin(), h.end()));
+  auto begin = [&](const std::string& path) {
+    auto b = f.ep->call("sync/fileBegin", json{{"path", path}, {"size", content.size()}, {"mode", 0644}, {"mtimeNs", 0}, {"hash", hash}});
+    BOOST_REQUIRE(b.has_value());
+    return (*b)["handle"];
+  };
+  auto append = [&](const json& handle, std::optional<std::size_t> at, std::size_t from, std::size_t n) {
+    auto data = zstd_compress(content.data() + from, n);
+    json p{{"handle", handle}, {"rawSize", n}, {"data", json::binary_t(data)}};
+    if (at) p["offset"] = *at;
+    return f.ep->call("sync/fileAppend", p);
+  };
+  // Out of order.
+  json h1 = begin("a.bin");
+  for (std::size_t at : {200'000u, 0u, 100'000u}) BOOST_REQUIRE(append(h1, at, at, 100'000).has_value());
+  auto c1 = f.ep->call("sync/fileCommit", json{{"handle", h1}});
+  BOOST_REQUIRE_MESSAGE(c1.has_value(), (c1 ? "" : c1.error().message));
+  BOOST_TEST((slurp(f.sandbox / "a.bin") == content));
+  // Overlap: refused, and the upload is over.
+  json h2 = begin("b.bin");
+  BOOST_REQUIRE(append(h2, 0, 0, 100'000).has_value());
+  BOOST_TEST(!append(h2, 50'000, 50'000, 100'000).has_value());
+  BOOST_TEST(!f.ep->call("sync/fileCommit", json{{"handle", h2}}).has_value());
+  BOOST_TEST(!fs::exists(f.sandbox / "b.bin"));
+  // Past the announced size.
+  json h3 = begin("c.bin");
+  BOOST_TEST(!append(h3, 250'000, 0, 100'000).has_value());
+  BOOST_TEST(!fs::exists(f.sandbox / "c.bin"));
+  // A missing range.
+  json h4 = begin("d.bin");
+  BOOST_REQUIRE(append(h4, 0, 0, 100'000).has_value());
+  BOOST_REQUIRE(append(h4, 200'000, 200'000, 100'000).has_value());
+  auto c4 = f.ep->call("sync/fileCommit", json{{"handle", h4}});
+  BOOST_REQUIRE(!c4.has_value());
+  BOOST_TEST(c4.error().data.value_or(json::object()).value("code", "") == "hash_mismatch");
+  BOOST_TEST(!fs::exists(f.sandbox / "d.bin"));
+  // Without offsets, in order.
+  json h5 = begin("e.bin");
+  for (std::size_t at : {0u, 100'000u, 200'000u}) BOOST_REQUIRE(append(h5, std::nullopt, at, 100'000).has_value());
+  BOOST_REQUIRE(f.ep->call("sync/fileCommit", json{{"handle", h5}}).has_value());
+  BOOST_TEST((slurp(f.sandbox / "e.bin") == content));
+  for (auto& e : fs::recursive_directory_iterator(f.sandbox))
+    BOOST_TEST(!e.path().filename().string().starts_with(".ferry-tmp."), e.path());
+}
