@@ -2,6 +2,9 @@
 #include "protocol/agent_wire.hpp"
 
 #include <charconv>
+#include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace ferry::protocol {
 namespace {
@@ -19,7 +22,21 @@ class DepthLimitedSax {
   bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
   bool number_float(json::number_float_t v, const std::string& s) { return dom_.number_float(v, s); }
   bool string(std::string& v) { return dom_.string(v); }
-  bool binary(json::binary_t& v) { return dom_.binary(v); }
+  bool binary(json::binary_t& v) {
+    // A byte string lifted out before the parse (see lift_byte_strings) is put back here.
+    if (next_lifted_ < lifted_.size() && lifted_[next_lifted_].index == binaries_) {
+      const auto& l = lifted_[next_lifted_++];
+      v.assign(l.data, l.data + l.size);
+    }
+    ++binaries_;
+    return dom_.binary(v);
+  }
+  struct Lifted {
+    std::size_t index;  // among the body's byte strings, in document order
+    const std::uint8_t* data;
+    std::size_t size;
+  };
+  void set_lifted(std::vector<Lifted> l) { lifted_ = std::move(l); }
   bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
   bool key(std::string& k) { return dom_.key(k); }
   bool end_object() { --depth_; return dom_.end_object(); }
@@ -41,10 +58,86 @@ class DepthLimitedSax {
     return true;
   }
   nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::vector<Lifted> lifted_;
+  std::size_t next_lifted_ = 0, binaries_ = 0;
   std::size_t depth_ = 0;
   bool too_deep_ = false;
   std::string error_;
 };
+
+// nlohmann's CBOR reader copies a byte string one byte at a time, with a bounds check per byte:
+// for the file data of sync requests that was the agent's largest CPU cost. So byte strings of
+// kLiftAbove bytes or more are lifted out: the parser gets a copy of the body with each replaced
+// by an empty byte string, and DepthLimitedSax::binary puts the bytes back (one memcpy). The
+// walk only needs item boundaries; anything it does not expect (indefinite lengths, truncation,
+// nesting past kMaxDepth) returns nullopt and the body is parsed as it came, so every error is
+// still nlohmann's.
+inline constexpr std::size_t kLiftAbove = 4096;
+
+struct LiftedBody {
+  std::vector<std::uint8_t> body;
+  std::vector<DepthLimitedSax::Lifted> lifted;
+};
+
+std::optional<LiftedBody> lift_byte_strings(std::string_view in) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
+  const std::size_t n = in.size();
+  LiftedBody out;
+  std::size_t pos = 0, copied = 0, binaries = 0;
+  // Items still to read at each open level (a map of k pairs counts 2k).
+  std::vector<std::uint64_t> pending{1};
+  while (!pending.empty()) {
+    if (pending.back() == 0) {
+      pending.pop_back();
+      continue;
+    }
+    --pending.back();
+    if (pos >= n) return std::nullopt;
+    const std::uint8_t head = p[pos++];
+    const unsigned major = head >> 5, info = head & 0x1f;
+    std::uint64_t arg = info;
+    if (info >= 24 && info <= 27) {
+      const std::size_t len = std::size_t{1} << (info - 24);
+      if (n - pos < len) return std::nullopt;
+      arg = 0;
+      for (std::size_t i = 0; i < len; ++i) arg = (arg << 8) | p[pos + i];
+      pos += len;
+    } else if (info > 27) {
+      return std::nullopt;  // indefinite lengths and reserved values: leave them to nlohmann
+    }
+    switch (major) {
+      case 0: case 1: case 7: break;  // integers, simple values and floats: the argument is all
+      case 2: case 3: {
+        if (arg > n - pos) return std::nullopt;
+        if (major == 2) {
+          if (arg >= kLiftAbove) {
+            const std::size_t item = pos - 1 - (info >= 24 ? (std::size_t{1} << (info - 24)) : 0);
+            out.body.insert(out.body.end(), p + copied, p + item);
+            out.body.push_back(0x40);  // an empty byte string
+            out.lifted.push_back({binaries, p + pos, static_cast<std::size_t>(arg)});
+            copied = pos + static_cast<std::size_t>(arg);
+          }
+          ++binaries;
+        }
+        pos += static_cast<std::size_t>(arg);
+        break;
+      }
+      case 4: case 5: {
+        if (pending.size() > kMaxDepth) return std::nullopt;
+        const std::uint64_t items = major == 5 ? arg * 2 : arg;
+        if (arg > n || items > n - pos) return std::nullopt;  // each item takes at least a byte
+        pending.push_back(items);
+        break;
+      }
+      case 6: pending.back() += 1; break;  // a tag: its content follows
+      default: return std::nullopt;
+    }
+  }
+  if (out.lifted.empty()) return std::nullopt;
+  out.body.insert(out.body.end(), p + copied, p + pos);
+  out.body.insert(out.body.end(), p + pos, p + n);  // trailing bytes: nlohmann's strict mode rejects them
+  return out;
+}
 
 std::unexpected<InvalidMessage> bad_body(std::string message) {
   return std::unexpected(
@@ -64,7 +157,12 @@ std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body) 
   DepthLimitedSax sax(j);
   bool ok = false;
   try {
-    ok = json::sax_parse(body.begin(), body.end(), &sax, json::input_format_t::cbor, /*strict=*/true);
+    if (auto lifted = lift_byte_strings(body)) {
+      sax.set_lifted(std::move(lifted->lifted));
+      ok = json::sax_parse(lifted->body.begin(), lifted->body.end(), &sax, json::input_format_t::cbor, /*strict=*/true);
+    } else {
+      ok = json::sax_parse(body.begin(), body.end(), &sax, json::input_format_t::cbor, /*strict=*/true);
+    }
   } catch (const std::exception& e) {
     return bad_body(std::string("agent frame body is not valid CBOR: ") + e.what());
   }
