@@ -18,7 +18,10 @@ namespace ferry::ssh {
 
 struct ForwardTuning {
   std::size_t buffer_bytes = 256 << 10;  // per direction per connection
-  std::uint32_t window_bytes = 16 << 20;  // receive window of direct-tcpip channels
+  // Receive window of direct-tcpip channels: OpenSSH's for ssh -L. libssh2 reads everything the
+  // window lets in into malloc'd packets before handing any out, so a bigger one (16 MiB) made a
+  // lone download 2-5x slower here (bench/results/tunnel.md).
+  std::uint32_t window_bytes = 2 << 20;
 };
 
 // Counters another thread may read (tunnel/list).
