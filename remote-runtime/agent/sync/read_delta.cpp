@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <string>
 
 namespace ferry::agent::sync {
@@ -19,6 +21,21 @@ std::int64_t mtime_of(const struct stat& st) {
 }
 
 WriteError bad(std::string message) { return WriteError{WriteErrc::bad_delta, std::move(message)}; }
+
+// The coarse delta of a two-level pull's first request, kept for its second: the same file
+// (device, inode, size, mtime, ctime) against the same signature gives the same coarse delta, so
+// the 1 MiB-block match over the whole file runs once, not twice. Small: a coarse delta that
+// leaves ranges to refine is mostly COPY ops.
+struct CoarseKey {
+  dev_t dev;
+  ino_t ino;
+  std::int64_t size, mtime_ns, ctime_ns;
+  Hash128 signature;
+  bool operator==(const CoarseKey&) const = default;
+};
+std::mutex coarse_mu;
+std::deque<std::pair<CoarseKey, std::vector<std::uint8_t>>> coarse_cache;
+constexpr std::size_t kCoarseCacheEntries = 8;
 
 }  // namespace
 
@@ -56,8 +73,21 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
 
   auto sig = delta::SignatureView::parse(req.signature);
   if (!sig) return std::unexpected(bad("signature: " + sig.error().message));
+  const CoarseKey key{before.st_dev, before.st_ino, static_cast<std::int64_t>(before.st_size), mtime_of(before),
+                      static_cast<std::int64_t>(before.st_ctim.tv_sec) * 1'000'000'000LL + before.st_ctim.tv_nsec,
+                      delta::hash128(req.signature)};
   std::vector<std::uint8_t> coarse;
-  auto stats = delta::generate_delta(*sig, data, coarse);
+  if (!req.fine.empty()) {
+    std::lock_guard lock(coarse_mu);
+    for (auto it = coarse_cache.begin(); it != coarse_cache.end(); ++it)
+      if (it->first == key) {
+        coarse = std::move(it->second);
+        coarse_cache.erase(it);
+        break;
+      }
+  }
+  std::expected<delta::DeltaStats, delta::DeltaError> stats = delta::DeltaStats{};
+  if (coarse.empty()) stats = delta::generate_delta(*sig, data, coarse);
   if (!stats) return std::unexpected(bad("delta: " + stats.error().message));
 
   auto finish = [&](std::vector<std::uint8_t> d, delta::DeltaStats s) -> std::expected<ReadDeltaResult, WriteError> {
@@ -92,6 +122,9 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
     // cost more than they save, and the coarse delta goes as it is.
     if (!ranges->empty() && unmatched <= sig->file_size() / 4 && ranges->size() <= req.max_ranges) {
       out.ranges = std::move(*ranges);
+      std::lock_guard lock(coarse_mu);
+      if (coarse_cache.size() >= kCoarseCacheEntries) coarse_cache.pop_front();
+      coarse_cache.emplace_back(key, std::move(coarse));
       return out;
     }
   }
