@@ -303,7 +303,7 @@ void Session::unlock_open() {
 }
 
 Session::Session(Executor executor, HostConfig host, SessionOptions options)
-    : executor_(executor), host_(std::move(host)), options_(std::move(options)), socket_(executor) {}
+    : executor_(executor), host_(std::move(host)), options_(std::move(options)), socket_(executor), cap_timer_(executor) {}
 
 Session::~Session() {
   if (session_) {
@@ -340,8 +340,10 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
   // Whatever libssh2 just read may hold packets for channels other than the caller's, and their
   // coroutines wait for socket readiness that this read consumed: wake them to look (they run
   // after the current call, on the strand). One posted wake per burst, not one cancel per recv:
-  // libssh2 reads a burst in many small recvs, and waking every waiter for each was a herd.
-  if (n > 0 && !self->wake_posted_) {
+  // libssh2 reads a burst in many small recvs, and waking every waiter for each was a herd. With
+  // nobody waiting there is nobody to wake: a coroutine that waits later calls libssh2 first and
+  // finds its packets (the caller included, so a lone echo pays no spurious wake per round trip).
+  if (n > 0 && self->waiters_ > 0 && !self->wake_posted_) {
     self->wake_posted_ = true;
     asio::post(self->executor_, [weak = self->weak_from_this()] {
       if (auto s = weak.lock()) {
@@ -381,19 +383,38 @@ asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, s
   auto kind = (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? asio::posix::stream_descriptor::wait_write
                                                        : asio::posix::stream_descriptor::wait_read;
   // A cap guards against a readiness edge lost between libssh2's EAGAIN and this wait: the worst case
-  // is one spurious retry per second.
-  auto wake = std::min(deadline, now + 1s);
-  auto timer = std::make_shared<asio::steady_timer>(executor_, wake);
-  auto self = shared_from_this();
-  timer->async_wait([self](boost::system::error_code ec) {
-    if (!ec && !self->closed_) {
-      boost::system::error_code ignored;
-      self->socket_.cancel(ignored);  // wakes every waiter; each simply retries its libssh2 call
-    }
-  });
+  // is one spurious retry per second. Waits without a near deadline (the bridges') share one
+  // session timer rather than arming and cancelling one each, which cost every round trip.
+  std::shared_ptr<asio::steady_timer> timer;
+  if (deadline - now < 1s) {
+    timer = std::make_shared<asio::steady_timer>(executor_, deadline);
+    timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (!ec && !self->closed_) {
+        boost::system::error_code ignored;
+        self->socket_.cancel(ignored);  // wakes every waiter; each simply retries its libssh2 call
+      }
+    });
+  } else if (!cap_armed_) {
+    cap_armed_ = true;
+    cap_timer_.expires_at(now + 1s);
+    cap_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (!self) return;
+      self->cap_armed_ = false;
+      if (!ec && !self->closed_ && self->waiters_ > 0) {
+        boost::system::error_code ignored;
+        self->socket_.cancel(ignored);
+      }
+    });
+  }
+  struct Waiting {
+    int& count;
+    explicit Waiting(int& c) : count(c) { ++count; }
+    ~Waiting() { --count; }
+  } waiting(waiters_);
   boost::system::error_code ec;
   co_await socket_.async_wait(kind, asio::redirect_error(use_awaitable, ec));
-  timer->cancel();
+  if (timer) timer->cancel();
   if (closed_) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + close_reason_));
   if (ec && ec != asio::error::operation_aborted)
     co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + ec.message()));
@@ -417,6 +438,7 @@ void Session::close(std::string why) {
   // The hops below carry only this session: they go with it (their bridges end too).
   if (jump_) jump_->close(why);
   if (keepalive_timer_) keepalive_timer_->cancel();
+  cap_timer_.cancel();
   auto hooks = std::move(close_hooks_);
   for (auto& hook : hooks) hook();
   if (socket_.is_open()) {
@@ -790,8 +812,14 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
       }
       continue;
     }
+    // A burst usually fits the socket's buffer: send it now rather than through the reactor, whose
+    // completion costs another round on the strand. async_write takes any rest (and reports errors).
+    std::size_t sent = 0;
+    if (auto w = ::send(end->native_handle(), buf.data(), *n, MSG_DONTWAIT | MSG_NOSIGNAL); w > 0)
+      sent = static_cast<std::size_t>(w);
     boost::system::error_code ec;
-    co_await asio::async_write(*end, asio::buffer(buf.data(), *n), asio::redirect_error(use_awaitable, ec));
+    if (sent < *n)
+      co_await asio::async_write(*end, asio::buffer(buf.data() + sent, *n - sent), asio::redirect_error(use_awaitable, ec));
     if (ec) {
       channel->interrupt();  // the other direction stops writing into a dead connection
       if (end->is_open()) ::shutdown(end->native_handle(), SHUT_RDWR);

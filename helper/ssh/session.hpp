@@ -230,6 +230,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool send_stalled_ = false;  // a packet is half sent: others get BAD_USE until it completes
   bool send_failed_ = false;   // the socket itself refused a send (not just EAGAIN)
   bool wake_posted_ = false;   // a wake() is queued on the strand for data a recv brought in
+  int waiters_ = 0;            // coroutines inside wait_socket now
+  asio::steady_timer cap_timer_;  // the shared 1 s cap of waits without a near deadline
+  bool cap_armed_ = false;
 
  public:
   // libssh2 1.10 reports BAD_USE met inside a window adjust as SOCKET_SEND; only a send the
