@@ -398,9 +398,9 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
         continue;
       }
     }
-    ++summary.files_sent;
     prog.total += R.size;
     if (o.dry_run) {
+      ++summary.files_sent;
       summary.bytes_literal += R.size;
       continue;
     }
@@ -592,6 +592,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
       ::fsync(dir->fd);  // best effort, as write_file_atomically
       std::lock_guard lock(prog.mu);
       manifest->record(f.path, r.got);
+      ++summary.files_sent;  // counted once received: a conflict or a failure is not a file pulled
       summary.bytes_literal += r.literal;
       summary.bytes_matched += r.matched;
     });

@@ -193,6 +193,7 @@ BOOST_AUTO_TEST_CASE(a_local_edit_during_the_pull_is_a_conflict_and_keeps_the_lo
   SyncSummary s = f.pull({"out"}, o);
   BOOST_TEST(s.errors.empty());
   BOOST_REQUIRE_EQUAL(s.conflicts.size(), 2u);
+  BOOST_TEST(s.files_sent == 0u);
   BOOST_TEST((slurp(f.local / "out/big.bin") == edited_big));
   BOOST_TEST((slurp(f.local / "out/log.txt") == text("my notes\n")));
   BOOST_TEST(temp_files(f.local) == 0u);
@@ -243,6 +244,7 @@ BOOST_AUTO_TEST_CASE(a_bad_delta_from_the_agent_fails_that_file_cleanly) {
     SyncSummary s = f.pull({"ckpt"}, {}, &bad);
     BOOST_TEST(bad.corrupted == 1);
     BOOST_REQUIRE_EQUAL(s.errors.size(), 1u);
+    BOOST_TEST(s.files_sent == 1u);  // b.txt only
     BOOST_TEST(s.errors[0].find("ckpt/a.pt") != std::string::npos);
     if (damage == CorruptingEndpoint::Damage::flip_literal) BOOST_TEST(s.errors[0].find("hash") != std::string::npos);
     BOOST_TEST((slurp(f.local / "ckpt/a.pt") == mine));
