@@ -298,6 +298,19 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   }
   Manifest* manifest = &*state_->manifest;
   manifest->remote_root = target_.remote_root;
+  // The hash index push keeps: a local copy unchanged since it was last hashed is not read again
+  // (a 1 GiB checkpoint costs a stat, not a second read), and what pull writes is stored in it.
+  if (!state_->index) {
+    auto index = FileIndex::load(default_index_path(root));
+    if (!index) spdlog::warn("sync: index unreadable ({}); rehashing", index.error());
+    state_->index.emplace(index ? std::move(*index) : FileIndex{});
+  }
+  FileIndex& index = *state_->index;
+  auto key_of = [](const struct stat& st) {
+    return IndexKey{static_cast<std::uint64_t>(st.st_size), mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
+                    static_cast<std::uint64_t>(st.st_ino)};
+  };
+  std::atomic<bool> index_changed{false};
   json known = json::array();
   for (const auto& [p, m] : manifest->entries) known.push_back(p);
   auto listed = endpoint_.call("sync/list", json{{"base", base}, {"known", std::move(known)}, {"hashUnder", paths}},
@@ -381,9 +394,19 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     }
     std::optional<Hash128> local_hash;
     if (exists && S_ISREG(st.st_mode)) {
-      Fd fd(::openat(parent->fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      local_hash = index.lookup(path, key_of(st));
+      Fd fd(local_hash ? -1 : ::openat(parent->fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      struct stat after {};
+      const std::int64_t hashed_at = now_ns();
       if (fd.fd >= 0)
-        if (auto h = hash_fd(fd.fd, static_cast<std::uint64_t>(st.st_size))) local_hash = *h;
+        if (auto h = hash_fd(fd.fd, static_cast<std::uint64_t>(st.st_size))) {
+          local_hash = *h;
+          // Stored only when the file did not move while read (the index is trusted later).
+          if (::fstat(fd.fd, &after) == 0 && key_of(after) == key_of(st)) {
+            index.store(path, key_of(st), *h, hashed_at);
+            index_changed = true;
+          }
+        }
     }
     if (local_hash && R.hash && *local_hash == *R.hash) {
       ++summary.unchanged;
@@ -590,6 +613,10 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
         return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("rename")));
       tmp.kept = true;
       ::fsync(dir->fd);  // best effort, as write_file_atomically
+      if (struct stat done {}; ::fstat(tmp.fd.fd, &done) == 0) {
+        index.store(f.path, key_of(done), *r.got.hash, now_ns());
+        index_changed = true;
+      }
       std::lock_guard lock(prog.mu);
       manifest->record(f.path, r.got);
       ++summary.files_sent;  // counted once received: a conflict or a failure is not a file pulled
@@ -598,6 +625,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     });
   }
   run_parallel(jobs, o.in_flight, o.cancelled);
+  if (index_changed) state_->index_dirty = true;
   summary.cancelled = cancelled();
   if (!o.dry_run) {
     ++state_->manifest_version;

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "helper/remote/local_endpoint.hpp"
+#include "helper/sync/file_index.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -157,6 +158,8 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_pulls_as_a_small_delta) {
   flip_byte(f.remote / "ckpt/model.pt", 23'456'789);
   flip_byte(f.remote / "ckpt/opt.pt", 500'000);
   ::chmod((f.remote / "ckpt/model.pt").c_str(), 0755);
+  // Written a while ago (a hash taken within 2 s of a file's mtime is not trusted later).
+  fs::last_write_time(f.remote / "ckpt/model.pt", fs::file_time_type::clock::now() - std::chrono::hours(1));
 
   SyncSummary s = f.pull({"ckpt"});
   BOOST_TEST(s.errors.empty());
@@ -172,6 +175,18 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_pulls_as_a_small_delta) {
   BOOST_TEST((fs::last_write_time(f.local / "ckpt/model.pt") == fs::last_write_time(f.remote / "ckpt/model.pt")));
   BOOST_TEST((fs::status(f.local / "ckpt/model.pt").permissions() == fs::perms(0755)));
   BOOST_TEST(temp_files(f.local) == 0u);
+
+  // What pull wrote is in the hash index (the engine persisted it when it closed): the next
+  // push or pull does not read 40 MiB again to know it.
+  auto index = FileIndex::load(default_index_path(f.local));
+  BOOST_REQUIRE(index.has_value());
+  struct stat st {};
+  BOOST_REQUIRE(::stat((f.local / "ckpt/model.pt").c_str(), &st) == 0);
+  const IndexKey key{static_cast<std::uint64_t>(st.st_size), st.st_mtim.tv_sec * 1'000'000'000LL + st.st_mtim.tv_nsec,
+                     static_cast<std::uint32_t>(st.st_mode & 07777), static_cast<std::uint64_t>(st.st_ino)};
+  const auto cached = index->lookup("ckpt/model.pt", key);
+  BOOST_REQUIRE(cached.has_value());
+  BOOST_TEST((*cached == ferry::delta::hash128(slurp(f.local / "ckpt/model.pt"))));
 
   // Pulled again: nothing moves.
   SyncSummary again = f.pull({"ckpt"});
