@@ -54,6 +54,7 @@ template <class F>
 asio::awaitable<Result<long>> retry(Session& s, F call, Clock::time_point deadline, std::string_view what) {
   for (;;) {
     if (!s.is_open()) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + s.close_reason()));
+    s.finish_pending_adjust();
     long rc = call();
     // BAD_USE: another coroutine's packet is half sent; its owner finishes it when the socket
     // drains, so this call waits for that like for EAGAIN.
@@ -72,6 +73,7 @@ template <class T, class F>
 asio::awaitable<Result<T*>> retry_ptr(Session& s, F call, Clock::time_point deadline, std::string_view what) {
   for (;;) {
     if (!s.is_open()) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + s.close_reason()));
+    s.finish_pending_adjust();
     T* p = call();
     if (p) co_return p;
     int e = libssh2_session_last_errno(s.raw());
@@ -95,6 +97,8 @@ Channel::Channel(std::shared_ptr<Session> session, LIBSSH2_CHANNEL* channel)
     : session_(std::move(session)), channel_(channel) {}
 
 Channel::~Channel() {
+  if (channel_ && session_->is_open()) finish_adjust();  // one try: a half-sent packet blocks all sends
+  session_->forget_pending_adjust(this);
   // One non-blocking attempt; whatever libssh2 cannot finish now it frees with the session.
   if (channel_ && session_->is_open()) libssh2_channel_free(channel_);
 }
@@ -111,10 +115,18 @@ bool Channel::adjust_window(std::uint32_t amount) {
   int rc = libssh2_channel_receive_window_adjust2(channel_, param, 1, &ignored);
   if (rc == 0) {
     adjust_packet_ = 0;
+    session_->forget_pending_adjust(this);
     return true;
   }
   if (rc != LIBSSH2_ERROR_EAGAIN) adjust_queue_ = adjust_packet_;  // libssh2 queued it and kept the packet
+  // Half sent, it blocks every other send until finished; whoever meets it next finishes it, so a
+  // reader parked on a slow local socket cannot stall the session.
+  else session_->set_pending_adjust(this);
   return false;
+}
+
+void Channel::finish_adjust() {
+  if (adjust_packet_) adjust_window(0);
 }
 
 long Channel::read_raw(int stream, char* buffer, std::size_t length) {
@@ -126,7 +138,9 @@ long Channel::read_raw(int stream, char* buffer, std::size_t length) {
   if (adjust_packet_ || window < floor + length) {
     // Another coroutine's half-sent packet would turn our adjust away; it goes once that is out
     // (send_hook wakes the waiters). Ours, half sent, must be finished by us.
-    if (adjust_packet_ || !session_->send_stalled()) {
+    session_->finish_pending_adjust();
+    window = libssh2_channel_window_read_ex(channel_, nullptr, nullptr);
+    if (window < floor + length && (adjust_packet_ || !session_->send_stalled())) {
       adjust_window(static_cast<std::uint32_t>(initial + length - window));
       window = libssh2_channel_window_read_ex(channel_, nullptr, nullptr);
     }
@@ -420,6 +434,14 @@ asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, s
     co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + ec.message()));
   if (Clock::now() >= deadline) co_return std::unexpected(timeout_error(what));
   co_return Result<void>{};
+}
+
+void Session::finish_pending_adjust() {
+  if (pending_adjust_ && send_stalled_) pending_adjust_->finish_adjust();
+}
+
+void Session::forget_pending_adjust(const Channel* channel) {
+  if (pending_adjust_ == channel) pending_adjust_ = nullptr;
 }
 
 bool Session::spurious_send_error(long rc) const {

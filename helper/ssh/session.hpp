@@ -127,6 +127,10 @@ class Channel {
   long read_raw(int stream, char* buffer, std::size_t length);
   // Sends (or finishes sending) a window adjust; false while it is still pending.
   bool adjust_window(std::uint32_t amount);
+
+ public:
+  // Finishes this channel's half-sent window adjust, if any (Session::finish_pending_adjust).
+  void finish_adjust();
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -231,6 +235,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool send_failed_ = false;   // the socket itself refused a send (not just EAGAIN)
   bool wake_posted_ = false;   // a wake() is queued on the strand for data a recv brought in
   int waiters_ = 0;            // coroutines inside wait_socket now
+  Channel* pending_adjust_ = nullptr;  // whose half-sent window adjust blocks other sends
   asio::steady_timer cap_timer_;  // the shared 1 s cap of waits without a near deadline
   bool cap_armed_ = false;
 
@@ -239,6 +244,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // socket really refused is fatal.
   bool spurious_send_error(long rc) const;
   bool send_stalled() const { return send_stalled_; }
+  // A channel's window adjust is half sent: any coroutine about to send finishes it first.
+  void set_pending_adjust(Channel* channel) { pending_adjust_ = channel; }
+  void forget_pending_adjust(const Channel* channel);
+  void finish_pending_adjust();
 
  private:
 
