@@ -86,6 +86,13 @@ std::optional<std::string> read_regular_file_nofollow(const std::filesystem::pat
 // The project's own sync state (index, manifest) lives in /.ferry/ and is never synced.
 bool is_state_dir(std::string_view rel) { return rel == ".ferry" || rel.starts_with(".ferry/"); }
 
+// A pull's temp file beside its target (sync_pull.cpp): left behind only by a killed pull, and
+// never the user's, so never pushed.
+bool is_pull_temp(std::string_view rel) {
+  const std::size_t slash = rel.rfind('/');
+  return (slash == std::string_view::npos ? rel : rel.substr(slash + 1)).starts_with(".ferry-tmp.");
+}
+
 bool has_git_component(std::string_view rel) {
   std::size_t start = 0;
   while (start <= rel.size()) {
@@ -215,7 +222,7 @@ std::optional<IgnoreMatch> IgnoreMatcher::decide(std::string_view rel, bool is_d
 }
 
 bool IgnoreMatcher::is_ignored(std::string_view rel, bool is_dir) const {
-  if (has_git_component(rel) || (state_->read_files && is_state_dir(rel))) return true;
+  if (has_git_component(rel) || (state_->read_files && (is_state_dir(rel) || is_pull_temp(rel)))) return true;
   auto m = decide(rel, is_dir, true);
   return m && !m->negated;
 }
@@ -227,7 +234,7 @@ std::optional<IgnoreMatch> IgnoreMatcher::explain(std::string_view rel, bool is_
 bool IgnoreMatcher::is_ignored_entry(std::string_view rel, bool is_dir) const {
   const std::size_t slash = rel.rfind('/');
   const std::string_view name = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
-  if (name == ".git" || (state_->read_files && rel == ".ferry")) return true;
+  if (name == ".git" || (state_->read_files && (rel == ".ferry" || name.starts_with(".ferry-tmp.")))) return true;
   auto m = decide(rel, is_dir, false);
   return m && !m->negated;
 }

@@ -255,6 +255,11 @@ BOOST_AUTO_TEST_CASE(ferryignore_applies_after_gitignore_in_its_directory) {
   BOOST_TEST(m.is_ignored(".ferry/index.bin", false));
   BOOST_TEST(m.is_ignored_entry(".ferry", true));
   BOOST_TEST(!m.is_ignored("sub/.ferry", true));
+  // A killed pull's temp file, anywhere in the tree; a user's file named alike but not so is kept.
+  BOOST_TEST(m.is_ignored(".ferry-tmp.model.pt.0badf00d", false));
+  BOOST_TEST(m.is_ignored("out/ckpt/.ferry-tmp.step-100.pt.1234abcd", false));
+  BOOST_TEST(m.is_ignored_entry("out/.ferry-tmp.log.txt.00000001", false));
+  BOOST_TEST(!m.is_ignored("out/ferry-tmp.txt", false));
 }
 
 BOOST_AUTO_TEST_CASE(protect_patterns_use_the_same_matcher) {
