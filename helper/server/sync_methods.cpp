@@ -35,6 +35,9 @@ using p::ResponseError;
 // of notifications already in the pipe); saves arriving while a push runs go in the next one.
 // Short, because every save waits it out (the p95 save budget is 20 ms).
 inline constexpr std::chrono::milliseconds kSaveCoalesce{1};
+// A burst still arriving (a folder deleted in the IDE: one notification per file) is waited for
+// up to this long, so it goes as one push and the mass-delete guard weighs it whole.
+inline constexpr std::chrono::milliseconds kSaveBurstMax{20};
 inline constexpr std::chrono::minutes kFlushTimeout{10};
 inline constexpr const char* kConfirmMassDelete = "sync/confirmMassDelete";
 
@@ -277,8 +280,13 @@ class SyncService {
     while (!stop_) {
       save_cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
       if (stop_) return;
-      // Coalesce the burst: wait out the window unless a flush wants it now.
-      save_cv_.wait_for(lock, kSaveCoalesce, [&] { return stop_ || flush_now_; });
+      // Coalesce the burst: wait out the window, and again while it keeps growing, unless a
+      // flush wants it now.
+      const auto burst_end = std::chrono::steady_clock::now() + kSaveBurstMax;
+      for (std::size_t seen = 0; pending_.size() != seen && std::chrono::steady_clock::now() < burst_end;) {
+        seen = pending_.size();
+        if (save_cv_.wait_for(lock, kSaveCoalesce, [&] { return stop_ || flush_now_; })) break;
+      }
       flush_now_ = false;
       std::vector<std::string> paths;
       for (const auto& p : pending_) paths.push_back(p);
