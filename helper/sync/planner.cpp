@@ -127,7 +127,8 @@ Plan plan_push(const TreeState& local, const Manifest& manifest, const TreeState
       }
       if (L->kind == EntryKind::symlink) {
         plan.symlinks.push_back({path, *L, std::nullopt});
-      } else if (R && R->kind == EntryKind::file && L->size >= opt.delta_min_size && R->size > 0) {
+      } else if (R && R->kind == EntryKind::file && L->size >= opt.delta_min_size && R->size > 0 &&
+                 L->size <= opt.delta_max_size && R->size <= opt.delta_max_size) {
         plan.send_delta.push_back({path, *L, *R});
       } else {
         plan.send_whole.push_back({path, *L, std::nullopt});

@@ -29,6 +29,9 @@ enum class DeleteMode {
 struct PlanOptions {
   DeleteMode deletes = DeleteMode::owned;
   std::uint64_t delta_min_size = 128u << 10;  // smaller changed files go whole
+  // Larger ones go whole too, streamed in chunks: a delta holds the file in memory on both ends
+  // (the helper's new version, the agent's base), and a 20 GiB checkpoint must not need 20 GiB.
+  std::uint64_t delta_max_size = 2ull << 30;
   const IgnoreMatcher* protect = nullptr;     // remote-only paths (datasets, outputs)
   const IgnoreMatcher* ignore = nullptr;      // local exclude rules: excluded paths are left alone
   std::set<std::string> skip;                 // e.g. files unstable during the scan: untouched

@@ -318,6 +318,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
   const TreeState remote = from_listing(*listed);
   const std::uint64_t delta_min_size = PlanOptions{}.delta_min_size;
+  const std::uint64_t delta_max_size = PlanOptions{}.delta_max_size;  // the agent builds a delta in memory
 
   Progress prog;
   prog.manifest = manifest;
@@ -428,7 +429,8 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
       continue;
     }
     PullFile f{path, R, exists, exists ? static_cast<std::uint64_t>(st.st_size) : 0, exists ? mtime_of(st) : 0, false};
-    f.delta = exists && S_ISREG(st.st_mode) && f.local_size >= delta_min_size && R.size >= delta_min_size;
+    f.delta = exists && S_ISREG(st.st_mode) && f.local_size >= delta_min_size && R.size >= delta_min_size &&
+              f.local_size <= delta_max_size && R.size <= delta_max_size;
     files.push_back(std::move(f));
   }
   for (const auto& p : paths)

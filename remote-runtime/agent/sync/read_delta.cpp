@@ -53,6 +53,14 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
   struct stat before {};
   if (::fstat(fd, &before) != 0) return std::unexpected(WriteError{WriteErrc::io, std::string("fstat: ") + std::strerror(errno)});
   if (!S_ISREG(before.st_mode)) return std::unexpected(WriteError{WriteErrc::wrong_kind, "not a regular file"});
+  if (static_cast<std::uint64_t>(before.st_size) > req.max_file) {
+    ReadDeltaResult big;
+    big.size = static_cast<std::uint64_t>(before.st_size);
+    big.mtime_ns = mtime_of(before);
+    big.mode = static_cast<std::uint32_t>(before.st_mode & 07777);
+    big.too_big = true;
+    return big;
+  }
   std::vector<std::uint8_t> data(static_cast<std::size_t>(before.st_size));
   for (std::size_t got = 0; got < data.size();) {
     const ssize_t n = ::pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(got));

@@ -20,6 +20,9 @@ struct ReadDeltaRequest {
   bool ranges_only = false;  // first of two levels: answer the unmatched ranges, no delta
   std::uint64_t max_delta = 128u << 20;  // a larger delta is not sent (too_big): go whole
   std::size_t max_ranges = 4096;
+  // The file is read whole into memory: a larger one is answered too_big (the helper then reads
+  // it in chunks), so a huge checkpoint cannot exhaust the box's memory.
+  std::uint64_t max_file = 2ull << 30;
 };
 
 struct ReadDeltaResult {

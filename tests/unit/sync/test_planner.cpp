@@ -93,6 +93,15 @@ BOOST_AUTO_TEST_CASE(changed_files_go_whole_or_as_delta_by_size) {
   BOOST_REQUIRE(p.send_delta.size() == 1u);
   BOOST_TEST(p.send_delta[0].path == "big.bin");
   BOOST_TEST(p.send_delta[0].remote_base->size == (1u << 20));
+
+  // Past delta_max_size a delta would hold the file in memory on both ends: whole, streamed.
+  PlanOptions capped;
+  capped.delta_max_size = 1 << 20;
+  Plan q = plan_push(local, m, remote, capped);
+  BOOST_TEST(q.send_delta.empty());
+  BOOST_TEST(paths(q.send_whole) == (V{"big.bin", "small.py"}));
+  local["big.bin"] = file(4, 1000, 2000);  // shrinks below the cap, but its base is still above
+  BOOST_TEST(plan_push(local, m, remote, capped).send_delta.empty());
 }
 
 BOOST_AUTO_TEST_CASE(mode_and_mtime_only_changes_are_metadata) {
