@@ -3,9 +3,12 @@
 // Internal to ferry_sync_engine: nothing outside helper/sync includes it.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -102,10 +105,33 @@ inline TreeState from_listing(const json& result) {
   return out;
 }
 
+// A whole file in one allocation of its size, read straight into it. (Through read_whole_file,
+// a string grown by doubling and then copied, a 1 GiB file cost ~4 GiB of fresh pages zeroed
+// and copied: 60% of the helper's CPU for a 1-byte edit.) Errors as read_whole_file's
+// ("missing" when it is gone); a file that grows meanwhile is read to its end.
 inline std::expected<std::vector<std::uint8_t>, std::string> read_bytes(const fs::path& file) {
-  auto s = read_whole_file(file);
-  if (!s) return std::unexpected(s.error());
-  return std::vector<std::uint8_t>(s->begin(), s->end());
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(errno == ENOENT ? std::string("missing") : fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
+  const AtExit close_fd{[fd] { ::close(fd); }};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return std::unexpected(fmt::format("cannot stat {}: {}", file.string(), std::strerror(errno)));
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)));
+  std::size_t got = 0;
+  std::uint8_t probe[4096];  // past the stat size: EOF (the usual case) costs no larger buffer
+  for (;;) {
+    const bool full = got == out.size();
+    const ssize_t n = full ? ::read(fd, probe, sizeof probe) : ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
+    if (n == 0) break;
+    if (full) {
+      out.resize(std::max<std::size_t>(out.size() * 2, sizeof probe));
+      std::memcpy(out.data() + got, probe, static_cast<std::size_t>(n));
+    }
+    got += static_cast<std::size_t>(n);
+  }
+  out.resize(got);
+  return out;
 }
 
 inline json expect_for(const TreeState& remote, const std::string& path) {
