@@ -367,7 +367,7 @@ BOOST_AUTO_TEST_CASE(a_batch_writes_every_file_and_one_failure_fails_only_its_ow
   std::vector<std::string> names;
   for (int i = 0; i < 40; ++i) {
     contents.push_back(random_bytes(static_cast<std::size_t>(i * 97), 100 + i));
-    names.push_back("d" + std::to_string(i % 3) + "/f" + std::to_string(i));
+    names.push_back(std::string("d").append(std::to_string(i % 3)).append("/f").append(std::to_string(i)));
   }
   std::vector<BatchFile> batch;
   for (int i = 0; i < 40; ++i) batch.push_back({names[i], contents[i], attrs_for(contents[i], 0600), std::nullopt});
@@ -406,7 +406,7 @@ BOOST_AUTO_TEST_CASE(a_batch_killed_at_any_step_leaves_every_file_old_or_new) {
   std::vector<Buf> olds, news;
   std::vector<std::string> names;
   for (int i = 0; i < kFiles; ++i) {
-    names.push_back("p" + std::to_string(i % 4) + "/m" + std::to_string(i) + ".py");
+    names.push_back(std::string("p").append(std::to_string(i % 4)).append("/m").append(std::to_string(i)).append(".py"));
     olds.push_back(random_bytes(3000 + static_cast<std::size_t>(i) * 1000, 200 + i));
     // Some new files span several 1 MiB chunks, so "half written" falls inside one.
     news.push_back(random_bytes(i % 5 == 0 ? (3u << 20) + 17 : 2000 + static_cast<std::size_t>(i) * 500, 300 + i));
