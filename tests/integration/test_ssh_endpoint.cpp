@@ -15,6 +15,7 @@
 
 #include "ferry/version.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 
 using namespace ferry::remote;
@@ -25,40 +26,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // Collects host/stateChanged events and lets a test wait for one.
-struct StateLog {
-  std::mutex m;
-  std::condition_variable cv;
-  std::vector<HostState> states;
-  void operator()(const HostState& s) {
-    std::lock_guard lk(m);
-    states.push_back(s);
-    cv.notify_all();
-  }
-  bool wait_for(const std::string& state, std::size_t after, std::chrono::milliseconds timeout) {
-    std::unique_lock lk(m);
-    return cv.wait_for(lk, timeout, [&] {
-      for (std::size_t i = after; i < states.size(); ++i)
-        if (states[i].state == state) return true;
-      return false;
-    });
-  }
-  std::size_t size() {
-    std::lock_guard lk(m);
-    return states.size();
-  }
-};
+using ferry::test::StateLog;
 
-SshEndpointOptions options_for(const SshdFixture& f, StateLog* log = nullptr) {
-  SshEndpointOptions o;
-  o.host = f.alias();
-  o.ssh_config = f.ssh_config().string();
-  o.remote_root = "~/project";
-  o.agent_binary = FERRY_AGENT_PATH;
-  o.session.agent_socket = "";
-  o.session.connect_timeout = 3s;
-  if (log) o.on_state = std::ref(*log);
-  return o;
-}
+SshEndpointOptions options_for(const SshdFixture& f, StateLog* log = nullptr) { return ferry::test::endpoint_options_for(f, log); }
 
 fs::path installed_agent(const SshdFixture& f) { return f.home() / ".cache/ferry/agent" / ferry::kVersion / "ferry-agent"; }
 

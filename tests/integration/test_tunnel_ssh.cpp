@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "helper/remote/ssh_endpoint.hpp"
+#include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/stream_diff.hpp"
 #include "tests/support/tcp_peers.hpp"
@@ -28,40 +29,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct StateLog {
-  std::mutex m;
-  std::condition_variable cv;
-  std::vector<std::string> states;
-  void operator()(const HostState& s) {
-    std::lock_guard lk(m);
-    states.push_back(s.state);
-    cv.notify_all();
-  }
-  bool wait_for(const std::string& state, std::size_t after, std::chrono::milliseconds timeout) {
-    std::unique_lock lk(m);
-    return cv.wait_for(lk, timeout, [&] {
-      for (std::size_t i = after; i < states.size(); ++i)
-        if (states[i] == state) return true;
-      return false;
-    });
-  }
-  std::size_t size() {
-    std::lock_guard lk(m);
-    return states.size();
-  }
-};
+using ferry::test::StateLog;
 
+// Reconnects quickly: the tunnel tests restart sshd and wait for the forwards to come back.
 SshEndpointOptions options_for(const SshdFixture& f, StateLog* log = nullptr) {
-  SshEndpointOptions o;
-  o.host = f.alias();
-  o.ssh_config = f.ssh_config().string();
-  o.remote_root = "~/project";
-  o.agent_binary = FERRY_AGENT_PATH;
-  o.session.agent_socket = "";
-  o.session.connect_timeout = 3s;
+  SshEndpointOptions o = ferry::test::endpoint_options_for(f, log);
   o.backoff_initial = 100ms;
   o.backoff_max = 500ms;
-  if (log) o.on_state = std::ref(*log);
   return o;
 }
 
