@@ -8,7 +8,9 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace ferry::test {
 
@@ -39,6 +41,17 @@ inline void write_file(const std::filesystem::path& file, const std::string& con
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   out << content;
   if (!out) throw std::runtime_error("cannot write " + file.string());
+}
+
+// The same for raw bytes.
+inline void write_file(const std::filesystem::path& file, const std::vector<std::uint8_t>& bytes) {
+  write_file(file, std::string(bytes.begin(), bytes.end()));
+}
+
+// The whole file as bytes, or none when it cannot be read.
+inline std::vector<std::uint8_t> read_bytes(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), {});
 }
 
 // The whole file, or "" when it cannot be read.

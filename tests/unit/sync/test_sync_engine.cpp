@@ -19,9 +19,13 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
+using ferry::test::TempDir;
+using ferry::test::write_file;
+using ferry::test::read_bytes;
 using Buf = std::vector<std::uint8_t>;
 using ferry::remote::LocalEndpoint;
 using ferry::remote::LocalEndpointOptions;
@@ -29,29 +33,7 @@ using json = nlohmann::json;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-engine-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-void write(const fs::path& p, const Buf& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(content.size()));
-}
 Buf text(const std::string& s) { return Buf(s.begin(), s.end()); }
-Buf slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return Buf(std::istreambuf_iterator<char>(in), {});
-}
 Buf random_bytes(std::size_t n, unsigned seed) {
   Buf b(n);
   std::mt19937_64 rng(seed);
@@ -82,8 +64,8 @@ void require_same_trees(TreeState a, TreeState b) {
 // A project, a sandbox agent, and an engine pushing the project to <sandbox>/proj.
 struct Fixture {
   TempDir t;
-  fs::path local = t.path / "local";
-  fs::path sandbox = t.path / "sandbox";
+  fs::path local = t.path() / "local";
+  fs::path sandbox = t.path() / "sandbox";
   fs::path remote = sandbox / "proj";
   std::unique_ptr<LocalEndpoint> ep;
 
@@ -108,19 +90,19 @@ struct Fixture {
 };
 
 void make_tree(const fs::path& root) {
-  write(root / "train.py", text("import torch\n"));
-  write(root / "run.sh", text("#!/bin/sh\npython train.py\n"));
+  write_file(root / "train.py", text("import torch\n"));
+  write_file(root / "run.sh", text("#!/bin/sh\npython train.py\n"));
   fs::permissions(root / "run.sh", fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
-  write(root / "empty.txt", {});
-  write(root / "données/über café.txt", text("unicode and spaces\n"));
-  write(root / "with space/a b.py", text("x = 1\n"));
-  write(root / "data/weights.bin", random_bytes(700000, 1));
-  for (int i = 0; i < 300; ++i) write(root / "many" / fmt::format("f{}.txt", i), text(std::to_string(i)));
+  write_file(root / "empty.txt", Buf{});
+  write_file(root / "données/über café.txt", text("unicode and spaces\n"));
+  write_file(root / "with space/a b.py", text("x = 1\n"));
+  write_file(root / "data/weights.bin", random_bytes(700000, 1));
+  for (int i = 0; i < 300; ++i) write_file(root / "many" / fmt::format("f{}.txt", i), text(std::to_string(i)));
   fs::create_directories(root / "empty/nested");
   fs::create_symlink("train.py", root / "main.py");
   fs::create_symlink("/etc/passwd", root / "outside-link");  // synced as a link, never followed
-  write(root / ".gitignore", text("*.pyc\n"));
-  write(root / "cache.pyc", text("junk"));
+  write_file(root / ".gitignore", text("*.pyc\n"));
+  write_file(root / "cache.pyc", text("junk"));
 }
 
 }  // namespace
@@ -157,8 +139,8 @@ BOOST_AUTO_TEST_CASE(a_file_deleted_between_scan_and_send_is_left_for_the_next_s
   Fixture f;
   make_tree(f.local);
   f.push();
-  write(f.local / "new.py", text("print('soon gone')\n"));
-  write(f.local / "data/weights.bin", random_bytes(700000, 2));  // a delta candidate, also removed
+  write_file(f.local / "new.py", text("print('soon gone')\n"));
+  write_file(f.local / "data/weights.bin", random_bytes(700000, 2));  // a delta candidate, also removed
   SyncOptions o;
   o.before_transfer = [&] {
     fs::remove(f.local / "new.py");
@@ -182,61 +164,61 @@ BOOST_AUTO_TEST_CASE(a_file_deleted_between_scan_and_send_is_left_for_the_next_s
 BOOST_AUTO_TEST_CASE(one_byte_edit_of_a_large_file_goes_as_a_small_delta) {
   Fixture f;
   Buf big = random_bytes(4u << 20, 7);
-  write(f.local / "model.bin", big);
+  write_file(f.local / "model.bin", big);
   SyncSummary s1 = f.push();
   BOOST_TEST(s1.bytes_literal == big.size());
 
   big[2'000'000] ^= 0x5a;
-  write(f.local / "model.bin", big);
+  write_file(f.local / "model.bin", big);
   SyncSummary s2 = f.push();
   BOOST_TEST(s2.errors.empty());
   BOOST_TEST(s2.files_sent == 1u);
   BOOST_TEST(s2.bytes_literal < 64u * 1024);  // one block's worth, not the file
   BOOST_TEST(s2.bytes_matched > big.size() - 64u * 1024);
   BOOST_TEST(s2.bytes_on_wire < 64u * 1024);
-  BOOST_TEST((slurp(f.remote / "model.bin") == big));
+  BOOST_TEST((read_bytes(f.remote / "model.bin") == big));
 
   // Without the helper's copy the agent's signature is the base: still a delta.
   fs::remove_all(f.local / ".ferry" / "sent");
   big[100] ^= 0x11;
-  write(f.local / "model.bin", big);
+  write_file(f.local / "model.bin", big);
   SyncSummary s3 = f.push();
   BOOST_TEST(s3.errors.empty());
   BOOST_TEST(s3.bytes_literal < 64u * 1024);
   BOOST_TEST(s3.bytes_on_wire < 256u * 1024);  // signature (~ block count x 12 bytes) + delta
-  BOOST_TEST((slurp(f.remote / "model.bin") == big));
+  BOOST_TEST((read_bytes(f.remote / "model.bin") == big));
 }
 
 BOOST_AUTO_TEST_CASE(a_remote_edit_is_a_conflict_and_left_untouched_unless_forced) {
   Fixture f;
-  write(f.local / "a.py", text("local v1\n"));
-  write(f.local / "b.py", text("b\n"));
+  write_file(f.local / "a.py", text("local v1\n"));
+  write_file(f.local / "b.py", text("b\n"));
   f.push();
-  write(f.remote / "a.py", text("edited on the box\n"));
-  write(f.local / "a.py", text("local v2\n"));
-  write(f.local / "b.py", text("b2\n"));
+  write_file(f.remote / "a.py", text("edited on the box\n"));
+  write_file(f.local / "a.py", text("local v2\n"));
+  write_file(f.local / "b.py", text("b2\n"));
   SyncSummary s = f.push();
   BOOST_REQUIRE(s.conflicts.size() == 1u);
   BOOST_TEST(s.conflicts[0].path == "a.py");
-  BOOST_TEST((slurp(f.remote / "a.py") == text("edited on the box\n")));
-  BOOST_TEST((slurp(f.remote / "b.py") == text("b2\n")));  // the rest of the sync went on
+  BOOST_TEST((read_bytes(f.remote / "a.py") == text("edited on the box\n")));
+  BOOST_TEST((read_bytes(f.remote / "b.py") == text("b2\n")));  // the rest of the sync went on
   BOOST_TEST(s.to_json()["conflicts"] == 1);
 
   SyncOptions force;
   force.force = true;
   SyncSummary s2 = f.push(force);
   BOOST_TEST(s2.conflicts.empty());
-  BOOST_TEST((slurp(f.remote / "a.py") == text("local v2\n")));
+  BOOST_TEST((read_bytes(f.remote / "a.py") == text("local v2\n")));
 }
 
 BOOST_AUTO_TEST_CASE(deletes_touch_only_what_ferry_wrote_unless_mirroring) {
   Fixture f;
-  write(f.local / "keep.py", text("k"));
-  write(f.local / "gone.py", text("g"));
-  write(f.local / "old/x.py", text("x"));
+  write_file(f.local / "keep.py", text("k"));
+  write_file(f.local / "gone.py", text("g"));
+  write_file(f.local / "old/x.py", text("x"));
   f.push();
-  write(f.remote / "remote-only.txt", text("made on the box"));
-  write(f.remote / "datasets/big.npy", text("data"));
+  write_file(f.remote / "remote-only.txt", text("made on the box"));
+  write_file(f.remote / "datasets/big.npy", text("data"));
   fs::remove(f.local / "gone.py");
   fs::remove_all(f.local / "old");
 
@@ -263,8 +245,8 @@ BOOST_AUTO_TEST_CASE(deletes_touch_only_what_ferry_wrote_unless_mirroring) {
 
 BOOST_AUTO_TEST_CASE(mass_deletes_wait_for_confirmation) {
   Fixture f;
-  for (int i = 0; i < 120; ++i) write(f.local / "out" / fmt::format("{}.log", i), text("l"));
-  write(f.local / "keep.py", text("k"));
+  for (int i = 0; i < 120; ++i) write_file(f.local / "out" / fmt::format("{}.log", i), text("l"));
+  write_file(f.local / "keep.py", text("k"));
   f.push();
   fs::remove_all(f.local / "out");
   SyncSummary held = f.push();
@@ -286,19 +268,19 @@ BOOST_AUTO_TEST_CASE(mass_deletes_wait_for_confirmation) {
 
 BOOST_AUTO_TEST_CASE(pull_brings_remote_outputs_back_and_guards_local_edits) {
   Fixture f;
-  write(f.local / "train.py", text("t"));
+  write_file(f.local / "train.py", text("t"));
   f.push();
   Buf ckpt = random_bytes(9u << 20, 3);  // more than one read chunk
-  write(f.remote / "outputs/ckpt.pt", ckpt);
+  write_file(f.remote / "outputs/ckpt.pt", ckpt);
   fs::permissions(f.remote / "outputs/ckpt.pt", fs::perms::owner_exec, fs::perm_options::add);
-  write(f.remote / "outputs/log.txt", text("epoch 1\n"));
+  write_file(f.remote / "outputs/log.txt", text("epoch 1\n"));
   fs::create_symlink("ckpt.pt", f.remote / "outputs/latest");
 
   auto s = f.engine().pull({"outputs"}, {});
   BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
   BOOST_TEST(s->errors.empty());
   BOOST_TEST(s->files_sent == 3u);
-  BOOST_TEST((slurp(f.local / "outputs/ckpt.pt") == ckpt));
+  BOOST_TEST((read_bytes(f.local / "outputs/ckpt.pt") == ckpt));
   BOOST_TEST(((fs::status(f.local / "outputs/ckpt.pt").permissions() & fs::perms::owner_exec) != fs::perms::none));
   BOOST_TEST(fs::read_symlink(f.local / "outputs/latest") == "ckpt.pt");
   BOOST_TEST((fs::last_write_time(f.local / "outputs/log.txt") == fs::last_write_time(f.remote / "outputs/log.txt")));
@@ -309,42 +291,42 @@ BOOST_AUTO_TEST_CASE(pull_brings_remote_outputs_back_and_guards_local_edits) {
   BOOST_TEST(p.conflicts.empty());
 
   // A local edit of a file that also changed remotely is a conflict for pull too.
-  write(f.local / "outputs/log.txt", text("edited here\n"));
-  write(f.remote / "outputs/log.txt", text("epoch 2\n"));
+  write_file(f.local / "outputs/log.txt", text("edited here\n"));
+  write_file(f.remote / "outputs/log.txt", text("epoch 2\n"));
   auto s2 = f.engine().pull({"outputs/log.txt"}, {});
   BOOST_REQUIRE(s2.has_value());
   BOOST_REQUIRE(s2->conflicts.size() == 1u);
-  BOOST_TEST((slurp(f.local / "outputs/log.txt") == text("edited here\n")));
+  BOOST_TEST((read_bytes(f.local / "outputs/log.txt") == text("edited here\n")));
   SyncOptions force;
   force.force = true;
   auto s3 = f.engine().pull({"outputs/log.txt"}, force);
   BOOST_REQUIRE(s3.has_value());
-  BOOST_TEST((slurp(f.local / "outputs/log.txt") == text("epoch 2\n")));
+  BOOST_TEST((read_bytes(f.local / "outputs/log.txt") == text("epoch 2\n")));
 
   BOOST_TEST(!f.engine().pull({"../escape"}, {}).has_value());
 }
 
 BOOST_AUTO_TEST_CASE(sync_on_save_pushes_just_that_path) {
   Fixture f;
-  write(f.local / "a.py", text("a"));
-  write(f.local / "b.py", text("b"));
+  write_file(f.local / "a.py", text("a"));
+  write_file(f.local / "b.py", text("b"));
   f.push();
-  write(f.local / "a.py", text("a2"));
-  write(f.local / "b.py", text("b2"));
+  write_file(f.local / "a.py", text("a2"));
+  write_file(f.local / "b.py", text("b2"));
   SyncOptions one;
   one.only_paths = {"a.py"};
   SyncSummary s = f.push(one);
   BOOST_TEST(s.files_sent == 1u);
   BOOST_TEST(s.files_deleted == 0u);
-  BOOST_TEST((slurp(f.remote / "a.py") == text("a2")));
-  BOOST_TEST((slurp(f.remote / "b.py") == text("b")));
+  BOOST_TEST((read_bytes(f.remote / "a.py") == text("a2")));
+  BOOST_TEST((read_bytes(f.remote / "b.py") == text("b")));
 
   // The saved path's remote state is checked too: an edit on the box is a conflict.
-  write(f.remote / "a.py", text("box"));
-  write(f.local / "a.py", text("a3"));
+  write_file(f.remote / "a.py", text("box"));
+  write_file(f.local / "a.py", text("a3"));
   SyncSummary c = f.push(one);
   BOOST_REQUIRE(c.conflicts.size() == 1u);
-  BOOST_TEST((slurp(f.remote / "a.py") == text("box")));
+  BOOST_TEST((read_bytes(f.remote / "a.py") == text("box")));
   // A saved path deleted locally goes on the remote too (ferry wrote it).
   fs::remove(f.local / "b.py");
   one.only_paths = {"b.py"};
@@ -354,9 +336,9 @@ BOOST_AUTO_TEST_CASE(sync_on_save_pushes_just_that_path) {
 
 BOOST_AUTO_TEST_CASE(the_agent_rejects_paths_that_leave_its_root) {
   Fixture f;
-  fs::create_directories(f.t.path / "outside");
+  fs::create_directories(f.t.path() / "outside");
   fs::create_directories(f.sandbox);
-  fs::create_symlink(f.t.path / "outside", f.sandbox / "escape");
+  fs::create_symlink(f.t.path() / "outside", f.sandbox / "escape");
   const auto data = zstd_compress(reinterpret_cast<const std::uint8_t*>("pwn"), 3);
   auto file = [&](const std::string& path) {
     Hash128 h = ferry::delta::hash128(ferry::delta::Bytes(reinterpret_cast<const std::uint8_t*>("pwn"), 3));
@@ -386,8 +368,8 @@ BOOST_AUTO_TEST_CASE(the_agent_rejects_paths_that_leave_its_root) {
       BOOST_TEST(refused);
     }
   }
-  BOOST_TEST(fs::is_empty(f.t.path / "outside"));
-  BOOST_TEST(!fs::exists(f.t.path / "x"));
+  BOOST_TEST(fs::is_empty(f.t.path() / "outside"));
+  BOOST_TEST(!fs::exists(f.t.path() / "x"));
   // A link inside the root pointing out is never read through.
   fs::create_symlink("/etc/hostname", f.sandbox / "link");
   BOOST_TEST(!f.ep->call("sync/read", json{{"path", "link"}}).has_value());
@@ -402,15 +384,15 @@ BOOST_AUTO_TEST_CASE(the_agent_rejects_paths_that_leave_its_root) {
 BOOST_AUTO_TEST_CASE(files_over_the_stream_threshold_go_in_chunks) {
   Fixture f;
   Buf big = random_bytes(9u << 20, 11);  // two 8 MiB chunks
-  write(f.local / "ckpt/model.pt", big);
-  write(f.local / "small.txt", text("s"));
+  write_file(f.local / "ckpt/model.pt", big);
+  write_file(f.local / "small.txt", text("s"));
   SyncOptions o;
   o.stream_above = 1u << 20;
   SyncSummary s = f.push(o);
   BOOST_TEST(s.errors.empty());
   BOOST_TEST(s.files_sent == 2u);
   BOOST_TEST(s.bytes_literal == big.size() + 1);
-  BOOST_TEST((slurp(f.remote / "ckpt/model.pt") == big));
+  BOOST_TEST((read_bytes(f.remote / "ckpt/model.pt") == big));
   BOOST_TEST(f.push(o).files_sent == 0u);
 
   // The agent refuses more bytes than announced and unknown handles.
@@ -434,16 +416,16 @@ BOOST_AUTO_TEST_CASE(big_files_stream_with_chunks_in_flight) {
   Buf words((33u << 20) + 7);
   std::mt19937_64 rng(13);
   for (auto& b : words) b = static_cast<std::uint8_t>("abcdefgh \n"[rng() % 10]);
-  write(f.local / "ckpt/noise.bin", noise);
-  write(f.local / "data/words.txt", words);
+  write_file(f.local / "ckpt/noise.bin", noise);
+  write_file(f.local / "data/words.txt", words);
   SyncOptions o;
   o.stream_above = 1u << 20;
   SyncSummary s = f.push(o);
   BOOST_TEST(s.errors.empty());
   BOOST_TEST(s.unstable.empty());
   BOOST_TEST(s.files_sent == 2u);
-  BOOST_TEST((slurp(f.remote / "ckpt/noise.bin") == noise));
-  BOOST_TEST((slurp(f.remote / "data/words.txt") == words));
+  BOOST_TEST((read_bytes(f.remote / "ckpt/noise.bin") == noise));
+  BOOST_TEST((read_bytes(f.remote / "data/words.txt") == words));
   BOOST_TEST(s.bytes_on_wire < noise.size() + words.size() / 2);  // the text compressed
 }
 
@@ -471,7 +453,7 @@ BOOST_AUTO_TEST_CASE(file_appends_at_offsets) {
   for (std::size_t at : {200'000u, 0u, 100'000u}) BOOST_REQUIRE(append(h1, at, at, 100'000).has_value());
   auto c1 = f.ep->call("sync/fileCommit", json{{"handle", h1}});
   BOOST_REQUIRE_MESSAGE(c1.has_value(), (c1 ? "" : c1.error().message));
-  BOOST_TEST((slurp(f.sandbox / "a.bin") == content));
+  BOOST_TEST((read_bytes(f.sandbox / "a.bin") == content));
   // Overlap: refused, and the upload is over.
   json h2 = begin("b.bin");
   BOOST_REQUIRE(append(h2, 0, 0, 100'000).has_value());
@@ -494,7 +476,7 @@ BOOST_AUTO_TEST_CASE(file_appends_at_offsets) {
   json h5 = begin("e.bin");
   for (std::size_t at : {0u, 100'000u, 200'000u}) BOOST_REQUIRE(append(h5, std::nullopt, at, 100'000).has_value());
   BOOST_REQUIRE(f.ep->call("sync/fileCommit", json{{"handle", h5}}).has_value());
-  BOOST_TEST((slurp(f.sandbox / "e.bin") == content));
+  BOOST_TEST((read_bytes(f.sandbox / "e.bin") == content));
   for (auto& e : fs::recursive_directory_iterator(f.sandbox))
     BOOST_TEST(!e.path().filename().string().starts_with(".ferry-tmp."), e.path());
 }

@@ -19,6 +19,8 @@
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
+using ferry::test::write_file;
+using ferry::test::read_bytes;
 using Buf = std::vector<std::uint8_t>;
 using ferry::remote::LocalEndpoint;
 using ferry::remote::LocalEndpointOptions;
@@ -26,16 +28,7 @@ using json = nlohmann::json;
 
 namespace {
 
-void write(const fs::path& p, const Buf& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc)
-      .write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(content.size()));
-}
 Buf text(const std::string& s) { return Buf(s.begin(), s.end()); }
-Buf slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return Buf(std::istreambuf_iterator<char>(in), {});
-}
 Buf random_bytes(std::size_t n, unsigned seed) {
   Buf b(n);
   std::mt19937_64 rng(seed);
@@ -127,8 +120,8 @@ struct Fixture {
   }
   // The same bytes on both sides, and the manifest knowing it (as after an earlier pull).
   void in_sync(const std::string& rel, const Buf& content) {
-    write(remote / rel, content);
-    write(local / rel, content);
+    write_file(remote / rel, content);
+    write_file(local / rel, content);
     SyncOptions force;
     force.force = true;
     SyncSummary s = pull({rel}, force);
@@ -170,8 +163,8 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_pulls_as_a_small_delta) {
   BOOST_TEST(s.bytes_on_wire < 64u * 1024);
   BOOST_TEST(s.bytes_literal < 16u * 1024);
   BOOST_TEST(s.bytes_matched > big.size() + medium.size() - 16u * 1024);
-  BOOST_TEST((slurp(f.local / "ckpt/model.pt") == slurp(f.remote / "ckpt/model.pt")));
-  BOOST_TEST((slurp(f.local / "ckpt/opt.pt") == slurp(f.remote / "ckpt/opt.pt")));
+  BOOST_TEST((read_bytes(f.local / "ckpt/model.pt") == read_bytes(f.remote / "ckpt/model.pt")));
+  BOOST_TEST((read_bytes(f.local / "ckpt/opt.pt") == read_bytes(f.remote / "ckpt/opt.pt")));
   BOOST_TEST((fs::last_write_time(f.local / "ckpt/model.pt") == fs::last_write_time(f.remote / "ckpt/model.pt")));
   BOOST_TEST((fs::status(f.local / "ckpt/model.pt").permissions() == fs::perms(0755)));
   BOOST_TEST(temp_files(f.local) == 0u);
@@ -186,7 +179,7 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_pulls_as_a_small_delta) {
                      static_cast<std::uint32_t>(st.st_mode & 07777), static_cast<std::uint64_t>(st.st_ino)};
   const auto cached = index->lookup("ckpt/model.pt", key);
   BOOST_REQUIRE(cached.has_value());
-  BOOST_TEST((*cached == ferry::delta::hash128(slurp(f.local / "ckpt/model.pt"))));
+  BOOST_TEST((*cached == ferry::delta::hash128(read_bytes(f.local / "ckpt/model.pt"))));
 
   // Pulled again: nothing moves.
   SyncSummary again = f.pull({"ckpt"});
@@ -199,26 +192,26 @@ BOOST_AUTO_TEST_CASE(a_local_edit_during_the_pull_is_a_conflict_and_keeps_the_lo
   f.in_sync("out/big.bin", random_bytes(1u << 20, 3));  // the delta path
   f.in_sync("out/log.txt", text("epoch 1\n"));          // the whole-file path
   flip_byte(f.remote / "out/big.bin", 1000);
-  write(f.remote / "out/log.txt", text("epoch 1\nepoch 2\n"));
+  write_file(f.remote / "out/log.txt", text("epoch 1\nepoch 2\n"));
 
   const Buf edited_big = random_bytes(1u << 20, 4);
   SyncOptions o;
   o.before_transfer = [&] {
-    write(f.local / "out/big.bin", edited_big);
-    write(f.local / "out/log.txt", text("my notes\n"));
+    write_file(f.local / "out/big.bin", edited_big);
+    write_file(f.local / "out/log.txt", text("my notes\n"));
   };
   SyncSummary s = f.pull({"out"}, o);
   BOOST_TEST(s.errors.empty());
   BOOST_REQUIRE_EQUAL(s.conflicts.size(), 2u);
   BOOST_TEST(s.files_sent == 0u);
-  BOOST_TEST((slurp(f.local / "out/big.bin") == edited_big));
-  BOOST_TEST((slurp(f.local / "out/log.txt") == text("my notes\n")));
+  BOOST_TEST((read_bytes(f.local / "out/big.bin") == edited_big));
+  BOOST_TEST((read_bytes(f.local / "out/log.txt") == text("my notes\n")));
   BOOST_TEST(temp_files(f.local) == 0u);
 
   // The manifest did not take the remote's version: the next pull still calls it a conflict.
   SyncSummary next = f.pull({"out"});
   BOOST_TEST(next.conflicts.size() == 2u);
-  BOOST_TEST((slurp(f.local / "out/log.txt") == text("my notes\n")));
+  BOOST_TEST((read_bytes(f.local / "out/log.txt") == text("my notes\n")));
 }
 
 BOOST_AUTO_TEST_CASE(remote_symlinks_never_lead_a_pull_outside_the_root) {
@@ -228,8 +221,8 @@ BOOST_AUTO_TEST_CASE(remote_symlinks_never_lead_a_pull_outside_the_root) {
   // A remote link out of the root comes back as a link, not as what it points at.
   fs::create_symlink(outside, f.remote / "etc");
   // A remote directory whose name is a local symlink to outside: its files must not land there.
-  write(f.remote / "y/passwd", text("root::0:0\n"));
-  write(f.remote / "z/deep/er/passwd", text("root::0:0\n"));
+  write_file(f.remote / "y/passwd", text("root::0:0\n"));
+  write_file(f.remote / "z/deep/er/passwd", text("root::0:0\n"));
   fs::create_symlink(outside, f.local / "y");
   fs::create_directories(f.local / "z");
   fs::create_symlink(outside, f.local / "z/deep");
@@ -256,7 +249,7 @@ BOOST_AUTO_TEST_CASE(a_bad_delta_from_the_agent_fails_that_file_cleanly) {
     f.in_sync("ckpt/a.pt", mine);
     f.in_sync("ckpt/b.txt", text("b1"));
     flip_byte(f.remote / "ckpt/a.pt", 2'000'000);
-    write(f.remote / "ckpt/b.txt", text("b2"));
+    write_file(f.remote / "ckpt/b.txt", text("b2"));
     CorruptingEndpoint bad(*f.ep, damage);
     SyncSummary s = f.pull({"ckpt"}, {}, &bad);
     BOOST_TEST(bad.corrupted == 1);
@@ -264,13 +257,13 @@ BOOST_AUTO_TEST_CASE(a_bad_delta_from_the_agent_fails_that_file_cleanly) {
     BOOST_TEST(s.files_sent == 1u);  // b.txt only
     BOOST_TEST(s.errors[0].find("ckpt/a.pt") != std::string::npos);
     if (damage == CorruptingEndpoint::Damage::flip_literal) BOOST_TEST(s.errors[0].find("hash") != std::string::npos);
-    BOOST_TEST((slurp(f.local / "ckpt/a.pt") == mine));
-    BOOST_TEST((slurp(f.local / "ckpt/b.txt") == text("b2")));  // the rest of the pull went on
+    BOOST_TEST((read_bytes(f.local / "ckpt/a.pt") == mine));
+    BOOST_TEST((read_bytes(f.local / "ckpt/b.txt") == text("b2")));  // the rest of the pull went on
     BOOST_TEST(temp_files(f.local) == 0u);
     // The manifest still says the old version: an honest agent's delta now applies.
     SyncSummary good = f.pull({"ckpt"});
     BOOST_TEST(good.errors.empty());
-    BOOST_TEST((slurp(f.local / "ckpt/a.pt") == slurp(f.remote / "ckpt/a.pt")));
+    BOOST_TEST((read_bytes(f.local / "ckpt/a.pt") == read_bytes(f.remote / "ckpt/a.pt")));
   }
 }
 

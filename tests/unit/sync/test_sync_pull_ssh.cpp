@@ -11,21 +11,16 @@
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using ferry::test::write_file;
+using ferry::test::read_file;
 
 namespace {
 
-void write(const fs::path& p, const std::string& s) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 std::string random_text(std::size_t n, unsigned seed) {
   std::string s(n, '\0');
   std::mt19937_64 rng(seed);
@@ -58,18 +53,18 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_comes_back_as_a_delta_over_ssh) {
 
   // A checkpoint and a log the remote run wrote; the first pull brings both whole.
   std::string ckpt = random_text(32u << 20, 7);
-  write(remote / "outputs/ckpt.pt", ckpt);
-  write(remote / "outputs/log.txt", "epoch 1\n");
+  write_file(remote / "outputs/ckpt.pt", ckpt);
+  write_file(remote / "outputs/log.txt", "epoch 1\n");
   SyncEngine engine(ep, SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
   auto first = engine.pull({"outputs"}, {});
   BOOST_REQUIRE_MESSAGE(first.has_value(), (first ? "" : first.error()));
   BOOST_TEST(first->errors.empty());
   BOOST_TEST(first->files_sent == 2u);
-  BOOST_TEST((slurp(local / "outputs/ckpt.pt") == ckpt));
+  BOOST_TEST((read_file(local / "outputs/ckpt.pt") == ckpt));
 
   // The run rewrites one byte of the checkpoint.
   ckpt[20'000'000] ^= 0x21;
-  write(remote / "outputs/ckpt.pt", ckpt);
+  write_file(remote / "outputs/ckpt.pt", ckpt);
   auto second = engine.pull({"outputs"}, {});
   BOOST_REQUIRE_MESSAGE(second.has_value(), (second ? "" : second.error()));
   BOOST_TEST(second->errors.empty());
@@ -77,6 +72,6 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_comes_back_as_a_delta_over_ssh) {
   BOOST_TEST_MESSAGE("1-byte change in 32 MiB over ssh: " << second->bytes_on_wire << " bytes on the wire");
   BOOST_TEST(second->bytes_on_wire < 64u * 1024);
   BOOST_TEST(second->bytes_matched > ckpt.size() - 8u * 1024);
-  BOOST_TEST((slurp(local / "outputs/ckpt.pt") == ckpt));
+  BOOST_TEST((read_file(local / "outputs/ckpt.pt") == ckpt));
   ep.close();
 }

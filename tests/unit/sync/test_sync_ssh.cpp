@@ -13,21 +13,16 @@
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
+using ferry::test::write_file;
+using ferry::test::read_file;
 
 namespace {
 
-void write(const fs::path& p, const std::string& s) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 TreeState scan(const fs::path& root) {
   auto r = scan_tree(root, IgnoreMatcher::for_tree(root, {}), nullptr);
   BOOST_REQUIRE(r.has_value());
@@ -45,10 +40,10 @@ BOOST_AUTO_TEST_CASE(push_and_pull_over_ssh) {
   std::string big(600000, '\0');
   std::mt19937 rng(5);
   for (auto& c : big) c = static_cast<char>(rng());
-  write(local / "train.py", "import torch\n");
-  write(local / "données/a b.txt", "unicode\n");
-  write(local / "empty.txt", "");
-  write(local / "model.bin", big);
+  write_file(local / "train.py", "import torch\n");
+  write_file(local / "données/a b.txt", "unicode\n");
+  write_file(local / "empty.txt", "");
+  write_file(local / "model.bin", big);
   fs::create_directories(local / "empty-dir");
   fs::create_symlink("train.py", local / "main.py");
   fs::permissions(local / "train.py", fs::perms::owner_exec, fs::perm_options::add);
@@ -81,17 +76,17 @@ BOOST_AUTO_TEST_CASE(push_and_pull_over_ssh) {
   BOOST_TEST(s2->bytes_on_wire == 0u);
 
   big[1234] ^= 1;
-  write(local / "model.bin", big);
+  write_file(local / "model.bin", big);
   auto s3 = engine.push({});
   BOOST_REQUIRE(s3.has_value());
   BOOST_TEST(s3->files_sent == 1u);
   BOOST_TEST(s3->bytes_on_wire < 16u * 1024);
-  BOOST_TEST(slurp(remote / "model.bin") == big);
+  BOOST_TEST(read_file(remote / "model.bin") == big);
 
-  write(remote / "outputs/metrics.csv", "step,loss\n1,0.5\n");
+  write_file(remote / "outputs/metrics.csv", "step,loss\n1,0.5\n");
   auto p = engine.pull({"outputs"}, {});
   BOOST_REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error()));
   BOOST_TEST(p->files_sent == 1u);
-  BOOST_TEST(slurp(local / "outputs/metrics.csv") == "step,loss\n1,0.5\n");
+  BOOST_TEST(read_file(local / "outputs/metrics.csv") == "step,loss\n1,0.5\n");
   ep.close();
 }
