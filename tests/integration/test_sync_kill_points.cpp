@@ -37,6 +37,7 @@
 #include "helper/server/server.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/framing.hpp"
+#include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/serve_client.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -154,12 +155,7 @@ class CountingEndpoint : public remote::Endpoint {
 };
 
 remote::SshEndpointOptions endpoint_options(const test::SshdFixture& f) {
-  remote::SshEndpointOptions o;
-  o.host = f.alias();
-  o.ssh_config = f.ssh_config().string();
-  o.remote_root = "~/project";
-  o.agent_binary = FERRY_AGENT_PATH;
-  o.session.agent_socket = "";
+  remote::SshEndpointOptions o = test::endpoint_options_for(f);
   o.session.connect_timeout = 5s;
   o.reconnect = false;  // a cut link fails this push; the test reconnects for the next one
   return o;
