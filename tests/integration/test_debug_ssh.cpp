@@ -26,6 +26,7 @@
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/breakpoint_scenario.hpp"
 #include "tests/support/loopback_port.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -284,9 +285,7 @@ BOOST_AUTO_TEST_CASE(debug_prepare_from_an_ide) {
 
   // The run's own record on the box: exit 0 (exit.json is written once the script has ended).
   const fs::path exit_json = f.home() / ".cache" / "ferry" / "state" / "runs" / run_id / "exit.json";
-  const auto deadline = Clock::now() + 20s;
-  while (!fs::exists(exit_json) && Clock::now() < deadline) std::this_thread::sleep_for(20ms);  // a file, no event
-  BOOST_REQUIRE_MESSAGE(fs::exists(exit_json), exit_json.string());
+  BOOST_REQUIRE_MESSAGE(ferry::test::eventually([&] { return fs::exists(exit_json); }, 20s), exit_json.string());
   std::ifstream in(exit_json);
   const auto status = json::parse(in, nullptr, false);
   BOOST_TEST(status.value("exitCode", -1) == 0, status.dump());
