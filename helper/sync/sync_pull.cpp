@@ -11,7 +11,6 @@
 #include <random>
 
 #include <spdlog/spdlog.h>
-#include <xxhash.h>
 
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/sync_engine_state.hpp"
@@ -93,22 +92,6 @@ std::expected<Fd, std::string> open_dir_chain(const fs::path& root, const std::s
   return cur;
 }
 
-struct HashState {
-  XXH3_state_t* s = XXH3_createState();
-  HashState() { XXH3_128bits_reset(s); }
-  ~HashState() { XXH3_freeState(s); }
-  HashState(const HashState&) = delete;
-  HashState& operator=(const HashState&) = delete;
-  void update(const void* p, std::size_t n) { XXH3_128bits_update(s, p, n); }
-  Hash128 digest() const {
-    XXH128_canonical_t c;
-    XXH128_canonicalFromHash(&c, XXH3_128bits_digest(s));
-    Hash128 h;
-    std::copy(std::begin(c.digest), std::end(c.digest), h.begin());
-    return h;
-  }
-};
-
 // pread until `n` bytes or the end; the count read.
 std::expected<std::size_t, std::string> pread_full(int fd, std::uint8_t* buf, std::size_t n, std::uint64_t offset) {
   std::size_t got = 0;
@@ -134,13 +117,13 @@ std::expected<void, std::string> pwrite_full(int fd, const std::uint8_t* buf, st
 
 // The xxh3-128 of bytes [0, size) of `fd`, read in blocks (never the whole file in memory).
 std::expected<Hash128, std::string> hash_fd(int fd, std::uint64_t size) {
-  HashState h;
+  delta::Hash128Stream h;
   std::vector<std::uint8_t> buf(std::min<std::uint64_t>(size, kIoBlock));
   for (std::uint64_t at = 0; at < size;) {
     auto got = pread_full(fd, buf.data(), std::min<std::uint64_t>(buf.size(), size - at), at);
     if (!got) return std::unexpected(got.error());
     if (*got == 0) return std::unexpected(std::string("shrank while being hashed"));
-    h.update(buf.data(), *got);
+    h.update(delta::Bytes(buf.data(), *got));
     at += *got;
   }
   return h.digest();
@@ -235,7 +218,7 @@ std::expected<delta::DeltaStats, std::string> patch_to_fd(const std::vector<std:
   if (h.output_size != expect.output_size || h.output_hash != expect.output_hash)
     return std::unexpected(std::string("delta: its header disagrees with the file the agent described"));
   delta::DeltaStats stats;
-  HashState hash;
+  delta::Hash128Stream hash;
   std::uint64_t out_at = 0;
   std::vector<std::uint8_t> buf;
   for (;;) {
@@ -246,7 +229,7 @@ std::expected<delta::DeltaStats, std::string> patch_to_fd(const std::vector<std:
     if (o.length > h.output_size - out_at) return std::unexpected(std::string("delta: output beyond the declared size"));
     if (o.kind == delta::DeltaOp::Kind::literal) {
       if (auto w = pwrite_full(out_fd, o.data.data(), o.data.size(), out_at); !w) return std::unexpected(w.error());
-      hash.update(o.data.data(), o.data.size());
+      hash.update(delta::Bytes(o.data.data(), o.data.size()));
       out_at += o.data.size();
       stats.literal_bytes += o.data.size();
       ++stats.literal_ops;
@@ -260,7 +243,7 @@ std::expected<delta::DeltaStats, std::string> patch_to_fd(const std::vector<std:
       if (!got) return std::unexpected(got.error());
       if (*got != n) return std::unexpected(std::string("the local file shrank during the pull"));
       if (auto w = pwrite_full(out_fd, buf.data(), n, out_at); !w) return std::unexpected(w.error());
-      hash.update(buf.data(), n);
+      hash.update(delta::Bytes(buf.data(), n));
       out_at += n;
       done += n;
     }

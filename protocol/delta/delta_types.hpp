@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -41,6 +42,21 @@ struct DeltaError {
 std::string to_string(DeltaErrc code);
 
 Hash128 hash128(Bytes data);
+
+// xxh3-128 of bytes that arrive in pieces: digest() equals hash128 of their concatenation.
+class Hash128Stream {
+ public:
+  Hash128Stream();
+  ~Hash128Stream();
+  Hash128Stream(Hash128Stream&&) noexcept;
+  Hash128Stream& operator=(Hash128Stream&&) noexcept;
+  void update(Bytes data);
+  Hash128 digest() const;
+
+ private:
+  struct State;  // xxhash's state, kept out of this header
+  std::unique_ptr<State> state_;
+};
 
 namespace wire {
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <xxhash.h>
 
 #include "protocol/delta/delta.hpp"
 
@@ -84,14 +83,8 @@ std::expected<std::optional<DeltaOp>, DeltaError> DeltaReader::next() {
   return std::optional<DeltaOp>{op};
 }
 
-struct Patcher::HashState {
-  XXH3_state_t* state = XXH3_createState();
-  HashState() { XXH3_128bits_reset(state); }
-  ~HashState() { XXH3_freeState(state); }
-};
-
 Patcher::Patcher(Bytes base, Sink sink)
-    : base_(base), sink_(std::move(sink)), hash_(std::make_unique<HashState>()) {}
+    : base_(base), sink_(std::move(sink)) {}
 Patcher::~Patcher() = default;
 Patcher::Patcher(Patcher&&) noexcept = default;
 Patcher& Patcher::operator=(Patcher&&) noexcept = default;
@@ -107,7 +100,7 @@ std::expected<void, DeltaError> Patcher::emit(Bytes bytes) {
                                               std::to_string(header_->output_size) + " bytes");
   }
   written_ += bytes.size();
-  XXH3_128bits_update(hash_->state, bytes.data(), bytes.size());
+  hash_.update(bytes);
   if (!bytes.empty() && !sink_(bytes)) return fail(DeltaErrc::sink_failed, "output sink refused bytes");
   return {};
 }
@@ -224,9 +217,7 @@ std::expected<void, DeltaError> Patcher::finish() {
     return fail(DeltaErrc::size_mismatch, "output is " + std::to_string(written_) + " bytes, " +
                                               std::to_string(header_->output_size) + " declared");
   }
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(hash_->state));
-  if (!std::equal(header_->output_hash.begin(), header_->output_hash.end(), c.digest)) {
+  if (hash_.digest() != header_->output_hash) {
     return fail(DeltaErrc::hash_mismatch, "output does not match the delta's xxh3-128");
   }
   return {};

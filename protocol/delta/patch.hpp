@@ -78,8 +78,7 @@ class Patcher {
   std::uint64_t written_ = 0;
   bool ended_ = false;
   std::optional<DeltaError> error_;
-  struct HashState;
-  std::unique_ptr<HashState> hash_;
+  Hash128Stream hash_;
 };
 
 // One-shot: applies `delta` to `base` into `output` (which must hold at least the declared

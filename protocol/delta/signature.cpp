@@ -34,6 +34,27 @@ Hash128 hash128(Bytes data) {
   return h;
 }
 
+struct Hash128Stream::State {
+  XXH3_state_t* xxh = XXH3_createState();
+  State() { XXH3_128bits_reset(xxh); }
+  ~State() { XXH3_freeState(xxh); }
+};
+
+Hash128Stream::Hash128Stream() : state_(std::make_unique<State>()) {}
+Hash128Stream::~Hash128Stream() = default;
+Hash128Stream::Hash128Stream(Hash128Stream&&) noexcept = default;
+Hash128Stream& Hash128Stream::operator=(Hash128Stream&&) noexcept = default;
+
+void Hash128Stream::update(Bytes data) { XXH3_128bits_update(state_->xxh, data.data(), data.size()); }
+
+Hash128 Hash128Stream::digest() const {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(state_->xxh));
+  Hash128 h;
+  std::copy(std::begin(c.digest), std::end(c.digest), h.begin());
+  return h;
+}
+
 std::uint32_t choose_block_size(std::uint64_t file_size) {
   const auto root = static_cast<std::uint64_t>(std::sqrt(static_cast<double>(file_size)));
   std::uint64_t b = (root + 63) / 64 * 64;

@@ -19,7 +19,6 @@
 #include <utility>
 #include <vector>
 
-#include <xxhash.h>
 
 #include "protocol/delta/patch.hpp"
 #include "remote-runtime/agent/root_path.hpp"
@@ -108,7 +107,7 @@ struct PendingFile::State {
   std::string name, tmp, rel;
   Fd fd;
   FileAttrs attrs;
-  XXH3_state_t* hash = XXH3_createState();
+  ferry::delta::Hash128Stream hash;
   // Bytes received, as disjoint [start, end) ranges with touching ones merged; `hashed` is the
   // prefix already fed to the hash (it only grows in file order).
   std::map<std::uint64_t, std::uint64_t> ranges;
@@ -121,7 +120,6 @@ struct PendingFile::State {
       fd.reset();
       ::unlinkat(dir.get(), tmp.c_str(), 0);
     }
-    XXH3_freeState(hash);
   }
   void step(WriteStep s) const {
     if (hook) hook(s);
@@ -184,7 +182,7 @@ std::expected<void, WriteError> PendingFile::write_at(std::uint64_t offset, Byte
   // Hash what is now contiguous from the hashed prefix: these bytes from memory, any that
   // arrived earlier and now join the prefix read back from the temp file.
   if (offset == s.hashed) {
-    XXH3_128bits_update(s.hash, bytes.data(), bytes.size());
+    s.hash.update(bytes);
     s.hashed = end;
   }
   if (start <= s.hashed && s.hashed < stop) {
@@ -194,7 +192,7 @@ std::expected<void, WriteError> PendingFile::write_at(std::uint64_t offset, Byte
       const ssize_t k = ::pread(s.fd.get(), buf.data(), want, static_cast<off_t>(s.hashed));
       if (k < 0 && errno == EINTR) continue;
       if (k <= 0) return k < 0 ? sys_fail("read back " + s.rel) : fail(WriteErrc::io, s.rel + ": temp file shorter than written");
-      XXH3_128bits_update(s.hash, buf.data(), static_cast<std::size_t>(k));
+      s.hash.update(Bytes(buf.data(), static_cast<std::size_t>(k)));
       s.hashed += static_cast<std::uint64_t>(k);
     }
   }
@@ -215,9 +213,7 @@ std::expected<void, WriteError> PendingFile::finish() {
     return fail(WriteErrc::hash_mismatch, s.rel + ": " + std::to_string(s.received) + " of " + std::to_string(s.attrs.size) +
                                               " bytes received (first missing byte at " + std::to_string(first_gap) + ")");
   }
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(s.hash));
-  if (s.hashed != s.attrs.size || std::memcmp(c.digest, s.attrs.hash.data(), 16) != 0) {
+  if (s.hashed != s.attrs.size || s.hash.digest() != s.attrs.hash) {
     return fail(WriteErrc::hash_mismatch, s.rel + ": written bytes do not match the announced size and xxh3-128");
   }
   if (::fchmod(s.fd.get(), s.attrs.mode & 07777) != 0) return sys_fail("chmod " + s.rel);
@@ -347,7 +343,6 @@ std::expected<PendingFile, WriteError> FileWriter::begin_file(std::string_view r
   state->rel = std::move(parent->rel);
   state->attrs = attrs;
   state->hook = hook_;
-  XXH3_128bits_reset(state->hash);
   state->step(WriteStep::temp_created);
   PendingFile f;
   f.state_ = std::move(state);

@@ -245,6 +245,23 @@ BOOST_AUTO_TEST_CASE(two_level_refinement_shrinks_the_literal) {
   BOOST_TEST((*out == next));
 }
 
+BOOST_AUTO_TEST_CASE(hash_stream_equals_the_one_shot_hash_in_any_pieces) {
+  std::vector<std::uint8_t> data(100000);
+  std::mt19937 rng(7);
+  for (auto& x : data) x = static_cast<std::uint8_t>(rng());
+  for (std::size_t piece : {1u, 7u, 4096u, 100000u}) {
+    Hash128Stream h;
+    for (std::size_t at = 0; at < data.size(); at += piece)
+      h.update(Bytes(data.data() + at, std::min(piece, data.size() - at)));
+    BOOST_TEST((h.digest() == hash128(data)), piece);
+  }
+  data[500] ^= 1;
+  Hash128Stream moved = Hash128Stream();  // moved-into: still a fresh stream
+  moved.update(data);
+  BOOST_TEST((moved.digest() == hash128(data)));
+  BOOST_TEST((Hash128Stream().digest() == hash128({})));
+}
+
 BOOST_AUTO_TEST_CASE(block_size_grows_with_sqrt_and_is_bounded) {
   BOOST_TEST(choose_block_size(0) == kSmallestChosenBlock);
   BOOST_TEST(choose_block_size(1u << 20) == 1024u);
