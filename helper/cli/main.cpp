@@ -1,4 +1,6 @@
 // `ferry`: the CLI entry point. Sub-commands live in their own files (see commands.hpp).
+#include <malloc.h>
+
 #include <cstdio>
 #include <iostream>
 
@@ -20,6 +22,11 @@ int main(int argc, char** argv) {
   using namespace ferry::cli;
   // Stdout belongs to the protocol in `ferry serve`: every log line goes to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("ferry"));
+  // Sync requests allocate buffers of megabytes (file data, compressed chunks, frames); glibc
+  // would mmap each and unmap it on free, or trim the heap at once, so every request paid page
+  // faults and zeroing. Keeping up to 64 MiB of freed heap lets the next request reuse it.
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
 
   CLI::App app{"ferry: edit locally, run on a remote GPU box.\n"
                "Sync, remote runs, tunnels, GPU monitoring and a LibTorch trainer behind one helper.",

@@ -4,7 +4,6 @@
 #include "helper/sync/sync_engine.hpp"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,12 +126,6 @@ std::string SyncSummary::one_line() const {
 
 SyncEngine::SyncEngine(remote::Endpoint& endpoint, SyncTarget target)
     : endpoint_(endpoint), target_(std::move(target)), state_(std::make_unique<State>()) {
-  // A push allocates buffers of megabytes per request (file data, compressed chunks, frames);
-  // glibc would mmap each and unmap it on free, or trim the heap right away, so every request
-  // paid page faults and zeroing for fresh memory. Keeping up to 64 MiB of freed heap lets the
-  // next request reuse it (process-wide, and harmless for the rest of the helper).
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
   state_->persister = std::thread([this] {
     State& st = *state_;
     std::unique_lock lock(st.persist_mu);

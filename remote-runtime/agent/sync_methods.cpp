@@ -3,7 +3,6 @@
 #include "remote-runtime/agent/sync_methods.hpp"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -163,14 +162,7 @@ struct SyncMethods::Upload {
   std::uint64_t size = 0, received = 0;
 };
 
-SyncMethods::SyncMethods(RootPath root) : root_(std::move(root)) {
-  // Every sync request allocates buffers of megabytes (frames, decompressed data). glibc would
-  // hand each to mmap and back, or trim them off the heap as soon as they are freed, so every
-  // request paid page faults and zeroing for fresh memory (a tenth of the agent's CPU in a big
-  // initial sync); keeping up to 64 MiB of freed heap lets the next request reuse it.
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
-}
+SyncMethods::SyncMethods(RootPath root) : root_(std::move(root)) {}
 SyncMethods::~SyncMethods() = default;
 SyncMethods::SyncMethods(SyncMethods&&) noexcept = default;
 
