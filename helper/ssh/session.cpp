@@ -27,6 +27,7 @@
 #include <libssh2_sftp.h>
 #include <spdlog/spdlog.h>
 
+#include "helper/ssh/aes_ctr_provider.hpp"
 #include "helper/ssh/private_key_file.hpp"
 
 namespace ferry::ssh {
@@ -44,7 +45,12 @@ const std::vector<std::string> kHostKeyAlgorithms{"ssh-ed25519",        "ecdsa-s
 
 void global_init() {
   static std::once_flag once;
-  std::call_once(once, [] { libssh2_init(0); });
+  std::call_once(once, [] {
+    // Before libssh2 keys its first cipher: libssh2 then gets the keystream-buffering AES-CTR.
+    if (std::string why_not; !install_aes_ctr_provider(&why_not))
+      spdlog::debug("ssh: OpenSSL's own AES-CTR in use ({})", why_not);
+    libssh2_init(0);
+  });
 }
 
 Error timeout_error(std::string_view what) { return make_error(Errc::kTimeout, std::string(what) + ": timed out"); }

@@ -8,6 +8,7 @@
 #include <set>
 #include <fstream>
 
+#include "helper/ssh/aes_ctr_provider.hpp"
 #include "helper/ssh/ssh_connection.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 
@@ -74,6 +75,11 @@ BOOST_AUTO_TEST_CASE(large_output_and_input_cross_the_channel_window) {
   BOOST_REQUIRE_MESSAGE(e.has_value(), (e ? "" : e.error().message));
   BOOST_TEST((e->out == big));
   BOOST_TEST(e->err.size() == 1000000u);
+  // Both directions went through ferry's AES-CTR (helper/ssh/aes_ctr_provider.hpp), and sshd
+  // verified every packet's MAC over what it decrypted: a keystream slip would have killed the link.
+  auto stats = aes_ctr_provider_stats();
+  BOOST_TEST(stats.contexts >= 2u);
+  BOOST_TEST(stats.keystream_bytes >= 2 * big.size());
 }
 
 BOOST_AUTO_TEST_CASE(sftp_writes_a_file) {
