@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -21,6 +22,7 @@
 #include "protocol/agent_wire.hpp"
 #include "remote-runtime/agent/agent_service.hpp"
 #include "remote-runtime/agent/gpu_methods.hpp"
+#include "remote-runtime/agent/request_scheduler.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 #include "remote-runtime/agent/run/frame_writer.hpp"
 #include "remote-runtime/agent/run/run_methods.hpp"
@@ -36,6 +38,11 @@ void usage(std::ostream& out) {
          "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n"
          "Runs live under --state-dir (default $XDG_CACHE_HOME/ferry/state or ~/.cache/ferry/state).\n";
 }
+
+// Workers for sync writes (each writeBatch also writes its files on threads of its own), and
+// how many such requests may wait for one before the reader stops reading.
+constexpr unsigned kRequestWorkers = 3;
+constexpr std::size_t kMaxQueuedRequests = 8;
 
 }  // namespace
 
@@ -103,6 +110,25 @@ int main(int argc, char** argv) {
   if (!writer->send_raw(ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) + "\n"))
     return 1;
 
+  // Sync writes run on a few workers and are answered when done (out of order); the rest runs
+  // here in arrival order. The ordering argument is at classify_sync_request (sync_methods.hpp).
+  // FERRY_AGENT_WORKERS=0 serves everything on the reader thread (the old agent: for
+  // benchmarks and for ruling the workers out when chasing a problem).
+  unsigned workers = kRequestWorkers;
+  if (const char* w = std::getenv("FERRY_AGENT_WORKERS"); w && *w >= '0' && *w <= '9' && w[1] == '\0')
+    workers = static_cast<unsigned>(*w - '0');
+  ferry::agent::RequestScheduler scheduler(
+      workers, kMaxQueuedRequests,
+      [&service](const ferry::protocol::Message& m) { return service.handle(m); },
+      [&writer](const ferry::protocol::Response& r) {
+        if (writer->send(r)) return true;
+        spdlog::error("write stdout: {}", std::strerror(errno));
+        return false;
+      },
+      [](const ferry::protocol::Request& r) {
+        if (r.method == "agent/shutdown") return ferry::agent::RequestLane{ferry::agent::RequestLane::barrier, {}};
+        return ferry::agent::classify_sync_request(r);
+      });
   ferry::protocol::FrameDecoder decoder(ferry::protocol::agent_frame_limits());
   std::string buf(1 << 16, '\0');
   while (true) {
@@ -119,6 +145,7 @@ int main(int argc, char** argv) {
     decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
     while (auto frame = decoder.next()) {
       std::optional<ferry::protocol::Response> reply;
+      if (scheduler.failed()) return 1;
       if (!*frame) {
         const auto& issue = frame->error();
         spdlog::error("bad frame from the helper: {}", issue.message);
@@ -134,13 +161,14 @@ int main(int argc, char** argv) {
           spdlog::warn("bad message from the helper: {}", message.error().error.message);
           reply = ferry::protocol::Response{message.error().id, message.error().error};
         } else {
-          reply = service.handle(*message);
+          scheduler.submit(std::move(*message));
         }
       }
       if (reply && !writer->send(*reply)) {
         spdlog::error("write stdout: {}", std::strerror(errno));
         return 1;
       }
+      if (scheduler.failed()) return 1;
       run_methods->start_pending_streams();
       if (service.shutdown_requested()) return 0;
     }

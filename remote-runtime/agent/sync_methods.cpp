@@ -155,30 +155,51 @@ std::string join(const std::string& base, const std::string& path) {
 
 }  // namespace
 
+RequestLane classify_sync_request(const protocol::Request& r) {
+  const std::string& m = r.method;
+  if (m == "sync/writeBatch") return {RequestLane::parallel, "batch"};
+  if (m == "sync/fileAppend" || m == "sync/fileCommit" || m == "sync/fileAbort") {
+    const json* handle = r.params.is_object() && r.params.contains("handle") ? &r.params["handle"] : nullptr;
+    // A request without a usable handle is refused by the method itself, on the reader thread.
+    if (!handle || !handle->is_number_integer()) return {};
+    std::string key = "upload:" + std::to_string(handle->get<std::int64_t>());
+    return {m == "sync/fileAppend" ? RequestLane::parallel : RequestLane::inline_now, std::move(key)};
+  }
+  if (m == "sync/state" || m == "sync/list" || m == "sync/delete") return {RequestLane::barrier, {}};
+  return {};
+}
+
 struct SyncMethods::Upload {
   std::string path;
   sync::PendingFile file;
   std::optional<sync::Precondition> expect;
   std::uint64_t size = 0, received = 0;
+  std::mutex mu;  // appends running on several workers: one at a time into `file`
+  Upload(std::string p, sync::PendingFile f, std::optional<sync::Precondition> e, std::uint64_t n)
+      : path(std::move(p)), file(std::move(f)), expect(std::move(e)), size(n) {}
 };
 
 SyncMethods::SyncMethods(RootPath root) : root_(std::move(root)) {}
 SyncMethods::~SyncMethods() = default;
-SyncMethods::SyncMethods(SyncMethods&&) noexcept = default;
 
-std::expected<sync::FileWriter*, std::string> SyncMethods::writer_for(const std::string& base_in) {
+std::expected<std::shared_ptr<sync::FileWriter>, std::string> SyncMethods::writer_for(const std::string& base_in) {
+  std::lock_guard lock(writers_mu_);
+  return writer_for_locked(base_in);
+}
+
+std::expected<std::shared_ptr<sync::FileWriter>, std::string> SyncMethods::writer_for_locked(const std::string& base_in) {
   auto base = normalize_wire_path(base_in);
   if (!base) return std::unexpected(base.error());
   if (auto it = writers_.find(*base); it != writers_.end()) {
     // A project directory removed and made again (rm -rf, a restore) gets a fresh writer;
     // writes through the old descriptor would land in the deleted directory.
-    if (it->second->still_at_root()) return it->second.get();
+    if (it->second->still_at_root()) return it->second;
     writers_.erase(it);
   }
   // The base itself is created through the root writer's O_NOFOLLOW walk, so a symlinked
   // directory cannot stand in for it.
   if (!base->empty()) {
-    auto root_writer = writer_for("");
+    auto root_writer = writer_for_locked("");
     if (!root_writer) return std::unexpected(root_writer.error());
     if (auto made = (*root_writer)->make_dirs(*base); !made) return std::unexpected(made.error().message);
   }
@@ -186,10 +207,9 @@ std::expected<sync::FileWriter*, std::string> SyncMethods::writer_for(const std:
   if (!resolved) return std::unexpected(resolved.error());
   auto w = sync::FileWriter::open(resolved->absolute);
   if (!w) return std::unexpected(w.error().message);
-  auto owned = std::make_unique<sync::FileWriter>(std::move(*w));
-  auto* raw = owned.get();
-  writers_.emplace(*base, std::move(owned));
-  return raw;
+  auto owned = std::make_shared<sync::FileWriter>(std::move(*w));
+  writers_.emplace(*base, owned);
+  return owned;
 }
 
 std::optional<Response> SyncMethods::handle(const protocol::Request& r) {
@@ -209,7 +229,8 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   std::string base = p.contains("base") ? str_field(p, "base") : std::string();
   auto writer = writer_for(base);
   if (!writer) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": base '" + base + "': " + writer.error());
-  sync::FileWriter& w = **writer;
+  const std::shared_ptr<sync::FileWriter> keep_writer = std::move(*writer);
+  sync::FileWriter& w = *keep_writer;
   // Every request that can change the tree bumps the base's generation once it is done (also
   // when it failed: the count only has to tell the helper whether anyone else wrote).
   struct Bump {
@@ -363,24 +384,43 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
 
   if (r.method == "sync/fileBegin") {
     std::string path = str_field(p, "path");
-    if (uploads_.size() >= kMaxUploads)
-      return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": more than " + std::to_string(kMaxUploads) + " uploads open");
+    {
+      std::lock_guard lock(uploads_mu_);
+      if (uploads_.size() >= kMaxUploads)
+        return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": more than " + std::to_string(kMaxUploads) + " uploads open");
+    }
     auto attrs = attrs_of(p);
     auto expect = expect_of(p);
     auto pending = w.begin_file(path, attrs);
     if (!pending) return io_error(path, pending.error());
-    auto up = std::make_unique<Upload>(Upload{path, std::move(*pending), expect, attrs.size, 0});
+    auto up = std::make_shared<Upload>(path, std::move(*pending), expect, attrs.size);
+    std::lock_guard lock(uploads_mu_);
     std::int64_t handle = next_upload_++;
     uploads_.emplace(handle, std::move(up));
     return protocol::make_result(r.id, json{{"handle", handle}});
   }
 
   if (r.method == "sync/fileAppend" || r.method == "sync/fileCommit" || r.method == "sync/fileAbort") {
-    auto it = uploads_.find(int_field(p, "handle"));
-    if (it == uploads_.end()) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": no such upload");
-    Upload& up = *it->second;
+    const std::int64_t handle = int_field(p, "handle");
+    std::shared_ptr<Upload> held;
+    {
+      std::lock_guard lock(uploads_mu_);
+      auto it = uploads_.find(handle);
+      if (it == uploads_.end()) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": no such upload");
+      held = it->second;
+      // Commit and abort finish the upload; later requests for it find nothing. (The scheduler
+      // ran them after every earlier append of this handle.)
+      if (r.method != "sync/fileAppend") uploads_.erase(it);
+    }
+    Upload& up = *held;
+    // A failed append ends the upload; appends still running elsewhere hold it until they return.
+    auto drop = [&] {
+      std::lock_guard lock(uploads_mu_);
+      if (auto it = uploads_.find(handle); it != uploads_.end() && it->second == held) uploads_.erase(it);
+    };
     if (r.method == "sync/fileAbort") {
-      uploads_.erase(it);  // dropping the pending file removes its temp file
+      std::lock_guard lock(up.mu);
+      up.file.abort();  // removes its temp file
       return protocol::make_result(r.id, json{{"ok", true}});
     }
     if (r.method == "sync/fileAppend") {
@@ -388,26 +428,33 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       // With `offset`, chunks may come in any order (the helper keeps several in flight); without
       // it, each goes after the furthest byte so far (the older, one-at-a-time helper).
       const bool at_offset = p.contains("offset");
-      const std::uint64_t offset = at_offset ? uint_field(p, "offset") : up.received;
-      if (raw_size > kMaxSyncPayload || offset > up.size || raw_size > up.size - offset) {
-        uploads_.erase(it);
+      std::optional<std::uint64_t> offset;
+      if (at_offset) offset = uint_field(p, "offset");
+      if (raw_size > kMaxSyncPayload || (offset && (*offset > up.size || raw_size > up.size - *offset))) {
+        drop();
         return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": bytes past the announced size");
       }
+      // Decompressed outside the upload's lock: that is the work appends share between workers.
       auto bytes = decompress(bin_field(p, "data"), raw_size);
       if (!bytes) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + bytes.error());
-      if (auto done = at_offset ? up.file.write_at(offset, *bytes) : up.file.write(*bytes); !done) {
-        std::string path = up.path;
-        uploads_.erase(it);
-        return io_error(path, done.error());
+      std::unique_lock lock(up.mu);
+      if (!offset && raw_size > up.size - up.received) {
+        lock.unlock();
+        drop();
+        return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": bytes past the announced size");
+      }
+      if (auto done = offset ? up.file.write_at(*offset, *bytes) : up.file.write(*bytes); !done) {
+        lock.unlock();
+        drop();
+        return io_error(up.path, done.error());
       }
       up.received = up.file.received();
       return protocol::make_result(r.id, json{{"received", up.received}});
     }
-    std::string path = up.path;
+    std::lock_guard lock(up.mu);
     auto done = up.file.commit(up.expect);
-    uploads_.erase(it);
-    if (!done) return io_error(path, done.error());
-    return protocol::make_result(r.id, json{{"path", path}, {"ok", true}});
+    if (!done) return io_error(up.path, done.error());
+    return protocol::make_result(r.id, json{{"path", up.path}, {"ok", true}});
   }
 
   if (r.method == "sync/signature") {

@@ -1,0 +1,79 @@
+// Runs the agent's incoming messages: most on the reader thread in arrival order, the ones a
+// classifier marks independent (sync writes) on a few worker threads, each answered when it is
+// done, so replies may come out of order (the helper matches them by id). Ordering rules are
+// the classifier's (see sync_methods.hpp's classify_sync_request for the sync ones):
+//   inline    runs on the reader thread now; with a key, only after every earlier parallel
+//             request with that key has finished (e.g. a file's commit after its appends)
+//   parallel  queued for a worker; may overlap other parallel requests and inline ones
+//   barrier   runs on the reader thread after every earlier parallel request has finished
+//             (whole-tree readers and deletes, shutdown)
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/jsonrpc.hpp"
+
+namespace ferry::agent {
+
+struct RequestLane {
+  enum Kind { inline_now, parallel, barrier } kind = inline_now;
+  std::string key;  // parallel: what later inline requests may wait for; inline: what to wait for
+};
+
+class RequestScheduler {
+ public:
+  using Handler = std::function<std::optional<protocol::Response>(const protocol::Message&)>;
+  // Sends one reply; called from the reader or a worker thread (must be thread-safe). False:
+  // the wire is gone (the scheduler stops taking work and failed() turns true).
+  using Reply = std::function<bool(const protocol::Response&)>;
+  using Classify = std::function<RequestLane(const protocol::Request&)>;
+
+  // `max_queued`: parallel requests waiting for a worker beyond which submit() blocks the
+  // reader, so a flood of big frames cannot pile up in memory.
+  RequestScheduler(unsigned workers, std::size_t max_queued, Handler handler, Reply reply, Classify classify);
+  ~RequestScheduler();  // finishes every queued request, then joins the workers
+  RequestScheduler(const RequestScheduler&) = delete;
+  RequestScheduler& operator=(const RequestScheduler&) = delete;
+
+  // Called by the reader thread only, in arrival order.
+  void submit(protocol::Message message);
+  // Waits until no parallel request is queued or running.
+  void drain();
+  // A reply could not be written.
+  bool failed() const;
+
+ private:
+  struct Job {
+    protocol::Message message;
+    std::string key;
+  };
+  void worker_loop();
+  void run(const protocol::Message& message);
+  void wait_for(const std::string* key);
+
+  Handler handler_;
+  Reply reply_;
+  Classify classify_;
+  std::size_t max_queued_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // workers: a job or stop
+  std::condition_variable done_cv_;  // reader: a job finished
+  std::deque<Job> queue_;
+  std::size_t outstanding_ = 0;                 // queued + running
+  std::map<std::string, std::size_t> by_key_;  // the same, per key
+  bool stop_ = false;
+  bool failed_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace ferry::agent

@@ -1,0 +1,177 @@
+// The ferry-agent binary with sync writes pipelined the way no waiting helper would send them:
+// several writeBatches and out-of-order fileAppends of one upload in flight at once, its
+// fileCommit sent right behind its appends (before any of them is answered), and a listing
+// last. Every request is answered once, by id; the commit sees every chunk; the tree holds
+// exactly the bytes sent. Run with the agent's workers and without (FERRY_AGENT_WORKERS=0).
+#define BOOST_TEST_MODULE sync_concurrency
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <zstd.h>
+
+#include "helper/remote/byte_stream.hpp"
+#include "helper/remote/child_process.hpp"
+#include "protocol/agent_wire.hpp"
+#include "protocol/delta/delta_types.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using namespace ferry::protocol;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The agent binary on pipes; replies read frame by frame with a deadline.
+struct Agent {
+  ferry::remote::ChildProcess child;
+  std::unique_ptr<ferry::remote::FdStream> stream;
+  FrameDecoder decoder{agent_frame_limits()};
+
+  Agent(const fs::path& root, const std::string& workers) {
+    ::setenv("FERRY_AGENT_WORKERS", workers.c_str(), 1);
+    auto s = child.spawn({FERRY_AGENT_PATH, "--root", root.string()});
+    ::unsetenv("FERRY_AGENT_WORKERS");
+    BOOST_REQUIRE(s.has_value());
+    stream = std::make_unique<ferry::remote::FdStream>(s->stdout_fd, s->stdin_fd);
+    std::string pre;
+    while (true) {
+      if (auto scan = scan_agent_preamble(pre)) {
+        BOOST_REQUIRE(scan->has_value());
+        decoder.feed(std::string_view(pre).substr((*scan)->consumed));
+        return;
+      }
+      char buf[256];
+      auto r = stream->read_some(buf, std::chrono::steady_clock::now() + 10s);
+      BOOST_REQUIRE(r.status == ferry::remote::ReadStatus::data);
+      pre.append(buf, r.bytes);
+    }
+  }
+  void send(const Request& r) { BOOST_REQUIRE(stream->write_all(encode_agent_frame(r)).has_value()); }
+  Response next() {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (true) {
+      if (auto body = decoder.next()) {
+        BOOST_REQUIRE(body->has_value());
+        auto m = decode_agent_body(**body);
+        BOOST_REQUIRE(m.has_value());
+        return std::get<Response>(*m);
+      }
+      std::vector<char> buf(1 << 16);
+      auto r = stream->read_some(std::span<char>(buf), deadline);
+      BOOST_REQUIRE(r.status == ferry::remote::ReadStatus::data);
+      decoder.feed(std::string_view(buf.data(), r.bytes));
+    }
+  }
+};
+
+json::binary_t packed(const std::string& bytes) {
+  std::vector<std::uint8_t> out(ZSTD_compressBound(bytes.size()));
+  out.resize(ZSTD_compress(out.data(), out.size(), bytes.data(), bytes.size(), 1));
+  return json::binary_t(std::move(out));
+}
+json::binary_t hash_of(const std::string& bytes) {
+  auto h = ferry::delta::hash128(ferry::delta::Bytes(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+  return json::binary_t(std::vector<std::uint8_t>(h.begin(), h.end()));
+}
+std::string random_text(std::mt19937_64& rng, std::size_t n) {
+  std::string s(n, '\0');
+  for (auto& c : s) c = static_cast<char>('a' + rng() % 26);
+  return s;
+}
+
+void pipelined_writes_land_exactly(const std::string& workers) {
+  ferry::test::TempDir tmp;
+  const fs::path root = tmp.path() / "root";
+  Agent agent(root, workers);
+  std::mt19937_64 rng(7);
+
+  // The big file: begun and answered first (its handle is needed), then everything else at once.
+  constexpr std::size_t kChunk = 1u << 20, kChunks = 6;
+  const std::string big = random_text(rng, kChunk * kChunks - 123);
+  agent.send(Request{1, "sync/fileBegin", json{{"path", "big.bin"}, {"size", big.size()}, {"hash", hash_of(big)},
+                                               {"mode", 0644}, {"mtimeNs", 1'000'000'000}}});
+  Response begun = agent.next();
+  BOOST_REQUIRE(begun.ok());
+  const json handle = std::get<json>(begun.outcome)["handle"];
+
+  std::map<std::string, std::string> small;
+  std::map<std::int64_t, std::string> expect_reply;  // id -> method
+  std::int64_t id = 10;
+  auto batch = [&](int b) {
+    json files = json::array();
+    for (int i = 0; i < 40; ++i) {
+      std::string path = "d";  // appended: gcc 12's -Wrestrict false positive on "d" + std::string
+      path.append(std::to_string(b)).append("/f").append(std::to_string(i)).append(".txt");
+      const std::string bytes = random_text(rng, 1 + rng() % 5000);
+      small[path] = bytes;
+      files.push_back({{"path", path}, {"size", bytes.size()}, {"hash", hash_of(bytes)}, {"mode", 0644},
+                       {"mtimeNs", 2'000'000'000}, {"data", packed(bytes)}});
+    }
+    expect_reply[id] = "sync/writeBatch";
+    agent.send(Request{id++, "sync/writeBatch", json{{"files", std::move(files)}}});
+  };
+  // Chunks last to first, batches between them, the commit right behind the last chunk.
+  for (std::size_t c = kChunks; c-- > 0;) {
+    const std::size_t off = c * kChunk, n = std::min(kChunk, big.size() - off);
+    const std::string piece = big.substr(off, n);
+    expect_reply[id] = "sync/fileAppend";
+    agent.send(Request{id++, "sync/fileAppend",
+                       json{{"handle", handle}, {"offset", off}, {"rawSize", n}, {"data", packed(piece)}}});
+    if (c % 2 == 0) batch(static_cast<int>(c));
+  }
+  const std::int64_t commit_id = id;
+  expect_reply[id] = "sync/fileCommit";
+  agent.send(Request{id++, "sync/fileCommit", json{{"handle", handle}}});
+  const std::int64_t list_id = id;
+  expect_reply[id] = "sync/list";
+  agent.send(Request{id++, "sync/list", json{{"known", json::array()}}});
+
+  std::vector<std::int64_t> order;
+  json listing;
+  while (order.size() < expect_reply.size()) {
+    Response r = agent.next();
+    BOOST_REQUIRE(r.id.is_number_integer());
+    const std::int64_t rid = r.id.get<std::int64_t>();
+    BOOST_REQUIRE_MESSAGE(expect_reply.contains(rid), "reply to an unknown id " << rid);
+    BOOST_TEST((std::find(order.begin(), order.end(), rid) == order.end()), "id " << rid << " answered twice");
+    order.push_back(rid);
+    const std::string why = r.ok() ? "" : std::get<ResponseError>(r.outcome).message;
+    BOOST_REQUIRE_MESSAGE(r.ok(), expect_reply[rid] << " " << rid << ": " << why);
+    const json& result = std::get<json>(r.outcome);
+    if (expect_reply[rid] == "sync/writeBatch")
+      for (const auto& f : result["results"]) BOOST_TEST(f["ok"].get<bool>(), f.dump());
+    if (rid == list_id) listing = result;
+  }
+  // The listing waits for every write before it, so it sees all of them.
+  BOOST_TEST(order.back() == list_id);
+  BOOST_TEST((std::find(order.begin(), order.end(), commit_id) != order.end()));
+  std::size_t listed_files = 0;
+  for (const auto& row : listing["entries"]) listed_files += row[1] == 0 && row[0] != ".ferry/sync-state";
+  BOOST_TEST(listed_files == small.size() + 1);
+
+  BOOST_TEST(ferry::test::read_file(root / "big.bin") == big);
+  for (const auto& [path, bytes] : small) BOOST_TEST(ferry::test::read_file(root / path) == bytes, path);
+  // No temp file left behind.
+  for (const auto& e : fs::recursive_directory_iterator(root))
+    BOOST_TEST(e.path().filename().string().find(".ferry-tmp.") == std::string::npos, e.path());
+
+  agent.stream->close_write();
+  auto status = agent.child.wait_for(10s);
+  BOOST_REQUIRE(status.has_value());
+  BOOST_TEST(WEXITSTATUS(*status) == 0);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(pipelined_sync_writes_on_workers) { pipelined_writes_land_exactly("3"); }
+BOOST_AUTO_TEST_CASE(pipelined_sync_writes_on_the_reader_thread) { pipelined_writes_land_exactly("0"); }
