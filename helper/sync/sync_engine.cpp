@@ -292,8 +292,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   }
   st.known_local.reset();  // taken above or stale: the events it needed are consumed
   if (!from_watch) {
+    spdlog::debug("sync: scan begins");
     scanned = save ? scan_paths(root, ignore, &*st.index, o.only_paths) : scan_tree(root, ignore, &*st.index);
     if (!scanned) return std::unexpected("scan " + root.string() + ": " + scanned.error());
+    spdlog::debug("sync: scan done, {} entries, {} hashed", scanned->entries.size(), scanned->stats.hashed);
   }
   // The read stands for the tree until the queue position taken above, unless some file was
   // caught mid-change (left out of the entries, so it would look deleted).
@@ -448,6 +450,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   if (alias_manifest && st.watcher && scanned->unstable.empty() && plan.nothing_to_do() && plan.held_rmdirs.empty() &&
       plan.adopted.empty() && plan.forget.empty() && plan.protected_skipped.empty() && !plan.needs_confirmation)
     st.empty_plan = State::EmptyPlan{st.manifest_version, o.deletes, plan.unchanged};
+  spdlog::debug("sync: planned: {} whole, {} delta, {} mkdirs", plan.send_whole.size(), plan.send_delta.size(), plan.mkdirs.size());
   summary.conflicts = plan.conflicts;
   summary.held_deletes = plan.held_deletes;
   summary.unchanged = plan.unchanged;
@@ -519,6 +522,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     });
   }
 
+  spdlog::debug("sync: mkdirs done");
   // 5b. Whole files in batches, deltas one per request, links and attributes: all in flight together.
   std::vector<std::function<void()>> jobs;
   auto keep_copy = [&](const Transfer& t, const std::vector<std::uint8_t>& bytes) {
@@ -548,6 +552,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
                                                        {"mtimeNs", t.local.mtime_ns},
                                                        {"expect", expect_for(remote, t.path)}});
     if (!begun) return prog.error(fmt::format("sync/fileBegin '{}': {}", t.path, begun.error().message));
+    spdlog::debug("sync: stream {} begun", t.path);
     const json handle = begun->at("handle");
     std::atomic<std::uint64_t> next{0}, sent{0}, wire{0};
     std::atomic<bool> failed{false};
@@ -603,7 +608,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       if (!cancelled() && !reported) summary.unstable.push_back(t.path);  // shrank while being sent
       return;
     }
+    spdlog::debug("sync: stream {} all chunks sent", t.path);
     auto committed = mutate("sync/fileCommit", json{{"base", base}, {"handle", handle}}, kBigCallTimeout);
+    spdlog::debug("sync: stream {} committed", t.path);
     if (!committed) {
       const std::string code = committed.error().data ? committed.error().data->value("code", "") : "";
       std::lock_guard lock(prog.mu);
@@ -612,15 +619,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       else summary.errors.push_back(fmt::format("sync/fileCommit '{}': {}", t.path, committed.error().message));
       return;
     }
+    // No copy into the sent cache: for a file this big the copy was the last ~0.2 s of an
+    // initial sync (nothing else left to overlap it), while its next edit's delta costs only
+    // the two-level signature exchange (~25 KiB for 1 GiB) without it.
     record(t.path, t.local);
-    if (t.local.size <= o.cache_max_bytes / 4) {
-      // The next edit's delta base; checked against its hash before use, so a copy of a file
-      // that changed meanwhile is simply not used.
-      std::error_code ec;
-      fs::create_directories(cache_dir, ec);
-      const fs::path tmp = cache_dir / (to_hex(*t.local.hash) + ".tmp");
-      if (fs::copy_file(root / t.path, tmp, fs::copy_options::overwrite_existing, ec)) fs::rename(tmp, cache_dir / to_hex(*t.local.hash), ec);
-    }
     std::lock_guard lock(prog.mu);
     ++summary.files_sent;
     summary.bytes_literal += t.local.size;
@@ -676,7 +678,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         kept.push_back(t->local.size >= popt.delta_min_size ? std::move(*bytes) : std::vector<std::uint8_t>{});
       }
       if (sent.empty()) return;
+      spdlog::debug("sync: batch of {} read", sent.size());
       auto reply = mutate("sync/writeBatch", json{{"base", base}, {"files", std::move(files)}}, kBigCallTimeout);
+      spdlog::debug("sync: batch of {} answered", sent.size());
       {
         std::lock_guard lock(prog.mu);
         summary.bytes_on_wire += wire;
@@ -837,6 +841,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     });
   }
   run_parallel(jobs, o.in_flight, o.cancelled);
+  spdlog::debug("sync: transfers done");
 
   // 5c. Deletes last, so an interrupted sync never loses a file it was about to replace.
   if (!cancelled() && (!plan.deletes.empty() || !plan.rmdirs.empty())) {
@@ -881,6 +886,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   manifest->remote_generation = end_known ? end_generation : 0;
   summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   if (save) return summary;  // the cache is trimmed by full pushes; a save must stay fast
+  spdlog::debug("sync: final state read");
 
   // The sent-copy cache trimmed to what it still describes.
   std::error_code ec;
