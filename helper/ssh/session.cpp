@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -347,32 +348,40 @@ Error Session::last_error(std::string_view what) const {
   return Error{libssh2_error(code), std::string(what) + ": " + text};
 }
 
-ssize_t recv_hook_impl(int socket, void* buffer, std::size_t length, int flags, Clock::time_point& last_rx) {
-  ssize_t n = ::recv(socket, buffer, length, flags);
-  if (n < 0) return -errno;
-  if (n > 0) last_rx = Clock::now();
-  return n;
-}
-
 long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract) {
   auto* self = static_cast<Session*>(*abstract);
-  auto n = recv_hook_impl(socket, buffer, length, flags, self->last_rx_);
-  // Whatever libssh2 just read may hold packets for channels other than the caller's, and their
-  // coroutines wait for socket readiness that this read consumed: wake them to look (they run
-  // after the current call, on the strand). One posted wake per burst, not one cancel per recv:
-  // libssh2 reads a burst in many small recvs, and waking every waiter for each was a herd. With
-  // nobody waiting there is nobody to wake: a coroutine that waits later calls libssh2 first and
-  // finds its packets (the caller included, so a lone echo pays no spurious wake per round trip).
-  if (n > 0 && self->waiters_ > 0 && !self->wake_posted_) {
-    self->wake_posted_ = true;
-    asio::post(self->executor_, [weak = self->weak_from_this()] {
-      if (auto s = weak.lock()) {
-        s->wake_posted_ = false;
-        s->wake();
-      }
-    });
+  auto& ahead = self->rx_ahead_;
+  // libssh2 asks for at most 16 KiB at a time, so a 32 KiB packet took two or three recv()s. Reading
+  // ahead into the session's buffer takes the socket's whole backlog in one call; libssh2's asks
+  // are then copies. Bytes held here are like bytes in libssh2's own buffer: libssh2 only reports
+  // EAGAIN after this hook did, i.e. with this buffer empty, so waiting on the socket stays right.
+  if (self->rx_begin_ == self->rx_end_) {
+    if (ahead.empty()) ahead.resize(kReadAheadBytes);
+    ssize_t n = ::recv(socket, ahead.data(), ahead.size(), flags);
+    if (n < 0) return -errno;
+    if (n == 0) return 0;
+    self->rx_begin_ = 0;
+    self->rx_end_ = static_cast<std::size_t>(n);
+    self->last_rx_ = Clock::now();
+    // Whatever arrived may hold packets for channels other than the caller's, and their
+    // coroutines wait for socket readiness that this read consumed: wake them to look (they run
+    // after the current call, on the strand). One posted wake per burst, not one cancel per recv.
+    // With nobody waiting there is nobody to wake: a coroutine that waits later calls libssh2
+    // first and finds its packets (the caller included, so a lone echo pays no spurious wake).
+    if (self->waiters_ > 0 && !self->wake_posted_) {
+      self->wake_posted_ = true;
+      asio::post(self->executor_, [weak = self->weak_from_this()] {
+        if (auto s = weak.lock()) {
+          s->wake_posted_ = false;
+          s->wake();
+        }
+      });
+    }
   }
-  return n;
+  std::size_t n = std::min(length, self->rx_end_ - self->rx_begin_);
+  std::memcpy(buffer, ahead.data() + self->rx_begin_, n);
+  self->rx_begin_ += n;
+  return static_cast<long>(n);
 }
 
 long Session::send_hook(int socket, const void* buffer, std::size_t length, int flags, void** abstract) {

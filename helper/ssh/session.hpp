@@ -234,6 +234,10 @@ class Session : public std::enable_shared_from_this<Session> {
   bool send_stalled_ = false;  // a packet is half sent: others get BAD_USE until it completes
   bool send_failed_ = false;   // the socket itself refused a send (not just EAGAIN)
   bool wake_posted_ = false;   // a wake() is queued on the strand for data a recv brought in
+  static constexpr std::size_t kReadAheadBytes = 256 << 10;
+  std::vector<char> rx_ahead_;  // socket bytes read ahead of libssh2 (recv_hook): [rx_begin_, rx_end_)
+  std::size_t rx_begin_ = 0;
+  std::size_t rx_end_ = 0;
   int waiters_ = 0;            // coroutines inside wait_socket now
   Channel* pending_adjust_ = nullptr;  // whose half-sent window adjust blocks other sends
   asio::steady_timer cap_timer_;  // the shared 1 s cap of waits without a near deadline
