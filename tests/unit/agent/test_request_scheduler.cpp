@@ -137,6 +137,7 @@ BOOST_AUTO_TEST_CASE(barrier_waits_for_every_earlier_parallel_request) {
   BOOST_TEST(s.at("start state") == -1);
   s.open_gate();
   reader.join();
+  BOOST_REQUIRE(s.wait_event("reply after"));  // queued by the reader; a worker may not have run it yet
   BOOST_TEST(s.at("end write1") < s.at("start state"));
   BOOST_TEST(s.at("end write2") < s.at("start state"));
   BOOST_TEST(s.at("end state") < s.at("start after"));  // submitted after the barrier ran
@@ -147,9 +148,9 @@ BOOST_AUTO_TEST_CASE(ending_the_scheduler_answers_everything_queued) {
   {
     RequestScheduler sched = make(s, 1);
     s.open_gate();
-    for (int i = 0; i < 20; ++i) sched.submit(req(i, "gated", "w" + std::to_string(i), "parallel", "batch"));
+    for (int i = 0; i < 20; ++i) sched.submit(req(i, "gated", std::string("w").append(std::to_string(i)), "parallel", "batch"));
   }
-  for (int i = 0; i < 20; ++i) BOOST_TEST(s.at("reply w" + std::to_string(i)) >= 0, "w" << i << " was never answered");
+  for (int i = 0; i < 20; ++i) BOOST_TEST(s.at(std::string("reply w").append(std::to_string(i))) >= 0, "w" << i << " was never answered");
 }
 
 BOOST_AUTO_TEST_CASE(without_workers_everything_runs_inline_in_order) {
