@@ -209,6 +209,8 @@ class Walker {
         meta.hash = cached;
         ++shard.stats.hash_cache_hits;
         shard.entries.emplace(std::move(child), std::move(meta));
+      } else if (options_.hash_if && !options_.hash_if(child, meta.size)) {
+        shard.entries.emplace(std::move(child), std::move(meta));
       } else if (meta.size <= kInlineHashLimit || !descend) {
         hash_file(Item{std::move(child), false, st}, shard);
       } else {

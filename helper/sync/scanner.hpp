@@ -20,6 +20,9 @@ class FileIndex;
 struct ScanOptions {
   unsigned threads = 0;  // 0: one per core (at most 8: the walk is I/O-bound beyond that)
   bool hash_files = true;
+  // When set, a file with no cached hash is hashed only if this says so (path, size); the
+  // others are recorded without one: the sender hashes them as it reads them (one read, not two).
+  std::function<bool(const std::string&, std::uint64_t)> hash_if;
   // Called with a file's path after its bytes were read and before the closing stat: lets a
   // test change the file at exactly the moment a real editor might.
   std::function<void(const std::string&)> after_read_hook;

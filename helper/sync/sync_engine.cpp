@@ -69,6 +69,46 @@ int stream_level(const std::uint8_t* data, std::size_t size) {
   return !ZSTD_isError(n) && n * 100 > kSample * 97 ? kIncompressibleLevel : kStreamLevel;
 }
 
+// A file the scan left unhashed (new to the remote, so it goes whole), read once for both its
+// bytes and its hash. Held to the scanner's rules: still what the scan saw (size, mtime,
+// mode) and unchanged while read (inode, size, mtime, ctime), else nullopt (unstable: the next
+// sync sends it). The hash goes into `meta` and the index, as the scanner's would.
+std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashing(const fs::path& root, const std::string& rel,
+                                                                                 FileMeta& meta, FileIndex& index) {
+  const std::int64_t hashed_at = now_ns();
+  const int fd = ::open((root / rel).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ELOOP) return std::unexpected(std::string("missing"));
+    return std::unexpected(fmt::format("cannot open {}: {}", rel, std::strerror(errno)));
+  }
+  const AtExit close_fd{[fd] { ::close(fd); }};
+  auto mtime_of = [](const struct stat& st) { return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec; };
+  auto ctime_of = [](const struct stat& st) { return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec; };
+  struct stat before {}, after {};
+  if (::fstat(fd, &before) != 0) return std::unexpected(fmt::format("cannot stat {}: {}", rel, std::strerror(errno)));
+  if (!S_ISREG(before.st_mode) || static_cast<std::uint64_t>(before.st_size) != meta.size || mtime_of(before) != meta.mtime_ns ||
+      static_cast<std::uint32_t>(before.st_mode & 07777) != meta.mode)
+    return std::nullopt;
+  std::vector<std::uint8_t> out(meta.size);
+  std::size_t got = 0;
+  for (;;) {
+    std::uint8_t probe;  // past the size: must be EOF
+    const bool full = got == out.size();
+    const ssize_t n = full ? ::read(fd, &probe, 1) : ::read(fd, out.data() + got, out.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(fmt::format("cannot read {}: {}", rel, std::strerror(errno)));
+    if (n == 0) break;
+    if (full) return std::nullopt;  // grew while read
+    got += static_cast<std::size_t>(n);
+  }
+  if (got != out.size() || ::fstat(fd, &after) != 0 || after.st_ino != before.st_ino || after.st_size != before.st_size ||
+      mtime_of(after) != mtime_of(before) || ctime_of(after) != ctime_of(before))
+    return std::nullopt;
+  meta.hash = delta::hash128(out);
+  index.store(rel, IndexKey{meta.size, meta.mtime_ns, meta.mode, static_cast<std::uint64_t>(after.st_ino)}, *meta.hash, hashed_at);
+  return out;
+}
+
 const char* conflict_name(ConflictKind k) {
   switch (k) {
     case ConflictKind::changed_remotely: return "changed_remotely";
@@ -291,9 +331,27 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
                                                                         : fmt::format("{} paths changed", batch->paths.size());
   }
   st.known_local.reset();  // taken above or stale: the events it needed are consumed
+  if (!st.manifest) {
+    auto loaded = load_manifest(manifest_path());
+    if (!loaded) return std::unexpected(loaded.error());
+    st.manifest = std::move(*loaded);
+  }
+  // A full walk hashes only what a plan may compare: files ferry wrote before and files big
+  // enough to stream (fileBegin announces the hash). The rest, new to the remote unless the
+  // listing says otherwise (then they are hashed below, before the plan), are hashed by the
+  // batch that reads them for sending: one read of each new file instead of two.
+  bool lazy_hashes = false;
   if (!from_watch) {
     spdlog::debug("sync: scan begins");
-    scanned = save ? scan_paths(root, ignore, &*st.index, o.only_paths) : scan_tree(root, ignore, &*st.index);
+    ScanOptions scan_options;
+    if (!save && !o.dry_run) {
+      lazy_hashes = true;
+      const auto& written = st.manifest->entries;
+      scan_options.hash_if = [&written, &o](const std::string& path, std::uint64_t size) {
+        return size > o.stream_above || written.contains(path);
+      };
+    }
+    scanned = save ? scan_paths(root, ignore, &*st.index, o.only_paths) : scan_tree(root, ignore, &*st.index, scan_options);
     if (!scanned) return std::unexpected("scan " + root.string() + ": " + scanned.error());
     spdlog::debug("sync: scan done, {} entries, {} hashed", scanned->entries.size(), scanned->stats.hashed);
   }
@@ -310,13 +368,8 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   summary.unstable = scanned->unstable;
   const TreeState& local = scanned->entries;
 
-  // 2. What ferry last wrote (kept in memory), 3. whether anyone wrote since, and if so, what
-  // is there now.
-  if (!st.manifest) {
-    auto loaded = load_manifest(manifest_path());
-    if (!loaded) return std::unexpected(loaded.error());
-    st.manifest = std::move(*loaded);
-  }
+  // 2. What ferry last wrote (kept in memory, loaded above), 3. whether anyone wrote since, and
+  // if so, what is there now.
   Manifest* manifest = &*st.manifest;
   manifest->remote_root = target_.remote_root;
   const std::string& base = target_.remote_base;
@@ -389,8 +442,26 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   } else if (!fast) {
     plan_manifest = *manifest;
   }
+  // Local files the walk left unhashed but the remote has as files: the plan compares their
+  // content (adopt, conflict or delta), so they are read now, as a save would read them.
+  auto hash_listed = [&]() -> std::expected<void, std::string> {
+    if (!lazy_hashes) return {};
+    std::vector<std::string> paths;
+    for (const auto& [p, m] : scanned->entries)
+      if (m.kind == EntryKind::file && !m.hash)
+        if (auto r = remote.find(p); r != remote.end() && r->second.kind == EntryKind::file) paths.push_back(p);
+    if (paths.empty()) return {};
+    auto part = scan_paths(root, ignore, &*st.index, paths);
+    if (!part) return std::unexpected("scan " + root.string() + ": " + part.error());
+    apply_dirty(scanned->entries, paths, std::move(part->entries));
+    scanned->unstable.insert(scanned->unstable.end(), part->unstable.begin(), part->unstable.end());
+    summary.unstable.insert(summary.unstable.end(), part->unstable.begin(), part->unstable.end());
+    st.index_dirty = true;
+    return {};
+  };
   if (!fast) {
     if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
+    if (auto ok = hash_listed(); !ok) return std::unexpected(ok.error());
   }
   auto only_saved = [&](TreeState& t) {
     // Sync on save: the plan sees only the saved paths, so nothing else looks deleted.
@@ -438,6 +509,8 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   };
   if (fast && needs_listing(plan)) {
     if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
+    if (auto ok = hash_listed(); !ok) return std::unexpected(ok.error());
+    popt.skip.insert(scanned->unstable.begin(), scanned->unstable.end());
     only_saved(remote);
     plan = plan_push(local, plan_manifest, remote, popt);
   }
@@ -525,12 +598,15 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   spdlog::debug("sync: mkdirs done");
   // 5b. Whole files in batches, deltas one per request, links and attributes: all in flight together.
   std::vector<std::function<void()>> jobs;
-  auto keep_copy = [&](const Transfer& t, const std::vector<std::uint8_t>& bytes) {
+  // Hashes the batches took while reading (under prog.mu): put into the walk's entries after
+  // the transfers, so a watched engine's next push sees them as hashed.
+  std::vector<std::pair<std::string, Hash128>> late_hashes;
+  auto keep_copy = [&](const FileMeta& local, const std::vector<std::uint8_t>& bytes) {
     // The delta base for the next edit of this file, so it needs no signature round trip.
-    if (t.local.size < popt.delta_min_size || t.local.size > o.cache_max_bytes / 4 || !t.local.hash) return;
+    if (local.size < popt.delta_min_size || local.size > o.cache_max_bytes / 4 || !local.hash) return;
     std::error_code ec;
     fs::create_directories(cache_dir, ec);
-    (void)write_file_atomically(cache_dir / to_hex(*t.local.hash),
+    (void)write_file_atomically(cache_dir / to_hex(*local.hash),
                                 std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
   };
   // A file too large for one request: begin, 8 MiB compressed chunks at their offsets with
@@ -556,6 +632,25 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     const json handle = begun->at("handle");
     std::atomic<std::uint64_t> next{0}, sent{0}, wire{0};
     std::atomic<bool> failed{false};
+    // The next edit's delta base (.ferry/sent), written from the chunks as they are read
+    // rather than copied after the commit, where the copy was the last ~0.2 s of a 256 MiB
+    // initial sync with nothing left to overlap it. Renamed into place only after the commit;
+    // checked against its hash before any use, so a torn or stale copy is never a base.
+    const fs::path cache_tmp = cache_dir / (to_hex(*t.local.hash) + ".tmp");
+    int cache_fd = -1;
+    if (t.local.size <= o.cache_max_bytes / 4) {
+      std::error_code ec;
+      fs::create_directories(cache_dir, ec);
+      cache_fd = ::open(cache_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    }
+    std::atomic<bool> cache_ok{cache_fd >= 0};
+    const AtExit drop_cache{[&] {
+      if (cache_fd < 0) return;
+      ::close(cache_fd);
+      std::error_code ec;
+      if (cache_ok) fs::rename(cache_tmp, cache_dir / to_hex(*t.local.hash), ec);
+      if (!cache_ok || ec) fs::remove(cache_tmp, ec);
+    }};
     auto worker = [&] {
       std::vector<std::uint8_t> buf(kReadChunk);
       while (!failed && !cancelled()) {
@@ -573,6 +668,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
           failed = true;  // shrank while being sent: counted as unstable below
           return;
         }
+        if (cache_ok && ::pwrite(cache_fd, buf.data(), got, static_cast<off_t>(offset)) != static_cast<ssize_t>(got)) cache_ok = false;
         auto packed = zstd_compress(buf.data(), got, stream_level(buf.data(), got));
         wire += packed.size();
         auto appended = endpoint_.call("sync/fileAppend",
@@ -601,6 +697,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       summary.bytes_on_wire += wire;
     }
     if (sent != t.local.size) {
+      cache_ok = false;
       (void)endpoint_.call("sync/fileAbort", json{{"base", base}, {"handle", handle}});
       std::lock_guard lock(prog.mu);
       const bool reported = std::any_of(summary.errors.begin(), summary.errors.end(),
@@ -612,6 +709,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     auto committed = mutate("sync/fileCommit", json{{"base", base}, {"handle", handle}}, kBigCallTimeout);
     spdlog::debug("sync: stream {} committed", t.path);
     if (!committed) {
+      cache_ok = false;
       const std::string code = committed.error().data ? committed.error().data->value("code", "") : "";
       std::lock_guard lock(prog.mu);
       if (code == "conflict") summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, committed.error().message});
@@ -619,9 +717,6 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       else summary.errors.push_back(fmt::format("sync/fileCommit '{}': {}", t.path, committed.error().message));
       return;
     }
-    // No copy into the sent cache: for a file this big the copy was the last ~0.2 s of an
-    // initial sync (nothing else left to overlap it), while its next edit's delta costs only
-    // the two-level signature exchange (~25 KiB for 1 GiB) without it.
     record(t.path, t.local);
     std::lock_guard lock(prog.mu);
     ++summary.files_sent;
@@ -646,19 +741,40 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     jobs.push_back([&, batch] {
       json files = json::array();
       std::vector<const Transfer*> sent;
+      std::vector<FileMeta> metas;  // as sent: with the hash taken while reading, if the scan had none
       std::vector<std::vector<std::uint8_t>> kept;
       std::uint64_t raw = 0, wire = 0;
       for (const Transfer* t : batch) {
-        auto bytes = read_bytes(root / t->path);
-        if (!bytes) {
-          prog.read_failed(t->path, bytes.error());
-          continue;
-        }
-        if (!t->local.hash || delta::hash128(*bytes) != *t->local.hash) {
+        FileMeta meta = t->local;
+        std::vector<std::uint8_t> read;
+        if (!meta.hash) {
+          auto hashed = read_hashing(root, t->path, meta, *st.index);
+          if (!hashed) {
+            prog.read_failed(t->path, hashed.error());
+            continue;
+          }
+          if (!*hashed) {
+            std::lock_guard lock(prog.mu);
+            summary.unstable.push_back(t->path);  // changed since the scan or while read
+            continue;
+          }
+          read = std::move(**hashed);
           std::lock_guard lock(prog.mu);
-          summary.unstable.push_back(t->path);  // changed since the scan: the next sync sends it
-          continue;
+          late_hashes.emplace_back(t->path, *meta.hash);
+        } else {
+          auto bytes = read_bytes(root / t->path);
+          if (!bytes) {
+            prog.read_failed(t->path, bytes.error());
+            continue;
+          }
+          if (delta::hash128(*bytes) != *meta.hash) {
+            std::lock_guard lock(prog.mu);
+            summary.unstable.push_back(t->path);  // changed since the scan: the next sync sends it
+            continue;
+          }
+          read = std::move(*bytes);
         }
+        auto* bytes = &read;
         auto packed = zstd_compress(bytes->data(), bytes->size());
         if (packed.size() > kMaxRequestPayload) {
           prog.error(fmt::format("'{}' ({}) compresses to more than one request may carry (lower stream_above)",
@@ -668,13 +784,14 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         raw += bytes->size();
         wire += packed.size();
         files.push_back({{"path", t->path},
-                         {"size", t->local.size},
-                         {"hash", hash_binary(*t->local.hash)},
-                         {"mode", t->local.mode},
-                         {"mtimeNs", t->local.mtime_ns},
+                         {"size", meta.size},
+                         {"hash", hash_binary(*meta.hash)},
+                         {"mode", meta.mode},
+                         {"mtimeNs", meta.mtime_ns},
                          {"data", as_binary(std::move(packed))},
                          {"expect", expect_for(remote, t->path)}});
         sent.push_back(t);
+        metas.push_back(std::move(meta));
         kept.push_back(t->local.size >= popt.delta_min_size ? std::move(*bytes) : std::vector<std::uint8_t>{});
       }
       if (sent.empty()) return;
@@ -688,8 +805,8 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       results_of("sync/writeBatch", reply, [&](const std::string& p) {
         for (std::size_t i = 0; i < sent.size(); ++i) {
           if (sent[i]->path != p) continue;
-          record(p, sent[i]->local);
-          keep_copy(*sent[i], kept[i]);
+          record(p, metas[i]);
+          keep_copy(metas[i], kept[i]);
           std::lock_guard lock(prog.mu);
           ++summary.files_sent;
           summary.bytes_literal += sent[i]->local.size;
@@ -803,7 +920,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         return;
       }
       record(t.path, t.local);
-      keep_copy(t, *bytes);
+      keep_copy(t.local, *bytes);
       {
         std::lock_guard lock(prog.mu);
         ++summary.files_sent;
@@ -842,6 +959,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   }
   run_parallel(jobs, o.in_flight, o.cancelled);
   spdlog::debug("sync: transfers done");
+  if (!late_hashes.empty()) st.index_dirty = true;
+  for (auto& [p, h] : late_hashes)
+    if (auto it = scanned->entries.find(p); it != scanned->entries.end()) it->second.hash = h;
 
   // 5c. Deletes last, so an interrupted sync never loses a file it was about to replace.
   if (!cancelled() && (!plan.deletes.empty() || !plan.rmdirs.empty())) {

@@ -298,7 +298,7 @@ BOOST_AUTO_TEST_CASE(killed_link_or_agent_never_tears_a_file_and_the_next_sync_c
         const auto t0 = std::chrono::steady_clock::now();
         auto s = engine.push(o);  // fails or reports errors: the link died under it
         const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        BOOST_TEST_MESSAGE("  cut push: " << (s ? s->one_line() : s.error()));
+        BOOST_TEST_MESSAGE("  cut push: " << (s ? s->one_line() : s.error()) << "; " << counting.calls() << " agent requests");
         // Known: a request being sent when the agent dies can wait ~60 s for the link to notice.
         if (took > 10) BOOST_TEST_MESSAGE("  WARNING: the cut push took " << took << " s to fail (seed " << seed << ", point " << point << ")");
       }
