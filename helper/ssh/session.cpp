@@ -331,6 +331,9 @@ Session::~Session() {
     if (socket_.is_open()) ::shutdown(socket_.native_handle(), SHUT_RDWR);
     // Every I/O now fails at once, so blocking mode cannot hang; it lets libssh2 free everything.
     libssh2_session_set_blocking(session_, 1);
+    // Blocking libssh2 polls and then recv()s: a remembered EAGAIN would spin it forever.
+    rx_drained_ = false;
+    rx_blocking_ = true;
     libssh2_session_free(session_);
   }
   boost::system::error_code ec;
@@ -356,9 +359,18 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
   // are then copies. Bytes held here are like bytes in libssh2's own buffer: libssh2 only reports
   // EAGAIN after this hook did, i.e. with this buffer empty, so waiting on the socket stays right.
   if (self->rx_begin_ == self->rx_end_) {
+    // libssh2 drains the transport until EAGAIN on every channel call, several times per round
+    // trip. Once the socket said EAGAIN, say it again without asking until a wait on the socket
+    // ends ready (wait_socket), a wait's timer fires, or a keepalive tick: whoever gets this EAGAIN waits on the
+    // socket, and asio re-arms the edge-triggered registration (EPOLL_CTL_MOD) when a wait starts,
+    // so bytes that came meanwhile end that wait at once.
+    if (self->rx_drained_ && !self->rx_blocking_) return -EAGAIN;
     if (ahead.empty()) ahead.resize(kReadAheadBytes);
     ssize_t n = ::recv(socket, ahead.data(), ahead.size(), flags);
-    if (n < 0) return -errno;
+    if (n < 0) {
+      if ((errno == EAGAIN || errno == EWOULDBLOCK) && !self->rx_blocking_) self->rx_drained_ = true;
+      return -errno;
+    }
     if (n == 0) return 0;
     self->rx_begin_ = 0;
     self->rx_end_ = static_cast<std::size_t>(n);
@@ -420,6 +432,7 @@ asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, s
     timer->async_wait([self = shared_from_this()](boost::system::error_code ec) {
       if (!ec && !self->closed_) {
         boost::system::error_code ignored;
+        self->rx_drained_ = false;
         self->socket_.cancel(ignored);  // wakes every waiter; each simply retries its libssh2 call
       }
     });
@@ -432,6 +445,7 @@ asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, s
       self->cap_armed_ = false;
       if (!ec && !self->closed_ && self->waiters_ > 0) {
         boost::system::error_code ignored;
+        self->rx_drained_ = false;  // the safety net asks the socket itself
         self->socket_.cancel(ignored);
       }
     });
@@ -443,6 +457,7 @@ asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, s
   } waiting(waiters_);
   boost::system::error_code ec;
   co_await socket_.async_wait(kind, asio::redirect_error(use_awaitable, ec));
+  if (!ec) rx_drained_ = false;  // the socket is ready; a wake (cancel) says nothing about the socket
   if (timer) timer->cancel();
   if (closed_) co_return std::unexpected(make_error(Errc::kClosed, std::string(what) + ": " + close_reason_));
   if (ec && ec != asio::error::operation_aborted)
@@ -523,8 +538,11 @@ asio::awaitable<Result<void>> Session::connect_tcp(Clock::time_point deadline) {
       continue;
     }
     sock.set_option(tcp::no_delay(true), ec);
-    int fd = ::dup(sock.native_handle());
-    if (fd < 0) co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": dup failed"));
+    // release(), not dup(): asio closes its own sockets without EPOLL_CTL_DEL, and a dup kept the
+    // file (so its epoll registration) alive, pointing at a recycled reactor slot; every packet then
+    // also woke whatever op later took that slot (a tunnel's acceptor: one stray accept() per packet).
+    int fd = sock.release(ec);
+    if (ec || fd < 0) co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": " + ec.message()));
     co_return co_await attach_fd(fd);
   }
   co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": " + last));
@@ -1065,6 +1083,7 @@ asio::awaitable<void> Session::keepalive_loop(std::chrono::milliseconds interval
     boost::system::error_code ec;
     co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
     if (closed_) break;
+    rx_drained_ = false;  // this loop reads without waiting on the socket first
     int next = 0;
     // libssh2 sends only when its interval has passed. A keepalive that hit EAGAIN would stay half
     // sent with nobody to finish it (and block every other send), so it goes only when the kernel's

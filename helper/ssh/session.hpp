@@ -238,6 +238,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<char> rx_ahead_;  // socket bytes read ahead of libssh2 (recv_hook): [rx_begin_, rx_end_)
   std::size_t rx_begin_ = 0;
   std::size_t rx_end_ = 0;
+  bool rx_drained_ = false;     // the socket said EAGAIN since the last wait ended (recv_hook)
+  bool rx_blocking_ = false;    // libssh2 runs blocking (only while freeing): no remembered EAGAIN
   int waiters_ = 0;            // coroutines inside wait_socket now
   Channel* pending_adjust_ = nullptr;  // whose half-sent window adjust blocks other sends
   asio::steady_timer cap_timer_;  // the shared 1 s cap of waits without a near deadline
