@@ -340,12 +340,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   // enough to stream (fileBegin announces the hash). The rest, new to the remote unless the
   // listing says otherwise (then they are hashed below, before the plan), are hashed by the
   // batch that reads them for sending: one read of each new file instead of two.
-  bool lazy_hashes = false;
   if (!from_watch) {
     spdlog::debug("sync: scan begins");
     ScanOptions scan_options;
     if (!save && !o.dry_run) {
-      lazy_hashes = true;
       const auto& written = st.manifest->entries;
       scan_options.hash_if = [&written, &o](const std::string& path, std::uint64_t size) {
         return size > o.stream_above || written.contains(path);
@@ -444,8 +442,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   }
   // Local files the walk left unhashed but the remote has as files: the plan compares their
   // content (adopt, conflict or delta), so they are read now, as a save would read them.
+  // (Not only after this push's walk: a watched engine's kept read may hold a file an earlier
+  // push left unhashed and then failed to send.)
   auto hash_listed = [&]() -> std::expected<void, std::string> {
-    if (!lazy_hashes) return {};
     std::vector<std::string> paths;
     for (const auto& [p, m] : scanned->entries)
       if (m.kind == EntryKind::file && !m.hash)
