@@ -1,8 +1,10 @@
 // bench/tunnel: throughput (1 and 8 streams, upload to a discard server and download from a source
 // server) and latency (sequential small echo round trips) through a ferry local tunnel vs `ssh -L`
 // on the same loopback sshd, with ssh's default cipher and with aes128-ctr + hmac-sha2-256 (what
-// libssh2 1.10 can negotiate). The ferry tunnel is SshEndpoint::open_forward, the code path of
-// `ferry tunnel`, in this process; ssh runs as its own process. Payloads are generated in memory.
+// libssh2 1.10 can negotiate). The ferry tunnel is a `ferry tunnel` process, as ssh -L is its own
+// process; the ratios compare those. A last row runs the same forward inside this process (what
+// `ferry serve` does), for reference. Payloads are generated in memory.
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -176,6 +178,47 @@ struct SshForward {
   }
 };
 
+// `ferry tunnel 0:127.0.0.1:TARGET` as a user runs it, in its own process like ssh -L; the chosen
+// port comes from its first stdout line ("127.0.0.1:PORT → remote ..."). Killed at scope end.
+struct FerryTunnel {
+  pid_t pid = -1;
+  int port = 0;
+  FerryTunnel(const SshdFixture& f, int target) {
+    int out[2];
+    if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
+    std::string spec = "0:127.0.0.1:" + std::to_string(target);
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+      if (::chdir(f.dir().c_str()) != 0) ::_exit(126);  // no ferry.json above
+      ::execl(FERRY_BIN, FERRY_BIN, "-F", f.ssh_config().c_str(), "tunnel", "--host", f.alias().c_str(), spec.c_str(),
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string line;
+    char c = 0;
+    pollfd p{out[0], POLLIN, 0};
+    auto deadline = Clock::now() + 30s;
+    while (Clock::now() < deadline && (line.empty() || line.back() != '\n')) {
+      if (::poll(&p, 1, 1000) <= 0) continue;
+      if (::read(out[0], &c, 1) != 1) break;
+      line += c;
+    }
+    ::close(out[0]);
+    auto colon = line.find(':'), space = line.find(' ');
+    if (line.rfind("127.0.0.1:", 0) != 0 || colon == std::string::npos || space == std::string::npos)
+      throw std::runtime_error("ferry tunnel did not start: " + line);
+    port = std::stoi(line.substr(colon + 1, space - colon - 1));
+  }
+  ~FerryTunnel() {
+    ::kill(pid, SIGINT);  // Ctrl-C: closes the tunnel and exits
+    ::waitpid(pid, nullptr, 0);
+  }
+};
+
 struct Row {
   std::string name;
   double up1 = 0, up8 = 0, down1 = 0, down8 = 0, rtt = 0;
@@ -223,7 +266,10 @@ int main(int argc, char** argv) {
     return r;
   };
   std::vector<Row> rows;
-  rows.push_back(measure("ferry tunnel (aes128-ctr, hmac-sha2-256)", open(discard.port()), open(source.port()), open(echo.port())));
+  {
+    FerryTunnel a(sshd, discard.port()), b(sshd, source.port()), c(sshd, echo.port());
+    rows.push_back(measure("ferry tunnel (aes128-ctr, hmac-sha2-256)", a.port, b.port, c.port));
+  }
   {
     SshForward a(sshd, discard.port(), {}), b(sshd, source.port(), {}), c(sshd, echo.port(), {});
     rows.push_back(measure("ssh -L (default cipher)", a.port, b.port, c.port));
@@ -233,13 +279,16 @@ int main(int argc, char** argv) {
     SshForward a(sshd, discard.port(), ctr), b(sshd, source.port(), ctr), c(sshd, echo.port(), ctr);
     rows.push_back(measure("ssh -L -c aes128-ctr -m hmac-sha2-256", a.port, b.port, c.port));
   }
+  // The same forwards inside this process (SshEndpoint::open_forward, what `ferry serve` runs),
+  // sharing its cores with the clients and servers above: shown, not used for the ratios.
+  rows.push_back(measure("ferry forward in the bench process", open(discard.port()), open(source.port()), open(echo.port())));
   std::printf("| path | upload 1 stream MB/s | upload 8 streams MB/s | download 1 stream MB/s | download 8 streams MB/s | echo RTT median us |\n");
   std::printf("|---|---|---|---|---|---|\n");
   for (const auto& r : rows)
     std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r.name.c_str(), r.up1, r.up8, r.down1, r.down8, r.rtt);
   std::printf("\nratios ferry / ssh (throughput: higher is better, target >= 0.8; latency: lower is better, target <= 1.2)\n\n");
   std::printf("| vs | upload 1 | upload 8 | download 1 | download 8 | latency |\n|---|---|---|---|---|---|\n");
-  for (std::size_t i = 1; i < rows.size(); ++i)
+  for (std::size_t i = 1; i + 1 < rows.size(); ++i)
     std::printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rows[i].name.c_str(), rows[0].up1 / rows[i].up1,
                 rows[0].up8 / rows[i].up8, rows[0].down1 / rows[i].down1, rows[0].down8 / rows[i].down8,
                 rows[0].rtt / rows[i].rtt);
