@@ -47,11 +47,14 @@ void add_watch_command(CLI::App& app, GlobalOptions& g);
 
 // sync/pull (defined in sync_command.cpp): runs `fn` with an engine for the project's first
 // mapping on its host (local sandbox or SSH) and the endpoint's description; returns fn's code.
+// `prepare`, if given, runs on the engine while the endpoint connects (ferry sync walks the tree).
 int with_sync_engine(const GlobalOptions& g, const std::string& who,
-                     const std::function<int(sync::SyncEngine&, const std::string&)>& fn);
+                     const std::function<int(sync::SyncEngine&, const std::string&)>& fn,
+                     const std::function<void(sync::SyncEngine&)>& prepare = {});
 // The same, also handing `fn` the target (local root, excludes, protect) the engine pushes.
 int with_sync_target(const GlobalOptions& g, const std::string& who,
-                     const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn);
+                     const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn,
+                     const std::function<void(sync::SyncEngine&)>& prepare = {});
 // A progress bar on stderr when it is a terminal (helper/cli/progress_bar.hpp), else empty.
 std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb);
 // Prints the one-line summary (or JSON); 0 ok, 1 errors, 3 conflicts or held deletes.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -24,14 +25,16 @@ namespace ferry::cli {
 namespace fs = std::filesystem;
 
 int with_sync_engine(const GlobalOptions& g, const std::string& who,
-                     const std::function<int(sync::SyncEngine&, const std::string&)>& fn) {
-  return with_sync_target(g, who, [&](sync::SyncEngine& engine, const std::string& where, const sync::SyncTarget&) {
-    return fn(engine, where);
-  });
+                     const std::function<int(sync::SyncEngine&, const std::string&)>& fn,
+                     const std::function<void(sync::SyncEngine&)>& prepare) {
+  return with_sync_target(
+      g, who, [&](sync::SyncEngine& engine, const std::string& where, const sync::SyncTarget&) { return fn(engine, where); },
+      prepare);
 }
 
 int with_sync_target(const GlobalOptions& g, const std::string& who,
-                     const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn) {
+                     const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn,
+                     const std::function<void(sync::SyncEngine&)>& prepare) {
   std::error_code ec;
   fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
   auto file = deploy::find_project_file(start);
@@ -60,12 +63,16 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
     }
     endpoint = std::make_unique<remote::SshEndpoint>(endpoint_options(*t));
   }
+  // The engine touches the endpoint only in its calls, so it can get ready while the link is made.
+  sync::SyncEngine engine(*endpoint, target);
+  std::jthread preparing;
+  if (prepare) preparing = std::jthread([&] { prepare(engine); });
   auto info = endpoint->connect();
+  if (preparing.joinable()) preparing.join();
   if (!info) {
     std::cerr << who << ": cannot reach " << endpoint->description() << ": " << info.error().message << "\n";
     return 1;
   }
-  sync::SyncEngine engine(*endpoint, target);
   int rc = fn(engine, endpoint->description(), target);
   endpoint->close();
   return rc;
@@ -115,11 +122,12 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_flag("--json", o->json, "Print the summary as one JSON object");
   cmd->fallthrough();
   cmd->callback([&g, o] {
+    sync::SyncOptions so;
+    so.dry_run = o->dry_run;
+    so.force = o->force;
+    so.deletes = o->no_delete ? sync::DeleteMode::none : o->mirror ? sync::DeleteMode::mirror : sync::DeleteMode::owned;
+    auto walk_while_connecting = [&so](sync::SyncEngine& engine) { engine.prepare_push(so); };
     exit_code() = with_sync_engine(g, "ferry sync", [&](sync::SyncEngine& engine, const std::string& where) {
-      sync::SyncOptions so;
-      so.dry_run = o->dry_run;
-      so.force = o->force;
-      so.deletes = o->no_delete ? sync::DeleteMode::none : o->mirror ? sync::DeleteMode::mirror : sync::DeleteMode::owned;
       auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("sync");
       so.progress = progress_callback(bar);
       so.confirm_mass_delete = [o, bar](const std::string& reason, std::size_t n) {
@@ -138,7 +146,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
         return 1;
       }
       return print_summary(*s, o->json, where);
-    });
+    }, walk_while_connecting);
   });
 }
 

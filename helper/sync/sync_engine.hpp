@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helper/sync/planner.hpp"
+#include "helper/sync/scanner.hpp"
 
 namespace ferry::remote {
 class Endpoint;
@@ -73,8 +74,9 @@ struct SyncSummary {
   std::vector<std::string> held_deletes;  // the mass-delete guard held these
   std::vector<std::string> errors;        // per-file failures; the rest of the sync went on
   std::vector<std::string> unstable;      // changed while being read: next sync
-  // How the local tree was read: "full" (a walk), "paths" (only what the watcher saw change),
-  // "none" (the watcher saw nothing: the tree is what the last push read).
+  // How the local tree was read: "full" (a walk), "prepared" (a walk done by prepare_push while
+  // connecting), "paths" (only what the watcher saw change), "none" (the watcher saw nothing:
+  // the tree is what the last push read).
   std::string local_scan = "full";
   std::string full_walk_reason;  // why a watched engine walked anyway ("" when it did not)
 
@@ -93,6 +95,12 @@ class SyncEngine {
   SyncEngine& operator=(const SyncEngine&) = delete;
 
   std::expected<SyncSummary, std::string> push(const SyncOptions& options);
+  // The local half of a full push, done ahead: loads the rules, index and manifest and walks
+  // the tree. The next push with the same options plans from this walk instead of walking
+  // again; `ferry sync` runs it while the link connects, as tar | ssh reads while ssh does.
+  // Safe because a push never trusts a walk's sizes and times beyond what the send re-checks.
+  // Nothing for an engine with a watch (it has its own read of the tree).
+  void prepare_push(const SyncOptions& options);
   // Brings these remote paths (files or directories, relative to the mapping) into the local
   // tree. A local file changed since ferry last synced it is a conflict unless forced.
   std::expected<SyncSummary, std::string> pull(const std::vector<std::string>& paths, const SyncOptions& options);
@@ -113,6 +121,8 @@ class SyncEngine {
  private:
   struct State;
   std::expected<SyncSummary, std::string> push_locked(const SyncOptions& options);
+  std::expected<void, std::string> load_local_state(State& st);
+  std::expected<ScanResult, std::string> walk_for_push(State& st, const SyncOptions& options);
   remote::Endpoint& endpoint_;
   SyncTarget target_;
   std::unique_ptr<State> state_;

@@ -203,6 +203,13 @@ struct SyncEngine::State {
     std::size_t unchanged;
   };
   std::optional<EmptyPlan> empty_plan;
+  // A walk done by prepare_push for the next push, with the options it was made for.
+  struct PreparedScan {
+    ScanResult scan;
+    std::uint64_t stream_above;
+    bool dry_run;
+  };
+  std::optional<PreparedScan> prepared;
 
   std::mutex write_mu;    // serialises the file writes (taken before mu, never while holding it)
   std::mutex persist_mu;  // guards the flags below

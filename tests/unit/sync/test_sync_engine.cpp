@@ -161,6 +161,41 @@ BOOST_AUTO_TEST_CASE(a_file_deleted_between_scan_and_send_is_left_for_the_next_s
   require_same_trees(scan(f.local), scan(f.remote));
 }
 
+BOOST_AUTO_TEST_CASE(a_walk_prepared_while_connecting_plans_the_push_and_changes_since_wait_for_the_next) {
+  Fixture f;
+  make_tree(f.local);
+  SyncEngine e = f.engine();
+  e.prepare_push({});
+  // Changes after the prepared walk: a new file it did not see, a file it saw that grew.
+  write_file(f.local / "late.py", text("print('after the walk')\n"));
+  write_file(f.local / "with space/a b.py", text("x = 1  # and more, so the size changes\n"));
+  auto s = e.push({});
+  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+  BOOST_TEST(s->local_scan == "prepared");
+  BOOST_TEST(s->errors.empty());
+  BOOST_TEST(s->files_sent >= 300u);
+  BOOST_TEST(!fs::exists(f.remote / "late.py"));  // not in the walk: the next push's
+  const std::set<std::string> unstable(s->unstable.begin(), s->unstable.end());
+  BOOST_TEST(unstable.count("with space/a b.py") == 1u);  // grew after the walk: re-read next time
+  BOOST_TEST(!fs::exists(f.remote / "with space/a b.py"));
+
+  auto s2 = e.push({});  // walks again (the prepared walk was used up)
+  BOOST_REQUIRE(s2.has_value());
+  BOOST_TEST(s2->local_scan == "full");
+  BOOST_TEST(s2->errors.empty());
+  BOOST_TEST(s2->unstable.empty());
+  require_same_trees(scan(f.local), scan(f.remote));
+
+  // A walk prepared for other options is not used.
+  SyncOptions dry;
+  dry.dry_run = true;
+  e.prepare_push(dry);
+  auto s3 = e.push({});
+  BOOST_REQUIRE(s3.has_value());
+  BOOST_TEST(s3->local_scan == "full");
+  BOOST_TEST(s3->files_sent == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(one_byte_edit_of_a_large_file_goes_as_a_small_delta) {
   Fixture f;
   Buf big = random_bytes(4u << 20, 7);
