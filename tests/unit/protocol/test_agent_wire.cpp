@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(large_byte_strings_decode_exactly) {
     return json::binary_t(std::move(b));
   };
   json files = json::array();
-  for (std::size_t n : {0u, 10u, 4095u, 4096u, 70000u, 3u, 300000u})
+  for (std::size_t n : {0u, 10u, 63u, 64u, 65u, 4095u, 4096u, 70000u, 3u, 300000u})
     files.push_back({{"path", std::string("f").append(std::to_string(n))}, {"data", bytes(n)}, {"hash", bytes(16)}, {"size", n}});
   json params{{"base", "proj"}, {"files", files}, {"nested", {{"a", json::array({bytes(5000), 1.5, nullptr, bytes(7)})}}}};
   Message m = Request{7, "sync/writeBatch", params};
