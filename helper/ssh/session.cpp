@@ -361,9 +361,9 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
   if (self->rx_begin_ == self->rx_end_) {
     // libssh2 drains the transport until EAGAIN on every channel call, several times per round
     // trip. Once the socket said EAGAIN, say it again without asking until a wait on the socket
-    // ends ready (wait_socket), a wait's timer fires, or a keepalive tick: whoever gets this EAGAIN waits on the
-    // socket, and asio re-arms the edge-triggered registration (EPOLL_CTL_MOD) when a wait starts,
-    // so bytes that came meanwhile end that wait at once.
+    // ends ready (wait_socket), a wait's timer fires, or a keepalive tick: whoever gets this
+    // EAGAIN waits on the socket, and asio re-arms the edge-triggered registration
+    // (EPOLL_CTL_MOD) when a wait starts, so bytes that came meanwhile end that wait at once.
     if (self->rx_drained_ && !self->rx_blocking_) return -EAGAIN;
     if (ahead.empty()) ahead.resize(kReadAheadBytes);
     ssize_t n = ::recv(socket, ahead.data(), ahead.size(), flags);
