@@ -20,6 +20,7 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "protocol/agent_wire.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "tests/support/raw_agent.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wait_for.hpp"
 
@@ -459,49 +460,16 @@ namespace {
 
 // The agent on raw pipes, so the test decides when (and whether) its stdout is read.
 struct RawAgent {
-  ferry::remote::ChildProcess child;
-  std::unique_ptr<ferry::remote::FdStream> stream;
-  ferry::protocol::FrameDecoder decoder{ferry::protocol::agent_frame_limits()};
+  ferry::test::RawAgent raw;
 
-  RawAgent(const fs::path& root, const fs::path& state) {
-    auto sp = child.spawn({FERRY_AGENT_PATH, "--root", root.string(), "--state-dir", state.string()});
-    BOOST_REQUIRE(sp.has_value());
-    stream = std::make_unique<ferry::remote::FdStream>(sp->stdout_fd, sp->stdin_fd);
-    std::string pre;
-    while (true) {
-      if (auto scan = ferry::protocol::scan_agent_preamble(pre)) {
-        BOOST_REQUIRE(scan->has_value());
-        decoder.feed(std::string_view(pre).substr((*scan)->consumed));
-        return;
-      }
-      char buf[256];
-      auto r = stream->read_some(buf, std::chrono::steady_clock::now() + 10s);
-      BOOST_REQUIRE(r.status == ferry::remote::ReadStatus::data);
-      pre.append(buf, r.bytes);
-    }
-  }
+  RawAgent(const fs::path& root, const fs::path& state)
+      : raw({FERRY_AGENT_PATH, "--root", root.string(), "--state-dir", state.string()}) {}
 
   void send(int id, std::string method, json params) {
-    BOOST_REQUIRE(stream->write_all(ferry::protocol::encode_agent_frame(
-                                        ferry::protocol::Request{id, std::move(method), std::move(params)}))
-                      .has_value());
+    raw.send(ferry::protocol::Request{id, std::move(method), std::move(params)});
   }
 
-  ferry::protocol::Message next() {
-    auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (true) {
-      if (auto body = decoder.next()) {
-        BOOST_REQUIRE(body->has_value());
-        auto m = ferry::protocol::decode_agent_body(**body);
-        BOOST_REQUIRE(m.has_value());
-        return *m;
-      }
-      std::vector<char> buf(1 << 16);
-      auto r = stream->read_some(buf, deadline);
-      BOOST_REQUIRE(r.status == ferry::remote::ReadStatus::data);
-      decoder.feed(std::string_view(buf.data(), r.bytes));
-    }
-  }
+  ferry::protocol::Message next() { return raw.next(); }
 
   json result() {
     auto m = next();
@@ -512,7 +480,7 @@ struct RawAgent {
   }
 
   long rss_kib() {
-    std::ifstream in("/proc/" + std::to_string(child.pid()) + "/status");
+    std::ifstream in("/proc/" + std::to_string(raw.child.pid()) + "/status");
     std::string line;
     while (std::getline(in, line))
       if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
@@ -572,16 +540,16 @@ BOOST_AUTO_TEST_CASE(agent_eof_ends_streams_and_closes_stdout_while_the_run_goes
     auto* n = std::get_if<ferry::protocol::Notification>(&m);
     BOOST_REQUIRE(n != nullptr);
     BOOST_TEST(n->method == "run/output");
-    a.stream->close_write();
+    a.raw.stream->close_write();
     // The agent exits on EOF with a stream open, and nothing (no supervisor) keeps its stdout
     // open: the SSH channel would close.
-    auto status = a.child.wait_for(10s);
+    auto status = a.raw.child.wait_for(10s);
     BOOST_REQUIRE(status.has_value());
     BOOST_TEST(WIFEXITED(*status));
     BOOST_TEST(WEXITSTATUS(*status) == 0);
     char buf[4096];
     ferry::remote::ReadResult r;
-    do r = a.stream->read_some(buf, std::chrono::steady_clock::now() + 10s);
+    do r = a.raw.stream->read_some(buf, std::chrono::steady_clock::now() + 10s);
     while (r.status == ferry::remote::ReadStatus::data);
     BOOST_TEST((r.status == ferry::remote::ReadStatus::eof));
   }

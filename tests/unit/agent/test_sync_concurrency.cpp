@@ -13,16 +13,16 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <zstd.h>
 
-#include "helper/remote/byte_stream.hpp"
-#include "helper/remote/child_process.hpp"
 #include "protocol/agent_wire.hpp"
 #include "protocol/delta/delta_types.hpp"
+#include "tests/support/raw_agent.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -31,46 +31,20 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The agent binary on pipes; replies read frame by frame with a deadline.
+// The agent binary on pipes (tests/support/raw_agent.hpp), with FERRY_AGENT_WORKERS set for it.
 struct Agent {
-  ferry::remote::ChildProcess child;
-  std::unique_ptr<ferry::remote::FdStream> stream;
-  FrameDecoder decoder{agent_frame_limits()};
+  std::optional<ferry::test::RawAgent> raw;
 
   Agent(const fs::path& root, const std::string& workers) {
     ::setenv("FERRY_AGENT_WORKERS", workers.c_str(), 1);
-    auto s = child.spawn({FERRY_AGENT_PATH, "--root", root.string()});
+    raw.emplace(std::vector<std::string>{FERRY_AGENT_PATH, "--root", root.string()});
     ::unsetenv("FERRY_AGENT_WORKERS");
-    BOOST_REQUIRE(s.has_value());
-    stream = std::make_unique<ferry::remote::FdStream>(s->stdout_fd, s->stdin_fd);
-    std::string pre;
-    while (true) {
-      if (auto scan = scan_agent_preamble(pre)) {
-        BOOST_REQUIRE(scan->has_value());
-        decoder.feed(std::string_view(pre).substr((*scan)->consumed));
-        return;
-      }
-      char buf[256];
-      auto r = stream->read_some(buf, std::chrono::steady_clock::now() + 10s);
-      BOOST_REQUIRE(r.status == ferry::remote::ReadStatus::data);
-      pre.append(buf, r.bytes);
-    }
   }
-  void send(const Request& r) { BOOST_REQUIRE(stream->write_all(encode_agent_frame(r)).has_value()); }
+  void send(const Request& r) { raw->send(r); }
   Response next() {
-    const auto deadline = std::chrono::steady_clock::now() + 20s;
-    while (true) {
-      if (auto body = decoder.next()) {
-        BOOST_REQUIRE(body->has_value());
-        auto m = decode_agent_body(**body);
-        BOOST_REQUIRE(m.has_value());
-        return std::get<Response>(*m);
-      }
-      std::vector<char> buf(1 << 16);
-      auto r = stream->read_some(std::span<char>(buf), deadline);
-      BOOST_REQUIRE(r.status == ferry::remote::ReadStatus::data);
-      decoder.feed(std::string_view(buf.data(), r.bytes));
-    }
+    auto m = raw->next();
+    BOOST_REQUIRE(std::holds_alternative<Response>(m));
+    return std::get<Response>(m);
   }
 };
 
@@ -165,8 +139,8 @@ void pipelined_writes_land_exactly(const std::string& workers) {
   for (const auto& e : fs::recursive_directory_iterator(root))
     BOOST_TEST(e.path().filename().string().find(".ferry-tmp.") == std::string::npos, e.path());
 
-  agent.stream->close_write();
-  auto status = agent.child.wait_for(10s);
+  agent.raw->stream->close_write();
+  auto status = agent.raw->child.wait_for(10s);
   BOOST_REQUIRE(status.has_value());
   BOOST_TEST(WEXITSTATUS(*status) == 0);
 }
