@@ -10,6 +10,7 @@
 
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -38,13 +39,7 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_comes_back_as_a_delta_over_ssh) {
   f.trust_host_key();
   const fs::path local = f.dir() / "local-project";
   fs::create_directories(local);
-  ferry::remote::SshEndpointOptions o;
-  o.host = f.alias();
-  o.ssh_config = f.ssh_config().string();
-  o.remote_root = "~/project";
-  o.agent_binary = FERRY_AGENT_PATH;
-  o.session.agent_socket = "";
-  o.session.connect_timeout = 3s;
+  ferry::remote::SshEndpointOptions o = ferry::test::endpoint_options_for(f);
   o.reconnect = false;
   ferry::remote::SshEndpoint ep(o);
   auto info = ep.connect(20s);

@@ -12,6 +12,7 @@
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -48,13 +49,7 @@ BOOST_AUTO_TEST_CASE(push_and_pull_over_ssh) {
   fs::create_symlink("train.py", local / "main.py");
   fs::permissions(local / "train.py", fs::perms::owner_exec, fs::perm_options::add);
 
-  ferry::remote::SshEndpointOptions o;
-  o.host = f.alias();
-  o.ssh_config = f.ssh_config().string();
-  o.remote_root = "~/project";
-  o.agent_binary = FERRY_AGENT_PATH;
-  o.session.agent_socket = "";
-  o.session.connect_timeout = 3s;
+  ferry::remote::SshEndpointOptions o = ferry::test::endpoint_options_for(f);
   o.reconnect = false;
   ferry::remote::SshEndpoint ep(o);
   auto info = ep.connect(20s);
