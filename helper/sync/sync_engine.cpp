@@ -51,6 +51,20 @@ void apply_dirty(TreeState& entries, const std::vector<std::string>& dirty, Tree
   for (auto& [p, m] : reread) entries.insert_or_assign(p, std::move(m));
 }
 
+// Hashes these paths of a walk now (a re-read with the scanner's stability checks), in place; the
+// ones caught mid-change join `scanned.unstable` and are returned.
+std::expected<std::vector<std::string>, std::string> hash_now(const fs::path& root, const IgnoreMatcher& ignore,
+                                                              FileIndex& index, ScanResult& scanned,
+                                                              const std::vector<std::string>& paths) {
+  if (paths.empty()) return std::vector<std::string>{};
+  auto part = scan_paths(root, ignore, &index, paths);
+  if (!part) return std::unexpected("scan " + root.string() + ": " + part.error());
+  apply_dirty(scanned.entries, paths, std::move(part->entries));
+  scanned.unstable.insert(scanned.unstable.end(), part->unstable.begin(), part->unstable.end());
+  scanned.stats.hashed += part->stats.hashed;
+  return std::move(part->unstable);
+}
+
 std::string human_bytes(std::uint64_t n) {
   if (n < 1024) return fmt::format("{} B", n);
   if (n < (1u << 20)) return fmt::format("{:.1f} KiB", n / 1024.0);
@@ -274,13 +288,17 @@ std::expected<ScanResult, std::string> SyncEngine::walk_for_push(State& st, cons
   return scan_tree(target_.local_root, *st.ignore, &*st.index, scan_options);
 }
 
-// The hash index (a cache: unreadable means rehash) and the manifest (unreadable is an error).
+// The hash index: a cache, so an unreadable one means rehashing.
+void SyncEngine::load_index(State& st) {
+  if (st.index) return;
+  auto index = FileIndex::load(default_index_path(target_.local_root));
+  if (!index) spdlog::warn("sync: index unreadable ({}); rehashing everything", index.error());
+  st.index.emplace(index ? std::move(*index) : FileIndex{});
+}
+
+// The hash index and the manifest (unreadable is an error).
 std::expected<void, std::string> SyncEngine::load_local_state(State& st) {
-  if (!st.index) {
-    auto index = FileIndex::load(default_index_path(target_.local_root));
-    if (!index) spdlog::warn("sync: index unreadable ({}); rehashing everything", index.error());
-    st.index.emplace(index ? std::move(*index) : FileIndex{});
-  }
+  load_index(st);
   if (!st.manifest) {
     auto loaded = load_manifest(manifest_path());
     if (!loaded) return std::unexpected(loaded.error());
@@ -300,11 +318,7 @@ void SyncEngine::prepare_push(const SyncOptions& o) {
   std::expected<Manifest, std::string> manifest{Manifest{}};
   std::jthread loading;
   if (!st.manifest) loading = std::jthread([&] { manifest = load_manifest(manifest_path()); });
-  if (!st.index) {
-    auto index = FileIndex::load(default_index_path(target_.local_root));
-    if (!index) spdlog::warn("sync: index unreadable ({}); rehashing everything", index.error());
-    st.index.emplace(index ? std::move(*index) : FileIndex{});
-  }
+  load_index(st);
   st.ignore = IgnoreMatcher::for_tree(target_.local_root, target_.exclude);
   spdlog::debug("sync: scan begins (prepared)");
   ScanOptions scan_options;
@@ -319,13 +333,7 @@ void SyncEngine::prepare_push(const SyncOptions& o) {
   std::vector<std::string> written;
   for (const auto& [p, m] : scanned->entries)
     if (m.kind == EntryKind::file && !m.hash && st.manifest->entries.contains(p)) written.push_back(p);
-  if (!written.empty()) {
-    auto part = scan_paths(target_.local_root, *st.ignore, &*st.index, written);
-    if (!part) return;
-    apply_dirty(scanned->entries, written, std::move(part->entries));
-    scanned->unstable.insert(scanned->unstable.end(), part->unstable.begin(), part->unstable.end());
-    scanned->stats.hashed += part->stats.hashed;
-  }
+  if (!hash_now(target_.local_root, *st.ignore, *st.index, *scanned, written)) return;
   spdlog::debug("sync: scan done (prepared), {} entries, {} hashed", scanned->entries.size(), scanned->stats.hashed);
   st.prepared = State::PreparedScan{std::move(*scanned), o.stream_above, o.dry_run};
 }
@@ -510,11 +518,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       if (m.kind == EntryKind::file && !m.hash)
         if (auto r = remote.find(p); r != remote.end() && r->second.kind == EntryKind::file) paths.push_back(p);
     if (paths.empty()) return {};
-    auto part = scan_paths(root, ignore, &*st.index, paths);
-    if (!part) return std::unexpected("scan " + root.string() + ": " + part.error());
-    apply_dirty(scanned->entries, paths, std::move(part->entries));
-    scanned->unstable.insert(scanned->unstable.end(), part->unstable.begin(), part->unstable.end());
-    summary.unstable.insert(summary.unstable.end(), part->unstable.begin(), part->unstable.end());
+    auto unstable = hash_now(root, ignore, *st.index, *scanned, paths);
+    if (!unstable) return std::unexpected(unstable.error());
+    summary.unstable.insert(summary.unstable.end(), unstable->begin(), unstable->end());
     st.index_dirty = true;
     return {};
   };

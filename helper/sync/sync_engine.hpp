@@ -121,6 +121,7 @@ class SyncEngine {
  private:
   struct State;
   std::expected<SyncSummary, std::string> push_locked(const SyncOptions& options);
+  void load_index(State& st);
   std::expected<void, std::string> load_local_state(State& st);
   std::expected<ScanResult, std::string> walk_for_push(State& st, const SyncOptions& options);
   remote::Endpoint& endpoint_;
