@@ -697,25 +697,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     const json handle = begun->at("handle");
     std::atomic<std::uint64_t> next{0}, sent{0}, wire{0};
     std::atomic<bool> failed{false};
-    // The next edit's delta base (.ferry/sent), written from the chunks as they are read
-    // rather than copied after the commit, where the copy was the last ~0.2 s of a 256 MiB
-    // initial sync with nothing left to overlap it. Renamed into place only after the commit;
-    // checked against its hash before any use, so a torn or stale copy is never a base.
-    const fs::path cache_tmp = cache_dir / (to_hex(*t.local.hash) + ".tmp");
-    int cache_fd = -1;
-    if (t.local.size <= o.cache_max_bytes / 4) {
-      std::error_code ec;
-      fs::create_directories(cache_dir, ec);
-      cache_fd = ::open(cache_tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    }
-    std::atomic<bool> cache_ok{cache_fd >= 0};
-    const AtExit drop_cache{[&] {
-      if (cache_fd < 0) return;
-      ::close(cache_fd);
-      std::error_code ec;
-      if (cache_ok) fs::rename(cache_tmp, cache_dir / to_hex(*t.local.hash), ec);
-      if (!cache_ok || ec) fs::remove(cache_tmp, ec);
-    }};
+    // No .ferry/sent copy of a streamed file: most big whole sends (datasets, checkpoints,
+    // first pushes) are never edited, and copying 256 MiB cost ~3% of an initial sync. The
+    // first delta of such a file fetches a signature; that send keeps the copy (keep_copy).
     auto worker = [&] {
       std::vector<std::uint8_t> buf(kReadChunk);
       while (!failed && !cancelled()) {
@@ -733,7 +717,6 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
           failed = true;  // shrank while being sent: counted as unstable below
           return;
         }
-        if (cache_ok && ::pwrite(cache_fd, buf.data(), got, static_cast<off_t>(offset)) != static_cast<ssize_t>(got)) cache_ok = false;
         auto packed = zstd_compress(buf.data(), got, stream_level(buf.data(), got));
         wire += packed.size();
         auto appended = endpoint_.call("sync/fileAppend",
@@ -762,7 +745,6 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       summary.bytes_on_wire += wire;
     }
     if (sent != t.local.size) {
-      cache_ok = false;
       (void)endpoint_.call("sync/fileAbort", json{{"base", base}, {"handle", handle}});
       std::lock_guard lock(prog.mu);
       const bool reported = std::any_of(summary.errors.begin(), summary.errors.end(),
@@ -774,7 +756,6 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     auto committed = mutate("sync/fileCommit", json{{"base", base}, {"handle", handle}}, kBigCallTimeout);
     spdlog::debug("sync: stream {} committed", t.path);
     if (!committed) {
-      cache_ok = false;
       const std::string code = committed.error().data ? committed.error().data->value("code", "") : "";
       std::lock_guard lock(prog.mu);
       if (code == "conflict") summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, committed.error().message});

@@ -223,6 +223,7 @@ BOOST_AUTO_TEST_CASE(killed_link_or_agent_never_tears_a_file_and_the_next_sync_c
   converge(f, local, remote, "first sync");
 
   // Calibration: how many agent requests a round of changes takes.
+  constexpr int kPoints = 22;
   auto change = [&](int round) {
     std::uniform_int_distribution<std::size_t> pick(0, small.size() - 1);
     for (int i = 0; i < 150; ++i) write_file(local / small[pick(rng)], random_bytes(rng, rng() % 6000));
@@ -242,9 +243,12 @@ BOOST_AUTO_TEST_CASE(killed_link_or_agent_never_tears_a_file_and_the_next_sync_c
     write_file(local / big[round % 3], b);
     write_file(local / big[(round + 1) % 3], random_bytes(rng, (1 + rng() % 3) << 20));
   };
-  int calls_per_round;
-  {
-    change(0);
+  // Three rounds, the smallest count kept: until each big file has gone once as a delta it has
+  // no sent copy (the first sync streamed it whole), so its first delta fetches a signature
+  // that later rounds do not; a kill point past a round's last request would never fire.
+  int calls_per_round = 0;
+  for (int round : {0, kPoints + 1, kPoints + 2}) {
+    change(round);
     remote::SshEndpoint ep(endpoint_options(f));
     BOOST_REQUIRE(ep.connect(30s).has_value());
     CountingEndpoint counting(ep);
@@ -254,13 +258,12 @@ BOOST_AUTO_TEST_CASE(killed_link_or_agent_never_tears_a_file_and_the_next_sync_c
       BOOST_REQUIRE(s.has_value());
       BOOST_TEST(s->errors.empty());
     }
-    calls_per_round = counting.calls();
+    calls_per_round = calls_per_round == 0 ? counting.calls() : std::min(calls_per_round, counting.calls());
     ep.close();
-    BOOST_TEST_MESSAGE("a round of changes takes " << calls_per_round << " agent requests");
-    BOOST_REQUIRE(calls_per_round >= 4);
+    BOOST_TEST_MESSAGE("a round of changes takes " << counting.calls() << " agent requests");
   }
+  BOOST_REQUIRE(calls_per_round >= 4);
 
-  constexpr int kPoints = 22;
   int fired = 0;
   for (int point = 1; point <= kPoints; ++point) {
     const Tree before = read_tree(local);
