@@ -16,6 +16,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -47,6 +48,18 @@ class Fd {
 
  private:
   int fd_ = -1;
+};
+
+// A directory descriptor shared by the files of a batch that live in it; closed with the last.
+class DirRef {
+ public:
+  DirRef() = default;
+  explicit DirRef(Fd fd) : fd_(std::make_shared<Fd>(std::move(fd))) {}
+  int get() const { return fd_ ? fd_->get() : -1; }
+  const Fd* identity() const { return fd_.get(); }
+
+ private:
+  std::shared_ptr<Fd> fd_;
 };
 
 std::unexpected<WriteError> fail(WriteErrc code, std::string message) {
@@ -97,13 +110,18 @@ std::expected<void, WriteError> check_precondition(int dirfd, const std::string&
 }  // namespace
 
 struct FileWriter::Parent {
-  Fd dir;
+  DirRef dir;
   std::string name;  // final component
   std::string rel;   // normalised path
 };
 
+struct FileWriter::DirCache {
+  std::mutex mu;
+  std::unordered_map<std::string, DirRef> dirs;  // by normalised relative path, "" = the root
+};
+
 struct PendingFile::State {
-  Fd dir;
+  DirRef dir;
   std::string name, tmp, rel;
   Fd fd;
   FileAttrs attrs;
@@ -292,27 +310,50 @@ std::expected<FileWriter, WriteError> FileWriter::open(const std::filesystem::pa
   return w;
 }
 
-std::expected<FileWriter::Parent, WriteError> FileWriter::open_parent(std::string_view rel_in, bool create) {
+std::expected<FileWriter::Parent, WriteError> FileWriter::open_parent(std::string_view rel_in, bool create,
+                                                                      DirCache* cache) {
   auto rel = ferry::agent::normalize_wire_path(rel_in);
   if (!rel) return fail(WriteErrc::invalid_path, rel.error());
   if (rel->empty()) return fail(WriteErrc::invalid_path, "the root itself cannot be written");
   Parent p;
   p.rel = *rel;
-  Fd dir(::dup(root_fd_));
+  const std::size_t last_slash = rel->rfind('/');
+  p.name = last_slash == std::string::npos ? *rel : rel->substr(last_slash + 1);
+  if (p.name.starts_with(kTempPrefix)) return fail(WriteErrc::invalid_path, "'" + *rel + "' uses ferry's temp prefix");
+  const std::string parent_rel = last_slash == std::string::npos ? std::string() : rel->substr(0, last_slash);
+  // Start from the deepest directory of the path this batch already opened (the same
+  // O_NOFOLLOW walk opened it, so it is inside the root), else from the root.
   std::size_t pos = 0;
-  for (;;) {
-    const std::size_t slash = rel->find('/', pos);
-    if (slash == std::string::npos) {
-      p.name = rel->substr(pos);
-      break;
+  DirRef start;
+  if (cache) {
+    std::lock_guard lock(cache->mu);
+    for (std::string prefix = parent_rel;;) {
+      if (auto it = cache->dirs.find(prefix); it != cache->dirs.end()) {
+        start = it->second;
+        pos = prefix.empty() ? 0 : prefix.size() + 1;
+        break;
+      }
+      if (prefix.empty()) break;
+      const std::size_t cut = prefix.rfind('/');
+      prefix = cut == std::string::npos ? std::string() : prefix.substr(0, cut);
     }
-    const std::string part = rel->substr(pos, slash - pos);
-    int fd = ::openat(dir.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  }
+  if (start.get() >= 0 && pos > parent_rel.size()) {
+    p.dir = std::move(start);
+    return p;
+  }
+  const int from = start.get() >= 0 ? start.get() : root_fd_;
+  Fd dir;
+  while (pos <= parent_rel.size() && !parent_rel.empty()) {
+    const std::size_t slash = std::min(parent_rel.find('/', pos), parent_rel.size());
+    const std::string part = parent_rel.substr(pos, slash - pos);
+    const int at = dir ? dir.get() : from;
+    int fd = ::openat(at, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == ENOENT && create) {
-      if (::mkdirat(dir.get(), part.c_str(), 0755) != 0 && errno != EEXIST) {
+      if (::mkdirat(at, part.c_str(), 0755) != 0 && errno != EEXIST) {
         return sys_fail("mkdir " + rel->substr(0, slash));
       }
-      fd = ::openat(dir.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      fd = ::openat(at, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) {
       if (errno == ELOOP || errno == ENOTDIR) {
@@ -325,13 +366,23 @@ std::expected<FileWriter::Parent, WriteError> FileWriter::open_parent(std::strin
     dir = Fd(fd);
     pos = slash + 1;
   }
-  if (p.name.starts_with(kTempPrefix)) return fail(WriteErrc::invalid_path, "'" + *rel + "' uses ferry's temp prefix");
-  p.dir = std::move(dir);
+  if (!dir) dir = Fd(::dup(from));
+  if (!dir) return sys_fail("dup directory of " + *rel);
+  p.dir = DirRef(std::move(dir));
+  if (cache) {
+    std::lock_guard lock(cache->mu);
+    cache->dirs.emplace(parent_rel, p.dir);
+  }
   return p;
 }
 
 std::expected<PendingFile, WriteError> FileWriter::begin_file(std::string_view rel, const FileAttrs& attrs) {
-  auto parent = open_parent(rel, true);
+  return begin_file(rel, attrs, nullptr);
+}
+
+std::expected<PendingFile, WriteError> FileWriter::begin_file(std::string_view rel, const FileAttrs& attrs,
+                                                              DirCache* cache) {
+  auto parent = open_parent(rel, true, cache);
   if (!parent) return std::unexpected(parent.error());
   auto state = std::make_unique<PendingFile::State>();
   state->tmp = temp_name(parent->name);
@@ -385,10 +436,11 @@ std::vector<std::expected<void, WriteError>> FileWriter::write_batch(std::span<c
     for (std::size_t t = 1; t < width; ++t) pool.emplace_back(worker);
     worker();
   };
+  DirCache dirs_opened;
   // 1. Every temp file written, verified, given its mode and mtime.
   in_parallel([&](std::size_t i) {
     const BatchFile& b = files[i];
-    auto f = begin_file(b.rel, b.attrs);
+    auto f = begin_file(b.rel, b.attrs, &dirs_opened);
     if (!f) {
       results[i] = std::unexpected(f.error());
       return;
@@ -418,11 +470,14 @@ std::vector<std::expected<void, WriteError>> FileWriter::write_batch(std::span<c
   // 3. Renames, in order; 4. each distinct directory fsynced once.
   std::set<std::pair<dev_t, ino_t>> seen;
   std::vector<Fd> dirs;
+  int last_dir = -1;
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (!pending[i]) continue;
     const int dir = pending[i]->dir_fd();
     struct stat st {};
-    if (::fstat(dir, &st) == 0 && seen.emplace(st.st_dev, st.st_ino).second) dirs.emplace_back(::dup(dir));
+    // Files of one directory share its descriptor (the cache above): stat it once per run.
+    if (dir != last_dir && ::fstat(dir, &st) == 0 && seen.emplace(st.st_dev, st.st_ino).second) dirs.emplace_back(::dup(dir));
+    last_dir = dir;
     results[i] = pending[i]->publish(files[i].expect);
     pending[i].reset();
   }

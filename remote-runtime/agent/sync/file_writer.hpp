@@ -157,7 +157,11 @@ class FileWriter {
   FileWriter() = default;
   friend class PendingFile;
   struct Parent;
-  std::expected<Parent, WriteError> open_parent(std::string_view rel, bool create);
+  struct DirCache;
+  // `cache`: directories already opened by this batch, so files side by side share one
+  // descriptor instead of each walking the path again.
+  std::expected<Parent, WriteError> open_parent(std::string_view rel, bool create, DirCache* cache = nullptr);
+  std::expected<PendingFile, WriteError> begin_file(std::string_view rel, const FileAttrs& attrs, DirCache* cache);
   void step(WriteStep s) const {
     if (hook_) hook_(s);
   }

@@ -399,6 +399,44 @@ BOOST_AUTO_TEST_CASE(a_batch_writes_every_file_and_one_failure_fails_only_its_ow
   BOOST_TEST(temp_files_in(w.root()) == 0u);
 }
 
+// A batch opens each directory once and shares it among its files (deepest opened prefix
+// first): nested and sibling directories still land where their paths say, and a symlink or a
+// file in the chain is refused for every file under it, whichever file reached it first.
+BOOST_AUTO_TEST_CASE(a_batch_shares_directories_without_leaving_the_root) {
+  TempDir t;
+  FileWriter w = open_writer(t.path / "root");
+  fs::create_directories(t.path / "outside");
+  fs::create_symlink(t.path / "outside", w.root() / "link");
+  const Buf there = bytes_of("a file, not a directory");
+  BOOST_REQUIRE(w.write_file("plain", there, attrs_for(there)).has_value());
+  const std::vector<std::string> names = {"top.txt", "a/x", "a/b/c/deep", "a/y", "a/b/z", "a/b/c/deeper",
+                                          "a/bb/w", "ab/v", "link/escape", "link/sub/escape", "plain/under",
+                                          "a/b/c/d/e/f"};
+  std::vector<Buf> contents;
+  for (std::size_t i = 0; i < names.size(); ++i) contents.push_back(random_bytes(100 + i, 300 + i));
+  std::vector<BatchFile> batch;
+  for (std::size_t i = 0; i < names.size(); ++i) batch.push_back({names[i], contents[i], attrs_for(contents[i]), std::nullopt});
+  for (unsigned threads : {1u, 4u}) {
+    auto results = w.write_batch(batch, threads);
+    BOOST_REQUIRE(results.size() == names.size());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      BOOST_TEST_CONTEXT(names[i] << " with " << threads << " threads") {
+        const bool escapes = names[i].starts_with("link/") || names[i].starts_with("plain/");
+        if (escapes) {
+          BOOST_REQUIRE(!results[i].has_value());
+          BOOST_TEST((results[i].error().code == WriteErrc::invalid_path));
+        } else {
+          BOOST_TEST(results[i].has_value());
+          BOOST_TEST((slurp(w.root() / names[i]) == contents[i]));
+        }
+      }
+    }
+    BOOST_TEST(fs::is_empty(t.path / "outside"));
+    BOOST_TEST((slurp(w.root() / "plain") == there));
+    BOOST_TEST(temp_files_in(w.root()) == 0u);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_batch_killed_at_any_step_leaves_every_file_old_or_new) {
   TempDir t;
   const fs::path root = t.path / "root";
