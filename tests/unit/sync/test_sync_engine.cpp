@@ -416,6 +416,27 @@ BOOST_AUTO_TEST_CASE(the_agent_rejects_paths_that_leave_its_root) {
   BOOST_TEST((*r)["results"][0]["ok"] == false);
 }
 
+// Linux names are bytes: a name or a link target that is not UTF-8 syncs, and the manifest
+// keeps it (entries_hex), so the next engine's push is a no-op rather than a crash or a resend.
+BOOST_AUTO_TEST_CASE(names_that_are_not_utf8_sync_and_the_next_push_is_a_no_op) {
+  Fixture f;
+  write_file(f.local / "bad\xffname.txt", text("latin-1 or worse"));
+  write_file(f.local / "d\xe9j\xe0/vu.py", text("print(1)"));
+  fs::create_symlink("t\xc0\x80rget", f.local / "odd-link");
+  write_file(f.local / "ok.txt", text("fine"));
+  SyncSummary first = f.push();
+  BOOST_TEST(first.errors.empty());
+  BOOST_TEST(first.files_sent == 4u);
+  require_same_trees(scan(f.local), scan(f.remote));
+  SyncSummary second = f.push();
+  BOOST_TEST(second.errors.empty());
+  BOOST_TEST(second.files_sent == 0u);
+  BOOST_TEST(second.files_deleted == 0u);
+  write_file(f.local / "bad\xffname.txt", text("edited"));
+  BOOST_TEST(f.push().files_sent == 1u);
+  BOOST_TEST((read_bytes(f.remote / "bad\xffname.txt") == text("edited")));
+}
+
 BOOST_AUTO_TEST_CASE(files_over_the_stream_threshold_go_in_chunks) {
   Fixture f;
   Buf big = random_bytes(9u << 20, 11);  // two 8 MiB chunks
