@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "helper/cli/commands.hpp"
 #include "helper/cli/progress_bar.hpp"
@@ -64,17 +65,26 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
     endpoint = std::make_unique<remote::SshEndpoint>(endpoint_options(*t));
   }
   // The engine touches the endpoint only in its calls, so it can get ready while the link is made.
-  sync::SyncEngine engine(*endpoint, target);
+  // Deliberately never deleted: the process ends with this command, and freeing a large tree's
+  // maps node by node was most of what came after the last transfer; exit drops them at once.
+  // finish() does what matters of the destructor (the state saved, the writer thread joined).
+  auto* engine = new sync::SyncEngine(*endpoint, target);
   std::jthread preparing;
-  if (prepare) preparing = std::jthread([&] { prepare(engine); });
+  if (prepare) preparing = std::jthread([&] { prepare(*engine); });
   auto info = endpoint->connect();
   if (preparing.joinable()) preparing.join();
   if (!info) {
     std::cerr << who << ": cannot reach " << endpoint->description() << ": " << info.error().message << "\n";
+    engine->finish();
     return 1;
   }
-  int rc = fn(engine, endpoint->description(), target);
-  endpoint->close();
+  int rc = fn(*engine, endpoint->description(), target);
+  spdlog::debug("sync: closing the link");
+  {
+    std::jthread saving([engine] { engine->finish(); });  // local files only, beside the close
+    endpoint->close();
+  }
+  spdlog::debug("sync: state saved, link closed");
   return rc;
 }
 

@@ -109,6 +109,9 @@ class SyncEngine {
   const SyncTarget& target() const { return target_; }
   // Writes the manifest and the index now if they changed since they were last written.
   void persist_now();
+  // Stops the background writer and persists what changed: what the destructor does first.
+  // A one-shot command calls it and may then end the process without freeing the engine.
+  void finish();
   // How long a change waits for more before the background writer persists it.
   void set_persist_delay(std::chrono::milliseconds delay);
   // For an engine that lives on (`ferry serve`): watches the local tree with inotify, so a full
