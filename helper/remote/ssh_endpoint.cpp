@@ -178,6 +178,8 @@ ssh::HostKeyInfo SshEndpoint::host_key() const {
   return host_key_;
 }
 
+std::string SshEndpoint::agent_file_name() const { return "ferry-agent-" + agent_hash_.substr(0, 16); }
+
 std::expected<void, ResponseError> SshEndpoint::load_local_agent() {
   std::filesystem::path local = options_.agent_binary;
   if (local.empty()) {
@@ -199,7 +201,7 @@ std::expected<void, ResponseError> SshEndpoint::load_local_agent() {
 std::expected<std::string, ResponseError> SshEndpoint::install_agent(ssh::SshConnection& c, const std::string& abs_dir,
                                                                      Clock::time_point deadline) {
   auto left = [&] { return std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())); };
-  std::string target = abs_dir + "/ferry-agent";
+  std::string target = abs_dir + "/" + agent_file_name();
   // Upload under a name no other helper uses, verify, then rename over the old one: two helpers
   // installing at once each rename a complete, identical file.
   std::random_device rd;
@@ -207,8 +209,12 @@ std::expected<std::string, ResponseError> SshEndpoint::install_agent(ssh::SshCon
   spdlog::info("installing ferry-agent {} at {}:{}", kVersion, description(), target);
   auto up = c.write_file(tmp, agent_bytes_, 0700, std::max<std::chrono::milliseconds>(left(), 60s));
   if (!up) return std::unexpected(unavailable("uploading ferry-agent to " + description() + ": " + up.error().message));
+  // Other builds' agents in this version's directory go (a running one keeps its inode); the
+  // dot-named temp files of helpers installing right now do not match the pattern.
   std::string finish = "T=" + shell_quote(tmp) + "; F=" + shell_quote(target) + "; if [ \"$(sha256sum \"$T\" | cut -c1-64)\" = " +
-                       agent_hash_ + " ]; then chmod 755 \"$T\" && mv -f \"$T\" \"$F\"; else rm -f \"$T\"; echo 'hash mismatch after upload' >&2; exit 1; fi";
+                       agent_hash_ + " ]; then chmod 755 \"$T\" && mv -f \"$T\" \"$F\" && for O in " + shell_quote(abs_dir) +
+                       "/ferry-agent " + shell_quote(abs_dir) + "/ferry-agent-*; do [ \"$O\" = \"$F\" ] || rm -f \"$O\"; done; " +
+                       "else rm -f \"$T\"; echo 'hash mismatch after upload' >&2; exit 1; fi";
   auto fin = c.exec(finish, left());
   if (!fin) return std::unexpected(unavailable("installing ferry-agent on " + description() + ": " + fin.error().message));
   if (fin->exit_status != 0)
@@ -234,17 +240,19 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
   std::string dir = options_.agent_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::string dir_display = dir + "/" + kVersion;
-  // One exec starts the installed agent when its hash is this build's; otherwise it creates the
+  // One exec starts the installed agent when this build's is there; otherwise it creates the
   // directory and says so (with $HOME and the absolute dir), and ferry installs, then starts again.
-  // A warm connect thus costs one remote shell, not two.
-  std::string launch = "D=" + remote_path_expr(dir_display) + "; F=\"$D/ferry-agent\"; if [ -x \"$F\" ] && [ \"$(sha256sum \"$F\" 2>/dev/null | cut -c1-64)\" = " +
-                       agent_hash_ + " ]; then exec \"$F\" --root " + remote_path_expr(options_.remote_root);
+  // A warm connect thus costs one remote shell, not two. The build is in the file's name (its
+  // sha256, checked once when it was installed, before the rename that gave it that name), so
+  // the warm path forks nothing: hashing 4 MB on every connect cost ~10 ms.
+  std::string launch = "D=" + remote_path_expr(dir_display) + "; F=\"$D/" + agent_file_name() +
+                       "\"; if [ -x \"$F\" ]; then exec \"$F\" --root " + remote_path_expr(options_.remote_root);
   for (const auto& a : options_.agent_args) launch += " " + shell_quote(a);
   // Agent logs stay on the box next to the binary.
   launch += " 2>>\"$D/agent.log\"; fi; mkdir -p \"$D\" && echo " + std::string(kInstallMarker) +
             " && printf '%s\\n' \"$HOME\" \"$(cd \"$D\" && pwd)\"";
 
-  AgentInstallReport report{dir_display + "/ferry-agent", "", false, agent_hash_};
+  AgentInstallReport report{dir_display + "/" + agent_file_name(), "", false, agent_hash_};
   for (int round = 0;; ++round) {
     auto stream = conn->open_stream(launch, left());
     if (!stream) return std::unexpected(unavailable("starting ferry-agent on " + description() + ": " + stream.error().message));

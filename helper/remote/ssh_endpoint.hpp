@@ -40,7 +40,7 @@ struct SshEndpointOptions {
   std::optional<std::string> ssh_config;  // -F FILE / "sshConfig"; default ~/.ssh/config
   std::string remote_root;                // the agent's --root; may start with "~/"
   std::filesystem::path agent_binary;     // the local ferry-agent to install; empty: find_agent_binary()
-  std::string agent_dir = "~/.cache/ferry/agent";  // <agent_dir>/<version>/ferry-agent on the box
+  std::string agent_dir = "~/.cache/ferry/agent";  // <agent_dir>/<version>/ferry-agent-<sha256[:16]> on the box
   std::vector<std::string> agent_args;
   ssh::SessionOptions session;
   // 0 = from the ssh config (ServerAliveInterval/CountMax), else 4 s x 3: a dead link is noticed
@@ -101,6 +101,7 @@ class SshEndpoint final : public Endpoint {
   };
   std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
   std::expected<void, ResponseError> load_local_agent();
+  std::string agent_file_name() const;  // ferry-agent-<first 16 hex digits of its sha256>
   std::expected<std::string, ResponseError> install_agent(ssh::SshConnection& c, const std::string& abs_dir,
                                                           Clock::time_point deadline);
   void emit(HostState state);

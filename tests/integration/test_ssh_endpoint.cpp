@@ -12,6 +12,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "ferry/version.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
@@ -30,7 +31,23 @@ using ferry::test::StateLog;
 
 SshEndpointOptions options_for(const SshdFixture& f, StateLog* log = nullptr) { return ferry::test::endpoint_options_for(f, log); }
 
-fs::path installed_agent(const SshdFixture& f) { return f.home() / ".cache/ferry/agent" / ferry::kVersion / "ferry-agent"; }
+fs::path agent_dir(const SshdFixture& f) { return f.home() / ".cache/ferry/agent" / ferry::kVersion; }
+
+// The installed agents: ferry-agent-<16 hex digits> files in the version's directory.
+std::vector<fs::path> agents_in(const SshdFixture& f) {
+  std::vector<fs::path> found;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(agent_dir(f), ec))
+    if (d.path().filename().string().starts_with("ferry-agent")) found.push_back(d.path());
+  return found;
+}
+
+// The one installed agent (the test fails if there are none or several).
+fs::path installed_agent(const SshdFixture& f) {
+  auto found = agents_in(f);
+  BOOST_REQUIRE_EQUAL(found.size(), 1u);
+  return found.front();
+}
 
 }  // namespace
 
@@ -61,17 +78,24 @@ BOOST_AUTO_TEST_CASE(installs_the_agent_then_reuses_it) {
   BOOST_TEST(!again.install_report().installed);
 }
 
+// Another build's agent (its own hash in its name) and one under the pre-hash name are not
+// started: this build's is installed beside them, and they are removed.
 BOOST_AUTO_TEST_CASE(reinstalls_when_the_installed_build_differs) {
   SshdFixture f;
   f.trust_host_key();
-  fs::create_directories(installed_agent(f).parent_path());
-  std::ofstream(installed_agent(f)) << "#!/bin/sh\necho an old agent\n";
-  fs::permissions(installed_agent(f), fs::perms::owner_all);
+  fs::create_directories(agent_dir(f));
+  for (const char* name : {"ferry-agent", "ferry-agent-0123456789abcdef"}) {
+    std::ofstream(agent_dir(f) / name) << "#!/bin/sh\necho an old agent\n";
+    fs::permissions(agent_dir(f) / name, fs::perms::owner_all);
+  }
   SshEndpoint e(options_for(f));
   auto info = e.connect(20s);
   BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
   BOOST_TEST(e.install_report().installed);
-  BOOST_TEST(fs::file_size(installed_agent(f)) == fs::file_size(FERRY_AGENT_PATH));
+  const fs::path ours = installed_agent(f);  // the old two are gone
+  BOOST_TEST(ours.filename().string().size() == std::string("ferry-agent-").size() + 16);
+  BOOST_TEST(e.install_report().remote_path == ours.string());
+  BOOST_TEST(fs::file_size(ours) == fs::file_size(FERRY_AGENT_PATH));
 }
 
 BOOST_AUTO_TEST_CASE(two_helpers_installing_at_once_both_succeed) {
