@@ -269,7 +269,9 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
     SshByteStream* recorder = byte_stream.get();
     link->agent = std::make_unique<AgentLink>(std::move(byte_stream));
     if (handler_) link->agent->set_notification_handler(handler_);
+    spdlog::debug("{}: agent starting", options_.host);
     auto info = link->agent->handshake(deadline);
+    spdlog::debug("{}: agent {}", options_.host, info ? "ready" : "did not answer hello");
     if (info) {
       info_ = *info;
       {

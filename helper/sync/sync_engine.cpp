@@ -461,6 +461,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   const bool trusted = stamp_known && !start_epoch.empty() && manifest->remote_epoch == start_epoch &&
                        manifest->remote_generation == start_generation && !manifest->entries.empty();
   const bool fast = trusted && !o.force && o.deletes != DeleteMode::mirror;
+  spdlog::debug("sync: remote state read ({})", fast ? "manifest trusted" : "listing");
   TreeState remote;
   auto list_remote = [&]() -> std::expected<void, std::string> {
     json known = json::array();
@@ -532,6 +533,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   if (!fast) {
     if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
     if (auto ok = hash_listed(); !ok) return std::unexpected(ok.error());
+    spdlog::debug("sync: remote listed, {} entries", remote.size());
   }
   auto only_saved = [&](TreeState& t) {
     // Sync on save: the plan sees only the saved paths, so nothing else looks deleted.
