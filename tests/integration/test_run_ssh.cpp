@@ -267,7 +267,8 @@ BOOST_AUTO_TEST_CASE(ctrl_c_escalates_int_term_kill) {
   BOOST_REQUIRE_MESSAGE(run.wait_out("ready\n"), run.err());
   run.signal(SIGINT);
   BOOST_REQUIRE_MESSAGE(run.wait_out("got SIGINT\n"), run.err());
-  BOOST_TEST(run.err().find("press Ctrl-C again to send SIGTERM") != std::string::npos);
+  // The note follows run/signal's reply, which the run's own output can overtake: wait for it.
+  BOOST_TEST(run.wait_out("press Ctrl-C again to send SIGTERM", 30s, true), run.err());
   run.signal(SIGINT);
   BOOST_REQUIRE_MESSAGE(run.wait_out("got SIGTERM\n"), run.err());
   run.signal(SIGINT);
