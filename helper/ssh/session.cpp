@@ -372,6 +372,11 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
       return -errno;
     }
     if (n == 0) return 0;
+    // A short read emptied the kernel's queue (TCP copies until the queue and its backlog are
+    // empty or the buffer is full), so the next recv() would say EAGAIN: remember that now
+    // rather than ask, which cost one recv() per packet burst. Bytes arriving later end the next
+    // wait at once (the wait re-arms the registration), which resets this.
+    if (static_cast<std::size_t>(n) < ahead.size() && !self->rx_blocking_) self->rx_drained_ = true;
     self->rx_begin_ = 0;
     self->rx_end_ = static_cast<std::size_t>(n);
     self->last_rx_ = Clock::now();
