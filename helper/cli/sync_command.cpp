@@ -110,7 +110,8 @@ std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* 
 
 int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& where) {
   if (as_json) {
-    std::cout << s.to_json().dump() << "\n";
+    // Paths are bytes; JSON is UTF-8: a name that is not comes out with U+FFFD, not an abort.
+    std::cout << s.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     for (const auto& c : s.conflicts) std::cerr << "conflict: " << c.path << ": " << c.message << "\n";
     for (const auto& e : s.errors) std::cerr << "error: " << e << "\n";

@@ -53,7 +53,7 @@ void report(const sync::SyncSummary& s, const WatchCliOptions& o, const std::str
   if (o.json) {
     auto j = s.to_json();
     j["trigger"] = what;
-    std::cout << j.dump() << std::endl;
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;  // names may not be UTF-8
     return;
   }
   for (const auto& c : s.conflicts) std::cerr << "conflict: " << c.path << ": " << c.message << "\n";

@@ -87,3 +87,24 @@ BOOST_AUTO_TEST_CASE(sync_and_pull_from_the_command_line) {
 
   BOOST_TEST(run_ferry(t, "pull").code != 0);  // PATH is required
 }
+
+// Names are bytes: a conflict on a file whose name is not UTF-8 still prints a JSON summary
+// (the name with U+FFFD in it) and exit status 3; it used to abort in nlohmann's dump.
+BOOST_AUTO_TEST_CASE(a_json_summary_with_a_name_that_is_not_utf8) {
+  TempDir t;
+  write_file(t.path() / "proj/ferry.json", R"({"name":"u8","host":"local","mappings":[{"local":".","remote":"~/u8"}]})");
+  write_file(t.path() / "proj/bad\xffname.txt", "one\n");
+  const fs::path remote = t.path() / "cache/ferry/local/u8/u8";
+  Run first = run_ferry(t, "sync --json");
+  BOOST_REQUIRE_EQUAL(first.code, 0);
+  BOOST_TEST(json::parse(first.out)["filesSent"] == 2);
+  BOOST_TEST(read_file(remote / "bad\xffname.txt") == "one\n");
+  write_file(remote / "bad\xffname.txt", "edited on the box\n");
+  write_file(t.path() / "proj/bad\xffname.txt", "edited here\n");
+  Run conflict = run_ferry(t, "sync --json");
+  BOOST_TEST(conflict.code == 3);
+  json c = json::parse(conflict.out);
+  BOOST_TEST(c["conflicts"] == 1);
+  BOOST_TEST(c["conflictList"][0]["path"] == "bad\xef\xbf\xbdname.txt");
+  BOOST_TEST(read_file(remote / "bad\xffname.txt") == "edited on the box\n");
+}
