@@ -2,6 +2,9 @@
 # Tunnel benchmark: ferry's local forward vs `ssh -L` (default cipher, and aes128-ctr + hmac-sha2-256)
 # on the same loopback sshd: 1 and 8 streams up and down, and 64-byte echo round trips.
 #   bench/tunnel/run.sh [MIB_PER_STREAM [ECHOES]]   (default 256 1000; FERRY_BUILD_DIR picks the build, default build/)
+# All paths are open at once and measured in FERRY_BENCH_ROUNDS rounds (default 3; each moves
+# MIB_PER_STREAM/rounds per stream and ECHOES/rounds echoes), every metric on every path back to
+# back, so a drifting machine hits all paths alike. Also prints each forwarder's CPU per GB.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"

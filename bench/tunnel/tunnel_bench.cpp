@@ -3,14 +3,17 @@
 // on the same loopback sshd, with ssh's default cipher and with aes128-ctr + hmac-sha2-256 (what
 // libssh2 1.10 can negotiate). The ferry tunnel is a `ferry tunnel` process, as ssh -L is its own
 // process; the ratios compare those. A last row runs the same forward inside this process (what
-// `ferry serve` does), for reference. Payloads are generated in memory.
+// `ferry serve` does), for reference. Payloads are generated in memory. Measured in interleaved
+// rounds (FERRY_BENCH_ROUNDS); ratios are the median of the rounds' ratios, with their range.
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <iostream>
@@ -152,6 +155,21 @@ double latency_us(int port, int n) {
   return rtts[rtts.size() / 2];
 }
 
+// CPU seconds (user + system, all threads) a process has used so far; 0 for pid <= 0.
+double cpu_seconds(pid_t pid) {
+  if (pid <= 0) return 0;
+  FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+  if (!f) return 0;
+  char buf[1024];
+  std::size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = 0;
+  const char* p = std::strrchr(buf, ')');  // the command name may hold spaces
+  unsigned long utime = 0, stime = 0;
+  if (!p || std::sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime) != 2) return 0;
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
 // `ssh -N -L` in the background; killed at scope end.
 struct SshForward {
   pid_t pid = -1;
@@ -219,11 +237,6 @@ struct FerryTunnel {
   }
 };
 
-struct Row {
-  std::string name;
-  double up1 = 0, up8 = 0, down1 = 0, down8 = 0, rtt = 0;
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -254,44 +267,86 @@ int main(int argc, char** argv) {
     if (!f) throw std::runtime_error(f.error().message);
     return f->bound_port;
   };
-  auto measure = [&](const std::string& name, int up_port, int down_port, int echo_port) {
-    Row r{name};
-    r.up1 = throughput(up_port, 1, bytes, true);
-    r.up8 = throughput(up_port, 8, bytes, true);
-    r.down1 = throughput(down_port, 1, bytes, false);
-    r.down8 = throughput(down_port, 8, bytes, false);
-    r.rtt = latency_us(echo_port, echoes);
-    std::fprintf(stderr, "%-36s up1 %7.1f  up8 %7.1f  down1 %7.1f  down8 %7.1f MB/s  rtt %7.1f us\n", name.c_str(), r.up1,
-                 r.up8, r.down1, r.down8, r.rtt);
-    return r;
+  // Every path is open at once and measured in rounds, each round taking each metric on every
+  // path back to back, in a rotated order: the paths share whatever state the machine is in
+  // (a 2-core VM drifts by tens of percent over a minute), so the ratios compare like with like.
+  struct Path {
+    std::string name;
+    int up = 0, down = 0, echo = 0;
+    pid_t up_pid = 0, down_pid = 0;  // the forwarding processes (none for the in-process path)
+    std::vector<double> up1, up8, down1, down8, rtt;
+    double cpu[4] = {0, 0, 0, 0};  // CPU seconds the forwarding process spent on up1, up8, down1, down8
   };
-  std::vector<Row> rows;
-  {
-    FerryTunnel a(sshd, discard.port()), b(sshd, source.port()), c(sshd, echo.port());
-    rows.push_back(measure("ferry tunnel (aes128-ctr, hmac-sha2-256)", a.port, b.port, c.port));
-  }
-  {
-    SshForward a(sshd, discard.port(), {}), b(sshd, source.port(), {}), c(sshd, echo.port(), {});
-    rows.push_back(measure("ssh -L (default cipher)", a.port, b.port, c.port));
-  }
-  {
-    std::vector<std::string> ctr{"-c", "aes128-ctr", "-m", "hmac-sha2-256"};
-    SshForward a(sshd, discard.port(), ctr), b(sshd, source.port(), ctr), c(sshd, echo.port(), ctr);
-    rows.push_back(measure("ssh -L -c aes128-ctr -m hmac-sha2-256", a.port, b.port, c.port));
-  }
+  std::vector<Path> paths;
+  auto add = [&](std::string name, int up, int down, int echo_port, pid_t up_pid = 0, pid_t down_pid = 0) {
+    Path p;
+    p.name = std::move(name), p.up = up, p.down = down, p.echo = echo_port, p.up_pid = up_pid, p.down_pid = down_pid;
+    paths.push_back(std::move(p));
+  };
+  FerryTunnel fa(sshd, discard.port()), fb(sshd, source.port()), fc(sshd, echo.port());
+  add("ferry tunnel (aes128-ctr, hmac-sha2-256)", fa.port, fb.port, fc.port, fa.pid, fb.pid);
+  SshForward da(sshd, discard.port(), {}), db(sshd, source.port(), {}), dc(sshd, echo.port(), {});
+  add("ssh -L (default cipher)", da.port, db.port, dc.port, da.pid, db.pid);
+  const std::vector<std::string> ctr{"-c", "aes128-ctr", "-m", "hmac-sha2-256"};
+  SshForward ca(sshd, discard.port(), ctr), cb(sshd, source.port(), ctr), cc(sshd, echo.port(), ctr);
+  add("ssh -L -c aes128-ctr -m hmac-sha2-256", ca.port, cb.port, cc.port, ca.pid, cb.pid);
   // The same forwards inside this process (SshEndpoint::open_forward, what `ferry serve` runs),
-  // sharing its cores with the clients and servers above: shown, not used for the ratios.
-  rows.push_back(measure("ferry forward in the bench process", open(discard.port()), open(source.port()), open(echo.port())));
+  // sharing its cores with the clients and servers: shown, not used for the ratios.
+  add("ferry forward in the bench process", open(discard.port()), open(source.port()), open(echo.port()));
+  const int rounds = std::getenv("FERRY_BENCH_ROUNDS") ? std::max(1, std::atoi(std::getenv("FERRY_BENCH_ROUNDS"))) : 3;
+  const std::uint64_t per_round = std::max<std::uint64_t>(bytes / static_cast<std::uint64_t>(rounds), 1u << 20);
+  const int echoes_per_round = std::max(1, echoes / rounds);
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::size_t> order(paths.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = (i + static_cast<std::size_t>(round)) % paths.size();
+    auto timed = [&](Path& p, int metric, int streams, bool up) {
+      const pid_t pid = up ? p.up_pid : p.down_pid;
+      const double cpu0 = cpu_seconds(pid);
+      const double mbps = throughput(up ? p.up : p.down, streams, per_round, up);
+      p.cpu[metric] += cpu_seconds(pid) - cpu0;
+      return mbps;
+    };
+    for (std::size_t i : order) paths[i].up1.push_back(timed(paths[i], 0, 1, true));
+    for (std::size_t i : order) paths[i].up8.push_back(timed(paths[i], 1, 8, true));
+    for (std::size_t i : order) paths[i].down1.push_back(timed(paths[i], 2, 1, false));
+    for (std::size_t i : order) paths[i].down8.push_back(timed(paths[i], 3, 8, false));
+    for (std::size_t i : order) paths[i].rtt.push_back(latency_us(paths[i].echo, echoes_per_round));
+    std::fprintf(stderr, "round %d of %d done\n", round + 1, rounds);
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  };
+  std::printf("%d rounds of %llu MiB per stream and %d echoes per path, medians\n\n", rounds,
+              static_cast<unsigned long long>(per_round >> 20), echoes_per_round);
   std::printf("| path | upload 1 stream MB/s | upload 8 streams MB/s | download 1 stream MB/s | download 8 streams MB/s | echo RTT median us |\n");
   std::printf("|---|---|---|---|---|---|\n");
-  for (const auto& r : rows)
-    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", r.name.c_str(), r.up1, r.up8, r.down1, r.down8, r.rtt);
-  std::printf("\nratios ferry / ssh (throughput: higher is better, target >= 0.8; latency: lower is better, target <= 1.2)\n\n");
+  for (const auto& p : paths)
+    std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", p.name.c_str(), median(p.up1), median(p.up8), median(p.down1),
+                median(p.down8), median(p.rtt));
+  std::printf("\nratios ferry / ssh, median of the rounds' ratios (lowest-highest) (throughput: higher is better, target >= 0.8;"
+              " latency: lower is better, target <= 1.2)\n\n");
   std::printf("| vs | upload 1 | upload 8 | download 1 | download 8 | latency |\n|---|---|---|---|---|---|\n");
-  for (std::size_t i = 1; i + 1 < rows.size(); ++i)
-    std::printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", rows[i].name.c_str(), rows[0].up1 / rows[i].up1,
-                rows[0].up8 / rows[i].up8, rows[0].down1 / rows[i].down1, rows[0].down8 / rows[i].down8,
-                rows[0].rtt / rows[i].rtt);
+  auto ratio = [&](const std::vector<double>& ours, const std::vector<double>& theirs) {
+    std::vector<double> r;
+    for (std::size_t k = 0; k < ours.size(); ++k) r.push_back(ours[k] / theirs[k]);
+    const auto [lo, hi] = std::minmax_element(r.begin(), r.end());
+    char out[64];
+    std::snprintf(out, sizeof out, "%.2f (%.2f-%.2f)", median(r), *lo, *hi);
+    return std::string(out);
+  };
+  for (std::size_t i = 1; i + 1 < paths.size(); ++i)
+    std::printf("| %s | %s | %s | %s | %s | %s |\n", paths[i].name.c_str(), ratio(paths[0].up1, paths[i].up1).c_str(),
+                ratio(paths[0].up8, paths[i].up8).c_str(), ratio(paths[0].down1, paths[i].down1).c_str(),
+                ratio(paths[0].down8, paths[i].down8).c_str(), ratio(paths[0].rtt, paths[i].rtt).c_str());
+  // CPU per byte of the forwarding process: unlike throughput on a busy 2-core box it hardly
+  // moves between runs, and it is what a throughput gap comes from.
+  std::printf("\nCPU of the forwarding process per GB moved (s; /proc/PID/stat, all rounds)\n\n");
+  std::printf("| path | upload 1 | upload 8 | download 1 | download 8 |\n|---|---|---|---|---|\n");
+  const double gb_one = static_cast<double>(per_round) * rounds / 1e9;
+  for (std::size_t i = 0; i + 1 < paths.size(); ++i)
+    std::printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", paths[i].name.c_str(), paths[i].cpu[0] / gb_one,
+                paths[i].cpu[1] / (8 * gb_one), paths[i].cpu[2] / gb_one, paths[i].cpu[3] / (8 * gb_one));
   e.close();
   return 0;
 }
