@@ -657,19 +657,25 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       manifest->forget(p);
     });
   }
+  // 5b. Directories, whole files in batches, deltas one per request, links and attributes: all
+  // in flight together. The directories go first but are not waited for: a batch whose files
+  // reach the agent first creates their parents itself (0755), and sync/mkdir then sets the
+  // exact mode of a directory that exists, so either order ends the same. Meanwhile the first
+  // batches are read and compressed (1100 directories took the agent ~17 ms, the helper idle).
+  std::vector<std::function<void()>> jobs;
   if (!plan.mkdirs.empty()) {
-    json dirs = json::array();
-    for (const auto& d : plan.mkdirs) dirs.push_back({{"path", d}, {"mode", local.at(d).mode}});
-    auto reply = mutate("sync/mkdir", json{{"base", base}, {"dirs", std::move(dirs)}});
-    results_of("sync/mkdir", reply, [&](const std::string& p) {
-      record(p, local.at(p));
-      ++summary.dirs_made;
+    jobs.push_back([&] {
+      json dirs = json::array();
+      for (const auto& d : plan.mkdirs) dirs.push_back({{"path", d}, {"mode", local.at(d).mode}});
+      auto reply = mutate("sync/mkdir", json{{"base", base}, {"dirs", std::move(dirs)}});
+      results_of("sync/mkdir", reply, [&](const std::string& p) {
+        record(p, local.at(p));
+        std::lock_guard lock(prog.mu);
+        ++summary.dirs_made;
+      });
+      spdlog::debug("sync: mkdirs done");
     });
   }
-
-  spdlog::debug("sync: mkdirs done");
-  // 5b. Whole files in batches, deltas one per request, links and attributes: all in flight together.
-  std::vector<std::function<void()>> jobs;
   // Hashes the batches took while reading (under prog.mu): put into the walk's entries after
   // the transfers, so a watched engine's next push sees them as hashed.
   std::vector<std::pair<std::string, Hash128>> late_hashes;

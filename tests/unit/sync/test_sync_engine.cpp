@@ -103,6 +103,11 @@ void make_tree(const fs::path& root) {
   fs::create_symlink("/etc/passwd", root / "outside-link");  // synced as a link, never followed
   write_file(root / ".gitignore", text("*.pyc\n"));
   write_file(root / "cache.pyc", text("junk"));
+  // Directories with modes of their own, holding files: sync/mkdir and the batches that write
+  // into them are in flight together, and either order must end with these modes.
+  for (int i = 0; i < 40; ++i) write_file(root / "private/keys" / fmt::format("k{}.txt", i), text("secret"));
+  fs::permissions(root / "private", fs::perms::owner_all);
+  fs::permissions(root / "private/keys", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
 }
 
 }  // namespace
