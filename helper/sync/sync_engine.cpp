@@ -1,6 +1,7 @@
 // The sync engine: see sync_engine.hpp. The order of remote steps follows docs/sync.md
-// ("For the transfer pipeline"): replace, mkdirs, files (whole batches and deltas, in flight
-// together), symlinks, metadata, then deletes; the manifest records each acknowledged write.
+// ("For the transfer pipeline"): replace, then mkdirs, files (whole batches and deltas),
+// symlinks and metadata in flight together, then deletes; the manifest records each
+// acknowledged write.
 #include "helper/sync/sync_engine.hpp"
 
 #include <fcntl.h>
