@@ -681,7 +681,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   // Hashes the batches took while reading (under prog.mu): put into the walk's entries after
   // the transfers, so a watched engine's next push sees them as hashed.
   std::vector<std::pair<std::string, Hash128>> late_hashes;
-  auto keep_copy = [&](const FileMeta& local, const std::vector<std::uint8_t>& bytes) {
+  auto keep_copy = [&](const FileMeta& local, std::span<const std::uint8_t> bytes) {
     // The delta base for the next edit of this file, so it needs no signature round trip.
     if (local.size < popt.delta_min_size || local.size > o.cache_max_bytes / 4 || !local.hash) return;
     std::error_code ec;
@@ -893,8 +893,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       std::future<std::expected<json, protocol::ResponseError>> coarse_ahead;
       if (!own_base && t.remote_base && t.remote_base->size >= kTwoLevelAbove)
         coarse_ahead = std::async(std::launch::async, coarse_signature);
-      auto bytes = read_bytes(root / t.path);
-      if (!bytes) return prog.read_failed(t.path, bytes.error());
+      auto read = FileBytes::read(root / t.path);
+      if (!read) return prog.read_failed(t.path, read.error());
+      const std::span<const std::uint8_t> bytes_span = read->bytes();
+      const auto* bytes = &bytes_span;
       if (!t.local.hash || delta::hash128(*bytes) != *t.local.hash) {
         std::lock_guard lock(prog.mu);
         summary.unstable.push_back(t.path);
