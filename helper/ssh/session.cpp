@@ -353,6 +353,13 @@ Error Session::last_error(std::string_view what) const {
 
 long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract) {
   auto* self = static_cast<Session*>(*abstract);
+  // libssh2 talks to ssh-agent through this hook too, on the agent's own (blocking) socket: none
+  // of the SSH socket's read-ahead or remembered EAGAIN applies there (a remembered EAGAIN made
+  // agent auth fail with "cannot list keys").
+  if (socket != self->socket_.native_handle()) {
+    const ssize_t n = ::recv(socket, buffer, length, flags);
+    return n < 0 ? -errno : static_cast<long>(n);
+  }
   auto& ahead = self->rx_ahead_;
   // libssh2 asks for at most 16 KiB at a time, so a 32 KiB packet took two or three recv()s. Reading
   // ahead into the session's buffer takes the socket's whole backlog in one call; libssh2's asks
@@ -404,6 +411,7 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
 long Session::send_hook(int socket, const void* buffer, std::size_t length, int flags, void** abstract) {
   auto* self = static_cast<Session*>(*abstract);
   ssize_t n = ::send(socket, buffer, length, flags | MSG_NOSIGNAL);
+  if (socket != self->socket_.native_handle()) return n < 0 ? -errno : static_cast<long>(n);  // ssh-agent's socket
   if (n < 0) {
     int e = errno;
     if (e == EAGAIN || e == EWOULDBLOCK) self->send_stalled_ = true;
