@@ -133,6 +133,13 @@ void FileIndex::store(const std::string& path, const IndexKey& key, const Hash12
 
 void FileIndex::retain(const TreeState& live) {
   std::lock_guard lock(mutex_);
+  // Usually nothing is stale: count the live paths the index holds (hash lookups) and stop when
+  // that is all of it. Asking the ordered map about each index entry instead compared long
+  // common prefixes ~17 times per path (~40 ms at 100k files, on every cold push).
+  std::size_t present = 0;
+  for (const auto& kv : live)
+    if (entries_.contains(kv.first)) ++present;
+  if (present == entries_.size()) return;
   std::erase_if(entries_, [&](const auto& kv) { return !live.contains(kv.first); });
 }
 

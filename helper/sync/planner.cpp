@@ -60,10 +60,6 @@ std::uint64_t Plan::whole_bytes() const {
 
 Plan plan_push(const TreeState& local, const Manifest& manifest, const TreeState& remote, const PlanOptions& opt) {
   Plan plan;
-  std::set<std::string> paths;
-  for (const auto* tree : {&local, &manifest.entries, &remote}) {
-    for (const auto& kv : *tree) paths.insert(kv.first);
-  }
   std::vector<std::string> rmdir_candidates;
   std::set<std::string> removed;  // remote paths this plan deletes
   std::size_t remote_files = 0;
@@ -73,14 +69,25 @@ Plan plan_push(const TreeState& local, const Manifest& manifest, const TreeState
     plan.conflicts.push_back(Conflict{p, k, std::move(msg)});
   };
 
-  for (const std::string& path : paths) {
+  // Every path of the three trees once, in order: a merge of the three sorted maps (a set of
+  // their union plus three lookups per path cost ~90 ms at 100k files, every cold push).
+  auto li = local.begin();
+  auto mi = manifest.entries.begin();
+  auto ri = remote.begin();
+  for (;;) {
+    const std::string* next = nullptr;
+    if (li != local.end()) next = &li->first;
+    if (mi != manifest.entries.end() && (!next || mi->first < *next)) next = &mi->first;
+    if (ri != remote.end() && (!next || ri->first < *next)) next = &ri->first;
+    if (!next) break;
+    const std::string& path = *next;  // a map node: stays valid as the iterators move on
+    const FileMeta* L = nullptr;
+    const FileMeta* M = nullptr;
+    const FileMeta* R = nullptr;
+    if (li != local.end() && li->first == path) L = &(li++)->second;
+    if (mi != manifest.entries.end() && mi->first == path) M = &(mi++)->second;
+    if (ri != remote.end() && ri->first == path) R = &(ri++)->second;
     if (opt.skip.contains(path)) continue;
-    const auto li = local.find(path);
-    const auto mi = manifest.entries.find(path);
-    const auto ri = remote.find(path);
-    const FileMeta* L = li != local.end() ? &li->second : nullptr;
-    const FileMeta* M = mi != manifest.entries.end() ? &mi->second : nullptr;
-    const FileMeta* R = ri != remote.end() ? &ri->second : nullptr;
     const bool is_dir = (L ? L->kind : R ? R->kind : M->kind) == EntryKind::dir;
 
     if (opt.protect && opt.protect->is_ignored(path, is_dir)) {

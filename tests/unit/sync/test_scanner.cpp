@@ -153,6 +153,16 @@ BOOST_AUTO_TEST_CASE(index_skips_rehashing_unchanged_files_across_runs) {
   BOOST_REQUIRE(third.has_value());
   BOOST_TEST(third->stats.hashed == 2u);
   BOOST_TEST((third->entries.at("d1/f1").hash == hash_of(std::string(101, 'y'))));
+
+  // retain: nothing stale keeps every entry; a deleted file's entry goes, the others stay.
+  index->retain(third->entries);
+  BOOST_TEST(index->size() == 51u);
+  BOOST_REQUIRE(fs::remove(r / "d2/f2"));
+  auto fourth = scan_tree(r, ignore, &*index);
+  BOOST_REQUIRE(fourth.has_value());
+  index->retain(fourth->entries);
+  BOOST_TEST(index->size() == 50u);
+  BOOST_TEST(scan_tree(r, ignore, &*index)->stats.hash_cache_hits == 49u);  // all but fresh.txt
 }
 
 BOOST_AUTO_TEST_CASE(corrupt_or_foreign_index_files_are_errors) {
