@@ -56,7 +56,6 @@ class DirRef {
   DirRef() = default;
   explicit DirRef(Fd fd) : fd_(std::make_shared<Fd>(std::move(fd))) {}
   int get() const { return fd_ ? fd_->get() : -1; }
-  const Fd* identity() const { return fd_.get(); }
 
  private:
   std::shared_ptr<Fd> fd_;
