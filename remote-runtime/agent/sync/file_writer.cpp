@@ -466,6 +466,21 @@ std::vector<std::expected<void, WriteError>> FileWriter::write_batch(std::span<c
       pending[i].reset();
     }
   });
+  // Before any rename: each directory the batch wrote into is still the one at its path under
+  // the root (walked again from the root with O_NOFOLLOW). The batch shares directory
+  // descriptors, so a directory renamed out of the root while the batch wrote would otherwise
+  // receive the rest of its files; this way it receives none (their temp files are removed).
+  std::map<int, bool> inside;
+  auto still_inside = [&](int dir, const std::string& rel) {
+    auto [it, fresh] = inside.try_emplace(dir, false);
+    if (!fresh) return it->second;
+    const std::size_t cut = rel.rfind('/');
+    auto parent = open_parent(cut == std::string::npos ? std::string("x") : rel.substr(0, cut) + "/x", false);
+    struct stat now {}, held {};
+    it->second = parent && ::fstat(parent->dir.get(), &now) == 0 && ::fstat(dir, &held) == 0 &&
+                 now.st_dev == held.st_dev && now.st_ino == held.st_ino;
+    return it->second;
+  };
   // 3. Renames, in order; 4. each distinct directory fsynced once.
   std::set<std::pair<dev_t, ino_t>> seen;
   std::vector<Fd> dirs;
@@ -473,6 +488,11 @@ std::vector<std::expected<void, WriteError>> FileWriter::write_batch(std::span<c
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (!pending[i]) continue;
     const int dir = pending[i]->dir_fd();
+    if (!still_inside(dir, pending[i]->state_->rel)) {
+      results[i] = fail(WriteErrc::invalid_path, pending[i]->state_->rel + ": its directory left the root during the write");
+      pending[i].reset();
+      continue;
+    }
     struct stat st {};
     // Files of one directory share its descriptor (the cache above): stat it once per run.
     if (dir != last_dir && ::fstat(dir, &st) == 0 && seen.emplace(st.st_dev, st.st_ino).second) dirs.emplace_back(::dup(dir));

@@ -5,9 +5,9 @@
 // sync therefore leaves the old or the new file, never a torn one. Paths are validated like
 // every wire path (normalize_wire_path: no "..", not absolute) and then walked one component at
 // a time with O_NOFOLLOW from the root's descriptor, so no symlink, even one swapped in
-// mid-write, can lead a write out of the root. (A real directory renamed out of the root while
-// files are being written into it takes them along: for one file's write before, for the rest
-// of a batch since batches share directory descriptors; only a process on the box can do that.)
+// mid-write, can lead a write out of the root. A batch shares one descriptor per directory
+// among its files, and before its renames walks each directory's path again from the root: a
+// directory renamed out of the root meanwhile gets none of the batch's files.
 #pragma once
 
 #include <cstdint>

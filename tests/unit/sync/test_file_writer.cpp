@@ -437,6 +437,40 @@ BOOST_AUTO_TEST_CASE(a_batch_shares_directories_without_leaving_the_root) {
   }
 }
 
+// A directory renamed out of the root while a batch writes into it (here between writing and
+// fsyncing the temp files) receives none of the batch's files: each directory is walked again
+// from the root before the renames. Files elsewhere in the batch land as usual.
+BOOST_AUTO_TEST_CASE(a_directory_moved_out_of_the_root_mid_batch_gets_nothing) {
+  for (unsigned threads : {1u, 4u}) {
+    TempDir t;
+    FileWriter w = open_writer(t.path / "root");
+    fs::create_directories(t.path / "outside");
+    const Buf one = bytes_of("one"), two = bytes_of("two"), three = bytes_of("three");
+    std::vector<BatchFile> batch{{"sub/deep/a", one, attrs_for(one), std::nullopt},
+                                 {"sub/deep/b", two, attrs_for(two), std::nullopt},
+                                 {"other/c", three, attrs_for(three), std::nullopt}};
+    bool moved = false;
+    w.set_step_hook([&](WriteStep s) {
+      if (s == WriteStep::before_fsync && !moved) {
+        fs::rename(w.root() / "sub", t.path / "outside/sub");
+        moved = true;
+      }
+    });
+    auto results = w.write_batch(batch, threads);
+    BOOST_TEST_CONTEXT(threads << " threads") {
+      BOOST_REQUIRE(moved);
+      BOOST_REQUIRE(results.size() == 3u);
+      for (int i : {0, 1}) {
+        BOOST_REQUIRE(!results[i].has_value());
+        BOOST_TEST((results[i].error().code == WriteErrc::invalid_path));
+      }
+      BOOST_TEST(results[2].has_value());
+      BOOST_TEST((slurp(w.root() / "other/c") == three));
+      BOOST_TEST(fs::is_empty(t.path / "outside/sub/deep"));  // no final name, no temp file
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_batch_killed_at_any_step_leaves_every_file_old_or_new) {
   TempDir t;
   const fs::path root = t.path / "root";
