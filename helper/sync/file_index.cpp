@@ -4,6 +4,7 @@
 #include "helper/sync/file_index.hpp"
 
 #include <chrono>
+#include <cstring>
 
 #include "helper/sync/atomic_file.hpp"
 
@@ -40,25 +41,40 @@ struct Reader {
 
 }  // namespace
 
-std::string to_hex(const Hash128& h) {
-  static const char* digits = "0123456789abcdef";
+std::string bytes_to_hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
   std::string s;
-  for (auto b : h) {
-    s.push_back(digits[b >> 4]);
-    s.push_back(digits[b & 15]);
+  s.reserve(bytes.size() * 2);
+  for (const char ch : bytes) {
+    const auto b = static_cast<unsigned char>(ch);
+    s.push_back(kDigits[b >> 4]);
+    s.push_back(kDigits[b & 15]);
   }
   return s;
 }
 
-std::optional<Hash128> hash_from_hex(std::string_view hex) {
-  if (hex.size() != 32) return std::nullopt;
-  Hash128 h{};
-  for (std::size_t i = 0; i < 32; ++i) {
-    const char c = hex[i];
-    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-    if (v < 0) return std::nullopt;
-    h[i / 2] = static_cast<std::uint8_t>(h[i / 2] | (v << (i % 2 ? 0 : 4)));
+std::optional<std::string> bytes_from_hex(std::string_view hex) {
+  if (hex.size() % 2) return std::nullopt;
+  auto digit = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+  std::string s;
+  s.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = digit(hex[i]), lo = digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    s.push_back(static_cast<char>(hi * 16 + lo));
   }
+  return s;
+}
+
+std::string to_hex(const Hash128& h) {
+  return bytes_to_hex(std::string_view(reinterpret_cast<const char*>(h.data()), h.size()));
+}
+
+std::optional<Hash128> hash_from_hex(std::string_view hex) {
+  auto bytes = hex.size() == 32 ? bytes_from_hex(hex) : std::nullopt;
+  if (!bytes) return std::nullopt;
+  Hash128 h{};
+  std::memcpy(h.data(), bytes->data(), h.size());
   return h;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "protocol/delta/delta_types.hpp"
 
@@ -29,6 +30,9 @@ struct FileMeta {
 // Relative '/'-separated path -> metadata, sorted so parents precede children.
 using TreeState = std::map<std::string, FileMeta>;
 
+// Lowercase hex, and back (nullopt for an odd length or anything but 0-9a-f).
+std::string bytes_to_hex(std::string_view bytes);
+std::optional<std::string> bytes_from_hex(std::string_view hex);
 std::string to_hex(const Hash128& h);
 std::optional<Hash128> hash_from_hex(std::string_view hex);
 

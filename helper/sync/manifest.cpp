@@ -98,34 +98,6 @@ void append_int(std::string& out, Int v) {
   out.append(buf, static_cast<std::size_t>(end - buf));
 }
 
-std::string bytes_to_hex(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string h;
-  h.reserve(s.size() * 2);
-  for (const char ch : s) {
-    h.push_back(kHex[static_cast<unsigned char>(ch) >> 4]);
-    h.push_back(kHex[static_cast<unsigned char>(ch) & 15]);
-  }
-  return h;
-}
-
-std::optional<std::string> bytes_from_hex(std::string_view h) {
-  if (h.size() % 2) return std::nullopt;
-  auto digit = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string s;
-  s.reserve(h.size() / 2);
-  for (std::size_t i = 0; i < h.size(); i += 2) {
-    const int a = digit(h[i]), b = digit(h[i + 1]);
-    if (a < 0 || b < 0) return std::nullopt;
-    s.push_back(static_cast<char>(a * 16 + b));
-  }
-  return s;
-}
-
 // One entry's object, keys sorted as nlohmann orders them.
 void append_entry(std::string& out, const FileMeta& meta, bool hex) {
   out += '{';
