@@ -106,6 +106,39 @@ std::expected<void, WriteError> check_precondition(int dirfd, const std::string&
   return {};
 }
 
+// Opens directory `dir_rel` under `from`, walking its components from offset `pos` one at a
+// time with O_NOFOLLOW (missing ones made if `create`): no symlink on the way is followed.
+// Nothing to walk: a duplicate of `from`. `rel` is the whole path, for messages.
+std::expected<Fd, WriteError> walk_dirs(int from, const std::string& dir_rel, std::size_t pos, const std::string& rel,
+                                        bool create) {
+  Fd dir;
+  while (pos <= dir_rel.size() && !dir_rel.empty()) {
+    const std::size_t slash = std::min(dir_rel.find('/', pos), dir_rel.size());
+    const std::string part = dir_rel.substr(pos, slash - pos);
+    const int at = dir ? dir.get() : from;
+    int fd = ::openat(at, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && create) {
+      if (::mkdirat(at, part.c_str(), 0755) != 0 && errno != EEXIST) {
+        return sys_fail("mkdir " + rel.substr(0, slash));
+      }
+      fd = ::openat(at, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      if (errno == ELOOP || errno == ENOTDIR) {
+        std::string msg = rel.substr(0, slash);
+        msg.append(" (in ").append(rel).append(") is a symlink or not a directory");
+        return fail(WriteErrc::invalid_path, std::move(msg));
+      }
+      return sys_fail("open " + rel.substr(0, slash));
+    }
+    dir = Fd(fd);
+    pos = slash + 1;
+  }
+  if (!dir) dir = Fd(::dup(from));
+  if (!dir) return sys_fail("dup directory of " + rel);
+  return dir;
+}
+
 }  // namespace
 
 struct FileWriter::Parent {
@@ -341,33 +374,9 @@ std::expected<FileWriter::Parent, WriteError> FileWriter::open_parent(std::strin
     p.dir = std::move(start);
     return p;
   }
-  const int from = start.get() >= 0 ? start.get() : root_fd_;
-  Fd dir;
-  while (pos <= parent_rel.size() && !parent_rel.empty()) {
-    const std::size_t slash = std::min(parent_rel.find('/', pos), parent_rel.size());
-    const std::string part = parent_rel.substr(pos, slash - pos);
-    const int at = dir ? dir.get() : from;
-    int fd = ::openat(at, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT && create) {
-      if (::mkdirat(at, part.c_str(), 0755) != 0 && errno != EEXIST) {
-        return sys_fail("mkdir " + rel->substr(0, slash));
-      }
-      fd = ::openat(at, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    }
-    if (fd < 0) {
-      if (errno == ELOOP || errno == ENOTDIR) {
-        std::string msg = rel->substr(0, slash);
-        msg.append(" (in ").append(*rel).append(") is a symlink or not a directory");
-        return fail(WriteErrc::invalid_path, std::move(msg));
-      }
-      return sys_fail("open " + rel->substr(0, slash));
-    }
-    dir = Fd(fd);
-    pos = slash + 1;
-  }
-  if (!dir) dir = Fd(::dup(from));
-  if (!dir) return sys_fail("dup directory of " + *rel);
-  p.dir = DirRef(std::move(dir));
+  auto dir = walk_dirs(start.get() >= 0 ? start.get() : root_fd_, parent_rel, pos, *rel, create);
+  if (!dir) return std::unexpected(dir.error());
+  p.dir = DirRef(std::move(*dir));
   if (cache) {
     std::lock_guard lock(cache->mu);
     cache->dirs.emplace(parent_rel, p.dir);
@@ -475,9 +484,9 @@ std::vector<std::expected<void, WriteError>> FileWriter::write_batch(std::span<c
     auto [it, fresh] = inside.try_emplace(dir, false);
     if (!fresh) return it->second;
     const std::size_t cut = rel.rfind('/');
-    auto parent = open_parent(cut == std::string::npos ? std::string("x") : rel.substr(0, cut) + "/x", false);
+    auto now_there = walk_dirs(root_fd_, cut == std::string::npos ? std::string() : rel.substr(0, cut), 0, rel, false);
     struct stat now {}, held {};
-    it->second = parent && ::fstat(parent->dir.get(), &now) == 0 && ::fstat(dir, &held) == 0 &&
+    it->second = now_there && ::fstat(now_there->get(), &now) == 0 && ::fstat(dir, &held) == 0 &&
                  now.st_dev == held.st_dev && now.st_ino == held.st_ino;
     return it->second;
   };
