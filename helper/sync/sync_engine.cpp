@@ -895,9 +895,8 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         coarse_ahead = std::async(std::launch::async, coarse_signature);
       auto read = FileBytes::read(root / t.path);
       if (!read) return prog.read_failed(t.path, read.error());
-      const std::span<const std::uint8_t> bytes_span = read->bytes();
-      const auto* bytes = &bytes_span;
-      if (!t.local.hash || delta::hash128(*bytes) != *t.local.hash) {
+      const std::span<const std::uint8_t> bytes = read->bytes();
+      if (!t.local.hash || delta::hash128(bytes) != *t.local.hash) {
         std::lock_guard lock(prog.mu);
         summary.unstable.push_back(t.path);
         return;
@@ -910,7 +909,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       if (own_base) {
         auto base_bytes = read_bytes(cache_dir / to_hex(*m->second.hash));
         if (base_bytes && delta::hash128(*base_bytes) == *m->second.hash)
-          stats = delta::generate_delta_from_base(*base_bytes, *bytes, delta::choose_block_size(base_bytes->size()), d);
+          stats = delta::generate_delta_from_base(*base_bytes, bytes, delta::choose_block_size(base_bytes->size()), d);
       }
       if (!stats && t.remote_base && t.remote_base->size >= kTwoLevelAbove) {
         // Two levels: 1 MiB blocks first, then 1 KiB blocks over only the base ranges no
@@ -923,7 +922,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
           auto view = delta::SignatureView::parse(cs);
           std::vector<std::uint8_t> coarse;
           std::expected<delta::DeltaStats, delta::DeltaError> cstats = std::unexpected(delta::DeltaError{});
-          if (view) cstats = delta::generate_delta(*view, *bytes, coarse);
+          if (view) cstats = delta::generate_delta(*view, bytes, coarse);
           spdlog::debug("sync: delta {}: coarse delta", t.path);
           auto ranges = cstats ? delta::unreferenced_base_ranges(coarse) : std::unexpected(delta::DeltaError{});
           std::uint64_t unmatched = 0;
@@ -952,7 +951,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
               }
               if (ok) {
                 d.clear();
-                stats = delta::refine_delta(coarse, views, *bytes, d);
+                stats = delta::refine_delta(coarse, views, bytes, d);
               }
             }
           }
@@ -966,7 +965,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         auto view = delta::SignatureView::parse(sig_bytes);
         if (!view) return prog.error(fmt::format("signature of '{}' rejected: {}", t.path, view.error().message));
         d.clear();
-        stats = delta::generate_delta(*view, *bytes, d);
+        stats = delta::generate_delta(*view, bytes, d);
         if (!stats) return prog.error(fmt::format("delta for '{}': {}", t.path, stats.error().message));
       }
       spdlog::debug("sync: delta {}: delta ready", t.path);
@@ -999,7 +998,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         return;
       }
       record(t.path, t.local);
-      keep_copy(t.local, *bytes);
+      keep_copy(t.local, bytes);
       {
         std::lock_guard lock(prog.mu);
         ++summary.files_sent;
