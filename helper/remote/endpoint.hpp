@@ -4,8 +4,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <expected>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +38,41 @@ struct AgentInfo {
 
 using NotificationHandler = std::function<void(const protocol::Notification&)>;
 
+// The agent's notifications go to every subscriber: one link serves the runs, trainings and
+// debug sessions of a project at once (`ferry serve` opens one per project).
+class NotificationFanout {
+ public:
+  std::uint64_t add(NotificationHandler handler);
+  // After it returns, the handler gets no more calls. Never from inside a handler.
+  void remove(std::uint64_t id);
+  // Calls every handler in subscription order, under the lock (that is what makes remove()'s
+  // promise): handlers must not subscribe or unsubscribe.
+  void deliver(const protocol::Notification& note) const;
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::uint64_t, NotificationHandler> handlers_;
+  std::uint64_t next_id_ = 1;
+};
+
+// Holds one subscription; destroying (or reset()ting) it unsubscribes.
+class Subscription {
+ public:
+  Subscription() = default;
+  Subscription(std::weak_ptr<NotificationFanout> fanout, std::uint64_t id) : fanout_(std::move(fanout)), id_(id) {}
+  ~Subscription() { reset(); }
+  Subscription(Subscription&& other) noexcept : fanout_(std::move(other.fanout_)), id_(other.id_) { other.id_ = 0; }
+  Subscription& operator=(Subscription&& other) noexcept;
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+  void reset();
+
+ private:
+  std::weak_ptr<NotificationFanout> fanout_;
+  std::uint64_t id_ = 0;
+};
+
 class Endpoint {
  public:
   virtual ~Endpoint() = default;
@@ -52,9 +91,12 @@ class Endpoint {
 
   virtual std::expected<void, ResponseError> notify(std::string_view method, json params) = 0;
 
-  // Called on the endpoint's reader thread for each notification from the agent. It must not
-  // wait for a call() on the same endpoint: replies are read by that very thread.
-  virtual void set_notification_handler(NotificationHandler handler) = 0;
+  // `handler` is called on the endpoint's reader thread for each notification from the agent,
+  // until the returned Subscription goes. It must not wait for a call() on the same endpoint
+  // (replies are read by that very thread). Wrappers of another endpoint forward this.
+  [[nodiscard]] virtual Subscription subscribe(NotificationHandler handler) {
+    return Subscription(fanout_, fanout_->add(std::move(handler)));
+  }
 
   // Valid after a successful connect().
   virtual const AgentInfo& info() const = 0;
@@ -78,6 +120,16 @@ class Endpoint {
     return std::unexpected(ResponseError{protocol::error_code::kInvalidParams, "no tunnel " + std::to_string(id), {}});
   }
   virtual std::vector<ForwardInfo> list_forwards() const { return {}; }
+
+ protected:
+  // What implementations give their AgentLink: delivers to the subscribers of the moment.
+  NotificationHandler fanout_handler() const {
+    return [fanout = fanout_](const protocol::Notification& note) { fanout->deliver(note); };
+  }
+  std::size_t subscriber_count() const { return fanout_->size(); }
+
+ private:
+  std::shared_ptr<NotificationFanout> fanout_ = std::make_shared<NotificationFanout>();
 };
 
 }  // namespace ferry::remote

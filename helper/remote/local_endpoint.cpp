@@ -84,7 +84,7 @@ std::expected<AgentInfo, ResponseError> LocalEndpoint::connect(std::chrono::mill
     auto status = child->wait_for(std::chrono::milliseconds(500));
     return status ? ChildProcess::describe_status(*status) : std::string("closed its output but is still running");
   });
-  if (handler_) link_->set_notification_handler(handler_);
+  link_->set_notification_handler(fanout_handler());
 
   auto info = link_->handshake(deadline);
   if (!info) {
@@ -105,11 +105,6 @@ std::expected<json, ResponseError> LocalEndpoint::call(std::string_view method, 
 std::expected<void, ResponseError> LocalEndpoint::notify(std::string_view method, json params) {
   if (!link_) return std::unexpected(not_connected(method));
   return link_->notify(method, std::move(params));
-}
-
-void LocalEndpoint::set_notification_handler(NotificationHandler handler) {
-  handler_ = handler;
-  if (link_) link_->set_notification_handler(std::move(handler));
 }
 
 void LocalEndpoint::close() {

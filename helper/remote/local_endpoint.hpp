@@ -40,7 +40,6 @@ class LocalEndpoint final : public Endpoint {
   std::expected<json, ResponseError> call(std::string_view method, json params,
                                           std::chrono::milliseconds timeout = kDefaultCallTimeout) override;
   std::expected<void, ResponseError> notify(std::string_view method, json params) override;
-  void set_notification_handler(NotificationHandler handler) override;
   const AgentInfo& info() const override { return info_; }
   bool connected() const override { return link_ && link_->alive(); }
   void close() override;
@@ -65,7 +64,6 @@ class LocalEndpoint final : public Endpoint {
   LocalEndpointOptions options_;
   std::unique_ptr<ChildProcess> child_;
   std::unique_ptr<AgentLink> link_;
-  NotificationHandler handler_;
   AgentInfo info_;
   std::optional<int> exit_status_;
   mutable std::mutex forwards_mutex_;

@@ -268,7 +268,7 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
     });
     SshByteStream* recorder = byte_stream.get();
     link->agent = std::make_unique<AgentLink>(std::move(byte_stream));
-    if (handler_) link->agent->set_notification_handler(handler_);
+    link->agent->set_notification_handler(fanout_handler());
     spdlog::debug("{}: agent starting", options_.host);
     auto info = link->agent->handshake(deadline);
     spdlog::debug("{}: agent {}", options_.host, info ? "ready" : "did not answer hello");
@@ -442,11 +442,6 @@ std::expected<void, ResponseError> SshEndpoint::notify(std::string_view method, 
   auto link = current();
   if (!link) return std::unexpected(unavailable(std::string(method) + ": not connected to " + description()));
   return link->agent->notify(method, std::move(params));
-}
-
-void SshEndpoint::set_notification_handler(NotificationHandler handler) {
-  handler_ = handler;
-  if (auto link = current()) link->agent->set_notification_handler(std::move(handler));
 }
 
 std::expected<ssh::ExecResult, ResponseError> SshEndpoint::exec(const std::string& command, std::chrono::milliseconds timeout) {

@@ -75,7 +75,6 @@ class SshEndpoint final : public Endpoint {
   std::expected<json, ResponseError> call(std::string_view method, json params,
                                           std::chrono::milliseconds timeout = kDefaultCallTimeout) override;
   std::expected<void, ResponseError> notify(std::string_view method, json params) override;
-  void set_notification_handler(NotificationHandler handler) override;
   const AgentInfo& info() const override { return info_; }
   bool connected() const override;
   void close() override;
@@ -121,7 +120,6 @@ class SshEndpoint final : public Endpoint {
   SshEndpointOptions options_;
   ssh::HostConfig host_;
   AgentInfo info_;
-  NotificationHandler handler_;
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;

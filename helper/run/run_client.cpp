@@ -82,11 +82,11 @@ RunClient::RunClient(remote::Endpoint& endpoint, remote::NotificationHandler oth
   router_->others = std::move(others);
   // The handler holds the router, not this: a notification already being delivered when the
   // client goes finds an empty watcher table instead of a dangling pointer.
-  endpoint_.set_notification_handler([router = router_](const protocol::Notification& n) { router->dispatch(n); });
+  subscription_ = endpoint_.subscribe([router = router_](const protocol::Notification& n) { router->dispatch(n); });
 }
 
 RunClient::~RunClient() {
-  endpoint_.set_notification_handler({});
+  subscription_.reset();
   std::lock_guard lock(router_->mutex);
   router_->watchers.clear();
 }

@@ -1,6 +1,6 @@
 // RunClient: the agent's run/* methods (see docs/runs.md, "agent wire") over any
 // remote::Endpoint, typed, plus routing of run/output and run/exited notifications to whoever
-// watches a run id. Owns the endpoint's notification handler while it lives.
+// watches a run id. Any number of clients (and other subscribers) can share one endpoint.
 #pragma once
 
 #include <chrono>
@@ -61,8 +61,8 @@ class RunWatcher {
 
 class RunClient {
  public:
-  // Installs the notification handler on `endpoint`; notifications other than run/* go to
-  // `others` (may be empty).
+  // Subscribes to `endpoint`'s notifications; those other than run/* go to `others` (may be
+  // empty).
   explicit RunClient(remote::Endpoint& endpoint, remote::NotificationHandler others = {});
   ~RunClient();
   RunClient(const RunClient&) = delete;
@@ -90,6 +90,7 @@ class RunClient {
   struct Router;
   remote::Endpoint& endpoint_;
   std::shared_ptr<Router> router_;
+  remote::Subscription subscription_;  // last: unsubscribed before the router goes
 };
 
 // A clear message for the common failures of a call about one run.

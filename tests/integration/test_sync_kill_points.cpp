@@ -142,7 +142,7 @@ class CountingEndpoint : public remote::Endpoint {
   std::expected<void, protocol::ResponseError> notify(std::string_view method, json params) override {
     return inner_.notify(method, std::move(params));
   }
-  void set_notification_handler(remote::NotificationHandler h) override { inner_.set_notification_handler(std::move(h)); }
+  [[nodiscard]] remote::Subscription subscribe(remote::NotificationHandler h) override { return inner_.subscribe(std::move(h)); }
   const remote::AgentInfo& info() const override { return inner_.info(); }
   bool connected() const override { return inner_.connected(); }
   void close() override { inner_.close(); }

@@ -108,6 +108,7 @@ struct Agent {
   fs::path state;
   Notifications notes;
   std::unique_ptr<LocalEndpoint> ep;
+  ferry::remote::Subscription subscription;
 
   Agent(fs::path root_dir, fs::path state_dir) : root(std::move(root_dir)), state(std::move(state_dir)) {
     LocalEndpointOptions o;
@@ -115,7 +116,7 @@ struct Agent {
     o.root = root;
     o.agent_args = {"--state-dir", state.string()};
     ep = std::make_unique<LocalEndpoint>(o);
-    ep->set_notification_handler([this](const ferry::protocol::Notification& n) { notes.on(n); });
+    subscription = ep->subscribe([this](const ferry::protocol::Notification& n) { notes.on(n); });
     auto info = ep->connect();
     BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? std::string() : info.error().message));
   }

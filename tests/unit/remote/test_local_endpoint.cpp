@@ -308,7 +308,7 @@ BOOST_AUTO_TEST_CASE(notifications_reach_the_handler) {
   std::mutex m;
   std::condition_variable cv;
   std::vector<Notification> seen;
-  ep.set_notification_handler([&](const Notification& n) {
+  auto subscription = ep.subscribe([&](const Notification& n) {
     std::lock_guard lock(m);
     seen.push_back(n);
     cv.notify_all();

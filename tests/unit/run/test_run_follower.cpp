@@ -29,7 +29,6 @@ class RecordingEndpoint final : public ferry::remote::Endpoint {
     return reply(method, params);
   }
   std::expected<void, ResponseError> notify(std::string_view, json) override { return {}; }
-  void set_notification_handler(ferry::remote::NotificationHandler h) override { handler_ = std::move(h); }
   const ferry::remote::AgentInfo& info() const override { return info_; }
   bool connected() const override { return true; }
   void close() override {}
@@ -37,13 +36,12 @@ class RecordingEndpoint final : public ferry::remote::Endpoint {
 
   // What the agent's reader thread would do.
   void deliver(const std::string& method, json params) {
-    if (handler_) handler_({method, std::move(params)});
+    fanout_handler()({method, std::move(params)});
   }
-  bool has_handler() const { return static_cast<bool>(handler_); }
+  bool has_handler() const { return subscriber_count() > 0; }
 
  private:
   ferry::remote::AgentInfo info_;
-  ferry::remote::NotificationHandler handler_;
 };
 
 json output(std::uint64_t offset, int stream, std::string_view bytes, const std::string& id = "r1") {

@@ -51,7 +51,7 @@ class CountingEndpoint : public ferry::remote::Endpoint {
   std::expected<void, ferry::remote::ResponseError> notify(std::string_view method, json params) override {
     return inner_.notify(method, std::move(params));
   }
-  void set_notification_handler(ferry::remote::NotificationHandler h) override { inner_.set_notification_handler(std::move(h)); }
+  [[nodiscard]] ferry::remote::Subscription subscribe(ferry::remote::NotificationHandler h) override { return inner_.subscribe(std::move(h)); }
   const ferry::remote::AgentInfo& info() const override { return inner_.info(); }
   bool connected() const override { return inner_.connected(); }
   void close() override { inner_.close(); }

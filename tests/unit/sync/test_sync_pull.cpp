@@ -79,7 +79,7 @@ class CorruptingEndpoint : public ferry::remote::Endpoint {
     return r;
   }
   std::expected<void, ferry::remote::ResponseError> notify(std::string_view m, json p) override { return real_.notify(m, std::move(p)); }
-  void set_notification_handler(ferry::remote::NotificationHandler h) override { real_.set_notification_handler(std::move(h)); }
+  [[nodiscard]] ferry::remote::Subscription subscribe(ferry::remote::NotificationHandler h) override { return real_.subscribe(std::move(h)); }
   const ferry::remote::AgentInfo& info() const override { return real_.info(); }
   bool connected() const override { return real_.connected(); }
   void close() override {}
