@@ -26,6 +26,7 @@
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/atomic_file.hpp"
 #include "helper/sync/file_index.hpp"
+#include "helper/sync/project_lock.hpp"
 #include "helper/sync/manifest.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/watcher.hpp"
@@ -270,6 +271,8 @@ fs::path SyncEngine::manifest_path() const {
 }
 
 std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
+  auto lock = ProjectLock::acquire(target_.local_root, o.waiting, o.cancelled);
+  if (!lock) return std::unexpected(lock.error());
   auto result = push_locked(o);
   {
     std::lock_guard lock(state_->persist_mu);

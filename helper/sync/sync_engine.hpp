@@ -50,6 +50,9 @@ struct SyncOptions {
   // Polled between requests: true stops the sync after the requests in flight (the manifest
   // still records what was written, so the next sync resumes).
   std::function<bool()> cancelled;
+  // Called once when another process (or engine) is syncing the same folder and this one waits
+  // its turn (helper/sync/project_lock.hpp), with who that is: "ferry serve (pid 123)".
+  std::function<void(const std::string& holder)> waiting;
   // Called once after planning, before any file is read: the moment a user's edit races the
   // sync (tests change the tree here).
   std::function<void()> before_transfer;

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/remote/endpoint.hpp"
+#include "helper/sync/project_lock.hpp"
 #include "helper/sync/sync_engine_state.hpp"
 #include "protocol/delta/delta.hpp"
 #include "protocol/delta/patch.hpp"
@@ -258,6 +259,8 @@ std::expected<delta::DeltaStats, std::string> patch_to_fd(const std::vector<std:
 }  // namespace
 
 std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::string>& paths_in, const SyncOptions& o) {
+  auto lock = ProjectLock::acquire(target_.local_root, o.waiting, o.cancelled);
+  if (!lock) return std::unexpected(lock.error());
   const auto t0 = Clock::now();
   SyncSummary summary;
   summary.dry_run = o.dry_run;

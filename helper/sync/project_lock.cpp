@@ -1,0 +1,80 @@
+// The per-project sync lock: see project_lock.hpp.
+#include "helper/sync/project_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+namespace ferry::sync {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// While waiting for the holder: how often cancellation is looked at.
+constexpr auto kPollWhileHeld = std::chrono::milliseconds(20);
+
+std::string read_holder(int fd) {
+  char buf[256];
+  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  std::string s = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
+  return s.empty() ? "another ferry process" : s;
+}
+
+}  // namespace
+
+std::string ProjectLock::describe_self() {
+  std::string name = "ferry";
+  std::ifstream cmdline("/proc/self/cmdline");
+  std::string arg0, arg1;
+  std::getline(cmdline, arg0, '\0');
+  std::getline(cmdline, arg1, '\0');
+  // The sub-command says what the holder is doing ("ferry serve", "ferry sync"); a test binary
+  // is just its name.
+  if (arg0.ends_with("/ferry") || arg0 == "ferry") name = "ferry " + arg1;
+  else if (!arg0.empty()) name = fs::path(arg0).filename().string();
+  return name + " (pid " + std::to_string(::getpid()) + ")";
+}
+
+std::expected<ProjectLock, std::string> ProjectLock::acquire(const fs::path& local_root,
+                                                             const std::function<void(const std::string&)>& waiting,
+                                                             const std::function<bool()>& cancelled) {
+  const fs::path dir = local_root / ".ferry";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path file = dir / "sync.lock";
+  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return std::unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
+  bool told = false;
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) {
+      const int e = errno;
+      ::close(fd);
+      return std::unexpected("cannot lock " + file.string() + ": " + std::strerror(e));
+    }
+    if (!told && waiting) waiting(read_holder(fd));
+    told = true;
+    if (cancelled && cancelled()) {
+      std::string holder = read_holder(fd);
+      ::close(fd);
+      return std::unexpected("cancelled while waiting for " + holder);
+    }
+    std::this_thread::sleep_for(kPollWhileHeld);
+  }
+  const std::string me = describe_self() + "\n";
+  if (::ftruncate(fd, 0) == 0) [[maybe_unused]] auto n = ::pwrite(fd, me.data(), me.size(), 0);
+  return ProjectLock(fd);
+}
+
+ProjectLock::~ProjectLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+}
+
+}  // namespace ferry::sync

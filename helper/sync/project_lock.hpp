@@ -1,0 +1,37 @@
+// One sync at a time per project folder, across processes: `ferry serve` (the editor's sync on
+// save) and a terminal's `ferry sync` / `ferry run` take turns on <root>/.ferry/sync.lock (flock)
+// for each push or pull, so their manifests, hash index and sent copies are never written by
+// both at once. What each one's in-memory view misses of the other's writes the agent's sync
+// generation catches (the next push lists the remote; docs/sync.md). The lock file names its
+// holder, so the one waiting can say who it waits for.
+#pragma once
+
+#include <chrono>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace ferry::sync {
+
+class ProjectLock {
+ public:
+  // Takes the lock, waiting as long as another process (or engine) holds it: `waiting` is
+  // called once with the holder's description, `cancelled` is polled while waiting.
+  static std::expected<ProjectLock, std::string> acquire(const std::filesystem::path& local_root,
+                                                         const std::function<void(const std::string& holder)>& waiting = {},
+                                                         const std::function<bool()>& cancelled = {});
+  ProjectLock(ProjectLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  ProjectLock& operator=(ProjectLock&&) = delete;
+  ProjectLock(const ProjectLock&) = delete;
+  ~ProjectLock();
+
+  // What a holder writes into the lock file: "ferry serve (pid 123)".
+  static std::string describe_self();
+
+ private:
+  explicit ProjectLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace ferry::sync
