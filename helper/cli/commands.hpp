@@ -3,11 +3,14 @@
 
 #include <cstdint>
 #include <expected>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
 
+#include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
+#include "helper/sync/project_endpoint.hpp"
 
 namespace CLI {
 class App;
@@ -67,6 +70,19 @@ std::expected<SshTarget, std::string> ssh_target(const GlobalOptions& g, const s
                                                  const std::string& root_arg);
 
 remote::SshEndpointOptions endpoint_options(const SshTarget& target);
+
+// The project of a command (cli_project.cpp): --project, else walk up from `start`, else from
+// the cwd. The error is the line to print after "ferry CMD: ".
+std::expected<deploy::ProjectConfig, std::string> find_cli_project(const GlobalOptions& g,
+                                                                   const std::optional<std::filesystem::path>& start = {});
+// For sync::make_project_endpoint: -F, --log-level for the local agent, the terminal's passphrase
+// prompt, no reconnects (a command that follows a run turns them on).
+sync::ProjectEndpointOptions cli_endpoint_options(const GlobalOptions& g);
+// SyncOptions::waiting for a terminal: "WHO: waiting for ferry serve (pid N), which is syncing
+// this project (your editor's sync on save); it goes on when that sync is done".
+std::function<void(const std::string&)> waiting_note(const std::string& who);
+// Connects; prints "WHO: cannot reach ...: why" and returns false when it cannot.
+bool connect_cli_endpoint(sync::ProjectEndpoint& link, const std::string& who);
 
 // Set by a sub-command's callback; main returns it.
 int& exit_code();

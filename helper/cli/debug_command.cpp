@@ -124,41 +124,22 @@ struct ProjectLink {
 };
 
 std::expected<ProjectLink, int> open_project(const GlobalOptions& g) {
-  std::error_code ec;
-  fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
-  auto file = deploy::find_project_file(start);
-  if (!file) {
-    std::cerr << "ferry debug: no ferry.json in " << start.string() << " or above (run ferry init)\n";
-    return std::unexpected(kUsage);
-  }
-  auto project = deploy::load_project(*file);
+  auto project = find_cli_project(g);
   if (!project) {
-    std::cerr << "ferry debug: " << project.error().to_string() << "\n";
+    std::cerr << "ferry debug: " << project.error() << "\n";
     return std::unexpected(kUsage);
   }
   ProjectLink link;
   link.project = std::move(*project);
-  const deploy::Mapping& m = link.project.mappings.front();
-  link.target = sync::mapping_target(link.project, m);
-  if (link.project.host == "local") {
-    remote::LocalEndpointOptions o = sync::local_endpoint_options(link.project, m);
-    if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
-    link.endpoint = std::make_unique<remote::LocalEndpoint>(o);
-  } else {
-    auto t = ssh_target(g, "", "");
-    if (!t) {
-      std::cerr << "ferry debug: " << t.error() << "\n";
-      return std::unexpected(kUsage);
-    }
-    link.endpoint = std::make_unique<remote::SshEndpoint>(endpoint_options(*t));
+  auto made = sync::make_project_endpoint(link.project, cli_endpoint_options(g));
+  if (!made) {
+    std::cerr << "ferry debug: " << made.error().message << "\n";
+    return std::unexpected(kUsage);
   }
-  auto info = link.endpoint->connect();
-  if (!info) {
-    std::cerr << "ferry debug: cannot reach " << link.endpoint->description() << ": " << info.error().message << "\n";
-    return std::unexpected(kFailure);
-  }
-  link.first_remote_root = (fs::path(info->root) / link.target.remote_base).lexically_normal().string();
-  while (link.first_remote_root.size() > 1 && link.first_remote_root.back() == '/') link.first_remote_root.pop_back();
+  if (!connect_cli_endpoint(*made, "ferry debug")) return std::unexpected(kFailure);
+  link.endpoint = std::move(made->endpoint);
+  link.target = made->target;
+  link.first_remote_root = made->mapping_root;
   return link;
 }
 
@@ -225,7 +206,9 @@ debug::DebugRequest debug_request(const DebugCliOptions& o, int interrupt_fd) {
 
 int flush_sync(ProjectLink& link) {
   sync::SyncEngine engine(*link.endpoint, link.target);
-  auto s = engine.push(sync::SyncOptions{});
+  sync::SyncOptions so;
+  so.waiting = waiting_note("ferry debug");
+  auto s = engine.push(so);
   if (!s) {
     std::cerr << "ferry debug: sync failed: " << s.error() << "\n";
     return kFailure;

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
                "ferry"};
   app.set_version_flag("--version", std::string("ferry ") + ferry::kVersion);
   app.require_subcommand(1);
+  // Global options work after the sub-command too (`ferry run -F FILE -- x.py`): sub-commands
+  // made after this inherit it and hand options they do not know to the app.
+  app.fallthrough();
   GlobalOptions g;
   app.add_option("--log-level", g.log_level, "Log level on stderr: trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))

@@ -33,6 +33,7 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
       sync::SyncOptions so;
       so.dry_run = o->dry_run;
       so.force = o->force;
+      so.waiting = waiting_note("ferry pull");
       auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("pull");
       so.progress = progress_callback(bar);
       auto s = engine.pull(o->paths, so);

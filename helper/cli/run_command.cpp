@@ -77,44 +77,26 @@ void on_link_state(LinkNotes& notes, const remote::HostState& s) {
 }
 
 std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::string& who) {
-  std::error_code ec;
-  fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
-  auto file = deploy::find_project_file(start);
-  if (!file) {
-    std::cerr << who << ": no ferry.json in " << start.string() << " or above (run ferry init)\n";
-    return std::unexpected(kUsageFailure);
-  }
-  auto project = deploy::load_project(*file);
+  auto project = find_cli_project(g);
   if (!project) {
-    std::cerr << who << ": " << project.error().to_string() << "\n";
+    std::cerr << who << ": " << project.error() << "\n";
     return std::unexpected(kUsageFailure);
   }
   ProjectLink link;
   link.config = std::move(*project);
-  const deploy::Mapping& m = link.config.mappings.front();
-  link.target = sync::mapping_target(link.config, m);  // with `protect`, which the run's sync honours too
-  if (link.config.host == "local") {
-    remote::LocalEndpointOptions o = sync::local_endpoint_options(link.config, m);
-    link.remote_base = link.target.remote_base;
-    if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
-    link.endpoint = std::make_unique<remote::LocalEndpoint>(o);
-  } else {
-    auto t = remote::make_ssh_target("", "", g.ssh_config, &link.config);
-    if (!t) {
-      std::cerr << who << ": " << t.error() << "\n";
-      return std::unexpected(kUsageFailure);
-    }
-    remote::SshEndpointOptions o = endpoint_options(*t);
-    o.reconnect = true;  // runs outlive a dropped link; so does following them
-    o.on_state = [notes = link.notes](const remote::HostState& s) { on_link_state(*notes, s); };
-    link.endpoint = std::make_unique<remote::SshEndpoint>(o);
+  sync::ProjectEndpointOptions o = cli_endpoint_options(g);
+  o.reconnect = true;  // runs outlive a dropped link; so does following them
+  o.on_state = [notes = link.notes](const remote::HostState& s) { on_link_state(*notes, s); };
+  auto made = sync::make_project_endpoint(link.config, o);
+  if (!made) {
+    std::cerr << who << ": " << made.error().message << "\n";
+    return std::unexpected(kUsageFailure);
   }
-  auto info = link.endpoint->connect();
-  if (!info) {
-    std::cerr << who << ": cannot reach " << link.endpoint->description() << ": " << info.error().message << "\n";
-    return std::unexpected(kFerryFailure);
-  }
-  link.mapping_root = link.remote_base.empty() ? info->root : (fs::path(info->root) / link.remote_base).string();
+  if (!connect_cli_endpoint(*made, who)) return std::unexpected(kFerryFailure);
+  link.endpoint = std::move(made->endpoint);
+  link.target = made->target;  // with `protect`, which the run's sync honours too
+  link.remote_base = link.target.remote_base;
+  link.mapping_root = made->mapping_root;
   return link;
 }
 
@@ -307,6 +289,7 @@ bool flush_sync(ProjectLink& link) {
   sync::SyncEngine engine(*link.endpoint, link.target);
   sync::SyncOptions so;
   so.progress = terminal_progress("sync");
+  so.waiting = waiting_note("ferry run");
   auto s = engine.push(so);
   if (!s) {
     std::cerr << "ferry run: sync failed: " << s.error() << " (--no-sync runs what is already there)\n";

@@ -27,6 +27,7 @@ void add_serve_command(CLI::App& app, GlobalOptions& g) {
     std::error_code ec;
     options.cwd = std::filesystem::current_path(ec);
     if (g.project_dir) options.project_dir = std::filesystem::absolute(*g.project_dir, ec);
+    if (g.ssh_config) options.ssh_config = std::filesystem::absolute(*g.ssh_config, ec).string();
     options.test_methods = *test_methods;
     options.transport.workers = *workers;
     spdlog::info("ferry serve: JSON-RPC on stdio");

@@ -36,34 +36,18 @@ int with_sync_engine(const GlobalOptions& g, const std::string& who,
 int with_sync_target(const GlobalOptions& g, const std::string& who,
                      const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn,
                      const std::function<void(sync::SyncEngine&)>& prepare) {
-  std::error_code ec;
-  fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
-  auto file = deploy::find_project_file(start);
-  if (!file) {
-    std::cerr << who << ": no ferry.json in " << start.string() << " or above (run ferry init)\n";
-    return 2;
-  }
-  auto project = deploy::load_project(*file);
+  auto project = find_cli_project(g);
   if (!project) {
-    std::cerr << who << ": " << project.error().to_string() << "\n";
+    std::cerr << who << ": " << project.error() << "\n";
     return 2;
   }
-  const deploy::Mapping& m = project->mappings.front();
-  sync::SyncTarget target = sync::mapping_target(*project, m);
-
-  std::unique_ptr<remote::Endpoint> endpoint;
-  if (project->host == "local") {
-    remote::LocalEndpointOptions o = sync::local_endpoint_options(*project, m);
-    if (g.log_level != "warn") o.agent_args = {"--log-level", g.log_level};
-    endpoint = std::make_unique<remote::LocalEndpoint>(o);
-  } else {
-    auto t = ssh_target(g, "", "");
-    if (!t) {
-      std::cerr << who << ": " << t.error() << "\n";
-      return 2;
-    }
-    endpoint = std::make_unique<remote::SshEndpoint>(endpoint_options(*t));
+  auto link = sync::make_project_endpoint(*project, cli_endpoint_options(g));
+  if (!link) {
+    std::cerr << who << ": " << link.error().message << "\n";
+    return 2;
   }
+  auto& endpoint = link->endpoint;
+  const sync::SyncTarget& target = link->target;
   // The engine touches the endpoint only in its calls, so it can get ready while the link is made.
   // Deliberately never deleted: the process ends with this command, and freeing a large tree's
   // maps node by node was most of what came after the last transfer; exit drops them at once.
@@ -71,10 +55,9 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
   auto* engine = new sync::SyncEngine(*endpoint, target);
   std::jthread preparing;
   if (prepare) preparing = std::jthread([&] { prepare(*engine); });
-  auto info = endpoint->connect();
+  const bool connected = connect_cli_endpoint(*link, who);
   if (preparing.joinable()) preparing.join();
-  if (!info) {
-    std::cerr << who << ": cannot reach " << endpoint->description() << ": " << info.error().message << "\n";
+  if (!connected) {
     engine->finish();
     return 1;
   }
@@ -137,6 +120,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
     so.dry_run = o->dry_run;
     so.force = o->force;
     so.deletes = o->no_delete ? sync::DeleteMode::none : o->mirror ? sync::DeleteMode::mirror : sync::DeleteMode::owned;
+    so.waiting = waiting_note("ferry sync");
     auto walk_while_connecting = [&so](sync::SyncEngine& engine) { engine.prepare_push(so); };
     exit_code() = with_sync_engine(g, "ferry sync", [&](sync::SyncEngine& engine, const std::string& where) {
       auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("sync");

@@ -138,55 +138,33 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     return run::kUsageFailure;
   }
   // The project is the one around the config unless --project says otherwise.
-  fs::path start = g.project_dir ? fs::path(*g.project_dir) : config.parent_path();
-  auto file = deploy::find_project_file(start);
-  if (!file) {
-    std::cerr << who << ": no ferry.json in " << start.string() << " or above (run ferry init)\n";
-    return run::kUsageFailure;
-  }
-  auto project = deploy::load_project(*file);
+  auto project = find_cli_project(g, config.parent_path());
   if (!project) {
-    std::cerr << who << ": " << project.error().to_string() << "\n";
+    std::cerr << who << ": " << project.error() << "\n";
     return run::kUsageFailure;
   }
-  const deploy::Mapping& m = project->mappings.front();
-  sync::SyncTarget target = sync::mapping_target(*project, m);
-
   const bool local = project->host == "local";
   std::atomic<training::TrainSession*> live{nullptr};
-  std::unique_ptr<remote::Endpoint> endpoint;
-  if (local) {
-    remote::LocalEndpointOptions lo = sync::local_endpoint_options(*project, m);
-    if (g.log_level != "warn") lo.agent_args = {"--log-level", g.log_level};
-    endpoint = std::make_unique<remote::LocalEndpoint>(lo);
-  } else {
-    GlobalOptions pg = g;
-    pg.project_dir = project->root.string();
-    auto t = ssh_target(pg, "", "");
-    if (!t) {
-      std::cerr << who << ": " << t.error() << "\n";
-      return run::kUsageFailure;
+  sync::ProjectEndpointOptions eo = cli_endpoint_options(g);
+  // A training run outlives link drops: reconnect and re-attach where the stream stopped.
+  eo.reconnect = true;
+  eo.on_state = [&live](const remote::HostState& s) {
+    auto* session = live.load();
+    if (s.state == "reconnecting") {
+      std::cerr << "ferry train: link to " << s.host << " lost (" << s.message << "); the run goes on, reconnecting\n";
+      if (session) session->link_lost();
+    } else if (s.state == "connected" && session) {
+      session->link_restored();
     }
-    remote::SshEndpointOptions so = endpoint_options(*t);
-    // A training run outlives link drops: reconnect and re-attach where the stream stopped.
-    so.reconnect = true;
-    so.on_state = [&live](const remote::HostState& s) {
-      auto* session = live.load();
-      if (s.state == "reconnecting") {
-        std::cerr << "ferry train: link to " << s.host << " lost (" << s.message << "); the run goes on, reconnecting\n";
-        if (session) session->link_lost();
-      } else if (s.state == "connected" && session) {
-        session->link_restored();
-      }
-    };
-    endpoint = std::make_unique<remote::SshEndpoint>(so);
+  };
+  auto made = sync::make_project_endpoint(*project, eo);
+  if (!made) {
+    std::cerr << who << ": " << made.error().message << "\n";
+    return run::kUsageFailure;
   }
-  auto info = endpoint->connect();
-  if (!info) {
-    std::cerr << who << ": cannot reach " << endpoint->description() << ": " << info.error().message << "\n";
-    return run::kFerryFailure;
-  }
-  sync::SyncEngine engine(*endpoint, target);
+  if (!connect_cli_endpoint(*made, who)) return run::kFerryFailure;
+  auto& endpoint = made->endpoint;
+  sync::SyncEngine engine(*endpoint, made->target);
 
   TerminalView view(o.json);
   training::TrainSinks sinks;

@@ -87,6 +87,7 @@ void add_watch_command(CLI::App& app, GlobalOptions& g) {
         sync::SyncOptions so;
         so.deletes = o->no_delete ? sync::DeleteMode::none : sync::DeleteMode::owned;
         so.only_paths = std::move(only);
+        so.waiting = waiting_note("ferry watch");
         so.cancelled = [] { return g_interrupted.load(); };
         auto bar = o->json || !so.only_paths.empty() ? nullptr : std::make_shared<ProgressBar>("sync");
         so.progress = progress_callback(bar);

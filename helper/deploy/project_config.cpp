@@ -365,7 +365,7 @@ json to_json(const ProjectConfig& c) {
 json starter_config(const std::string& host, const std::string& remote_root, const std::string& project_name) {
   return json{{"name", project_name},
               {"host", host},
-              {"mappings", json::array({{{"local", "."}, {"remote", remote_root}}})},
+              {"mappings", json::array({{{"local", "."}, {"remote", remote_root.empty() ? "~/ferry/" + project_name : remote_root}}})},
               {"exclude", json::array({".git/", ".venv/", "__pycache__/", "*.pyc", ".ipynb_checkpoints/"})},
               {"interpreter", "python3"},
               {"env", json::object({{"PYTHONUNBUFFERED", "1"}})}};

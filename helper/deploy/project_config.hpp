@@ -74,7 +74,7 @@ std::expected<ProjectConfig, ConfigError> load_project(const std::filesystem::pa
 // The config as the IDE sees it (project/load's result).
 nlohmann::json to_json(const ProjectConfig& config);
 
-// The starter config `ferry init` writes.
+// The starter config `ferry init` writes (an empty remote_root: ~/ferry/<project_name>).
 nlohmann::json starter_config(const std::string& host, const std::string& remote_root,
                               const std::string& project_name);
 
