@@ -42,6 +42,7 @@ class CallContext {
 
   // Progress on the client's workDoneToken (a no-op reporter when it sent none).
   WorkDoneProgress progress() const { return WorkDoneProgress(work_done_token_, notify_); }
+  bool has_work_done_token() const { return !work_done_token_.is_null(); }
   // A server-to-client notification (run/output, train/metrics, ...).
   void notify(const std::string& method, json params) const {
     if (notify_) notify_(method, std::move(params));

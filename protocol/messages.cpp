@@ -29,8 +29,11 @@ std::optional<DecodeError> from_json(const json& j, InitializeParams& out, const
       .optional("rootPath", out.root_path)
       .optional("trace", out.trace)
       .optional("initializationOptions", out.initialization_options)
-      .optional("capabilities", out.capabilities);
+      .optional("capabilities", out.capabilities)
+      .optional("workspaceFolders", out.workspace_folders);
   r.check(out.capabilities.is_object(), "capabilities", "expected an object");
+  r.check(out.workspace_folders.is_null() || out.workspace_folders.is_array(), "workspaceFolders",
+          "expected an array of {uri, name} or null");
   r.check(!out.trace || *out.trace == "off" || *out.trace == "messages" || *out.trace == "verbose", "trace",
           "expected \"off\", \"messages\" or \"verbose\"");
   return r.error();
@@ -39,9 +42,11 @@ std::optional<DecodeError> from_json(const json& j, InitializeParams& out, const
 json to_json(const ServerInfo& s) { return {{"name", s.name}, {"version", s.version}}; }
 
 json to_json(const InitializeResult& r) {
-  return {{"serverInfo", to_json(r.server_info)},
-          {"capabilities",
-           {{"methods", r.methods}, {"workDoneProgress", true}, {"cancelRequest", true}}}};
+  json caps = r.capabilities.is_object() ? r.capabilities : json::object();
+  // ferry's own surface lives where LSP keeps what it does not define.
+  caps["experimental"] = {{"ferry", {{"protocol", 1}}}, {"methods", r.methods}, {"workDoneProgress", true},
+                          {"cancelRequest", true}};
+  return {{"serverInfo", to_json(r.server_info)}, {"capabilities", std::move(caps)}};
 }
 
 std::optional<DecodeError> from_json(const json& j, SetTraceParams& out, const std::string& ptr) {

@@ -65,6 +65,7 @@ struct InitializeParams {
   json capabilities = json::object();
   std::optional<std::string> trace;  // "off" | "messages" | "verbose"
   json initialization_options;       // passed through
+  json workspace_folders;            // [{uri, name}] | null, as sent
 };
 std::optional<DecodeError> from_json(const json& j, InitializeParams& out, const std::string& ptr = "");
 
@@ -76,7 +77,8 @@ json to_json(const ServerInfo& s);
 
 struct InitializeResult {
   ServerInfo server_info;
-  std::vector<std::string> methods;  // every request and notification the server accepts
+  json capabilities = json::object();  // LSP's ServerCapabilities (textDocumentSync, codeLensProvider, ...)
+  std::vector<std::string> methods;    // ferry's: every request and notification the server accepts
 };
 json to_json(const InitializeResult& r);
 

@@ -10,7 +10,7 @@ PACKAGES=(
   libssh2-1-dev nlohmann-json3-dev libxxhash-dev libzstd-dev libcli11-dev libspdlog-dev libfmt-dev
   libboost-dev libboost-filesystem-dev libboost-test-dev
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy python3-jsonschema
-  openssh-server openssh-client rsync python3-debugpy
+  openssh-server openssh-client rsync python3-debugpy neovim
   clang-19 libclang-rt-19-dev
 )
 # Node.js is needed only by bench/rpc (the vscode-jsonrpc peer); that script checks for it itself.

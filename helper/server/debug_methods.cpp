@@ -1,8 +1,8 @@
 // debug/prepare: the IDE's `ferry debug`. Starts the script on the project's host under debugpy
 // (after checking debugpy is there), opens a local tunnel to it and returns a ready VS Code
-// attach configuration with the run id and the tunnel's port. The session keeps its own link
-// (the tunnel lives in it) until the run has ended; the IDE follows the output with run/attach
-// and should call sync/flush first, as it does before run/start.
+// attach configuration with the run id and the tunnel's port. The tunnel lives on the project's
+// link until the run has ended; the editor follows the output with run/attach and should call
+// sync/flush first, as it does before run/start.
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -14,13 +14,8 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/debug/debug_launcher.hpp"
-#include "helper/remote/endpoint_factory.hpp"
-#include "helper/remote/local_endpoint.hpp"
-#include "helper/remote/ssh_endpoint.hpp"
 #include "helper/run/run_client.hpp"
-#include "helper/server/project_lookup.hpp"
-#include "helper/server/server.hpp"
-#include "helper/sync/mapping_target.hpp"
+#include "helper/server/debug_service.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/json_reader.hpp"
 
@@ -29,17 +24,6 @@ namespace ferry::server {
 namespace p = ferry::protocol;
 namespace fs = std::filesystem;
 
-struct DebugPrepareParams {
-  std::optional<std::string> path;        // the project, as for project/load
-  std::vector<std::string> command;       // script and args, or -m MODULE ...
-  int port = debug::kDefaultDebugpyPort;  // debugpy's port on the box
-  std::optional<int> local_port;          // the tunnel's port here; default `port`, 0 any
-  std::map<std::string, std::string> env;
-  std::string cwd;
-  bool legacy_type = false;
-  bool just_my_code = true;
-  int wait = 30;
-};
 
 std::optional<p::DecodeError> from_json(const p::json& j, DebugPrepareParams& out, const std::string& ptr) {
   p::ObjectReader r(j, ptr);
@@ -60,11 +44,6 @@ std::optional<p::DecodeError> from_json(const p::json& j, DebugPrepareParams& ou
   return r.error();
 }
 
-struct DebugPrepareResult {
-  p::json configuration;
-  std::string run_id;
-  int local_port = 0;
-};
 
 p::json to_json(const DebugPrepareResult& r) {
   return {{"configuration", r.configuration}, {"runId", r.run_id}, {"localPort", r.local_port}};
@@ -72,42 +51,36 @@ p::json to_json(const DebugPrepareResult& r) {
 
 namespace {
 
-// One prepared session: the link that holds the tunnel, until its run ends.
+// One prepared session: its tunnel on the project's link, until its run ends.
 struct DebugSession {
-  std::unique_ptr<remote::Endpoint> endpoint;
-  std::unique_ptr<run::RunClient> client;
+  ProjectLinkPtr link;
   std::string run_id;
   int forward_id = 0;
 };
 
+}  // namespace
+
 class DebugSessions {
  public:
+  explicit DebugSessions(const ServerContext& ctx) : ctx_(ctx) {}
   ~DebugSessions() {
     std::lock_guard lock(mutex_);
     for (auto& s : sessions_) close(*s);
   }
 
   std::expected<DebugPrepareResult, p::ResponseError> prepare(const DebugPrepareParams& params,
-                                                               const ServerOptions& options) {
-    auto config = lookup_project(params.path, options);
+                                                               const p::CancellationToken& cancel) {
+    auto config = lookup_project(params.path, ctx_.workspace);
     if (!config) return std::unexpected(config.error());
     reap_finished();
 
     auto session = std::make_unique<DebugSession>();
+    auto link = ctx_.sessions.link(*config, cancel);
+    if (!link) return std::unexpected(link.error());
+    session->link = *link;
     debug::DebugTarget target;
-    const deploy::Mapping& m = config->mappings.front();
-    if (config->host == "local") {
-      target.remote_base = sync::mapping_target(*config, m).remote_base;
-      session->endpoint = std::make_unique<remote::LocalEndpoint>(sync::local_endpoint_options(*config, m));
-    } else {
-      auto ssh = remote::make_ssh_target("", "", std::nullopt, &*config);
-      if (!ssh) return std::unexpected(p::ResponseError{p::error_code::kProjectInvalid, "debug/prepare: " + ssh.error(), {}});
-      session->endpoint = std::make_unique<remote::SshEndpoint>(remote::ssh_endpoint_options(*ssh));
-    }
-    auto info = session->endpoint->connect();
-    if (!info) return std::unexpected(info.error());
-    target.first_remote_root = (fs::path(info->root) / target.remote_base).lexically_normal().string();
-    while (target.first_remote_root.size() > 1 && target.first_remote_root.back() == '/') target.first_remote_root.pop_back();
+    target.remote_base = session->link->target().remote_base;
+    target.first_remote_root = session->link->mapping_root();
     target.project = std::move(*config);
 
     debug::DebugRequest request;
@@ -120,8 +93,8 @@ class DebugSessions {
     request.attach.legacy_type = params.legacy_type;
     request.attach.just_my_code = params.just_my_code;
 
-    session->client = std::make_unique<run::RunClient>(*session->endpoint);
-    auto launched = debug::launch_under_debugpy(*session->endpoint, *session->client, target, request);
+    auto launched =
+        debug::launch_under_debugpy(session->link->endpoint(), session->link->runs(), target, request);
     if (!launched) {
       const auto& e = launched.error();
       int code = p::error_code::kInternalError;
@@ -151,18 +124,17 @@ class DebugSessions {
   static constexpr int kDebugpyMissing = -32090;
 
  private:
+  // Only the session's tunnel: the link is the project's.
   static void close(DebugSession& s) {
-    if (!s.endpoint) return;
-    if (s.forward_id) (void)s.endpoint->close_forward(s.forward_id);
-    s.client.reset();
-    s.endpoint->close();
+    if (s.link && s.forward_id) (void)s.link->endpoint().close_forward(s.forward_id);
+    s.forward_id = 0;
   }
 
-  // Sessions whose run has ended give their link back (checked on each new prepare).
+  // Sessions whose run has ended close their tunnel (checked on each new prepare).
   void reap_finished() {
     std::lock_guard lock(mutex_);
     std::erase_if(sessions_, [](std::unique_ptr<DebugSession>& s) {
-      auto runs = s->client ? s->client->list(true) : std::expected<std::vector<run::RunInfo>, p::ResponseError>{};
+      auto runs = s->link->runs().list(true);
       bool running = false;
       if (runs)
         for (const auto& r : *runs) running = running || (r.id == s->run_id && r.state == "running");
@@ -172,21 +144,26 @@ class DebugSessions {
     });
   }
 
+  const ServerContext& ctx_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<DebugSession>> sessions_;
 };
 
-}  // namespace
+std::shared_ptr<DebugSessions> make_debug_sessions(const ServerContext& ctx) { return std::make_shared<DebugSessions>(ctx); }
 
-void bind_debug_methods(p::BindingTable& table, const ServerOptions& options) {
-  auto sessions = std::make_shared<DebugSessions>();
+std::expected<DebugPrepareResult, p::ResponseError> prepare_debug(DebugSessions& sessions, const DebugPrepareParams& params,
+                                                                  const p::CancellationToken& cancel) {
+  return sessions.prepare(params, cancel);
+}
+
+void bind_debug_methods(p::BindingTable& table, std::shared_ptr<DebugSessions> sessions) {
   table.request<DebugPrepareParams, DebugPrepareResult>(
       "debug/prepare",
-      [sessions, &options](const DebugPrepareParams& params, p::CallContext& ctx)
+      [sessions](const DebugPrepareParams& params, p::CallContext& ctx)
           -> std::expected<DebugPrepareResult, p::ResponseError> {
         auto progress = ctx.progress();
         progress.begin("Starting the debugger");
-        auto r = sessions->prepare(params, options);
+        auto r = sessions->prepare(params, ctx.cancellation());
         progress.end();
         return r;
       },

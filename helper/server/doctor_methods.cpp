@@ -7,15 +7,12 @@
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
-#include "helper/server/host_session.hpp"
-#include "helper/server/project_lookup.hpp"
+#include "helper/server/host_methods.hpp"
 #include "protocol/messages.hpp"
 
 namespace ferry::server {
 
 namespace p = ferry::protocol;
-
-ssh::PassphraseProvider ide_passphrase_provider(p::OutgoingRequests& client, p::CancellationToken cancel);  // host_methods.cpp
 
 namespace {
 
@@ -42,35 +39,41 @@ p::DoctorRunResult doctor_local(const std::string& project_name) {
 
 }  // namespace
 
-void bind_doctor_methods(p::BindingTable& table, const ServerOptions& options, HostSession& session) {
+std::expected<p::DoctorRunResult, p::ResponseError> run_doctor_checks(const ServerContext& ctx,
+                                                                      const p::DoctorRunParams& params,
+                                                                      p::CallContext& call) {
+  // With an explicit host the project is optional (it only supplies the root and -F).
+  auto config = lookup_project(params.path, ctx.workspace);
+  if (!config && !params.host) return std::unexpected(config.error());
+  const deploy::ProjectConfig* project = config ? &*config : nullptr;
+  const std::string host = params.host ? *params.host : project->host;
+  auto progress = call.progress();
+  progress.begin("Checking " + host);
+  if (host == "local") {
+    auto r = doctor_local(project ? project->name : std::string("default"));
+    progress.end();
+    return r;
+  }
+  // The doctor makes its own connection on purpose: how connecting goes is what it checks.
+  auto target = remote::make_ssh_target(params.host.value_or(""), "", ctx.options.ssh_config, project);
+  if (!target) return std::unexpected(p::ResponseError{p::error_code::kProjectInvalid, target.error(), {}});
+  remote::DoctorOptions d;
+  d.endpoint = remote::ssh_endpoint_options(*target);
+  d.endpoint.session.passphrase = [&ctx, cancel = call.cancellation()](const std::string& key) {
+    return ctx.questions.passphrase(key, cancel);
+  };
+  d.interpreter = target->interpreter;
+  p::DoctorRunResult r{target->host, {}};
+  for (const auto& c : remote::run_doctor(std::move(d))) r.checks.push_back({c.name, c.status, c.detail, c.fix});
+  if (call.cancelled()) return std::unexpected(p::cancelled_error(call.method()));
+  progress.end();
+  return r;
+}
+
+void bind_doctor_methods(p::BindingTable& table, const ServerContext& ctx) {
   table.request<p::DoctorRunParams, p::DoctorRunResult>(
       p::method::kDoctorRun,
-      [&options, &session](const p::DoctorRunParams& params,
-                           p::CallContext& ctx) -> std::expected<p::DoctorRunResult, p::ResponseError> {
-        // With an explicit host the project is optional (it only supplies the root and -F).
-        auto config = lookup_project(params.path, options);
-        if (!config && !params.host) return std::unexpected(config.error());
-        const deploy::ProjectConfig* project = config ? &*config : nullptr;
-        const std::string host = params.host ? *params.host : project->host;
-        auto progress = ctx.progress();
-        progress.begin("Checking " + host);
-        if (host == "local") {
-          auto r = doctor_local(project ? project->name : std::string("default"));
-          progress.end();
-          return r;
-        }
-        auto target = remote::make_ssh_target(params.host.value_or(""), "", std::nullopt, project);
-        if (!target) return std::unexpected(p::ResponseError{p::error_code::kProjectInvalid, target.error(), {}});
-        remote::DoctorOptions d;
-        d.endpoint = remote::ssh_endpoint_options(*target);
-        d.endpoint.session.passphrase = ide_passphrase_provider(session.client(), ctx.cancellation());
-        d.interpreter = target->interpreter;
-        p::DoctorRunResult r{target->host, {}};
-        for (const auto& c : remote::run_doctor(std::move(d))) r.checks.push_back({c.name, c.status, c.detail, c.fix});
-        if (ctx.cancelled()) return std::unexpected(p::cancelled_error(ctx.method()));
-        progress.end();
-        return r;
-      },
+      [&ctx](const p::DoctorRunParams& params, p::CallContext& call) { return run_doctor_checks(ctx, params, call); },
       p::Execution::worker);
 }
 

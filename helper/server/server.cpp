@@ -1,4 +1,5 @@
-// `ferry serve`: lifecycle and ferry's own methods; project methods are in project_methods.cpp.
+// `ferry serve`: the lifecycle (initialize answers LSP's ServerCapabilities and ferry's method
+// list), and the wiring of every service to the binding table.
 #include "helper/server/server.hpp"
 
 #include <chrono>
@@ -6,7 +7,8 @@
 #include <spdlog/spdlog.h>
 
 #include "ferry/version.hpp"
-#include "helper/server/host_session.hpp"
+#include "helper/server/server_state.hpp"
+#include "protocol/file_uri.hpp"
 #include "protocol/messages.hpp"
 
 namespace ferry::server {
@@ -15,35 +17,65 @@ namespace p = ferry::protocol;
 using p::CallContext;
 using p::ResponseError;
 
-void bind_project_methods(p::BindingTable& table, const ServerOptions& options);
-void bind_debug_methods(p::BindingTable& table, const ServerOptions& options);  // debug_methods.cpp
-void bind_sync_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client);  // sync_methods.cpp
-void bind_train_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client);  // train_methods.cpp
-void bind_run_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& ide);  // run_methods.cpp
+void bind_project_methods(p::BindingTable& table, const Workspace& workspace);  // project_methods.cpp
 
-Server::Server(ServerOptions options) : options_(std::move(options)), client_(std::make_unique<p::OutgoingRequests>()),
-      host_(std::make_unique<HostSession>(*client_)) {
+ServerState::ServerState(const ServerOptions& o)
+    : options(o),
+      questions(client),
+      workspace(o),
+      sessions(questions, o),
+      ctx{options, workspace, sessions, questions, client},
+      sync(std::make_shared<SyncService>(ctx)),
+      runs(std::make_shared<RunService>(ctx)),
+      trains(make_train_service(ctx)),
+      debugs(make_debug_sessions(ctx)),
+      progress(client, questions) {}
+
+ServerState::~ServerState() = default;
+
+Server::Server(ServerOptions options) : options_(std::move(options)), state_(std::make_unique<ServerState>(options_)) {
+  auto& s = *state_;
   bind_lifecycle();
-  bind_project_methods(table_, options_);
-  bind_debug_methods(table_, options_);
-  bind_host_methods(table_, options_, *host_);
-  bind_doctor_methods(table_, options_, *host_);
-  bind_tunnel_methods(table_, *host_);
-  bind_sync_methods(table_, options_, *client_);
-  bind_train_methods(table_, options_, *client_);
-  bind_run_methods(table_, options_, *client_);
+  bind_project_methods(table_, s.workspace);
+  bind_debug_methods(table_, s.debugs);
+  bind_host_methods(table_, s.ctx);
+  bind_doctor_methods(table_, s.ctx);
+  bind_tunnel_methods(table_, s.ctx);
+  bind_sync_methods(table_, s.sync);
+  bind_train_methods(table_, s.trains);
+  bind_run_methods(table_, s.runs);
+  bind_lsp_methods(table_, s);
   if (options_.test_methods) bind_test_methods();
 }
 
 Server::~Server() = default;
 
+int Server::ssh_connections_made() const { return state_->sessions.connections_made(); }
+
 int Server::run(int in_fd, int out_fd) {
   TransportOptions transport = options_.transport;
-  transport.outgoing = client_.get();
+  transport.outgoing = &state_->client;
   int code = serve_stream(table_, in_fd, out_fd, transport);
-  host_->close();  // the agent goes when the IDE does
+  state_->sessions.close_all();  // the agents go when the editor does
   return code;
 }
+
+namespace {
+
+// The folders the editor opened: workspaceFolders, else rootUri, else rootPath.
+std::vector<std::filesystem::path> workspace_folders(const p::InitializeParams& params) {
+  std::vector<std::filesystem::path> folders;
+  if (params.workspace_folders.is_array())
+    for (const auto& f : params.workspace_folders)
+      if (f.is_object() && f.contains("uri") && f["uri"].is_string())
+        if (auto path = p::file_uri_to_path(f["uri"].get<std::string>())) folders.emplace_back(*path);
+  if (folders.empty() && params.root_uri)
+    if (auto path = p::file_uri_to_path(*params.root_uri)) folders.emplace_back(*path);
+  if (folders.empty() && params.root_path && !params.root_path->empty()) folders.emplace_back(*params.root_path);
+  return folders;
+}
+
+}  // namespace
 
 void Server::bind_lifecycle() {
   // Handled inside the dispatcher, listed here so capabilities name them.
@@ -52,15 +84,24 @@ void Server::bind_lifecycle() {
 
   table_.request<p::InitializeParams, p::InitializeResult>(
       p::method::kInitialize, [this](const p::InitializeParams& params, CallContext&) {
-        if (params.client_info)
-          spdlog::info("initialize from {} {}", params.client_info->name, params.client_info->version.value_or(""));
+        auto& s = *state_;
+        ClientTraits traits = client_traits(p::json{{"capabilities", params.capabilities},
+                                                    {"clientInfo", params.client_info ? p::json{{"name", params.client_info->name}} : p::json()}});
+        spdlog::info("initialize from {} {} ({})", params.client_info ? params.client_info->name : "a client",
+                     params.client_info ? params.client_info->version.value_or("") : "",
+                     traits.ferry ? "ferry's methods" : "plain LSP");
+        s.questions.set_traits(traits);
+        s.workspace.set_folders(workspace_folders(params));
         p::InitializeResult r;
         r.server_info.version = ferry::kVersion;
+        r.capabilities = lsp_capabilities();
         r.methods = table_.method_names();
         return std::expected<p::InitializeResult, ResponseError>(std::move(r));
       });
-  table_.notification<p::EmptyParams>(p::method::kInitialized,
-                                      [](const p::EmptyParams&, CallContext&) { spdlog::debug("client initialized"); });
+  table_.notification<p::EmptyParams>(p::method::kInitialized, [this](const p::EmptyParams&, CallContext&) {
+    spdlog::debug("client initialized");
+    on_initialized(*state_);
+  });
   table_.request<p::EmptyParams, p::NullResult>(p::method::kShutdown, [](const p::EmptyParams&, CallContext&) {
     spdlog::info("shutdown requested");
     return std::expected<p::NullResult, ResponseError>(p::NullResult{});

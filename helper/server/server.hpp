@@ -1,10 +1,12 @@
-// `ferry serve`: the IDE-facing JSON-RPC server. Owns the binding table (every method the IDE
-// may call, bound to engine calls) and runs it over a stream transport.
+// `ferry serve`: the editor-facing JSON-RPC server. A standard language server (LSP's
+// lifecycle, capabilities, didSave, code lenses, commands, diagnostics) and ferry's own methods
+// for richer clients, in one binding table run over a stream transport.
 #pragma once
 
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "protocol/binding_table.hpp"
 #include "helper/server/stdio_transport.hpp"
@@ -12,13 +14,14 @@
 namespace ferry::server {
 
 struct ServerOptions {
-  std::optional<std::filesystem::path> project_dir;  // --project; else walk up from cwd
+  std::optional<std::filesystem::path> project_dir;  // --project; else the editor's workspace, else the cwd
   std::filesystem::path cwd;                         // where relative paths resolve
+  std::optional<std::string> ssh_config;             // -F FILE: wins over ferry.json's sshConfig
   bool test_methods = false;                         // hidden: ferry/testSleep
   TransportOptions transport{};
 };
 
-class HostSession;
+struct ServerState;
 
 class Server {
  public:
@@ -31,15 +34,15 @@ class Server {
   int run(int in_fd, int out_fd);
 
   const protocol::BindingTable& table() const { return table_; }
+  // SSH connections the server has made (each try counts): one per project is the promise.
+  int ssh_connections_made() const;
 
  private:
   void bind_lifecycle();
-  void bind_project();
   void bind_test_methods();
 
   ServerOptions options_;
-  std::unique_ptr<protocol::OutgoingRequests> client_;  // server -> client requests and notifications
-  std::unique_ptr<HostSession> host_;  // before table_: handlers refer to it
+  std::unique_ptr<ServerState> state_;  // before table_: handlers refer to it
   protocol::BindingTable table_;
 };
 

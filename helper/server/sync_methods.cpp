@@ -1,7 +1,6 @@
-// sync/push, sync/pull, sync/status, sync/flush and the sync/fileSaved notification: the IDE's
-// side of the sync engine. One sync runs at a time per server; saves arriving in a burst are
-// coalesced (kSaveCoalesce) into one push of just those paths by a saver thread. A push that
-// would delete many remote files asks the IDE first (sync/confirmMassDelete, server -> client).
+// sync/push, sync/pull, sync/status, sync/flush and the sync/fileSaved notification over the
+// SyncService (sync_service.hpp). Pushes and pulls of one project run one at a time inside its
+// engine; saves are coalesced (kSaveCoalesce) by the saver thread.
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -12,17 +11,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "helper/remote/endpoint_factory.hpp"
-#include "helper/remote/local_endpoint.hpp"
-#include "helper/remote/ssh_endpoint.hpp"
-#include "helper/server/host_session.hpp"
-#include "helper/server/project_lookup.hpp"
-#include "helper/server/server.hpp"
-#include "helper/sync/sync_engine.hpp"
+#include "helper/server/sync_service.hpp"
 #include "helper/sync/mapping_target.hpp"
-#include "protocol/binding_table.hpp"
+#include "protocol/file_uri.hpp"
 #include "protocol/json_reader.hpp"
-#include "protocol/outgoing_requests.hpp"
 
 namespace ferry::server {
 
@@ -39,16 +31,7 @@ inline constexpr std::chrono::milliseconds kSaveCoalesce{1};
 // up to this long, so it goes as one push and the mass-delete guard weighs it whole.
 inline constexpr std::chrono::milliseconds kSaveBurstMax{20};
 inline constexpr std::chrono::minutes kFlushTimeout{10};
-inline constexpr const char* kConfirmMassDelete = "sync/confirmMassDelete";
 
-struct SyncPushParams {
-  std::optional<std::string> path;  // the project (ferry.json or its directory)
-  bool dry_run = false;
-  bool force = false;
-  std::string deletes = "owned";  // owned | mirror | none
-  bool confirm_mass_delete = false;
-  std::vector<std::string> paths;  // only these (relative to the mapping); empty = all
-};
 
 std::optional<p::DecodeError> from_json(const json& j, SyncPushParams& out, const std::string& ptr) {
   p::ObjectReader r(j, ptr);
@@ -101,274 +84,228 @@ std::optional<p::DecodeError> from_json(const json& j, FileSavedParams& out, con
   r.optional("uri", uri);
   r.check(path || uri, "path", "expected path or uri");
   if (auto e = r.error()) return e;
-  out.path = path ? *path : *uri;
-  if (out.path.starts_with("file://")) out.path.erase(0, 7);
+  out.path = path ? *path : *uri;  // a URI is decoded by the saver
   return std::nullopt;
+}
+
+SyncService::~SyncService() {
+  {
+    std::lock_guard lock(save_mu_);
+    stop_ = true;
+  }
+  save_cv_.notify_all();
+  if (saver_.joinable()) saver_.join();
+}
+
+std::expected<json, ResponseError> SyncService::push(const SyncPushParams& params, p::CallContext& call) {
+  sync::SyncOptions o;
+  o.dry_run = params.dry_run;
+  o.force = params.force;
+  o.only_paths = params.paths;
+  o.deletes = params.deletes == "mirror" ? sync::DeleteMode::mirror
+              : params.deletes == "none" ? sync::DeleteMode::none
+                                         : sync::DeleteMode::owned;
+  return run(params.path, call, "Syncing", o, [&](ProjectLink& link, sync::SyncEngine& e) {
+    // confirmMassDelete: the caller already asked the person; otherwise ask now.
+    const bool confirmed = params.confirm_mass_delete;
+    const std::string root = link.target().local_root.string();
+    o.confirm_mass_delete = [this, confirmed, root, &call](const std::string& reason, std::size_t n) {
+      return confirmed || ctx_.questions.confirm_mass_delete(reason, n, root, call.cancellation());
+    };
+    return e.push(o);
+  });
+}
+
+std::expected<json, ResponseError> SyncService::pull(const std::optional<std::string>& project,
+                                                     const std::vector<std::string>& paths, bool dry_run, bool force,
+                                                     p::CallContext& call) {
+  sync::SyncOptions o;
+  o.dry_run = dry_run;
+  o.force = force;
+  return run(project, call, "Pulling", o, [&](ProjectLink&, sync::SyncEngine& e) { return e.pull(paths, o); });
+}
+
+json SyncService::status() {
+  json j;
+  std::lock_guard lock(save_mu_);
+  j["pendingSaves"] = pending_;
+  j["saving"] = saving_;
+  j["lastSync"] = last_ ? *last_ : json(nullptr);
+  if (!last_error_.empty()) j["lastError"] = last_error_;
+  j["busy"] = running_ > 0;
+  if (auto config = lookup_project(std::nullopt, ctx_.workspace)) {
+    if (auto link = ctx_.sessions.current(config->root)) {
+      j["connected"] = link->endpoint().connected();
+      j["endpoint"] = link->endpoint().description();
+    } else {
+      j["connected"] = false;
+    }
+  }
+  return j;
+}
+
+std::expected<json, ResponseError> SyncService::flush(const std::optional<std::string>& project, p::CallContext& call) {
+  {
+    std::unique_lock lock(save_mu_);
+    flush_now_ = true;
+    save_cv_.notify_all();
+    bool drained = save_cv_.wait_for(lock, kFlushTimeout, [&] {
+      return (pending_.empty() && !saving_) || stop_ || call.cancelled();
+    });
+    if (call.cancelled()) return std::unexpected(p::cancelled_error("sync/flush"));
+    if (!drained) return std::unexpected(ResponseError{p::error_code::kIoError, "sync/flush: pending saves did not finish", {}});
+  }
+  SyncPushParams all;
+  all.path = project;
+  return push(all, call);
+}
+
+void SyncService::file_saved(const std::string& path_or_uri) {
+  std::lock_guard lock(save_mu_);
+  pending_.insert(path_or_uri);
+  if (!saver_.joinable()) saver_ = std::thread([this] { save_loop(); });
+  save_cv_.notify_all();
+}
+
+template <class Fn>
+std::expected<json, ResponseError> SyncService::run(const std::optional<std::string>& project, p::CallContext& call,
+                                                    const std::string& title, sync::SyncOptions& o, Fn&& fn) {
+  auto progress = call.progress();
+  progress.begin(title);
+  std::mutex pm;
+  int last_pct = -1;
+  o.progress = [&](std::uint64_t done, std::uint64_t total) {
+    int pct = total ? static_cast<int>(done * 100 / total) : 100;
+    std::lock_guard lock(pm);
+    if (pct == last_pct) return;
+    last_pct = pct;
+    progress.report(fmt::format("{} / {} bytes", done, total), pct);
+  };
+  o.cancelled = [&call] { return call.cancelled(); };
+  o.waiting = [&progress](const std::string& holder) { progress.report("waiting for " + holder); };
+  auto link = ctx_.link(project, call.cancellation(), [&progress](const std::string& m) { progress.report(m); });
+  if (!link) return std::unexpected(link.error());
+  auto engine = (*link)->engine();
+  {
+    std::lock_guard lock(save_mu_);
+    ++running_;
+  }
+  auto s = fn(**link, *engine);
+  std::lock_guard lock(save_mu_);
+  --running_;
+  if (!s) return std::unexpected(ResponseError{p::error_code::kIoError, call.method() + ": " + s.error(), {}});
+  progress.end(s->one_line());
+  if (s->cancelled) return std::unexpected(p::cancelled_error(call.method()));
+  json j = s->to_json();
+  last_ = j;
+  return j;
 }
 
 namespace {
 
-class SyncService {
- public:
-  SyncService(const ServerOptions& options, p::OutgoingRequests& client) : options_(options), client_(client) {}
-  ~SyncService() {
-    {
-      std::lock_guard lock(save_mu_);
-      stop_ = true;
+// A saved path as an absolute path: URIs decoded, relative ones below the workspace project's
+// mapping. Empty when it cannot be one.
+fs::path absolute_saved_path(const std::string& saved, const Workspace& workspace) {
+  if (saved.starts_with("file:")) {
+    auto path = p::file_uri_to_path(saved);
+    if (!path) {
+      spdlog::warn("sync on save: {}", path.error());
+      return {};
     }
-    save_cv_.notify_all();
-    if (saver_.joinable()) saver_.join();
-    std::lock_guard lock(run_mu_);
-    if (endpoint_) endpoint_->close();
+    return fs::path(*path);
   }
-
-  std::expected<json, ResponseError> push(const SyncPushParams& params, p::CallContext& ctx) {
-    sync::SyncOptions o;
-    o.dry_run = params.dry_run;
-    o.force = params.force;
-    o.only_paths = params.paths;
-    o.deletes = params.deletes == "mirror" ? sync::DeleteMode::mirror
-                : params.deletes == "none" ? sync::DeleteMode::none
-                                           : sync::DeleteMode::owned;
-    // confirmMassDelete: the caller already asked the user; otherwise ask the IDE now.
-    const bool confirmed = params.confirm_mass_delete;
-    o.confirm_mass_delete = [this, confirmed, &ctx](const std::string& reason, std::size_t n) {
-      return confirmed || ask_mass_delete(reason, n, ctx.cancellation());
-    };
-    return run(params.path, ctx, "Syncing", [&](sync::SyncEngine& e) { return e.push(o); }, o);
-  }
-
-  std::expected<json, ResponseError> pull(const SyncPullParams& params, p::CallContext& ctx) {
-    sync::SyncOptions o;
-    o.dry_run = params.dry_run;
-    o.force = params.force;
-    return run(params.path, ctx, "Pulling", [&](sync::SyncEngine& e) { return e.pull(params.paths, o); }, o);
-  }
-
-  json status() {
-    json j;
-    {
-      std::lock_guard lock(save_mu_);
-      j["pendingSaves"] = pending_;
-      j["saving"] = saving_;
-      j["lastSync"] = last_ ? *last_ : json(nullptr);
-      if (!last_error_.empty()) j["lastError"] = last_error_;
-    }
-    std::unique_lock lock(run_mu_, std::try_to_lock);
-    j["busy"] = !lock.owns_lock();
-    if (lock.owns_lock()) {
-      j["connected"] = endpoint_ && endpoint_->connected();
-      if (endpoint_) j["endpoint"] = endpoint_->description();
-    }
-    return j;
-  }
-
-  // Waits for pending saves, then pushes the whole tree: the remote is up to date on return.
-  std::expected<json, ResponseError> flush(const SyncProjectParams& params, p::CallContext& ctx) {
-    {
-      std::unique_lock lock(save_mu_);
-      flush_now_ = true;
-      save_cv_.notify_all();
-      bool drained = save_cv_.wait_for(lock, kFlushTimeout, [&] {
-        return (pending_.empty() && !saving_) || stop_ || ctx.cancelled();
-      });
-      if (ctx.cancelled()) return std::unexpected(p::cancelled_error("sync/flush"));
-      if (!drained) return std::unexpected(ResponseError{p::error_code::kIoError, "sync/flush: pending saves did not finish", {}});
-    }
-    SyncPushParams all;
-    all.path = params.path;
-    return push(all, ctx);
-  }
-
-  void file_saved(const FileSavedParams& params) {
-    std::lock_guard lock(save_mu_);
-    pending_.insert(params.path);
-    if (!saver_.joinable()) saver_ = std::thread([this] { save_loop(); });
-    save_cv_.notify_all();
-  }
-
- private:
-  // The IDE's decision on held deletes; no client, an error or no answer keeps them held.
-  bool ask_mass_delete(const std::string& reason, std::size_t n, const p::CancellationToken& cancel) {
-    // target_: set by engine_for under run_mu_, which the push asking this holds.
-    json params{{"reason", reason}, {"count", n}, {"root", target_.local_root.string()}};
-    auto answer = client_.call(kConfirmMassDelete, std::move(params), kClientAnswerTimeout, cancel);
-    if (!answer) {
-      spdlog::warn("{}: deletes held: {}", kConfirmMassDelete, answer.error().message);
-      return false;
-    }
-    if (!answer->is_object() || !answer->contains("accept") || !(*answer)["accept"].is_boolean()) {
-      spdlog::warn("{}: unreadable answer {}; deletes held", kConfirmMassDelete, answer->dump());
-      return false;
-    }
-    return (*answer)["accept"].get<bool>();
-  }
-
-  template <class Fn>
-  std::expected<json, ResponseError> run(const std::optional<std::string>& project, p::CallContext& ctx,
-                                         const std::string& title, Fn&& fn, sync::SyncOptions& o) {
-    auto progress = ctx.progress();
-    progress.begin(title);
-    std::mutex pm;
-    int last_pct = -1;
-    o.progress = [&](std::uint64_t done, std::uint64_t total) {
-      int pct = total ? static_cast<int>(done * 100 / total) : 100;
-      std::lock_guard lock(pm);
-      if (pct == last_pct) return;
-      last_pct = pct;
-      progress.report(fmt::format("{} / {} bytes", done, total), pct);
-    };
-    o.cancelled = [&ctx] { return ctx.cancelled(); };
-    std::lock_guard lock(run_mu_);
-    auto engine = engine_for(project);
-    if (!engine) return std::unexpected(engine.error());
-    auto s = fn(**engine);
-    if (!s) return std::unexpected(ResponseError{p::error_code::kIoError, ctx.method() + ": " + s.error(), {}});
-    progress.end(s->one_line());
-    if (s->cancelled) return std::unexpected(p::cancelled_error(ctx.method()));
-    json j = s->to_json();
-    {
-      std::lock_guard slock(save_mu_);
-      last_ = j;
-    }
-    return j;
-  }
-
-  // Called under run_mu_: the endpoint for the project's first mapping, opened once.
-  // The engine stays alive with its endpoint, so its manifest and index stay in memory.
-  std::expected<sync::SyncEngine*, ResponseError> engine_for(const std::optional<std::string>& project) {
-    auto config = lookup_project(project, options_);
-    if (!config) return std::unexpected(config.error());
-    const deploy::Mapping& m = config->mappings.front();
-    sync::SyncTarget target = sync::mapping_target(*config, m);
-    std::string key = config->host + "\n" + m.remote;
-    if (!endpoint_ || !endpoint_->connected() || endpoint_key_ != key) {
-      engine_.reset();  // it holds a reference to the endpoint
-      if (endpoint_) endpoint_->close();
-      if (config->host == "local") {
-        endpoint_ = std::make_unique<remote::LocalEndpoint>(sync::local_endpoint_options(*config, m));
-      } else {
-        // The same resolution as host/connect and the CLI (helper/remote/endpoint_factory.hpp).
-        auto ssh = remote::make_ssh_target("", "", std::nullopt, &*config);
-        if (!ssh) return std::unexpected(ResponseError{p::error_code::kAgentUnavailable, "sync: " + ssh.error(), {}});
-        endpoint_ = std::make_unique<remote::SshEndpoint>(remote::ssh_endpoint_options(*ssh));
-      }
-      endpoint_key_ = key;
-      auto info = endpoint_->connect();
-      if (!info) {
-        auto err = info.error();
-        endpoint_.reset();
-        return std::unexpected(err);
-      }
-    }
-    target_ = target;
-    auto same = [](const sync::SyncTarget& a, const sync::SyncTarget& b) {
-      return a.local_root == b.local_root && a.remote_base == b.remote_base && a.host == b.host &&
-             a.remote_root == b.remote_root && a.exclude == b.exclude && a.protect == b.protect;
-    };
-    if (!engine_ || !same(engine_->target(), target)) {
-      engine_.reset();
-      engine_ = std::make_unique<sync::SyncEngine>(*endpoint_, target);
-      // A live engine watches its tree: a no-op push then walks nothing (docs/sync.md).
-      if (auto w = engine_->watch_local_tree(); !w) spdlog::warn("sync: no watch of {} ({}); every push walks the tree", target.local_root.string(), w.error());
-    }
-    return engine_.get();
-  }
-
-  void save_loop() {
-    std::unique_lock lock(save_mu_);
-    while (!stop_) {
-      save_cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
-      if (stop_) return;
-      // Coalesce the burst: wait out the window, and again while it keeps growing, unless a
-      // flush wants it now.
-      const auto burst_end = std::chrono::steady_clock::now() + kSaveBurstMax;
-      for (std::size_t seen = 0; pending_.size() != seen && std::chrono::steady_clock::now() < burst_end;) {
-        seen = pending_.size();
-        if (save_cv_.wait_for(lock, kSaveCoalesce, [&] { return stop_ || flush_now_; })) break;
-      }
-      flush_now_ = false;
-      std::vector<std::string> paths;
-      for (const auto& p : pending_) paths.push_back(p);
-      pending_.clear();
-      saving_ = true;
-      lock.unlock();
-      std::string error;
-      std::optional<json> summary;
-      {
-        std::lock_guard run(run_mu_);
-        auto engine = engine_for(std::nullopt);
-        if (!engine) {
-          error = engine.error().message;
-        } else {
-          sync::SyncOptions o;
-          // Saves that delete many files (a folder removed in the IDE) ask like a push; held
-          // deletes otherwise wait for the next sync/push.
-          o.confirm_mass_delete = [this](const std::string& reason, std::size_t n) {
-            return ask_mass_delete(reason, n, p::CancellationToken{});
-          };
-          for (auto& p : paths) {
-            fs::path fp(p);
-            if (fp.is_absolute()) {
-              auto rel = fp.lexically_relative(target_.local_root).generic_string();
-              if (rel.empty() || rel.starts_with("..")) continue;  // outside the mapping
-              p = rel;
-            }
-            o.only_paths.push_back(p);
-          }
-          if (!o.only_paths.empty()) {
-            auto s = (*engine)->push(o);
-            if (s) summary = s->to_json();
-            else error = s.error();
-          }
-        }
-      }
-      lock.lock();
-      saving_ = false;
-      if (summary) last_ = summary;
-      last_error_ = error;
-      if (!error.empty()) spdlog::warn("sync on save: {}", error);
-      save_cv_.notify_all();
-    }
-  }
-
-  const ServerOptions& options_;
-  p::OutgoingRequests& client_;
-  std::mutex run_mu_;  // one sync at a time; guards endpoint_ and target_
-  std::unique_ptr<remote::Endpoint> endpoint_;
-  std::string endpoint_key_;
-  sync::SyncTarget target_;
-  std::unique_ptr<sync::SyncEngine> engine_;  // after endpoint_: destroyed before it
-
-  std::mutex save_mu_;
-  std::condition_variable save_cv_;
-  std::set<std::string> pending_;
-  bool saving_ = false, stop_ = false, flush_now_ = false;
-  std::optional<json> last_;
-  std::string last_error_;
-  std::thread saver_;
-};
+  fs::path path(saved);
+  if (path.is_absolute()) return path;
+  auto config = lookup_project(std::nullopt, workspace);
+  if (!config) return {};
+  return sync::mapping_target(*config, config->mappings.front()).local_root / path;
+}
 
 }  // namespace
 
-void bind_sync_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client) {
-  auto service = std::make_shared<SyncService>(options, client);
+std::string SyncService::push_saved(const fs::path& project_file, const std::vector<std::string>& paths,
+                                    std::optional<json>& summary) {
+  auto config = deploy::load_project(project_file);
+  if (!config) return config.error().to_string();
+  auto link = ctx_.sessions.link(*config);
+  if (!link) return link.error().message;
+  sync::SyncOptions o;
+  const fs::path root = (*link)->target().local_root;
+  for (const auto& path : paths) {
+    auto rel = fs::path(path).lexically_relative(root).generic_string();
+    if (rel.empty() || rel == "." || rel.starts_with("..")) continue;  // outside the mapping
+    o.only_paths.push_back(rel);
+  }
+  if (o.only_paths.empty()) return {};
+  // Saves that delete many files (a folder removed in the editor) ask like a push; held deletes
+  // otherwise wait for the next full push.
+  o.confirm_mass_delete = [this, root](const std::string& reason, std::size_t n) {
+    return ctx_.questions.confirm_mass_delete(reason, n, root.string(), p::CancellationToken{});
+  };
+  auto s = (*link)->engine()->push(o);
+  if (!s) return s.error();
+  summary = s->to_json();
+  return {};
+}
+
+void SyncService::save_loop() {
+  std::unique_lock lock(save_mu_);
+  while (!stop_) {
+    save_cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+    if (stop_) return;
+    // Coalesce the burst: wait out the window, and again while it keeps growing, unless a flush
+    // wants it now.
+    const auto burst_end = std::chrono::steady_clock::now() + kSaveBurstMax;
+    for (std::size_t seen = 0; pending_.size() != seen && std::chrono::steady_clock::now() < burst_end;) {
+      seen = pending_.size();
+      if (save_cv_.wait_for(lock, kSaveCoalesce, [&] { return stop_ || flush_now_; })) break;
+    }
+    flush_now_ = false;
+    std::set<std::string> saved;
+    saved.swap(pending_);
+    saving_ = true;
+    lock.unlock();
+    // Each file goes to the project it lies in (several workspace folders, several projects).
+    std::map<fs::path, std::vector<std::string>> by_project;
+    for (const auto& s : saved) {
+      fs::path path = absolute_saved_path(s, ctx_.workspace);
+      if (path.empty()) continue;
+      if (auto file = deploy::find_project_file(path)) by_project[*file].push_back(path.lexically_normal().string());
+    }
+    std::string error;
+    std::optional<json> summary;
+    for (const auto& [file, paths] : by_project)
+      if (auto e = push_saved(file, paths, summary); !e.empty()) error = e;
+    lock.lock();
+    saving_ = false;
+    if (summary) last_ = summary;
+    last_error_ = error;
+    if (!error.empty()) spdlog::warn("sync on save: {}", error);
+    save_cv_.notify_all();
+  }
+}
+
+void bind_sync_methods(p::BindingTable& table, std::shared_ptr<SyncService> service) {
   table.request<SyncPushParams, json>(
       "sync/push", [service](const SyncPushParams& params, p::CallContext& ctx) { return service->push(params, ctx); },
       p::Execution::worker);
   table.request<SyncPullParams, json>(
-      "sync/pull", [service](const SyncPullParams& params, p::CallContext& ctx) { return service->pull(params, ctx); },
+      "sync/pull",
+      [service](const SyncPullParams& params, p::CallContext& ctx) {
+        return service->pull(params.path, params.paths, params.dry_run, params.force, ctx);
+      },
       p::Execution::worker);
   table.request<SyncProjectParams, json>(
       "sync/status",
       [service](const SyncProjectParams&, p::CallContext&) -> std::expected<json, ResponseError> { return service->status(); },
       p::Execution::worker);
   table.request<SyncProjectParams, json>(
-      "sync/flush", [service](const SyncProjectParams& params, p::CallContext& ctx) { return service->flush(params, ctx); },
+      "sync/flush",
+      [service](const SyncProjectParams& params, p::CallContext& ctx) { return service->flush(params.path, ctx); },
       p::Execution::worker);
   table.notification<FileSavedParams>(
-      "sync/fileSaved", [service](const FileSavedParams& params, p::CallContext&) { service->file_saved(params); });
-  table.reserve_name(kConfirmMassDelete);
+      "sync/fileSaved", [service](const FileSavedParams& params, p::CallContext&) { service->file_saved(params.path); });
+  table.reserve_name("sync/confirmMassDelete");
 }
 
 }  // namespace ferry::server

@@ -1,8 +1,8 @@
 // train/start and train/stop for the IDE: ferry-train CONFIG as a run on the project's host
 // (through TrainSession, like `ferry train`), its events as `train/metrics` notifications
 // {runId, event}, and `train/exited` {runId, exitCode|signal, status, outputs, notes} once it has
-// ended and its plot, CSV and newest checkpoint were pulled. Each training has its own agent
-// link and follower thread, so a long run never holds up sync or other requests.
+// ended and its plot, CSV and newest checkpoint were pulled. Trainings ride the project's one
+// link, each with its own follower thread, so a long run never holds up sync or other requests.
 #include <atomic>
 #include <filesystem>
 #include <list>
@@ -15,15 +15,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "helper/remote/endpoint_factory.hpp"
-#include "helper/remote/local_endpoint.hpp"
-#include "helper/remote/ssh_endpoint.hpp"
 #include "helper/run/run_exit.hpp"
-#include "helper/server/project_lookup.hpp"
-#include "helper/server/server.hpp"
+#include "helper/server/train_service.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_session.hpp"
-#include "helper/sync/mapping_target.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/json_reader.hpp"
 #include "protocol/outgoing_requests.hpp"
@@ -35,13 +30,6 @@ namespace fs = std::filesystem;
 using p::json;
 using p::ResponseError;
 
-struct TrainStartParams {
-  std::optional<std::string> path;  // the project (ferry.json or its directory)
-  std::string config;               // the config file: absolute, or relative to the project root
-  bool resume = false;
-  bool sync = true;
-  std::optional<std::string> trainer;  // ferry-train on the box
-};
 
 std::optional<p::DecodeError> from_json(const json& j, TrainStartParams& out, const std::string& ptr) {
   p::ObjectReader r(j, ptr);
@@ -69,28 +57,30 @@ std::optional<p::DecodeError> from_json(const json& j, TrainStopParams& out, con
 
 namespace {
 
-// One training: its own link, engine and follower thread.
+// One training on the project's link: its engine, session and follower thread.
 struct Training {
-  std::unique_ptr<remote::Endpoint> endpoint;
-  std::unique_ptr<sync::SyncEngine> engine;  // after endpoint: destroyed before it
+  ProjectLinkPtr link;
+  std::shared_ptr<sync::SyncEngine> engine;
   std::unique_ptr<training::TrainSession> session;
+  remote::Subscription states;
   std::thread follower;
   int stop_pipe[2] = {-1, -1};
   std::atomic<bool> finished{false};
 
   ~Training() {
+    states.reset();
     if (follower.joinable()) follower.join();
     session.reset();
-    engine.reset();
-    if (endpoint) endpoint->close();
     for (int fd : stop_pipe)
       if (fd >= 0) ::close(fd);
   }
 };
 
+}  // namespace
+
 class TrainService {
  public:
-  TrainService(const ServerOptions& options, p::OutgoingRequests& client) : options_(options), client_(client) {}
+  explicit TrainService(const ServerContext& ctx) : ctx_(ctx) {}
   ~TrainService() {
     std::lock_guard lock(mu_);
     // The runs go on on the box (they are runs); only the following stops.
@@ -101,47 +91,46 @@ class TrainService {
     trainings_.clear();
   }
 
-  std::expected<json, ResponseError> start(const TrainStartParams& params, p::CallContext& ctx) {
-    auto config = lookup_project(params.path, options_);
+  // sinks: where the events go besides train/metrics (a plain client's log file); may be empty.
+  std::expected<json, ResponseError> start(const TrainStartParams& params, p::CallContext& ctx,
+                                           TrainObserver observer = {}) {
+    auto config = lookup_project(params.path, ctx_.workspace);
     if (!config) return std::unexpected(config.error());
-    const deploy::Mapping& m = config->mappings.front();
-    sync::SyncTarget target = sync::mapping_target(*config, m);
-
     auto t = std::make_shared<Training>();
     if (::pipe2(t->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return std::unexpected(error("cannot make a pipe"));
     const bool local = config->host == "local";
-    if (local) {
-      t->endpoint = std::make_unique<remote::LocalEndpoint>(sync::local_endpoint_options(*config, m));
-    } else {
-      auto ssh = remote::make_ssh_target("", "", std::nullopt, &*config);
-      if (!ssh) return std::unexpected(ResponseError{p::error_code::kAgentUnavailable, "train/start: " + ssh.error(), {}});
-      auto so = remote::ssh_endpoint_options(*ssh);
-      so.reconnect = true;
-      std::weak_ptr<Training> weak = t;
-      so.on_state = [weak](const remote::HostState& s) {
-        auto live = weak.lock();
-        if (!live || !live->session) return;
-        if (s.state == "reconnecting") live->session->link_lost();
-        else if (s.state == "connected") live->session->link_restored();
-      };
-      t->endpoint = std::make_unique<remote::SshEndpoint>(so);
-    }
-    if (auto info = t->endpoint->connect(); !info) return std::unexpected(info.error());
+    auto link = ctx_.sessions.link(*config, ctx.cancellation());
+    if (!link) return std::unexpected(link.error());
+    t->link = *link;
     if (ctx.cancelled()) return std::unexpected(p::cancelled_error("train/start"));
-    t->engine = std::make_unique<sync::SyncEngine>(*t->endpoint, target);
+    t->engine = t->link->engine();
 
     // Set before the run starts: events can arrive before start() returns.
     auto run_id = std::make_shared<std::string>();
     auto id_mu = std::make_shared<std::mutex>();
     auto early = std::make_shared<std::vector<json>>();
     training::TrainSinks sinks;
-    sinks.on_event = [this, run_id, id_mu, early](const training::TrainEvent& e, std::string_view) {
+    const bool notify = !observer.event;
+    sinks.on_event = [this, run_id, id_mu, early, notify, observer](const training::TrainEvent& e, std::string_view line) {
+      if (observer.event) observer.event(e, line);
+      if (!notify) return;
       std::lock_guard lock(*id_mu);
       if (run_id->empty()) early->push_back(e.body);
-      else client_.notify("train/metrics", training::metrics_params(*run_id, e));
+      else ctx_.client.notify("train/metrics", training::metrics_params(*run_id, e));
     };
-    sinks.on_stderr = [](std::string_view bytes) { spdlog::debug("ferry-train stderr: {}", bytes); };
-    t->session = std::make_unique<training::TrainSession>(*t->endpoint, *t->engine, sinks);
+    sinks.on_stderr = [observer](std::string_view bytes) {
+      spdlog::debug("ferry-train stderr: {}", bytes);
+      if (observer.other) observer.other(bytes);
+    };
+    sinks.on_other_stdout = [observer](std::string_view line) {
+      if (observer.other) observer.other(line);
+    };
+    t->session = std::make_unique<training::TrainSession>(t->link->endpoint(), *t->engine, sinks);
+    Training* raw = t.get();
+    t->states = t->link->on_state([raw](const remote::HostState& s) {
+      if (s.state == "reconnecting") raw->session->link_lost();
+      else if (s.state == "connected") raw->session->link_restored();
+    });
 
     training::TrainRequest request;
     request.config = fs::path(params.config).is_absolute() ? fs::path(params.config) : config->root / params.config;
@@ -155,7 +144,7 @@ class TrainService {
     {
       std::lock_guard lock(*id_mu);
       *run_id = *id;
-      for (auto& body : *early) client_.notify("train/metrics", json{{"runId", *id}, {"event", std::move(body)}});
+      for (auto& body : *early) ctx_.client.notify("train/metrics", json{{"runId", *id}, {"event", std::move(body)}});
       early->clear();
     }
 
@@ -163,8 +152,7 @@ class TrainService {
                 {"host", config->host}};
     if (const auto& s = t->session->sync_summary()) result["sync"] = s->to_json();
 
-    Training* raw = t.get();
-    t->follower = std::thread([this, raw, id = *id] { follow(*raw, id); });
+    t->follower = std::thread([this, raw, id = *id, observer] { follow(*raw, id, observer); });
     std::lock_guard lock(mu_);
     reap_locked();
     trainings_.push_back(std::move(t));
@@ -187,7 +175,7 @@ class TrainService {
  private:
   static ResponseError error(std::string message) { return ResponseError{p::error_code::kIoError, std::move(message), {}}; }
 
-  void follow(Training& t, const std::string& id) {
+  void follow(Training& t, const std::string& id, const TrainObserver& observer) {
     bool abandoned = false;
     auto exit = t.session->follow(t.stop_pipe[0], [&] { abandoned = true; }, [&] { return abandoned; });
     json done{{"runId", id}};
@@ -205,8 +193,10 @@ class TrainService {
         if (!pulled.notes.empty()) done["notes"] = pulled.notes;
       }
     }
-    if (!abandoned) client_.notify("train/exited", std::move(done));
     t.finished = true;
+    if (abandoned) return;
+    if (observer.exited) observer.exited(done);
+    else ctx_.client.notify("train/exited", std::move(done));
   }
 
   // Trainings that ended are dropped when the next one starts.
@@ -214,16 +204,23 @@ class TrainService {
     trainings_.remove_if([](const std::shared_ptr<Training>& t) { return t->finished.load(); });
   }
 
-  const ServerOptions& options_;
-  p::OutgoingRequests& client_;
+  const ServerContext& ctx_;
   std::mutex mu_;
   std::list<std::shared_ptr<Training>> trainings_;
 };
 
-}  // namespace
+std::shared_ptr<TrainService> make_train_service(const ServerContext& ctx) { return std::make_shared<TrainService>(ctx); }
 
-void bind_train_methods(p::BindingTable& table, const ServerOptions& options, p::OutgoingRequests& client) {
-  auto service = std::make_shared<TrainService>(options, client);
+std::expected<json, ResponseError> start_training(TrainService& service, const TrainStartParams& params,
+                                                  p::CallContext& ctx, TrainObserver observer) {
+  return service.start(params, ctx, std::move(observer));
+}
+
+std::expected<json, ResponseError> stop_training(TrainService& service, const std::string& run_id) {
+  return service.stop(TrainStopParams{run_id, "INT"});
+}
+
+void bind_train_methods(p::BindingTable& table, std::shared_ptr<TrainService> service) {
   table.request<TrainStartParams, json>(
       "train/start", [service](const TrainStartParams& params, p::CallContext& ctx) { return service->start(params, ctx); },
       p::Execution::worker);

@@ -5,7 +5,7 @@
 
 #include "helper/remote/endpoint.hpp"
 #include "helper/remote/forward_spec.hpp"
-#include "helper/server/host_session.hpp"
+#include "helper/server/host_methods.hpp"
 
 namespace ferry::server {
 
@@ -43,8 +43,10 @@ std::optional<p::DecodeError> from_json(const p::json& j, TunnelListParams&, con
   return std::nullopt;
 }
 
-p::ResponseError not_connected(std::string_view method) {
-  return p::ResponseError{p::error_code::kAgentUnavailable, std::string(method) + ": not connected; call host/connect first", {}};
+// The workspace project's link if it is live, without connecting.
+ProjectLinkPtr live_link(const ServerContext& ctx) {
+  auto config = lookup_project(std::nullopt, ctx.workspace);
+  return config ? ctx.sessions.current(config->root) : nullptr;
 }
 
 }  // namespace
@@ -57,41 +59,41 @@ void open_project_tunnels(remote::Endpoint& endpoint, const deploy::ProjectConfi
   }
 }
 
-void bind_tunnel_methods(p::BindingTable& table, HostSession& session) {
+// Tunnels are the workspace project's: tunnel/open links it if it is not yet; close and list
+// only look at a live link.
+void bind_tunnel_methods(p::BindingTable& table, const ServerContext& ctx) {
   table.request<TunnelOpenParams, p::json>(
       kTunnelOpen,
-      [&session](const TunnelOpenParams& params, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
+      [&ctx](const TunnelOpenParams& params, p::CallContext& call) -> std::expected<p::json, p::ResponseError> {
         auto spec = remote::forward_spec_from_json(params.raw);
         if (!spec)
           return std::unexpected(p::ResponseError{p::error_code::kInvalidParams, "tunnel/open: " + spec.error(), {}});
-        return session.with_endpoint([&](remote::Endpoint* e) -> std::expected<p::json, p::ResponseError> {
-          if (!e) return std::unexpected(not_connected(kTunnelOpen));
-          auto info = e->open_forward(*spec);
-          if (!info) return std::unexpected(info.error());
-          return remote::to_json(*info);
-        });
+        auto link = ctx.link(std::nullopt, call.cancellation());
+        if (!link) return std::unexpected(link.error());
+        auto info = (*link)->endpoint().open_forward(*spec);
+        if (!info) return std::unexpected(info.error());
+        return remote::to_json(*info);
       },
       p::Execution::worker);
   table.request<TunnelCloseParams, p::json>(
       kTunnelClose,
-      [&session](const TunnelCloseParams& params, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
-        return session.with_endpoint([&](remote::Endpoint* e) -> std::expected<p::json, p::ResponseError> {
-          if (!e) return std::unexpected(not_connected(kTunnelClose));
-          auto r = e->close_forward(params.id);
-          if (!r) return std::unexpected(r.error());
-          return p::json{{"closed", params.id}};
-        });
+      [&ctx](const TunnelCloseParams& params, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
+        auto link = live_link(ctx);
+        if (!link)
+          return std::unexpected(p::ResponseError{p::error_code::kInvalidParams,
+                                                  "tunnel/close: no tunnel " + std::to_string(params.id) + " (not connected)", {}});
+        auto r = link->endpoint().close_forward(params.id);
+        if (!r) return std::unexpected(r.error());
+        return p::json{{"closed", params.id}};
       },
       p::Execution::worker);
   table.request<TunnelListParams, p::json>(
       kTunnelList,
-      [&session](const TunnelListParams&, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
-        return session.with_endpoint([&](remote::Endpoint* e) -> std::expected<p::json, p::ResponseError> {
-          p::json list = p::json::array();
-          if (e)
-            for (const auto& f : e->list_forwards()) list.push_back(remote::to_json(f));
-          return p::json{{"tunnels", list}};
-        });
+      [&ctx](const TunnelListParams&, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
+        p::json list = p::json::array();
+        if (auto link = live_link(ctx))
+          for (const auto& f : link->endpoint().list_forwards()) list.push_back(remote::to_json(f));
+        return p::json{{"tunnels", list}};
       },
       p::Execution::worker);
 }

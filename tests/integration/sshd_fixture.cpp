@@ -142,7 +142,7 @@ void SshdFixture::write_sshd_config() {
                                       << "StrictModes no\n"
                                       << "UsePAM no\n"
                                       << "PrintMotd no\n"
-                                      << "LogLevel ERROR\n"
+                                      << "LogLevel " << options_.log_level << "\n"
                                       << "SetEnv HOME=" << home().string() << "\n"
                                       << "Subsystem sftp internal-sftp\n"
                                       << "AllowTcpForwarding yes\nGatewayPorts no\n"
@@ -265,6 +265,15 @@ void SshdFixture::resume() {
 }
 
 std::string SshdFixture::log() const { return slurp(dir_ / "sshd.log"); }
+
+int SshdFixture::accepted_logins() const {
+  const std::string text = log();
+  int n = 0;
+  for (std::size_t at = text.find("Accepted publickey for "); at != std::string::npos;
+       at = text.find("Accepted publickey for ", at + 1))
+    ++n;
+  return n;
+}
 
 std::string SshdFixture::host_key_fingerprint() const {
   auto out = run_command("ssh-keygen -l -E sha256 -f '" + (dir_ / "host_ed25519.pub").string() + "'");

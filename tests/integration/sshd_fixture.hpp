@@ -15,6 +15,7 @@ namespace ferry::test {
 struct SshdOptions {
   std::string extra_sshd_config;  // appended to sshd_config
   std::string bashrc;             // written to the remote home's .bashrc (login noise)
+  std::string log_level = "ERROR";  // INFO logs each accepted login (what connection counts read)
 };
 
 // `root` and every process below it, found through /proc by parent pid (session processes call
@@ -50,6 +51,8 @@ class SshdFixture {
   void resume();
   pid_t pid() const { return pid_; }
   std::string log() const;
+  // Logins sshd accepted so far (needs log_level INFO or more).
+  int accepted_logins() const;
 
   // Appends a Host block to ssh_config.
   void add_client_config(const std::string& text) const;

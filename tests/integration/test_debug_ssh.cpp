@@ -251,7 +251,7 @@ BOOST_AUTO_TEST_CASE(debug_prepare_from_an_ide) {
   serve.send({{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"}, {"params", {{"capabilities", json::object()}}}});
   auto init = serve.response(1, 30s);
   BOOST_REQUIRE(init);
-  const auto& methods = (*init)["result"]["capabilities"]["methods"];
+  const auto& methods = (*init)["result"]["capabilities"]["experimental"]["methods"];
   BOOST_TEST((std::find(methods.begin(), methods.end(), "debug/prepare") != methods.end()));
   serve.send({{"jsonrpc", "2.0"}, {"method", "initialized"}, {"params", json::object()}});
 

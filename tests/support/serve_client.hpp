@@ -31,23 +31,31 @@ class ServeClient {
   // The response object's body for a server -> client request: {"result": ...} or {"error": ...}.
   using Answer = std::function<json(const json& request)>;
 
-  explicit ServeClient(const std::filesystem::path& project_dir) {
+  // A ferry-aware client: ferry's own requests and notifications, not LSP's fallbacks.
+  static json ferry_capabilities() { return {{"experimental", {{"ferry", true}}}}; }
+
+  // `capabilities`: initialize's; `root_uri` sent as rootUri (and no --project) when given.
+  explicit ServeClient(const std::filesystem::path& project_dir, json capabilities = ferry_capabilities(),
+                       std::optional<std::string> root_uri = std::nullopt) {
     int a[2], b[2];
     if (::pipe2(a, O_CLOEXEC) != 0 || ::pipe2(b, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
     to_server_ = a[1];
     from_server_ = b[0];
     server::ServerOptions o;
     o.cwd = project_dir;
-    o.project_dir = project_dir;
+    if (!root_uri) o.project_dir = project_dir;
     server_ = std::thread([o, in = a[0], out = b[1]] {
       server::Server s(o);
       s.run(in, out);
       ::close(in);
       ::close(out);
     });
-    auto init = call("initialize", {{"capabilities", json::object()}});
+    json params{{"capabilities", std::move(capabilities)}};
+    if (root_uri) params["rootUri"] = *root_uri;
+    auto init = call("initialize", params);
     if (!init.contains("result")) throw std::runtime_error("initialize failed: " + init.dump());
-    methods = init["result"]["capabilities"]["methods"];
+    initialize_result = init["result"];
+    methods = init["result"]["capabilities"]["experimental"]["methods"];
     send({{"jsonrpc", "2.0"}, {"method", "initialized"}, {"params", json::object()}});
   }
   ~ServeClient() {
@@ -117,6 +125,7 @@ class ServeClient {
     }
   }
 
+  json initialize_result;
   json methods;
   std::vector<json> notifications;
   std::vector<json> server_requests;

@@ -53,7 +53,7 @@ BOOST_AUTO_TEST_CASE(initialize_result_lists_methods) {
   r.methods = {"a/b", "c"};
   json j = to_json(r);
   BOOST_TEST(j["serverInfo"]["name"] == "ferry");
-  BOOST_TEST(j["capabilities"]["methods"].size() == 2u);
+  BOOST_TEST(j["capabilities"]["experimental"]["methods"].size() == 2u);
 }
 
 BOOST_AUTO_TEST_CASE(binding_table_lists_sorted_names) {

@@ -175,7 +175,7 @@ BOOST_AUTO_TEST_CASE(server_over_pipes_lifecycle_and_exit_codes) {
   BOOST_TEST(code == 0);
   BOOST_REQUIRE_EQUAL(msgs.size(), 3u);
   BOOST_TEST(msgs[0]["result"]["serverInfo"]["name"] == "ferry");
-  auto methods = msgs[0]["result"]["capabilities"]["methods"];
+  auto methods = msgs[0]["result"]["capabilities"]["experimental"]["methods"];
   BOOST_TEST((std::find(methods.begin(), methods.end(), "project/load") != methods.end()));
   BOOST_TEST(msgs[2]["result"].is_null());
 

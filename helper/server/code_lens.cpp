@@ -1,0 +1,89 @@
+// Code lenses from a document's text: see code_lens.hpp.
+#include "helper/server/code_lens.hpp"
+
+#include <regex>
+
+namespace ferry::server {
+
+namespace {
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+std::string_view base_name(std::string_view path) {
+  auto slash = path.find_last_of('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool looks_like_train_config(std::string_view text) {
+  auto doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("model")) return false;
+  for (const char* key : {"data", "optimizer", "max_steps", "epochs"})
+    if (doc.contains(key)) return true;
+  return false;
+}
+
+// Lines of the main guard, either way round, with either quote.
+std::vector<int> main_guard_lines(std::string_view text) {
+  static const std::regex kGuard(
+      R"(^if\s+(__name__\s*==\s*(['"])__main__\2|(['"])__main__\3\s*==\s*__name__)\s*:)");
+  std::vector<int> lines;
+  int line = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    auto end = text.find('\n', start);
+    std::string_view l = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (l.starts_with("if") && std::regex_search(std::string(l), kGuard)) lines.push_back(line);
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+    ++line;
+  }
+  return lines;
+}
+
+}  // namespace
+
+DocumentKind document_kind(std::string_view file_name, std::string_view text) {
+  const auto name = base_name(file_name);
+  if (name == "ferry.json") return DocumentKind::project_file;
+  if (ends_with(name, ".py")) return DocumentKind::python;
+  if (ends_with(name, ".json") && looks_like_train_config(text)) return DocumentKind::train_config;
+  return DocumentKind::other;
+}
+
+std::vector<CodeLens> code_lenses(DocumentKind kind, std::string_view text, const std::string& uri,
+                                  const std::string& host) {
+  std::vector<CodeLens> out;
+  const nlohmann::json args = nlohmann::json::array({uri});
+  switch (kind) {
+    case DocumentKind::python:
+      for (int line : main_guard_lines(text)) {
+        out.push_back({line, "\u25B6 Run on " + host, "ferry.run", args});
+        out.push_back({line, "Debug on " + host, "ferry.debug", args});
+      }
+      break;
+    case DocumentKind::train_config:
+      out.push_back({0, "Train on " + host, "ferry.train", args});
+      break;
+    case DocumentKind::project_file:
+      out.push_back({0, "Sync now", "ferry.sync", args});
+      out.push_back({0, "Doctor", "ferry.doctor", args});
+      break;
+    case DocumentKind::other:
+      break;
+  }
+  return out;
+}
+
+nlohmann::json to_json(const std::vector<CodeLens>& lenses) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& l : lenses) {
+    nlohmann::json range{{"start", {{"line", l.line}, {"character", 0}}}, {"end", {{"line", l.line}, {"character", 0}}}};
+    out.push_back({{"range", range},
+                   {"command", {{"title", l.title}, {"command", l.command}, {"arguments", l.arguments}}}});
+  }
+  return out;
+}
+
+}  // namespace ferry::server

@@ -1,0 +1,399 @@
+// workspace/executeCommand: ferry.run, ferry.debug, ferry.train, ferry.sync, ferry.pull,
+// ferry.stop, ferry.tunnel, ferry.doctor, ferry.gpu — what the code lenses run, and what any
+// client's command palette can. A client with ferry's experimental capability gets ferry's own
+// notifications (run/output, train/metrics); any other gets the output in a log file under
+// .ferry/logs/ opened with window/showDocument (a message naming it where the client cannot),
+// and the outcome as window/showMessage.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "helper/remote/forward_spec.hpp"
+#include "helper/server/run_log.hpp"
+#include "helper/server/server_state.hpp"
+#include "helper/sync/mapping_target.hpp"
+#include "protocol/file_uri.hpp"
+
+namespace ferry::server {
+
+namespace p = ferry::protocol;
+namespace fs = std::filesystem;
+using p::json;
+using p::ResponseError;
+
+namespace {
+
+ResponseError usage(const std::string& command, const std::string& what) {
+  return ResponseError{p::error_code::kInvalidParams, command + ": " + what, {}};
+}
+
+// A command's first argument: a file URI or path, or {uri | file, args, port}.
+struct CommandTarget {
+  std::optional<fs::path> file;
+  std::vector<std::string> args;
+  json options = json::object();
+};
+
+std::expected<CommandTarget, ResponseError> command_target(const std::string& command, const json& arguments) {
+  CommandTarget t;
+  if (arguments.empty()) return t;
+  const json& first = arguments[0];
+  std::optional<std::string> where;
+  if (first.is_string()) {
+    where = first.get<std::string>();
+  } else if (first.is_object()) {
+    t.options = first;
+    for (const char* key : {"uri", "file"})
+      if (first.contains(key) && first[key].is_string()) where = first[key].get<std::string>();
+    if (first.contains("args")) {
+      if (!first["args"].is_array()) return std::unexpected(usage(command, "args: expected an array of strings"));
+      for (const auto& a : first["args"]) {
+        if (!a.is_string()) return std::unexpected(usage(command, "args: expected an array of strings"));
+        t.args.push_back(a.get<std::string>());
+      }
+    }
+  } else if (!first.is_null()) {
+    return std::unexpected(usage(command, "expected a file URI or an object {uri, args}"));
+  }
+  if (where) {
+    if (where->starts_with("file:")) {
+      auto path = p::file_uri_to_path(*where);
+      if (!path) return std::unexpected(usage(command, path.error()));
+      t.file = fs::path(*path);
+    } else if (fs::path(*where).is_absolute()) {
+      t.file = fs::path(*where);
+    } else {
+      return std::unexpected(usage(command, "expected an absolute path or a file URI, not " + *where));
+    }
+  }
+  return t;
+}
+
+// The project a command is about: the file's, else the workspace's.
+std::expected<deploy::ProjectConfig, ResponseError> command_project(const ServerState& s, const CommandTarget& t) {
+  return t.file ? project_of_file(*t.file) : lookup_project(std::nullopt, s.workspace);
+}
+
+// The file relative to the first mapping's local folder (what the box sees, below its root).
+std::expected<std::string, ResponseError> mapped_path(const std::string& command, const deploy::ProjectConfig& config,
+                                                      const fs::path& file) {
+  const fs::path root = sync::mapping_target(config, config.mappings.front()).local_root;
+  std::error_code ec;
+  const std::string rel = fs::weakly_canonical(file, ec).lexically_relative(root).generic_string();
+  if (rel.empty() || rel == "." || rel.starts_with(".."))
+    return std::unexpected(usage(command, file.string() + " is not inside the mapping " + root.string()));
+  return rel;
+}
+
+// Opens `path` in the editor without taking focus; a client that cannot is told where it is.
+void show_file(ServerState& s, const fs::path& path, const std::string& what) {
+  json params{{"uri", p::path_to_file_uri(path.string())},
+              {"takeFocus", false},
+              // LSP4IJ reads `selection` without a null check: always send one.
+              {"selection", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}}};
+  auto shown = s.client.call("window/showDocument", std::move(params), std::chrono::seconds(10));
+  bool ok = shown && shown->is_object() && shown->value("success", false);
+  if (!ok) s.questions.show(MessageType::info, "ferry: " + what + ": " + path.string());
+}
+
+json with(json result, const char* key, json value) {
+  if (!result.is_object()) result = json{{"result", std::move(result)}};
+  result[key] = std::move(value);
+  return result;
+}
+
+std::string exit_words(const json& exited) {
+  if (exited.contains("error")) return "failed: " + exited["error"].get<std::string>();
+  if (exited.contains("signal")) return "was killed by signal " + std::to_string(exited["signal"].get<int>());
+  if (exited.contains("exitCode")) return "exited with status " + std::to_string(exited["exitCode"].get<int>());
+  return "ended";
+}
+
+MessageType exit_type(const json& exited) {
+  return exited.value("exitCode", -1) == 0 && !exited.contains("signal") && !exited.contains("error") ? MessageType::info
+                                                                                                        : MessageType::error;
+}
+
+// ---- the commands ----
+
+using Handler = std::function<std::expected<json, ResponseError>(ServerState&, const std::string&, const json&, p::CallContext&)>;
+
+std::expected<json, ResponseError> run_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                               p::CallContext& call) {
+  auto t = command_target(cmd, arguments);
+  if (!t) return std::unexpected(t.error());
+  if (!t->file) return std::unexpected(usage(cmd, "needs the Python file to run (the code lens passes its URI)"));
+  auto config = command_project(s, *t);
+  if (!config) return std::unexpected(config.error());
+  auto rel = mapped_path(cmd, *config, *t->file);
+  if (!rel) return std::unexpected(rel.error());
+  auto work = s.progress.begin(&call);
+  work->progress().begin("Running " + *rel + " on " + config->host, "syncing");
+  auto synced = s.sync->flush(config->root.string(), call);
+  if (!synced) return std::unexpected(synced.error());
+  if (work->cancelled()) return std::unexpected(p::cancelled_error(cmd));
+  RunStartParams params;
+  params.path = config->root.string();
+  params.argv.push_back(*rel);
+  params.argv.insert(params.argv.end(), t->args.begin(), t->args.end());
+  if (s.questions.traits().ferry) return s.runs->start(params);
+
+  auto log = RunLog::create(config->root, fs::path(*rel).stem().string());
+  if (!log) return std::unexpected(ResponseError{p::error_code::kIoError, cmd + ": " + log.error(), {}});
+  RunSink sink;
+  sink.output = [log = *log](const run::OutputRecord& r) { log->write(r.data); };
+  sink.exited = [&s, log = *log, what = *rel + " on " + config->host](const json& exited) {
+    s.questions.show(exit_type(exited), "ferry: " + what + " " + exit_words(exited) + " (output: " + log->path().string() + ")");
+  };
+  auto started = s.runs->start(params, sink);
+  if (!started) return std::unexpected(started.error());
+  work->progress().end("started " + (*started)["id"].get<std::string>());
+  show_file(s, (*log)->path(), "the run's output is in");
+  return with(*started, "log", (*log)->path().string());
+}
+
+std::expected<json, ResponseError> debug_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                                 p::CallContext& call) {
+  auto t = command_target(cmd, arguments);
+  if (!t) return std::unexpected(t.error());
+  if (!t->file) return std::unexpected(usage(cmd, "needs the Python file to debug (the code lens passes its URI)"));
+  auto config = command_project(s, *t);
+  if (!config) return std::unexpected(config.error());
+  auto rel = mapped_path(cmd, *config, *t->file);
+  if (!rel) return std::unexpected(rel.error());
+  auto synced = s.sync->flush(config->root.string(), call);
+  if (!synced) return std::unexpected(synced.error());
+  DebugPrepareParams params;
+  params.path = config->root.string();
+  params.command.push_back(*rel);
+  params.command.insert(params.command.end(), t->args.begin(), t->args.end());
+  params.local_port = t->options.value("localPort", 0);  // any free port here unless asked
+  auto work = s.progress.begin(&call);
+  work->progress().begin("Starting the debugger for " + *rel);
+  auto prepared = prepare_debug(*s.debugs, params, call.cancellation());
+  if (!prepared) return std::unexpected(prepared.error());
+  json result{{"configuration", prepared->configuration}, {"runId", prepared->run_id}, {"localPort", prepared->local_port}};
+  if (s.questions.traits().ferry) {
+    (void)s.runs->attach(prepared->run_id, 0);
+    return result;
+  }
+  auto log = RunLog::create(config->root, fs::path(*rel).stem().string() + "-debug");
+  if (log) {
+    RunSink sink;
+    sink.output = [log = *log](const run::OutputRecord& r) { log->write(r.data); };
+    sink.exited = [&s, log = *log, what = *rel](const json& exited) {
+      s.questions.show(exit_type(exited), "ferry: " + what + " (debug) " + exit_words(exited));
+    };
+    (void)s.runs->attach(prepared->run_id, 0, sink);
+    result["log"] = (*log)->path().string();
+  }
+  s.questions.show(MessageType::info, fmt::format("ferry: {} waits for a debugger on 127.0.0.1:{} (debugpy, DAP). Attach "
+                                                  "your editor's Python debugger there; path mappings: {}",
+                                                  *rel, prepared->local_port,
+                                                  prepared->configuration.value("pathMappings", json::array()).dump()));
+  return result;
+}
+
+std::expected<json, ResponseError> train_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                                 p::CallContext& call) {
+  auto t = command_target(cmd, arguments);
+  if (!t) return std::unexpected(t.error());
+  if (!t->file) return std::unexpected(usage(cmd, "needs the training config (the code lens passes its URI)"));
+  auto config = command_project(s, *t);
+  if (!config) return std::unexpected(config.error());
+  TrainStartParams params;
+  params.path = config->root.string();
+  params.config = t->file->string();
+  params.resume = t->options.value("resume", false);
+  if (s.questions.traits().ferry) return start_training(*s.trains, params, call);
+
+  auto log = RunLog::create(config->root, t->file->stem().string() + "-train");
+  if (!log) return std::unexpected(ResponseError{p::error_code::kIoError, cmd + ": " + log.error(), {}});
+  std::shared_ptr<ServerProgress::Work> work = s.progress.begin(nullptr);
+  work->progress().begin("Training " + t->file->filename().string() + " on " + config->host);
+  TrainObserver observer;
+  auto total_steps = std::make_shared<std::atomic<long long>>(0);
+  observer.event = [log = *log, work, total_steps](const training::TrainEvent& e, std::string_view line) {
+    log->write(std::string(line) + "\n");
+    if (e.kind == "start" || e.kind == "step") {
+      if (e.body.contains("total_steps")) *total_steps = e.body.value("total_steps", 0LL);
+      const long long total = *total_steps;
+      const long long step = e.body.value("step", 0LL);
+      std::string message = fmt::format("step {}", step);
+      if (e.body.contains("loss")) message += fmt::format(", loss {:.4g}", e.body.value("loss", 0.0));
+      work->progress().report(message, total > 0 ? std::optional<int>(static_cast<int>(step * 100 / total)) : std::nullopt);
+    }
+  };
+  observer.other = [log = *log](std::string_view text) { log->write(text.ends_with('\n') ? std::string(text) : std::string(text) + "\n"); };
+  observer.exited = [&s, log = *log, work, name = t->file->filename().string()](const json& exited) {
+    work->progress().end(exit_words(exited));
+    std::string outputs;
+    if (exited.contains("outputs"))
+      for (const auto& f : exited["outputs"]) outputs += (outputs.empty() ? "; pulled " : ", ") + f.get<std::string>();
+    s.questions.show(exit_type(exited), "ferry: training " + name + " " + exit_words(exited) + outputs +
+                                            " (log: " + log->path().string() + ")");
+  };
+  auto started = start_training(*s.trains, params, call, observer);
+  if (!started) return std::unexpected(started.error());
+  show_file(s, (*log)->path(), "the training's log is in");
+  return with(*started, "log", (*log)->path().string());
+}
+
+std::expected<json, ResponseError> sync_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                                p::CallContext& call) {
+  auto t = command_target(cmd, arguments);
+  if (!t) return std::unexpected(t.error());
+  auto config = command_project(s, *t);
+  if (!config) return std::unexpected(config.error());
+  auto summary = s.sync->flush(config->root.string(), call);
+  if (!summary) return std::unexpected(summary.error());
+  if (!s.questions.traits().ferry) {
+    const auto conflicts = summary->value("conflicts", json::array()).size();
+    s.questions.show(conflicts ? MessageType::warning : MessageType::info,
+                     fmt::format("ferry: synced to {}: {} sent, {} deleted, {} conflicts", config->host,
+                                 summary->value("filesSent", 0), summary->value("filesDeleted", 0), conflicts));
+  }
+  return summary;
+}
+
+std::expected<json, ResponseError> pull_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                                p::CallContext& call) {
+  std::vector<std::string> paths;
+  std::optional<std::string> project;
+  for (const auto& a : arguments) {
+    if (!a.is_string()) return std::unexpected(usage(cmd, "expected paths (relative to the mapping) or file URIs"));
+    std::string path = a.get<std::string>();
+    if (path.starts_with("file:")) {
+      auto local = p::file_uri_to_path(path);
+      if (!local) return std::unexpected(usage(cmd, local.error()));
+      auto config = project_of_file(*local);
+      if (!config) return std::unexpected(config.error());
+      auto rel = mapped_path(cmd, *config, *local);
+      if (!rel) return std::unexpected(rel.error());
+      project = config->root.string();
+      path = *rel;
+    }
+    paths.push_back(path);
+  }
+  if (paths.empty()) return std::unexpected(usage(cmd, "name what to pull (paths relative to the mapping, e.g. \"outputs/\")"));
+  auto summary = s.sync->pull(project, paths, false, false, call);
+  if (summary && !s.questions.traits().ferry)
+    s.questions.show(MessageType::info, fmt::format("ferry: pulled {} files", summary->value("filesSent", 0)));
+  return summary;
+}
+
+std::expected<json, ResponseError> stop_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                                p::CallContext&) {
+  std::string id;
+  if (!arguments.empty() && arguments[0].is_string()) id = arguments[0].get<std::string>();
+  if (id.empty()) {
+    auto running = s.runs->running();
+    if (running.empty()) {
+      // Not a run this server follows: maybe a training.
+      return std::unexpected(usage(cmd, "no run of this editor is running (name a run id to stop another)"));
+    }
+    id = running.back();
+  }
+  auto stopped = s.runs->signal(id, "INT");
+  if (!stopped) {
+    auto training = stop_training(*s.trains, id);
+    if (!training) return std::unexpected(stopped.error());
+  }
+  if (!s.questions.traits().ferry) s.questions.show(MessageType::info, "ferry: sent Ctrl-C (SIGINT) to run " + id);
+  return json{{"stopped", id}};
+}
+
+std::expected<json, ResponseError> tunnel_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                                  p::CallContext& call) {
+  if (arguments.empty()) return std::unexpected(usage(cmd, "name the tunnel: \"8888\", \"9000:localhost:6006\" or {localPort, remotePort}"));
+  std::expected<remote::ForwardSpec, std::string> spec =
+      arguments[0].is_string() ? remote::parse_forward_spec(arguments[0].get<std::string>(), remote::ForwardKind::kLocal)
+      : arguments[0].is_object() ? remote::forward_spec_from_json(arguments[0])
+                                 : std::unexpected(std::string("expected a string or an object"));
+  if (!spec) return std::unexpected(usage(cmd, spec.error()));
+  auto link = s.ctx.link(std::nullopt, call.cancellation());
+  if (!link) return std::unexpected(link.error());
+  auto info = (*link)->endpoint().open_forward(*spec);
+  if (!info) return std::unexpected(info.error());
+  if (!s.questions.traits().ferry) s.questions.show(MessageType::info, "ferry: tunnel " + remote::describe(*info));
+  return remote::to_json(*info);
+}
+
+std::expected<json, ResponseError> doctor_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                                  p::CallContext& call) {
+  auto t = command_target(cmd, arguments);
+  if (!t) return std::unexpected(t.error());
+  auto config = command_project(s, *t);
+  if (!config) return std::unexpected(config.error());
+  p::DoctorRunParams params;
+  params.path = config->root.string();
+  auto r = run_doctor_checks(s.ctx, params, call);
+  if (!r) return std::unexpected(r.error());
+  if (!s.questions.traits().ferry) {
+    int fails = 0, warns = 0;
+    std::string report = "ferry doctor: " + r->host + "\n";
+    for (const auto& c : r->checks) {
+      fails += c.status == "fail";
+      warns += c.status == "warn";
+      report += fmt::format("{:5} {}: {}{}\n", c.status, c.check, c.detail, c.fix.empty() ? "" : " (fix: " + c.fix + ")");
+    }
+    if (auto log = RunLog::create(config->root, "doctor")) {
+      (*log)->write(report);
+      show_file(s, (*log)->path(), "the doctor's report is in");
+    }
+    s.questions.show(fails ? MessageType::error : warns ? MessageType::warning : MessageType::info,
+                     fmt::format("ferry doctor: {} checks, {} failed, {} warnings", r->checks.size(), fails, warns));
+  }
+  return p::to_json(*r);
+}
+
+std::expected<json, ResponseError> gpu_command(ServerState& s, const std::string&, const json&, p::CallContext& call) {
+  auto link = s.ctx.link(std::nullopt, call.cancellation());
+  if (!link) return std::unexpected(link.error());
+  auto status = (*link)->endpoint().call("gpu/status", json::object());
+  if (!status) return std::unexpected(status.error());
+  if (!s.questions.traits().ferry) {
+    std::string text = "ferry: " + (*link)->host() + ": ";
+    if (!status->value("available", false)) {
+      text += "no GPU (" + status->value("reason", std::string("NVML not available")) + ")";
+    } else {
+      for (const auto& g : (*status)["gpus"])
+        text += fmt::format("[{}] {} {}% util, {:.1f}/{:.1f} GiB; ", g.value("index", 0), g.value("name", std::string("?")),
+                            g.value("util_percent", 0), g.value("mem_used_bytes", 0.0) / (1 << 30),
+                            g.value("mem_total_bytes", 0.0) / (1 << 30));
+    }
+    s.questions.show(MessageType::info, text);
+  }
+  return status;
+}
+
+const std::vector<std::pair<std::string, Handler>>& commands() {
+  static const std::vector<std::pair<std::string, Handler>> kCommands{
+      {"ferry.run", run_command},       {"ferry.debug", debug_command}, {"ferry.train", train_command},
+      {"ferry.sync", sync_command},     {"ferry.pull", pull_command},   {"ferry.stop", stop_command},
+      {"ferry.tunnel", tunnel_command}, {"ferry.doctor", doctor_command}, {"ferry.gpu", gpu_command},
+  };
+  return kCommands;
+}
+
+}  // namespace
+
+const std::vector<std::string>& lsp_command_ids() {
+  static const std::vector<std::string> kIds = [] {
+    std::vector<std::string> ids;
+    for (const auto& [id, fn] : commands()) ids.push_back(id);
+    return ids;
+  }();
+  return kIds;
+}
+
+std::expected<json, ResponseError> execute_command(ServerState& s, const std::string& command, const json& arguments,
+                                                   p::CallContext& call) {
+  for (const auto& [id, fn] : commands())
+    if (id == command) return fn(s, command, arguments, call);
+  std::string known;
+  for (const auto& id : lsp_command_ids()) known += (known.empty() ? "" : ", ") + id;
+  return std::unexpected(ResponseError{p::error_code::kInvalidParams, "unknown command " + command + " (ferry has " + known + ")",
+                                       json{{"commands", lsp_command_ids()}}});
+}
+
+}  // namespace ferry::server

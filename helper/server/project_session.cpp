@@ -1,0 +1,254 @@
+// One link per project: see project_session.hpp.
+#include "helper/server/project_session.hpp"
+
+#include <regex>
+
+#include "helper/sync/mapping_target.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ferry::server {
+
+namespace p = ferry::protocol;
+using p::json;
+
+// What a link's endpoint reports, routed while the link lives: to the editor once, to the
+// connect call still running (its progress), and to the services following runs on it.
+struct LinkEvents {
+  explicit LinkEvents(ClientQuestions& q) : questions(q) {}
+  ClientQuestions& questions;
+  std::mutex mutex;
+  ProjectSessions::Report report;  // only while the connect call runs
+  std::shared_ptr<remote::NotificationFanout> states = std::make_shared<remote::NotificationFanout>();
+
+  void on_state(const remote::HostState& s) {
+    json params = remote::to_json(s);
+    if (questions.traits().ferry) {
+      questions.client().notify(std::string(p::method::kHostStateChanged), params);
+    } else {
+      // A plain LSP client has no host/stateChanged: its log shows the link instead.
+      std::string line = "ferry: " + s.host + " " + s.state + (s.message.empty() ? "" : ": " + s.message);
+      questions.client().notify("window/logMessage", json{{"type", static_cast<int>(MessageType::info)}, {"message", line}});
+    }
+    {
+      std::lock_guard lock(mutex);
+      if (report) report(s.state == "reconnecting" ? "reconnecting (attempt " + std::to_string(s.attempt) + ")" : s.state);
+    }
+    states->deliver(p::Notification{std::string(p::method::kHostStateChanged), std::move(params)});
+  }
+  void set_report(ProjectSessions::Report r) {
+    std::lock_guard lock(mutex);
+    report = std::move(r);
+  }
+};
+
+namespace {
+
+struct OfferedKey {
+  std::string type;
+  std::string fingerprint;
+};
+
+// The unknown-host error names the offered key ("... it offered TYPE key SHA256:..."); that is
+// what the editor must show the person.
+std::optional<OfferedKey> offered_key(const p::ResponseError& e) {
+  if (!e.data || !e.data->is_object() || e.data->value("kind", "") != "hostKeyUnknown") return std::nullopt;
+  static const std::regex kOffered(R"(offered (\S+) key (SHA256:[A-Za-z0-9+/]+))");
+  std::smatch m;
+  if (!std::regex_search(e.message, m, kOffered)) return std::nullopt;
+  return OfferedKey{m[1].str(), m[2].str()};
+}
+
+// Whether two configs are served by the same link (the rest is read per use).
+bool same_link(const deploy::ProjectConfig& a, const deploy::ProjectConfig& b) {
+  const auto& ma = a.mappings.front();
+  const auto& mb = b.mappings.front();
+  return a.root == b.root && a.host == b.host && a.ssh_config == b.ssh_config && a.name == b.name &&
+         ma.local == mb.local && ma.remote == mb.remote;
+}
+
+bool same_target(const sync::SyncTarget& a, const sync::SyncTarget& b) {
+  return a.local_root == b.local_root && a.remote_base == b.remote_base && a.host == b.host &&
+         a.remote_root == b.remote_root && a.exclude == b.exclude && a.protect == b.protect;
+}
+
+}  // namespace
+
+// ---- ProjectLink ----
+
+ProjectLink::ProjectLink(deploy::ProjectConfig config, sync::ProjectEndpoint link, remote::AgentInfo info,
+                         std::shared_ptr<LinkEvents> events)
+    : config_(std::move(config)), link_(std::move(link)), info_(std::move(info)), events_(std::move(events)) {}
+
+ProjectLink::~ProjectLink() {
+  runs_.reset();
+  engine_.reset();  // persists its state; it uses the endpoint, so before it goes
+  if (link_.endpoint) link_.endpoint->close();
+}
+
+deploy::ProjectConfig ProjectLink::config() const {
+  std::lock_guard lock(mutex_);
+  return config_;
+}
+
+sync::SyncTarget ProjectLink::target() const {
+  std::lock_guard lock(mutex_);
+  return link_.target;
+}
+
+void ProjectLink::refresh(const deploy::ProjectConfig& config) {
+  std::lock_guard lock(mutex_);
+  config_ = config;
+  link_.target = sync::mapping_target(config, config.mappings.front());
+}
+
+std::shared_ptr<sync::SyncEngine> ProjectLink::engine() {
+  std::lock_guard lock(mutex_);
+  if (engine_ && same_target(engine_->target(), link_.target)) return engine_;
+  // New excludes or protect rules: a new engine (one still pushing keeps its own until done).
+  engine_ = std::make_shared<sync::SyncEngine>(*link_.endpoint, link_.target);
+  // A live engine watches its tree: a no-op push then walks nothing (docs/sync.md).
+  if (auto w = engine_->watch_local_tree(); !w)
+    spdlog::warn("sync: no watch of {} ({}); every push walks the tree", link_.target.local_root.string(), w.error());
+  return engine_;
+}
+
+run::RunClient& ProjectLink::runs() {
+  std::lock_guard lock(mutex_);
+  if (!runs_) runs_ = std::make_unique<run::RunClient>(*link_.endpoint);
+  return *runs_;
+}
+
+remote::Subscription ProjectLink::on_state(std::function<void(const remote::HostState&)> handler) {
+  auto& states = events_->states;
+  auto id = states->add([handler = std::move(handler)](const p::Notification& n) {
+    remote::HostState s;
+    s.state = n.params.value("state", "");
+    s.host = n.params.value("host", "");
+    s.attempt = n.params.value("attempt", 0);
+    s.message = n.params.value("message", "");
+    handler(s);
+  });
+  return remote::Subscription(states, id);
+}
+
+bool ProjectLink::usable() const {
+  std::lock_guard lock(mutex_);
+  return !closed_ && (link_.ssh || link_.endpoint->connected());
+}
+
+void ProjectLink::close() {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  // Only the link: services still holding it see calls fail and let go; the engine and the
+  // run client go with the last holder.
+  link_.endpoint->close();
+}
+
+// ---- ProjectSessions ----
+
+ProjectSessions::~ProjectSessions() { close_all(); }
+
+std::shared_ptr<ProjectSessions::Slot> ProjectSessions::slot(const std::filesystem::path& root) {
+  std::lock_guard lock(mutex_);
+  auto& s = slots_[root];
+  if (!s) s = std::make_shared<Slot>();
+  return s;
+}
+
+std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::link(const deploy::ProjectConfig& config,
+                                                                      const p::CancellationToken& cancel,
+                                                                      const Report& report) {
+  auto s = slot(config.root);
+  std::lock_guard connecting(s->connecting);
+  if (s->link && s->link->usable() && same_link(s->link->config(), config)) {
+    s->link->refresh(config);
+    return s->link;
+  }
+  auto fresh = connect(config, cancel, report);
+  if (!fresh) return std::unexpected(fresh.error());
+  ProjectLinkPtr old;
+  {
+    std::lock_guard lock(mutex_);
+    old = std::exchange(s->link, *fresh);
+  }
+  if (old) old->close();
+  spdlog::info("{}: linked to {}", config.name, (*fresh)->endpoint().description());
+  return *fresh;
+}
+
+std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const deploy::ProjectConfig& config,
+                                                                         const p::CancellationToken& cancel,
+                                                                         const Report& report) {
+  auto events = std::make_shared<LinkEvents>(questions_);
+  events->set_report(report);
+  sync::ProjectEndpointOptions o;
+  o.ssh_config = options_.ssh_config;
+  o.passphrase = [this, cancel](const std::string& key) { return questions_.passphrase(key, cancel); };
+  o.on_state = [events](const remote::HostState& s) { events->on_state(s); };
+  auto made = sync::make_project_endpoint(config, o);
+  if (!made) return std::unexpected(made.error());
+  if (made->ssh) ++connections_;
+  auto info = sync::connect_project_endpoint(*made);
+  if (!info) {
+    auto key = offered_key(info.error());
+    if (!key) return std::unexpected(info.error());
+    // An unknown host: the editor shows the fingerprint, as ssh would on a terminal.
+    if (report) report("asking to trust " + key->fingerprint);
+    auto decision = questions_.confirm_host_key(made->host, key->type, key->fingerprint, cancel);
+    if (!decision && cancel.cancelled()) return std::unexpected(p::cancelled_error(p::method::kHostConnect));
+    if (!decision || !*decision)
+      return std::unexpected(p::ResponseError{
+          p::error_code::kAgentUnavailable,
+          "host key " + key->type + " " + key->fingerprint + " of " + made->host + " was not accepted; nothing recorded" +
+              (decision ? "" : " (" + decision.error().message + ")"),
+          json{{"kind", "hostKeyRejected"}, {"host", made->host}, {"fingerprint", key->fingerprint}}});
+    // Record exactly the key the person saw: a different key offered on the retry is refused.
+    o.trust_unknown = true;
+    o.expect_fingerprint = key->fingerprint;
+    made = sync::make_project_endpoint(config, o);
+    if (!made) return std::unexpected(made.error());
+    ++connections_;
+    info = sync::connect_project_endpoint(*made);
+    if (!info) return std::unexpected(info.error());
+  }
+  events->set_report({});
+  if (cancel.cancelled()) {
+    made->endpoint->close();
+    return std::unexpected(p::cancelled_error(p::method::kHostConnect));
+  }
+  auto link = std::make_shared<ProjectLink>(config, std::move(*made), *info, events);
+  open_project_tunnels(link->endpoint(), config);
+  return link;
+}
+
+ProjectLinkPtr ProjectSessions::current(const std::filesystem::path& root) const {
+  std::lock_guard lock(mutex_);
+  auto it = slots_.find(root);
+  return it == slots_.end() ? nullptr : it->second->link;
+}
+
+std::vector<ProjectLinkPtr> ProjectSessions::all() const {
+  std::lock_guard lock(mutex_);
+  std::vector<ProjectLinkPtr> out;
+  for (const auto& [root, s] : slots_)
+    if (s->link) out.push_back(s->link);
+  return out;
+}
+
+int ProjectSessions::connections_made() const { return connections_.load(); }
+
+void ProjectSessions::close_all() {
+  std::map<std::filesystem::path, std::shared_ptr<Slot>> slots;
+  {
+    std::lock_guard lock(mutex_);
+    slots.swap(slots_);
+  }
+  for (auto& [root, s] : slots)
+    if (s->link) s->link->close();
+}
+
+}  // namespace ferry::server

@@ -1,0 +1,122 @@
+// One link per project for everything `ferry serve` does: sync on save, runs, debugging,
+// training and tunnels of a project share one endpoint (one SSH connection, one agent), opened
+// on first need, reconnected by the endpoint for all of them at once, closed on shutdown. Its
+// state changes reach the editor once (host/stateChanged) and every follower that must stop and
+// re-attach. Several projects (workspace folders) each get their own.
+#pragma once
+
+#include <atomic>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "helper/deploy/project_config.hpp"
+#include "helper/remote/endpoint.hpp"
+#include "helper/run/run_client.hpp"
+#include "helper/server/client_questions.hpp"
+#include "helper/server/server.hpp"
+#include "helper/sync/project_endpoint.hpp"
+#include "helper/sync/sync_engine.hpp"
+#include "protocol/binding_table.hpp"
+#include "protocol/cancellation.hpp"
+#include "protocol/messages.hpp"
+
+namespace ferry::server {
+
+struct LinkEvents;
+
+// A connected project, shared by the services using it (they keep it while they need it).
+class ProjectLink {
+ public:
+  ProjectLink(deploy::ProjectConfig config, sync::ProjectEndpoint link, remote::AgentInfo info,
+              std::shared_ptr<LinkEvents> events);
+  ~ProjectLink();
+  ProjectLink(const ProjectLink&) = delete;
+  ProjectLink& operator=(const ProjectLink&) = delete;
+
+  // The config as last loaded (env, interpreter and launch entries are read per use).
+  deploy::ProjectConfig config() const;
+  remote::Endpoint& endpoint() { return *link_.endpoint; }
+  const remote::AgentInfo& info() const { return info_; }
+  const std::string& host() const { return link_.host; }
+  bool ssh() const { return link_.ssh; }
+  const std::string& mapping_root() const { return link_.mapping_root; }
+  sync::SyncTarget target() const;
+  // The project's sync engine on this link (its manifest and index stay in memory, and it
+  // watches the local tree). A push or pull runs one at a time inside it, whoever calls.
+  std::shared_ptr<sync::SyncEngine> engine();
+  // run/* on this link, shared by runs, debug sessions and the editor's followers.
+  run::RunClient& runs();
+  // host/stateChanged's params for each change of the link (reconnecting, connected), on the
+  // endpoint's threads, until the subscription goes.
+  [[nodiscard]] remote::Subscription on_state(std::function<void(const remote::HostState&)> handler);
+  // Connected, or an SSH link mending itself (it never gives up until closed).
+  bool usable() const;
+  void close();
+
+ private:
+  friend class ProjectSessions;
+  void refresh(const deploy::ProjectConfig& config);  // same link, newer ferry.json
+
+  mutable std::mutex mutex_;
+  deploy::ProjectConfig config_;
+  sync::ProjectEndpoint link_;
+  remote::AgentInfo info_;
+  std::shared_ptr<LinkEvents> events_;
+  std::shared_ptr<sync::SyncEngine> engine_;
+  std::unique_ptr<run::RunClient> runs_;
+  bool closed_ = false;
+};
+
+using ProjectLinkPtr = std::shared_ptr<ProjectLink>;
+
+class ProjectSessions {
+ public:
+  using Report = std::function<void(const std::string& message)>;
+
+  ProjectSessions(ClientQuestions& questions, const ServerOptions& options) : questions_(questions), options_(options) {}
+  ~ProjectSessions();
+  ProjectSessions(const ProjectSessions&) = delete;
+  ProjectSessions& operator=(const ProjectSessions&) = delete;
+
+  // The project's link: the live one, or a new one (asking the editor about an unknown host key
+  // or a key's passphrase). A ferry.json whose host or mapping changed gets a new link.
+  std::expected<ProjectLinkPtr, protocol::ResponseError> link(const deploy::ProjectConfig& config,
+                                                              const protocol::CancellationToken& cancel = {},
+                                                              const Report& report = {});
+  // The live link of the project rooted at `root`, without connecting (nullptr: none).
+  ProjectLinkPtr current(const std::filesystem::path& root) const;
+  // Every live link (tunnel/list, shutdown).
+  std::vector<ProjectLinkPtr> all() const;
+  // SSH connections made so far (each try counts): what the one-link promise is measured by.
+  int connections_made() const;
+  void close_all();
+
+  ClientQuestions& questions() { return questions_; }
+
+ private:
+  struct Slot {
+    std::mutex connecting;  // one connect per project at a time; others wait for its link
+    ProjectLinkPtr link;
+  };
+  std::expected<ProjectLinkPtr, protocol::ResponseError> connect(const deploy::ProjectConfig& config,
+                                                                 const protocol::CancellationToken& cancel,
+                                                                 const Report& report);
+  std::shared_ptr<Slot> slot(const std::filesystem::path& root);
+
+  ClientQuestions& questions_;
+  const ServerOptions& options_;
+  mutable std::mutex mutex_;
+  std::map<std::filesystem::path, std::shared_ptr<Slot>> slots_;
+  std::atomic<int> connections_{0};
+};
+
+// Opens ferry.json's tunnels on a fresh link (tunnel_methods.cpp); one that fails is logged and
+// skipped, the link stands.
+void open_project_tunnels(remote::Endpoint& endpoint, const deploy::ProjectConfig& config);
+
+}  // namespace ferry::server

@@ -1,0 +1,79 @@
+// Runs for the editor: start them on the project's link, follow their output (one follower
+// thread per followed run, re-attaching at the next offset after a reconnect) and hand it to a
+// sink: run/output + run/exited notifications for ferry's clients, a log file and messages for
+// plain LSP clients (run_log.hpp).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "helper/run/run_follower.hpp"
+#include "helper/server/server_context.hpp"
+
+namespace ferry::server {
+
+struct RunStartParams {
+  std::optional<std::string> path;  // the project
+  std::vector<std::string> argv;    // as after `ferry run --`
+  std::string cwd;                  // relative to the mapping root
+  std::map<std::string, std::string> env;
+  bool tty = false;
+  int cols = 0, rows = 0;
+};
+
+// Where a followed run's output and end go; called on its follower's threads.
+struct RunSink {
+  std::function<void(const run::OutputRecord& record)> output;
+  std::function<void(const protocol::json& exited)> exited;  // run/exited's params
+};
+
+// run/output's params: `text` when the bytes are valid UTF-8, else `base64`.
+protocol::json output_notification(const run::OutputRecord& record);
+
+class RunService {
+ public:
+  explicit RunService(const ServerContext& ctx) : ctx_(ctx) {}
+  ~RunService();
+
+  // Starts and follows; an empty sink sends run/output and run/exited.
+  std::expected<protocol::json, protocol::ResponseError> start(const RunStartParams& params, RunSink sink = {});
+  // Follows `id` from `offset` (again, if followed already); an empty sink keeps the one it had.
+  std::expected<protocol::json, protocol::ResponseError> attach(const std::string& id, std::uint64_t offset,
+                                                                RunSink sink = {});
+  std::expected<protocol::json, protocol::ResponseError> detach(const std::string& id);
+  std::expected<protocol::json, protocol::ResponseError> input(const std::string& id, const std::string& data, bool eof);
+  std::expected<protocol::json, protocol::ResponseError> signal(const std::string& id, const std::string& signal);
+  std::expected<protocol::json, protocol::ResponseError> resize(const std::string& id, int cols, int rows);
+  std::expected<protocol::json, protocol::ResponseError> list(const std::optional<std::string>& project, bool all);
+  // The runs this server follows that have not ended, newest last (ferry.stop).
+  std::vector<std::string> running() const;
+
+ private:
+  struct Followed {
+    ProjectLinkPtr link;
+    std::unique_ptr<run::RunFollower> follower;
+    remote::Subscription states;
+    std::thread thread;
+    std::atomic<bool> stop{false}, down{false}, ended{false};
+    RunSink sink;
+  };
+  void follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink);
+  void follow_loop(Followed& f);
+  static void stop(Followed& f);
+  // The link a run id is served by: the one following it, else the workspace project's.
+  std::expected<ProjectLinkPtr, protocol::ResponseError> link_for(const std::string& id);
+
+  const ServerContext& ctx_;
+  mutable std::mutex mutex_;  // guards followed_ and order_
+  std::map<std::string, std::shared_ptr<Followed>> followed_;
+  std::vector<std::string> order_;
+};
+
+}  // namespace ferry::server

@@ -1,0 +1,70 @@
+// The editor's side of the sync engine, for ferry's methods (sync/*) and LSP's (didSave,
+// didChangeWatchedFiles, the ferry.sync command) alike. Saves arriving in a burst are coalesced
+// into one push of just those paths per project by a saver thread; a push that would delete
+// many remote files asks the person first.
+#pragma once
+
+#include <condition_variable>
+#include <expected>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "helper/server/server_context.hpp"
+#include "helper/sync/sync_engine.hpp"
+#include "protocol/binding_table.hpp"
+
+namespace ferry::server {
+
+struct SyncPushParams {
+  std::optional<std::string> path;  // the project (ferry.json or its directory)
+  bool dry_run = false;
+  bool force = false;
+  std::string deletes = "owned";  // owned | mirror | none
+  bool confirm_mass_delete = false;
+  std::vector<std::string> paths;  // only these (relative to the mapping); empty = all
+};
+
+class SyncService {
+ public:
+  explicit SyncService(const ServerContext& ctx) : ctx_(ctx) {}
+  ~SyncService();
+
+  std::expected<protocol::json, protocol::ResponseError> push(const SyncPushParams& params, protocol::CallContext& call);
+  std::expected<protocol::json, protocol::ResponseError> pull(const std::optional<std::string>& project,
+                                                              const std::vector<std::string>& paths, bool dry_run,
+                                                              bool force, protocol::CallContext& call);
+  protocol::json status();
+  // Waits for pending saves, then pushes the whole tree: the remote is up to date on return.
+  std::expected<protocol::json, protocol::ResponseError> flush(const std::optional<std::string>& project,
+                                                               protocol::CallContext& call);
+  // A saved (or created, changed, deleted) file: an absolute path, a file:// URI, or a path
+  // relative to the workspace project's mapping. Returns at once; the saver pushes it.
+  void file_saved(const std::string& path_or_uri);
+
+ private:
+  template <class Fn>
+  std::expected<protocol::json, protocol::ResponseError> run(const std::optional<std::string>& project,
+                                                             protocol::CallContext& call, const std::string& title,
+                                                             sync::SyncOptions& o, Fn&& fn);
+  void save_loop();
+  // One project's share of a burst of saves.
+  std::string push_saved(const std::filesystem::path& project_file, const std::vector<std::string>& paths,
+                         std::optional<protocol::json>& summary);
+
+  const ServerContext& ctx_;
+  std::mutex save_mu_;
+  std::condition_variable save_cv_;
+  std::set<std::string> pending_;
+  bool saving_ = false, stop_ = false, flush_now_ = false;
+  int running_ = 0;  // pushes and pulls under way (status's "busy")
+  std::optional<protocol::json> last_;
+  std::string last_error_;
+  std::thread saver_;
+};
+
+}  // namespace ferry::server

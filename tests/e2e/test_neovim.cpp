@@ -1,0 +1,99 @@
+// End to end with a client ferry did not write: Neovim 0.7's built-in LSP client (Debian's
+// `neovim`), headless, runs `ferry serve` on a project whose host is a real sshd. Editing and
+// `:w` puts the file on the box; the code lens above the main guard runs it there (output in a
+// log file the editor is asked to show, the exit as a message); a broken ferry.json gets a
+// diagnostic at the broken line, and fixing it clears it. The Lua side is neovim/ferry_e2e.lua.
+#define BOOST_TEST_MODULE neovim_e2e
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ferry::test::SshdFixture;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// The 0-based line of the first line containing `needle`.
+int line_of(const std::string& text, const std::string& needle) {
+  int line = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    auto end = text.find('\n', at);
+    if (text.substr(at, end - at).find(needle) != std::string::npos) return line;
+    if (end == std::string::npos) break;
+    at = end + 1;
+    ++line;
+  }
+  return -1;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(neovim_saves_runs_from_a_code_lens_and_sees_diagnostics) {
+  SshdFixture f;
+  f.trust_host_key();
+  const fs::path project = f.dir() / "nvim-project";
+  const std::string config = json{{"name", "nvim"},
+                                  {"host", f.alias()},
+                                  {"sshConfig", f.ssh_config().string()},
+                                  {"interpreter", "/usr/bin/python3"},
+                                  {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}}
+                                 .dump(2) + "\n";
+  ferry::test::write_file(project / "ferry.json", config);
+  ferry::test::write_file(project / "main.py", "print('before the edit')\n");
+  const int broken_line = line_of(config, "\"interpreter\"");
+  BOOST_REQUIRE(broken_line > 0);
+  const fs::path results = f.dir() / "nvim-results.json";
+
+  ferry::test::SpawnedProcess nvim(
+      {"/usr/bin/nvim", "--headless", "--clean", "-u", "NONE", "-c", "luafile " FERRY_E2E_LUA},
+      project.string(),
+      {{"FERRY_BIN", FERRY_BIN},
+       {"FERRY_AGENT", FERRY_AGENT_PATH},
+       {"FERRY_E2E_PROJECT", project.string()},
+       {"FERRY_E2E_BOX", (f.home() / "proj").string()},
+       {"FERRY_E2E_RESULTS", results.string()},
+       {"FERRY_E2E_BROKEN_LINE", std::to_string(broken_line)},
+       {"SSH_AUTH_SOCK", ""}});
+  std::string screen;  // what headless nvim printed (its messages), for a failure's report
+  while (auto line = nvim.read_line(240s)) screen += *line + "\n";
+  auto status = nvim.wait(10s);
+  BOOST_REQUIRE_MESSAGE(status.has_value(), "nvim did not finish:\n" << screen);
+  BOOST_REQUIRE_MESSAGE(fs::exists(results), "nvim wrote no results (is neovim installed? scripts/setup.sh installs it):\n"
+                                                 << screen << "\nsshd:\n" << f.log());
+  const json r = json::parse(read_file(results));
+  BOOST_TEST_MESSAGE(r.dump(2));
+  for (const auto& s : r["steps"]) BOOST_TEST(s["ok"].get<bool>(), s["name"].get<std::string>() + ": " + s["detail"].get<std::string>());
+  BOOST_REQUIRE(r["steps"].back()["name"] == "done");
+
+  // The edit is on the box, and the lens ran it there.
+  BOOST_TEST(read_file(f.home() / "proj" / "main.py").find("edited in neovim") != std::string::npos);
+  BOOST_TEST(r["exit_message"].get<std::string>().find("exited with status 0") != std::string::npos, r["exit_message"]);
+  const std::string log = r["documents"][0];
+  BOOST_TEST(log.find(project.string() + "/.ferry/logs/main-") == 0u, log);
+  BOOST_TEST(r["log_text"] == "edited in neovim, run on the box\n");
+  // Lenses: Run and Debug on the main guard's line (0-based 2).
+  BOOST_TEST(r["lenses"].dump().find("Run on " + f.alias() + "@2") != std::string::npos, r["lenses"].dump());
+  BOOST_TEST(r["lenses"].dump().find("Debug on " + f.alias() + "@2") != std::string::npos, r["lenses"].dump());
+  // The diagnostic sits on the broken line, at the misspelt key.
+  BOOST_REQUIRE(!r["diagnostics"].empty());
+  BOOST_TEST(r["diagnostics"][0]["line"] == broken_line, r["diagnostics"].dump());
+  BOOST_TEST(r["diagnostics"][0]["col"] == config.substr(0).find("\"interpreter\"") -
+                                               (config.rfind('\n', config.find("\"interpreter\"")) + 1),
+             r["diagnostics"].dump());
+}

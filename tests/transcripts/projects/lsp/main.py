@@ -1,0 +1,9 @@
+import sys
+
+
+def main():
+    print("hello")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+// `ferry serve` as a plain language server on the local host: a command from a code lens runs the
+// script with its output in a log file the editor is asked to show (a message naming the file when
+// it refuses), the exit as window/showMessage; a ferry-aware client gets run/output instead;
+// didSave and didChangeWatchedFiles sync; watched files are registered when the client can; a
+// workspace without ferry.json is offered one; questions become showMessageRequest.
+#define BOOST_TEST_MODULE lsp_surface
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/file_uri.hpp"
+#include "tests/support/serve_client.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using ferry::protocol::path_to_file_uri;
+using ferry::test::ServeClient;
+
+namespace {
+
+struct Env {
+  ferry::test::TempDir cache{"ferry-lsp-cache"};
+  Env() {
+    ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+    ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
+  }
+};
+Env* g_env = nullptr;
+struct EnvHolder {
+  Env env;
+  EnvHolder() { g_env = &env; }
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+// A project on the local host; its mapping lands in the sandbox under XDG_CACHE_HOME.
+struct Project {
+  ferry::test::TempDir dir{"ferry-lsp"};
+  std::string name;
+  explicit Project(const std::string& n) : name(n) {
+    ferry::test::write_file(dir / "ferry.json",
+                            json{{"name", name}, {"host", "local"}, {"interpreter", "/usr/bin/python3"},
+                                 {"mappings", {{{"local", "."}, {"remote", "~/work/" + name}}}}}
+                                .dump());
+    ferry::test::write_file(dir / "main.py", "print('hello from the lens')\nif __name__ == '__main__':\n    pass\n");
+  }
+  fs::path box() const { return g_env->cache.path() / "ferry" / "local" / name / "work" / name; }
+  std::string uri(const std::string& rel) const { return path_to_file_uri((dir.path() / rel).string()); }
+};
+
+json plain_capabilities(bool show_document = true) {
+  return {{"window", {{"workDoneProgress", true}, {"showDocument", {{"support", show_document}}}}}};
+}
+
+// Answers the server's requests as a cooperative editor would.
+ServeClient::Answer editor(bool show_document_ok, std::string choose = "") {
+  return [=](const json& request) -> json {
+    const std::string m = request["method"];
+    if (m == "window/showDocument") {
+      if (!show_document_ok) return {{"error", {{"code", -32601}, {"message", "no showDocument here"}}}};
+      return {{"result", {{"success", true}}}};
+    }
+    if (m == "window/showMessageRequest") return {{"result", choose.empty() ? json(nullptr) : json{{"title", choose}}}};
+    return {{"result", nullptr}};
+  };
+}
+
+auto message_containing(const std::string& text) {
+  return [text](const json& n) {
+    return n["method"] == "window/showMessage" && n["params"]["message"].get<std::string>().find(text) != std::string::npos;
+  };
+}
+
+const json* request_named(const ServeClient& c, const std::string& method) {
+  for (const auto& r : c.server_requests)
+    if (r["method"] == method) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+BOOST_GLOBAL_FIXTURE(EnvHolder);
+
+BOOST_AUTO_TEST_CASE(a_lens_command_runs_the_script_into_a_log_the_editor_shows) {
+  Project p("lens-run");
+  ServeClient c(p.dir.path(), plain_capabilities(), p.uri(""));
+  auto r = c.call("workspace/executeCommand", {{"command", "ferry.run"}, {"arguments", {p.uri("main.py")}}}, editor(true));
+  BOOST_REQUIRE_MESSAGE(r.contains("result"), r.dump());
+  const fs::path log = r["result"]["log"].get<std::string>();
+  BOOST_TEST(log.parent_path() == p.dir.path() / ".ferry" / "logs");
+  auto exited = c.wait_notification(message_containing("exited with status 0"), 30s, editor(true));
+  BOOST_REQUIRE(exited);
+  BOOST_TEST((*exited)["params"]["type"] == 3);
+  BOOST_TEST(read_file(log) == "hello from the lens\n");
+  const json* shown = request_named(c, "window/showDocument");
+  BOOST_REQUIRE(shown);
+  BOOST_TEST((*shown)["params"]["uri"] == path_to_file_uri(log.string()));
+  BOOST_TEST((*shown)["params"]["takeFocus"] == false);
+  BOOST_TEST((*shown)["params"].contains("selection"));  // LSP4IJ needs it
+  BOOST_TEST(request_named(c, "window/workDoneProgress/create") != nullptr);
+  BOOST_TEST(read_file(p.box() / "main.py").find("hello from the lens") != std::string::npos);  // synced first
+  for (const auto& n : c.notifications) BOOST_TEST(n["method"] != "run/output");
+}
+
+BOOST_AUTO_TEST_CASE(an_editor_without_show_document_is_told_where_the_log_is) {
+  Project p("lens-nodoc");
+  ferry::test::write_file(p.dir / "main.py", "import sys\nprint('failing')\nsys.exit(3)\n");
+  ServeClient c(p.dir.path(), plain_capabilities(false), p.uri(""));
+  auto r = c.call("workspace/executeCommand", {{"command", "ferry.run"}, {"arguments", {p.uri("main.py")}}}, editor(false));
+  BOOST_REQUIRE_MESSAGE(r.contains("result"), r.dump());
+  BOOST_TEST(c.wait_notification(message_containing(r["result"]["log"].get<std::string>()), 30s, editor(false)).has_value());
+  auto exited = c.wait_notification(message_containing("exited with status 3"), 30s, editor(false));
+  BOOST_REQUIRE(exited);
+  BOOST_TEST((*exited)["params"]["type"] == 1);  // an error
+}
+
+BOOST_AUTO_TEST_CASE(a_ferry_client_gets_run_output_and_no_log) {
+  Project p("lens-ferry");
+  ServeClient c(p.dir.path());
+  auto r = c.call("workspace/executeCommand", {{"command", "ferry.run"}, {"arguments", {{{"uri", p.uri("main.py")}, {"args", {"x"}}}}}});
+  BOOST_REQUIRE_MESSAGE(r.contains("result"), r.dump());
+  const std::string id = r["result"]["id"];
+  BOOST_TEST(r["result"]["argv"].dump().find("\"x\"") != std::string::npos, r.dump());
+  BOOST_REQUIRE(c.wait_notification([&](const json& n) { return n["method"] == "run/exited" && n["params"]["id"] == id; }, 30s));
+  std::string text;
+  for (const auto& n : c.notifications)
+    if (n["method"] == "run/output" && n["params"]["id"] == id) text += n["params"]["text"].get<std::string>();
+  BOOST_TEST(text == "hello from the lens\n");
+  BOOST_TEST(!fs::exists(p.dir / ".ferry" / "logs"));
+}
+
+BOOST_AUTO_TEST_CASE(did_save_and_watched_file_changes_reach_the_box) {
+  Project p("saves");
+  json caps = plain_capabilities();
+  caps["workspace"] = {{"didChangeWatchedFiles", {{"dynamicRegistration", true}}}};
+  ServeClient c(p.dir.path(), caps, p.uri(""));
+  BOOST_TEST(c.call("workspace/executeCommand", {{"command", "ferry.sync"}}, editor(true)).contains("result"));
+  ferry::test::write_file(p.dir / "main.py", "print('saved')\n");
+  c.notify("textDocument/didSave", {{"textDocument", {{"uri", p.uri("main.py")}}}});
+  BOOST_TEST(ferry::test::eventually([&] { return read_file(p.box() / "main.py") == "print('saved')\n"; }, 20s));
+  // Made outside the editor (a git checkout, a generator): the client's watcher reports it.
+  ferry::test::write_file(p.dir / "gen" / "made.py", "x = 1\n");
+  c.notify("workspace/didChangeWatchedFiles", {{"changes", {{{"uri", p.uri("gen/made.py")}, {"type", 1}}}}});
+  BOOST_TEST(ferry::test::eventually([&] { return read_file(p.box() / "gen" / "made.py") == "x = 1\n"; }, 20s));
+  fs::remove(p.dir / "gen" / "made.py");
+  c.notify("workspace/didChangeWatchedFiles", {{"changes", {{{"uri", p.uri("gen/made.py")}, {"type", 3}}}}});
+  BOOST_TEST(ferry::test::eventually([&] { return !fs::exists(p.box() / "gen" / "made.py"); }, 20s));
+  // The registration went out after `initialized`, with a watcher for everything (a round trip
+  // first, so whatever the server sent before it has been read).
+  BOOST_TEST(c.call("sync/status", json::object(), editor(true)).contains("result"));
+  const json* reg = request_named(c, "client/registerCapability");
+  BOOST_REQUIRE(reg);
+  BOOST_TEST((*reg)["params"]["registrations"][0]["method"] == "workspace/didChangeWatchedFiles");
+}
+
+BOOST_AUTO_TEST_CASE(a_workspace_without_ferry_json_is_offered_one) {
+  ferry::test::TempDir dir("ferry-lsp-new");
+  ServeClient c(dir.path(), plain_capabilities(), path_to_file_uri(dir.path().string()));
+  auto offer = c.wait_notification(message_containing("wrote " + (dir.path() / "ferry.json").string()), 10s,
+                                   editor(true, "Create ferry.json"));
+  BOOST_REQUIRE(offer);
+  const json* asked = request_named(c, "window/showMessageRequest");
+  BOOST_REQUIRE(asked);
+  BOOST_TEST((*asked)["params"]["message"].get<std::string>().find("no ferry.json") != std::string::npos);
+  auto config = json::parse(read_file(dir / "ferry.json"));
+  BOOST_TEST(config["host"] == "local");
+  auto loaded = c.call("project/load", json::object());
+  BOOST_TEST(loaded.contains("result"), loaded.dump());
+}
