@@ -227,11 +227,31 @@ std::string clean_parse_message(std::string what) {
   return what;
 }
 
+// The opening quote of the string token whose closing quote is at `close`.
+std::size_t string_start(std::string_view text, std::size_t close) {
+  for (std::size_t i = close; i-- > 0;) {
+    if (text[i] != '"') continue;
+    std::size_t slashes = 0;
+    while (slashes < i && text[i - 1 - slashes] == '\\') ++slashes;
+    if (slashes % 2 == 0) return i;
+  }
+  return close;
+}
+
+// nlohmann's byte count includes the byte it stopped on: for "unexpected <token>" the token's
+// last byte, for "invalid literal/number" the byte that broke the token ("tru}": the '}').
 ByteSpan syntax_error_span(std::string_view text, std::size_t byte, std::string_view message) {
-  std::size_t at = std::min(byte > 0 ? byte - 1 : 0, text.size());  // nlohmann counts the offending byte as read
+  std::size_t at = std::min(byte > 0 ? byte - 1 : 0, text.size());
+  auto says = [&](std::string_view what) { return message.find(what) != std::string_view::npos; };
+  if (at < text.size() && says("unexpected string literal")) return {string_start(text, at), at + 1};
+  if (at < text.size() && (says("unexpected number literal") || says("unexpected true literal") ||
+                           says("unexpected false literal") || says("unexpected null literal"))) {
+    std::size_t begin = at;
+    while (begin > 0 && !ends_scalar(text[begin - 1])) --begin;
+    return {begin, at + 1};
+  }
   std::size_t begin = at;
-  // A bad literal or number ("tru}", "1e}") is marked from its first character.
-  if (message.find("invalid literal") != std::string_view::npos || message.find("invalid number") != std::string_view::npos)
+  if (says("invalid literal") || says("invalid number"))  // marked from the token's first character
     while (begin > 0 && !ends_scalar(text[begin - 1])) --begin;
   if (begin < at) return {begin, at};
   if (at < text.size() && text[at] != '\n' && text[at] != '\r') return {at, at + utf8_sequence_length(text, at)};

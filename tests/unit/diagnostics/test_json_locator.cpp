@@ -191,6 +191,15 @@ BOOST_AUTO_TEST_CASE(syntax_errors_land_on_the_offending_text) {
   e = syntax_error(bad_utf8);
   BOOST_TEST(range_of(bad_utf8, e.span) == at(0, 7, 8));
 
+  // "unexpected <token>": nlohmann stops on the token's last byte; the whole token is marked.
+  std::string missing_colon = R"({"name" "gpu"})";
+  BOOST_TEST(slice(missing_colon, syntax_error(missing_colon).span) == R"("gpu")");
+  std::string escaped = R"(["a" "b\"c"])";
+  BOOST_TEST(slice(escaped, syntax_error(escaped).span) == R"("b\"c")");
+  BOOST_TEST(slice("[1 22]", syntax_error("[1 22]").span) == "22");
+  BOOST_TEST(slice("[1 true]", syntax_error("[1 true]").span) == "true");
+  BOOST_TEST(slice("[1 {]", syntax_error("[1 {]").span) == "{");
+
   std::string number = "[1.5e]";
   BOOST_TEST(slice(number, syntax_error(number).span) == "1.5e");
 }
