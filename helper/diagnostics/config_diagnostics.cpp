@@ -88,6 +88,13 @@ class FindingSet {
       if (f.pointer == e.pointer && f.quotes_pattern) f.message = e.message, f.quotes_pattern = false;
   }
 
+  // nlohmann (and so ferry) stops reading at a NUL byte: the rest of the file is ignored.
+  void add_nul(std::string_view text) {
+    if (auto nul = text.find('\0'); nul != std::string_view::npos)
+      findings_.push_back({"", Mark::value, Severity::warning, "a NUL byte ends the JSON here: ferry ignores the rest of the file",
+                           "json", Source::rule, false, false, ByteSpan{nul, text.size()}});
+  }
+
   void add_duplicates(const std::vector<DuplicateKey>& duplicates) {
     for (const auto& d : duplicates)
       findings_.push_back({d.pointer, Mark::key, Severity::warning,
@@ -177,6 +184,7 @@ std::vector<Diagnostic> diagnose_project_file(std::string_view text, const std::
   if (!located) return syntax_error(text, located.error());
   std::filesystem::path root = file.parent_path();
   FindingSet set;
+  set.add_nul(text);
   set.add_duplicates(located->locations.duplicates());
   set.add_rules(check_project_rules(located->value, {root, context.ssh_local, context.check_ssh_host}));
   set.add_schema(protocol::ferry_schema().validate(located->value));
@@ -195,6 +203,7 @@ std::vector<Diagnostic> diagnose_train_config(std::string_view text) {
   auto located = parse_located(text);
   if (!located) return syntax_error(text, located.error());
   FindingSet set;
+  set.add_nul(text);
   set.add_duplicates(located->locations.duplicates());
   set.add_schema(protocol::train_config_schema().validate(located->value));
   auto errors = validator_errors(located->value, [](const json& doc) -> std::optional<ValidatorError> {

@@ -173,7 +173,8 @@ class JsonScanner {
 
 JsonLocations JsonLocations::scan(std::string_view text) {
   JsonLocations out;
-  out.complete_ = JsonScanner(text, out).run();
+  // nlohmann takes a NUL byte for the end of the input (string literals end so): so does this.
+  out.complete_ = JsonScanner(text.substr(0, text.find('\0')), out).run();
   return out;
 }
 
@@ -205,6 +206,14 @@ const JsonNodeSpan* JsonLocations::find(std::string_view pointer) const {
   bool exact = false;
   const JsonNodeSpan* node = find_nearest(pointer, exact);
   return exact ? node : nullptr;
+}
+
+std::optional<ByteSpan> JsonLocations::first_scalar(std::string_view text, std::string_view token) const {
+  for (const auto& n : nodes_) {  // nodes are kept in text order
+    ByteSpan v = n.span.value;
+    if (v.end <= text.size() && text.substr(v.begin, v.end - v.begin) == token) return v;
+  }
+  return std::nullopt;
 }
 
 std::vector<std::string> JsonLocations::top_level_keys() const {
@@ -267,6 +276,14 @@ std::expected<LocatedJson, JsonSyntaxError> parse_located(std::string_view text)
   } catch (const nlohmann::json::parse_error& e) {
     std::string message = clean_parse_message(e.what());
     return std::unexpected(JsonSyntaxError{syntax_error_span(text, e.byte, message), message});
+  } catch (const nlohmann::json::out_of_range& e) {
+    // 406, "number overflow parsing '1e400'": valid JSON a double cannot hold. nlohmann gives no
+    // position, but it stops at the first such number, the first scalar spelled that way.
+    std::string what = e.what();
+    auto open = what.find('\''), close = what.rfind('\'');
+    std::string token = open < close && close != std::string::npos ? what.substr(open + 1, close - open - 1) : "";
+    auto span = JsonLocations::scan(text).first_scalar(text, token).value_or(ByteSpan{0, 0});
+    return std::unexpected(JsonSyntaxError{span, "number out of range: " + token + " is too large for a double"});
   }
   out.locations = JsonLocations::scan(text);
   return out;

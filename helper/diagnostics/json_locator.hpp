@@ -34,6 +34,9 @@ struct DuplicateKey {
   ByteSpan key;
 };
 
+struct JsonSyntaxError;
+struct LocatedJson;
+
 // Keeps a tree (children by key or index), not a map of pointer strings, so memory stays linear
 // in the text however deep or long-keyed it is.
 class JsonLocations {
@@ -54,6 +57,9 @@ class JsonLocations {
 
  private:
   friend class JsonScanner;
+  friend std::expected<LocatedJson, JsonSyntaxError> parse_located(std::string_view text);
+  // The first scalar, in text order, spelled exactly `token`.
+  std::optional<ByteSpan> first_scalar(std::string_view text, std::string_view token) const;
   struct Node {
     JsonNodeSpan span;
     std::map<std::string, std::size_t, std::less<>> members;  // objects: key -> node (the last one given)
@@ -75,7 +81,7 @@ struct LocatedJson {
 };
 
 // Parses as deploy::load_project does (plain JSON; a UTF-8 BOM is skipped; a repeated key keeps
-// its last value) and locates every value.
+// its last value; a NUL byte ends the input, whatever follows) and locates every value.
 std::expected<LocatedJson, JsonSyntaxError> parse_located(std::string_view text);
 
 // Where a message about `pointer` goes. value: the value (a container spanning several lines is

@@ -144,6 +144,16 @@ BOOST_AUTO_TEST_CASE(tolerant_scan_keeps_what_came_before_a_syntax_error) {
   BOOST_TEST(!JsonLocations::scan("{} x").complete());
 }
 
+BOOST_AUTO_TEST_CASE(a_nul_byte_ends_the_input_as_for_nlohmann) {
+  std::string text("{\"a\": 1}\0{garbage", 17);
+  auto located = parse_located(text);
+  BOOST_REQUIRE(located.has_value());
+  BOOST_TEST(located->locations.complete());
+  BOOST_REQUIRE(located->locations.find("/a"));
+  std::string cut("{\"a\": 1\0}", 10);
+  BOOST_TEST(syntax_error(cut).message.find("unexpected end of input") != std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(deep_nesting_is_no_stack_overflow) {
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
   auto located = parse_located(deep);
@@ -202,6 +212,16 @@ BOOST_AUTO_TEST_CASE(syntax_errors_land_on_the_offending_text) {
 
   std::string number = "[1.5e]";
   BOOST_TEST(slice(number, syntax_error(number).span) == "1.5e");
+}
+
+BOOST_AUTO_TEST_CASE(a_number_too_large_for_a_double_is_an_error_at_that_number) {
+  // nlohmann throws out_of_range (not parse_error) for it, with no position.
+  std::string text = "{\"a\": \"1e400\", \"b\": [1, 1e400]}";
+  auto e = syntax_error(text);
+  BOOST_TEST(e.span.begin == text.rfind("1e400"));
+  BOOST_TEST(slice(text, e.span) == "1e400");
+  BOOST_TEST(e.message == "number out of range: 1e400 is too large for a double");
+  BOOST_TEST(parse_located("[1e300, -1e-400]").has_value());  // underflow is 0, not an error
 }
 
 BOOST_AUTO_TEST_CASE(comments_are_errors_as_in_load_project) {

@@ -78,6 +78,19 @@ BOOST_AUTO_TEST_CASE(syntax_error_is_one_diagnostic_at_the_exact_place) {
   BOOST_TEST(d.message.find("expected ':'") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(a_number_no_double_holds_is_a_json_error_not_a_crash) {
+  auto d = only("{\"tunnels\": [{\"name\": \"t\", \"remotePort\": 1e999}]}");
+  BOOST_TEST(d.code == "json");
+  BOOST_TEST(d.range == at(0, 41, 46));
+}
+
+BOOST_AUTO_TEST_CASE(text_after_a_nul_byte_is_ignored_and_said_so) {
+  auto d = only(std::string("{\"host\": \"local\"}\n\0\"host\": 1", 28));
+  BOOST_TEST(d.code == "json");
+  BOOST_TEST((d.severity == Severity::warning));
+  BOOST_TEST(d.range == (TextRange{{1, 0}, {1, 10}}));
+}
+
 BOOST_AUTO_TEST_CASE(unknown_field_is_marked_on_its_key_with_a_suggestion) {
   std::string text = "{\n  \"interpreter\": \"\xC3\xA9t\xC3\xA9\",\n  \"hots\": \"gpu-box\"\n}";
   auto d = only(text);
