@@ -569,10 +569,11 @@ class Checker {
 // At most one violation per (pointer, target): the lowest rank, the first among equals.
 Violations keep_most_basic(Violations all) {
   Violations out;
+  std::map<std::pair<std::string, SchemaTarget>, std::size_t> index;
   for (auto& v : all) {
-    auto same = std::ranges::find_if(out, [&](const SchemaViolation& o) { return o.pointer == v.pointer && o.target == v.target; });
-    if (same == out.end()) out.push_back(std::move(v));
-    else if (rank(v.keyword) < rank(same->keyword)) *same = std::move(v);
+    auto [it, inserted] = index.try_emplace({v.pointer, v.target}, out.size());
+    if (inserted) out.push_back(std::move(v));
+    else if (rank(v.keyword) < rank(out[it->second].keyword)) out[it->second] = std::move(v);
   }
   return out;
 }

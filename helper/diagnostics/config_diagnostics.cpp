@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "helper/deploy/project_config.hpp"
 #include "helper/diagnostics/json_locator.hpp"
@@ -50,11 +51,11 @@ class FindingSet {
 
   // A schema violation where one of ferry's rules already reports an error says the same, less well.
   void add_schema(const std::vector<protocol::SchemaViolation>& violations) {
+    std::set<std::string, std::less<>> ruled;
+    for (const auto& f : findings_)
+      if (f.source == Source::rule && f.severity == Severity::error) ruled.insert(f.pointer);
     for (const auto& v : violations) {
-      bool ruled = std::ranges::any_of(findings_, [&](const Finding& f) {
-        return f.source == Source::rule && f.severity == Severity::error && f.pointer == v.pointer;
-      });
-      if (ruled) continue;
+      if (ruled.contains(v.pointer)) continue;
       Finding f{v.pointer, Mark::value, Severity::error, v.message, "schema", Source::schema, v.quotes_pattern, false, {}};
       if (v.target == protocol::SchemaTarget::key) f.mark = Mark::key;
       // A missing member's pointer is not in the text: mark_span falls back to its parent object.
@@ -102,15 +103,16 @@ class FindingSet {
                            Source::rule, false, false, d.key});
   }
 
+  // The first kMaxDiagnostics by position; only those get line/character (a cost per line length).
   std::vector<Diagnostic> finish(std::string_view text, const JsonLocations& locations) && {
+    std::vector<std::pair<ByteSpan, Finding*>> placed;
+    for (auto& f : findings_) placed.emplace_back(f.span.value_or(mark_span(locations, text, f.pointer, f.mark)), &f);
+    std::ranges::stable_sort(placed, {}, [](const auto& p) { return p.first.begin; });
+    if (placed.size() > kMaxDiagnostics) placed.resize(kMaxDiagnostics);
     LineIndex lines(text);
     std::vector<Diagnostic> out;
-    for (auto& f : findings_) {
-      ByteSpan span = f.span.value_or(mark_span(locations, text, f.pointer, f.mark));
-      out.push_back({lines.range(span.begin, span.end), f.severity, std::move(f.message), std::move(f.code), std::move(f.pointer)});
-    }
-    std::ranges::stable_sort(out, [](const Diagnostic& a, const Diagnostic& b) { return a.range.start < b.range.start; });
-    if (out.size() > kMaxDiagnostics) out.resize(kMaxDiagnostics);
+    for (auto& [span, f] : placed)
+      out.push_back({lines.range(span.begin, span.end), f->severity, std::move(f->message), std::move(f->code), std::move(f->pointer)});
     return out;
   }
 
