@@ -169,6 +169,7 @@ struct Parser {
   std::string alias;  // what Host patterns match against
   std::filesystem::path ssh_dir;
   Collected c;
+  HostAliasLookup* lookup = nullptr;  // set by lookup_host_alias: Host lines are recorded there
 
   // never_match: the file was included from a block that does not apply, so nothing in it may
   // apply either (OpenSSH's SSHCONF_NEVERMATCH).
@@ -212,6 +213,7 @@ struct Parser {
     if (key == "host") {
       if (auto r = need(1); !r) return r;
       active = !never_match && match_pattern_list(args, alias);
+      if (lookup && !never_match) note_host_line(args);
       return {};
     }
     if (key == "match") {
@@ -243,6 +245,20 @@ struct Parser {
     }
     if (!active) return validate_only(file, number, key, args);
     return apply(file, number, key, t[0], args);
+  }
+
+  void note_host_line(const std::vector<std::string>& args) {
+    bool specific = false;
+    for (const auto& entry : args) {
+      std::stringstream ss(entry);
+      for (std::string pat; std::getline(ss, pat, ',');) {
+        if (pat.empty() || pat[0] == '!') continue;
+        bool literal = pat.find_first_of("*?") == std::string::npos;
+        if (literal && std::ranges::find(lookup->names, pat) == lookup->names.end()) lookup->names.push_back(pat);
+        if (pat.find_first_not_of("*?") != std::string::npos && match_pattern(pat, alias)) specific = true;
+      }
+    }
+    if (specific && match_pattern_list(args, alias)) lookup->named = true;
   }
 
   // Lines in inactive blocks are still checked so a broken file fails the same way for every host.
@@ -559,6 +575,18 @@ std::expected<HostConfig, ConfigParseError> resolve_host(std::string_view destin
   auto local = current_local_context();
   if (config_file) return resolve_host(*d, expand_tilde(*config_file, local), local, true);
   return resolve_host(*d, default_config_path(local), local, false);
+}
+
+std::expected<HostAliasLookup, ConfigParseError> lookup_host_alias(std::string_view alias,
+                                                                   const std::optional<std::string>& config_file,
+                                                                   const LocalContext& local) {
+  HostAliasLookup out;
+  Parser p{local, std::string(alias), local.home / ".ssh", {}};
+  p.lookup = &out;
+  bool active = true;
+  auto file = config_file ? std::filesystem::path(expand_tilde(*config_file, local)) : default_config_path(local);
+  if (auto r = p.read_file(file, active, 0, config_file.has_value()); !r) return std::unexpected(r.error());
+  return out;
 }
 
 std::string describe(const HostConfig& host) {

@@ -78,6 +78,21 @@ std::expected<HostConfig, ConfigParseError> resolve_host(const Destination& dest
 std::expected<HostConfig, ConfigParseError> resolve_host(std::string_view destination,
                                                          const std::optional<std::string>& config_file);
 
+// What a config says about a bare name, for editors checking ferry.json's host: `named` when a
+// Host line that could apply (Include followed, as resolve_host does) matches it through a
+// pattern that is more than wildcards ("gpu-*" names "gpu-1"; "*" names nothing), and every
+// literal Host name, for "did you mean". Malformed lines are errors, as in resolve_host.
+struct HostAliasLookup {
+  bool named = false;
+  std::vector<std::string> names;
+};
+
+// config_file as ferry.json's sshConfig or -F (~ expanded; must be readable); nullopt reads
+// ~/.ssh/config of `local`, which may be missing.
+std::expected<HostAliasLookup, ConfigParseError> lookup_host_alias(std::string_view alias,
+                                                                   const std::optional<std::string>& config_file,
+                                                                   const LocalContext& local);
+
 // Host pattern matching as ssh_config(5) "PATTERNS": `*`, `?`, comma/space lists, `!` negation.
 bool match_pattern(std::string_view pattern, std::string_view text);
 bool match_pattern_list(const std::vector<std::string>& patterns, std::string_view host);

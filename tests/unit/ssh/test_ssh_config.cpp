@@ -332,3 +332,44 @@ BOOST_AUTO_TEST_CASE(agrees_with_ssh_dash_g) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(lookup_host_alias_names_hosts_not_wildcards) {
+  TempDir home;
+  home.write(".ssh/config",
+             "Include conf.d/*\n"  // first: an Include after a Host line belongs to that block
+             "Host *\n  ServerAliveInterval 10\n"
+             "Host gpu-box trainer !trainer-old\n  HostName 10.0.0.5\n"
+             "Host lab-*\n  User me\n"
+             "Host ??\n  User short\n");
+  home.write(".ssh/conf.d/cloud", "Host cloud-a100,cloud-h100\n  HostName h.example.com\n");
+  auto local = test_local(home.path);
+  auto lookup = [&](std::string_view alias) {
+    auto r = lookup_host_alias(alias, std::nullopt, local);
+    BOOST_REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().to_string()));
+    return *r;
+  };
+  BOOST_TEST(lookup("gpu-box").named);
+  BOOST_TEST(lookup("trainer").named);
+  BOOST_TEST(lookup("lab-7").named);           // a pattern with letters names it
+  BOOST_TEST(lookup("cloud-h100").named);      // through Include, comma list
+  BOOST_TEST(!lookup("gpu-bx").named);         // only "Host *" matches
+  BOOST_TEST(!lookup("ab").named);             // "??" is wildcards only
+  BOOST_TEST(!lookup("trainer-old").named);
+  std::vector<std::string> expected{"cloud-a100", "cloud-h100", "gpu-box", "trainer"};
+  BOOST_TEST(lookup("x").names == expected, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(lookup_host_alias_files_missing_and_broken) {
+  TempDir home;
+  auto local = test_local(home.path);
+  auto none = lookup_host_alias("gpu", std::nullopt, local);  // no ~/.ssh/config: nothing is named, no error
+  BOOST_REQUIRE(none.has_value());
+  BOOST_TEST(!none->named);
+  auto missing = lookup_host_alias("gpu", std::string("~/nope.conf"), local);  // an explicit file must exist
+  BOOST_REQUIRE(!missing.has_value());
+  BOOST_TEST(missing.error().file == (home.path / "nope.conf").string());
+  home.write("ferry.conf", "Host gpu\n  Port 99999\n");
+  auto broken = lookup_host_alias("gpu", std::string("~/ferry.conf"), local);
+  BOOST_REQUIRE(!broken.has_value());
+  BOOST_TEST(broken.error().line == 2);
+}
