@@ -3,6 +3,8 @@
 
 #include <regex>
 
+#include "helper/diagnostics/config_diagnostics.hpp"
+
 namespace ferry::server {
 
 namespace {
@@ -14,14 +16,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 std::string_view base_name(std::string_view path) {
   auto slash = path.find_last_of('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
-}
-
-bool looks_like_train_config(std::string_view text) {
-  auto doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object() || !doc.contains("model")) return false;
-  for (const char* key : {"data", "optimizer", "max_steps", "epochs"})
-    if (doc.contains(key)) return true;
-  return false;
 }
 
 // Lines of the main guard, either way round, with either quote.
@@ -48,7 +42,7 @@ DocumentKind document_kind(std::string_view file_name, std::string_view text) {
   const auto name = base_name(file_name);
   if (name == "ferry.json") return DocumentKind::project_file;
   if (ends_with(name, ".py")) return DocumentKind::python;
-  if (ends_with(name, ".json") && looks_like_train_config(text)) return DocumentKind::train_config;
+  if (ends_with(name, ".json") && diagnostics::looks_like_train_config(text)) return DocumentKind::train_config;
   return DocumentKind::other;
 }
 

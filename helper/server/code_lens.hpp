@@ -14,8 +14,8 @@ namespace ferry::server {
 
 enum class DocumentKind { other, python, project_file, train_config };
 
-// By name and (for JSON) content: ferry.json, a training config (a JSON object with "model"
-// and one of "data", "optimizer", "max_steps", "epochs"), a .py file.
+// By name and (for JSON) content: ferry.json, a training config (diagnostics'
+// looks_like_train_config), a .py file.
 DocumentKind document_kind(std::string_view file_name, std::string_view text);
 
 struct CodeLens {

@@ -82,9 +82,8 @@ void on_did_save(ServerState& s, const json& params) {
     return;
   }
   s.sync->file_saved(path->string());
-  // The text is only needed for diagnostics, and only for the files that get them.
-  const auto kind = document_kind(path->filename().string(), "");
-  if (kind == DocumentKind::python) return;
+  // The text is only needed for diagnostics, and only JSON files get them.
+  if (path->extension() != ".json") return;
   if (auto text = params.contains("text") && params["text"].is_string() ? std::optional(params["text"].get<std::string>())
                                                                        : read_text(*path))
     publish_diagnostics(s, *path, *text);

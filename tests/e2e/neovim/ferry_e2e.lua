@@ -102,6 +102,7 @@ out.log_text = read(out.documents[1]) or ''
 
 -- 3. A broken ferry.json gets a diagnostic at the right line; fixing it clears it.
 vim.cmd('edit ' .. root .. '/ferry.json')
+vim.lsp.buf_attach_client(0, id)  -- 0.7 attaches nothing by itself (no lspconfig here)
 local good = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 local broken = vim.deepcopy(good)
 local line = tonumber(os.getenv('FERRY_E2E_BROKEN_LINE'))
