@@ -66,6 +66,22 @@ void SchemaChecker::check(const json& schema, const json& instance, const std::s
     if (kAnnotations.contains(kw)) continue;
     if (kw == "$ref") {
       check(resolve(value.get<std::string>()), instance, ptr, errors);
+    } else if (kw == "if") {
+      // "if" only picks "then" or "else"; its own failures are not errors.
+      std::vector<std::string> scratch;
+      check(value, instance, ptr, scratch);
+      const char* branch = scratch.empty() ? "then" : "else";
+      if (auto it = schema.find(branch); it != schema.end()) check(*it, instance, ptr, errors);
+    } else if (kw == "then" || kw == "else") {
+      continue;  // applied by "if"
+    } else if (kw == "oneOf") {
+      int passing = 0;
+      for (const auto& sub : value) {
+        std::vector<std::string> scratch;
+        check(sub, instance, ptr, scratch);
+        passing += scratch.empty() ? 1 : 0;
+      }
+      if (passing != 1) fail("oneOf");
     } else if (kw == "type") {
       bool ok = false;
       if (value.is_string())
