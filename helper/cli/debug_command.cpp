@@ -319,7 +319,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
     if (!written) std::cerr << "ferry debug: " << written.error() << "\n";
     else
       std::cerr << (written->replaced ? "updated \"" : "added \"") << configuration["name"].get<std::string>() << "\" in "
-                << written->path.string() << (written->dropped_comments ? " (its comments were not kept)" : "") << "\n";
+                << written->path.string() << "\n";
   }
   std::cerr << "debugpy waits on the box's 127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
             << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
