@@ -321,7 +321,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
       std::cerr << (written->replaced ? "updated \"" : "added \"") << configuration["name"].get<std::string>() << "\" in "
                 << written->path.string() << "\n";
   }
-  std::cerr << "debugpy waits on the box's 127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
+  std::cerr << debug::kReadyLinePrefix << "127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
             << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
   std::cout << configuration.dump(2) << "\n" << std::flush;
   const int rc = follow_to_end(client, *link.endpoint, launched->run_id, sigint);
