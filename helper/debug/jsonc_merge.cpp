@@ -35,11 +35,13 @@ std::optional<Neutralized> neutralize(std::string_view original) {
   std::string& t = n.text;
   constexpr std::size_t kNone = std::string::npos;
   std::size_t comma = kNone;  // a ',' with nothing but blanks and comments after it yet
+  char last = 0;               // the last character outside strings, comments and blanks
   for (std::size_t i = 0; i < t.size();) {
     const char c = t[i];
     if (c == '"') {
       i = string_end(t, i);
       comma = kNone;
+      last = c;
     } else if (c == '/' && i + 1 < t.size() && (t[i + 1] == '/' || t[i + 1] == '*')) {
       const bool line = t[i + 1] == '/';
       const std::size_t end = line ? t.find('\n', i) : t.find("*/", i + 2);
@@ -48,16 +50,20 @@ std::optional<Neutralized> neutralize(std::string_view original) {
       for (; i < stop; ++i)
         if (t[i] != '\n') t[i] = ' ';
     } else if (c == ',') {
-      comma = i++;
+      // Only a comma after a value can be a trailing one: "[,]" and "{,}" stay invalid.
+      comma = last == 0 || std::string_view("{[,:").find(last) != std::string_view::npos ? kNone : i;
+      last = c;
+      ++i;
     } else if (c == ']' || c == '}') {
       if (comma != kNone) {
         t[comma] = ' ';
         n.trailing_commas.push_back(comma);
       }
       comma = kNone;
+      last = c;
       ++i;
     } else {
-      if (!blank(c)) comma = kNone;
+      if (!blank(c)) comma = kNone, last = c;
       ++i;
     }
   }
@@ -109,7 +115,8 @@ Items items_of(std::string_view t, std::size_t open) {
     Span item{i, 0};
     if (object) {
       const std::size_t key_end = string_end(t, i);
-      out.keys.push_back(json::parse(t.substr(i, key_end - i)).get<std::string>());
+      const json key = json::parse(t.substr(i, key_end - i), nullptr, /*allow_exceptions=*/false);
+      out.keys.push_back(key.is_string() ? key.get<std::string>() : std::string());
       i = skip_blanks(t, skip_blanks(t, key_end) + 1);  // past ':'
       out.values.push_back({i, value_end(t, i)});
       i = out.values.back().end;
@@ -223,7 +230,7 @@ std::expected<JsoncMerge, std::string> merge_named_entries(std::string_view exis
     return std::unexpected("its \"" + r.array_key + "\" is not an array; it was left as it is");
 
   const std::string& t = n->text;
-  const std::size_t top_open = skip_blanks(t, 0);
+  const std::size_t top_open = skip_blanks(t, t.starts_with("\xEF\xBB\xBF") ? 3 : 0);  // after a BOM
   const Items top = items_of(t, top_open);
   const std::string unit = indent_unit(existing, top);
   const std::string top_indent = line_indent(existing, top_open);
@@ -231,12 +238,14 @@ std::expected<JsoncMerge, std::string> merge_named_entries(std::string_view exis
   std::vector<Edit> edits;
   std::vector<bool> placed(r.entries.size(), false);
 
-  const auto key_at = std::find(top.keys.begin(), top.keys.end(), r.array_key);
+  // With a key given twice the parser keeps the last one, so that is the one edited.
+  const auto last = std::find(top.keys.rbegin(), top.keys.rend(), r.array_key);
+  const auto key_at = last == top.keys.rend() ? top.keys.end() : std::prev(last.base());
   if (key_at != top.keys.end()) {
     const Span arr = top.values[static_cast<std::size_t>(key_at - top.keys.begin())];
     const Items elements = items_of(t, arr.begin);
     for (const Span& s : elements.spans) {
-      const json old = json::parse(t.substr(s.begin, s.end - s.begin));
+      const json old = json::parse(t.substr(s.begin, s.end - s.begin), nullptr, /*allow_exceptions=*/false);
       const std::string name = old.is_object() && old.contains(r.name_key) && old[r.name_key].is_string()
                                    ? old[r.name_key].get<std::string>() : std::string();
       if (!name.empty()) out.existing_names.push_back(name);

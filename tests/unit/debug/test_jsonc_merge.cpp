@@ -159,8 +159,18 @@ BOOST_AUTO_TEST_CASE(strings_that_look_like_comments_are_not_comments) {
   BOOST_TEST(doc["tasks"].size() == 2u);
 }
 
+BOOST_AUTO_TEST_CASE(a_key_given_twice_edits_the_one_that_counts) {
+  // JSON parsers keep the last of two equal keys; the first one here is not even an array.
+  auto m = merged(R"({"tasks": 1, "version": "2.0.0", "tasks": []})", tasks({kB}));
+  auto doc = nlohmann::json::parse(m.text);
+  BOOST_TEST(doc["tasks"].size() == 1u);
+  BOOST_TEST(m.text.starts_with(R"({"tasks": 1, "version": "2.0.0", "tasks": [)"), m.text);
+  auto bom = merge_named_entries("\xEF\xBB\xBF{\"version\": \"2.0.0\"}", tasks({kB}));
+  if (bom) BOOST_TEST(bom->text.starts_with("\xEF\xBB\xBF{"), bom->text);  // kept, if the file is read at all
+}
+
 BOOST_AUTO_TEST_CASE(what_cannot_be_read_is_refused) {
-  for (const char* bad : {"{\"tasks\": [1,,]}", "[]", "{\"tasks\": {}}", "{\"tasks\": [] /* open", "not json", "{\"a\": 1} x"}) {
+  for (const char* bad : {"{\"tasks\": [1,,]}", "{,}", "{\"tasks\": [,]}", "{\"a\": 1,, }", "[]", "{\"tasks\": {}}", "{\"tasks\": [] /* open", "not json", "{\"a\": 1} x"}) {
     auto m = merge_named_entries(bad, tasks({kB}));
     BOOST_TEST(!m.has_value(), bad);
   }
