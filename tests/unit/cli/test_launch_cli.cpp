@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -94,6 +95,20 @@ BOOST_AUTO_TEST_CASE(a_debug_entry_runs_plainly_with_ferry_run) {
   json got = last_json_line(r.out);
   BOOST_TEST(got["argv"] == json::parse(R"(["x"])"));
   BOOST_TEST(got["env"] == json::parse(R"(["top", "top", null])"));
+}
+
+// ferry debug --pycharm runs the entry plainly beside the reverse tunnel: the same command,
+// cwd and env as ferry run, with no debugpy needed.
+BOOST_AUTO_TEST_CASE(debug_launch_with_pycharm_runs_the_entry) {
+  Project p;
+  const int port = 40000 + ::getpid() % 20000;
+  Run r = p.ferry("debug --pycharm " + std::to_string(port) + " --launch show -- --extra");
+  BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
+  BOOST_TEST(r.out.find("pydevd_pycharm.settrace('localhost', port=" + std::to_string(port)) != std::string::npos, r.out);
+  json got = last_json_line(r.out);
+  BOOST_TEST(got["argv"] == json::parse(R"(["one", "two words", "--extra"])"));
+  BOOST_TEST(got["cwd"] == "runs");
+  BOOST_TEST(got["env"] == json::parse(R"(["top", "entry", null])"));
 }
 
 BOOST_AUTO_TEST_CASE(an_unknown_name_lists_the_names_there_are) {
