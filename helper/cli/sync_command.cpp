@@ -151,7 +151,7 @@ int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& w
 
 void add_sync_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<SyncCliOptions>();
-  auto* cmd = app.add_subcommand("sync", "Push the project to its host: changed files only, deltas for large ones");
+  auto* cmd = app.add_subcommand("sync", "Push the project (or the files named) to its host: changed files only, deltas for large ones");
   cmd->add_flag("--dry-run,-n", o->dry_run, "Show what would change; change nothing");
   cmd->add_flag("--delete", o->mirror, "Mirror: also delete remote-only files (never excluded or protected ones)");
   cmd->add_flag("--no-delete", o->no_delete, "Delete nothing on the remote");

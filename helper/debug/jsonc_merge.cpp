@@ -214,6 +214,48 @@ JsoncMerge new_file(const JsoncMergeRequest& r) {
   return out;
 }
 
+// The original text and its neutralized twin (same offsets).
+struct Document {
+  std::string_view original;
+  const Neutralized& n;
+};
+
+// The entries into the existing array at `arr`: each replaces the first element of its name
+// where it stands (unless equal already), the others are appended.
+void merge_array(const Document& d, const Span& arr, const JsoncMergeRequest& r, const std::string& unit, JsoncMerge& out,
+                 std::vector<Edit>& edits) {
+  const std::string& t = d.n.text;
+  const Items elements = items_of(t, arr.begin);
+  std::vector<bool> placed(r.entries.size(), false);
+  for (const Span& s : elements.spans) {
+    const json old = json::parse(t.substr(s.begin, s.end - s.begin), nullptr, /*allow_exceptions=*/false);
+    const std::string name = old.is_object() && old.contains(r.name_key) && old[r.name_key].is_string()
+                                 ? old[r.name_key].get<std::string>() : std::string();
+    if (name.empty()) continue;
+    out.existing_names.push_back(name);
+    for (std::size_t k = 0; k < r.entries.size(); ++k) {
+      if (placed[k] || name_of(r.entries[k], r.name_key) != name) continue;
+      placed[k] = true;
+      if (old == json(r.entries[k])) {
+        out.unchanged.push_back(name);
+      } else {
+        edits.push_back({s.begin, s.end - s.begin, format(r.entries[k], unit, line_indent(d.original, s.begin))});
+        out.replaced.push_back(name);
+      }
+      break;
+    }
+  }
+  const std::string item_indent = elements.spans.empty() ? line_indent(d.original, arr.begin) + unit
+                                                         : line_indent(d.original, elements.spans.back().begin);
+  std::vector<std::string> texts;
+  for (std::size_t k = 0; k < r.entries.size(); ++k) {
+    if (placed[k]) continue;
+    texts.push_back(format(r.entries[k], unit, item_indent));
+    out.added.push_back(name_of(r.entries[k], r.name_key));
+  }
+  append_items(d.original, d.n, arr.begin, elements, texts, item_indent, line_indent(d.original, elements.close), edits);
+}
+
 }  // namespace
 
 std::expected<JsoncMerge, std::string> merge_named_entries(std::string_view existing, const JsoncMergeRequest& r) {
@@ -229,56 +271,25 @@ std::expected<JsoncMerge, std::string> merge_named_entries(std::string_view exis
   if (doc.contains(r.array_key) && !doc[r.array_key].is_array())
     return std::unexpected("its \"" + r.array_key + "\" is not an array; it was left as it is");
 
-  const std::string& t = n->text;
-  const std::size_t top_open = skip_blanks(t, t.starts_with("\xEF\xBB\xBF") ? 3 : 0);  // after a BOM
-  const Items top = items_of(t, top_open);
+  const Document d{existing, *n};
+  const std::size_t top_open = skip_blanks(n->text, n->text.starts_with("\xEF\xBB\xBF") ? 3 : 0);  // after a BOM
+  const Items top = items_of(n->text, top_open);
   const std::string unit = indent_unit(existing, top);
-  const std::string top_indent = line_indent(existing, top_open);
   JsoncMerge out;
   std::vector<Edit> edits;
-  std::vector<bool> placed(r.entries.size(), false);
-
   // With a key given twice the parser keeps the last one, so that is the one edited.
   const auto last = std::find(top.keys.rbegin(), top.keys.rend(), r.array_key);
-  const auto key_at = last == top.keys.rend() ? top.keys.end() : std::prev(last.base());
-  if (key_at != top.keys.end()) {
-    const Span arr = top.values[static_cast<std::size_t>(key_at - top.keys.begin())];
-    const Items elements = items_of(t, arr.begin);
-    for (const Span& s : elements.spans) {
-      const json old = json::parse(t.substr(s.begin, s.end - s.begin), nullptr, /*allow_exceptions=*/false);
-      const std::string name = old.is_object() && old.contains(r.name_key) && old[r.name_key].is_string()
-                                   ? old[r.name_key].get<std::string>() : std::string();
-      if (!name.empty()) out.existing_names.push_back(name);
-      for (std::size_t k = 0; k < r.entries.size(); ++k) {
-        if (placed[k] || name.empty() || name_of(r.entries[k], r.name_key) != name) continue;
-        placed[k] = true;
-        if (old == json(r.entries[k])) {
-          out.unchanged.push_back(name);
-        } else {
-          edits.push_back({s.begin, s.end - s.begin, format(r.entries[k], unit, line_indent(existing, s.begin))});
-          out.replaced.push_back(name);
-        }
-        break;
-      }
-    }
-    const std::string arr_indent = line_indent(existing, arr.begin);
-    const std::string item_indent = elements.spans.empty() ? arr_indent + unit : line_indent(existing, elements.spans.back().begin);
-    std::vector<std::string> texts;
-    for (std::size_t k = 0; k < r.entries.size(); ++k) {
-      if (placed[k]) continue;
-      texts.push_back(format(r.entries[k], unit, item_indent));
-      out.added.push_back(name_of(r.entries[k], r.name_key));
-    }
-    append_items(existing, *n, arr.begin, elements, texts, item_indent, line_indent(existing, elements.close), edits);
-  }
+  const bool has_array = last != top.keys.rend();
+  if (has_array) merge_array(d, top.values[static_cast<std::size_t>(top.keys.rend() - last - 1)], r, unit, out, edits);
 
   // Top-level keys the file lacks: the skeleton's, then the array itself.
   std::vector<std::string> members;
-  const std::string member_indent = top.spans.empty() ? top_indent + unit : line_indent(existing, top.spans.back().begin);
+  const std::string member_indent =
+      top.spans.empty() ? line_indent(existing, top_open) + unit : line_indent(existing, top.spans.back().begin);
   if (r.skeleton.is_object())
     for (const auto& [key, value] : r.skeleton.items())
       if (!doc.contains(key)) members.push_back(json(key).dump() + ": " + format(value, unit, member_indent));
-  if (key_at == top.keys.end()) {
+  if (!has_array) {
     ojson arr = ojson::array();
     for (const auto& e : r.entries) {
       arr.push_back(e);

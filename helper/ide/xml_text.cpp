@@ -266,6 +266,67 @@ struct Edit {
   std::string text;
 };
 
+XmlMerge new_file(const XmlMergeRequest& r) {
+  XmlMerge out;
+  for (const auto& c : r.children) out.added.push_back(c.key);
+  const std::string body = wrap(r.path, 0, children_text(r.children, std::string(2 * r.path.size(), ' ')), "");
+  out.text = (r.prolog ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" : "") + body + "\n";
+  return out;
+}
+
+// Each of the container's children with a key ours has: replaced where it stands unless it means
+// the same already. Returns ours that found no child, to append.
+std::expected<std::vector<XmlChild>, std::string> replace_known(std::string_view existing, const XmlElement& container,
+                                                                const XmlMergeRequest& r, XmlMerge& out, std::vector<Edit>& edits) {
+  std::vector<bool> placed(r.children.size(), false);
+  for (const auto& child : container.children) {
+    const auto key = r.key_of(child);
+    if (!key) continue;
+    out.existing_keys.push_back(*key);
+    for (std::size_t k = 0; k < r.children.size(); ++k) {
+      if (placed[k] || r.children[k].key != *key) continue;
+      placed[k] = true;
+      auto wanted = parse_xml(r.children[k].text);
+      if (!wanted) return std::unexpected("ferry's own element for " + *key + " is not XML: " + wanted.error());
+      if (canonical(*wanted) == canonical(child)) {
+        out.unchanged.push_back(*key);
+      } else {
+        edits.push_back({child.begin, child.end - child.begin, indented(r.children[k].text, line_indent(existing, child.begin))});
+        out.replaced.push_back(*key);
+      }
+      break;
+    }
+  }
+  std::vector<XmlChild> left;
+  for (std::size_t k = 0; k < r.children.size(); ++k)
+    if (!placed[k]) left.push_back(r.children[k]);
+  return left;
+}
+
+// The edit that puts `to_add` at the end of `container` (which is path[depth - 1]), inside the
+// steps path[depth..] that do not exist yet; a self-closing container is opened.
+Edit append_children(std::string_view existing, const XmlElement& container, const std::vector<XmlStep>& path,
+                     std::size_t depth, const std::vector<XmlChild>& to_add) {
+  const std::string container_indent = line_indent(existing, container.begin);
+  const bool complete = depth == path.size();
+  const std::string base = complete && !container.children.empty() ? line_indent(existing, container.children.back().begin)
+                                                                    : container_indent + "  ";
+  const std::string inner_base = base + std::string(2 * (path.size() - depth), ' ');
+  const std::string inner = wrap(path, depth, children_text(to_add, inner_base), base);
+  if (container.self_closing) {
+    std::string open(existing.substr(container.begin, container.end - container.begin - 2));
+    while (!open.empty() && blank(open.back())) open.pop_back();
+    return {container.begin, container.end - container.begin,
+            open + ">\n" + base + inner + "\n" + container_indent + "</" + container.tag + ">"};
+  }
+  std::size_t after = container.content_end;
+  while (after > container.content_begin && blank(existing[after - 1])) --after;
+  std::string insert = "\n" + base + inner;
+  if (existing.substr(after, container.content_end - after).find('\n') == std::string_view::npos)
+    insert.append("\n").append(container_indent);  // the closing tag gets its own line
+  return {after, 0, std::move(insert)};
+}
+
 }  // namespace
 
 const std::string* XmlElement::attribute(std::string_view name) const {
@@ -304,14 +365,8 @@ std::string canonical(const XmlElement& e) {
 }
 
 std::expected<XmlMerge, std::string> merge_xml_children(std::string_view existing, const XmlMergeRequest& r) {
-  XmlMerge out;
   if (r.path.empty()) return std::unexpected("no container path");
-  if (existing.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    for (const auto& c : r.children) out.added.push_back(c.key);
-    std::string body = wrap(r.path, 0, children_text(r.children, std::string(2 * r.path.size(), ' ')), "");
-    out.text = (r.prolog ? "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" : "") + body + "\n";
-    return out;
-  }
+  if (existing.find_first_not_of(" \t\r\n") == std::string_view::npos) return new_file(r);
   auto root = parse_xml(existing);
   if (!root) return std::unexpected("it is not XML that ferry can read: " + root.error() + "; it was left as it is");
   if (!matches(*root, r.path[0]))
@@ -326,57 +381,16 @@ std::expected<XmlMerge, std::string> merge_xml_children(std::string_view existin
     if (it == container->children.end()) break;
     container = &*it;
   }
-  const bool complete = depth == r.path.size();
+  XmlMerge out;
   std::vector<Edit> edits;
-  std::vector<XmlChild> to_add;
-  if (complete) {
-    std::vector<bool> placed(r.children.size(), false);
-    for (const auto& child : container->children) {
-      const auto key = r.key_of(child);
-      if (!key) continue;
-      out.existing_keys.push_back(*key);
-      for (std::size_t k = 0; k < r.children.size(); ++k) {
-        if (placed[k] || r.children[k].key != *key) continue;
-        placed[k] = true;
-        auto wanted = parse_xml(r.children[k].text);
-        if (!wanted) return std::unexpected("ferry's own element for " + *key + " is not XML: " + wanted.error());
-        if (canonical(*wanted) == canonical(child)) {
-          out.unchanged.push_back(*key);
-        } else {
-          edits.push_back({child.begin, child.end - child.begin, indented(r.children[k].text, line_indent(existing, child.begin))});
-          out.replaced.push_back(*key);
-        }
-        break;
-      }
-    }
-    for (std::size_t k = 0; k < r.children.size(); ++k)
-      if (!placed[k]) to_add.push_back(r.children[k]);
-  } else {
-    to_add = r.children;
+  std::vector<XmlChild> to_add = r.children;
+  if (depth == r.path.size()) {
+    auto left = replace_known(existing, *container, r, out, edits);
+    if (!left) return std::unexpected(left.error());
+    to_add = std::move(*left);
   }
   for (const auto& c : to_add) out.added.push_back(c.key);
-
-  if (!to_add.empty()) {
-    const std::string container_indent = line_indent(existing, container->begin);
-    const std::string base = complete && !container->children.empty() ? line_indent(existing, container->children.back().begin)
-                                                                       : container_indent + "  ";
-    // What goes inside `container`: the children, or the missing steps wrapped around them.
-    const std::string inner_base = base + std::string(2 * (r.path.size() - depth), ' ');
-    const std::string inner = wrap(r.path, depth, children_text(to_add, inner_base), base);
-    if (container->self_closing) {
-      std::string open(existing.substr(container->begin, container->end - container->begin - 2));
-      while (!open.empty() && blank(open.back())) open.pop_back();
-      edits.push_back({container->begin, container->end - container->begin,
-                       open + ">\n" + base + inner + "\n" + container_indent + "</" + container->tag + ">"});
-    } else {
-      std::size_t after = container->content_end;
-      while (after > container->content_begin && blank(existing[after - 1])) --after;
-      std::string insert = "\n" + base + inner;
-      const auto gap = existing.substr(after, container->content_end - after);
-      if (gap.find('\n') == std::string_view::npos) insert.append("\n").append(container_indent);
-      edits.push_back({after, 0, std::move(insert)});
-    }
-  }
+  if (!to_add.empty()) edits.push_back(append_children(existing, *container, r.path, depth, to_add));
   std::stable_sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.pos > b.pos; });
   out.text = std::string(existing);
   for (const auto& e : edits) out.text.replace(e.pos, e.len, e.text);
