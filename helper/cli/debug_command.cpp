@@ -24,6 +24,7 @@
 #include "helper/debug/debug_launcher.hpp"
 #include "helper/debug/debugpy_command.hpp"
 #include "helper/debug/launch_json.hpp"
+#include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
@@ -46,6 +47,7 @@ constexpr int kNoDebugpy = 3;                // debugpy is not importable on the
 constexpr int kFailure = run::kFerryFailure; // ferry's own failures
 
 struct DebugCliOptions {
+  std::string launch;  // a ferry.json launch entry; `command` then holds extra args
   int port = debug::kDefaultDebugpyPort;
   std::optional<int> local_port;
   std::optional<int> pycharm;
@@ -123,14 +125,18 @@ struct ProjectLink {
   std::string first_remote_root;  // the first mapping's root on the box, absolute
 };
 
-std::expected<ProjectLink, int> open_project(const GlobalOptions& g) {
+std::expected<deploy::ProjectConfig, int> load_config(const GlobalOptions& g) {
   auto project = find_cli_project(g);
   if (!project) {
     std::cerr << "ferry debug: " << project.error() << "\n";
     return std::unexpected(kUsage);
   }
+  return std::move(*project);
+}
+
+std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::ProjectConfig project) {
   ProjectLink link;
-  link.project = std::move(*project);
+  link.project = std::move(project);
   auto made = sync::make_project_endpoint(link.project, cli_endpoint_options(g));
   if (!made) {
     std::cerr << "ferry debug: " << made.error().message << "\n";
@@ -296,13 +302,52 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
     if (!written) std::cerr << "ferry debug: " << written.error() << "\n";
     else
       std::cerr << (written->replaced ? "updated \"" : "added \"") << configuration["name"].get<std::string>() << "\" in "
-                << written->path.string() << (written->dropped_comments ? " (its comments were not kept)" : "") << "\n";
+                << written->path.string() << "\n";
   }
-  std::cerr << "debugpy waits on the box's 127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
+  std::cerr << debug::kReadyLinePrefix << "127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
             << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
   std::cout << configuration.dump(2) << "\n" << std::flush;
   const int rc = follow_to_end(client, *link.endpoint, launched->run_id, sigint);
   (void)link.endpoint->close_forward(launched->forward.id);
+  return rc;
+}
+
+// --launch NAME: the entry's command, cwd and env in place of the command line's (extra
+// arguments appended, --cwd and --env still win).
+std::expected<void, int> apply_launch(deploy::ProjectConfig& project, DebugCliOptions& o) {
+  auto entry = deploy::find_launch(project, o.launch);
+  auto resolved = entry ? deploy::launch_command(project, **entry, o.command, o.cwd) : std::unexpected(entry.error());
+  if (!resolved) {
+    std::cerr << "ferry debug: " << resolved.error() << "\n";
+    return std::unexpected(kUsage);
+  }
+  o.command = std::move(resolved->command);
+  o.cwd = std::move(resolved->cwd);
+  project.env = std::move(resolved->env);
+  return {};
+}
+
+int run_debug(const GlobalOptions& g, DebugCliOptions o) {
+  if (!o.pycharm && o.command.empty() && o.launch.empty()) {
+    std::cerr << "ferry debug: nothing to debug: ferry debug -- script.py ARGS, ferry debug --launch NAME "
+                 "(or --pycharm PORT)\n";
+    return kUsage;
+  }
+  auto project = load_config(g);
+  if (!project) return project.error();
+  if (!o.launch.empty()) {
+    if (auto applied = apply_launch(*project, o); !applied) return applied.error();
+  }
+  auto link = connect_project(g, std::move(*project));
+  if (!link) return link.error();
+  if (!o.no_sync) {
+    if (int rc = flush_sync(*link); rc != 0) {
+      link->endpoint->close();
+      return rc;
+    }
+  }
+  const int rc = o.pycharm ? pycharm_mode(*link, o) : debugpy_mode(*link, o);
+  link->endpoint->close();
   return rc;
 }
 
@@ -313,6 +358,9 @@ void add_debug_command(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand("debug",
                                  "Run a script on the host under debugpy and print a VS Code attach configuration "
                                  "(or, with --pycharm PORT, tunnel PyCharm's debug server to the host)");
+  cmd->add_option("--launch", o->launch,
+                  "Debug ferry.json's launch entry NAME (kind debug or run; train entries: ferry train --launch); "
+                  "arguments after -- are appended to its args, --cwd and --env win over its own");
   cmd->add_option("--port", o->port, "debugpy's port on the host (127.0.0.1 there)")->capture_default_str()
       ->check(CLI::Range(1, 65535));
   cmd->add_option("--local-port", o->local_port, "The tunnel's port here (default: the same as --port; 0: any free one)")
@@ -328,29 +376,10 @@ void add_debug_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--cwd", o->cwd, "Working directory, relative to the mapping root");
   cmd->add_option("--wait", o->wait_seconds, "Seconds to wait for debugpy to listen")->capture_default_str()
       ->check(CLI::Range(1, 3600));
-  cmd->add_option("command", o->command, "After --: the script and its arguments, or -m MODULE ...");
+  cmd->add_option("command", o->command, "After --: the script and its arguments, or -m MODULE ...; with --launch, "
+                                         "extra arguments");
   cmd->fallthrough();
-  cmd->callback([&g, o] {
-    if (!o->pycharm && o->command.empty()) {
-      std::cerr << "ferry debug: nothing to debug: ferry debug -- script.py ARGS (or --pycharm PORT)\n";
-      exit_code() = kUsage;
-      return;
-    }
-    auto link = open_project(g);
-    if (!link) {
-      exit_code() = link.error();
-      return;
-    }
-    if (!o->no_sync) {
-      if (int rc = flush_sync(*link); rc != 0) {
-        link->endpoint->close();
-        exit_code() = rc;
-        return;
-      }
-    }
-    exit_code() = o->pycharm ? pycharm_mode(*link, *o) : debugpy_mode(*link, *o);
-    link->endpoint->close();
-  });
+  cmd->callback([&g, o] { exit_code() = run_debug(g, *o); });
 }
 
 }  // namespace ferry::cli

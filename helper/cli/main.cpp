@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
   add_debug_command(app, g);
   add_run_commands(app, g);
   add_watch_command(app, g);
+  add_ide_command(app, g);
 
   try {
     app.parse(argc, argv);

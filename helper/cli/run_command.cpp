@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
@@ -76,14 +77,18 @@ void on_link_state(LinkNotes& notes, const remote::HostState& s) {
   }
 }
 
-std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::string& who) {
+std::expected<deploy::ProjectConfig, int> load_config(const GlobalOptions& g, const std::string& who) {
   auto project = find_cli_project(g);
   if (!project) {
     std::cerr << who << ": " << project.error() << "\n";
     return std::unexpected(kUsageFailure);
   }
+  return std::move(*project);
+}
+
+std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::ProjectConfig config, const std::string& who) {
   ProjectLink link;
-  link.config = std::move(*project);
+  link.config = std::move(config);
   sync::ProjectEndpointOptions o = cli_endpoint_options(g);
   o.reconnect = true;  // runs outlive a dropped link; so does following them
   o.on_state = [notes = link.notes](const remote::HostState& s) { on_link_state(*notes, s); };
@@ -98,6 +103,12 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::
   link.remote_base = link.target.remote_base;
   link.mapping_root = made->mapping_root;
   return link;
+}
+
+std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::string& who) {
+  auto config = load_config(g, who);
+  if (!config) return std::unexpected(config.error());
+  return connect_project(g, std::move(*config), who);
 }
 
 // ---- signals and the terminal ----
@@ -278,6 +289,7 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
 // ---- ferry run ----
 
 struct RunCliOptions {
+  std::string launch;  // a ferry.json launch entry; `command` then holds extra args
   std::vector<std::string> command;
   std::vector<std::string> env;
   std::string cwd;
@@ -303,14 +315,30 @@ bool flush_sync(ProjectLink& link) {
 }
 
 int run_run(const GlobalOptions& g, const RunCliOptions& o) {
-  auto link = open_project(g, "ferry run");
+  auto config = load_config(g, "ferry run");
+  if (!config) return config.error();
+  deploy::LaunchCommand what{o.command, o.cwd, config->env};
+  if (!o.launch.empty()) {
+    auto entry = deploy::find_launch(*config, o.launch);
+    auto resolved = entry ? deploy::launch_command(*config, **entry, o.command, o.cwd)
+                          : std::unexpected(entry.error());
+    if (!resolved) {
+      std::cerr << "ferry run: " << resolved.error() << "\n";
+      return kUsageFailure;
+    }
+    what = std::move(*resolved);
+  } else if (o.command.empty()) {
+    std::cerr << "ferry run: nothing to run: ferry run -- script.py ARGS, or ferry run --launch NAME\n";
+    return kUsageFailure;
+  }
+  auto link = connect_project(g, std::move(*config), "ferry run");
   if (!link) return link.error();
   run::LaunchRequest req;
-  req.command = o.command;
+  req.command = what.command;
   req.interpreter = link->config.interpreter;
-  req.config_env = link->config.env;
+  req.config_env = what.env;
   req.cli_env = o.env;
-  req.cwd = o.cwd;
+  req.cwd = what.cwd;
   req.remote_base = link->remote_base;
   req.mapping_root = link->mapping_root;
   req.tty = o.tty;
@@ -474,13 +502,18 @@ int run_kill(const GlobalOptions& g, const std::string& id, const std::string& s
 
 void add_run_commands(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<RunCliOptions>();
-  auto* run = app.add_subcommand("run", "Sync, then run a command on the host in the mapped directory (ferry run -- train.py)");
+  auto* run = app.add_subcommand("run", "Sync, then run a command on the host in the mapped directory (ferry run -- train.py, "
+                                        "or ferry run --launch NAME)");
+  run->add_option("--launch", o->launch,
+                  "Run ferry.json's launch entry NAME (kind run or debug; train entries: ferry train --launch); "
+                  "arguments after -- are appended to its args, --cwd and --env win over its own");
   run->add_flag("--detach,-d", o->detach, "Print the run id and return at once; the run goes on");
   run->add_option("--env,-e", o->env, "KEY=VALUE for the run (after ferry.json's env; repeatable)");
   run->add_option("--cwd", o->cwd, "Working directory, relative to the mapping root");
   run->add_flag("--tty,-t", o->tty, "Give the run a pseudo-terminal (pdb, ipython); keys go to it as typed");
   run->add_flag("--no-sync", o->no_sync, "Run what is on the host now; skip the sync");
-  run->add_option("command", o->command, "The command (a .py file gets the configured interpreter)")->required();
+  run->add_option("command", o->command, "The command (a .py file gets the configured interpreter); with --launch, "
+                                         "extra arguments");
   run->prefix_command(false);
   run->callback([&g, o] { exit_code() = run_run(g, *o); });
 

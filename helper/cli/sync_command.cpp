@@ -1,5 +1,6 @@
-// `ferry sync`: push the project's first mapping to its host (the local sandbox or an SSH box)
-// with a progress bar on a terminal, then print a one-line summary (or one JSON object). Also
+// `ferry sync [PATH...]`: push the project's first mapping to its host (the local sandbox or an SSH
+// box), or only the named files, with a progress bar on a terminal, then print a one-line summary
+// (or one JSON object). Also
 // defines with_sync_target(), which `ferry pull` and `ferry watch` share: it opens the right
 // endpoint for the project's host.
 #include <unistd.h>
@@ -75,7 +76,33 @@ namespace {
 
 struct SyncCliOptions {
   bool dry_run = false, mirror = false, no_delete = false, force = false, yes = false, json = false;
+  std::vector<std::string> paths;  // only these files (sync on save); empty = the whole tree
 };
+
+// `ferry sync PATH...`: the paths as the first mapping's relative paths, decided before any
+// connect so a File Watcher saving a file outside the mapping costs no SSH link. Outside paths
+// are skipped with a note (the watcher fires for every matching file of the IDE project);
+// directories are refused (only a full sync walks a tree). Unexpected: the exit status to end with.
+std::expected<std::vector<std::string>, int> sync_paths(const GlobalOptions& g, const std::vector<std::string>& paths) {
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  fs::path start = g.project_dir ? fs::path(*g.project_dir) : cwd;
+  auto file = deploy::find_project_file(start);
+  auto project = file ? deploy::load_project(*file) : std::unexpected(deploy::ConfigError{});
+  if (!project) return std::vector<std::string>(paths);  // with_sync_target reports it
+  const fs::path root = sync::mapping_target(*project, project->mappings.front()).local_root;
+  auto split = sync::paths_in_mapping(root, paths, cwd);
+  for (const auto& p : split.outside)
+    std::cerr << "ferry sync: " << p << " is not under the mapping's folder " << root.string() << "; skipped\n";
+  for (const auto& rel : split.inside) {
+    if (fs::is_directory(fs::symlink_status(root / rel, ec))) {
+      std::cerr << "ferry sync: " << rel << " is a directory; PATH names files (ferry sync without paths pushes the whole tree)\n";
+      return std::unexpected(2);
+    }
+  }
+  if (split.inside.empty()) return std::unexpected(0);
+  return split.inside;
+}
 
 }  // namespace
 
@@ -107,16 +134,26 @@ int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& w
 
 void add_sync_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<SyncCliOptions>();
-  auto* cmd = app.add_subcommand("sync", "Push the project to its host: changed files only, deltas for large ones");
+  auto* cmd = app.add_subcommand("sync", "Push the project (or the files named) to its host: changed files only, deltas for large ones");
   cmd->add_flag("--dry-run,-n", o->dry_run, "Show what would change; change nothing");
   cmd->add_flag("--delete", o->mirror, "Mirror: also delete remote-only files (never excluded or protected ones)");
   cmd->add_flag("--no-delete", o->no_delete, "Delete nothing on the remote");
   cmd->add_flag("--force", o->force, "Overwrite conflicting remote files");
   cmd->add_flag("--yes,-y", o->yes, "Confirm mass deletes without asking");
   cmd->add_flag("--json", o->json, "Print the summary as one JSON object");
+  cmd->add_option("paths", o->paths, "Push only these files (absolute or relative to the cwd), as the IDE's sync on save "
+                                     "does; paths outside the mapping are skipped");
   cmd->fallthrough();
   cmd->callback([&g, o] {
     sync::SyncOptions so;
+    if (!o->paths.empty()) {
+      auto only = sync_paths(g, o->paths);
+      if (!only) {
+        exit_code() = only.error();
+        return;
+      }
+      so.only_paths = std::move(*only);
+    }
     so.dry_run = o->dry_run;
     so.force = o->force;
     so.deletes = o->no_delete ? sync::DeleteMode::none : o->mirror ? sync::DeleteMode::mirror : sync::DeleteMode::owned;

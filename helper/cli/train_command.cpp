@@ -1,4 +1,4 @@
-// `ferry train CONFIG [--resume] [--detach] [--json]`: sync, run ferry-train CONFIG on the
+// `ferry train CONFIG|--launch NAME [--resume] [--detach] [--json]`: sync, run ferry-train CONFIG on the
 // project's host as a run (it survives a dropped link), show its events as a progress bar (or
 // pass the JSON lines through), pull the plot, CSV and newest checkpoint back, and exit with
 // ferry-train's status. Ctrl-C interrupts ferry-train, which checkpoints and exits 130.
@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
@@ -33,6 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct TrainCliOptions {
+  std::string launch;  // a ferry.json launch entry of kind "train", instead of CONFIG
   std::string config;
   bool resume = false, detach = false, json = false, no_sync = false;
   std::string trainer;
@@ -129,21 +132,53 @@ class TerminalView {
   training::TrainProgress progress_;
 };
 
-int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
+// The project and the config file to train: CONFIG (the project is the one around it unless
+// --project says otherwise) or --launch NAME (the project from --project or the cwd).
+struct TrainInputs {
+  deploy::ProjectConfig project;
+  fs::path config;
+  std::map<std::string, std::string> env;
+};
+
+std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const TrainCliOptions& o) {
   constexpr const char* who = "ferry train";
-  std::error_code ec;
-  const fs::path config = fs::absolute(o.config, ec);
-  if (!fs::is_regular_file(config, ec)) {
-    std::cerr << who << ": no config file " << o.config << "\n";
-    return run::kUsageFailure;
+  if (o.launch.empty() == o.config.empty()) {
+    std::cerr << who << ": give a CONFIG file or --launch NAME (one of the two)\n";
+    return std::unexpected(run::kUsageFailure);
   }
-  // The project is the one around the config unless --project says otherwise.
-  auto project = find_cli_project(g, config.parent_path());
+  std::error_code ec;
+  fs::path config = o.config.empty() ? fs::path() : fs::absolute(o.config, ec);
+  // CONFIG: the project around it; --launch: the one around the cwd (--project wins over both).
+  auto project = find_cli_project(g, o.launch.empty() ? config.parent_path() : fs::current_path(ec));
   if (!project) {
     std::cerr << who << ": " << project.error() << "\n";
-    return run::kUsageFailure;
+    return std::unexpected(run::kUsageFailure);
   }
-  const bool local = project->host == "local";
+  std::map<std::string, std::string> env = project->env;
+  if (!o.launch.empty()) {
+    auto entry = deploy::find_launch(*project, o.launch);
+    auto path = entry ? deploy::train_config_path(*project, **entry) : std::unexpected(entry.error());
+    if (!path) {
+      std::cerr << who << ": " << path.error() << "\n";
+      return std::unexpected(run::kUsageFailure);
+    }
+    config = *path;
+    env = deploy::launch_env(*project, **entry);
+  }
+  if (!fs::is_regular_file(config, ec)) {
+    std::cerr << who << ": no config file " << config.string() << "\n";
+    return std::unexpected(run::kUsageFailure);
+  }
+  return TrainInputs{std::move(*project), std::move(config), std::move(env)};
+}
+
+int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
+  constexpr const char* who = "ferry train";
+  auto inputs = train_inputs(g, o);
+  if (!inputs) return inputs.error();
+  const fs::path& config = inputs->config;
+  const deploy::ProjectConfig& project = inputs->project;
+  const bool local = project.host == "local";
   std::atomic<training::TrainSession*> live{nullptr};
   sync::ProjectEndpointOptions eo = cli_endpoint_options(g);
   // A training run outlives link drops: reconnect and re-attach where the stream stopped.
@@ -157,7 +192,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
       session->link_restored();
     }
   };
-  auto made = sync::make_project_endpoint(*project, eo);
+  auto made = sync::make_project_endpoint(project, eo);
   if (!made) {
     std::cerr << who << ": " << made.error().message << "\n";
     return run::kUsageFailure;
@@ -178,7 +213,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   request.sync = !o.no_sync;
   request.binary = o.trainer;
   request.local_host = local;
-  request.env = project->env;
+  request.env = inputs->env;
   auto id = session.start(request);
   if (!id) {
     std::cerr << who << ": " << id.error() << "\n";
@@ -214,7 +249,8 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     if (!sent) {
       view.note("sending SIG" + step.signal + ": " + sent.error());
     } else if (escalation.presses() == 1) {
-      view.note("sent SIGINT to ferry-train (run " + *id + "): it writes a checkpoint and exits 130; `ferry train " + o.config +
+      const std::string again = o.launch.empty() ? o.config : "--launch " + o.launch;
+      view.note("sent SIGINT to ferry-train (run " + *id + "): it writes a checkpoint and exits 130; `ferry train " + again +
                 " --resume` continues. Ctrl-C again sends SIGTERM.");
     } else {
       view.note(step.note);
@@ -250,7 +286,9 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
 void add_train_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<TrainCliOptions>();
   auto* cmd = app.add_subcommand("train", "Train a ferry-train config on the project's host: sync, run, progress, pull the plot and checkpoint");
-  cmd->add_option("CONFIG", o->config, "ferry-train config (JSON), inside the project's mapping")->required();
+  cmd->add_option("CONFIG", o->config, "ferry-train config (JSON), inside the project's mapping (or use --launch)");
+  cmd->add_option("--launch", o->launch, "Train ferry.json's launch entry NAME (kind train; run and debug entries: "
+                                         "ferry run/debug --launch), with its env over ferry.json's");
   cmd->add_flag("--resume", o->resume, "Continue from the newest checkpoint in the config's checkpoint dir");
   cmd->add_flag("--detach", o->detach, "Start the run, print its id and return (ferry attach ID follows it)");
   cmd->add_flag("--json", o->json, "Pass ferry-train's JSON-lines events through to stdout instead of the progress bar");

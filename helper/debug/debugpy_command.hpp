@@ -13,6 +13,10 @@ namespace ferry::debug {
 
 inline constexpr int kDefaultDebugpyPort = 5678;
 
+// How `ferry debug`'s line on stderr starts once debugpy listens and the tunnel is open: what an
+// IDE task waits for before attaching (the VS Code tasks `ferry ide vscode` writes match it).
+inline constexpr const char* kReadyLinePrefix = "debugpy waits on the box's ";
+
 // ferry.json's interpreter may carry arguments ("/opt/conda/bin/python -u"): split on blanks.
 // Empty or blank: an error naming the field.
 std::expected<std::vector<std::string>, std::string> interpreter_argv(std::string_view interpreter);

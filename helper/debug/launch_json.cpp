@@ -1,4 +1,4 @@
-// launch_json: merge into .vscode/launch.json without losing the user's other configurations.
+// launch_json: merge into .vscode/launch.json without losing the user's other configurations or comments.
 #include "helper/debug/launch_json.hpp"
 
 #include <fcntl.h>
@@ -10,6 +10,8 @@
 #include <random>
 #include <sstream>
 
+#include "helper/debug/jsonc_merge.hpp"
+
 namespace ferry::debug {
 
 namespace fs = std::filesystem;
@@ -19,36 +21,11 @@ std::expected<MergedLaunchJson, std::string> merge_launch_configuration(std::str
                                                                        const json& configuration) {
   if (!configuration.is_object() || !configuration.contains("name") || !configuration["name"].is_string())
     return std::unexpected("the configuration to merge has no name");
-  MergedLaunchJson out;
-  json doc;
-  const bool blank = existing.find_first_not_of(" \t\r\n") == std::string_view::npos;
-  if (blank) {
-    doc = {{"version", "0.2.0"}, {"configurations", json::array()}};
-  } else {
-    doc = json::parse(existing, nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/false);
-    if (doc.is_discarded()) {
-      doc = json::parse(existing, nullptr, false, /*ignore_comments=*/true);
-      out.dropped_comments = !doc.is_discarded();
-    }
-    if (doc.is_discarded())
-      return std::unexpected("launch.json is not JSON that ferry can read (trailing commas?); it was left as it is");
-    if (!doc.is_object()) return std::unexpected("launch.json does not hold a JSON object; it was left as it is");
-    if (!doc.contains("version")) doc["version"] = "0.2.0";
-    if (!doc.contains("configurations")) doc["configurations"] = json::array();
-    if (!doc["configurations"].is_array())
-      return std::unexpected("launch.json's \"configurations\" is not an array; it was left as it is");
-  }
-  auto& configs = doc["configurations"];
-  for (auto& c : configs) {
-    if (c.is_object() && c.value("name", "") == configuration["name"].get<std::string>()) {
-      c = configuration;
-      out.replaced = true;
-      break;
-    }
-  }
-  if (!out.replaced) configs.push_back(configuration);
-  out.text = doc.dump(4) + "\n";
-  return out;
+  JsoncMergeRequest request{"configurations", "name", {{"version", "0.2.0"}}, {nlohmann::ordered_json(configuration)}};
+  auto merged = merge_named_entries(existing, request);
+  if (!merged) return std::unexpected("launch.json: " + merged.error());
+  // An entry already exactly as wanted counts as replaced: the caller says "updated".
+  return MergedLaunchJson{std::move(merged->text), merged->added.empty()};
 }
 
 std::expected<LaunchJsonWrite, std::string> write_launch_configuration(const fs::path& project_root,
@@ -71,7 +48,6 @@ std::expected<LaunchJsonWrite, std::string> write_launch_configuration(const fs:
   auto merged = merge_launch_configuration(existing, configuration);
   if (!merged) return std::unexpected(result.path.string() + ": " + merged.error());
   result.replaced = merged->replaced;
-  result.dropped_comments = merged->dropped_comments;
 
   // Temp file beside the target, fsync, rename: the editor never sees a torn launch.json.
   std::random_device rd;

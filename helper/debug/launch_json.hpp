@@ -1,5 +1,5 @@
 // .vscode/launch.json: merge one configuration into what is there (others kept, one of the same
-// name replaced) and write the file atomically.
+// name replaced, comments and layout kept: jsonc_merge.hpp) and write the file atomically.
 #pragma once
 
 #include <expected>
@@ -14,19 +14,18 @@ namespace ferry::debug {
 struct MergedLaunchJson {
   std::string text;           // the new file's contents
   bool replaced = false;      // a configuration of the same name was replaced (else appended)
-  bool dropped_comments = false;  // the old text had // or /* */ comments, which JSON cannot keep
 };
 
-// `existing` is the current file's text ("" when there is none). VS Code allows comments in
-// launch.json; they are accepted but not kept. Anything else that is not a JSON object with a
-// "configurations" array (when present) is an error: we never replace a file we cannot read.
+// `existing` is the current file's text ("" when there is none). VS Code allows comments and
+// trailing commas in launch.json; both are kept, as is everything outside the entry replaced.
+// Anything that is not a JSON object with a "configurations" array (when present) is an error: we
+// never replace a file we cannot read.
 std::expected<MergedLaunchJson, std::string> merge_launch_configuration(std::string_view existing,
                                                                        const nlohmann::json& configuration);
 
 struct LaunchJsonWrite {
   std::filesystem::path path;
   bool replaced = false;
-  bool dropped_comments = false;
 };
 
 // Reads <project>/.vscode/launch.json (if any), merges, writes it back atomically (temp file in

@@ -26,6 +26,10 @@ constexpr const char* kLocalPathPattern = "^(?!/)(?!(?:.*/)?\\.\\.(?:/|$)).+$";
 constexpr const char* kRemotePathPattern = "^(?:/|~/|~$)(?!(?:.*/)?\\.\\.(?:/|$)).*$";
 constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
 constexpr const char* kTunnelNamePattern = "^[A-Za-z0-9._-]{1,64}$";
+// A launch name becomes a file name (.run/ferry NAME.run.xml) and a word on IDE command lines:
+// no '/', no quotes, no leading '-' (it would read as an option), no blank at either end.
+constexpr const char* kLaunchNamePattern = "^[A-Za-z0-9_](?:[A-Za-z0-9 ._-]{0,62}[A-Za-z0-9._-])?$";
+constexpr const char* kModulePattern = "^[A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*)*$";
 
 bool matches(const std::string& s, const char* pattern) {
   static thread_local std::map<const char*, std::regex> cache;
@@ -189,10 +193,112 @@ class Validator {
     return true;
   }
 
+  bool env_object(const json& j, const std::string& pointer, std::map<std::string, std::string>& out) {
+    if (!j.is_object()) return fail(pointer, "expected an object of NAME: \"value\" strings");
+    for (const auto& [key, value] : j.items()) {
+      std::string p = protocol::pointer_append(pointer, key);
+      if (!matches(key, kEnvNamePattern))
+        return fail(p, "expected a variable name of letters, digits and '_', not starting with a digit");
+      if (!value.is_string()) return fail(p, "expected a string (quote numbers: \"1\")");
+      out[key] = value.get<std::string>();
+    }
+    return true;
+  }
+
+  bool relative_path(const json& j, const std::string& pointer, std::string& out, std::string_view relative_to) {
+    if (!string(j, pointer, out)) return false;
+    if (!matches(out, kLocalPathPattern))
+      return fail(pointer, "expected a path relative to the " + std::string(relative_to) + ", without '..'");
+    return true;
+  }
+
+  // The fields of one entry; which of them a kind needs is checked in launch_kind_rules.
+  bool launch_fields(const json& j, const std::string& p, LaunchEntry& e) {
+    if (!object(j, p) || !only_keys(j, p, {"name", "kind", "script", "module", "config", "args", "env", "cwd"}))
+      return false;
+    auto name = j.find("name");
+    if (name == j.end()) return fail(p + "/name", "expected a non-empty string (required)");
+    if (!string(*name, p + "/name", e.name)) return false;
+    if (!matches(e.name, kLaunchNamePattern))
+      return fail(p + "/name", "expected 1 to 64 letters, digits, spaces, '.', '_' or '-', starting with a letter, "
+                               "digit or '_' and not ending in a space");
+    if (auto it = j.find("kind"); it != j.end() && !one_of(*it, p + "/kind", e.kind, {"run", "debug", "train"}))
+      return false;
+    std::string s;
+    if (auto it = j.find("script"); it != j.end()) {
+      if (!relative_path(*it, p + "/script", s, "project root")) return false;
+      e.script = s;
+    }
+    if (auto it = j.find("module"); it != j.end()) {
+      if (!string(*it, p + "/module", s)) return false;
+      if (!matches(s, kModulePattern)) return fail(p + "/module", "expected a Python module name such as pkg.train");
+      e.module = s;
+    }
+    if (auto it = j.find("config"); it != j.end()) {
+      if (!relative_path(*it, p + "/config", s, "project root")) return false;
+      e.config = s;
+    }
+    if (auto it = j.find("args"); it != j.end()) {
+      if (!it->is_array()) return fail(p + "/args", "expected an array of strings");
+      for (std::size_t k = 0; k < it->size(); ++k) {
+        if (!(*it)[k].is_string()) return fail(p + "/args/" + std::to_string(k), "expected a string (quote numbers: \"1\")");
+        e.args.push_back((*it)[k].get<std::string>());
+      }
+    }
+    if (auto it = j.find("env"); it != j.end() && !env_object(*it, p + "/env", e.env)) return false;
+    if (auto it = j.find("cwd"); it != j.end() && !relative_path(*it, p + "/cwd", e.cwd, "mapping root")) return false;
+    return launch_kind_rules(j, p, e);
+  }
+
+  bool launch_kind_rules(const json& j, const std::string& p, const LaunchEntry& e) {
+    if (e.kind == "train") {
+      for (const char* key : {"script", "module", "args", "cwd"})
+        if (j.contains(key))
+          return fail(p + "/" + key, "not used by kind \"train\": ferry-train takes only its config, and runs in "
+                                     "the config's folder");
+      if (!e.config) return fail(p + "/config", "expected a ferry-train config path (required for kind \"train\")");
+      return true;
+    }
+    if (e.config) return fail(p + "/config", "only kind \"train\" takes a config; use script or module");
+    if (e.script && e.module) return fail(p + "/module", "give script or module, not both");
+    if (!e.script && !e.module)
+      return fail(p + "/script", "expected a script path or a module (one of the two is required)");
+    return true;
+  }
+
+  bool launch(const json& j, ProjectConfig& c) {
+    if (!j.is_array()) return fail("/launch", "expected an array of launch entries");
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const std::string p = "/launch/" + std::to_string(i);
+      LaunchEntry e;
+      if (!launch_fields(j[i], p, e)) return false;
+      for (std::size_t k = 0; k < c.launch.size(); ++k)
+        if (c.launch[k].name == e.name)
+          return fail(p + "/name", "another launch entry (/launch/" + std::to_string(k) + ") has this name");
+      c.launch.push_back(std::move(e));
+    }
+    return true;
+  }
+
+  // Runs start in the first mapping, and only it is synced before them: a script or training
+  // config elsewhere would not be on the box. Checked once the default mapping is filled in.
+  bool launch_inside_first_mapping(const ProjectConfig& c) {
+    const Mapping& first = c.mappings.front();
+    for (std::size_t i = 0; i < c.launch.size(); ++i) {
+      const LaunchEntry& e = c.launch[i];
+      const auto& [key, path] = e.script ? std::pair{"script", e.script} : std::pair{"config", e.config};
+      if (!path || path_in_mapping(*path, first)) continue;
+      return fail("/launch/" + std::to_string(i) + "/" + key,
+                  "\"" + *path + "\" is not inside the first mapping's folder \"" + first.local +
+                      "\" (runs start there, and only it is synced before a run)");
+    }
+    return true;
+  }
+
   bool document(const json& doc, ProjectConfig& c) {
     if (!object(doc, "")) return false;
     if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "env", "tunnels",
-                             "autostop", "sshConfig", "protect"}))
+                             "autostop", "sshConfig", "protect", "launch"}))
       return false;
     if (auto it = doc.find("$schema"); it != doc.end()) {
       std::string ignored;
@@ -219,16 +325,7 @@ class Validator {
     if (auto it = doc.find("protect"); it != doc.end() && !patterns(*it, "/protect", c.protect)) return false;
     if (auto it = doc.find("interpreter"); it != doc.end() && !string(*it, "/interpreter", c.interpreter))
       return false;
-    if (auto it = doc.find("env"); it != doc.end()) {
-      if (!it->is_object()) return fail("/env", "expected an object of NAME: \"value\" strings");
-      for (const auto& [key, value] : it->items()) {
-        std::string p = protocol::pointer_append("/env", key);
-        if (!matches(key, kEnvNamePattern))
-          return fail(p, "expected a variable name of letters, digits and '_', not starting with a digit");
-        if (!value.is_string()) return fail(p, "expected a string (quote numbers: \"1\")");
-        c.env[key] = value.get<std::string>();
-      }
-    }
+    if (auto it = doc.find("env"); it != doc.end() && !env_object(*it, "/env", c.env)) return false;
     if (auto it = doc.find("tunnels"); it != doc.end()) {
       if (!it->is_array()) return fail("/tunnels", "expected an array of tunnels");
       for (std::size_t i = 0; i < it->size(); ++i) {
@@ -243,6 +340,7 @@ class Validator {
       if (!string(*it, "/sshConfig", s)) return false;
       c.ssh_config = s;
     }
+    if (auto it = doc.find("launch"); it != doc.end() && !launch(*it, c)) return false;
     return true;
   }
 };
@@ -281,6 +379,18 @@ std::string ConfigError::to_string() const {
   return out;
 }
 
+std::optional<std::string> path_in_mapping(std::string_view path, const Mapping& m) {
+  auto clean = [](std::string_view p) {
+    std::string s = fs::path(p).lexically_normal().generic_string();
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    return s;
+  };
+  const std::string file = clean(path), base = clean(m.local);
+  const std::string rel = base == "." ? file : fs::path(file).lexically_relative(base).generic_string();
+  if (rel.empty() || rel == "." || rel == ".." || rel.starts_with("../") || rel.starts_with("/")) return std::nullopt;
+  return rel;
+}
+
 std::optional<fs::path> find_project_file(const fs::path& start) {
   std::error_code ec;
   fs::path dir = fs::absolute(start, ec);
@@ -306,6 +416,7 @@ std::expected<ProjectConfig, ConfigError> parse_project(const json& doc, const f
   if (!v.document(doc, c)) return std::unexpected(*v.error);
   if (c.name.empty()) c.name = default_name(c.root);
   if (c.mappings.empty()) c.mappings.push_back(Mapping{".", "~/ferry/" + c.name});
+  if (!v.launch_inside_first_mapping(c)) return std::unexpected(*v.error);
   return c;
 }
 
@@ -359,6 +470,16 @@ json to_json(const ProjectConfig& c) {
          {"autostop",
           {{"enabled", c.autostop.enabled}, {"idleMinutes", c.autostop.idle_minutes}, {"action", c.autostop.action}}}};
   if (c.ssh_config) j["sshConfig"] = *c.ssh_config;
+  json launch = json::array();
+  for (const auto& e : c.launch) {
+    json entry{{"name", e.name}, {"kind", e.kind}, {"args", e.args}, {"env", e.env}};
+    if (e.script) entry["script"] = *e.script;
+    if (e.module) entry["module"] = *e.module;
+    if (e.config) entry["config"] = *e.config;
+    if (!e.cwd.empty()) entry["cwd"] = e.cwd;
+    launch.push_back(std::move(entry));
+  }
+  j["launch"] = std::move(launch);
   return j;
 }
 

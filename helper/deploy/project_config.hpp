@@ -39,6 +39,20 @@ struct AutostopConfig {
   std::string action = "stop";  // "stop" | "notify"
 };
 
+// One run target of the `launch` list: what `ferry run/debug/train --launch NAME` and the IDE
+// configurations `ferry ide` writes start. Kinds "run" and "debug" name exactly one of script or
+// module; kind "train" names a ferry-train config instead and takes no args or cwd.
+struct LaunchEntry {
+  std::string name;
+  std::string kind = "run";                 // "run" | "debug" | "train"
+  std::optional<std::string> script;        // relative to the project root, inside the first mapping
+  std::optional<std::string> module;        // python -m MODULE
+  std::optional<std::string> config;        // kind "train": relative to the project root, inside the first mapping
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;   // over ferry.json's env
+  std::string cwd;                          // relative to the mapping root; "" = the root
+};
+
 struct ProjectConfig {
   std::filesystem::path root;    // the directory holding ferry.json (absolute)
   std::string name;              // default: the root's folder name
@@ -51,6 +65,7 @@ struct ProjectConfig {
   std::vector<TunnelSpec> tunnels;
   AutostopConfig autostop;
   std::optional<std::string> ssh_config;  // path to an OpenSSH client config
+  std::vector<LaunchEntry> launch;        // names unique
 };
 
 struct ConfigError {
@@ -59,6 +74,10 @@ struct ConfigError {
   std::string message;  // what was expected there
   std::string to_string() const;  // "FILE: /pointer: message"
 };
+
+// `path` (relative to the project root) relative to mapping `m`'s folder instead; nullopt when it
+// is outside that folder or is the folder itself.
+std::optional<std::string> path_in_mapping(std::string_view path, const Mapping& m);
 
 // Walks up from `start` (a file or directory) to the first directory holding ferry.json, as git
 // finds its repository.

@@ -18,6 +18,23 @@ SyncTarget mapping_target(const deploy::ProjectConfig& project, const deploy::Ma
   return t;
 }
 
+MappingPaths paths_in_mapping(const std::filesystem::path& local_root, const std::vector<std::string>& paths,
+                              const std::filesystem::path& cwd) {
+  namespace fs = std::filesystem;
+  MappingPaths out;
+  for (const auto& given : paths) {
+    fs::path p = fs::path(given).is_absolute() ? fs::path(given) : cwd / given;
+    p = p.lexically_normal();
+    if (!p.has_filename()) p = p.parent_path();  // "dir/" names dir
+    std::error_code ec;
+    const fs::path parent = fs::weakly_canonical(p.parent_path(), ec);
+    const std::string rel = ec ? std::string() : (parent / p.filename()).lexically_relative(local_root).generic_string();
+    if (rel.empty() || rel == "." || rel == ".." || rel.starts_with("../")) out.outside.push_back(given);
+    else out.inside.push_back(rel);
+  }
+  return out;
+}
+
 remote::LocalEndpointOptions local_endpoint_options(const deploy::ProjectConfig& project, const deploy::Mapping& mapping) {
   remote::LocalEndpointOptions o;
   o.project_name = project.name;

@@ -1,5 +1,5 @@
-// launch_json: merging keeps other configurations, replaces one of the same name, accepts
-// VS Code's comments, refuses what it cannot read; the write is atomic and leaves no temp file.
+// launch_json: merging keeps other configurations, replaces one of the same name, keeps VS Code's
+// comments, refuses what it cannot read; the write is atomic and leaves no temp file.
 #define BOOST_TEST_MODULE launch_json
 #include <boost/test/unit_test.hpp>
 
@@ -66,19 +66,22 @@ BOOST_AUTO_TEST_CASE(others_are_kept_and_ours_replaced_in_place) {
   BOOST_TEST(doc["compounds"][0]["name"] == "both");
 }
 
-BOOST_AUTO_TEST_CASE(comments_are_read_but_not_kept) {
+BOOST_AUTO_TEST_CASE(comments_are_kept) {
   const std::string existing =
       "{\n  // Use IntelliSense to learn about possible attributes.\n  \"version\": \"0.2.0\",\n"
       "  /* mine */ \"configurations\": [{\"name\": \"x\", \"type\": \"node\"}]\n}\n";
   auto merged = merge_launch_configuration(existing, kAttach);
   BOOST_REQUIRE(merged);
-  BOOST_TEST(merged->dropped_comments);
-  auto doc = json::parse(merged->text);
+  BOOST_TEST(merged->text.find("// Use IntelliSense to learn about possible attributes.") != std::string::npos, merged->text);
+  BOOST_TEST(merged->text.find("/* mine */") != std::string::npos, merged->text);
+  auto doc = json::parse(merged->text, nullptr, true, /*ignore_comments=*/true);
   BOOST_TEST(doc["configurations"].size() == 2u);
+  BOOST_TEST(doc["configurations"][1] == kAttach);
 }
 
 BOOST_AUTO_TEST_CASE(unreadable_files_are_refused) {
-  BOOST_TEST(!merge_launch_configuration("{\"configurations\": [1,],}", kAttach));
+  BOOST_TEST(!merge_launch_configuration("{\"configurations\": [1,,]}", kAttach));
+  BOOST_TEST(!merge_launch_configuration("{\"configurations\": [] /* unterminated", kAttach));
   BOOST_TEST(!merge_launch_configuration("[]", kAttach));
   BOOST_TEST(!merge_launch_configuration("{\"configurations\": {}}", kAttach));
   BOOST_TEST(!merge_launch_configuration("", json{{"type", "debugpy"}}));

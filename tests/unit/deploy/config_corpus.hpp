@@ -12,6 +12,9 @@ struct CorpusEntry {
   std::string_view json;
   std::string_view pointer;  // "" for a good config; else where the first error is
   bool good() const { return label.starts_with("good"); }
+  // A rule JSON Schema cannot state (unique names, a path inside the first mapping): only the
+  // C++ validator rejects these; the agreement test checks the schema still accepts them.
+  bool validator_only() const { return label.starts_with("bad (validator only)"); }
 };
 
 inline const std::vector<CorpusEntry>& config_corpus() {
@@ -37,6 +40,15 @@ inline const std::vector<CorpusEntry>& config_corpus() {
       {"good: protect patterns", R"({"protect": ["/data/", "outputs/", "*.ckpt", "!outputs/keep.txt"]})", ""},
       {"good: protect empty", R"({"protect": []})", ""},
       {"good: integral float port", R"({"tunnels": [{"name": "t", "remotePort": 8080.0}]})", ""},
+      {"good: launch list of every kind",
+       R"({"launch": [{"name": "train", "script": "train.py", "args": ["--epochs", "3"], "env": {"SEED": "1"}, "cwd": "runs"},
+                      {"name": "eval 2", "kind": "run", "module": "pkg.eval"},
+                      {"name": "debug_train", "kind": "debug", "script": "./train.py"},
+                      {"name": "resnet", "kind": "train", "config": "train/quick.json", "env": {"OMP_NUM_THREADS": "2"}}]})",
+       ""},
+      {"good: launch empty", R"({"launch": []})", ""},
+      {"good: launch script inside a nested first mapping",
+       R"({"mappings": [{"local": "src", "remote": "/w"}], "launch": [{"name": "a", "script": "src/a.py"}]})", ""},
 
       {"bad: not an object", R"([1, 2])", ""},
       {"bad: unknown top-level key (typo)", R"({"mapings": []})", "/mapings"},
@@ -98,6 +110,55 @@ inline const std::vector<CorpusEntry>& config_corpus() {
       {"bad: autostop unknown key", R"({"autostop": {"idle": 5}})", "/autostop/idle"},
       {"bad: sshConfig empty", R"({"sshConfig": ""})", "/sshConfig"},
       {"bad: $schema not a string", R"({"$schema": 1})", "/$schema"},
+      {"bad: launch not array", R"({"launch": {"name": "a"}})", "/launch"},
+      {"bad: launch entry not object", R"({"launch": ["train.py"]})", "/launch/0"},
+      {"bad: launch name missing", R"({"launch": [{"script": "a.py"}]})", "/launch/0/name"},
+      {"bad: launch name empty", R"({"launch": [{"name": "", "script": "a.py"}]})", "/launch/0/name"},
+      {"bad: launch name with slash", R"({"launch": [{"name": "a/b", "script": "a.py"}]})", "/launch/0/name"},
+      {"bad: launch name starting with -", R"({"launch": [{"name": "-x", "script": "a.py"}]})", "/launch/0/name"},
+      {"bad: launch name ending in a space", R"({"launch": [{"name": "a ", "script": "a.py"}]})", "/launch/0/name"},
+      {"bad: launch unknown key (typo)", R"({"launch": [{"name": "a", "script": "a.py", "arg": []}]})", "/launch/0/arg"},
+      {"bad: launch kind", R"({"launch": [{"name": "a", "kind": "profile", "script": "a.py"}]})", "/launch/0/kind"},
+      {"bad: launch neither script nor module", R"({"launch": [{"name": "a", "args": ["x"]}]})", "/launch/0/script"},
+      {"bad: launch both script and module", R"({"launch": [{"name": "a", "script": "a.py", "module": "a"}]})",
+       "/launch/0/module"},
+      {"bad: launch script absolute", R"({"launch": [{"name": "a", "script": "/etc/a.py"}]})", "/launch/0/script"},
+      {"bad: launch script ..", R"({"launch": [{"name": "a", "script": "../a.py"}]})", "/launch/0/script"},
+      {"bad: launch script empty", R"({"launch": [{"name": "a", "script": ""}]})", "/launch/0/script"},
+      {"bad: launch module with slash", R"({"launch": [{"name": "a", "module": "pkg/train"}]})", "/launch/0/module"},
+      {"bad: launch args not array", R"({"launch": [{"name": "a", "script": "a.py", "args": "--lr 1"}]})",
+       "/launch/0/args"},
+      {"bad: launch arg a number", R"({"launch": [{"name": "a", "script": "a.py", "args": ["--lr", 1]}]})",
+       "/launch/0/args/1"},
+      {"bad: launch env value number", R"({"launch": [{"name": "a", "script": "a.py", "env": {"SEED": 1}}]})",
+       "/launch/0/env/SEED"},
+      {"bad: launch env name with dash", R"({"launch": [{"name": "a", "script": "a.py", "env": {"A-B": "1"}}]})",
+       "/launch/0/env/A-B"},
+      {"bad: launch cwd ..", R"({"launch": [{"name": "a", "script": "a.py", "cwd": "x/../.."}]})", "/launch/0/cwd"},
+      {"bad: launch cwd absolute", R"({"launch": [{"name": "a", "script": "a.py", "cwd": "/tmp"}]})", "/launch/0/cwd"},
+      {"bad: launch run with a config", R"({"launch": [{"name": "a", "script": "a.py", "config": "c.json"}]})",
+       "/launch/0/config"},
+      {"bad: launch train without config", R"({"launch": [{"name": "a", "kind": "train"}]})", "/launch/0/config"},
+      {"bad: launch train with a script", R"({"launch": [{"name": "a", "kind": "train", "config": "c.json", "script": "a.py"}]})",
+       "/launch/0/script"},
+      {"bad: launch train with args", R"({"launch": [{"name": "a", "kind": "train", "config": "c.json", "args": []}]})",
+       "/launch/0/args"},
+      {"bad: launch train with cwd", R"({"launch": [{"name": "a", "kind": "train", "config": "c.json", "cwd": "x"}]})",
+       "/launch/0/cwd"},
+      {"bad: second launch entry bad", R"({"launch": [{"name": "a", "script": "a.py"}, {"name": "b"}]})",
+       "/launch/1/script"},
+      {"bad (validator only): launch names not unique",
+       R"({"launch": [{"name": "a", "script": "a.py"}, {"name": "a", "module": "m"}]})", "/launch/1/name"},
+      {"bad (validator only): launch script outside the first mapping",
+       R"({"mappings": [{"local": "src", "remote": "/w"}], "launch": [{"name": "a", "script": "tools/a.py"}]})",
+       "/launch/0/script"},
+      {"bad (validator only): launch config outside the first mapping",
+       R"({"mappings": [{"local": "src", "remote": "/w"}, {"local": "cfg", "remote": "/c"}],
+           "launch": [{"name": "a", "kind": "train", "config": "cfg/t.json"}]})",
+       "/launch/0/config"},
+      {"bad (validator only): launch script is the mapping folder itself",
+       R"({"mappings": [{"local": "src", "remote": "/w"}], "launch": [{"name": "a", "script": "src/"}]})",
+       "/launch/0/script"},
   };
   return corpus;
 }

@@ -101,6 +101,57 @@ BOOST_AUTO_TEST_CASE(protect_patterns_land_in_the_struct_and_the_ide_view) {
   BOOST_TEST(bad.error().pointer == "/protect/0");
 }
 
+BOOST_AUTO_TEST_CASE(launch_entries_land_in_the_struct_and_the_ide_view) {
+  auto c = parse_project(json::parse(R"({"launch": [
+      {"name": "train", "script": "train.py", "args": ["--lr", "0.1"], "env": {"SEED": "1"}, "cwd": "runs"},
+      {"name": "eval", "kind": "debug", "module": "pkg.eval"},
+      {"name": "fit", "kind": "train", "config": "train/quick.json"}]})"),
+                         "/x");
+  BOOST_REQUIRE(c.has_value());
+  BOOST_REQUIRE_EQUAL(c->launch.size(), 3u);
+  const auto& run = c->launch[0];
+  BOOST_TEST(run.kind == "run");  // the default
+  BOOST_TEST(*run.script == "train.py");
+  BOOST_TEST(!run.module);
+  BOOST_TEST((run.args == std::vector<std::string>{"--lr", "0.1"}));
+  BOOST_TEST(run.env.at("SEED") == "1");
+  BOOST_TEST(run.cwd == "runs");
+  BOOST_TEST(*c->launch[1].module == "pkg.eval");
+  BOOST_TEST(*c->launch[2].config == "train/quick.json");
+  BOOST_TEST(ferry::deploy::to_json(*c)["launch"] == json::parse(R"([
+      {"name": "train", "kind": "run", "script": "train.py", "args": ["--lr", "0.1"], "env": {"SEED": "1"}, "cwd": "runs"},
+      {"name": "eval", "kind": "debug", "module": "pkg.eval", "args": [], "env": {}},
+      {"name": "fit", "kind": "train", "config": "train/quick.json", "args": [], "env": {}}])"));
+  BOOST_TEST(ferry::deploy::to_json(*parse_project(json::object(), "/x"))["launch"] == json::array());
+}
+
+BOOST_AUTO_TEST_CASE(launch_errors_say_what_to_do) {
+  auto dup = parse_project(json::parse(R"({"launch": [{"name": "a", "script": "a.py"}, {"name": "a", "module": "m"}]})"), "/x");
+  BOOST_REQUIRE(!dup);
+  BOOST_TEST(dup.error().to_string() == "/launch/1/name: another launch entry (/launch/0) has this name");
+  auto outside = parse_project(
+      json::parse(R"({"mappings": [{"local": "src", "remote": "/w"}], "launch": [{"name": "a", "script": "a.py"}]})"), "/x");
+  BOOST_REQUIRE(!outside);
+  BOOST_TEST(outside.error().message.find("not inside the first mapping's folder \"src\"") != std::string::npos,
+             outside.error().message);
+  auto both = parse_project(json::parse(R"({"launch": [{"name": "a", "script": "a.py", "module": "a"}]})"), "/x");
+  BOOST_REQUIRE(!both);
+  BOOST_TEST(both.error().message == "give script or module, not both");
+}
+
+BOOST_AUTO_TEST_CASE(path_in_mapping_is_lexical) {
+  using ferry::deploy::Mapping;
+  using ferry::deploy::path_in_mapping;
+  BOOST_TEST(path_in_mapping("train.py", Mapping{".", "/r"}).value() == "train.py");
+  BOOST_TEST(path_in_mapping("./a/./b.py", Mapping{".", "/r"}).value() == "a/b.py");
+  BOOST_TEST(path_in_mapping("src/a.py", Mapping{"src/", "/r"}).value() == "a.py");
+  BOOST_TEST(path_in_mapping("src/pkg/a.py", Mapping{"./src", "/r"}).value() == "pkg/a.py");
+  BOOST_TEST(!path_in_mapping("srcx/a.py", Mapping{"src", "/r"}));
+  BOOST_TEST(!path_in_mapping("a.py", Mapping{"src", "/r"}));
+  BOOST_TEST(!path_in_mapping("src", Mapping{"src", "/r"}));
+  BOOST_TEST(!path_in_mapping(".", Mapping{".", "/r"}));
+}
+
 BOOST_AUTO_TEST_CASE(error_messages_say_what_was_expected) {
   auto e = parse_project(json::parse(R"({"mappings": [{"remote": ""}]})"), "/x");
   BOOST_REQUIRE(!e);

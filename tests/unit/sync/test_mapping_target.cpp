@@ -3,6 +3,8 @@
 #define BOOST_TEST_MODULE mapping_target
 #include <boost/test/unit_test.hpp>
 
+#include <unistd.h>
+
 #include "helper/sync/mapping_target.hpp"
 
 using namespace ferry;
@@ -57,4 +59,24 @@ BOOST_AUTO_TEST_CASE(over_ssh_the_agent_root_is_the_mapping) {
   BOOST_TEST(t.remote_base == "");
   BOOST_TEST(t.host == "gpu-box");
   BOOST_TEST(t.protect == p.protect);
+}
+
+BOOST_AUTO_TEST_CASE(command_line_paths_become_mapping_relative) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("ferry-paths-in-mapping-" + std::to_string(::getpid()));
+  fs::create_directories(root / "proj/src/pkg");
+  fs::create_directory_symlink(root / "proj", root / "link");
+  const fs::path local = fs::weakly_canonical(root / "proj/src");
+  auto got = sync::paths_in_mapping(local,
+                                    {"pkg/a.py", (local / "b.py").string(), "./pkg/../c.py", (root / "link/src/d.py").string(),
+                                     "../other.py", (root / "proj/e.py").string(), ".", "pkg/", "pkg/gone.py"},
+                                    local);
+  BOOST_TEST(got.inside == (std::vector<std::string>{"pkg/a.py", "b.py", "c.py", "d.py", "pkg", "pkg/gone.py"}),
+             boost::test_tools::per_element());
+  BOOST_TEST(got.outside == (std::vector<std::string>{"../other.py", (root / "proj/e.py").string(), "."}),
+             boost::test_tools::per_element());
+  // Relative paths are read from the cwd given, not the mapping's root.
+  auto from_pkg = sync::paths_in_mapping(local, {"a.py", "../b.py"}, local / "pkg");
+  BOOST_TEST(from_pkg.inside == (std::vector<std::string>{"pkg/a.py", "b.py"}), boost::test_tools::per_element());
+  fs::remove_all(root);
 }

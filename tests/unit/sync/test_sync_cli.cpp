@@ -88,6 +88,42 @@ BOOST_AUTO_TEST_CASE(sync_and_pull_from_the_command_line) {
   BOOST_TEST(run_ferry(t, "pull").code != 0);  // PATH is required
 }
 
+// `ferry sync PATH...` (what the IDE's File Watcher runs on save): only the named files travel,
+// given relative to the cwd or absolute; a path outside the mapping is skipped with a note and no
+// connect; a directory is refused.
+BOOST_AUTO_TEST_CASE(sync_of_named_files_only) {
+  TempDir t;
+  write_file(t.path() / "proj/ferry.json",
+             R"({"name":"paths","host":"local","mappings":[{"local":"src","remote":"~/paths"}]})");
+  write_file(t.path() / "proj/src/a.py", "a = 1\n");
+  write_file(t.path() / "proj/src/pkg/b.py", "b = 1\n");
+  write_file(t.path() / "proj/src/c.py", "c = 1\n");
+  write_file(t.path() / "proj/notes.txt", "outside the mapping\n");
+  const fs::path remote = t.path() / "cache/ferry/local/paths/paths";
+
+  Run some = run_ferry(t, "sync --json src/a.py '" + (t.path() / "proj/src/pkg/b.py").string() + "'");
+  BOOST_REQUIRE_EQUAL(some.code, 0);
+  BOOST_TEST(json::parse(some.out)["filesSent"] == 2);
+  BOOST_TEST(read_file(remote / "a.py") == "a = 1\n");
+  BOOST_TEST(read_file(remote / "pkg/b.py") == "b = 1\n");
+  BOOST_TEST(!fs::exists(remote / "c.py"));  // not named
+
+  Run outside = run_ferry(t, "sync --json notes.txt");
+  BOOST_TEST(outside.code == 0);
+  BOOST_TEST(outside.out.empty(), outside.out);  // nothing to sync: no summary, no link made
+  BOOST_TEST(!fs::exists(t.path() / "cache/ferry/local/paths/paths/notes.txt"));
+
+  Run dir = run_ferry(t, "sync src/pkg");
+  BOOST_TEST(dir.code == 2);
+
+  write_file(t.path() / "proj/src/a.py", "a = 2\n");
+  Run again = run_ferry(t, "sync --json src/a.py notes.txt");
+  BOOST_REQUIRE_EQUAL(again.code, 0);
+  BOOST_TEST(json::parse(again.out)["filesSent"] == 1);
+  BOOST_TEST(read_file(remote / "a.py") == "a = 2\n");
+  BOOST_TEST(!fs::exists(remote / "c.py"));
+}
+
 // Names are bytes: a conflict on a file whose name is not UTF-8 still prints a JSON summary
 // (the name with U+FFFD in it) and exit status 3; it used to abort in nlohmann's dump.
 BOOST_AUTO_TEST_CASE(a_json_summary_with_a_name_that_is_not_utf8) {

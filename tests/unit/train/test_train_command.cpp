@@ -31,7 +31,8 @@ struct Project {
     ferry::test::write_file(root / "ferry.json",
                             json{{"name", "train-cmd-" + std::to_string(::getpid())},
                                  {"host", "local"},
-                                 {"mappings", json::array({{{"local", "."}, {"remote", "~/proj"}}})}}
+                                 {"mappings", json::array({{{"local", "."}, {"remote", "~/proj"}}})},
+                                 {"launch", json::array({{{"name", "tiny"}, {"kind", "train"}, {"config", "cfg/tiny.json"}}})}}
                                 .dump(2));
   }
   fs::path write_config(int max_steps) const {
@@ -112,6 +113,22 @@ BOOST_AUTO_TEST_CASE(train_runs_pulls_the_plot_and_exits_with_ferry_trains_statu
   BOOST_TEST(exit_status(bad->wait(60s)) == 2);
   BOOST_TEST_REQUIRE(!bad_events.empty());
   BOOST_TEST(bad_events.back()["event"] == "error");
+}
+
+// ferry.json's launch entry names the config: the same run as `ferry train cfg/tiny.json`, started
+// from a directory the config is not in.
+BOOST_AUTO_TEST_CASE(train_launch_trains_the_entrys_config) {
+  Project p;
+  p.write_config(10);
+  fs::create_directories(p.root / "elsewhere");
+  std::vector<std::string> args = {FERRY_BIN, "--project", p.root.string(), "train", "--launch", "tiny", "--json"};
+  ferry::test::SpawnedProcess ferry(args, (p.root / "elsewhere").string(),
+                                    std::vector<std::pair<std::string, std::string>>{{"XDG_CACHE_HOME", p.cache.string()}});
+  const auto got = events(all_lines(ferry));
+  BOOST_TEST(exit_status(ferry.wait(60s)) == 0);
+  BOOST_TEST_REQUIRE(!got.empty());
+  BOOST_TEST(got.back()["event"] == "done");
+  BOOST_TEST(fs::is_regular_file(p.root / "cfg" / "out" / "plot.svg"));
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_with_130_and_resume_continues) {

@@ -1,0 +1,270 @@
+// `ferry ide pycharm` and `ferry ide vscode`: write the IDE's files for this project (run
+// configurations, debug server, File Watchers and the LSP4IJ template; VS Code tasks and launch
+// configurations) from ferry.json's launch list, merged into what is there, and say what changed.
+// The files themselves are helper/ide's pure functions; this reads, connects and writes.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "helper/cli/commands.hpp"
+#include "helper/deploy/project_config.hpp"
+#include "helper/ide/ide_plan.hpp"
+#include "helper/ide/pycharm_files.hpp"
+#include "helper/ide/vscode_files.hpp"
+#include "helper/remote/local_endpoint.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/sync/mapping_target.hpp"
+
+namespace ferry::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kUsage = 2;
+constexpr int kFailure = 1;
+
+struct IdeCliOptions {
+  bool offline = false;
+  int port = ide::kDefaultPycharmDebugPort;
+  std::string ferry;  // the command the IDE runs; default: see ferry_command()
+};
+
+// How the IDE should start ferry. "ferry" when the `ferry` on PATH is this very binary: the
+// files then work on any machine with ferry installed, so .run/ and .vscode/ can be committed
+// (the JetBrains IDEs and VS Code start commands with the login shell's PATH). Otherwise (a
+// build tree, a copy not on PATH) this binary's absolute path, which works here whatever PATH
+// the IDE has; run `ferry ide` again if it moves. --ferry overrides both.
+std::string ferry_command() {
+  std::error_code ec;
+  const fs::path self = fs::canonical("/proc/self/exe", ec);
+  if (ec) return "ferry";
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (dir.empty()) continue;
+    const fs::path candidate = fs::path(dir) / "ferry";
+    if (::access(candidate.c_str(), X_OK) != 0) continue;
+    // The first ferry on PATH is the one a shell runs: this one or not.
+    return fs::canonical(candidate, ec) == self && !ec ? "ferry" : self.string();
+  }
+  return self.string();
+}
+
+std::expected<deploy::ProjectConfig, int> load_config(const GlobalOptions& g, const std::string& who) {
+  std::error_code ec;
+  const fs::path start = g.project_dir ? fs::path(*g.project_dir) : fs::current_path(ec);
+  auto file = deploy::find_project_file(start);
+  if (!file) {
+    std::cerr << who << ": no ferry.json in " << start.string() << " or above (run ferry init)\n";
+    return std::unexpected(kUsage);
+  }
+  auto project = deploy::load_project(*file);
+  if (!project) {
+    std::cerr << who << ": " << project.error().to_string() << "\n";
+    return std::unexpected(kUsage);
+  }
+  return std::move(*project);
+}
+
+// The first mapping's absolute root on the host. The local host's is known here (the sandbox);
+// an SSH host is asked, by connecting as every command does (PyCharm and debugpy need absolute
+// remote paths, and only the box knows what its "~" is).
+std::expected<std::string, std::string> first_remote_root(const GlobalOptions& g, const deploy::ProjectConfig& project) {
+  const deploy::Mapping& m = project.mappings.front();
+  const sync::SyncTarget target = sync::mapping_target(project, m);
+  if (project.host == "local") {
+    const remote::LocalEndpointOptions o = sync::local_endpoint_options(project, m);
+    std::error_code ec;
+    const fs::path root = fs::weakly_canonical(o.root.empty() ? remote::default_sandbox_root(project.name) : o.root, ec);
+    return (root / target.remote_base).lexically_normal().string();
+  }
+  auto t = remote::make_ssh_target("", "", g.ssh_config, &project);
+  if (!t) return std::unexpected(t.error());
+  remote::SshEndpoint endpoint(endpoint_options(*t));
+  auto info = endpoint.connect();
+  if (!info) return std::unexpected("cannot reach " + endpoint.description() + ": " + info.error().message);
+  endpoint.close();
+  return (fs::path(info->root) / target.remote_base).lexically_normal().string();
+}
+
+std::expected<std::vector<debug::PathMapping>, int> path_mappings(const GlobalOptions& g, const deploy::ProjectConfig& project,
+                                                                  bool offline, const std::string& who) {
+  if (offline && project.host != "local") {
+    auto mappings = ide::configured_path_mappings(project);
+    for (const auto& m : mappings)
+      if (m.remote_root.starts_with("~"))
+        std::cerr << who << ": warning: remote root " << m.remote_root << " is written with its '~' (--offline): PyCharm "
+                  << "and debugpy need an absolute path there; run without --offline when " << project.host
+                  << " is reachable, or edit the path mapping\n";
+    return mappings;
+  }
+  auto root = first_remote_root(g, project);
+  auto mappings = root ? debug::resolve_path_mappings(project, *root) : std::unexpected(root.error());
+  if (!mappings) {
+    std::cerr << who << ": " << mappings.error() << " (--offline writes the files without asking the host)\n";
+    return std::unexpected(kFailure);
+  }
+  return *mappings;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The files a plan may touch, as they are now.
+ide::ExistingFiles existing_files(const fs::path& root) {
+  ide::ExistingFiles out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root / ".run", ec))
+    if (e.is_regular_file(ec) && e.path().filename().string().ends_with(".run.xml"))
+      out[".run/" + e.path().filename().string()] = read_text(e.path());
+  for (const std::string& rel : {std::string(ide::kWatcherTasksPath), std::string(ide::kLsp4ijTemplateDir) + "/template.json",
+                                std::string(ide::kTasksPath), std::string(ide::kLaunchPath)})
+    if (fs::is_regular_file(root / rel, ec)) out[rel] = read_text(root / rel);
+  return out;
+}
+
+// Temp file beside it, fsync, rename: the IDE never reads half a file. An existing file keeps its
+// mode; a new one gets 0644 like any project file.
+std::expected<void, std::string> write_atomically(const fs::path& file, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  if (ec) return std::unexpected("cannot create " + file.parent_path().string() + ": " + ec.message());
+  struct stat st {};
+  const mode_t mode = ::stat(file.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
+  std::string tmpl = (file.parent_path() / ("." + file.filename().string() + ".ferry-XXXXXX")).string();
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) return std::unexpected("cannot create a temp file beside " + file.string() + ": " + std::strerror(errno));
+  std::string error;
+  if (::fchmod(fd, mode) != 0) error = std::strerror(errno);
+  for (std::size_t done = 0; error.empty() && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) error = std::strerror(errno);
+    else done += static_cast<std::size_t>(n);
+  }
+  if (error.empty() && ::fsync(fd) != 0) error = std::strerror(errno);
+  if (::close(fd) != 0 && error.empty()) error = std::strerror(errno);
+  if (error.empty() && ::rename(tmpl.c_str(), file.c_str()) != 0) error = std::strerror(errno);
+  if (!error.empty()) {
+    ::unlink(tmpl.c_str());
+    return std::unexpected("cannot write " + file.string() + ": " + error);
+  }
+  return {};
+}
+
+// Writes what changed and prints every file's fate; false when a file could not be written or merged.
+bool apply(const fs::path& root, const ide::IdePlan& plan, const std::string& who) {
+  bool ok = true, changed = false;
+  for (const auto& f : plan.files) {
+    if (f.change == ide::Change::failed) {
+      std::cerr << who << ": " << f.path << ": " << f.error << "\n";
+      ok = false;
+      continue;
+    }
+    if (f.change != ide::Change::unchanged) {
+      if (auto w = write_atomically(root / f.path, f.text); !w) {
+        std::cerr << who << ": " << w.error() << "\n";
+        ok = false;
+        continue;
+      }
+      changed = true;
+    }
+    const char* word = f.change == ide::Change::created ? "created  " : f.change == ide::Change::updated ? "updated  " : "unchanged";
+    std::cout << "  " << word << " " << f.path << "\n";
+  }
+  for (const auto& n : plan.notes) std::cout << "  note: " << n << "\n";
+  if (ok && !changed) std::cout << "Nothing changed: the files already say what ferry.json says.\n";
+  return ok;
+}
+
+void print_pycharm_steps(const deploy::ProjectConfig& project, const IdeCliOptions& o) {
+  std::cout << "\nNext, in PyCharm or CLion (details: docs/ide.md):\n"
+            << "  1. Settings > Plugins > Marketplace: install LSP4IJ (free, Community editions too).\n"
+            << "  2. Settings > Languages & Frameworks > Language Servers > + > Template: Import from custom template...\n"
+            << "     and choose the directory " << (project.root / ide::kLsp4ijTemplateDir).string() << "\n"
+            << "     (ferry serve then syncs on save and shows ferry's code lenses and diagnostics).\n"
+            << "  3. Run: the configurations \"ferry: NAME\" (from .run/) run ferry run/debug/train --launch NAME.\n"
+            << "  4. Debug (PyCharm Professional): start \"" << ide::kDebugServerName << "\" (port " << o.port
+            << ") first, then a debug entry's \"ferry: NAME\";\n"
+            << "     the script connects with the settrace line that ferry debug --pycharm prints.\n"
+            << "  5. Without LSP4IJ, the File Watchers \"ferry sync (py|json|yaml)\" push each saved file (PyCharm\n"
+            << "     Professional; CLion needs the File Watchers plugin). With LSP4IJ, switch them off in Settings > Tools >\n"
+            << "     File Watchers: ferry ide keeps them off. Reopen the project if it was open while they were written.\n";
+}
+
+void print_vscode_steps() {
+  std::cout << "\nIn VS Code: Terminal > Run Task... > \"ferry: NAME\" runs a launch entry; Run and Debug > \"ferry: NAME\"\n"
+            << "starts a debug entry's task and attaches once debugpy listens on the box (details: docs/ide.md).\n";
+}
+
+int run_ide(const GlobalOptions& g, const IdeCliOptions& o, ide::Ide which) {
+  const std::string who = which == ide::Ide::pycharm ? "ferry ide pycharm" : "ferry ide vscode";
+  auto project = load_config(g, who);
+  if (!project) return project.error();
+  ide::IdeInputs in;
+  in.ferry = o.ferry.empty() ? ferry_command() : o.ferry;
+  in.pycharm_port = o.port;
+  // VS Code needs the mappings only for debug entries' attach configurations.
+  const bool needs_mappings = which == ide::Ide::pycharm ||
+                              std::any_of(project->launch.begin(), project->launch.end(), [](const auto& e) { return e.kind == "debug"; });
+  if (needs_mappings) {
+    auto mappings = path_mappings(g, *project, o.offline, who);
+    if (!mappings) return mappings.error();
+    in.mappings = std::move(*mappings);
+  }
+  in.project = std::move(*project);
+  if (in.project.launch.empty())
+    std::cerr << who << ": ferry.json has no launch entries: no run " << (which == ide::Ide::pycharm ? "configurations" : "tasks")
+              << " to write (docs/config.md#launch)\n";
+  const ide::ExistingFiles existing = existing_files(in.project.root);
+  const ide::IdePlan plan = which == ide::Ide::pycharm ? ide::plan_pycharm(in, existing) : ide::plan_vscode(in, existing);
+  std::cout << "In " << in.project.root.string() << ":\n";
+  const bool ok = apply(in.project.root, plan, who);
+  if (which == ide::Ide::pycharm) print_pycharm_steps(in.project, o);
+  else if (!plan.files.empty()) print_vscode_steps();
+  return ok ? 0 : kFailure;
+}
+
+}  // namespace
+
+void add_ide_command(CLI::App& app, GlobalOptions& g) {
+  auto* ide = app.add_subcommand("ide", "Write IDE files for ferry.json's launch entries: ferry ide pycharm | ferry ide vscode");
+  ide->require_subcommand(1);
+  auto po = std::make_shared<IdeCliOptions>();
+  auto* pycharm = ide->add_subcommand(
+      "pycharm", "PyCharm/CLion: a .run/ configuration per launch entry, the Python Debug Server, File Watchers "
+                 "(sync on save without LSP4IJ) and the LSP4IJ template to import; merged with what is there");
+  auto* vscode = ide->add_subcommand(
+      "vscode", "VS Code: a task per launch entry in .vscode/tasks.json and, for debug entries, an attach "
+                "configuration in .vscode/launch.json that starts it; merged, comments kept");
+  auto vo = std::make_shared<IdeCliOptions>();
+  for (auto [cmd, o] : {std::pair{pycharm, po}, std::pair{vscode, vo}}) {
+    cmd->add_flag("--offline", o->offline,
+                  "Do not connect to learn the host's absolute remote root: \"~/...\" roots are written as they are (warned)");
+    cmd->add_option("--ferry", o->ferry,
+                    "The ferry command the IDE runs (default: \"ferry\" when the ferry on PATH is this one, else this "
+                    "binary's absolute path)");
+  }
+  pycharm->add_option("--port", po->port, "The Python Debug Server's port (ferry debug --pycharm PORT)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65535));
+  pycharm->callback([&g, po] { exit_code() = run_ide(g, *po, ide::Ide::pycharm); });
+  vscode->callback([&g, vo] { exit_code() = run_ide(g, *vo, ide::Ide::vscode); });
+}
+
+}  // namespace ferry::cli
