@@ -6,8 +6,10 @@
 //   FERRY_BENCH_SMALL (20000) FERRY_BENCH_BIG_MB (256)   initial sync
 //   FERRY_BENCH_NOOP (100000)                            no-op resync
 //   FERRY_BENCH_SAVE_TREE (10000) FERRY_BENCH_SAVES (50) save latency through `ferry serve`
+//                                                        (sync/fileSaved, and the editor path:
+//                                                        LSP didSave from a plain client)
 //   FERRY_BENCH_EDIT_MB (1024)                           1-byte edit and 1 MiB insertion
-//   FERRY_BENCH_ONLY (all)   comma list of parts to run: initial, noop, save, edit
+//   FERRY_BENCH_ONLY (all)   comma list of parts to run: initial, noop, save, editor, edit
 //   FERRY_BENCH_RUNS (1)     initial syncs per tool, alternated (ferry, rsync, tar, ferry, ...);
 //                            the table shows medians
 //   FERRY_BIN, FERRY_AGENT: the binaries under test
@@ -280,7 +282,9 @@ int main() {
     std::cerr << "sync_bench: set FERRY_BIN and FERRY_AGENT (bench/sync_vs_rsync/run.sh does)\n";
     return 2;
   }
-  ferry::test::SshdFixture sshd;
+  ferry::test::SshdOptions sshd_options;
+  sshd_options.log_level = "INFO";  // each login logged: the editor part counts them
+  ferry::test::SshdFixture sshd(sshd_options);
   sshd.trust_host_key();
   env.sshd = &sshd;
   env.rsh = "ssh -F " + sshd.ssh_config().string();
@@ -377,56 +381,83 @@ int main() {
   }
 
   // 3. Save latency: sync/fileSaved through `ferry serve` until the remote file is replaced,
-  // against one single-file rsync per save (each edit changes the size: rsync sees it).
-  if (part("save")) {
+  // against one single-file rsync per save (each edit changes the size: rsync sees it). Then the
+  // editor path: a plain LSP client (rootUri, no ferry capability) saving with
+  // textDocument/didSave, and the SSH logins its whole session made (sync, saves, a command, a
+  // tunnel), counted in sshd's own log.
+  auto saves = [&](const std::string& name, bool editor, std::vector<double>& f, std::vector<double>& r) {
     const fs::path tree = dir / fmt::format("save-{}", n_save_tree);
     if (!fs::exists(tree / ".built")) {
       fs::remove_all(tree);
       make_small_tree(tree, n_save_tree, 2048, 4);
       write_file(tree / ".built", "");
     }
-    const fs::path dest = remote / fmt::format("save-{}-ferry", n_save_tree);
-    const fs::path rdest = remote / fmt::format("save-{}-rsync", n_save_tree);
+    const fs::path dest = remote / fmt::format("{}-{}-ferry", name, n_save_tree);
+    const fs::path rdest = remote / fmt::format("{}-{}-rsync", name, n_save_tree);
     env.project(tree, dest.string());
     env.rsync(tree, rdest.string());
-    log("save latency");
-    std::vector<double> f, r;
-    {
-      Serve serve(env.ferry, tree);
-      serve.call("initialize", {{"capabilities", json::object()}}, std::chrono::seconds(30));
-      serve.notify("initialized", json::object());
-      json first = serve.call("sync/push", json::object(), std::chrono::seconds(300));
-      if (!first.contains("result")) throw std::runtime_error("serve sync/push: " + first.dump());
-      for (std::uint64_t i = 0; i < n_saves; ++i) {
-        const std::string rel = fmt::format("d{:03}/s{:02}/f{}.py", i % 100, (i / 100) % 10, i);
-        std::string content;
-        {
-          std::ifstream in(tree / rel, std::ios::binary);
-          content.assign(std::istreambuf_iterator<char>(in), {});
-        }
-        content += fmt::format("# save {}\n", i);
-        write_file(tree / rel, content);
-        auto t0 = Clock::now();
-        serve.notify("sync/fileSaved", {{"path", (tree / rel).string()}});
-        const auto deadline = t0 + std::chrono::seconds(10);
-        struct stat st {};
-        while (!(::stat((dest / rel).c_str(), &st) == 0 && static_cast<std::size_t>(st.st_size) == content.size())) {
-          if (Clock::now() > deadline) throw std::runtime_error("save of " + rel + " never reached the remote");
-          std::this_thread::sleep_for(std::chrono::microseconds(50));  // a bench: polling the remote file is the measurement
-        }
-        f.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        serve.drain();
-        r.push_back(timed(fmt::format("rsync -a -e {} {} {}:{}", q(env.rsh), q((tree / rel).string()), env.alias,
-                                      q((rdest / rel).string())))
-                        .seconds);
+    log(name + " latency");
+    const int logins_before = sshd.accepted_logins();
+    Serve serve(env.ferry, editor ? dir : tree);  // the editor finds the project from rootUri, not the cwd
+    json init{{"capabilities", editor ? json::object() : json{{"experimental", {{"ferry", true}}}}}};
+    if (editor) init["rootUri"] = "file://" + tree.string();
+    serve.call("initialize", init, std::chrono::seconds(30));
+    serve.notify("initialized", json::object());
+    json first = editor ? serve.call("workspace/executeCommand", {{"command", "ferry.sync"}}, std::chrono::seconds(300))
+                        : serve.call("sync/push", json::object(), std::chrono::seconds(300));
+    if (!first.contains("result")) throw std::runtime_error(name + ": first sync: " + first.dump());
+    for (std::uint64_t i = 0; i < n_saves; ++i) {
+      const std::string rel = fmt::format("d{:03}/s{:02}/f{}.py", i % 100, (i / 100) % 10, i);
+      std::string content;
+      {
+        std::ifstream in(tree / rel, std::ios::binary);
+        content.assign(std::istreambuf_iterator<char>(in), {});
       }
-      serve.call("shutdown", nullptr, std::chrono::seconds(30));
-      serve.notify("exit", nullptr);
+      content += fmt::format("# {} {}\n", name, i);
+      write_file(tree / rel, content);
+      auto t0 = Clock::now();
+      if (editor) serve.notify("textDocument/didSave", {{"textDocument", {{"uri", "file://" + (tree / rel).string()}}}});
+      else serve.notify("sync/fileSaved", {{"path", (tree / rel).string()}});
+      const auto deadline = t0 + std::chrono::seconds(10);
+      struct stat st {};
+      while (!(::stat((dest / rel).c_str(), &st) == 0 && static_cast<std::size_t>(st.st_size) == content.size())) {
+        if (Clock::now() > deadline) throw std::runtime_error("save of " + rel + " never reached the remote");
+        std::this_thread::sleep_for(std::chrono::microseconds(50));  // a bench: polling the remote file is the measurement
+      }
+      f.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      serve.drain();
+      r.push_back(timed(fmt::format("rsync -a -e {} {} {}:{}", q(env.rsh), q((tree / rel).string()), env.alias,
+                                    q((rdest / rel).string())))
+                      .seconds);
     }
+    if (editor) {
+      // What else an editor session does on the same link: the box's GPUs, a tunnel.
+      serve.call("workspace/executeCommand", {{"command", "ferry.gpu"}}, std::chrono::seconds(30));
+      serve.call("workspace/executeCommand", {{"command", "ferry.tunnel"}, {"arguments", {"0:localhost:9"}}},
+                 std::chrono::seconds(30));
+    }
+    serve.call("shutdown", nullptr, std::chrono::seconds(30));
+    serve.notify("exit", nullptr);
+    return sshd.accepted_logins() - logins_before;
+  };
+  if (part("save")) {
+    std::vector<double> f, r;
+    saves("save", false, f, r);
     rows.push_back({fmt::format("save latency p50, {} saves in a {}-file tree", n_saves, n_save_tree), secs(percentile(f, 0.5)),
                     "rsync " + secs(percentile(r, 0.5)), fmt::format("{:.3f}x", percentile(f, 0.5) / percentile(r, 0.5)), ""});
     rows.push_back({"save latency p95", secs(percentile(f, 0.95)), "rsync " + secs(percentile(r, 0.95)),
                     fmt::format("{:.3f}x", percentile(f, 0.95) / percentile(r, 0.95)), "ferry <= 20 ms"});
+  }
+  if (part("editor")) {
+    std::vector<double> f, r;
+    const int logins = saves("editor", true, f, r);
+    rows.push_back({fmt::format("editor path (textDocument/didSave -> file on the box) p50, {} saves", n_saves),
+                    secs(percentile(f, 0.5)), "rsync " + secs(percentile(r, 0.5)),
+                    fmt::format("{:.3f}x", percentile(f, 0.5) / percentile(r, 0.5)), ""});
+    rows.push_back({"editor path p95", secs(percentile(f, 0.95)), "rsync " + secs(percentile(r, 0.95)),
+                    fmt::format("{:.3f}x", percentile(f, 0.95) / percentile(r, 0.95)), "ferry <= 20 ms"});
+    rows.push_back({"SSH logins of that editor session (sync, saves, ferry.gpu, ferry.tunnel)", std::to_string(logins),
+                    "rsync: one per save", fmt::format("{}x", logins), "1"});
   }
 
   // 4. A 1-byte edit in a large file, then 5. 1 MiB inserted at its start.

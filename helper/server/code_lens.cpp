@@ -1,9 +1,11 @@
 // Code lenses from a document's text: see code_lens.hpp.
 #include "helper/server/code_lens.hpp"
 
+#include <algorithm>
 #include <regex>
 
 #include "helper/diagnostics/config_diagnostics.hpp"
+#include "helper/diagnostics/json_locator.hpp"
 
 namespace ferry::server {
 
@@ -36,6 +38,27 @@ std::vector<int> main_guard_lines(std::string_view text) {
   return lines;
 }
 
+// ferry.json's launch entries, each a lens on its own line: the kind's command with the entry's
+// name (what `ferry run --launch NAME` starts).
+void launch_lenses(std::string_view text, const std::string& uri, const std::string& host, std::vector<CodeLens>& out) {
+  auto doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("launch") || !doc["launch"].is_array()) return;
+  const auto where = diagnostics::JsonLocations::scan(text);
+  for (std::size_t i = 0; i < doc["launch"].size(); ++i) {
+    const auto& entry = doc["launch"][i];
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) continue;
+    const std::string name = entry["name"];
+    const std::string kind = entry.value("kind", std::string("run"));
+    const auto* span = where.find("/launch/" + std::to_string(i));
+    if (!span) continue;
+    const int line = static_cast<int>(std::count(text.begin(), text.begin() + span->value.begin, '\n'));
+    const nlohmann::json args = nlohmann::json::array({{{"uri", uri}, {"launch", name}}});
+    if (kind == "train") out.push_back({line, "Train " + name + " on " + host, "ferry.train", args});
+    else if (kind == "debug") out.push_back({line, "Debug " + name + " on " + host, "ferry.debug", args});
+    else out.push_back({line, "\u25B6 Run " + name + " on " + host, "ferry.run", args});
+  }
+}
+
 }  // namespace
 
 DocumentKind document_kind(std::string_view file_name, std::string_view text) {
@@ -63,6 +86,7 @@ std::vector<CodeLens> code_lenses(DocumentKind kind, std::string_view text, cons
     case DocumentKind::project_file:
       out.push_back({0, "Sync now", "ferry.sync", args});
       out.push_back({0, "Doctor", "ferry.doctor", args});
+      launch_lenses(text, uri, host, out);
       break;
     case DocumentKind::other:
       break;

@@ -1,7 +1,9 @@
 // The code lenses ferry puts in a document, worked out from its saved text alone: "▶ Run on
 // HOST" and "Debug on HOST" above a Python file's `if __name__ == "__main__":`, "Train on HOST"
-// at the top of a training config, "Sync now" and "Doctor" in ferry.json. Each names a
-// workspace/executeCommand command with the file's URI as its argument.
+// at the top of a training config, "Sync now" and "Doctor" in ferry.json, and one lens per
+// ferry.json launch entry on its line ("▶ Run NAME on HOST", "Debug NAME ...", "Train NAME ...").
+// Each names a workspace/executeCommand command with the file's URI (and the entry's name) as
+// its argument.
 #pragma once
 
 #include <string>

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "helper/deploy/launch_target.hpp"
 #include "helper/remote/forward_spec.hpp"
 #include "helper/server/run_log.hpp"
 #include "helper/server/server_state.hpp"
@@ -117,25 +118,59 @@ MessageType exit_type(const json& exited) {
 
 using Handler = std::function<std::expected<json, ResponseError>(ServerState&, const std::string&, const json&, p::CallContext&)>;
 
+// What ferry.run / ferry.debug start: the file relative to the mapping with its args, or a
+// ferry.json launch entry ({launch: NAME}) as `ferry run --launch NAME` starts it. `label` names it
+// in messages and log files.
+struct Launch {
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::map<std::string, std::string> env;
+  std::string label;
+};
+
+std::expected<Launch, ResponseError> command_launch(const std::string& cmd, std::string_view kind,
+                                                   const deploy::ProjectConfig& config, const CommandTarget& t) {
+  Launch l;
+  if (t.options.contains("launch")) {
+    if (!t.options["launch"].is_string()) return std::unexpected(usage(cmd, "launch: expected an entry's name"));
+    auto entry = deploy::find_launch(config, t.options["launch"].get<std::string>());
+    if (!entry) return std::unexpected(usage(cmd, entry.error()));
+    if (auto fits = deploy::check_launch_kind(**entry, kind); !fits) return std::unexpected(usage(cmd, fits.error()));
+    auto command = deploy::launch_command(config, **entry, t.args);
+    if (!command) return std::unexpected(usage(cmd, command.error()));
+    return Launch{command->command, command->cwd, command->env, (*entry)->name};
+  }
+  if (!t.file) return std::unexpected(usage(cmd, "needs the Python file (the code lens passes its URI) or {launch: NAME}"));
+  auto rel = mapped_path(cmd, config, *t.file);
+  if (!rel) return std::unexpected(rel.error());
+  l.argv.push_back(*rel);
+  l.argv.insert(l.argv.end(), t.args.begin(), t.args.end());
+  l.label = *rel;
+  return l;
+}
+
 std::expected<json, ResponseError> run_command(ServerState& s, const std::string& cmd, const json& arguments,
                                                p::CallContext& call) {
   auto t = command_target(cmd, arguments);
   if (!t) return std::unexpected(t.error());
-  if (!t->file) return std::unexpected(usage(cmd, "needs the Python file to run (the code lens passes its URI)"));
+  if (!t->file && !t->options.contains("launch"))
+    return std::unexpected(usage(cmd, "needs the Python file to run (the code lens passes its URI)"));
   auto config = command_project(s, *t);
   if (!config) return std::unexpected(config.error());
-  auto rel = mapped_path(cmd, *config, *t->file);
-  if (!rel) return std::unexpected(rel.error());
+  auto launch = command_launch(cmd, "run", *config, *t);
+  if (!launch) return std::unexpected(launch.error());
   auto work = s.progress.begin(&call);
-  work->progress().begin("Running " + *rel + " on " + config->host, "syncing");
+  work->progress().begin("Running " + launch->label + " on " + config->host, "syncing");
   auto synced = s.sync->flush(config->root.string(), call);
   if (!synced) return std::unexpected(synced.error());
   if (work->cancelled()) return std::unexpected(p::cancelled_error(cmd));
   RunStartParams params;
   params.path = config->root.string();
-  params.argv.push_back(*rel);
-  params.argv.insert(params.argv.end(), t->args.begin(), t->args.end());
+  params.argv = launch->argv;
+  params.cwd = launch->cwd;
+  params.env = launch->env;
   if (s.questions.traits().ferry) return s.runs->start(params);
+  const std::string* rel = &launch->label;
 
   auto log = RunLog::create(config->root, fs::path(*rel).stem().string());
   if (!log) return std::unexpected(ResponseError{p::error_code::kIoError, cmd + ": " + log.error(), {}});
@@ -155,17 +190,20 @@ std::expected<json, ResponseError> debug_command(ServerState& s, const std::stri
                                                  p::CallContext& call) {
   auto t = command_target(cmd, arguments);
   if (!t) return std::unexpected(t.error());
-  if (!t->file) return std::unexpected(usage(cmd, "needs the Python file to debug (the code lens passes its URI)"));
+  if (!t->file && !t->options.contains("launch"))
+    return std::unexpected(usage(cmd, "needs the Python file to debug (the code lens passes its URI)"));
   auto config = command_project(s, *t);
   if (!config) return std::unexpected(config.error());
-  auto rel = mapped_path(cmd, *config, *t->file);
-  if (!rel) return std::unexpected(rel.error());
+  auto launch = command_launch(cmd, "debug", *config, *t);
+  if (!launch) return std::unexpected(launch.error());
+  const std::string* rel = &launch->label;
   auto synced = s.sync->flush(config->root.string(), call);
   if (!synced) return std::unexpected(synced.error());
   DebugPrepareParams params;
   params.path = config->root.string();
-  params.command.push_back(*rel);
-  params.command.insert(params.command.end(), t->args.begin(), t->args.end());
+  params.command = launch->argv;
+  params.cwd = launch->cwd;
+  params.env = launch->env;
   params.local_port = t->options.value("localPort", 0);  // any free port here unless asked
   auto work = s.progress.begin(&call);
   work->progress().begin("Starting the debugger for " + *rel);
@@ -200,6 +238,15 @@ std::expected<json, ResponseError> train_command(ServerState& s, const std::stri
   if (!t->file) return std::unexpected(usage(cmd, "needs the training config (the code lens passes its URI)"));
   auto config = command_project(s, *t);
   if (!config) return std::unexpected(config.error());
+  if (t->options.contains("launch")) {
+    // A launch entry of kind train names its config; the lens's file is ferry.json then.
+    auto entry = t->options["launch"].is_string() ? deploy::find_launch(*config, t->options["launch"].get<std::string>())
+                                                  : std::unexpected(std::string("launch: expected an entry's name"));
+    auto fits = entry ? deploy::check_launch_kind(**entry, "train") : std::unexpected(entry.error());
+    auto path = fits ? deploy::train_config_path(*config, **entry) : std::unexpected(fits.error());
+    if (!path) return std::unexpected(usage(cmd, path.error()));
+    t->file = *path;
+  }
   TrainStartParams params;
   params.path = config->root.string();
   params.config = t->file->string();

@@ -51,3 +51,30 @@ BOOST_AUTO_TEST_CASE(configs_get_their_lenses_on_the_first_line) {
   BOOST_TEST(j[0]["range"]["start"]["line"] == 0);
   BOOST_TEST(j[0]["command"]["title"] == "Sync now");
 }
+
+BOOST_AUTO_TEST_CASE(launch_entries_get_a_lens_on_their_own_line) {
+  const std::string text =
+      "{\n"
+      "  \"name\": \"p\",\n"
+      "  \"launch\": [\n"
+      "    {\"name\": \"train small\", \"script\": \"train.py\"},\n"
+      "    {\"name\": \"dbg\", \"kind\": \"debug\", \"module\": \"pkg.cli\"},\n"
+      "    {\n"
+      "      \"name\": \"mlp\", \"kind\": \"train\", \"config\": \"cfg.json\"\n"
+      "    },\n"
+      "    {\"kind\": \"run\"}\n"
+      "  ]\n"
+      "}\n";
+  auto lenses = code_lenses(DocumentKind::project_file, text, "file:///p/ferry.json", "box");
+  BOOST_REQUIRE_EQUAL(lenses.size(), 5u);  // Sync, Doctor and three named entries
+  BOOST_TEST(lenses[2].line == 3);
+  BOOST_TEST(lenses[2].title == "\u25B6 Run train small on box");
+  BOOST_TEST(lenses[2].command == "ferry.run");
+  BOOST_TEST(lenses[2].arguments.dump() == R"([{"launch":"train small","uri":"file:///p/ferry.json"}])");
+  BOOST_TEST(lenses[3].line == 4);
+  BOOST_TEST(lenses[3].command == "ferry.debug");
+  BOOST_TEST(lenses[4].line == 5);
+  BOOST_TEST(lenses[4].command == "ferry.train");
+  // A broken file still gets its first-line lenses.
+  BOOST_TEST(code_lenses(DocumentKind::project_file, "{\"launch\": [", "u", "h").size() == 2u);
+}

@@ -176,3 +176,31 @@ BOOST_AUTO_TEST_CASE(a_workspace_without_ferry_json_is_offered_one) {
   auto loaded = c.call("project/load", json::object());
   BOOST_TEST(loaded.contains("result"), loaded.dump());
 }
+
+BOOST_AUTO_TEST_CASE(a_launch_entry_runs_from_its_lens_with_its_args_env_and_cwd) {
+  Project p("lens-launch");
+  ferry::test::write_file(p.dir / "tools" / "show.py",
+                          "import os, sys\nprint(os.getcwd().endswith('tools'), sys.argv[1:], os.environ['MODE'])\n");
+  auto config = json::parse(read_file(p.dir / "ferry.json"));
+  config["launch"] = json::array({json{{"name", "show"}, {"script", "tools/show.py"}, {"args", {"a", "b"}},
+                                       {"env", {{"MODE", "fast"}}}, {"cwd", "tools"}},
+                                  json{{"name", "fit"}, {"kind", "train"}, {"config", "cfg.json"}}});
+  ferry::test::write_file(p.dir / "ferry.json", config.dump(2));
+  ferry::test::write_file(p.dir / "cfg.json", R"({"model": {"kind": "mlp"}, "max_steps": 1})");
+  ServeClient c(p.dir.path(), plain_capabilities(), p.uri(""));
+  auto lenses = c.call("textDocument/codeLens", {{"textDocument", {{"uri", p.uri("ferry.json")}}}});
+  BOOST_REQUIRE_MESSAGE(lenses.contains("result") && lenses["result"].size() == 4u, lenses.dump());
+  const json command = lenses["result"][2]["command"];
+  BOOST_TEST(command["title"] == "\u25B6 Run show on local");
+  auto r = c.call("workspace/executeCommand", command, editor(true));
+  BOOST_REQUIRE_MESSAGE(r.contains("result"), r.dump());
+  BOOST_REQUIRE(c.wait_notification(message_containing("exited with status 0"), 30s, editor(true)));
+  BOOST_TEST(read_file(r["result"]["log"].get<std::string>()) == "True ['a', 'b'] fast\n");
+  // The wrong command for an entry's kind says which one fits.
+  auto wrong = c.call("workspace/executeCommand",
+                      {{"command", "ferry.run"}, {"arguments", {{{"uri", p.uri("ferry.json")}, {"launch", "fit"}}}}}, editor(true));
+  BOOST_TEST(wrong["error"]["message"].get<std::string>().find("ferry train") != std::string::npos, wrong.dump());
+  auto missing = c.call("workspace/executeCommand",
+                        {{"command", "ferry.run"}, {"arguments", {{{"uri", p.uri("ferry.json")}, {"launch", "nope"}}}}}, editor(true));
+  BOOST_TEST(missing["error"]["message"].get<std::string>().find("show") != std::string::npos, missing.dump());
+}
