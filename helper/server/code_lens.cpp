@@ -48,7 +48,7 @@ void launch_lenses(std::string_view text, const std::string& uri, const std::str
     const auto& entry = doc["launch"][i];
     if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) continue;
     const std::string name = entry["name"];
-    const std::string kind = entry.value("kind", std::string("run"));
+    const std::string kind = entry.contains("kind") && entry["kind"].is_string() ? entry["kind"].get<std::string>() : "run";
     const auto* span = where.find("/launch/" + std::to_string(i));
     if (!span) continue;
     const int line = static_cast<int>(std::count(text.begin(), text.begin() + span->value.begin, '\n'));

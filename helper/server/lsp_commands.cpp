@@ -9,6 +9,7 @@
 
 #include "helper/deploy/launch_target.hpp"
 #include "helper/remote/forward_spec.hpp"
+#include "helper/server/lsp_params.hpp"
 #include "helper/server/run_log.hpp"
 #include "helper/server/server_state.hpp"
 #include "helper/sync/mapping_target.hpp"
@@ -23,51 +24,7 @@ using p::ResponseError;
 
 namespace {
 
-ResponseError usage(const std::string& command, const std::string& what) {
-  return ResponseError{p::error_code::kInvalidParams, command + ": " + what, {}};
-}
-
-// A command's first argument: a file URI or path, or {uri | file, args, port}.
-struct CommandTarget {
-  std::optional<fs::path> file;
-  std::vector<std::string> args;
-  json options = json::object();
-};
-
-std::expected<CommandTarget, ResponseError> command_target(const std::string& command, const json& arguments) {
-  CommandTarget t;
-  if (arguments.empty()) return t;
-  const json& first = arguments[0];
-  std::optional<std::string> where;
-  if (first.is_string()) {
-    where = first.get<std::string>();
-  } else if (first.is_object()) {
-    t.options = first;
-    for (const char* key : {"uri", "file"})
-      if (first.contains(key) && first[key].is_string()) where = first[key].get<std::string>();
-    if (first.contains("args")) {
-      if (!first["args"].is_array()) return std::unexpected(usage(command, "args: expected an array of strings"));
-      for (const auto& a : first["args"]) {
-        if (!a.is_string()) return std::unexpected(usage(command, "args: expected an array of strings"));
-        t.args.push_back(a.get<std::string>());
-      }
-    }
-  } else if (!first.is_null()) {
-    return std::unexpected(usage(command, "expected a file URI or an object {uri, args}"));
-  }
-  if (where) {
-    if (where->starts_with("file:")) {
-      auto path = p::file_uri_to_path(*where);
-      if (!path) return std::unexpected(usage(command, path.error()));
-      t.file = fs::path(*path);
-    } else if (fs::path(*where).is_absolute()) {
-      t.file = fs::path(*where);
-    } else {
-      return std::unexpected(usage(command, "expected an absolute path or a file URI, not " + *where));
-    }
-  }
-  return t;
-}
+ResponseError usage(const std::string& command, const std::string& what) { return command_usage(command, what); }
 
 // The project a command is about: the file's, else the workspace's.
 std::expected<deploy::ProjectConfig, ResponseError> command_project(const ServerState& s, const CommandTarget& t) {
@@ -100,6 +57,12 @@ json with(json result, const char* key, json value) {
   if (!result.is_object()) result = json{{"result", std::move(result)}};
   result[key] = std::move(value);
   return result;
+}
+
+// A number in a JSON object from elsewhere (ferry-train's events, the agent's GPU list), if it is one.
+std::optional<double> number_at(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
 }
 
 std::string exit_words(const json& exited) {
@@ -262,11 +225,11 @@ std::expected<json, ResponseError> train_command(ServerState& s, const std::stri
   observer.event = [log = *log, work, total_steps](const training::TrainEvent& e, std::string_view line) {
     log->write(std::string(line) + "\n");
     if (e.kind == "start" || e.kind == "step") {
-      if (e.body.contains("total_steps")) *total_steps = e.body.value("total_steps", 0LL);
+      if (auto total = number_at(e.body, "total_steps")) *total_steps = static_cast<long long>(*total);
       const long long total = *total_steps;
-      const long long step = e.body.value("step", 0LL);
+      const long long step = static_cast<long long>(number_at(e.body, "step").value_or(0));
       std::string message = fmt::format("step {}", step);
-      if (e.body.contains("loss")) message += fmt::format(", loss {:.4g}", e.body.value("loss", 0.0));
+      if (auto loss = number_at(e.body, "loss")) message += fmt::format(", loss {:.4g}", *loss);
       work->progress().report(message, total > 0 ? std::optional<int>(static_cast<int>(step * 100 / total)) : std::nullopt);
     }
   };
@@ -400,13 +363,15 @@ std::expected<json, ResponseError> gpu_command(ServerState& s, const std::string
   if (!status) return std::unexpected(status.error());
   if (!s.questions.traits().ferry) {
     std::string text = "ferry: " + (*link)->host() + ": ";
-    if (!status->value("available", false)) {
-      text += "no GPU (" + status->value("reason", std::string("NVML not available")) + ")";
+    if (!status->is_object() || status->value("available", json(false)) != json(true)) {
+      const json reason = status->is_object() ? status->value("reason", json()) : json();
+      text += "no GPU (" + (reason.is_string() ? reason.get<std::string>() : std::string("NVML not available")) + ")";
     } else {
-      for (const auto& g : (*status)["gpus"])
-        text += fmt::format("[{}] {} {}% util, {:.1f}/{:.1f} GiB; ", g.value("index", 0), g.value("name", std::string("?")),
-                            g.value("util_percent", 0), g.value("mem_used_bytes", 0.0) / (1 << 30),
-                            g.value("mem_total_bytes", 0.0) / (1 << 30));
+      for (const auto& g : status->value("gpus", json::array()))
+        text += fmt::format("[{}] {} {}% util, {:.1f}/{:.1f} GiB; ", number_at(g, "index").value_or(0),
+                            g.contains("name") && g["name"].is_string() ? g["name"].get<std::string>() : "?",
+                            number_at(g, "util_percent").value_or(0), number_at(g, "mem_used_bytes").value_or(0) / (1 << 30),
+                            number_at(g, "mem_total_bytes").value_or(0) / (1 << 30));
     }
     s.questions.show(MessageType::info, text);
   }

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/server/code_lens.hpp"
+#include "helper/server/lsp_params.hpp"
 #include "helper/server/document_diagnostics.hpp"
 #include "helper/server/server_state.hpp"
 #include "protocol/file_uri.hpp"
@@ -32,18 +33,6 @@ std::optional<p::DecodeError> from_json(const json& j, LspParams& out, const std
   if (!j.is_object()) return p::DecodeError{"", "expected an object"};
   out.value = j;
   return std::nullopt;
-}
-
-// params.textDocument.uri as a local path.
-std::expected<fs::path, ResponseError> document_path(const json& params, std::string_view method) {
-  const json* doc = params.contains("textDocument") ? &params["textDocument"] : nullptr;
-  if (!doc || !doc->is_object() || !doc->contains("uri") || !(*doc)["uri"].is_string())
-    return std::unexpected(ResponseError{p::error_code::kInvalidParams,
-                                         "invalid params for " + std::string(method) + ": /textDocument/uri: expected a string",
-                                         json{{"pointer", "/textDocument/uri"}}});
-  auto path = p::file_uri_to_path((*doc)["uri"].get<std::string>());
-  if (!path) return std::unexpected(ResponseError{p::error_code::kInvalidParams, std::string(method) + ": " + path.error(), {}});
-  return fs::path(*path);
 }
 
 std::optional<std::string> read_text(const fs::path& path) {

@@ -24,6 +24,7 @@
 #include "helper/remote/child_process.hpp"
 #include "protocol/framing.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/serve_process.hpp"
 #include "tests/support/breakpoint_scenario.hpp"
 #include "tests/support/loopback_port.hpp"
 #include "tests/support/wait_for.hpp"
@@ -191,51 +192,11 @@ BOOST_AUTO_TEST_CASE(missing_debugpy_says_how_to_install_it) {
   BOOST_TEST(ferry.stdout_text.empty(), ferry.stdout_text);
 }
 
-namespace {
-
-// `ferry serve` over pipes: framed JSON-RPC requests in, messages out.
-struct ServeProcess {
-  ChildProcess child;
-  int in = -1, out = -1;
-  ferry::protocol::FrameDecoder decoder;
-
-  explicit ServeProcess(const fs::path& project) {
-    auto spawned = child.spawn({FERRY_BIN, "--project", project.string(), "serve"});
-    BOOST_REQUIRE_MESSAGE(spawned.has_value(), (spawned ? std::string() : spawned.error()));
-    in = spawned->stdin_fd;
-    out = spawned->stdout_fd;
-  }
-  ~ServeProcess() {
-    if (in >= 0) ::close(in);
-    if (out >= 0) ::close(out);
-  }
-  void send(const json& message) {
-    const auto bytes = ferry::protocol::encode_frame(message.dump());
-    BOOST_REQUIRE(::write(in, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
-  }
-  // The response to `id` (notifications and server requests in between are skipped).
-  std::optional<json> response(int id, std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    for (;;) {
-      while (auto frame = decoder.next()) {
-        if (!*frame) return std::nullopt;
-        auto message = json::parse(**frame, nullptr, false);
-        if (message.is_object() && message.contains("id") && message["id"] == id && !message.contains("method"))
-          return message;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      if (left <= 0) return std::nullopt;
-      pollfd p{out, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-      char buffer[8192];
-      ssize_t n = ::read(out, buffer, sizeof buffer);
-      if (n <= 0) return std::nullopt;
-      decoder.feed(std::string_view(buffer, static_cast<std::size_t>(n)));
-    }
-  }
+// `ferry serve` over pipes (tests/support/serve_process.hpp), started for `project`.
+struct ServeProcess : ferry::test::ServeProcess {
+  explicit ServeProcess(const fs::path& project) : ferry::test::ServeProcess({FERRY_BIN, "--project", project.string(), "serve"}) {}
+  void send(const json& message) { BOOST_REQUIRE(ferry::test::ServeProcess::send(message)); }
 };
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(debug_prepare_from_an_ide) {
   ferry::test::SshdFixture f;

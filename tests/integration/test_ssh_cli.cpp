@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/serve_process.hpp"
 
 using ferry::test::SshdFixture;
 namespace fs = std::filesystem;
@@ -99,4 +100,44 @@ BOOST_AUTO_TEST_CASE(trust_connect_doctor) {
   BOOST_TEST(unknown.status == 1);
   BOOST_TEST(unknown.out.find("[FAIL] connection") != std::string::npos, unknown.out);
   BOOST_TEST(unknown.out.find("fix: verify the fingerprint") != std::string::npos, unknown.out);
+}
+
+// -F, --project and --log-level work after every sub-command's name too (they were refused with
+// exit 109 by run and tunnel), and `ferry -F FILE serve` resolves an alias only FILE defines.
+BOOST_AUTO_TEST_CASE(global_options_after_the_sub_command_and_serve_honours_F) {
+  SshdFixture f;
+  f.trust_host_key();
+  const fs::path project = f.dir() / "only-F";
+  fs::create_directories(project);
+  // No sshConfig here: the alias resolves only through -F.
+  std::ofstream(project / "ferry.json") << nlohmann::json{{"host", f.alias()},
+                                                          {"interpreter", "/usr/bin/python3"},
+                                                          {"mappings", {{{"local", "."}, {"remote", "~/only-f"}}}}}
+                                               .dump();
+  std::ofstream(project / "hi.py") << "print('hi via -F')\n";
+  const std::string F = "-F '" + f.ssh_config().string() + "'";
+  const std::string P = "--project '" + project.string() + "'";
+
+  auto without = run_ferry(P + " sync", f.dir());
+  BOOST_TEST(without.status != 0, without.out);  // the alias is unknown without -F
+
+  auto synced = run_ferry("sync " + F + " " + P + " --log-level warn", f.dir());
+  BOOST_TEST(synced.status == 0, synced.out);
+  auto ran = run_ferry("run " + F + " " + P + " -- hi.py", f.dir());
+  BOOST_TEST(ran.status == 0, ran.out);
+  BOOST_TEST(ran.out.find("hi via -F") != std::string::npos, ran.out);
+  auto listed = run_ferry("runs " + P + " " + F + " --json", f.dir());
+  BOOST_TEST(listed.status == 0, listed.out);
+  auto tunnel_help = run_ferry("tunnel " + F + " " + P + " --help", f.dir());
+  BOOST_TEST(tunnel_help.status == 0, tunnel_help.out);
+
+  // The server, started the way an editor's settings would: `ferry -F FILE --project DIR serve`.
+  ferry::test::ServeProcess serve({FERRY_BIN, "-F", f.ssh_config().string(), "--project", project.string(), "serve"});
+  BOOST_REQUIRE(serve.call(1, "initialize", {{"capabilities", nlohmann::json::object()}}, std::chrono::seconds(30)));
+  auto connected = serve.call(2, "host/connect", nlohmann::json::object(), std::chrono::seconds(60));
+  BOOST_REQUIRE(connected);
+  BOOST_TEST(connected->contains("result"), connected->dump());
+  BOOST_TEST((*connected)["result"]["remoteRoot"] == (f.home() / "only-f").string(), connected->dump());
+  BOOST_REQUIRE(serve.call(3, "shutdown", nullptr, std::chrono::seconds(30)));
+  serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
 }
