@@ -124,7 +124,7 @@ std::expected<json, ResponseError> run_command(ServerState& s, const std::string
   if (!launch) return std::unexpected(launch.error());
   auto work = s.progress.begin(&call);
   work->progress().begin("Running " + launch->label + " on " + config->host, "syncing");
-  auto synced = s.sync->flush(config->root.string(), call);
+  auto synced = s.sync->flush(config->root.string(), call, work.get());
   if (!synced) return std::unexpected(synced.error());
   if (work->cancelled()) return std::unexpected(p::cancelled_error(cmd));
   RunStartParams params;
@@ -160,16 +160,18 @@ std::expected<json, ResponseError> debug_command(ServerState& s, const std::stri
   auto launch = command_launch(cmd, "debug", *config, *t);
   if (!launch) return std::unexpected(launch.error());
   const std::string* rel = &launch->label;
-  auto synced = s.sync->flush(config->root.string(), call);
+  auto work = s.progress.begin(&call);
+  work->progress().begin("Starting the debugger for " + *rel, "syncing");
+  auto synced = s.sync->flush(config->root.string(), call, work.get());
   if (!synced) return std::unexpected(synced.error());
+  if (work->cancelled()) return std::unexpected(p::cancelled_error(cmd));
   DebugPrepareParams params;
   params.path = config->root.string();
   params.command = launch->argv;
   params.cwd = launch->cwd;
   params.env = launch->env;
   params.local_port = t->options.value("localPort", 0);  // any free port here unless asked
-  auto work = s.progress.begin(&call);
-  work->progress().begin("Starting the debugger for " + *rel);
+  work->progress().report("starting debugpy on " + config->host);
   auto prepared = prepare_debug(*s.debugs, params, call.cancellation());
   if (!prepared) return std::unexpected(prepared.error());
   json result{{"configuration", prepared->configuration}, {"runId", prepared->run_id}, {"localPort", prepared->local_port}};
@@ -254,7 +256,9 @@ std::expected<json, ResponseError> sync_command(ServerState& s, const std::strin
   if (!t) return std::unexpected(t.error());
   auto config = command_project(s, *t);
   if (!config) return std::unexpected(config.error());
-  auto summary = s.sync->flush(config->root.string(), call);
+  auto work = s.progress.begin(&call);
+  work->progress().begin("Syncing to " + config->host);
+  auto summary = s.sync->flush(config->root.string(), call, work.get());
   if (!summary) return std::unexpected(summary.error());
   if (!s.questions.traits().ferry) {
     const auto conflicts = summary->value("conflicts", json::array()).size();

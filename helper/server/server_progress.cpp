@@ -24,20 +24,20 @@ std::unique_ptr<ServerProgress::Work> ServerProgress::begin(const p::CallContext
   auto notify = [this](const std::string& method, p::json params) { client_.notify(method, std::move(params)); };
   if (!questions_.traits().work_done_progress)
     return std::make_unique<Work>(nullptr, "", p::WorkDoneProgress(), p::CancellationSource{}, call_cancel);
+  // Registered before the client hears of it: a cancel may come before the create's answer.
   std::string token;
+  p::CancellationSource source;
   {
     std::lock_guard lock(mutex_);
     token = "ferry-" + std::to_string(next_++);
+    live_.emplace(token, source);
   }
   auto created = client_.call("window/workDoneProgress/create", p::json{{"token", token}}, kCreateTimeout, call_cancel);
   if (!created) {
     spdlog::debug("no progress token: {}", created.error().message);
-    return std::make_unique<Work>(nullptr, "", p::WorkDoneProgress(), p::CancellationSource{}, call_cancel);
-  }
-  p::CancellationSource source;
-  {
     std::lock_guard lock(mutex_);
-    live_.emplace(token, source);
+    live_.erase(token);
+    return std::make_unique<Work>(nullptr, "", p::WorkDoneProgress(), p::CancellationSource{}, call_cancel);
   }
   return std::make_unique<Work>(this, token, p::WorkDoneProgress(p::json(token), notify), source, call_cancel);
 }

@@ -97,7 +97,8 @@ SyncService::~SyncService() {
   if (saver_.joinable()) saver_.join();
 }
 
-std::expected<json, ResponseError> SyncService::push(const SyncPushParams& params, p::CallContext& call) {
+std::expected<json, ResponseError> SyncService::push(const SyncPushParams& params, p::CallContext& call,
+                                                     ServerProgress::Work* work) {
   sync::SyncOptions o;
   o.dry_run = params.dry_run;
   o.force = params.force;
@@ -113,7 +114,7 @@ std::expected<json, ResponseError> SyncService::push(const SyncPushParams& param
       return confirmed || ctx_.questions.confirm_mass_delete(reason, n, root, call.cancellation());
     };
     return e.push(o);
-  });
+  }, work);
 }
 
 std::expected<json, ResponseError> SyncService::pull(const std::optional<std::string>& project,
@@ -144,7 +145,8 @@ json SyncService::status() {
   return j;
 }
 
-std::expected<json, ResponseError> SyncService::flush(const std::optional<std::string>& project, p::CallContext& call) {
+std::expected<json, ResponseError> SyncService::flush(const std::optional<std::string>& project, p::CallContext& call,
+                                                      ServerProgress::Work* work) {
   {
     std::unique_lock lock(save_mu_);
     flush_now_ = true;
@@ -157,7 +159,7 @@ std::expected<json, ResponseError> SyncService::flush(const std::optional<std::s
   }
   SyncPushParams all;
   all.path = project;
-  return push(all, call);
+  return push(all, call, work);
 }
 
 void SyncService::file_saved(const std::string& path_or_uri) {
@@ -169,9 +171,12 @@ void SyncService::file_saved(const std::string& path_or_uri) {
 
 template <class Fn>
 std::expected<json, ResponseError> SyncService::run(const std::optional<std::string>& project, p::CallContext& call,
-                                                    const std::string& title, sync::SyncOptions& o, Fn&& fn) {
-  auto progress = call.progress();
-  progress.begin(title);
+                                                    const std::string& title, sync::SyncOptions& o, Fn&& fn,
+                                                    ServerProgress::Work* work) {
+  // A command's own progress (begun by it) reports the sync; else the call's token, if any.
+  p::WorkDoneProgress own = work ? p::WorkDoneProgress() : call.progress();
+  p::WorkDoneProgress& progress = work ? work->progress() : own;
+  if (!work) progress.begin(title);
   std::mutex pm;
   int last_pct = -1;
   o.progress = [&](std::uint64_t done, std::uint64_t total) {
@@ -181,7 +186,7 @@ std::expected<json, ResponseError> SyncService::run(const std::optional<std::str
     last_pct = pct;
     progress.report(fmt::format("{} / {} bytes", done, total), pct);
   };
-  o.cancelled = [&call] { return call.cancelled(); };
+  o.cancelled = [&call, work] { return call.cancelled() || (work && work->cancelled()); };
   o.waiting = [&progress](const std::string& holder) { progress.report("waiting for " + holder); };
   auto link = ctx_.link(project, call.cancellation(), [&progress](const std::string& m) { progress.report(m); });
   if (!link) return std::unexpected(link.error());
@@ -194,7 +199,8 @@ std::expected<json, ResponseError> SyncService::run(const std::optional<std::str
   std::lock_guard lock(save_mu_);
   --running_;
   if (!s) return std::unexpected(ResponseError{p::error_code::kIoError, call.method() + ": " + s.error(), {}});
-  progress.end(s->one_line());
+  if (work) progress.report(s->one_line());
+  else progress.end(s->one_line());
   if (s->cancelled) return std::unexpected(p::cancelled_error(call.method()));
   json j = s->to_json();
   last_ = j;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "helper/server/server_context.hpp"
+#include "helper/server/server_progress.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/binding_table.hpp"
 
@@ -34,14 +35,17 @@ class SyncService {
   explicit SyncService(const ServerContext& ctx) : ctx_(ctx) {}
   ~SyncService();
 
-  std::expected<protocol::json, protocol::ResponseError> push(const SyncPushParams& params, protocol::CallContext& call);
+  // `work`: progress and cancellation of a command that syncs first (its token, not the call's).
+  std::expected<protocol::json, protocol::ResponseError> push(const SyncPushParams& params, protocol::CallContext& call,
+                                                              ServerProgress::Work* work = nullptr);
   std::expected<protocol::json, protocol::ResponseError> pull(const std::optional<std::string>& project,
                                                               const std::vector<std::string>& paths, bool dry_run,
                                                               bool force, protocol::CallContext& call);
   protocol::json status();
   // Waits for pending saves, then pushes the whole tree: the remote is up to date on return.
   std::expected<protocol::json, protocol::ResponseError> flush(const std::optional<std::string>& project,
-                                                               protocol::CallContext& call);
+                                                               protocol::CallContext& call,
+                                                               ServerProgress::Work* work = nullptr);
   // A saved (or created, changed, deleted) file: an absolute path, a file:// URI, or a path
   // relative to the workspace project's mapping. Returns at once; the saver pushes it.
   void file_saved(const std::string& path_or_uri);
@@ -50,7 +54,8 @@ class SyncService {
   template <class Fn>
   std::expected<protocol::json, protocol::ResponseError> run(const std::optional<std::string>& project,
                                                              protocol::CallContext& call, const std::string& title,
-                                                             sync::SyncOptions& o, Fn&& fn);
+                                                             sync::SyncOptions& o, Fn&& fn,
+                                                             ServerProgress::Work* work = nullptr);
   void save_loop();
   // One project's share of a burst of saves.
   std::string push_saved(const std::filesystem::path& project_file, const std::vector<std::string>& paths,

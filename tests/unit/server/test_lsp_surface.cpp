@@ -204,3 +204,31 @@ BOOST_AUTO_TEST_CASE(a_launch_entry_runs_from_its_lens_with_its_args_env_and_cwd
                         {{"command", "ferry.run"}, {"arguments", {{{"uri", p.uri("ferry.json")}, {"launch", "nope"}}}}}, editor(true));
   BOOST_TEST(missing["error"]["message"].get<std::string>().find("show") != std::string::npos, missing.dump());
 }
+
+BOOST_AUTO_TEST_CASE(a_command_reports_on_its_own_token_and_its_cancel_stops_it) {
+  Project p("progress");
+  ServeClient c(p.dir.path(), plain_capabilities(), p.uri(""));
+  auto synced = c.call("workspace/executeCommand", {{"command", "ferry.sync"}}, editor(true));
+  BOOST_REQUIRE_MESSAGE(synced.contains("result"), synced.dump());
+  const json* created = request_named(c, "window/workDoneProgress/create");
+  BOOST_REQUIRE(created);
+  const json token = (*created)["params"]["token"];
+  std::vector<std::string> kinds;
+  for (const auto& n : c.notifications)
+    if (n["method"] == "$/progress" && n["params"]["token"] == token) kinds.push_back(n["params"]["value"]["kind"]);
+  BOOST_REQUIRE(!kinds.empty());
+  BOOST_TEST(kinds.front() == "begin");
+  BOOST_TEST(kinds.back() == "end");
+  BOOST_TEST(std::count(kinds.begin(), kinds.end(), "report") >= 1);  // the sync's summary at least
+
+  // The client cancels the token (here before it even answers the create): the run never starts.
+  ServeClient::Answer cancel_at_once = [&](const json& request) -> json {
+    if (request["method"] == "window/workDoneProgress/create")
+      c.notify("window/workDoneProgress/cancel", {{"token", request["params"]["token"]}});
+    return editor(true)(request);
+  };
+  auto run = c.call("workspace/executeCommand", {{"command", "ferry.run"}, {"arguments", {p.uri("main.py")}}}, cancel_at_once);
+  BOOST_REQUIRE_MESSAGE(run.contains("error"), run.dump());
+  BOOST_TEST(run["error"]["code"] == -32800, run.dump());
+  BOOST_TEST(!fs::exists(p.dir / ".ferry" / "logs"));
+}
