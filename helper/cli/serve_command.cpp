@@ -12,7 +12,8 @@
 namespace ferry::cli {
 
 void add_serve_command(CLI::App& app, GlobalOptions& g) {
-  auto* cmd = app.add_subcommand("serve", "Serve JSON-RPC (LSP framing) on stdin/stdout for an IDE plugin");
+  auto* cmd = app.add_subcommand(
+      "serve", "Serve the editor on stdin/stdout: a language server (any LSP client: sync on save, code lenses, diagnostics) and ferry's own JSON-RPC methods");
   auto test_methods = std::make_shared<bool>(false);
   auto workers = std::make_shared<std::size_t>(4);
   // Hidden: enables ferry/testSleep for the transcript tests.

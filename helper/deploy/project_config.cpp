@@ -13,6 +13,7 @@
 
 #include "helper/deploy/host_spec.hpp"
 #include "protocol/json_reader.hpp"
+#include "protocol/spelling.hpp"
 
 namespace ferry::deploy {
 namespace {
@@ -38,21 +39,6 @@ bool matches(const std::string& s, const char* pattern) {
   return std::regex_match(s, it->second);
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t prev = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t cur = row[j];
-      bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) == std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (same ? 0 : 1)});
-      prev = cur;
-    }
-  }
-  return row[b.size()];
-}
 
 // Walks one document, remembering where it is so every error names its JSON pointer.
 class Validator {
@@ -69,14 +55,10 @@ class Validator {
     for (const auto& [key, value] : obj.items()) {
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
       std::string msg = "unknown key \"" + key + "\"";
-      std::string_view best;
-      std::size_t best_d = 3;
-      for (auto k : known) {
-        if (k.starts_with('$')) continue;
-        auto d = edit_distance(key, k);
-        if (d < best_d) best_d = d, best = k;
-      }
-      if (!best.empty()) msg += " (did you mean \"" + std::string(best) + "\"?)";
+      std::vector<std::string> names;
+      for (auto k : known)
+        if (!k.starts_with('$')) names.emplace_back(k);
+      if (auto best = protocol::closest_spelling(key, names)) msg += " (did you mean \"" + *best + "\"?)";
       else {
         msg += "; expected one of:";
         for (auto k : known) msg += " " + std::string(k);
