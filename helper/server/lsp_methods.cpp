@@ -61,7 +61,8 @@ void on_did_open(ServerState& s, const json& params) {
   auto path = document_path(params, "textDocument/didOpen");
   if (!path) return;
   const json& doc = params["textDocument"];
-  if (doc.contains("text") && doc["text"].is_string()) publish_diagnostics(s, *path, doc["text"].get<std::string>());
+  if (path->extension() == ".json" && doc.contains("text") && doc["text"].is_string())
+    publish_diagnostics(s, *path, doc["text"].get<std::string>());
 }
 
 void on_did_save(ServerState& s, const json& params) {
@@ -130,10 +131,11 @@ json lsp_capabilities() {
 
 void bind_lsp_methods(p::BindingTable& table, ServerState& state) {
   ServerState* s = &state;
+  // didOpen and didSave run inline, in the order they came: a check of the opened text must
+  // not land after (and so undo) the check of a save that followed it; only .json files are
+  // checked, and they are small. The save also reaches the saver thread without a hop.
   table.notification<LspParams>("textDocument/didOpen",
-                                [s](const LspParams& params, p::CallContext&) { on_did_open(*s, params.value); },
-                                p::Execution::worker);
-  // didSave runs inline: the save reaches the saver thread without a hop through the pool.
+                                [s](const LspParams& params, p::CallContext&) { on_did_open(*s, params.value); });
   table.notification<LspParams>("textDocument/didSave",
                                 [s](const LspParams& params, p::CallContext&) { on_did_save(*s, params.value); });
   table.notification<LspParams>("textDocument/didChange", [](const LspParams&, p::CallContext&) {});
