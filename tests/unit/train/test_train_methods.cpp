@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -80,4 +81,66 @@ BOOST_AUTO_TEST_CASE(train_start_streams_metrics_ending_in_done) {
   auto bad = c.call("train/start", {{"config", (dir / "elsewhere.json").string()}});
   BOOST_TEST_REQUIRE(bad.contains("error"), bad.dump());
   BOOST_TEST(bad["error"]["code"] == -32602);
+}
+
+// The same training from a plain LSP client's "Train on local" lens: events in a log file the
+// editor is asked to show, progress on a server-made token ending with the exit, and the end as a
+// message naming the pulled outputs.
+BOOST_AUTO_TEST_CASE(a_train_lens_from_a_plain_client_logs_events_and_reports_the_end) {
+  ferry::test::TempDir dir("ferry-train-lens");
+  const fs::path root = dir / "proj";
+  ::setenv("FERRY_AGENT", FERRY_AGENT_BIN, 1);
+  ::setenv("FERRY_TRAIN", FERRY_TRAIN_BIN, 1);
+  ::setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
+  ferry::test::write_file(root / "ferry.json",
+                          json{{"name", "train-lens-" + std::to_string(::getpid())},
+                               {"host", "local"},
+                               {"mappings", json::array({{{"local", "."}, {"remote", "~/proj"}}})}}
+                              .dump(2));
+  json config = {{"model", {{"kind", "mlp"}, {"input_dim", 8}, {"hidden", {16}}, {"output_dim", 2}}},
+                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 256}, {"workers", 0}}},
+                 {"optimizer", {{"kind", "adamw"}, {"lr", 0.01}}},
+                 {"batch_size", 32},
+                 {"max_steps", 20},
+                 {"log_every_steps", 10},
+                 {"threads", 1},
+                 {"device", "cpu"},
+                 {"output_dir", "out"}};
+  ferry::test::write_file(root / "tiny.json", config.dump(2));
+  const std::string uri = "file://" + (root / "tiny.json").string();
+  ferry::test::ServeClient c(root, {{"window", {{"workDoneProgress", true}, {"showDocument", {{"support", true}}}}}},
+                             "file://" + root.string());
+  auto answer = [](const json& request) -> json {
+    if (request["method"] == "window/showDocument") return {{"result", {{"success", true}}}};
+    return {{"result", nullptr}};
+  };
+  auto lenses = c.call("textDocument/codeLens", {{"textDocument", {{"uri", uri}}}});
+  BOOST_REQUIRE_MESSAGE(lenses.contains("result") && lenses["result"].size() == 1u, lenses.dump());
+  BOOST_TEST(lenses["result"][0]["command"]["title"] == "Train on local");
+  auto r = c.call("workspace/executeCommand", lenses["result"][0]["command"], answer);
+  BOOST_REQUIRE_MESSAGE(r.contains("result"), r.dump());
+  auto end = c.wait_notification(
+      [](const json& n) {
+        return n["method"] == "window/showMessage" && n["params"]["message"].get<std::string>().find("training tiny.json") != std::string::npos;
+      },
+      60s, answer);
+  BOOST_REQUIRE(end);
+  const std::string message = (*end)["params"]["message"];
+  BOOST_TEST(message.find("exited with status 0") != std::string::npos, message);
+  BOOST_TEST(message.find("plot.svg") != std::string::npos, message);
+  std::ifstream log(r["result"]["log"].get<std::string>());
+  std::string text((std::istreambuf_iterator<char>(log)), {});
+  BOOST_TEST(text.find("\"event\":\"done\"") != std::string::npos, text);
+  int reports = 0;
+  bool ended = false;
+  for (const auto& n : c.notifications)
+    if (n["method"] == "$/progress") {
+      reports += n["params"]["value"]["kind"] == "report";
+      ended |= n["params"]["value"]["kind"] == "end";
+    }
+  BOOST_TEST(reports >= 2);  // steps 10 and 20 at least
+  BOOST_TEST(ended);
+  bool shown = false;
+  for (const auto& q : c.server_requests) shown |= q["method"] == "window/showDocument";
+  BOOST_TEST(shown);
 }
