@@ -246,6 +246,17 @@ std::vector<std::string> RunService::running() const {
 }
 
 void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink) {
+  // Runs that ended are forgotten here: their threads have returned, and their links (maybe one
+  // a changed ferry.json replaced) are let go.
+  for (auto it = followed_.begin(); it != followed_.end();) {
+    if (!it->second->ended) {
+      ++it;
+      continue;
+    }
+    stop(*it->second);
+    std::erase(order_, it->first);
+    it = followed_.erase(it);
+  }
   auto f = std::make_shared<Followed>();
   f->link = link;
   if (!sink.output) sink.output = [this](const run::OutputRecord& r) { ctx_.client.notify("run/output", output_notification(r)); };
