@@ -146,3 +146,22 @@ BOOST_AUTO_TEST_CASE(every_command_has_help) {
     BOOST_TEST(r.out.find("Usage") != std::string::npos, cmd);
   }
 }
+
+// `ferry run ... | head`: once the reader of stdout is gone, ferry stops following (status 141,
+// as a shell shows a pipeline member ended by SIGPIPE, which ferry now ignores) and says the run
+// goes on. Before, on the local host (where SIGPIPE was already ignored) it streamed the whole
+// run into the closed pipe and exited with the run's status.
+BOOST_AUTO_TEST_CASE(run_stops_following_when_its_stdout_reader_goes_away) {
+  TempDir t;
+  std::ofstream(t.path / "ferry.json") << R"({"name": "pipe", "host": "local", "mappings": [{"local": ".", "remote": "~/w"}]})";
+  const fs::path status = t.path / ".status", err = t.path / ".err";
+  // 60 s is a hang (timeout's 124), not a slow box: the fixed ferry exits at its first write after
+  // head left. The run prints ~39 MB, far more than the pipe holds.
+  std::string cmd = "cd '" + t.path.string() + "' && ( XDG_CACHE_HOME='" + t.path.string() + "/cache' timeout 60 '" +
+                    FERRY_BIN + "' run -- seq 5000000 2>'" + err.string() + "'; echo $? >'" + status.string() +
+                    "' ) | head -c 64 >/dev/null";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  BOOST_TEST(slurp(status) == "141\n", "status " << slurp(status) << "stderr: " << slurp(err));
+  BOOST_TEST(slurp(err).find("stdout was closed") != std::string::npos, slurp(err));
+  BOOST_TEST(slurp(err).find("which goes on") != std::string::npos, slurp(err));
+}
