@@ -90,6 +90,7 @@ void add_watch_command(CLI::App& app, GlobalOptions& g) {
         so.cancelled = [] { return g_interrupted.load(); };
         auto bar = o->json || !so.only_paths.empty() ? nullptr : std::make_shared<ProgressBar>("sync");
         so.progress = progress_callback(bar);
+        so.listing_progress = listing_callback(bar);
         so.confirm_mass_delete = [o, bar](const std::string& reason, std::size_t n) {
           if (o->yes) return true;
           if (!::isatty(STDIN_FILENO)) return false;

@@ -219,6 +219,9 @@ class SyncService {
       progress.report(fmt::format("{} / {} bytes", done, total), pct);
     };
     o.cancelled = [&ctx] { return ctx.cancelled(); };
+    // A big remote tree is listed in pages: say how far it got rather than sit at 0% in silence
+    // (a sync/push cancelled meanwhile stops between pages).
+    o.listing_progress = [&](std::uint64_t listed) { progress.report(fmt::format("listing the remote: {} entries", listed)); };
     std::lock_guard lock(run_mu_);
     auto engine = engine_for(project);
     if (!engine) return std::unexpected(engine.error());

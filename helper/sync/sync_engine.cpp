@@ -171,10 +171,42 @@ json SyncSummary::to_json() const {
               {"unstable", unstable},          {"localScan", local_scan},     {"fullWalkReason", full_walk_reason}};
 }
 
+std::expected<RemoteListing, std::string> engine_parts::list_remote_paged(remote::Endpoint& endpoint, json params,
+                                                                        const SyncOptions& o) {
+  const std::string base = params.value("base", "");
+  params["pageEntries"] = std::max<std::size_t>(o.list_page_entries, 1);
+  params["pageMs"] = kListPageMs;
+  RemoteListing out;
+  std::uint64_t listed = 0;
+  std::size_t mounts_logged = 0;
+  for (;;) {
+    auto page = endpoint.call("sync/list", std::move(params), kBigCallTimeout);
+    if (!page) return std::unexpected("sync/list on " + endpoint.description() + ": " + page.error().message);
+    for (auto& [path, meta] : from_listing(*page)) out.entries.insert_or_assign(path, std::move(meta));
+    listed = page->value("listed", listed + page->at("entries").size());
+    if (auto m = page->find("otherFilesystems"); m != page->end() && m->is_array())
+      for (const auto& path : *m)
+        if (path.is_string() && mounts_logged++ < 20)
+          spdlog::warn("sync: {} on {} is another filesystem (a mount point): listed as a directory, not walked",
+                       path.get<std::string>(), endpoint.description());
+    if (o.listing_progress) o.listing_progress(listed);
+    auto cursor = page->find("cursor");
+    if (cursor == page->end() || !cursor->is_number_integer()) return out;
+    if (o.cancelled && o.cancelled()) {
+      // The agent frees the walk's directories now rather than when newer listings push it out.
+      (void)endpoint.call("sync/list", json{{"base", base}, {"cursor", *cursor}, {"cancel", true}},
+                          std::chrono::seconds(30));
+      out.cancelled = true;
+      return out;
+    }
+    params = json{{"base", base}, {"cursor", *cursor}};
+  }
+}
+
 std::string SyncSummary::one_line() const {
-  return fmt::format("{}{} files sent, {} deleted, {} conflicts, {} literal, {} matched, {} on the wire, {:.2f} s{}{}",
-                     dry_run ? "(dry run) " : "", files_sent, files_deleted, conflicts.size(), human_bytes(bytes_literal),
-                     human_bytes(bytes_matched), human_bytes(bytes_on_wire), seconds,
+  return fmt::format("{}{}{} files sent, {} deleted, {} conflicts, {} literal, {} matched, {} on the wire, {:.2f} s{}{}",
+                     cancelled ? "(cancelled) " : "", dry_run ? "(dry run) " : "", files_sent, files_deleted, conflicts.size(),
+                     human_bytes(bytes_literal), human_bytes(bytes_matched), human_bytes(bytes_on_wire), seconds,
                      errors.empty() ? "" : fmt::format(", {} errors", errors.size()),
                      held_deletes.empty() ? "" : fmt::format(", {} deletes held (confirm with --yes)", held_deletes.size()));
 }
@@ -465,6 +497,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   const bool fast = trusted && !o.force && o.deletes != DeleteMode::mirror;
   spdlog::debug("sync: remote state read ({})", fast ? "manifest trusted" : "listing");
   TreeState remote;
+  bool listing_cancelled = false;  // cancelled between the pages of the remote listing
   auto list_remote = [&]() -> std::expected<void, std::string> {
     json known = json::array();
     if (!save) {
@@ -474,10 +507,20 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         if (manifest->entries.contains(p)) known.push_back(p);
     }
     json list_params{{"base", base}, {"known", std::move(known)}, {"sweep", !o.dry_run && !save}};
-    if (save) list_params["only"] = o.only_paths;  // sync on save: a few stats, not a walk
-    auto listed = endpoint_.call("sync/list", std::move(list_params), kBigCallTimeout);
-    if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
-    remote = from_listing(*listed);
+    if (save) {
+      list_params["only"] = o.only_paths;  // sync on save: a few stats, not a walk
+      auto listed = endpoint_.call("sync/list", std::move(list_params), kBigCallTimeout);
+      if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
+      remote = from_listing(*listed);
+    } else {
+      auto listed = list_remote_paged(endpoint_, std::move(list_params), o);
+      if (!listed) return std::unexpected(listed.error());
+      if (listed->cancelled) {
+        listing_cancelled = true;
+        return {};
+      }
+      remote = std::move(listed->entries);
+    }
     // Files the manifest describes differently but that match the local size: most likely
     // written by a push whose manifest never reached the disk (a crash). Their hashes tell
     // "ours, already there" (adopted) from "changed behind ferry's back" (conflict).
@@ -532,8 +575,15 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     st.index_dirty = true;
     return {};
   };
+  // A push cancelled while the remote was listed has planned and sent nothing.
+  auto cancelled_while_listing = [&] {
+    summary.cancelled = true;
+    summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return summary;
+  };
   if (!fast) {
     if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
+    if (listing_cancelled) return cancelled_while_listing();
     if (auto ok = hash_listed(); !ok) return std::unexpected(ok.error());
     spdlog::debug("sync: remote listed, {} entries", remote.size());
   }
@@ -583,6 +633,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   };
   if (fast && needs_listing(plan)) {
     if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
+    if (listing_cancelled) return cancelled_while_listing();
     if (auto ok = hash_listed(); !ok) return std::unexpected(ok.error());
     popt.skip.insert(scanned->unstable.begin(), scanned->unstable.end());
     only_saved(remote);

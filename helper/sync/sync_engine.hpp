@@ -47,9 +47,16 @@ struct SyncOptions {
   std::function<bool(const std::string& reason, std::size_t deletes)> confirm_mass_delete;
   // done / total bytes of this sync's transfers, called from worker threads.
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
-  // Polled between requests: true stops the sync after the requests in flight (the manifest
-  // still records what was written, so the next sync resumes).
+  // Polled between requests (and between the pages of a remote listing): true stops the sync
+  // after the requests in flight (the manifest still records what was written, so the next sync
+  // resumes).
   std::function<bool()> cancelled;
+  // Remote entries listed so far, after each page of a listing (a big remote tree takes a while:
+  // the user sees it move instead of waiting in silence).
+  std::function<void(std::uint64_t listed)> listing_progress;
+  // A remote listing comes in pages of at most this many entries, or about a second of the
+  // agent's walk, whichever ends first; cancellation is seen between pages.
+  std::size_t list_page_entries = 50'000;
   // Called once after planning, before any file is read: the moment a user's edit races the
   // sync (tests change the tree here).
   std::function<void()> before_transfer;

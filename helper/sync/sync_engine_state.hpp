@@ -44,6 +44,9 @@ inline constexpr std::uint64_t kBatchBytes = 8u << 20;
 inline constexpr std::uint64_t kMaxRequestPayload = 200u << 20;  // under the agent's 256 MiB frame cap
 inline constexpr std::uint64_t kReadChunk = 8u << 20;
 inline constexpr auto kBigCallTimeout = std::chrono::minutes(5);
+// How long the agent walks for one page of a listing (it finishes the entry it is on: one big
+// file's hash can make a page longer).
+inline constexpr int kListPageMs = 1000;
 // A streamed big file: chunks in flight at once (each worker reads, compresses, sends its own),
 // the zstd level of its chunks, and that of chunks whose sample does not compress.
 inline constexpr unsigned kStreamInFlight = 4;
@@ -107,6 +110,18 @@ inline TreeState from_listing(const json& result) {
   }
   return out;
 }
+
+// What a (paged) remote listing gave: the entries, or `cancelled` when options.cancelled() turned
+// true between pages (the agent was told to drop the walk).
+struct RemoteListing {
+  TreeState entries;
+  bool cancelled = false;
+};
+// sync/list with `params`, taken page by page (pageEntries, pageMs, then by cursor) so that a big
+// remote tree reports listing_progress and stops when cancelled, instead of one request that
+// may run for minutes. An agent that does not page answers everything at once. Mount points the
+// agent did not enter (another filesystem) are logged.
+std::expected<RemoteListing, std::string> list_remote_paged(remote::Endpoint& endpoint, json params, const SyncOptions& options);
 
 // A big file's bytes read into an anonymous mapping populated in one go (MAP_POPULATE) rather
 // than a std::vector, which first zeroes its buffer by faulting 4 KiB pages in one at a time and

@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -169,6 +171,17 @@ RequestLane classify_sync_request(const protocol::Request& r) {
   return {};
 }
 
+// A listing taken in pages (sync/list with pageEntries or pageMs, continued by cursor): the
+// walk's state and the options its predicates read.
+struct SyncMethods::Listing {
+  std::set<std::string> known, prune;
+  std::vector<std::string> hash_under;
+  bool hash_all = false;
+  std::size_t page_entries = kMaxListPageEntries;
+  std::int64_t page_ms = 1000;
+  std::optional<sync::TreeLister> lister;
+};
+
 struct SyncMethods::Upload {
   std::string path;
   sync::PendingFile file;
@@ -252,31 +265,72 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   }
 
   if (r.method == "sync/list") {
+    // Arrays, not objects: a 100k-file listing stays small on the wire.
+    auto rows = [](const std::vector<sync::TreeEntry>& listed) {
+      json entries = json::array();
+      for (const auto& e : listed) {
+        json row = json::array({e.path, static_cast<int>(e.kind), e.mode, e.size, e.mtime_ns, e.link_target});
+        row.push_back(e.hash ? json(hash_bytes(*e.hash)) : json(nullptr));
+        entries.push_back(std::move(row));
+      }
+      return entries;
+    };
+    // One page of a listing; the cursor is there while more remains.
+    auto page = [&](const std::shared_ptr<Listing>& l, std::int64_t id, std::size_t swept) {
+      const auto budget = std::chrono::milliseconds(l->page_ms);
+      json result{{"entries", rows(l->lister->next(l->page_entries, sync::TreeLister::Clock::now() + budget))},
+                  {"swept", swept},
+                  {"listed", l->lister->listed()},
+                  {"otherFilesystems", l->lister->take_other_filesystems()}};
+      std::lock_guard lock(listings_mu_);
+      if (l->lister->done()) listings_.erase(id);
+      else result["cursor"] = id;
+      return protocol::make_result(r.id, std::move(result));
+    };
+    if (p.contains("cursor")) {
+      const std::int64_t id = int_field(p, "cursor");
+      std::shared_ptr<Listing> l;
+      {
+        std::lock_guard lock(listings_mu_);
+        if (auto it = listings_.find(id); it != listings_.end()) l = it->second;
+        if (l && p.value("cancel", false)) listings_.erase(id);
+      }
+      if (!l) {
+        return protocol::make_error(r.id, ec::kInvalidParams,
+                                    "sync/list: no listing " + std::to_string(id) +
+                                        " (finished, cancelled, or dropped for newer ones); start a new listing");
+      }
+      if (p.value("cancel", false)) return protocol::make_result(r.id, json{{"entries", json::array()}, {"cancelled", true}});
+      return page(l, id, 0);
+    }
     std::size_t swept = 0;
     if (p.value("sweep", false)) {
       if (auto s = w.sweep_temp_files()) swept = *s;
     }
-    std::set<std::string> known, prune;
+    // The options live in the listing, whose pages may come in later requests.
+    auto listing = std::make_shared<Listing>();
+    std::set<std::string>& known = listing->known;
+    std::set<std::string>& prune = listing->prune;
     if (p.contains("known"))
       for (const auto& k : array_field(p, "known"))
         if (k.is_string()) known.insert(k.get<std::string>());
     if (p.contains("prune"))
       for (const auto& k : array_field(p, "prune"))
         if (k.is_string()) prune.insert(k.get<std::string>());
-    const bool hash_all = p.value("hashAll", false);
-    std::vector<std::string> hash_under;  // pull: every file below these is hashed
+    listing->hash_all = p.value("hashAll", false);
+    // pull: every file below these is hashed
     if (p.contains("hashUnder"))
       for (const auto& k : array_field(p, "hashUnder"))
-        if (k.is_string()) hash_under.push_back(k.get<std::string>());
+        if (k.is_string()) listing->hash_under.push_back(k.get<std::string>());
     sync::ListOptions opt;
-    opt.hash_if = [&](const std::string& path) {
-      if (hash_all || !known.contains(path)) return true;
-      for (const auto& u : hash_under)
+    opt.hash_if = [l = listing.get()](const std::string& path) {
+      if (l->hash_all || !l->known.contains(path)) return true;
+      for (const auto& u : l->hash_under)
         if (u.empty() || u == "." || path == u || (path.starts_with(u) && path.size() > u.size() && path[u.size()] == '/'))
           return true;
       return false;
     };
-    opt.prune = [&](const std::string& path) { return prune.contains(path); };
+    opt.prune = [l = listing.get()](const std::string& path) { return l->prune.contains(path); };
     if (p.contains("only")) {
       // Sync on save: just these paths, so a save costs a few stats whatever the tree size.
       json entries = json::array();
@@ -318,16 +372,34 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       }
       return protocol::make_result(r.id, json{{"entries", std::move(entries)}, {"swept", swept}});
     }
-    auto listing = sync::list_tree(w, opt);
-    if (!listing) return io_error(base, listing.error());
-    // Arrays, not objects: a 100k-file listing stays small on the wire.
-    json entries = json::array();
-    for (const auto& e : *listing) {
-      json row = json::array({e.path, static_cast<int>(e.kind), e.mode, e.size, e.mtime_ns, e.link_target});
-      row.push_back(e.hash ? json(hash_bytes(*e.hash)) : json(nullptr));
-      entries.push_back(std::move(row));
+    auto lister = sync::TreeLister::open(w, std::move(opt));
+    if (!lister) return io_error(base, lister.error());
+    if (!p.contains("pageEntries") && !p.contains("pageMs")) {
+      // A helper that does not page: everything in one reply, sorted, as before.
+      std::vector<sync::TreeEntry> all;
+      while (!lister->done()) {
+        auto part = lister->next(std::size_t(-1));
+        std::move(part.begin(), part.end(), std::back_inserter(all));
+      }
+      std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+      return protocol::make_result(r.id, json{{"entries", rows(all)},
+                                              {"swept", swept},
+                                              {"otherFilesystems", lister->take_other_filesystems()}});
     }
-    return protocol::make_result(r.id, json{{"entries", std::move(entries)}, {"swept", swept}});
+    listing->page_entries = static_cast<std::size_t>(std::clamp<std::int64_t>(
+        p.contains("pageEntries") ? int_field(p, "pageEntries") : kMaxListPageEntries, 1, kMaxListPageEntries));
+    listing->page_ms = std::clamp<std::int64_t>(p.contains("pageMs") ? int_field(p, "pageMs") : 1000, 1, 60'000);
+    listing->lister.emplace(std::move(*lister));
+    std::int64_t id;
+    {
+      std::lock_guard lock(listings_mu_);
+      // A helper that went away mid-listing never sends its last page or a cancel: the oldest
+      // unfinished listings (their open directories) are dropped for new ones.
+      while (listings_.size() >= kMaxListings) listings_.erase(listings_.begin());
+      id = next_listing_++;
+      listings_.emplace(id, listing);
+    }
+    return page(listing, id, swept);
   }
 
   if (r.method == "sync/writeBatch") {
