@@ -3,6 +3,7 @@
 #include "remote-runtime/agent/sync_methods.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -155,6 +157,21 @@ std::string join(const std::string& base, const std::string& path) {
   return base + "/" + path;
 }
 
+// Why the agent will not sync at `root` (canonical), or nullopt: the whole filesystem, or the
+// home directory of the user it runs as. ferry.json refuses such mapping roots by name; this
+// catches what a config cannot tell: a home elsewhere than /home/USER, a symlink to / or ~.
+std::optional<std::string> unsafe_sync_root(const std::filesystem::path& root) {
+  if (root == "/") return std::string("it is the whole filesystem of this host");
+  std::vector<std::string> homes;
+  if (const char* h = std::getenv("HOME"); h && *h) homes.emplace_back(h);
+  if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && *pw->pw_dir) homes.emplace_back(pw->pw_dir);
+  for (const auto& h : homes) {
+    std::error_code ec;
+    if (auto canon = std::filesystem::canonical(h, ec); !ec && canon == root) return "it is the home directory " + h + " itself";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 RequestLane classify_sync_request(const protocol::Request& r) {
@@ -244,6 +261,12 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   if (!writer) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": base '" + base + "': " + writer.error());
   const std::shared_ptr<sync::FileWriter> keep_writer = std::move(*writer);
   sync::FileWriter& w = *keep_writer;
+  if (auto why = unsafe_sync_root(w.root())) {
+    // A sync lists its root whole and --delete removes what ferry did not put there.
+    return protocol::make_error(r.id, ec::kInvalidParams,
+                                r.method + ": refusing to sync into " + w.root().string() + ": " + *why +
+                                    "; map the project to a directory of its own (e.g. \"~/work/NAME\" in ferry.json)");
+  }
   // Every request that can change the tree bumps the base's generation once it is done (also
   // when it failed: the count only has to tell the helper whether anyone else wrote).
   struct Bump {

@@ -192,3 +192,49 @@ BOOST_AUTO_TEST_CASE(the_agent_listing_does_not_walk_into_a_mount_under_the_root
   BOOST_TEST(s->errors.empty());
   for (const auto& held : s->held_deletes) BOOST_TEST(!held.starts_with("data/"), held);
 }
+
+// ferry.json refuses "/" and "~" by name; the agent refuses what a config cannot tell: a root
+// that resolves to the whole filesystem or to the home directory it runs in (a home elsewhere
+// than /home/USER, a symlink to ~), before listing or writing anything there.
+BOOST_AUTO_TEST_CASE(the_agent_refuses_to_sync_at_slash_or_at_its_home) {
+  TempDir t;
+  const fs::path home = t.path() / "home";
+  fs::create_directories(home / "work");
+  fs::create_symlink(home, t.path() / "link-to-home");
+  const char* saved = std::getenv("HOME");
+  const std::string saved_home = saved ? saved : "";
+  ::setenv("HOME", home.c_str(), 1);  // the agent inherits our environment
+  struct Restore {
+    std::string home;
+    bool had;
+    ~Restore() { had ? ::setenv("HOME", home.c_str(), 1) : ::unsetenv("HOME"); }
+  } restore{saved_home, saved != nullptr};
+
+  struct Case {
+    fs::path root;
+    std::string base;
+    const char* why;  // "" = allowed
+  };
+  for (const Case& c : {Case{t.path() / "link-to-home", "", "is the home directory"},
+                        Case{t.path(), "home", "is the home directory"},
+                        Case{"/", "", "whole filesystem"},
+                        Case{t.path() / "link-to-home", "work", ""}}) {
+    BOOST_TEST_CONTEXT(c.root << " base '" << c.base << "'") {
+      LocalEndpointOptions o;
+      o.agent = FERRY_AGENT_PATH;
+      o.root = c.root;
+      LocalEndpoint ep(o);
+      BOOST_REQUIRE(ep.connect().has_value());
+      for (const char* method : {"sync/state", "sync/list"}) {
+        auto r = ep.call(method, json{{"base", c.base}});
+        if (*c.why == '\0') {
+          BOOST_TEST(r.has_value(), method);
+          continue;
+        }
+        BOOST_REQUIRE(!r.has_value());
+        BOOST_TEST(r.error().message.find(c.why) != std::string::npos, r.error().message);
+        BOOST_TEST(r.error().message.find("~/work/NAME") != std::string::npos, r.error().message);
+      }
+    }
+  }
+}
