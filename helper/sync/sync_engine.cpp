@@ -168,7 +168,30 @@ json SyncSummary::to_json() const {
               {"seconds", seconds},            {"dirsMade", dirs_made},       {"metadataOnly", metadata_only},
               {"unchanged", unchanged},        {"dryRun", dry_run},           {"cancelled", cancelled},
               {"conflictList", c},             {"heldDeletes", held_deletes}, {"errors", errors},
-              {"unstable", unstable},          {"localScan", local_scan},     {"fullWalkReason", full_walk_reason}};
+              {"unstable", unstable},          {"localScan", local_scan},     {"fullWalkReason", full_walk_reason},
+              {"noSpace", no_space ? json{{"path", no_space->path},
+                                          {"availableBytes", no_space->available_bytes},
+                                          {"totalBytes", no_space->total_bytes},
+                                          {"neededBytes", no_space->needed_bytes},
+                                          {"failedPaths", no_space->failed_paths}}
+                                   : json(nullptr)}};
+}
+
+std::string engine_parts::no_space_advice(const std::string& where, const json& space, std::uint64_t needed) {
+  const std::string path = space.value("path", std::string("the mapping root"));
+  std::string free = space.contains("availableBytes")
+                         ? fmt::format("{} free of {}", human_bytes(space.value("availableBytes", std::uint64_t{0})),
+                                       human_bytes(space.value("totalBytes", std::uint64_t{0})))
+                         : std::string("free space unknown");
+  if (space.contains("availableInodes") && space.value("availableInodes", std::uint64_t{1}) == 0) free += ", no inodes left";
+  std::string out = fmt::format("no space left on {} at {}: {}", where, path, free);
+  // Each file is written whole into a temp copy beside the old one and renamed over it: the old
+  // version stays until the new one is complete, so a push needs room for what it writes.
+  if (needed > 0) out += fmt::format("; this push writes {} (each file as a whole new copy before it replaces the old one)", human_bytes(needed));
+  out += fmt::format(". Files that did not fit keep their old version. Free space there (old checkpoints, caches: "
+                     "`du -sh {}/* | sort -h`) or map the project to a bigger disk in ferry.json, then sync again",
+                     path);
+  return out;
 }
 
 std::expected<RemoteListing, std::string> engine_parts::list_remote_paged(remote::Endpoint& endpoint, json params,
@@ -486,6 +509,8 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     start_generation = stamp->value("generation", std::uint64_t{0});
     stamp_known = true;
   } else if (stamp.error().code != protocol::error_code::kMethodNotFound) {
+    if (stamp.error().data && stamp.error().data->value("code", "") == "no_space")
+      return std::unexpected(no_space_advice(endpoint_.description(), stamp.error().data->value("space", json::object()), 0));
     return std::unexpected("sync/state on " + endpoint_.description() + ": " + stamp.error().message);
   }
   // Nobody wrote since the manifest was last complete: plan against it, list nothing. A file
@@ -684,6 +709,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   auto results_of = [&](const char* method, const std::expected<json, protocol::ResponseError>& reply,
                         const std::function<void(const std::string&)>& on_ok) {
     if (!reply) {
+      prog.note_no_space(reply.error());
       prog.error(fmt::format("{}: {}", method, reply.error().message));
       return;
     }
@@ -695,6 +721,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         std::lock_guard lock(prog.mu);
         summary.conflicts.push_back({path, ConflictKind::changed_remotely, r.value("message", "changed on the remote during the sync")});
       } else {
+        prog.note_no_space(r);
         prog.error(fmt::format("{} '{}': {}", method, path, r.value("message", "failed")));
       }
     }
@@ -758,7 +785,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
                                                        {"mode", t.local.mode},
                                                        {"mtimeNs", t.local.mtime_ns},
                                                        {"expect", expect_for(remote, t.path)}});
-    if (!begun) return prog.error(fmt::format("sync/fileBegin '{}': {}", t.path, begun.error().message));
+    if (!begun) {
+      prog.note_no_space(begun.error());
+      return prog.error(agent_error("sync/fileBegin", t.path, begun.error().message));
+    }
     spdlog::debug("sync: stream {} begun", t.path);
     const json handle = begun->at("handle");
     std::atomic<std::uint64_t> next{0}, sent{0}, wire{0};
@@ -793,7 +823,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
                                             {"data", as_binary(std::move(packed))}},
                                        kBigCallTimeout);
         if (!appended) {
-          if (!failed.exchange(true)) prog.error(fmt::format("sync/fileAppend '{}': {}", t.path, appended.error().message));
+          if (!failed.exchange(true)) {
+            prog.note_no_space(appended.error());
+            prog.error(agent_error("sync/fileAppend", t.path, appended.error().message));
+          }
           return;
         }
         sent += got;
@@ -823,10 +856,11 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     spdlog::debug("sync: stream {} committed", t.path);
     if (!committed) {
       const std::string code = committed.error().data ? committed.error().data->value("code", "") : "";
+      prog.note_no_space(committed.error());
       std::lock_guard lock(prog.mu);
       if (code == "conflict") summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, committed.error().message});
       else if (code == "hash_mismatch") summary.unstable.push_back(t.path);  // changed while being read
-      else summary.errors.push_back(fmt::format("sync/fileCommit '{}': {}", t.path, committed.error().message));
+      else summary.errors.push_back(agent_error("sync/fileCommit", t.path, committed.error().message));
       return;
     }
     record(t.path, t.local);
@@ -1010,7 +1044,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       }
       if (!stats) {
         auto sig = endpoint_.call("sync/signature", json{{"base", base}, {"path", t.path}}, kBigCallTimeout);
-        if (!sig) return prog.error(fmt::format("sync/signature '{}': {}", t.path, sig.error().message));
+        if (!sig) return prog.error(agent_error("sync/signature", t.path, sig.error().message));
         const auto& sig_bytes = sig->at("signature").get_binary();
         wire += sig_bytes.size();
         auto view = delta::SignatureView::parse(sig_bytes);
@@ -1044,7 +1078,8 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
           std::lock_guard lock(prog.mu);
           summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, reply.error().message});
         } else {
-          prog.error(fmt::format("sync/applyDelta '{}': {}", t.path, reply.error().message));
+          prog.note_no_space(reply.error());
+          prog.error(agent_error("sync/applyDelta", t.path, reply.error().message));
         }
         return;
       }
@@ -1088,6 +1123,13 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   }
   run_parallel(jobs, o.in_flight, o.cancelled);
   spdlog::debug("sync: transfers done");
+  if (prog.no_space) {
+    // One line that says what to do, ahead of the per-file "No space left on device" lines.
+    const json& space = *prog.no_space;
+    summary.no_space = SyncSummary::NoSpace{space.value("path", target_.remote_root), space.value("availableBytes", std::uint64_t{0}),
+                                            space.value("totalBytes", std::uint64_t{0}), prog.total, prog.no_space_paths};
+    summary.errors.insert(summary.errors.begin(), no_space_advice(endpoint_.description(), space, prog.total));
+  }
   if (!late_hashes.empty()) st.index_dirty = true;
   for (auto& [p, h] : late_hashes)
     if (auto it = scanned->entries.find(p); it != scanned->entries.end()) it->second.hash = h;

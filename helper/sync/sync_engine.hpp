@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,15 @@ struct SyncSummary {
   // the tree is what the last push read).
   std::string local_scan = "full";
   std::string full_walk_reason;  // why a watched engine walked anyway ("" when it did not)
+  // The box's disk (or the user's quota) was full for some writes: the agent's statvfs of the
+  // mapping root and what this push writes, so the message can say how much room is missing.
+  struct NoSpace {
+    std::string path;                 // the mapping root on the box
+    std::uint64_t available_bytes = 0, total_bytes = 0;
+    std::uint64_t needed_bytes = 0;   // what this push writes (each file lands as a whole new copy)
+    std::size_t failed_paths = 0;
+  };
+  std::optional<NoSpace> no_space;
 
   nlohmann::json to_json() const;
   std::string one_line() const;  // "12 files sent, 0 deleted, 0 conflicts, 1.2 MiB literal, ..."

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,12 +49,27 @@ const char* errc_name(WriteErrc c) {
     case WriteErrc::bad_delta: return "bad_delta";
     case WriteErrc::conflict: return "conflict";
     case WriteErrc::wrong_kind: return "wrong_kind";
+    case WriteErrc::no_space: return "no_space";
   }
   return "io";
 }
 
-json error_entry(const std::string& path, const WriteError& e) {
-  return json{{"path", path}, {"ok", false}, {"code", errc_name(e.code)}, {"message", e.message}};
+// The room on the filesystem holding `root`, for a write that found it full: the helper turns
+// it into "N free of M; this push writes K" instead of a bare "No space left on device".
+json space_at(const std::filesystem::path& root) {
+  struct statvfs v {};
+  if (::statvfs(root.c_str(), &v) != 0) return json{{"path", root.string()}};
+  return json{{"path", root.string()},
+              {"availableBytes", static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize},
+              {"totalBytes", static_cast<std::uint64_t>(v.f_blocks) * v.f_frsize},
+              {"availableInodes", static_cast<std::uint64_t>(v.f_favail)}};
+}
+
+// A failed path in a result list; a full disk's entry carries `space` (space_at the writer's root).
+json error_entry(const std::string& path, const WriteError& e, const sync::FileWriter* w = nullptr) {
+  json entry{{"path", path}, {"ok", false}, {"code", errc_name(e.code)}, {"message", e.message}};
+  if (e.code == WriteErrc::no_space && w) entry["space"] = space_at(w->root());
+  return entry;
 }
 json ok_entry(const std::string& path) { return json{{"path", path}, {"ok", true}}; }
 
@@ -277,7 +293,9 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   } bump{is_mutating(r.method) ? &w : nullptr};
   auto io_error = [&](const std::string& what, const WriteError& e) {
     int code = e.code == WriteErrc::invalid_path ? ec::kInvalidParams : ec::kIoError;
-    return protocol::make_error(r.id, code, r.method + " '" + what + "': " + e.message, json{{"code", errc_name(e.code)}});
+    json data{{"code", errc_name(e.code)}};
+    if (e.code == WriteErrc::no_space) data["space"] = space_at(w.root());
+    return protocol::make_error(r.id, code, r.method + " '" + what + "': " + e.message, std::move(data));
   };
 
   if (r.method == "sync/state") {
@@ -445,7 +463,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
           auto expect = expect_of(f);
           auto bytes = decompress(bin_field(f, "data"), attrs.size);
           if (!bytes) {
-            results[i] = error_entry(paths[i], {WriteErrc::bad_delta, bytes.error()});
+            results[i] = error_entry(paths[i], {WriteErrc::bad_delta, bytes.error()}, &w);
             continue;
           }
           contents[i] = std::move(*bytes);
@@ -453,7 +471,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
           batch.push_back(sync::BatchFile{paths[i], contents[i], attrs, expect});
           batch_index.push_back(i);
         } catch (const BadParams& e) {
-          results[i] = error_entry(paths[i], {WriteErrc::invalid_path, e.message});
+          results[i] = error_entry(paths[i], {WriteErrc::invalid_path, e.message}, &w);
         }
       }
     };
@@ -468,7 +486,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     for (std::size_t k = 0; k < batch.size(); ++k) {
       const std::size_t i = batch_index[k];
       if (!done[k]) {
-        results[i] = error_entry(paths[i], done[k].error());
+        results[i] = error_entry(paths[i], done[k].error(), &w);
         continue;
       }
       written += batch[k].attrs.size;
@@ -605,13 +623,13 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
         std::optional<sync::Precondition> pre;
         if (expect && expect->contains(e.get<std::string>())) pre = expect_of(json{{"expect", (*expect)[e.get<std::string>()]}});
         auto done = w.remove(e.get<std::string>(), pre);
-        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error()));
+        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error(), &w));
       }
     if (p.contains("dirs"))
       for (const auto& e : array_field(p, "dirs")) {
         if (!e.is_string()) throw BadParams{"'dirs' must hold strings"};
         auto done = w.remove_dir(e.get<std::string>());
-        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error()));
+        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error(), &w));
       }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
   }
@@ -624,7 +642,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       auto done = w.make_dirs(path, mode);
       // make_dirs leaves an existing dir's mode alone; the helper's plan wants it exact.
       if (done) done = w.set_attrs(path, mode, std::nullopt);
-      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error(), &w));
     }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
   }
@@ -634,7 +652,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     for (const auto& l : array_field(p, "links")) {
       std::string path = str_field(l, "path");
       auto done = w.make_symlink(path, str_field(l, "target"));
-      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error(), &w));
     }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
   }
@@ -646,7 +664,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       std::optional<std::int64_t> mtime;
       if (a.contains("mtimeNs") && !a["mtimeNs"].is_null()) mtime = int_field(a, "mtimeNs");
       auto done = w.set_attrs(path, static_cast<std::uint32_t>(uint_field(a, "mode")) & 07777, mtime);
-      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error(), &w));
     }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
   }
