@@ -72,6 +72,10 @@ std::expected<SshTarget, std::string> ssh_target(const GlobalOptions& g, const s
 
 remote::SshEndpointOptions endpoint_options(const SshTarget& target);
 
+// "WHO: cannot reach WHERE: WHY; NEXT STEP (ferry doctor checks each step)" for a failed connect
+// (defined in connect_command.cpp).
+std::string cannot_reach(const std::string& who, const std::string& where, const remote::ResponseError& error);
+
 // Set by a sub-command's callback; main returns it.
 int& exit_code();
 

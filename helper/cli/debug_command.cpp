@@ -154,7 +154,7 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g) {
   }
   auto info = link.endpoint->connect();
   if (!info) {
-    std::cerr << "ferry debug: cannot reach " << link.endpoint->description() << ": " << info.error().message << "\n";
+    std::cerr << cannot_reach("ferry debug", link.endpoint->description(), info.error()) << "\n";
     return std::unexpected(kFailure);
   }
   link.first_remote_root = (fs::path(info->root) / link.target.remote_base).lexically_normal().string();
@@ -269,7 +269,7 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
       std::cerr << "ferry debug: " << spec_run.error() << "\n";
       rc = kUsage;
     } else if (auto started = client.start(*spec_run); !started) {
-      std::cerr << "ferry debug: cannot start the run: " << started.error().message << "\n";
+      std::cerr << "ferry debug: cannot start the run on " << link.endpoint->description() << ": " << started.error().message << "\n";
       rc = kFailure;
     } else {
       rc = follow_to_end(client, *link.endpoint, started->id, sigint);

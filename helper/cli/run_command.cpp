@@ -112,7 +112,7 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::
   }
   auto info = link.endpoint->connect();
   if (!info) {
-    std::cerr << who << ": cannot reach " << link.endpoint->description() << ": " << info.error().message << "\n";
+    std::cerr << cannot_reach(who, link.endpoint->description(), info.error()) << "\n";
     return std::unexpected(kFerryFailure);
   }
   link.mapping_root = link.remote_base.empty() ? info->root : (fs::path(info->root) / link.remote_base).string();
@@ -201,6 +201,24 @@ bool write_all(int fd, std::string_view data) {
   return true;
 }
 
+// The agent's refusal of a run request, with where it was asked and, for an id it does not know,
+// where to find the right one.
+std::string run_error(const std::string& who, const ProjectLink& link, const remote::ResponseError& e) {
+  std::string out = who + ": " + e.message + " (on " + link.endpoint->description() + ")";
+  if (run::is_unknown_run(e)) out += "; `ferry runs` lists this project's runs there, `ferry runs --all` every project's";
+  return out;
+}
+
+// run/start refused: where, and what to change for the usual causes.
+std::string start_error(const std::string& who, const ProjectLink& link, const remote::ResponseError& e) {
+  std::string out = who + ": " + e.message + " (on " + link.endpoint->description() + ")";
+  if (e.message.find("not found") != std::string::npos)
+    out += "; install it there, give its full path, or set \"interpreter\" in ferry.json for Python";
+  else if (e.message.find("cwd") != std::string::npos)
+    out += "; --cwd is relative to the mapping root " + link.mapping_root + " and must exist there (create it locally, then ferry sync)";
+  return out;
+}
+
 // A note on stderr that reads right in raw mode too.
 void note(bool raw, const std::string& text) { write_all(STDERR_FILENO, text + (raw ? "\r\n" : "\n")); }
 
@@ -262,7 +280,7 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
     if (follower.needs_attach()) {
       auto r = follower.attach();
       if (!r && run::is_unknown_run(r.error())) {
-        note(is_raw, who + ": " + r.error().message);
+        note(is_raw, run_error(who, link, r.error()));
         return kUsageFailure;
       }
       continue;
@@ -356,7 +374,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   run::RunClient client(*link->endpoint);
   auto started = client.start(*spec);
   if (!started) {
-    std::cerr << "ferry run: " << started.error().message << "\n";
+    std::cerr << start_error("ferry run", *link, started.error()) << "\n";
     return started.error().code == protocol::error_code::kInvalidParams ? kUsageFailure : kFerryFailure;
   }
   if (o.detach) {
@@ -456,7 +474,7 @@ int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bo
   for (;;) {
     auto r = client.read(id, offset);
     if (!r) {
-      std::cerr << "ferry logs: " << r.error().message << "\n";
+      std::cerr << run_error("ferry logs", *link, r.error()) << "\n";
       return run::is_unknown_run(r.error()) ? kUsageFailure : kFerryFailure;
     }
     for (const auto& rec : r->records) {
@@ -494,7 +512,7 @@ int run_kill(const GlobalOptions& g, const std::string& id, const std::string& s
   std::string name = run::signal_name(*number);
   auto r = client.signal(id, name);
   if (!r) {
-    std::cerr << "ferry kill: " << r.error().message << "\n";
+    std::cerr << run_error("ferry kill", *link, r.error()) << "\n";
     return run::is_unknown_run(r.error()) ? kUsageFailure : kFerryFailure;
   }
   std::cerr << "sent SIG" << name << " to run " << id << "\n";

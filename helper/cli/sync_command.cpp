@@ -76,7 +76,7 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
   auto info = endpoint->connect();
   if (preparing.joinable()) preparing.join();
   if (!info) {
-    std::cerr << who << ": cannot reach " << endpoint->description() << ": " << info.error().message << "\n";
+    std::cerr << cannot_reach(who, endpoint->description(), info.error()) << "\n";
     engine->finish();
     return 1;
   }

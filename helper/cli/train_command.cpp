@@ -134,7 +134,8 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   std::error_code ec;
   const fs::path config = fs::absolute(o.config, ec);
   if (!fs::is_regular_file(config, ec)) {
-    std::cerr << who << ": no config file " << o.config << "\n";
+    std::cerr << who << ": no config file " << config.string()
+              << " (give the path of a ferry-train config, a JSON file inside the project; samples/train has examples)\n";
     return run::kUsageFailure;
   }
   // The project is the one around the config unless --project says otherwise.
@@ -183,7 +184,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   }
   auto info = endpoint->connect();
   if (!info) {
-    std::cerr << who << ": cannot reach " << endpoint->description() << ": " << info.error().message << "\n";
+    std::cerr << cannot_reach(who, endpoint->description(), info.error()) << "\n";
     return run::kFerryFailure;
   }
   sync::SyncEngine engine(*endpoint, target);

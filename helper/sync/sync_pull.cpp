@@ -421,7 +421,9 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     files.push_back(std::move(f));
   }
   for (const auto& p : paths)
-    if (!p.empty() && !remote.contains(p) && matched_any == 0) summary.errors.push_back("'" + p + "' is not on the remote");
+    if (!p.empty() && !remote.contains(p) && matched_any == 0)
+      summary.errors.push_back("'" + p + "' is not under " + target_.remote_root + " on " + endpoint_.description() +
+                               " (pull paths are relative to the mapping root; `ferry pull .` brings back all of it)");
   if (o.before_transfer && !o.dry_run) o.before_transfer();
 
   auto cancelled = [&] { return o.cancelled && o.cancelled(); };
