@@ -44,7 +44,7 @@ std::function<void(const std::string&)> waiting_note(const std::string& who) {
 bool connect_cli_endpoint(sync::ProjectEndpoint& link, const std::string& who) {
   auto info = sync::connect_project_endpoint(link);
   if (info) return true;
-  std::cerr << who << ": cannot reach " << link.endpoint->description() << ": " << info.error().message << "\n";
+  std::cerr << cannot_reach(who, link.endpoint->description(), info.error()) << "\n";
   return false;
 }
 

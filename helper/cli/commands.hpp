@@ -59,6 +59,10 @@ int with_sync_engine(const GlobalOptions& g, const std::string& who,
 int with_sync_target(const GlobalOptions& g, const std::string& who,
                      const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn,
                      const std::function<void(sync::SyncEngine&)>& prepare = {});
+// For SyncOptions::cancelled in a one-shot command (ferry sync, ferry pull): the first Ctrl-C
+// stops the sync after the requests in flight (also mid-listing, between its pages) and says so;
+// a second one quits at once. Defined in sync_command.cpp.
+std::function<bool()> stop_on_ctrl_c();
 // A progress bar on stderr when it is a terminal (helper/cli/progress_bar.hpp), else empty.
 std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb);
 // Prints the one-line summary (or JSON); 0 ok, 1 errors, 3 conflicts or held deletes.
@@ -84,6 +88,9 @@ sync::ProjectEndpointOptions cli_endpoint_options(const GlobalOptions& g);
 std::function<void(const std::string&)> waiting_note(const std::string& who);
 // Connects; prints "WHO: cannot reach ...: why" and returns false when it cannot.
 bool connect_cli_endpoint(sync::ProjectEndpoint& link, const std::string& who);
+// "WHO: cannot reach WHERE: WHY; NEXT STEP (ferry doctor checks each step)" for a failed connect
+// (defined in connect_command.cpp).
+std::string cannot_reach(const std::string& who, const std::string& where, const remote::ResponseError& error);
 
 // Set by a sub-command's callback; main returns it.
 int& exit_code();

@@ -40,6 +40,12 @@ remote::SshEndpointOptions endpoint_options(const SshTarget& t) {
   return o;
 }
 
+std::string cannot_reach(const std::string& who, const std::string& where, const remote::ResponseError& error) {
+  std::string out = who + ": cannot reach " + where + ": " + error.message;
+  if (auto next = remote::connect_next_step(error); !next.empty()) out += "; " + next + " (`ferry doctor` checks each step)";
+  return out;
+}
+
 namespace {
 
 struct ConnectOptions {
@@ -65,7 +71,7 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
       if (info.error().data) j["data"] = *info.error().data;
       std::cout << j.dump(2) << "\n";
     } else {
-      std::cerr << "ferry connect: " << info.error().message << "\n";
+      std::cerr << cannot_reach("ferry connect", e.description(), info.error()) << "\n";
     }
     return 1;
   }

@@ -258,7 +258,7 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
       std::cerr << "ferry debug: " << spec_run.error() << "\n";
       rc = kUsage;
     } else if (auto started = client.start(*spec_run); !started) {
-      std::cerr << "ferry debug: cannot start the run: " << started.error().message << "\n";
+      std::cerr << "ferry debug: cannot start the run on " << link.endpoint->description() << ": " << started.error().message << "\n";
       rc = kFailure;
     } else {
       rc = follow_to_end(client, *link.endpoint, started->id, sigint);

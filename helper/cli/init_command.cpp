@@ -1,6 +1,8 @@
 // `ferry init`: writes a starter ferry.json (validated before it is written) in the project dir.
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -61,8 +63,10 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
     out << doc.dump(2) << "\n";
     out.close();
     if (!out) {
+      const int err = errno;  // ofstream keeps no reason of its own; the failed call left it here
       fs::remove(tmp, ec);
-      std::cerr << "ferry init: cannot write " << tmp.string() << "\n";
+      std::cerr << "ferry init: cannot write " << tmp.string() << ": " << std::strerror(err)
+                << " (ferry.json goes in the project directory: check that you may write there, or pass --project DIR)\n";
       return 1;
     }
   }

@@ -85,6 +85,24 @@ void ProgressBar::update(std::uint64_t done, std::uint64_t total) {
   ++redraws_;
 }
 
+void ProgressBar::status(std::string_view text) {
+  if (!enabled_) return;
+  std::lock_guard lock(mu_);
+  const auto now = now_();
+  if (drawn_ && now - last_draw_ < kRedrawEvery) return;
+  last_draw_ = now;
+  std::string line = "\r";
+  line += verb_;
+  line += "  ";
+  line += text;
+  const auto width = static_cast<std::size_t>(std::max(terminal_width(fd_) - 1, 10));
+  if (line.size() > width + 1) line.resize(width + 1);
+  line += "\033[K";
+  write_all(fd_, line);
+  drawn_ = true;
+  ++redraws_;
+}
+
 void ProgressBar::clear() {
   std::lock_guard lock(mu_);
   if (!drawn_) return;
@@ -100,6 +118,11 @@ int ProgressBar::redraws() const {
 std::function<void(std::uint64_t, std::uint64_t)> progress_callback(const std::shared_ptr<ProgressBar>& bar) {
   if (!bar || !bar->enabled()) return {};
   return [bar](std::uint64_t done, std::uint64_t total) { bar->update(done, total); };
+}
+
+std::function<void(std::uint64_t)> listing_callback(const std::shared_ptr<ProgressBar>& bar) {
+  if (!bar || !bar->enabled()) return {};
+  return [bar](std::uint64_t listed) { bar->status(fmt::format("listing the remote: {} entries", listed)); };
 }
 
 }  // namespace ferry::cli

@@ -29,6 +29,9 @@ class ProgressBar {
   // Thread-safe (the engine reports from its workers). Redraws when 100 ms have passed since the
   // last drawing, and always for the first report and the last (done == total).
   void update(std::uint64_t done, std::uint64_t total);
+  // A line of text in the bar's place ("sync  listing the remote: 120000 entries"), for a phase
+  // with no known total; the same redraw limit, erased the same way.
+  void status(std::string_view text);
   // Erases the bar's line, so the next line printed starts clean.
   void clear();
   int redraws() const;
@@ -52,5 +55,8 @@ class ProgressBar {
 
 // For SyncOptions::progress: the bar's update, or an empty function when it is not drawn.
 std::function<void(std::uint64_t, std::uint64_t)> progress_callback(const std::shared_ptr<ProgressBar>& bar);
+// For SyncOptions::listing_progress: "listing the remote: N entries" in the bar's place, or an
+// empty function when it is not drawn.
+std::function<void(std::uint64_t)> listing_callback(const std::shared_ptr<ProgressBar>& bar);
 
 }  // namespace ferry::cli

@@ -1,5 +1,6 @@
 // `ferry pull PATH...`: bring remote outputs (checkpoints, logs, plots) back into the project,
 // with the same safety rule mirrored: a local file changed since the last sync is a conflict.
+#include <csignal>
 #include <iostream>
 #include <memory>
 
@@ -36,13 +37,16 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
       so.waiting = waiting_note("ferry pull");
       auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("pull");
       so.progress = progress_callback(bar);
+      so.listing_progress = listing_callback(bar);
+      so.cancelled = stop_on_ctrl_c();
       auto s = engine.pull(o->paths, so);
       if (bar) bar->clear();  // before the summary line
       if (!s) {
         std::cerr << "ferry pull: " << s.error() << "\n";
         return 1;
       }
-      return print_summary(*s, o->json, where);
+      const int rc = print_summary(*s, o->json, where);
+      return s->cancelled ? 128 + SIGINT : rc;
     });
   });
 }

@@ -8,6 +8,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -171,7 +172,13 @@ std::pair<int, int> terminal_size() {
   return {0, 0};
 }
 
-void write_all(int fd, std::string_view data) {
+// ferry's status when the reader of its stdout went away (`ferry logs -f ID | head`): what a shell
+// reports for a pipeline member killed by SIGPIPE, which ferry ignores (main.cpp).
+constexpr int kReaderGone = 128 + SIGPIPE;
+
+// False when the reader is gone (EPIPE): the follow loops then stop instead of streaming a whole
+// run into a closed pipe. Other failures drop the bytes (nowhere else to put them).
+bool write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
@@ -180,9 +187,29 @@ void write_all(int fd, std::string_view data) {
       ::poll(&p, 1, 1000);
       continue;
     }
-    if (n <= 0) return;  // a closed stdout: the bytes have nowhere to go
+    if (n < 0 && errno == EPIPE) return false;
+    if (n <= 0) return true;
     data.remove_prefix(static_cast<std::size_t>(n));
   }
+  return true;
+}
+
+// The agent's refusal of a run request, with where it was asked and, for an id it does not know,
+// where to find the right one.
+std::string run_error(const std::string& who, const ProjectLink& link, const remote::ResponseError& e) {
+  std::string out = who + ": " + e.message + " (on " + link.endpoint->description() + ")";
+  if (run::is_unknown_run(e)) out += "; `ferry runs` lists this project's runs there, `ferry runs --all` every project's";
+  return out;
+}
+
+// run/start refused: where, and what to change for the usual causes.
+std::string start_error(const std::string& who, const ProjectLink& link, const remote::ResponseError& e) {
+  std::string out = who + ": " + e.message + " (on " + link.endpoint->description() + ")";
+  if (e.message.find("not found") != std::string::npos)
+    out += "; install it there, give its full path, or set \"interpreter\" in ferry.json for Python";
+  else if (e.message.find("cwd") != std::string::npos)
+    out += "; --cwd is relative to the mapping root " + link.mapping_root + " and must exist there (create it locally, then ferry sync)";
+  return out;
 }
 
 // A note on stderr that reads right in raw mode too.
@@ -200,13 +227,12 @@ struct FollowOptions {
 // Streams run `id` from `offset` until it ends; returns ferry's exit status.
 int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id, std::uint64_t offset,
                const FollowOptions& o, const std::string& who) {
-  run::RunFollower follower(client, id, offset, [&o](const run::OutputRecord& r) {
+  std::atomic<bool> reader_gone{false};
+  run::RunFollower follower(client, id, offset, [&o, &reader_gone](const run::OutputRecord& r) {
     bool err = r.stream == run::Stream::stderr_stream;
-    if (o.stderr_only) {
-      if (err) write_all(STDOUT_FILENO, r.data);
-      return;
-    }
-    write_all(err ? STDERR_FILENO : STDOUT_FILENO, r.data);
+    if (o.stderr_only && !err) return;
+    const int fd = err && !o.stderr_only ? STDERR_FILENO : STDOUT_FILENO;
+    if (!write_all(fd, r.data) && fd == STDOUT_FILENO) reader_gone = true;
   });
   {
     std::lock_guard lock(link.notes->mutex);
@@ -233,6 +259,12 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
   }
 
   for (;;) {
+    if (reader_gone) {
+      note(is_raw, who + ": stdout was closed (its reader went away); stopped following run " + id +
+                       ", which goes on (`ferry logs " + id + "` shows its output, `ferry kill " + id + "` stops it)");
+      (void)client.detach(id);
+      return kReaderGone;
+    }
     if (auto failed = follower.failed()) {
       note(is_raw, who + ": " + *failed);
       return follower.next_offset() == offset && failed->find("run") != std::string::npos ? kUsageFailure : kFerryFailure;
@@ -241,7 +273,7 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
     if (follower.needs_attach()) {
       auto r = follower.attach();
       if (!r && run::is_unknown_run(r.error())) {
-        note(is_raw, who + ": " + r.error().message);
+        note(is_raw, run_error(who, link, r.error()));
         return kUsageFailure;
       }
       continue;
@@ -353,7 +385,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   run::RunClient client(*link->endpoint);
   auto started = client.start(*spec);
   if (!started) {
-    std::cerr << "ferry run: " << started.error().message << "\n";
+    std::cerr << start_error("ferry run", *link, started.error()) << "\n";
     return started.error().code == protocol::error_code::kInvalidParams ? kUsageFailure : kFerryFailure;
   }
   if (o.detach) {
@@ -453,13 +485,13 @@ int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bo
   for (;;) {
     auto r = client.read(id, offset);
     if (!r) {
-      std::cerr << "ferry logs: " << r.error().message << "\n";
+      std::cerr << run_error("ferry logs", *link, r.error()) << "\n";
       return run::is_unknown_run(r.error()) ? kUsageFailure : kFerryFailure;
     }
     for (const auto& rec : r->records) {
       bool err = rec.stream == run::Stream::stderr_stream;
       if (stderr_only && !err) continue;
-      write_all(stderr_only || !err ? STDOUT_FILENO : STDERR_FILENO, rec.data);
+      if (!write_all(stderr_only || !err ? STDOUT_FILENO : STDERR_FILENO, rec.data)) return kReaderGone;
     }
     if (r->records.empty() || r->next == offset) break;  // all that is there now
     offset = r->next;
@@ -491,7 +523,7 @@ int run_kill(const GlobalOptions& g, const std::string& id, const std::string& s
   std::string name = run::signal_name(*number);
   auto r = client.signal(id, name);
   if (!r) {
-    std::cerr << "ferry kill: " << r.error().message << "\n";
+    std::cerr << run_error("ferry kill", *link, r.error()) << "\n";
     return run::is_unknown_run(r.error()) ? kUsageFailure : kFerryFailure;
   }
   std::cerr << "sent SIG" << name << " to run " << id << "\n";

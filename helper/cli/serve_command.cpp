@@ -22,8 +22,6 @@ void add_serve_command(CLI::App& app, GlobalOptions& g) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->callback([&g, test_methods, workers] {
-    // A client that goes away must show up as a failed write, not kill the process.
-    std::signal(SIGPIPE, SIG_IGN);
     server::ServerOptions options;
     std::error_code ec;
     options.cwd = std::filesystem::current_path(ec);

@@ -3,8 +3,10 @@
 // (or one JSON object). Also
 // defines with_sync_target(), which `ferry pull` and `ferry watch` share: it opens the right
 // endpoint for the project's host.
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -70,6 +72,32 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
   }
   spdlog::debug("sync: state saved, link closed");
   return rc;
+}
+
+namespace {
+
+// What the SIGINT handler may touch: a lock-free flag, write(2), signal(2), raise(3).
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_sync_interrupt(int) {
+  if (g_interrupted.exchange(true)) {  // the second Ctrl-C: quit now, as before
+    ::signal(SIGINT, SIG_DFL);
+    ::raise(SIGINT);
+    return;
+  }
+  static const char note[] = "\nferry: stopping after the requests in flight (Ctrl-C again quits at once)\n";
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, note, sizeof note - 1);
+}
+
+}  // namespace
+
+std::function<bool()> stop_on_ctrl_c() {
+  g_interrupted = false;
+  struct sigaction sa {};
+  sa.sa_handler = on_sync_interrupt;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  return [] { return g_interrupted.load(); };
 }
 
 namespace {
@@ -162,6 +190,8 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
     exit_code() = with_sync_engine(g, "ferry sync", [&](sync::SyncEngine& engine, const std::string& where) {
       auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("sync");
       so.progress = progress_callback(bar);
+      so.listing_progress = listing_callback(bar);
+      so.cancelled = stop_on_ctrl_c();
       so.confirm_mass_delete = [o, bar](const std::string& reason, std::size_t n) {
         if (o->yes) return true;
         if (!::isatty(STDIN_FILENO)) return false;
@@ -177,7 +207,8 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
         std::cerr << "ferry sync: " << s.error() << "\n";
         return 1;
       }
-      return print_summary(*s, o->json, where);
+      const int rc = print_summary(*s, o->json, where);
+      return s->cancelled ? 128 + SIGINT : rc;
     }, walk_while_connecting);
   });
 }

@@ -166,7 +166,8 @@ std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const Train
     env = deploy::launch_env(*project, **entry);
   }
   if (!fs::is_regular_file(config, ec)) {
-    std::cerr << who << ": no config file " << config.string() << "\n";
+    std::cerr << who << ": no config file " << config.string()
+              << " (give the path of a ferry-train config, a JSON file inside the project; samples/train has examples)\n";
     return std::unexpected(run::kUsageFailure);
   }
   return TrainInputs{std::move(*project), std::move(config), std::move(env)};

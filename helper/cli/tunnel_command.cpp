@@ -87,7 +87,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
   remote::SshEndpoint e(eo);
   auto info = e.connect(std::chrono::seconds(o.timeout_s));
   if (!info) {
-    std::cerr << "ferry tunnel: " << info.error().message << "\n";
+    std::cerr << cannot_reach("ferry tunnel", e.description(), info.error()) << "\n";
     return 1;
   }
   int opened = 0;

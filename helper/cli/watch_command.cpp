@@ -91,6 +91,7 @@ void add_watch_command(CLI::App& app, GlobalOptions& g) {
         so.cancelled = [] { return g_interrupted.load(); };
         auto bar = o->json || !so.only_paths.empty() ? nullptr : std::make_shared<ProgressBar>("sync");
         so.progress = progress_callback(bar);
+        so.listing_progress = listing_callback(bar);
         so.confirm_mass_delete = [o, bar](const std::string& reason, std::size_t n) {
           if (o->yes) return true;
           if (!::isatty(STDIN_FILENO)) return false;
@@ -127,7 +128,15 @@ void add_watch_command(CLI::App& app, GlobalOptions& g) {
       if (!o->json) std::cerr << "ferry watch: watching " << target.local_root.string() << " (" << where << "); Ctrl-C stops\n";
 
       int rc = 0;
-      while (!g_interrupted) {
+      // `ferry watch | head -3`: once the reader of stdout is gone (EPIPE: SIGPIPE is ignored,
+      // main.cpp), stop as SIGPIPE used to stop us, instead of pushing for nobody.
+      auto reader_gone = [&] {
+        if (std::cout.good()) return false;
+        std::cerr << "ferry watch: stdout was closed (its reader went away); stopped watching\n";
+        rc = 128 + SIGPIPE;
+        return true;
+      };
+      while (!g_interrupted && !reader_gone()) {
         auto batch = (*watcher)->next(std::chrono::hours(1));
         if (!batch) {
           std::cerr << "ferry watch: " << batch.error() << "\n";

@@ -40,10 +40,36 @@ bool matches(const std::string& s, const char* pattern) {
 }
 
 
+// "~/", "//etc/./" -> "~", "/etc": the path's components without empty ones and ".".
+std::string normal_root(std::string_view path) {
+  const bool home = path.starts_with('~');
+  std::string out = home ? "~" : "";
+  std::size_t i = home ? 1 : 0;
+  while (i < path.size()) {
+    std::size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    std::string_view part = path.substr(i, j - i);
+    if (!part.empty() && part != ".") out += "/" + std::string(part);
+    i = j + 1;
+  }
+  return out.empty() ? "/" : out;
+}
+
+bool one_of_paths(std::string_view p, std::initializer_list<std::string_view> list) {
+  return std::find(list.begin(), list.end(), p) != list.end();
+}
+
+bool at_or_below(std::string_view p, std::initializer_list<std::string_view> list) {
+  for (auto d : list)
+    if (p == d || (p.starts_with(d) && p[d.size()] == '/')) return true;
+  return false;
+}
+
 // Walks one document, remembering where it is so every error names its JSON pointer.
 class Validator {
  public:
   std::optional<ConfigError> error;
+  std::string project_name;  // for suggestions: "name", else the folder's
 
   bool fail(const std::string& pointer, std::string message) {
     if (!error) error = ConfigError{"", pointer, std::move(message)};
@@ -143,6 +169,7 @@ class Validator {
     if (!string(*it, p + "/remote", m.remote)) return false;
     if (!matches(m.remote, kRemotePathPattern))
       return fail(p + "/remote", "expected an absolute path or one starting with \"~/\", without '..'");
+    if (auto refused = remote_root_refusal(m.remote, project_name)) return fail(p + "/remote", *refused);
     return true;
   }
 
@@ -290,6 +317,7 @@ class Validator {
       if (!string(*it, "/name", c.name)) return false;
       if (!matches(c.name, kNamePattern))
         return fail("/name", "expected 1 to 100 letters, digits, '.', '_' or '-' (it names the sandbox folder)");
+      project_name = c.name;
     }
     if (auto it = doc.find("host"); it != doc.end()) {
       if (!string(*it, "/host", c.host)) return false;
@@ -354,6 +382,29 @@ std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size
 
 }  // namespace
 
+std::optional<std::string> remote_root_refusal(std::string_view remote, std::string_view project_name) {
+  const std::string p = normal_root(remote);
+  const std::string shown = "\"" + std::string(remote) + "\"";
+  std::string why;
+  if (p == "/") {
+    why = " is the host's whole filesystem: a sync would list /proc, /sys and every mount, and --delete would offer to "
+          "remove everything ferry did not put there";
+  } else if (p == "~" || one_of_paths(p, {"/root", "/home"}) || (p.starts_with("/home/") && p.find('/', 6) == std::string::npos)) {
+    why = " is a home directory itself: a sync would list all of it (caches, datasets, other projects), and --delete "
+          "would offer to remove everything ferry did not put there";
+  } else if (at_or_below(p, {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run",
+                             "/sbin", "/sys", "/usr", "/var/lib", "/var/log", "/var/cache"})) {
+    why = " is a system directory (the package manager's, the kernel's or a virtual filesystem), never a project's";
+  } else if (one_of_paths(p, {"/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt", "/media"})) {
+    why = " is shared by other users and programs: a sync would list their files, and --delete would offer to remove "
+          "them; a directory of the project's own below it is fine";
+  } else {
+    return std::nullopt;
+  }
+  return shown + " cannot be a mapping root: it" + why + "; use a directory of the project's own, e.g. \"~/work/" +
+         std::string(project_name) + "\"";
+}
+
 std::string ConfigError::to_string() const {
   std::string out;
   if (!file.empty()) out += file + ": ";
@@ -395,6 +446,7 @@ std::expected<ProjectConfig, ConfigError> parse_project(const json& doc, const f
   c.root = fs::absolute(root, ec).lexically_normal();
   if (c.root.has_relative_path() && c.root.filename().empty()) c.root = c.root.parent_path();
   Validator v;
+  v.project_name = default_name(c.root);
   if (!v.document(doc, c)) return std::unexpected(*v.error);
   if (c.name.empty()) c.name = default_name(c.root);
   if (c.mappings.empty()) c.mappings.push_back(Mapping{".", "~/ferry/" + c.name});

@@ -78,6 +78,24 @@ struct ConfigError {
 // `path` (relative to the project root) relative to mapping `m`'s folder instead; nullopt when it
 // is outside that folder or is the folder itself.
 std::optional<std::string> path_in_mapping(std::string_view path, const Mapping& m);
+// Why `remote` (a mapping's remote path, already of the accepted shape) cannot be a mapping root,
+// or nullopt when it can. A mapping root is listed whole by every sync, and `--delete` offers to
+// remove what ferry did not put there, so it must be the project's own directory: refused are the
+// whole filesystem ("/"), a home directory itself ("~", "/root", "/home", "/home/USER"), system
+// directories and everything below them (/bin /boot /dev /etc /lib /lib32 /lib64 /libx32 /proc
+// /run /sbin /sys /usr /var/lib /var/log /var/cache: the package manager's, the kernel's, or
+// another filesystem), and shared top-level directories themselves (/tmp /var /var/tmp /opt /srv
+// /mnt /media: other users' and programs' files; a project directory below them is fine).
+// Spellings like "//etc/./" count as "/etc". The message suggests "~/work/NAME".
+std::optional<std::string> remote_root_refusal(std::string_view remote, std::string_view project_name);
+
+// The same rule as an ECMAScript regular expression matching the refused roots (anchored with
+// '$', to be used after '^' or inside a lookahead): the schema's /mappings/N/remote pattern starts
+// with "^(?!" + this + ")", so editors flag such roots too.
+inline constexpr const char* kRefusedRemoteRootPattern =
+    "(?:~|/(?:\\.?/)*(?:(?:root|home(?:/(?:\\.?/)*[^/]+)?|tmp|var(?:/(?:\\.?/)*tmp)?|opt|srv|mnt|media)|"
+    "(?:bin|boot|dev|etc|lib|lib32|lib64|libx32|proc|run|sbin|sys|usr|var/(?:\\.?/)*(?:lib|log|cache))(?:/.*)?|\\.)?)"
+    "(?:/\\.?)*$";
 
 // Walks up from `start` (a file or directory) to the first directory holding ferry.json, as git
 // finds its repository.

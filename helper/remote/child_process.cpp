@@ -39,7 +39,11 @@ std::expected<ChildProcess::Spawned, std::string> ChildProcess::spawn(const std:
   sigemptyset(&defaults);
   sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  // A process group of its own: the terminal's Ctrl-C is for ferry, which decides what it means
+  // (stop a sync after the requests in flight, escalate to a run); it must not kill the agent,
+  // which stands for the remote box. The agent still ends when we do (EOF on its stdin).
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
 
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -16,7 +16,8 @@ namespace ferry::remote {
 class ChildProcess {
  public:
   // argv[0] is the executable path (no PATH search). stderr is inherited, so the child's logs
-  // join ours. The returned fds are close-on-exec and owned by the caller.
+  // join ours; the child leads a process group of its own (a terminal's Ctrl-C reaches only us).
+  // The returned fds are close-on-exec and owned by the caller.
   struct Spawned {
     int stdin_fd = -1;   // write end
     int stdout_fd = -1;  // read end

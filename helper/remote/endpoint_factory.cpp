@@ -18,7 +18,9 @@ std::expected<SshTarget, std::string> make_ssh_target(std::string host, std::str
     t.project_name = project->name;
   }
   if (t.host.empty()) return std::unexpected("no HOST given and no ferry.json found (run ferry init, or name a host)");
-  if (t.host == "local") return std::unexpected("the project's host is \"local\": there is no SSH link to check (name a host)");
+  if (t.host == "local")
+    return std::unexpected("the project's host is \"local\" (this machine): there is no SSH host to use; name one (--host HOST) "
+                           "or set \"host\" in ferry.json");
   if (t.root.empty()) t.root = "~/ferry/" + (t.project_name.empty() ? std::string("default") : t.project_name);
   return t;
 }

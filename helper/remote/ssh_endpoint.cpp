@@ -596,6 +596,16 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+std::string connect_next_step(const ResponseError& error) {
+  const std::string kind = error.data && error.data->contains("kind") && (*error.data)["kind"].is_string()
+                               ? (*error.data)["kind"].get<std::string>()
+                               : "";
+  if (kind == "authFailed") return "add your public key to ~/.ssh/authorized_keys on the box, or load it into ssh-agent (ssh-add)";
+  if (kind == "timeout" || kind == "connectFailed")
+    return "check the address/port, that the box is running, and any firewall or security group";
+  return {};
+}
+
 json to_json(const DoctorCheck& c) {
   json j{{"check", c.name}, {"status", c.status}, {"detail", c.detail}};
   if (!c.fix.empty()) j["fix"] = c.fix;
@@ -624,9 +634,8 @@ std::vector<DoctorCheck> run_doctor(DoctorOptions options) {
     std::string kind = info.error().data && info.error().data->contains("kind") ? (*info.error().data)["kind"].get<std::string>() : "";
     std::string fix = kind == "hostKeyUnknown"   ? "verify the fingerprint with your provider, then: ferry trust " + options.endpoint.host
                       : kind == "hostKeyChanged" ? "if the box was rebuilt, remove the old known_hosts entry (ssh-keygen -R) and ferry trust it again; otherwise do not connect"
-                      : kind == "authFailed"     ? "add your public key to ~/.ssh/authorized_keys on the box, or load it into ssh-agent (ssh-add)"
-                      : kind == "timeout" || kind == "connectFailed" ? "check the address/port, that the box is running, and any firewall or security group"
-                                                                     : "see the message above";
+                      : !connect_next_step(info.error()).empty() ? connect_next_step(info.error())
+                                                                 : "see the message above";
     add("connection", "fail", info.error().message, fix);
     return out;
   }

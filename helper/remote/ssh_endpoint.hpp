@@ -145,6 +145,11 @@ class SshEndpoint final : public Endpoint {
   std::string agent_bytes_;
 };
 
+// What to do about a failed connect (SshEndpoint::connect's error, by its data.kind): "check the
+// address/port, ...", "add your public key ...". Empty when the message already says it (an
+// unknown or changed host key names `ferry trust`) or nothing specific is known.
+std::string connect_next_step(const ResponseError& error);
+
 // ferry doctor / doctor/run: one line per check, each pass, warn or fail with the fix.
 struct DoctorCheck {
   std::string name;

@@ -188,6 +188,9 @@ std::expected<json, ResponseError> SyncService::run(const std::optional<std::str
   };
   o.cancelled = [&call, work] { return call.cancelled() || (work && work->cancelled()); };
   o.waiting = [&progress](const std::string& holder) { progress.report("waiting for " + holder); };
+  // A big remote tree is listed in pages: say how far it got rather than sit at 0% in silence
+  // (a sync/push cancelled meanwhile stops between pages).
+  o.listing_progress = [&](std::uint64_t listed) { progress.report(fmt::format("listing the remote: {} entries", listed)); };
   auto link = ctx_.link(project, call.cancellation(), [&progress](const std::string& m) { progress.report(m); });
   if (!link) return std::unexpected(link.error());
   auto engine = (*link)->engine();

@@ -881,13 +881,24 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
       continue;
     }
     // A burst usually fits the socket's buffer: send it now rather than through the reactor, whose
-    // completion costs another round on the strand. async_write takes any rest (and reports errors).
-    std::size_t sent = 0;
-    if (auto w = ::send(end->native_handle(), buf.data(), *n, MSG_DONTWAIT | MSG_NOSIGNAL); w > 0)
-      sent = static_cast<std::size_t>(w);
+    // completion costs another round on the strand; when it does not, wait until the socket takes
+    // more. Always send(MSG_NOSIGNAL), never write(): a client that closed (a port probe, a browser
+    // tab) must be an EPIPE for this connection, not a SIGPIPE that kills the process (issue #17).
     boost::system::error_code ec;
-    if (sent < *n)
-      co_await asio::async_write(*end, asio::buffer(buf.data() + sent, *n - sent), asio::redirect_error(use_awaitable, ec));
+    for (std::size_t sent = 0; sent < *n;) {
+      auto w = ::send(end->native_handle(), buf.data() + sent, *n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (w > 0) {
+        sent += static_cast<std::size_t>(w);
+      } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        co_await end->async_wait(asio::posix::stream_descriptor::wait_write, asio::redirect_error(use_awaitable, ec));
+        if (ec) break;
+      } else if (w < 0 && errno == EINTR) {
+        continue;
+      } else {
+        ec = boost::system::error_code(w < 0 ? errno : EPIPE, boost::system::system_category());
+        break;
+      }
+    }
     if (ec) {
       channel->interrupt();  // the other direction stops writing into a dead connection
       if (end->is_open()) ::shutdown(end->native_handle(), SHUT_RDWR);

@@ -162,7 +162,7 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::awaitable<Result<void>> forward_cancel(_LIBSSH2_LISTENER* listener, Clock::time_point deadline);
 
   // Pumps bytes both ways between `channel` and a local stream `end` (a socketpair or an accepted
-  // TCP socket) with buffers of `buffer_bytes`, both directions coroutines on this strand. A
+  // TCP socket: it must be a socket, it is written with send(MSG_NOSIGNAL)) with buffers of `buffer_bytes`, both directions coroutines on this strand. A
   // half-close travels as EOF each way; an error ends both. on_done runs on the strand once both
   // directions have ended.
   void start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,

@@ -169,13 +169,68 @@ json SyncSummary::to_json() const {
               {"seconds", seconds},            {"dirsMade", dirs_made},       {"metadataOnly", metadata_only},
               {"unchanged", unchanged},        {"dryRun", dry_run},           {"cancelled", cancelled},
               {"conflictList", c},             {"heldDeletes", held_deletes}, {"errors", errors},
-              {"unstable", unstable},          {"localScan", local_scan},     {"fullWalkReason", full_walk_reason}};
+              {"unstable", unstable},          {"localScan", local_scan},     {"fullWalkReason", full_walk_reason},
+              {"noSpace", no_space ? json{{"path", no_space->path},
+                                          {"availableBytes", no_space->available_bytes},
+                                          {"totalBytes", no_space->total_bytes},
+                                          {"neededBytes", no_space->needed_bytes},
+                                          {"failedPaths", no_space->failed_paths}}
+                                   : json(nullptr)}};
+}
+
+std::string engine_parts::no_space_advice(const std::string& where, const json& space, std::uint64_t needed) {
+  const std::string path = space.value("path", std::string("the mapping root"));
+  std::string free = space.contains("availableBytes")
+                         ? fmt::format("{} free of {}", human_bytes(space.value("availableBytes", std::uint64_t{0})),
+                                       human_bytes(space.value("totalBytes", std::uint64_t{0})))
+                         : std::string("free space unknown");
+  if (space.contains("availableInodes") && space.value("availableInodes", std::uint64_t{1}) == 0) free += ", no inodes left";
+  std::string out = fmt::format("no space left on {} at {}: {}", where, path, free);
+  // Each file is written whole into a temp copy beside the old one and renamed over it: the old
+  // version stays until the new one is complete, so a push needs room for what it writes.
+  if (needed > 0) out += fmt::format("; this push writes {} (each file as a whole new copy before it replaces the old one)", human_bytes(needed));
+  out += fmt::format(". Files that did not fit keep their old version. Free space there (old checkpoints, caches: "
+                     "`du -sh {}/* | sort -h`) or map the project to a bigger disk in ferry.json, then sync again",
+                     path);
+  return out;
+}
+
+std::expected<RemoteListing, std::string> engine_parts::list_remote_paged(remote::Endpoint& endpoint, json params,
+                                                                        const SyncOptions& o) {
+  const std::string base = params.value("base", "");
+  params["pageEntries"] = std::max<std::size_t>(o.list_page_entries, 1);
+  params["pageMs"] = kListPageMs;
+  RemoteListing out;
+  std::uint64_t listed = 0;
+  std::size_t mounts_logged = 0;
+  for (;;) {
+    auto page = endpoint.call("sync/list", std::move(params), kBigCallTimeout);
+    if (!page) return std::unexpected("sync/list on " + endpoint.description() + ": " + page.error().message);
+    for (auto& [path, meta] : from_listing(*page)) out.entries.insert_or_assign(path, std::move(meta));
+    listed = page->value("listed", listed + page->at("entries").size());
+    if (auto m = page->find("otherFilesystems"); m != page->end() && m->is_array())
+      for (const auto& path : *m)
+        if (path.is_string() && mounts_logged++ < 20)
+          spdlog::warn("sync: {} on {} is another filesystem (a mount point): listed as a directory, not walked",
+                       path.get<std::string>(), endpoint.description());
+    if (o.listing_progress) o.listing_progress(listed);
+    auto cursor = page->find("cursor");
+    if (cursor == page->end() || !cursor->is_number_integer()) return out;
+    if (o.cancelled && o.cancelled()) {
+      // The agent frees the walk's directories now rather than when newer listings push it out.
+      (void)endpoint.call("sync/list", json{{"base", base}, {"cursor", *cursor}, {"cancel", true}},
+                          std::chrono::seconds(30));
+      out.cancelled = true;
+      return out;
+    }
+    params = json{{"base", base}, {"cursor", *cursor}};
+  }
 }
 
 std::string SyncSummary::one_line() const {
-  return fmt::format("{}{} files sent, {} deleted, {} conflicts, {} literal, {} matched, {} on the wire, {:.2f} s{}{}",
-                     dry_run ? "(dry run) " : "", files_sent, files_deleted, conflicts.size(), human_bytes(bytes_literal),
-                     human_bytes(bytes_matched), human_bytes(bytes_on_wire), seconds,
+  return fmt::format("{}{}{} files sent, {} deleted, {} conflicts, {} literal, {} matched, {} on the wire, {:.2f} s{}{}",
+                     cancelled ? "(cancelled) " : "", dry_run ? "(dry run) " : "", files_sent, files_deleted, conflicts.size(),
+                     human_bytes(bytes_literal), human_bytes(bytes_matched), human_bytes(bytes_on_wire), seconds,
                      errors.empty() ? "" : fmt::format(", {} errors", errors.size()),
                      held_deletes.empty() ? "" : fmt::format(", {} deletes held (confirm with --yes)", held_deletes.size()));
 }
@@ -457,6 +512,8 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     start_generation = stamp->value("generation", std::uint64_t{0});
     stamp_known = true;
   } else if (stamp.error().code != protocol::error_code::kMethodNotFound) {
+    if (stamp.error().data && stamp.error().data->value("code", "") == "no_space")
+      return std::unexpected(no_space_advice(endpoint_.description(), stamp.error().data->value("space", json::object()), 0));
     return std::unexpected("sync/state on " + endpoint_.description() + ": " + stamp.error().message);
   }
   // Nobody wrote since the manifest was last complete: plan against it, list nothing. A file
@@ -468,6 +525,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   const bool fast = trusted && !o.force && o.deletes != DeleteMode::mirror;
   spdlog::debug("sync: remote state read ({})", fast ? "manifest trusted" : "listing");
   TreeState remote;
+  bool listing_cancelled = false;  // cancelled between the pages of the remote listing
   auto list_remote = [&]() -> std::expected<void, std::string> {
     json known = json::array();
     if (!save) {
@@ -477,10 +535,20 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         if (manifest->entries.contains(p)) known.push_back(p);
     }
     json list_params{{"base", base}, {"known", std::move(known)}, {"sweep", !o.dry_run && !save}};
-    if (save) list_params["only"] = o.only_paths;  // sync on save: a few stats, not a walk
-    auto listed = endpoint_.call("sync/list", std::move(list_params), kBigCallTimeout);
-    if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
-    remote = from_listing(*listed);
+    if (save) {
+      list_params["only"] = o.only_paths;  // sync on save: a few stats, not a walk
+      auto listed = endpoint_.call("sync/list", std::move(list_params), kBigCallTimeout);
+      if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
+      remote = from_listing(*listed);
+    } else {
+      auto listed = list_remote_paged(endpoint_, std::move(list_params), o);
+      if (!listed) return std::unexpected(listed.error());
+      if (listed->cancelled) {
+        listing_cancelled = true;
+        return {};
+      }
+      remote = std::move(listed->entries);
+    }
     // Files the manifest describes differently but that match the local size: most likely
     // written by a push whose manifest never reached the disk (a crash). Their hashes tell
     // "ours, already there" (adopted) from "changed behind ferry's back" (conflict).
@@ -535,8 +603,15 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     st.index_dirty = true;
     return {};
   };
+  // A push cancelled while the remote was listed has planned and sent nothing.
+  auto cancelled_while_listing = [&] {
+    summary.cancelled = true;
+    summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return summary;
+  };
   if (!fast) {
     if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
+    if (listing_cancelled) return cancelled_while_listing();
     if (auto ok = hash_listed(); !ok) return std::unexpected(ok.error());
     spdlog::debug("sync: remote listed, {} entries", remote.size());
   }
@@ -586,6 +661,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   };
   if (fast && needs_listing(plan)) {
     if (auto ok = list_remote(); !ok) return std::unexpected(ok.error());
+    if (listing_cancelled) return cancelled_while_listing();
     if (auto ok = hash_listed(); !ok) return std::unexpected(ok.error());
     popt.skip.insert(scanned->unstable.begin(), scanned->unstable.end());
     only_saved(remote);
@@ -636,6 +712,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   auto results_of = [&](const char* method, const std::expected<json, protocol::ResponseError>& reply,
                         const std::function<void(const std::string&)>& on_ok) {
     if (!reply) {
+      prog.note_no_space(reply.error());
       prog.error(fmt::format("{}: {}", method, reply.error().message));
       return;
     }
@@ -647,6 +724,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         std::lock_guard lock(prog.mu);
         summary.conflicts.push_back({path, ConflictKind::changed_remotely, r.value("message", "changed on the remote during the sync")});
       } else {
+        prog.note_no_space(r);
         prog.error(fmt::format("{} '{}': {}", method, path, r.value("message", "failed")));
       }
     }
@@ -710,7 +788,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
                                                        {"mode", t.local.mode},
                                                        {"mtimeNs", t.local.mtime_ns},
                                                        {"expect", expect_for(remote, t.path)}});
-    if (!begun) return prog.error(fmt::format("sync/fileBegin '{}': {}", t.path, begun.error().message));
+    if (!begun) {
+      prog.note_no_space(begun.error());
+      return prog.error(agent_error("sync/fileBegin", t.path, begun.error().message));
+    }
     spdlog::debug("sync: stream {} begun", t.path);
     const json handle = begun->at("handle");
     std::atomic<std::uint64_t> next{0}, sent{0}, wire{0};
@@ -745,7 +826,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
                                             {"data", as_binary(std::move(packed))}},
                                        kBigCallTimeout);
         if (!appended) {
-          if (!failed.exchange(true)) prog.error(fmt::format("sync/fileAppend '{}': {}", t.path, appended.error().message));
+          if (!failed.exchange(true)) {
+            prog.note_no_space(appended.error());
+            prog.error(agent_error("sync/fileAppend", t.path, appended.error().message));
+          }
           return;
         }
         sent += got;
@@ -775,10 +859,11 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     spdlog::debug("sync: stream {} committed", t.path);
     if (!committed) {
       const std::string code = committed.error().data ? committed.error().data->value("code", "") : "";
+      prog.note_no_space(committed.error());
       std::lock_guard lock(prog.mu);
       if (code == "conflict") summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, committed.error().message});
       else if (code == "hash_mismatch") summary.unstable.push_back(t.path);  // changed while being read
-      else summary.errors.push_back(fmt::format("sync/fileCommit '{}': {}", t.path, committed.error().message));
+      else summary.errors.push_back(agent_error("sync/fileCommit", t.path, committed.error().message));
       return;
     }
     record(t.path, t.local);
@@ -962,7 +1047,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
       }
       if (!stats) {
         auto sig = endpoint_.call("sync/signature", json{{"base", base}, {"path", t.path}}, kBigCallTimeout);
-        if (!sig) return prog.error(fmt::format("sync/signature '{}': {}", t.path, sig.error().message));
+        if (!sig) return prog.error(agent_error("sync/signature", t.path, sig.error().message));
         const auto& sig_bytes = sig->at("signature").get_binary();
         wire += sig_bytes.size();
         auto view = delta::SignatureView::parse(sig_bytes);
@@ -996,7 +1081,8 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
           std::lock_guard lock(prog.mu);
           summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, reply.error().message});
         } else {
-          prog.error(fmt::format("sync/applyDelta '{}': {}", t.path, reply.error().message));
+          prog.note_no_space(reply.error());
+          prog.error(agent_error("sync/applyDelta", t.path, reply.error().message));
         }
         return;
       }
@@ -1040,6 +1126,13 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   }
   run_parallel(jobs, o.in_flight, o.cancelled);
   spdlog::debug("sync: transfers done");
+  if (prog.no_space) {
+    // One line that says what to do, ahead of the per-file "No space left on device" lines.
+    const json& space = *prog.no_space;
+    summary.no_space = SyncSummary::NoSpace{space.value("path", target_.remote_root), space.value("availableBytes", std::uint64_t{0}),
+                                            space.value("totalBytes", std::uint64_t{0}), prog.total, prog.no_space_paths};
+    summary.errors.insert(summary.errors.begin(), no_space_advice(endpoint_.description(), space, prog.total));
+  }
   if (!late_hashes.empty()) st.index_dirty = true;
   for (auto& [p, h] : late_hashes)
     if (auto it = scanned->entries.find(p); it != scanned->entries.end()) it->second.hash = h;

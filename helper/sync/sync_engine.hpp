@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,12 +48,19 @@ struct SyncOptions {
   std::function<bool(const std::string& reason, std::size_t deletes)> confirm_mass_delete;
   // done / total bytes of this sync's transfers, called from worker threads.
   std::function<void(std::uint64_t done, std::uint64_t total)> progress;
-  // Polled between requests: true stops the sync after the requests in flight (the manifest
-  // still records what was written, so the next sync resumes).
+  // Polled between requests (and between the pages of a remote listing): true stops the sync
+  // after the requests in flight (the manifest still records what was written, so the next sync
+  // resumes).
   std::function<bool()> cancelled;
   // Called once when another process (or engine) is syncing the same folder and this one waits
   // its turn (helper/sync/project_lock.hpp), with who that is: "ferry serve (pid 123)".
   std::function<void(const std::string& holder)> waiting;
+  // Remote entries listed so far, after each page of a listing (a big remote tree takes a while:
+  // the user sees it move instead of waiting in silence).
+  std::function<void(std::uint64_t listed)> listing_progress;
+  // A remote listing comes in pages of at most this many entries, or about a second of the
+  // agent's walk, whichever ends first; cancellation is seen between pages.
+  std::size_t list_page_entries = 50'000;
   // Called once after planning, before any file is read: the moment a user's edit races the
   // sync (tests change the tree here).
   std::function<void()> before_transfer;
@@ -82,6 +90,15 @@ struct SyncSummary {
   // the tree is what the last push read).
   std::string local_scan = "full";
   std::string full_walk_reason;  // why a watched engine walked anyway ("" when it did not)
+  // The box's disk (or the user's quota) was full for some writes: the agent's statvfs of the
+  // mapping root and what this push writes, so the message can say how much room is missing.
+  struct NoSpace {
+    std::string path;                 // the mapping root on the box
+    std::uint64_t available_bytes = 0, total_bytes = 0;
+    std::uint64_t needed_bytes = 0;   // what this push writes (each file lands as a whole new copy)
+    std::size_t failed_paths = 0;
+  };
+  std::optional<NoSpace> no_space;
 
   nlohmann::json to_json() const;
   std::string one_line() const;  // "12 files sent, 0 deleted, 0 conflicts, 1.2 MiB literal, ..."

@@ -31,6 +31,7 @@
 #include "helper/sync/manifest.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/watcher.hpp"
+#include "protocol/jsonrpc.hpp"
 
 namespace ferry::sync {
 namespace engine_parts {
@@ -44,6 +45,9 @@ inline constexpr std::uint64_t kBatchBytes = 8u << 20;
 inline constexpr std::uint64_t kMaxRequestPayload = 200u << 20;  // under the agent's 256 MiB frame cap
 inline constexpr std::uint64_t kReadChunk = 8u << 20;
 inline constexpr auto kBigCallTimeout = std::chrono::minutes(5);
+// How long the agent walks for one page of a listing (it finishes the entry it is on: one big
+// file's hash can make a page longer).
+inline constexpr int kListPageMs = 1000;
 // A streamed big file: chunks in flight at once (each worker reads, compresses, sends its own),
 // the zstd level of its chunks, and that of chunks whose sample does not compress.
 inline constexpr unsigned kStreamInFlight = 4;
@@ -107,6 +111,30 @@ inline TreeState from_listing(const json& result) {
   }
   return out;
 }
+
+// "METHOD 'PATH': MESSAGE" for a request about one path that failed; the agent's own errors
+// already start that way, and are not prefixed twice.
+inline std::string agent_error(const std::string& method, const std::string& path, const std::string& message) {
+  const std::string prefix = method + " '" + path + "'";
+  return message.starts_with(prefix) ? message : prefix + ": " + message;
+}
+
+// The advice for a full disk on the box: "N free of M at PATH; this push writes K ...; free
+// space there or map the project to a bigger disk". `needed` 0: not known (a request that was
+// refused before any plan, e.g. sync/state creating its record).
+std::string no_space_advice(const std::string& where, const json& space, std::uint64_t needed);
+
+// What a (paged) remote listing gave: the entries, or `cancelled` when options.cancelled() turned
+// true between pages (the agent was told to drop the walk).
+struct RemoteListing {
+  TreeState entries;
+  bool cancelled = false;
+};
+// sync/list with `params`, taken page by page (pageEntries, pageMs, then by cursor) so that a big
+// remote tree reports listing_progress and stops when cancelled, instead of one request that
+// may run for minutes. An agent that does not page answers everything at once. Mount points the
+// agent did not enter (another filesystem) are logged.
+std::expected<RemoteListing, std::string> list_remote_paged(remote::Endpoint& endpoint, json params, const SyncOptions& options);
 
 // A big file's bytes read into an anonymous mapping populated in one go (MAP_POPULATE) rather
 // than a std::vector, which first zeroes its buffer by faulting 4 KiB pages in one at a time and
@@ -210,6 +238,19 @@ struct Progress {
     std::lock_guard lock(mu);
     summary->errors.push_back(std::move(message));
   }
+  // The agent's `space` report of the last write refused for a full disk, and how many were.
+  std::optional<json> no_space;
+  std::size_t no_space_paths = 0;
+  // Notes a refusal for a full disk: `detail` is a result entry or an error's data ({code,
+  // space}). False for any other failure.
+  bool note_no_space(const json& detail) {
+    if (!detail.is_object() || detail.value("code", "") != "no_space") return false;
+    std::lock_guard lock(mu);
+    no_space = detail.value("space", json::object());
+    ++no_space_paths;
+    return true;
+  }
+  bool note_no_space(const protocol::ResponseError& e) { return e.data && note_no_space(*e.data); }
   // A file that vanished between the scan and the read is not a failure (the user deleted or
   // renamed it): like a file changed mid-read, the next sync settles it, as rsync's "vanished".
   void read_failed(const std::string& path, const std::string& why) {

@@ -299,10 +299,14 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   std::atomic<bool> index_changed{false};
   json known = json::array();
   for (const auto& [p, m] : manifest->entries) known.push_back(p);
-  auto listed = endpoint_.call("sync/list", json{{"base", base}, {"known", std::move(known)}, {"hashUnder", paths}},
-                               kBigCallTimeout);
-  if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
-  const TreeState remote = from_listing(*listed);
+  auto listed = list_remote_paged(endpoint_, json{{"base", base}, {"known", std::move(known)}, {"hashUnder", paths}}, o);
+  if (!listed) return std::unexpected(listed.error());
+  if (listed->cancelled) {
+    summary.cancelled = true;
+    summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return summary;
+  }
+  const TreeState remote = std::move(listed->entries);
   const std::uint64_t delta_min_size = PlanOptions{}.delta_min_size;
   const std::uint64_t delta_max_size = PlanOptions{}.delta_max_size;  // the agent builds a delta in memory
 
@@ -420,7 +424,9 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     files.push_back(std::move(f));
   }
   for (const auto& p : paths)
-    if (!p.empty() && !remote.contains(p) && matched_any == 0) summary.errors.push_back("'" + p + "' is not on the remote");
+    if (!p.empty() && !remote.contains(p) && matched_any == 0)
+      summary.errors.push_back("'" + p + "' is not under " + target_.remote_root + " on " + endpoint_.description() +
+                               " (pull paths are relative to the mapping root; `ferry pull .` brings back all of it)");
   if (o.before_transfer && !o.dry_run) o.before_transfer();
 
   auto cancelled = [&] { return o.cancelled && o.cancelled(); };

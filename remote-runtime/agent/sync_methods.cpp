@@ -3,11 +3,16 @@
 #include "remote-runtime/agent/sync_methods.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -44,12 +49,27 @@ const char* errc_name(WriteErrc c) {
     case WriteErrc::bad_delta: return "bad_delta";
     case WriteErrc::conflict: return "conflict";
     case WriteErrc::wrong_kind: return "wrong_kind";
+    case WriteErrc::no_space: return "no_space";
   }
   return "io";
 }
 
-json error_entry(const std::string& path, const WriteError& e) {
-  return json{{"path", path}, {"ok", false}, {"code", errc_name(e.code)}, {"message", e.message}};
+// The room on the filesystem holding `root`, for a write that found it full: the helper turns
+// it into "N free of M; this push writes K" instead of a bare "No space left on device".
+json space_at(const std::filesystem::path& root) {
+  struct statvfs v {};
+  if (::statvfs(root.c_str(), &v) != 0) return json{{"path", root.string()}};
+  return json{{"path", root.string()},
+              {"availableBytes", static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize},
+              {"totalBytes", static_cast<std::uint64_t>(v.f_blocks) * v.f_frsize},
+              {"availableInodes", static_cast<std::uint64_t>(v.f_favail)}};
+}
+
+// A failed path in a result list; a full disk's entry carries `space` (space_at the writer's root).
+json error_entry(const std::string& path, const WriteError& e, const sync::FileWriter* w = nullptr) {
+  json entry{{"path", path}, {"ok", false}, {"code", errc_name(e.code)}, {"message", e.message}};
+  if (e.code == WriteErrc::no_space && w) entry["space"] = space_at(w->root());
+  return entry;
 }
 json ok_entry(const std::string& path) { return json{{"path", path}, {"ok", true}}; }
 
@@ -153,6 +173,21 @@ std::string join(const std::string& base, const std::string& path) {
   return base + "/" + path;
 }
 
+// Why the agent will not sync at `root` (canonical), or nullopt: the whole filesystem, or the
+// home directory of the user it runs as. ferry.json refuses such mapping roots by name; this
+// catches what a config cannot tell: a home elsewhere than /home/USER, a symlink to / or ~.
+std::optional<std::string> unsafe_sync_root(const std::filesystem::path& root) {
+  if (root == "/") return std::string("it is the whole filesystem of this host");
+  std::vector<std::string> homes;
+  if (const char* h = std::getenv("HOME"); h && *h) homes.emplace_back(h);
+  if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && *pw->pw_dir) homes.emplace_back(pw->pw_dir);
+  for (const auto& h : homes) {
+    std::error_code ec;
+    if (auto canon = std::filesystem::canonical(h, ec); !ec && canon == root) return "it is the home directory " + h + " itself";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 RequestLane classify_sync_request(const protocol::Request& r) {
@@ -168,6 +203,17 @@ RequestLane classify_sync_request(const protocol::Request& r) {
   if (m == "sync/state" || m == "sync/list" || m == "sync/delete") return {RequestLane::barrier, {}};
   return {};
 }
+
+// A listing taken in pages (sync/list with pageEntries or pageMs, continued by cursor): the
+// walk's state and the options its predicates read.
+struct SyncMethods::Listing {
+  std::set<std::string> known, prune;
+  std::vector<std::string> hash_under;
+  bool hash_all = false;
+  std::size_t page_entries = kMaxListPageEntries;
+  std::int64_t page_ms = 1000;
+  std::optional<sync::TreeLister> lister;
+};
 
 struct SyncMethods::Upload {
   std::string path;
@@ -231,6 +277,12 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   if (!writer) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": base '" + base + "': " + writer.error());
   const std::shared_ptr<sync::FileWriter> keep_writer = std::move(*writer);
   sync::FileWriter& w = *keep_writer;
+  if (auto why = unsafe_sync_root(w.root())) {
+    // A sync lists its root whole and --delete removes what ferry did not put there.
+    return protocol::make_error(r.id, ec::kInvalidParams,
+                                r.method + ": refusing to sync into " + w.root().string() + ": " + *why +
+                                    "; map the project to a directory of its own (e.g. \"~/work/NAME\" in ferry.json)");
+  }
   // Every request that can change the tree bumps the base's generation once it is done (also
   // when it failed: the count only has to tell the helper whether anyone else wrote).
   struct Bump {
@@ -241,7 +293,9 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   } bump{is_mutating(r.method) ? &w : nullptr};
   auto io_error = [&](const std::string& what, const WriteError& e) {
     int code = e.code == WriteErrc::invalid_path ? ec::kInvalidParams : ec::kIoError;
-    return protocol::make_error(r.id, code, r.method + " '" + what + "': " + e.message, json{{"code", errc_name(e.code)}});
+    json data{{"code", errc_name(e.code)}};
+    if (e.code == WriteErrc::no_space) data["space"] = space_at(w.root());
+    return protocol::make_error(r.id, code, r.method + " '" + what + "': " + e.message, std::move(data));
   };
 
   if (r.method == "sync/state") {
@@ -252,31 +306,72 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   }
 
   if (r.method == "sync/list") {
+    // Arrays, not objects: a 100k-file listing stays small on the wire.
+    auto rows = [](const std::vector<sync::TreeEntry>& listed) {
+      json entries = json::array();
+      for (const auto& e : listed) {
+        json row = json::array({e.path, static_cast<int>(e.kind), e.mode, e.size, e.mtime_ns, e.link_target});
+        row.push_back(e.hash ? json(hash_bytes(*e.hash)) : json(nullptr));
+        entries.push_back(std::move(row));
+      }
+      return entries;
+    };
+    // One page of a listing; the cursor is there while more remains.
+    auto page = [&](const std::shared_ptr<Listing>& l, std::int64_t id, std::size_t swept) {
+      const auto budget = std::chrono::milliseconds(l->page_ms);
+      json result{{"entries", rows(l->lister->next(l->page_entries, sync::TreeLister::Clock::now() + budget))},
+                  {"swept", swept},
+                  {"listed", l->lister->listed()},
+                  {"otherFilesystems", l->lister->take_other_filesystems()}};
+      std::lock_guard lock(listings_mu_);
+      if (l->lister->done()) listings_.erase(id);
+      else result["cursor"] = id;
+      return protocol::make_result(r.id, std::move(result));
+    };
+    if (p.contains("cursor")) {
+      const std::int64_t id = int_field(p, "cursor");
+      std::shared_ptr<Listing> l;
+      {
+        std::lock_guard lock(listings_mu_);
+        if (auto it = listings_.find(id); it != listings_.end()) l = it->second;
+        if (l && p.value("cancel", false)) listings_.erase(id);
+      }
+      if (!l) {
+        return protocol::make_error(r.id, ec::kInvalidParams,
+                                    "sync/list: no listing " + std::to_string(id) +
+                                        " (finished, cancelled, or dropped for newer ones); start a new listing");
+      }
+      if (p.value("cancel", false)) return protocol::make_result(r.id, json{{"entries", json::array()}, {"cancelled", true}});
+      return page(l, id, 0);
+    }
     std::size_t swept = 0;
     if (p.value("sweep", false)) {
       if (auto s = w.sweep_temp_files()) swept = *s;
     }
-    std::set<std::string> known, prune;
+    // The options live in the listing, whose pages may come in later requests.
+    auto listing = std::make_shared<Listing>();
+    std::set<std::string>& known = listing->known;
+    std::set<std::string>& prune = listing->prune;
     if (p.contains("known"))
       for (const auto& k : array_field(p, "known"))
         if (k.is_string()) known.insert(k.get<std::string>());
     if (p.contains("prune"))
       for (const auto& k : array_field(p, "prune"))
         if (k.is_string()) prune.insert(k.get<std::string>());
-    const bool hash_all = p.value("hashAll", false);
-    std::vector<std::string> hash_under;  // pull: every file below these is hashed
+    listing->hash_all = p.value("hashAll", false);
+    // pull: every file below these is hashed
     if (p.contains("hashUnder"))
       for (const auto& k : array_field(p, "hashUnder"))
-        if (k.is_string()) hash_under.push_back(k.get<std::string>());
+        if (k.is_string()) listing->hash_under.push_back(k.get<std::string>());
     sync::ListOptions opt;
-    opt.hash_if = [&](const std::string& path) {
-      if (hash_all || !known.contains(path)) return true;
-      for (const auto& u : hash_under)
+    opt.hash_if = [l = listing.get()](const std::string& path) {
+      if (l->hash_all || !l->known.contains(path)) return true;
+      for (const auto& u : l->hash_under)
         if (u.empty() || u == "." || path == u || (path.starts_with(u) && path.size() > u.size() && path[u.size()] == '/'))
           return true;
       return false;
     };
-    opt.prune = [&](const std::string& path) { return prune.contains(path); };
+    opt.prune = [l = listing.get()](const std::string& path) { return l->prune.contains(path); };
     if (p.contains("only")) {
       // Sync on save: just these paths, so a save costs a few stats whatever the tree size.
       json entries = json::array();
@@ -318,16 +413,34 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       }
       return protocol::make_result(r.id, json{{"entries", std::move(entries)}, {"swept", swept}});
     }
-    auto listing = sync::list_tree(w, opt);
-    if (!listing) return io_error(base, listing.error());
-    // Arrays, not objects: a 100k-file listing stays small on the wire.
-    json entries = json::array();
-    for (const auto& e : *listing) {
-      json row = json::array({e.path, static_cast<int>(e.kind), e.mode, e.size, e.mtime_ns, e.link_target});
-      row.push_back(e.hash ? json(hash_bytes(*e.hash)) : json(nullptr));
-      entries.push_back(std::move(row));
+    auto lister = sync::TreeLister::open(w, std::move(opt));
+    if (!lister) return io_error(base, lister.error());
+    if (!p.contains("pageEntries") && !p.contains("pageMs")) {
+      // A helper that does not page: everything in one reply, sorted, as before.
+      std::vector<sync::TreeEntry> all;
+      while (!lister->done()) {
+        auto part = lister->next(std::size_t(-1));
+        std::move(part.begin(), part.end(), std::back_inserter(all));
+      }
+      std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+      return protocol::make_result(r.id, json{{"entries", rows(all)},
+                                              {"swept", swept},
+                                              {"otherFilesystems", lister->take_other_filesystems()}});
     }
-    return protocol::make_result(r.id, json{{"entries", std::move(entries)}, {"swept", swept}});
+    listing->page_entries = static_cast<std::size_t>(std::clamp<std::int64_t>(
+        p.contains("pageEntries") ? int_field(p, "pageEntries") : kMaxListPageEntries, 1, kMaxListPageEntries));
+    listing->page_ms = std::clamp<std::int64_t>(p.contains("pageMs") ? int_field(p, "pageMs") : 1000, 1, 60'000);
+    listing->lister.emplace(std::move(*lister));
+    std::int64_t id;
+    {
+      std::lock_guard lock(listings_mu_);
+      // A helper that went away mid-listing never sends its last page or a cancel: the oldest
+      // unfinished listings (their open directories) are dropped for new ones.
+      while (listings_.size() >= kMaxListings) listings_.erase(listings_.begin());
+      id = next_listing_++;
+      listings_.emplace(id, listing);
+    }
+    return page(listing, id, swept);
   }
 
   if (r.method == "sync/writeBatch") {
@@ -350,7 +463,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
           auto expect = expect_of(f);
           auto bytes = decompress(bin_field(f, "data"), attrs.size);
           if (!bytes) {
-            results[i] = error_entry(paths[i], {WriteErrc::bad_delta, bytes.error()});
+            results[i] = error_entry(paths[i], {WriteErrc::bad_delta, bytes.error()}, &w);
             continue;
           }
           contents[i] = std::move(*bytes);
@@ -358,7 +471,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
           batch.push_back(sync::BatchFile{paths[i], contents[i], attrs, expect});
           batch_index.push_back(i);
         } catch (const BadParams& e) {
-          results[i] = error_entry(paths[i], {WriteErrc::invalid_path, e.message});
+          results[i] = error_entry(paths[i], {WriteErrc::invalid_path, e.message}, &w);
         }
       }
     };
@@ -373,7 +486,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     for (std::size_t k = 0; k < batch.size(); ++k) {
       const std::size_t i = batch_index[k];
       if (!done[k]) {
-        results[i] = error_entry(paths[i], done[k].error());
+        results[i] = error_entry(paths[i], done[k].error(), &w);
         continue;
       }
       written += batch[k].attrs.size;
@@ -510,13 +623,13 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
         std::optional<sync::Precondition> pre;
         if (expect && expect->contains(e.get<std::string>())) pre = expect_of(json{{"expect", (*expect)[e.get<std::string>()]}});
         auto done = w.remove(e.get<std::string>(), pre);
-        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error()));
+        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error(), &w));
       }
     if (p.contains("dirs"))
       for (const auto& e : array_field(p, "dirs")) {
         if (!e.is_string()) throw BadParams{"'dirs' must hold strings"};
         auto done = w.remove_dir(e.get<std::string>());
-        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error()));
+        results.push_back(done ? ok_entry(e.get<std::string>()) : error_entry(e.get<std::string>(), done.error(), &w));
       }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
   }
@@ -529,7 +642,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       auto done = w.make_dirs(path, mode);
       // make_dirs leaves an existing dir's mode alone; the helper's plan wants it exact.
       if (done) done = w.set_attrs(path, mode, std::nullopt);
-      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error(), &w));
     }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
   }
@@ -539,7 +652,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     for (const auto& l : array_field(p, "links")) {
       std::string path = str_field(l, "path");
       auto done = w.make_symlink(path, str_field(l, "target"));
-      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error(), &w));
     }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
   }
@@ -551,7 +664,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       std::optional<std::int64_t> mtime;
       if (a.contains("mtimeNs") && !a["mtimeNs"].is_null()) mtime = int_field(a, "mtimeNs");
       auto done = w.set_attrs(path, static_cast<std::uint32_t>(uint_field(a, "mode")) & 07777, mtime);
-      results.push_back(done ? ok_entry(path) : error_entry(path, done.error()));
+      results.push_back(done ? ok_entry(path) : error_entry(path, done.error(), &w));
     }
     return protocol::make_result(r.id, json{{"results", std::move(results)}});
   }

@@ -31,6 +31,10 @@ inline constexpr std::size_t kMaxReadChunk = 8u << 20;
 inline constexpr std::size_t kWriteThreads = 16;
 // Streamed uploads open at once (each holds a temp file and a descriptor).
 inline constexpr std::size_t kMaxUploads = 64;
+// Paged listings kept between their requests (each holds a directory per level of its walk), and
+// the most entries one page may carry (~100 bytes each on the wire, far under the frame cap).
+inline constexpr std::size_t kMaxListings = 8;
+inline constexpr std::int64_t kMaxListPageEntries = 200'000;
 
 // Which sync requests may run on the agent's workers (RequestScheduler), and what they must
 // wait for. Why this order is safe:
@@ -70,6 +74,11 @@ class SyncMethods {
   RootPath root_;
   std::mutex writers_mu_;
   std::map<std::string, std::shared_ptr<sync::FileWriter>> writers_;
+  // Listings taken in pages, by cursor.
+  struct Listing;
+  std::mutex listings_mu_;
+  std::map<std::int64_t, std::shared_ptr<Listing>> listings_;
+  std::int64_t next_listing_ = 1;
   // Files too large for one request, streamed by sync/fileBegin, fileAppend, fileCommit.
   struct Upload;
   std::mutex uploads_mu_;  // the map; each Upload has its own lock for its file

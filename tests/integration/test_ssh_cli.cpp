@@ -4,7 +4,9 @@
 #define BOOST_TEST_MODULE ssh_cli
 #include <boost/test/unit_test.hpp>
 
+#include <pwd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -61,6 +63,21 @@ BOOST_AUTO_TEST_CASE(trust_connect_doctor) {
   BOOST_TEST(trusted.out.find("Trusted [127.0.0.1]:" + std::to_string(f.port())) != std::string::npos, trusted.out);
   auto again = run_ferry(F + " trust " + f.alias(), cwd);
   BOOST_TEST(again.out.find("already trusted") != std::string::npos, again.out);
+
+  // A key the box does not know: the failure names the keys tried and what to do (issue #17's sweep).
+  const fs::path stranger = f.dir() / "stranger_ed25519";
+  ferry::test::run_command("ssh-keygen -q -t ed25519 -N '' -C stranger -f '" + stranger.string() + "'");
+  f.add_client_config("Host stranger\n  HostName 127.0.0.1\n  Port " + std::to_string(f.port()) + "\n  User " +
+                      ::getpwuid(::getuid())->pw_name + "\n  IdentityFile " + stranger.string() +
+                      "\n  IdentitiesOnly yes\n  UserKnownHostsFile " + f.known_hosts().string() +
+                      "\n  GlobalKnownHostsFile none\n");
+  auto denied = run_ferry(F + " connect stranger --root '~/proj'", cwd);
+  BOOST_TEST(denied.status == 1);
+  BOOST_TEST(denied.out.find("ferry connect: cannot reach ssh ") != std::string::npos, denied.out);
+  BOOST_TEST(denied.out.find(stranger.string()) != std::string::npos, denied.out);
+  BOOST_TEST(denied.out.find("add your public key to ~/.ssh/authorized_keys on the box, or load it into ssh-agent") !=
+                 std::string::npos, denied.out);
+  BOOST_TEST(denied.out.find("`ferry doctor` checks each step") != std::string::npos, denied.out);
 
   auto connected = run_ferry(F + " connect " + f.alias() + " --root '~/proj' --json", cwd);
   BOOST_REQUIRE_MESSAGE(connected.status == 0, connected.out);

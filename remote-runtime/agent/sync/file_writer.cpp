@@ -67,7 +67,8 @@ std::unexpected<WriteError> fail(WriteErrc code, std::string message) {
 
 std::unexpected<WriteError> sys_fail(const std::string& what) {
   const int e = errno;
-  return fail(e == ENOENT ? WriteErrc::not_found : WriteErrc::io, what + ": " + std::strerror(e));
+  const WriteErrc code = e == ENOENT ? WriteErrc::not_found : e == ENOSPC || e == EDQUOT ? WriteErrc::no_space : WriteErrc::io;
+  return fail(code, what + ": " + std::strerror(e));
 }
 
 std::int64_t mtime_of(const struct stat& st) {

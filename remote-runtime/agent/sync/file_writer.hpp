@@ -38,6 +38,7 @@ enum class WriteErrc {
   bad_delta,       // the delta was rejected (bounds, base, encoding)
   conflict,        // the target changed since the helper planned this write
   wrong_kind,      // e.g. a directory where a file should go
+  no_space,        // the filesystem is full (ENOSPC) or the user's quota is (EDQUOT)
 };
 
 struct WriteError {

@@ -25,7 +25,8 @@ struct FdCloser {
 };
 
 std::unexpected<WriteError> io_fail(const std::string& what) {
-  return std::unexpected(WriteError{WriteErrc::io, what + ": " + std::strerror(errno)});
+  const int e = errno;
+  return std::unexpected(WriteError{e == ENOSPC || e == EDQUOT ? WriteErrc::no_space : WriteErrc::io, what + ": " + std::strerror(e)});
 }
 
 std::string new_epoch() {

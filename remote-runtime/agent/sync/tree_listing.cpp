@@ -1,7 +1,6 @@
 // Remote tree listing for the planner; see tree_listing.hpp.
 #include "remote-runtime/agent/sync/tree_listing.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <xxhash.h>
 
@@ -45,53 +45,116 @@ std::optional<Hash128> hash_file_at(int dirfd, const char* name) {
 
 }  // namespace
 
-std::expected<std::vector<TreeEntry>, WriteError> list_tree(const FileWriter& writer, const ListOptions& options) {
+std::expected<TreeLister, WriteError> TreeLister::open(const FileWriter& writer, ListOptions options) {
   const int root = ::open(writer.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) {
     return std::unexpected(WriteError{WriteErrc::io, "open root " + writer.root().string() + ": " + std::strerror(errno)});
   }
+  struct stat st {};
+  if (::fstat(root, &st) != 0) {
+    const int err = errno;
+    ::close(root);
+    return std::unexpected(WriteError{WriteErrc::io, "stat root " + writer.root().string() + ": " + std::strerror(err)});
+  }
+  DIR* d = ::fdopendir(root);
+  if (!d) {
+    const int err = errno;
+    ::close(root);
+    return std::unexpected(WriteError{WriteErrc::io, "read root " + writer.root().string() + ": " + std::strerror(err)});
+  }
+  TreeLister l;
+  l.root_dev_ = st.st_dev;
+  l.options_ = std::move(options);
+  l.stack_.push_back(Level{d, ""});
+  return l;
+}
+
+TreeLister::TreeLister(TreeLister&& o) noexcept
+    : stack_(std::exchange(o.stack_, {})), root_dev_(o.root_dev_), options_(std::move(o.options_)),
+      other_filesystems_(std::move(o.other_filesystems_)), listed_(o.listed_) {}
+
+TreeLister& TreeLister::operator=(TreeLister&& o) noexcept {
+  if (this != &o) {
+    close_all();
+    stack_ = std::exchange(o.stack_, {});
+    root_dev_ = o.root_dev_;
+    options_ = std::move(o.options_);
+    other_filesystems_ = std::move(o.other_filesystems_);
+    listed_ = o.listed_;
+  }
+  return *this;
+}
+
+TreeLister::~TreeLister() { close_all(); }
+
+void TreeLister::close_all() {
+  for (auto& level : stack_) ::closedir(level.dir);
+  stack_.clear();
+}
+
+std::vector<std::string> TreeLister::take_other_filesystems() { return std::exchange(other_filesystems_, {}); }
+
+std::vector<TreeEntry> TreeLister::next(std::size_t max_entries, Clock::time_point deadline) {
   std::vector<TreeEntry> out;
-  std::vector<std::pair<int, std::string>> stack{{root, ""}};
-  while (!stack.empty()) {
-    auto [fd, rel] = std::move(stack.back());
-    stack.pop_back();
-    DIR* d = ::fdopendir(fd);
-    if (!d) {
-      ::close(fd);
+  while (!stack_.empty() && out.size() < max_entries && (out.empty() || Clock::now() < deadline)) {
+    Level& level = stack_.back();
+    dirent* de = ::readdir(level.dir);
+    if (!de) {
+      ::closedir(level.dir);
+      stack_.pop_back();
       continue;
     }
-    while (dirent* de = ::readdir(d)) {
-      const std::string_view name = de->d_name;
-      if (name == "." || name == ".." || name.starts_with(kTempPrefix)) continue;
-      struct stat st {};
-      if (::fstatat(::dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      TreeEntry e;
-      e.path = rel.empty() ? std::string(name) : rel + "/" + std::string(name);
-      e.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
-      e.mtime_ns = mtime_of(st);
-      if (S_ISDIR(st.st_mode)) {
-        if (options.prune && options.prune(e.path)) continue;
-        e.kind = TreeEntryKind::dir;
-        const int child = ::openat(::dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (child >= 0) stack.emplace_back(child, e.path);
-      } else if (S_ISLNK(st.st_mode)) {
-        e.kind = TreeEntryKind::symlink;
-        std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
-        const ssize_t n = ::readlinkat(::dirfd(d), de->d_name, target.data(), target.size());
-        if (n < 0 || static_cast<std::size_t>(n) >= target.size()) continue;
-        target.resize(static_cast<std::size_t>(n));
-        e.size = target.size();
-        e.link_target = std::move(target);
-      } else if (S_ISREG(st.st_mode)) {
-        e.kind = TreeEntryKind::file;
-        e.size = static_cast<std::uint64_t>(st.st_size);
-        if (options.hash_if && options.hash_if(e.path)) e.hash = hash_file_at(::dirfd(d), de->d_name);
+    const std::string_view name = de->d_name;
+    if (name == "." || name == ".." || name.starts_with(kTempPrefix)) continue;
+    const int dfd = ::dirfd(level.dir);
+    struct stat st {};
+    if (::fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    TreeEntry e;
+    e.path = level.rel.empty() ? std::string(name) : level.rel + "/" + std::string(name);
+    e.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
+    e.mtime_ns = mtime_of(st);
+    std::optional<Level> enter;
+    if (S_ISDIR(st.st_mode)) {
+      if (options_.prune && options_.prune(e.path)) continue;
+      e.kind = TreeEntryKind::dir;
+      if (st.st_dev != root_dev_) {
+        // A mount point (/proc under "/", a dataset volume): listed as the directory it is, never
+        // walked, so a listing stays on the mapping's own filesystem.
+        other_filesystems_.push_back(e.path);
       } else {
-        continue;  // fifos, sockets, devices: never sync targets
+        const int child = ::openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (DIR* cd = child >= 0 ? ::fdopendir(child) : nullptr) enter = Level{cd, e.path};
+        else if (child >= 0) ::close(child);
       }
-      out.push_back(std::move(e));
+    } else if (S_ISLNK(st.st_mode)) {
+      e.kind = TreeEntryKind::symlink;
+      std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
+      const ssize_t n = ::readlinkat(dfd, de->d_name, target.data(), target.size());
+      if (n < 0 || static_cast<std::size_t>(n) >= target.size()) continue;
+      target.resize(static_cast<std::size_t>(n));
+      e.size = target.size();
+      e.link_target = std::move(target);
+    } else if (S_ISREG(st.st_mode)) {
+      e.kind = TreeEntryKind::file;
+      e.size = static_cast<std::uint64_t>(st.st_size);
+      if (options_.hash_if && options_.hash_if(e.path)) e.hash = hash_file_at(dfd, de->d_name);
+    } else {
+      continue;  // fifos, sockets, devices: never sync targets
     }
-    ::closedir(d);
+    out.push_back(std::move(e));
+    ++listed_;
+    if (enter) stack_.push_back(std::move(*enter));  // `level` is not used past this point
+  }
+  return out;
+}
+
+std::expected<std::vector<TreeEntry>, WriteError> list_tree(const FileWriter& writer, const ListOptions& options) {
+  auto lister = TreeLister::open(writer, options);
+  if (!lister) return std::unexpected(lister.error());
+  std::vector<TreeEntry> out;
+  while (!lister->done()) {
+    auto page = lister->next(std::size_t(-1));
+    std::move(page.begin(), page.end(), std::back_inserter(out));
   }
   std::sort(out.begin(), out.end(), [](const TreeEntry& a, const TreeEntry& b) { return a.path < b.path; });
   return out;

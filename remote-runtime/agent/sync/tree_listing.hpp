@@ -1,12 +1,20 @@
 // The remote half of the planner's input: what is under the agent root now (kind, mode, size,
 // mtime in ns, symlink target and, where asked, the xxh3-128). Walked without following any
-// symlink; ferry's own temp files are left out; a caller-given predicate prunes subtrees the
-// helper does not need (protected datasets, excluded paths), so their size never costs a stat.
+// symlink and without leaving the root's filesystem (a directory on another device, a mount, is
+// listed but not entered, as find -xdev and rsync -x do); ferry's own temp files are left out; a
+// caller-given predicate prunes subtrees the helper does not need (protected datasets, excluded
+// paths), so their size never costs a stat. A listing can be taken in pages (TreeLister), so a
+// big tree reports progress and can be stopped between pages.
 #pragma once
 
+#include <dirent.h>
+#include <sys/types.h>
+
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,7 +43,42 @@ struct ListOptions {
   std::function<bool(const std::string& path)> hash_if;
 };
 
-// Sorted by path. Unreadable entries are skipped; the walk itself failing is an error.
+// A listing taken a page at a time. Holds one open directory per level of the walk (depth-first,
+// so descriptors grow with the tree's depth, not its width) until done or destroyed.
+class TreeLister {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  static std::expected<TreeLister, WriteError> open(const FileWriter& writer, ListOptions options = {});
+  TreeLister(TreeLister&&) noexcept;
+  TreeLister& operator=(TreeLister&&) noexcept;
+  ~TreeLister();
+
+  // The next entries, unsorted: stops after `max_entries`, or at the first entry after
+  // `deadline` (a single file's hash is never cut short), or when the walk is done.
+  std::vector<TreeEntry> next(std::size_t max_entries, Clock::time_point deadline = Clock::time_point::max());
+  bool done() const { return stack_.empty(); }
+  // Directories listed but not entered because they are on another filesystem (mount points),
+  // since the last call (taken: the caller reports them once).
+  std::vector<std::string> take_other_filesystems();
+  std::uint64_t listed() const { return listed_; }
+
+ private:
+  TreeLister() = default;
+  void close_all();
+  struct Level {
+    DIR* dir = nullptr;
+    std::string rel;
+  };
+  std::vector<Level> stack_;
+  dev_t root_dev_ = 0;
+  ListOptions options_;
+  std::vector<std::string> other_filesystems_;
+  std::uint64_t listed_ = 0;
+};
+
+// The whole listing at once, sorted by path. Unreadable entries are skipped; the walk itself
+// failing is an error.
 std::expected<std::vector<TreeEntry>, WriteError> list_tree(const FileWriter& writer, const ListOptions& options = {});
 
 }  // namespace ferry::agent::sync

@@ -146,3 +146,71 @@ BOOST_AUTO_TEST_CASE(every_command_has_help) {
     BOOST_TEST(r.out.find("Usage") != std::string::npos, cmd);
   }
 }
+
+// `ferry run ... | head`: once the reader of stdout is gone, ferry stops following (status 141,
+// as a shell shows a pipeline member ended by SIGPIPE, which ferry now ignores) and says the run
+// goes on. Before, on the local host (where SIGPIPE was already ignored) it streamed the whole
+// run into the closed pipe and exited with the run's status.
+BOOST_AUTO_TEST_CASE(run_stops_following_when_its_stdout_reader_goes_away) {
+  TempDir t;
+  std::ofstream(t.path / "ferry.json") << R"({"name": "pipe", "host": "local", "mappings": [{"local": ".", "remote": "~/w"}]})";
+  const fs::path status = t.path / ".status", err = t.path / ".err";
+  // 60 s is a hang (timeout's 124), not a slow box: the fixed ferry exits at its first write after
+  // head left. The run prints ~39 MB, far more than the pipe holds.
+  std::string cmd = "cd '" + t.path.string() + "' && ( XDG_CACHE_HOME='" + t.path.string() + "/cache' timeout 60 '" +
+                    FERRY_BIN + "' run -- seq 5000000 2>'" + err.string() + "'; echo $? >'" + status.string() +
+                    "' ) | head -c 64 >/dev/null";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  BOOST_TEST(slurp(status) == "141\n", "status " << slurp(status) << "stderr: " << slurp(err));
+  BOOST_TEST(slurp(err).find("stdout was closed") != std::string::npos, slurp(err));
+  BOOST_TEST(slurp(err).find("which goes on") != std::string::npos, slurp(err));
+}
+
+// Issue #17's sweep: the CLI's errors name what failed, where (host, path) and the next step.
+BOOST_AUTO_TEST_CASE(errors_name_what_failed_where_and_the_next_step) {
+  TempDir t;
+  const std::string env = "XDG_CACHE_HOME='" + t.path.string() + "/cache'";
+  std::ofstream(t.path / "ferry.json") << R"({"name": "errs", "host": "local", "mappings": [{"local": ".", "remote": "~/w"}]})";
+  auto has = [](const Run& r, const std::string& what) { return r.err.find(what) != std::string::npos; };
+
+  auto logs = run_ferry(t.path, "logs no-such-run", env);
+  BOOST_TEST(logs.status == 2);
+  BOOST_TEST(has(logs, "(on local sandbox "), logs.err);
+  BOOST_TEST(has(logs, "`ferry runs` lists this project's runs there"), logs.err);
+
+  auto pull = run_ferry(t.path, "pull not-there", env);
+  BOOST_TEST(pull.status == 1);
+  BOOST_TEST(has(pull, "'not-there' is not under ~/w on local sandbox "), pull.err);
+  BOOST_TEST(has(pull, "`ferry pull .` brings back all of it"), pull.err);
+
+  auto cwd = run_ferry(t.path, "run --cwd no-dir -- true", env);
+  BOOST_TEST(cwd.status == 2);
+  BOOST_TEST(has(cwd, "--cwd is relative to the mapping root " + t.path.string() + "/cache/ferry/local/errs/w"), cwd.err);
+
+  auto missing = run_ferry(t.path, "run --no-sync -- /no/such/program", env);
+  BOOST_TEST(missing.status == 2);
+  BOOST_TEST(has(missing, "install it there, give its full path"), missing.err);
+
+  auto train = run_ferry(t.path, "train no-such.json", env);
+  BOOST_TEST(train.status == 2);
+  BOOST_TEST(has(train, "no config file " + (t.path / "no-such.json").string()), train.err);
+  BOOST_TEST(has(train, "samples/train"), train.err);
+
+  auto tunnel = run_ferry(t.path, "tunnel 9", env);
+  BOOST_TEST(tunnel.status == 2);
+  BOOST_TEST(has(tunnel, "name one (--host HOST) or set \"host\" in ferry.json"), tunnel.err);
+
+  // Nothing listens on 127.0.0.1:1: the connect failure says what to check.
+  std::ofstream(t.path / "ferry.json") << R"({"name": "errs", "host": "me@127.0.0.1:1", "mappings": [{"remote": "~/w"}]})";
+  auto refused = run_ferry(t.path, "sync", env);
+  BOOST_TEST(refused.status == 1);
+  BOOST_TEST(has(refused, "ferry sync: cannot reach ssh me@127.0.0.1:1: "), refused.err);
+  BOOST_TEST(has(refused, "check the address/port, that the box is running"), refused.err);
+  BOOST_TEST(has(refused, "`ferry doctor` checks each step"), refused.err);
+
+  // A directory nobody may create files in (root included): the reason and where ferry.json goes.
+  auto init = run_ferry(t.path, "--project /proc init");
+  BOOST_TEST(init.status == 1);
+  BOOST_TEST(has(init, "ferry init: cannot write /proc/.ferry.json.tmp."), init.err);
+  BOOST_TEST(has(init, "check that you may write there, or pass --project DIR"), init.err);
+}

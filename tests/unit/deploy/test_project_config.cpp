@@ -164,6 +164,51 @@ BOOST_AUTO_TEST_CASE(error_messages_say_what_was_expected) {
   BOOST_TEST(port.error().message == "expected a port number from 1 to 65535");
 }
 
+// Issue #17: a mapping to "/" listed the whole filesystem (minutes, then a timeout) and --delete
+// would have offered to remove everything ferry did not put there. Such roots are refused when
+// the config is read, which the CLI, `ferry serve`'s project/load and the IDE diagnostics share.
+BOOST_AUTO_TEST_CASE(mapping_roots_that_are_not_a_project_directory_are_refused) {
+  struct Case {
+    const char* remote;
+    const char* why;
+  };
+  for (const Case& c : {Case{"/", "whole filesystem"}, Case{"//", "whole filesystem"}, Case{"/.", "whole filesystem"},
+                        Case{"~", "home directory itself"}, Case{"~/", "home directory itself"},
+                        Case{"~/.", "home directory itself"}, Case{"/root", "home directory itself"},
+                        Case{"/home", "home directory itself"}, Case{"/home/bob/", "home directory itself"},
+                        Case{"/etc", "system directory"}, Case{"/etc/ssh", "system directory"},
+                        Case{"/usr/local", "system directory"}, Case{"/proc/self", "system directory"},
+                        Case{"/sys", "system directory"}, Case{"/dev/shm/x", "system directory"},
+                        Case{"/boot", "system directory"}, Case{"/lib64", "system directory"},
+                        Case{"/var/log/app", "system directory"}, Case{"/run/user/1000", "system directory"},
+                        Case{"/var", "shared by other users"}, Case{"/tmp/", "shared by other users"},
+                        Case{"/var/tmp", "shared by other users"}, Case{"/opt", "shared by other users"},
+                        Case{"/mnt", "shared by other users"}, Case{"/media", "shared by other users"},
+                        Case{"/srv", "shared by other users"}}) {
+    BOOST_TEST_CONTEXT(c.remote) {
+      json doc{{"name", "resnet"}, {"mappings", json::array({json{{"local", "."}, {"remote", c.remote}}})}};
+      auto e = parse_project(doc, "/x");
+      BOOST_REQUIRE(!e);
+      BOOST_TEST(e.error().pointer == "/mappings/0/remote");
+      BOOST_TEST(e.error().message.find(c.why) != std::string::npos, e.error().message);
+      std::string quoted(1, '"');  // (built up: GCC 12 warns falsely about "\"" + string + "\"")
+      quoted.append(c.remote).push_back('"');
+      BOOST_TEST(e.error().message.find(quoted) != std::string::npos, e.error().message);
+      BOOST_TEST(e.error().message.find("e.g. \"~/work/resnet\"") != std::string::npos, e.error().message);
+    }
+  }
+  // The suggestion names the folder when the config has no name.
+  auto unnamed = parse_project(json::parse(R"({"mappings": [{"remote": "/"}]})"), "/src/my-proj");
+  BOOST_REQUIRE(!unnamed);
+  BOOST_TEST(unnamed.error().message.find("\"~/work/my-proj\"") != std::string::npos, unnamed.error().message);
+  // A project's own directory below those is fine.
+  for (const char* ok : {"~/work/resnet", "/home/bob/resnet", "/root/resnet", "/var/tmp/resnet", "/opt/resnet",
+                         "/mnt/data/resnet", "/tmp/ferry-resnet", "/srv/resnet", "/workspace", "/etcetera", "/homes"}) {
+    json doc{{"mappings", json::array({json{{"remote", ok}}})}};
+    BOOST_TEST(parse_project(doc, "/x").has_value(), ok);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(host_grammar) {
   auto h = ferry::deploy::parse_host("ubuntu@10.0.0.5:2222");
   BOOST_REQUIRE(h.has_value());

@@ -45,6 +45,41 @@ BOOST_AUTO_TEST_CASE(schema_is_draft_2020_12_with_descriptions) {
   BOOST_TEST(properties >= 29);  // 11 top-level, 2 mapping, 5 tunnel, 3 autostop, 8 launch entry
   // The host rule is literally the C++ one.
   BOOST_TEST(schema["properties"]["host"]["pattern"] == std::string(ferry::deploy::kHostPattern));
+  // So is the list of refused mapping roots, as a lookahead in front of the path shape.
+  const std::string remote = schema["$defs"]["mapping"]["properties"]["remote"]["pattern"];
+  BOOST_TEST(remote.starts_with("^(?!" + std::string(ferry::deploy::kRefusedRemoteRootPattern) + ")"), remote);
+}
+
+// The schema's regular expression and remote_root_refusal (which normalizes, then looks the path
+// up) refuse exactly the same roots, over every listed directory in several spellings and
+// neighbours that must pass.
+BOOST_AUTO_TEST_CASE(schema_and_validator_agree_on_refused_mapping_roots) {
+  ferry::test::SchemaChecker checker(load_schema());
+  std::vector<std::string> names = {"", "~", "root", "home", "home/bob", "home/bob/p", "homes", "bin", "boot", "dev",
+                                    "dev/shm", "etc", "etc/x/y", "etcetera", "lib", "lib32", "lib64", "libx32", "lib2",
+                                    "proc", "proc/1/root", "run", "run/user/1", "sbin", "sys", "usr", "usr/local/p",
+                                    "var", "var/tmp", "var/tmp/p", "var/lib", "var/lib/x", "var/log", "var/cache/a",
+                                    "var/www", "tmp", "tmp/p", "opt", "opt/p", "srv", "srv/p", "mnt", "mnt/d/p",
+                                    "media", "media/usb", "workspace", "data", "x.", "..y", ".hidden"};
+  int refused = 0, total = 0;
+  for (const auto& name : names) {
+    for (const char* lead : {"/", "//", "/./"}) {
+      for (const char* trail : {"", "/", "/.", "/./", "//"}) {
+        std::string path = name == "~" ? std::string("~") + (std::string(lead) == "/" ? "" : lead) + trail
+                                       : std::string(lead) + name + trail;
+        if (name.empty() && std::string(trail).empty() && std::string(lead) == "/./") path = "/.";
+        json doc{{"mappings", json::array({json{{"remote", path}}})}};
+        auto cpp = ferry::deploy::parse_project(doc, "/tmp/proj");
+        auto schema_errors = checker.validate(doc);
+        ++total;
+        refused += !cpp;
+        BOOST_TEST(cpp.has_value() == schema_errors.empty(),
+                   path << ": C++ " << (cpp ? "accepts" : "refuses (" + cpp.error().message + ")") << ", the schema "
+                        << (schema_errors.empty() ? "accepts" : "refuses"));
+      }
+    }
+  }
+  BOOST_TEST(refused > total / 2);  // the list is exercised, not only its neighbours
 }
 
 BOOST_AUTO_TEST_CASE(schema_and_validator_agree_on_the_corpus) {

@@ -83,6 +83,33 @@ BOOST_AUTO_TEST_CASE(handshake_and_info) {
   BOOST_TEST(ep.description().find((t.path / "sandbox").string()) != std::string::npos);
 }
 
+// A terminal's Ctrl-C goes to its foreground process group: the local agent (the "box") must not
+// be in ours, or `ferry sync`'s first Ctrl-C, meant to stop the sync after the requests in
+// flight, killed the agent mid-listing ("the agent exited (killed by signal 2)").
+BOOST_AUTO_TEST_CASE(the_agent_is_out_of_reach_of_our_terminal_signals) {
+  // This test leads a process group of its own for a while, so the SIGINT below reaches only
+  // it and what it starts, never the test runner.
+  const pid_t runner_group = ::getpgid(0);
+  BOOST_REQUIRE(::setpgid(0, 0) == 0);
+  TempDir t;
+  LocalEndpoint ep(options(t));
+  auto info = ep.connect();
+  BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? std::string() : info.error().message));
+  BOOST_TEST(::getpgid(ep.child_pid()) == ep.child_pid());
+  BOOST_TEST(::getpgid(ep.child_pid()) != ::getpgid(0));
+  // What a terminal does on Ctrl-C, to our group: a SIGINT we catch, as ferry sync does.
+  struct sigaction sa {}, old {};
+  sa.sa_handler = [](int) {};
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &old);
+  ::kill(0, SIGINT);
+  ::sigaction(SIGINT, &old, nullptr);
+  ::setpgid(0, runner_group);
+  auto pong = ep.call("agent/ping", json{{"echo", "still here"}});
+  BOOST_REQUIRE_MESSAGE(pong.has_value(), (pong ? std::string() : pong.error().message));
+  BOOST_TEST((*pong)["echo"] == "still here");
+}
+
 BOOST_AUTO_TEST_CASE(fs_stat_inside_the_root_only) {
   TempDir t;
   LocalEndpoint ep(options(t));

@@ -118,14 +118,17 @@ BOOST_AUTO_TEST_CASE(push_save_flush_status_and_pull_over_json_rpc) {
   BOOST_REQUIRE_MESSAGE(push.contains("result"), push.dump());
   BOOST_TEST(push["result"]["filesSent"] == 3);  // ferry.json, a.py, pkg/b.py
   BOOST_TEST(read_file(remote / "pkg/b.py") == "b1\n");
-  bool begun = false, ended = false;
+  bool begun = false, ended = false, listing = false;
   for (const auto& n : c.notes_)
     if (n["method"] == "$/progress" && n["params"]["token"] == "push-1") {
       begun |= n["params"]["value"]["kind"] == "begin";
       ended |= n["params"]["value"]["kind"] == "end";
+      // The first push lists the (new, empty) remote, page by page, and says so.
+      listing |= n["params"]["value"].value("message", "") == "listing the remote: 0 entries";
     }
   BOOST_TEST(begun);
   BOOST_TEST(ended);
+  BOOST_TEST(listing);
 
   // A burst of saves (absolute and relative paths), then flush: all on the remote.
   write_file(project / "a.py", "a2\n");
