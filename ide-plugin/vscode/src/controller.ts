@@ -228,7 +228,7 @@ export class FerryController {
         this.runs.claim(started.id, `ferry: ${entry.name} on ${this.hostName()}`);
         this.events.runsChanged();
       } else if (kind === 'debug') {
-        const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', { uri, launch: entry.name });
+        const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', { uri, launch: entry.name, ...this.debugOptions() });
         await this.startDebugSession(prepared, entry.name);
       } else {
         const started = await executeCommand<TrainStarted>(this.rpc, 'ferry.train', { uri, launch: entry.name });
@@ -265,11 +265,17 @@ export class FerryController {
     return ok;
   }
 
+  // ferry.debug's options from the settings: debugpy's port on the box (`ferry.debugPort`).
+  private debugOptions(): { port?: number } {
+    const port = this.host.setting<number>('debugPort');
+    return typeof port === 'number' && port > 0 ? { port } : {};
+  }
+
   async debugCurrentFile(): Promise<boolean> {
     const file = await this.currentFile('debug it on the box', 'python');
     if (!file) return false;
     try {
-      const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', { uri: file.uri });
+      const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', { uri: file.uri, ...this.debugOptions() });
       void this.refreshSync();
       return await this.startDebugSession(prepared, basename(file.path));
     } catch (e) {
@@ -282,7 +288,7 @@ export class FerryController {
   // configuration VS Code starts instead. Undefined cancels the launch (the error is shown).
   async resolveLaunchConfiguration(config: Record<string, any>): Promise<Record<string, unknown> | undefined> {
     if (config.request === 'attach') return config;
-    const arg: Record<string, unknown> = {};
+    const arg: Record<string, unknown> = { ...this.debugOptions() };
     let label: string;
     if (typeof config.launch === 'string' && config.launch) {
       arg.uri = this.projectFileUri();

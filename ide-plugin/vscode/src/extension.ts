@@ -131,6 +131,7 @@ button:disabled { opacity: 0.5; cursor: default; }
   }
 
   setContext(key: string, value: unknown) { void vscode.commands.executeCommand('setContext', key, value); }
+  setting<T>(key: string) { return vscode.workspace.getConfiguration('ferry').get<T>(key); }
   setTimer(fn: () => void, ms: number) {
     const t = setTimeout(fn, ms);
     return { dispose: () => clearTimeout(t) };

@@ -73,6 +73,8 @@ export interface Host {
   openFile(path: string): Promise<void>;
   createTrainingPanel(title: string, resourceRoot: string, handlers: PanelHandlers): PanelIo;
   setContext(key: string, value: unknown): void;
+  // A `ferry.*` setting.
+  setting<T>(key: string): T | undefined;
   setTimer(fn: () => void, ms: number): Disposable;
   now(): Date;
 }

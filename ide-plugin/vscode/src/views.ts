@@ -12,9 +12,16 @@ export function duration(fromIso: string, to: Date): string {
 }
 
 // The command without the interpreter: `python3 main.py 5` shows as `main.py 5`.
+// A debug run (`python3 -m debugpy --listen H:P --wait-for-client script.py 5`) as `script.py 5 (debug)`.
 export function runCommand(r: RunInfo): string {
-  const argv = [...r.argv];
+  let argv = [...r.argv];
   if (argv.length > 1 && /(^|\/)python[0-9.]*$/.test(argv[0])) argv.shift();
+  const debugpy = argv[0] === '-m' && argv[1] === 'debugpy';
+  if (debugpy) {
+    let i = 2;
+    while (i < argv.length && argv[i].startsWith('--')) i += ['--listen', '--connect', '--log-to', '--configure-subProcess'].includes(argv[i]) ? 2 : 1;
+    argv = [...argv.slice(i), '(debug)'];
+  }
   return argv.map((a, i) => (i === 0 && a.startsWith('/') ? basename(a) : a)).join(' ');
 }
 

@@ -90,6 +90,7 @@ export class FakeHost implements Host {
   readonly debugStarts: DebugStart[] = [];
   readonly opened: string[] = [];
   readonly context = new Map<string, unknown>();
+  readonly settings = new Map<string, unknown>();
   readonly extensions = new Set<string>();
   // What the user answers, in order (a message's action, a pick's label, an input's text).
   readonly answers: (string | undefined)[] = [];
@@ -134,6 +135,7 @@ export class FakeHost implements Host {
     return p;
   }
   setContext(key: string, value: unknown) { this.context.set(key, value); }
+  setting<T>(key: string) { return this.settings.get(key) as T | undefined; }
   setTimer(fn: () => void, ms: number): Disposable {
     const t: Timer = { fn, at: this.clock + ms, live: true };
     this.timers.push(t);

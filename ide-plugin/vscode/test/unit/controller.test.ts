@@ -105,8 +105,9 @@ test('Debug Current File starts a debug session with debug/prepare\'s configurat
   await ferry.start();
   host.file = pythonFile('/work/proj/debug/loop.py');
   rpc.answers.set('workspace/executeCommand:ferry.debug', prepared);
+  host.settings.set('debugPort', 5690);
   assert.equal(await ferry.debugCurrentFile(), true);
-  assert.deepEqual(rpc.commands()[0].arguments, [{ uri: 'file:///work/proj/debug/loop.py' }]);
+  assert.deepEqual(rpc.commands()[0].arguments, [{ uri: 'file:///work/proj/debug/loop.py', port: 5690 }]);
   const started = host.debugStarts[0];
   assert.equal(started.configuration.type, 'ferry', 'without the Python Debugger extension: ferry\'s own type');
   assert.deepEqual(started.configuration.connect, { host: '127.0.0.1', port: 40123 });

@@ -16,6 +16,8 @@ test('the Runs view shows the command without the interpreter, the state and the
   assert.equal(runRow(failed, now).icon, 'failed');
   assert.equal(runRow({ ...failed, exitCode: undefined, signal: 9 }, now).description, 'signal 9 · 5 s');
   assert.equal(runRow({ ...running, argv: ['/opt/ferry-train', 'quick.json'] }, now).label, 'ferry-train quick.json');
+  assert.equal(runCommand({ ...running, argv: ['/usr/bin/python3', '-m', 'debugpy', '--listen', '127.0.0.1:5678', '--wait-for-client',
+    'debug_me.py', '5'] }), 'debug_me.py 5 (debug)');
 });
 
 test('the Tunnels view names both ends', () => {
