@@ -5,7 +5,8 @@
 # install and returns at once. See shared/notes/vscode-e2e.md for why these versions.
 #   FERRY_VSCODE_E2E_CACHE  where to install (default ~/.cache/ferry-vscode-e2e)
 set -euo pipefail
-CACHE="${FERRY_VSCODE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ferry-vscode-e2e}"
+# Not under $XDG_CACHE_HOME: tests point that at temporary folders (the local host's sandbox).
+CACHE="${FERRY_VSCODE_E2E_CACHE:-$HOME/.cache/ferry-vscode-e2e}"
 NODE_VERSION=24.22.3        # code-server 4.139 needs Node 24 (registerHooks)
 CS_VERSION=4.139.1          # VS Code 1.139
 NODE_DIR="$CACHE/node-$NODE_VERSION"

@@ -85,6 +85,7 @@ writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({
   'terminal.integrated.gpuAcceleration': 'off',
   'window.zoomLevel': 0,
   'remote.autoForwardPorts': false,
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
   // debugpy's port on the box: the default 5678 may be taken on a machine where other tests debug.
   'ferry.debugPort': await freePort(),
 }, null, 2));
@@ -267,6 +268,61 @@ try {
     await shot('05-runs-view');
     return (await row.textContent())?.trim();
   });
+
+  // Phase 2, on the local host (no SSH): training with its chart, a tunnel. Optional: needs
+  // ferry-train (FERRY_TRAIN) and FERRY_E2E_LOCAL_PROJECT.
+  const localProject = process.env.FERRY_E2E_LOCAL_PROJECT;
+  if (localProject && process.env.FERRY_TRAIN) {
+    await step('a local-host project connects', async () => {
+      await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(localProject)}`);
+      await page.locator('.monaco-workbench').waitFor({ timeout: 30000 });
+      await page.locator('.statusbar-item', { hasText: 'local: connected' }).waitFor({ timeout: 45000 });
+    });
+
+    await step('Train This Config shows the live chart and plot.svg', async () => {
+      await openFile('quick.json');
+      await runCommand('ferry: Train This Config');
+      const webview = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
+      await until('the training to finish in its panel', async () =>
+        /done|exited|stopped/.test((await webview.locator('#summary').textContent().catch(() => '')) ?? ''), 60000);
+      await webview.locator('#plot img').waitFor({ timeout: 20000 });
+      await sleep(500);
+      const summary = (await webview.locator('#summary').textContent()) ?? '';
+      await shot('06-training');
+      results.training = summary;
+      return summary;
+    });
+
+    await step('Open Tunnel… forwards a port of the box, listed in the Tunnels view', async () => {
+      const boxPort = await freePort();
+      const http = spawn('python3', ['-m', 'http.server', String(boxPort), '--bind', '127.0.0.1'], { cwd: localProject, stdio: 'ignore' });
+      try {
+        await until('the http server on the box', async () => {
+          try { return (await fetch(`http://127.0.0.1:${boxPort}/`)).ok; } catch { return false; }
+        }, 10000);
+        await runCommand('ferry: Open Tunnel…');
+        const input = page.locator('.quick-input-widget input');
+        await input.waitFor({ state: 'visible' });
+        await input.fill(`0:localhost:${boxPort}`);
+        await input.press('Enter');
+        await page.locator('.notifications-toasts', { hasText: 'ferry: tunnel' }).first().waitFor({ timeout: 20000 });
+        await page.locator('.activitybar .action-item [aria-label^="ferry"]').first().click();
+        const row = page.locator('.pane-body .monaco-list-row', { hasText: `localhost:${boxPort}` }).first();
+        await row.waitFor({ timeout: 20000 });
+        const text = (await row.textContent()) ?? '';
+        const local = /127\.0\.0\.1:(\d+)/.exec(text)?.[1];
+        if (!local) throw new Error(`no local port in "${text}"`);
+        const body = await (await fetch(`http://127.0.0.1:${local}/`)).text();
+        if (!body.includes('ferry.json')) throw new Error(`the tunnel did not reach the box's server: ${body.slice(0, 200)}`);
+        await shot('07-tunnels');
+        return text.trim();
+      } finally {
+        http.kill();
+      }
+    });
+  } else {
+    log('skipped the local-host phase (training, tunnel): FERRY_E2E_LOCAL_PROJECT or FERRY_TRAIN not set');
+  }
 } catch (e) {
   record('driver', false, String(e?.stack ?? e));
 } finally {
