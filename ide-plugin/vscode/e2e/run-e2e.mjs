@@ -91,10 +91,15 @@ writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({
 }, null, 2));
 const csEnv = { ...process.env, PATH: `${nodeBin}:${process.env.PATH}`, SSH_AUTH_SOCK: '' };
 const codeServer = join(csDir, 'node_modules', '.bin', 'code-server');
-execFileSync(codeServer, ['--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix],
+// Installed with no network at all where a network namespace can be had (root: `unshare -n`).
+let offline = false;
+try { execFileSync('unshare', ['-n', 'true'], { stdio: 'ignore' }); offline = true; } catch { /* not allowed here */ }
+const installArgs = [codeServer, '--user-data-dir', userData, '--extensions-dir', extensions, '--install-extension', vsix];
+execFileSync(offline ? 'unshare' : installArgs[0], offline ? ['-n', ...installArgs] : installArgs.slice(1),
   { env: csEnv, stdio: ['ignore', 'pipe', 'inherit'] });
 const installed = readdirSync(extensions).find((d) => d.startsWith('ferry.ferry-vscode'));
-record('vsix installs offline into a fresh profile', !!installed, installed ?? 'not in the extensions dir');
+record('vsix installs offline into a fresh profile', !!installed,
+  `${installed ?? 'not in the extensions dir'}${offline ? ' (in a network namespace with no network)' : ''}`);
 const bundled = installed ? join(extensions, installed, 'bin', 'ferry') : '';
 let mode = 0;
 try { mode = (await import('node:fs')).statSync(bundled).mode; } catch { /* checked below */ }
@@ -267,6 +272,18 @@ try {
     await page.locator('.pane-body .monaco-list-row', { hasText: 'debug_me.py' }).first().waitFor({ timeout: 20000 });
     await shot('05-runs-view');
     return (await row.textContent())?.trim();
+  });
+
+  await step('a helper that dies is started again, and the user told once', async () => {
+    // The helper this window started: the bundled binary of this profile's extension.
+    const helper = readdirSync('/proc').filter((d) => /^\d+$/.test(d)).find((pid) => {
+      try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, 1)[0] === bundled; } catch { return false; }
+    });
+    if (!helper) throw new Error(`no process runs ${bundled}`);
+    process.kill(Number(helper), 'SIGKILL');
+    await page.locator('.notifications-toasts', { hasText: 'the helper (ferry serve) stopped' }).first().waitFor({ timeout: 20000 });
+    await page.locator('.statusbar-item', { hasText: `${hostName}: connected` }).waitFor({ timeout: 45000 });
+    return `killed pid ${helper}; connected again`;
   });
 
   // Phase 2, on the local host (no SSH): training with its chart, a tunnel. Optional: needs

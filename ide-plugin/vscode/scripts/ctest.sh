@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 scripts/npm-ci.sh
 case "${1:-unit}" in
-  unit) exec npm test --silent ;;
+  unit) npm run --silent typecheck && exec npm test --silent ;;
   integration) exec npm run --silent test:integration ;;
   *) echo "ctest.sh: unit or integration" >&2; exit 2 ;;
 esac
