@@ -3,7 +3,7 @@
 // questions, keeps the status bar's model and the training charts. Decisions stay with the helper:
 // which interpreter, which paths, what to sync — this only maps VS Code's UI onto it.
 import { basename, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Host, PanelIo } from './host';
 import {
   ConnectResult, DebugPrepared, Disposable, DoctorCheck, ErrorCodes, GpuStatus, HostState, LaunchEntry,
@@ -266,7 +266,7 @@ export class FerryController {
   }
 
   // ferry.debug's options from the settings: debugpy's port on the box (`ferry.debugPort`).
-  private debugOptions(): { port?: number } {
+  debugOptions(): { port?: number } {
     const port = this.host.setting<number>('debugPort');
     return typeof port === 'number' && port > 0 ? { port } : {};
   }
@@ -281,6 +281,35 @@ export class FerryController {
     } catch (e) {
       this.fail(`debugging ${basename(file.path)}`, e);
       return false;
+    }
+  }
+
+  // A code lens (or any caller of the helper's own commands through VS Code) runs ferry.run,
+  // ferry.debug, ferry.train...: vscode-languageclient sends them; these two adjust the arguments
+  // (debugpy's port from the settings) and show what the command started.
+  lensArguments(command: string, args: any[]): any[] {
+    if (command === 'ferry.debug' && typeof args[0] === 'string' && this.debugOptions().port)
+      return [{ uri: args[0], ...this.debugOptions() }, ...args.slice(1)];
+    return args;
+  }
+
+  async lensResult(command: string, args: any[], result: any): Promise<void> {
+    if (!result) return;
+    const target = typeof args[0] === 'string' ? args[0] : typeof args[0]?.uri === 'string' ? args[0].uri : '';
+    let label = command;
+    try {
+      if (target) label = basename(target.startsWith('file:') ? fileURLToPath(target) : target);
+    } catch { /* not a file URI */ }
+    if (command === 'ferry.run') {
+      this.runs.claim((result as RunStarted).id, `ferry: ${label} on ${this.hostName()}`);
+      this.events.runsChanged();
+    } else if (command === 'ferry.debug') {
+      await this.startDebugSession(result as DebugPrepared, label);
+    } else if (command === 'ferry.train') {
+      this.openTraining((result as TrainStarted).runId, label);
+    } else if (command === 'ferry.sync') {
+      this.status.synced(result as SyncSummary, this.host.now());
+      this.events.statusChanged();
     }
   }
 
@@ -570,7 +599,7 @@ export class FerryController {
     return t;
   }
 
-  private openTraining(runId: string, name: string): void {
+  openTraining(runId: string, name: string): void {
     const t = this.training(runId, name);
     t.panel?.reveal();
     this.postTraining(t, true);

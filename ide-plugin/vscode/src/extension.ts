@@ -4,15 +4,14 @@
 // debug sessions, views, a webview) onto FerryController. Logic lives in controller.ts.
 import * as vscode from 'vscode';
 import { accessSync, constants } from 'node:fs';
-import { basename, dirname } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import {
   CloseAction, ErrorAction, LanguageClient, State, type LanguageClientOptions, type ServerOptions, type StaticFeature,
 } from 'vscode-languageclient/node';
-import { FerryController, attachConfiguration } from './controller';
+import { FerryController } from './controller';
 import { RestartPolicy, chooseHelper } from './helper';
 import type { Host, PanelHandlers, PanelIo, TerminalHandlers, TerminalIo } from './host';
-import type { DebugPrepared, RunInfo, RunStarted, Rpc, SyncSummary, TrainStarted, Tunnel } from './rpc';
+import type { RunInfo, Rpc, Tunnel } from './rpc';
 import { runRow, tunnelRow } from './views';
 
 let client: LanguageClient | undefined;
@@ -273,22 +272,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     middleware: {
       // A code lens runs ferry.run / ferry.debug / ferry.train through the helper; show what it started.
       executeCommand: async (command, args, next) => {
-        const result = await next(command, args);
-        if (!ferry || !result) return result;
-        const file = typeof args[0] === 'string' ? vscode.Uri.parse(args[0]).fsPath : '';
-        const label = file ? basename(file) : command;
-        if (command === 'ferry.run') ferry.runs.claim((result as RunStarted).id, `ferry: ${label}`);
-        else if (command === 'ferry.debug') {
-          const prepared = result as DebugPrepared;
-          ferry.runs.claim(prepared.runId, `ferry debug: ${label}`);
-          const configuration = attachConfiguration(prepared, host.hasExtension('ms-python.debugpy'));
-          await host.startDebugging({ folder: file ? dirname(file) : undefined, configuration });
-        } else if (command === 'ferry.train') {
-          ferry.runs.claim((result as TrainStarted).runId, `ferry train: ${label}`);
-        } else if (command === 'ferry.sync') {
-          ferry.status.synced(result as SyncSummary, new Date());
-          renderStatus();
-        }
+        if (!ferry) return next(command, args);
+        const result = await next(command, ferry.lensArguments(command, args));
+        await ferry.lensResult(command, args, result);
+        if (command === 'ferry.sync') renderStatus();
         return result;
       },
     },

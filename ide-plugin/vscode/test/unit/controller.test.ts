@@ -254,3 +254,18 @@ test('after a helper restart the runs shown are attached again where they stoppe
   assert.deepEqual(rpc.sent('run/attach'), [{ id: 'long', offset: 9 }]);
   assert.equal(rpc.sent('host/connect').length, 2);
 });
+
+test('code lenses: the run gets a terminal, the debug lens a session on the configured port, the train lens a chart', async () => {
+  const { host, ferry } = setup();
+  await ferry.start();
+  host.settings.set('debugPort', 5701);
+  assert.deepEqual(ferry.lensArguments('ferry.debug', ['file:///work/proj/main.py']), [{ uri: 'file:///work/proj/main.py', port: 5701 }]);
+  assert.deepEqual(ferry.lensArguments('ferry.run', ['file:///work/proj/main.py']), ['file:///work/proj/main.py']);
+  await ferry.lensResult('ferry.run', ['file:///work/proj/main.py'], { id: 'lens-run' });
+  assert.ok(host.terminals.find((t) => t.name === 'ferry: main.py on gpu-box'));
+  await ferry.lensResult('ferry.debug', [{ uri: 'file:///work/proj/main.py', port: 5701 }], prepared);
+  assert.equal(host.debugStarts[0].configuration.name, 'ferry: main.py on gpu-box');
+  await ferry.lensResult('ferry.train', ['file:///work/proj/train/quick.json'], { runId: 't-lens' });
+  assert.equal(host.panels[0].title, 'Training quick.json');
+  assert.equal(host.terminals.length, 2, 'a training has a chart, not a terminal');
+});
