@@ -12,8 +12,16 @@ PACKAGES=(
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy python3-jsonschema
   openssh-server openssh-client rsync python3-debugpy neovim
   clang-19 libclang-rt-19-dev
+  chromium libkrb5-dev ripgrep
 )
-# Node.js is needed only by bench/rpc (the vscode-jsonrpc peer); that script checks for it itself.
+# The VS Code extension (ide-plugin/vscode) and its tests need Node.js 20 and npm (the machines
+# have them; elsewhere Debian's nodejs/npm are installed below). Its e2e test also needs Chromium
+# (driven by playwright-core), and, to build code-server's native modules on its first run,
+# libkrb5-dev and ripgrep (the e2e installs code-server and Node 24 from npm into
+# ~/.cache/ferry-vscode-e2e once). bench/rpc uses Node.js too.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -171,6 +171,7 @@ std::expected<json, ResponseError> debug_command(ServerState& s, const std::stri
   params.cwd = launch->cwd;
   params.env = launch->env;
   params.local_port = t->options.value("localPort", 0);  // any free port here unless asked
+  params.port = t->options.value("port", params.port);    // debugpy's port on the box (default 5678)
   work->progress().report("starting debugpy on " + config->host);
   auto prepared = prepare_debug(*s.debugs, params, call.cancellation());
   if (!prepared) return std::unexpected(prepared.error());

@@ -53,6 +53,9 @@ std::expected<CommandTarget, ResponseError> command_target(const std::string& co
   if (o.contains("localPort") &&
       !(o["localPort"].is_number_integer() && o["localPort"].get<long long>() >= 0 && o["localPort"].get<long long>() <= 65535))
     return std::unexpected(command_usage(command, "localPort: expected a TCP port (0-65535; 0 picks a free one)"));
+  if (o.contains("port") &&
+      !(o["port"].is_number_integer() && o["port"].get<long long>() >= 1 && o["port"].get<long long>() <= 65535))
+    return std::unexpected(command_usage(command, "port: expected a TCP port on the box (1-65535)"));
   if (o.contains("resume") && !o["resume"].is_boolean())
     return std::unexpected(command_usage(command, "resume: expected true or false"));
   if (where) {

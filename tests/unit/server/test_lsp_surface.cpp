@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/file_uri.hpp"
+#include "tests/support/loopback_port.hpp"
 #include "tests/support/serve_client.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wait_for.hpp"
@@ -231,4 +232,32 @@ BOOST_AUTO_TEST_CASE(a_command_reports_on_its_own_token_and_its_cancel_stops_it)
   BOOST_REQUIRE_MESSAGE(run.contains("error"), run.dump());
   BOOST_TEST(run["error"]["code"] == -32800, run.dump());
   BOOST_TEST(!fs::exists(p.dir / ".ferry" / "logs"));
+}
+
+// ferry.debug's `port` option picks debugpy's port on the box (the VS Code extension sets it: the
+// default 5678 may be taken, as it is on a machine where other tests debug too); a bad one is
+// refused before anything starts.
+BOOST_AUTO_TEST_CASE(ferry_debug_listens_on_the_port_it_is_given) {
+  Project p("lens-debug-port");
+  ServeClient c(p.dir.path(), {{"experimental", {{"ferry", true}}}}, p.uri(""));
+  auto bad = c.call("workspace/executeCommand",
+                    {{"command", "ferry.debug"}, {"arguments", {{{"uri", p.uri("main.py")}, {"port", 70000}}}}});
+  BOOST_TEST(bad["error"]["message"].get<std::string>().find("port: expected a TCP port") != std::string::npos, bad.dump());
+  const int port = ferry::test::free_loopback_port();
+  auto r = c.call("workspace/executeCommand",
+                  {{"command", "ferry.debug"}, {"arguments", {{{"uri", p.uri("main.py")}, {"port", port}}}}});
+  BOOST_REQUIRE_MESSAGE(r.contains("result"), r.dump());
+  // The local host is this machine: debugpy listens on the given port here.
+  BOOST_TEST(ferry::test::eventually([&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return ok;
+  }, 10s));
+  BOOST_TEST(r["result"]["configuration"]["connect"]["port"] == r["result"]["localPort"]);
+  (void)c.call("run/signal", {{"id", r["result"]["runId"]}, {"signal", "KILL"}});
 }

@@ -1,0 +1,673 @@
+// The extension's logic, VS Code-free: connects the project, turns commands into the helper's
+// methods and commands (workspace/executeCommand ferry.run, ferry.debug, ...), answers the helper's
+// questions, keeps the status bar's model and the training charts. Decisions stay with the helper:
+// which interpreter, which paths, what to sync — this only maps VS Code's UI onto it.
+import { basename, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Host, PanelIo } from './host';
+import {
+  ConnectResult, DebugPrepared, Disposable, DoctorCheck, ErrorCodes, GpuStatus, HostState, LaunchEntry,
+  ProjectInfo, Rpc, RunInfo, RunStarted, SyncStatus, SyncSummary, TrainExited, TrainStarted, Tunnel,
+  errorCode, errorMessage, executeCommand,
+} from './rpc';
+import { RunManager } from './runs';
+import { StatusModel } from './status';
+import { TrainingModel, summaryLine } from './training';
+
+// The attach configuration VS Code starts from debug/prepare's answer: `debugpy` when the
+// Python Debugger extension is there, else this extension's `ferry` type, whose adapter is
+// debugpy itself behind ferry's tunnel (the same DAP server either way).
+export function attachConfiguration(prepared: DebugPrepared, haveDebugpyExtension: boolean): Record<string, unknown> {
+  return {
+    ...prepared.configuration,
+    type: haveDebugpyExtension ? 'debugpy' : 'ferry',
+    ferryRunId: prepared.runId,
+  };
+}
+
+export function describeSummary(s: SyncSummary): string {
+  const parts = [`${s.filesSent} sent`, `${s.filesDeleted} deleted`, `${s.conflicts} conflicts`];
+  if (s.heldDeletes?.length) parts.push(`${s.heldDeletes.length} deletes held`);
+  if (s.errors?.length) parts.push(`${s.errors.length} errors`);
+  return parts.join(', ');
+}
+
+export const namedTunnels = {
+  jupyter: { name: 'jupyter', remotePort: 8888, title: 'Jupyter' },
+  tensorboard: { name: 'tensorboard', remotePort: 6006, title: 'TensorBoard' },
+} as const;
+
+export function tunnelUrl(t: Tunnel): string {
+  return `http://127.0.0.1:${t.localPort}/`;
+}
+
+interface Training {
+  runId: string;
+  name: string;
+  model: TrainingModel;
+  panel?: PanelIo;
+  ended: boolean;
+  postTimer?: Disposable;
+}
+
+export interface ControllerEvents {
+  statusChanged(): void;
+  runsChanged(): void;
+  tunnelsChanged(): void;
+}
+
+export class FerryController {
+  project?: ProjectInfo;
+  readonly status = new StatusModel();
+  readonly runs: RunManager;
+  private readonly trainings = new Map<string, Training>();
+  private lastSyncKey = '';
+  private syncPoll?: Disposable;
+  private connecting?: Promise<void>;
+
+  constructor(private readonly rpc: Rpc, private readonly host: Host, private readonly events: ControllerEvents) {
+    this.runs = new RunManager(rpc, host);
+    this.runs.onEvents({ exited: () => this.events.runsChanged() });
+  }
+
+  // The helper's notifications and questions.
+  listen(): Disposable[] {
+    const rpc = this.rpc;
+    return [
+      ...this.runs.listen(rpc),
+      rpc.onNotification('host/stateChanged', (s: HostState) => {
+        this.status.hostState(s);
+        this.events.statusChanged();
+        if (s.state === 'connected') this.events.tunnelsChanged();
+      }),
+      rpc.onNotification('train/metrics', (p: { runId: string; event: Record<string, unknown> }) => this.trainEvent(p.runId, p.event)),
+      rpc.onNotification('train/exited', (p: TrainExited) => this.trainExited(p)),
+      rpc.onRequest('host/confirmHostKey', async (p: { host: string; keyType: string; fingerprint: string }) => {
+        const trust = 'Trust and connect';
+        const answer = await this.host.ask(
+          `ferry: ${p.host} offers a host key that known_hosts does not list.`,
+          `${p.keyType} ${p.fingerprint}\n\nTrust it only if this is your box's key (compare with ssh-keygen -l on the box). ` +
+            'It is recorded in known_hosts.', trust);
+        return { accept: answer === trust };
+      }),
+      rpc.onRequest('host/passphrase', async (p: { keyFile: string }) => {
+        const passphrase = await this.host.input(`ferry: passphrase for ${p.keyFile} (not stored)`, '', true);
+        return passphrase === undefined ? {} : { passphrase };
+      }),
+      rpc.onRequest('sync/confirmMassDelete', async (p: { reason: string; count: number; root: string }) => {
+        const yes = `Delete ${p.count} files`;
+        const answer = await this.host.ask(`ferry: ${p.reason}.`, `On the box, under the mapping of ${p.root}. ` +
+          'Keep them and the sync goes on without these deletes.', yes, 'Keep them');
+        return { accept: answer === yes };
+      }),
+    ];
+  }
+
+  // Loads the workspace's project and links it to its host.
+  start(): Promise<void> {
+    this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private projectParams(): { path?: string } {
+    const folder = this.project?.root ?? this.host.workspaceFolders()[0];
+    return folder ? { path: folder } : {};
+  }
+
+  private async connect(): Promise<void> {
+    try {
+      this.project = await this.rpc.request<ProjectInfo>('project/load', this.projectParams());
+    } catch (e) {
+      this.project = undefined;
+      this.host.setContext('ferry.active', false);
+      if (errorCode(e) === ErrorCodes.ProjectNotFound) this.status.set('noProject');
+      else this.status.set('disconnected', errorMessage(e));
+      this.host.log(`project/load: ${errorMessage(e)}`);
+      this.events.statusChanged();
+      return;
+    }
+    this.host.setContext('ferry.active', true);
+    this.status.setHost(this.project.host);
+    this.status.set('connecting');
+    this.events.statusChanged();
+    try {
+      const r = await this.rpc.request<ConnectResult>('host/connect', this.projectParams());
+      this.status.set('connected', `${r.os} ${r.arch} · ${r.remoteRoot} · agent ${r.agentVersion}`);
+      this.host.log(`connected to ${r.host}: ${r.remoteRoot}`);
+    } catch (e) {
+      this.status.set('disconnected', errorMessage(e));
+      this.host.log(`host/connect: ${errorMessage(e)}`);
+      this.events.statusChanged();
+      const doctor = 'Doctor';
+      const retry = 'Retry';
+      const answer = await this.host.error(`ferry: cannot reach ${this.project.host}: ${errorMessage(e)}`, retry, doctor);
+      if (answer === retry) return this.connect();
+      if (answer === doctor) await this.doctor();
+      return;
+    }
+    this.events.statusChanged();
+    this.events.runsChanged();
+    this.events.tunnelsChanged();
+    await this.refreshSync();
+  }
+
+  private projectFileUri(): string | undefined {
+    return this.project ? pathToFileURL(join(this.project.root, 'ferry.json')).href : undefined;
+  }
+
+  private fail(what: string, e: unknown): void {
+    const code = errorCode(e);
+    if (code === ErrorCodes.RequestCancelled) return;
+    const data = (e as { data?: { install?: string } })?.data;
+    const install = data && typeof data.install === 'string' ? ` (${data.install})` : '';
+    void this.host.error(`ferry: ${what}: ${errorMessage(e)}${install}`);
+  }
+
+  // The active editor's file, saved (the run reads what is on disk, and the save syncs it).
+  private async currentFile(what: string, language?: string) {
+    const file = this.host.activeFile();
+    if (!file || file.isUntitled) {
+      void this.host.warn(`ferry: open a ${language === 'python' ? 'Python file' : 'file'} to ${what}.`);
+      return undefined;
+    }
+    if (file.isDirty && !(await file.save())) return undefined;
+    return file;
+  }
+
+  private hostName(): string {
+    return this.project?.host ?? 'the box';
+  }
+
+  async runCurrentFile(args: string[] = []): Promise<string | undefined> {
+    const file = await this.currentFile('run it on the box', 'python');
+    if (!file) return undefined;
+    try {
+      const started = await executeCommand<RunStarted>(this.rpc, 'ferry.run', { uri: file.uri, args });
+      this.runs.claim(started.id, `ferry: ${basename(file.path)} on ${this.hostName()}`);
+      this.events.runsChanged();
+      void this.refreshSync();
+      return started.id;
+    } catch (e) {
+      this.fail(`running ${basename(file.path)}`, e);
+      return undefined;
+    }
+  }
+
+  async launchEntries(): Promise<LaunchEntry[]> {
+    this.project = await this.rpc.request<ProjectInfo>('project/load', this.projectParams());
+    return this.project.launch ?? [];
+  }
+
+  async runLaunchEntry(): Promise<void> {
+    let entries: LaunchEntry[];
+    try {
+      entries = await this.launchEntries();
+    } catch (e) {
+      return this.fail('reading ferry.json', e);
+    }
+    if (entries.length === 0) {
+      void this.host.info('ferry: ferry.json has no launch entries (see "launch" in docs/config.md).');
+      return;
+    }
+    const picked = await this.host.pick(entries.map((entry) => ({
+      label: entry.name,
+      description: entry.kind ?? 'run',
+      detail: [entry.script ?? (entry.module ? `-m ${entry.module}` : entry.config ?? ''), ...(entry.args ?? [])].join(' '),
+      value: entry,
+    })), `Run a launch entry of ferry.json on ${this.hostName()}`);
+    if (!picked) return;
+    await this.startEntry(picked.value);
+  }
+
+  async startEntry(entry: LaunchEntry): Promise<void> {
+    const uri = this.projectFileUri();
+    const kind = entry.kind ?? 'run';
+    try {
+      if (kind === 'run') {
+        const started = await executeCommand<RunStarted>(this.rpc, 'ferry.run', { uri, launch: entry.name });
+        this.runs.claim(started.id, `ferry: ${entry.name} on ${this.hostName()}`);
+        this.events.runsChanged();
+      } else if (kind === 'debug') {
+        const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', { uri, launch: entry.name, ...this.debugOptions() });
+        await this.startDebugSession(prepared, entry.name);
+      } else {
+        const started = await executeCommand<TrainStarted>(this.rpc, 'ferry.train', { uri, launch: entry.name });
+        this.openTraining(started.runId, entry.name);
+      }
+      void this.refreshSync();
+    } catch (e) {
+      this.fail(`starting ${entry.name}`, e);
+    }
+  }
+
+  async stop(): Promise<void> {
+    const id = this.runs.current();
+    try {
+      if (id) {
+        await this.rpc.request('run/signal', { id, signal: 'INT' });
+        return;
+      }
+      const training = [...this.trainings.values()].reverse().find((t) => !t.ended);
+      if (training) return this.stopTraining(training.runId);
+      await executeCommand(this.rpc, 'ferry.stop');
+    } catch (e) {
+      this.fail('stopping the run', e);
+    }
+  }
+
+  private async startDebugSession(prepared: DebugPrepared, label: string): Promise<boolean> {
+    this.runs.claim(prepared.runId, `ferry debug: ${label} on ${this.hostName()}`);
+    this.events.runsChanged();
+    const configuration = attachConfiguration(prepared, this.host.hasExtension('ms-python.debugpy'));
+    configuration.name = `ferry: ${label} on ${this.hostName()}`;
+    const ok = await this.host.startDebugging({ folder: this.project?.root, configuration });
+    if (!ok) void this.host.error(`ferry: VS Code did not start the debug session for ${label}`);
+    return ok;
+  }
+
+  // ferry.debug's options from the settings: debugpy's port on the box (`ferry.debugPort`).
+  debugOptions(): { port?: number } {
+    const port = this.host.setting<number>('debugPort');
+    return typeof port === 'number' && port > 0 ? { port } : {};
+  }
+
+  async debugCurrentFile(): Promise<boolean> {
+    const file = await this.currentFile('debug it on the box', 'python');
+    if (!file) return false;
+    try {
+      const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', { uri: file.uri, ...this.debugOptions() });
+      void this.refreshSync();
+      return await this.startDebugSession(prepared, basename(file.path));
+    } catch (e) {
+      this.fail(`debugging ${basename(file.path)}`, e);
+      return false;
+    }
+  }
+
+  // A code lens (or any caller of the helper's own commands through VS Code) runs ferry.run,
+  // ferry.debug, ferry.train...: vscode-languageclient sends them; these two adjust the arguments
+  // (debugpy's port from the settings) and show what the command started.
+  lensArguments(command: string, args: any[]): any[] {
+    if (command === 'ferry.debug' && typeof args[0] === 'string' && this.debugOptions().port)
+      return [{ uri: args[0], ...this.debugOptions() }, ...args.slice(1)];
+    return args;
+  }
+
+  async lensResult(command: string, args: any[], result: any): Promise<void> {
+    if (!result) return;
+    const target = typeof args[0] === 'string' ? args[0] : typeof args[0]?.uri === 'string' ? args[0].uri : '';
+    let label = command;
+    try {
+      if (target) label = basename(target.startsWith('file:') ? fileURLToPath(target) : target);
+    } catch { /* not a file URI */ }
+    if (command === 'ferry.run') {
+      this.runs.claim((result as RunStarted).id, `ferry: ${label} on ${this.hostName()}`);
+      this.events.runsChanged();
+    } else if (command === 'ferry.debug') {
+      await this.startDebugSession(result as DebugPrepared, label);
+    } else if (command === 'ferry.train') {
+      this.openTraining((result as TrainStarted).runId, label);
+    } else if (command === 'ferry.sync') {
+      this.status.synced(result as SyncSummary, this.host.now());
+      this.events.statusChanged();
+    }
+  }
+
+  // F5 on a `ferry` launch configuration: debug/prepare through ferry.debug, then the attach
+  // configuration VS Code starts instead. Undefined cancels the launch (the error is shown).
+  async resolveLaunchConfiguration(config: Record<string, any>): Promise<Record<string, unknown> | undefined> {
+    if (config.request === 'attach') return config;
+    const arg: Record<string, unknown> = { ...this.debugOptions() };
+    let label: string;
+    if (typeof config.launch === 'string' && config.launch) {
+      arg.uri = this.projectFileUri();
+      arg.launch = config.launch;
+      label = config.launch;
+    } else {
+      const program = typeof config.program === 'string' && config.program ? config.program : this.host.activeFile()?.path;
+      if (!program) {
+        void this.host.error('ferry: the launch configuration names no program (or launch entry), and no file is open.');
+        return undefined;
+      }
+      arg.uri = pathToFileURL(program).href;
+      if (Array.isArray(config.args)) arg.args = config.args.map(String);
+      label = basename(program);
+    }
+    try {
+      const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', arg);
+      this.runs.claim(prepared.runId, `ferry debug: ${label} on ${this.hostName()}`);
+      const attach = attachConfiguration(prepared, this.host.hasExtension('ms-python.debugpy'));
+      attach.name = config.name ?? attach.name;
+      if (typeof config.justMyCode === 'boolean') attach.justMyCode = config.justMyCode;
+      return attach;
+    } catch (e) {
+      this.fail(`debugging ${label}`, e);
+      return undefined;
+    }
+  }
+
+  // ---- sync ----
+
+  async syncNow(): Promise<void> {
+    try {
+      const s = await executeCommand<SyncSummary>(this.rpc, 'ferry.sync', this.projectFileUri());
+      this.status.synced(s, this.host.now());
+      this.events.statusChanged();
+      const words = `ferry: synced to ${this.hostName()}: ${describeSummary(s)}`;
+      if (s.conflicts || s.errors?.length) {
+        for (const c of s.conflictList ?? []) this.host.log(`conflict: ${c.path}: ${c.message}`);
+        for (const err of s.errors ?? []) this.host.log(`error: ${err}`);
+        const show = 'Show details';
+        if ((await this.host.warn(words, show)) === show) this.host.showLog();
+      } else {
+        void this.host.info(words);
+      }
+    } catch (e) {
+      this.fail('syncing', e);
+    }
+  }
+
+  async pull(paths?: string[]): Promise<void> {
+    if (!paths) {
+      const typed = await this.host.input('ferry: pull which paths from the box? (relative to the mapping, space-separated)', 'outputs');
+      if (!typed?.trim()) return;
+      paths = typed.trim().split(/\s+/);
+    }
+    try {
+      const s = await executeCommand<SyncSummary>(this.rpc, 'ferry.pull', ...paths);
+      void this.host.info(`ferry: pulled ${s.filesSent} files from ${this.hostName()}` + (s.conflicts ? `, ${s.conflicts} conflicts left alone` : ''));
+    } catch (e) {
+      this.fail('pulling', e);
+    }
+  }
+
+  // After a save: the helper pushes it in the background; follow sync/status until it is done.
+  fileSaved(): void {
+    if (!this.project) return;
+    this.syncPoll?.dispose();
+    let tries = 0;
+    const poll = () => {
+      this.syncPoll = undefined;
+      void this.refreshSync().then((busy) => {
+        if (busy && ++tries < 50) this.syncPoll = this.host.setTimer(poll, 200);
+      });
+    };
+    this.syncPoll = this.host.setTimer(poll, 100);
+  }
+
+  // Reads sync/status into the status bar; true while a sync is still going.
+  async refreshSync(): Promise<boolean> {
+    if (!this.project) return false;
+    try {
+      const s = await this.rpc.request<SyncStatus>('sync/status', {});
+      const busy = s.saving || s.busy || s.pendingSaves.length > 0;
+      this.status.syncing = busy;
+      if (s.lastSync) {
+        const key = JSON.stringify(s.lastSync);
+        if (key !== this.lastSyncKey) {
+          this.lastSyncKey = key;
+          this.status.synced(s.lastSync, this.host.now());
+        }
+      }
+      this.status.lastError = s.lastError ?? '';
+      this.events.statusChanged();
+      return busy;
+    } catch {
+      return false;
+    }
+  }
+
+  async pollGpu(): Promise<void> {
+    if (this.status.state !== 'connected') return;
+    try {
+      this.status.gpu = await executeCommand<GpuStatus>(this.rpc, 'ferry.gpu');
+    } catch {
+      this.status.gpu = undefined;
+    }
+    this.events.statusChanged();
+  }
+
+  async doctor(): Promise<void> {
+    try {
+      const r = await executeCommand<{ host: string; checks: DoctorCheck[] }>(this.rpc, 'ferry.doctor', this.projectFileUri());
+      this.host.log(`ferry doctor: ${r.host}`);
+      let fails = 0;
+      let warns = 0;
+      for (const c of r.checks) {
+        fails += c.status === 'fail' ? 1 : 0;
+        warns += c.status === 'warn' ? 1 : 0;
+        this.host.log(`  ${c.status.padEnd(4)} ${c.check}: ${c.detail}${c.fix ? ` (fix: ${c.fix})` : ''}`);
+      }
+      this.host.showLog();
+      const words = `ferry doctor: ${r.checks.length} checks on ${r.host}, ${fails} failed, ${warns} warnings`;
+      if (fails) void this.host.error(words);
+      else if (warns) void this.host.warn(words);
+      else void this.host.info(words);
+    } catch (e) {
+      this.fail('doctor', e);
+    }
+  }
+
+  // ---- tunnels ----
+
+  async listTunnels(): Promise<Tunnel[]> {
+    if (this.status.state !== 'connected') return [];
+    const r = await this.rpc.request<{ tunnels: Tunnel[] }>('tunnel/list', {});
+    return r.tunnels;
+  }
+
+  async openTunnel(spec?: string): Promise<Tunnel | undefined> {
+    if (!spec) {
+      spec = await this.host.input('ferry: forward which port of the box? (REMOTE, or LOCAL:HOST:REMOTE; 127.0.0.1 only)', '8888');
+      if (!spec?.trim()) return undefined;
+    }
+    try {
+      const t = await executeCommand<Tunnel>(this.rpc, 'ferry.tunnel', spec.trim());
+      this.events.tunnelsChanged();
+      const open = 'Open in Browser';
+      if ((await this.host.info(`ferry: tunnel ${t.description ?? `127.0.0.1:${t.localPort} → ${t.remotePort}`}`, open)) === open)
+        await this.host.openExternal(tunnelUrl(t));
+      return t;
+    } catch (e) {
+      this.fail('opening the tunnel', e);
+      return undefined;
+    }
+  }
+
+  // Jupyter (8888) or TensorBoard (6006) on the box, in the browser: the tunnel already open to
+  // that port, else a new one on a free local port.
+  async openNamedTunnel(which: keyof typeof namedTunnels): Promise<Tunnel | undefined> {
+    const spec = namedTunnels[which];
+    try {
+      let t = (await this.listTunnels()).find((x) => x.kind === 'local' && x.remotePort === spec.remotePort);
+      if (!t) {
+        t = await this.rpc.request<Tunnel>('tunnel/open', { name: spec.name, remotePort: spec.remotePort, localPort: 0 });
+        this.events.tunnelsChanged();
+      }
+      await this.host.openExternal(tunnelUrl(t));
+      return t;
+    } catch (e) {
+      this.fail(`opening ${spec.title}`, e);
+      return undefined;
+    }
+  }
+
+  async closeTunnel(id: number): Promise<void> {
+    try {
+      await this.rpc.request('tunnel/close', { id });
+    } catch (e) {
+      this.fail('closing the tunnel', e);
+    }
+    this.events.tunnelsChanged();
+  }
+
+  async menu(): Promise<void> {
+    type Action = () => Promise<unknown>;
+    const items: { label: string; description?: string; value: Action }[] = [
+      { label: '$(sync) Sync now', value: () => this.syncNow() },
+      { label: '$(cloud-download) Pull…', value: () => this.pull() },
+      { label: '$(checklist) Doctor', value: () => this.doctor() },
+      { label: '$(plug) Open tunnel…', value: () => this.openTunnel() },
+      { label: '$(notebook) Open Jupyter', description: 'port 8888 on the box', value: () => this.openNamedTunnel('jupyter') },
+      { label: '$(graph) Open TensorBoard', description: 'port 6006 on the box', value: () => this.openNamedTunnel('tensorboard') },
+      { label: '$(output) Show log', value: async () => this.host.showLog() },
+    ];
+    if (this.status.state === 'disconnected' || this.status.state === 'idle') items.unshift({ label: '$(debug-restart) Connect', value: () => this.start() });
+    const picked = await this.host.pick(items, `ferry: ${this.hostName()}`);
+    if (picked) await picked.value();
+  }
+
+  // After a helper restart: the link again, and the runs this window showed, from where they were.
+  async resume(): Promise<void> {
+    await this.start();
+    for (const { id, offset } of this.runs.resumePoints()) {
+      try {
+        await this.rpc.request('run/attach', { id, offset });
+      } catch (e) {
+        this.host.log(`run/attach ${id} at ${offset}: ${errorMessage(e)}`);
+      }
+    }
+  }
+
+  // ---- runs view ----
+
+  async listRuns(): Promise<RunInfo[]> {
+    if (this.status.state !== 'connected') return [];
+    const r = await this.rpc.request<{ runs: RunInfo[] }>('run/list', this.projectParams());
+    return r.runs;
+  }
+
+  // Shows a run of the box in a terminal: from the start (its whole log), following it while it runs.
+  async attachRun(id: string, label: string): Promise<void> {
+    this.runs.claim(id, `ferry: ${label}`);
+    try {
+      await this.rpc.request('run/attach', { id, offset: 0 });
+    } catch (e) {
+      this.fail(`attaching to ${id}`, e);
+    }
+  }
+
+  async killRun(id: string): Promise<void> {
+    try {
+      await this.rpc.request('run/signal', { id, signal: 'KILL' });
+    } catch (e) {
+      this.fail(`killing ${id}`, e);
+    }
+    this.host.setTimer(() => this.events.runsChanged(), 300);
+  }
+
+  // ---- training ----
+
+  async train(path?: string): Promise<void> {
+    let uri: string;
+    let name: string;
+    if (path) {
+      uri = pathToFileURL(path).href;
+      name = basename(path);
+    } else {
+      const file = await this.currentFile('train it on the box');
+      if (!file) return;
+      uri = file.uri;
+      name = basename(file.path);
+    }
+    try {
+      const started = await executeCommand<TrainStarted>(this.rpc, 'ferry.train', { uri });
+      this.openTraining(started.runId, name);
+      void this.refreshSync();
+    } catch (e) {
+      this.fail(`training ${name}`, e);
+    }
+  }
+
+  private training(runId: string, name?: string): Training {
+    let t = this.trainings.get(runId);
+    if (!t) {
+      t = { runId, name: name ?? runId, model: new TrainingModel(), ended: false };
+      this.trainings.set(runId, t);
+    }
+    if (name) t.name = name;
+    if (!t.panel) {
+      const training = t;
+      t.panel = this.host.createTrainingPanel(`Training ${t.name}`, this.project?.root ?? '', {
+        onMessage: (m) => {
+          if (m?.type === 'stop') void this.stopTraining(runId);
+          if (m?.type === 'ready') this.postTraining(training, true);
+        },
+        onClose: () => (training.panel = undefined),
+      });
+    }
+    return t;
+  }
+
+  openTraining(runId: string, name: string): void {
+    const t = this.training(runId, name);
+    t.panel?.reveal();
+    this.postTraining(t, true);
+    this.events.runsChanged();
+  }
+
+  // Posts the chart's data, at most every 200 ms while events stream.
+  private postTraining(t: Training, now = false): void {
+    const send = () => {
+      t.postTimer = undefined;
+      t.panel?.post({
+        type: 'metrics', runId: t.runId, name: t.name, summary: summaryLine(t.model.summary), state: t.model.summary.state,
+        loss: t.model.loss, evalLoss: t.model.evalLoss, throughput: t.model.throughput, ended: t.ended,
+      });
+    };
+    if (now) {
+      t.postTimer?.dispose();
+      send();
+    } else if (!t.postTimer) {
+      t.postTimer = this.host.setTimer(send, 200);
+    }
+  }
+
+  private trainEvent(runId: string, event: Record<string, unknown>): void {
+    const t = this.training(runId);
+    t.model.event(event);
+    this.postTraining(t);
+  }
+
+  private trainExited(e: TrainExited): void {
+    const t = this.training(e.runId);
+    t.ended = true;
+    if (e.error) t.model.summary.message = e.error;
+    else if (t.model.summary.state === 'running' || t.model.summary.state === 'starting')
+      t.model.summary.state = e.status === 0 ? 'done' : 'stopped';
+    this.postTraining(t, true);
+    const plot = e.outputs?.find((p) => p.endsWith('plot.svg'));
+    if (plot) t.panel?.showImage(plot);
+    const words = e.error ? `failed: ${e.error}` : e.signal !== undefined ? `was stopped by signal ${e.signal}` : `exited with status ${e.exitCode ?? e.status}`;
+    const message = `ferry: training ${t.name} ${words}` + (e.outputs?.length ? ` (pulled ${e.outputs.map((p) => basename(p)).join(', ')})` : '');
+    for (const n of e.notes ?? []) this.host.log(`training ${t.name}: ${n}`);
+    if (e.status === 0 && !e.error) void this.host.info(message);
+    else void this.host.warn(message);
+    this.events.runsChanged();
+  }
+
+  runningTrainings(): { runId: string; name: string }[] {
+    return [...this.trainings.values()].filter((t) => !t.ended).map((t) => ({ runId: t.runId, name: t.name }));
+  }
+
+  async stopTraining(runId?: string): Promise<void> {
+    if (!runId) {
+      const running = this.runningTrainings();
+      if (running.length === 0) {
+        void this.host.info('ferry: no training of this window is running.');
+        return;
+      }
+      const picked = running.length === 1 ? { value: running[0].runId } :
+        await this.host.pick(running.map((r) => ({ label: r.name, description: r.runId, value: r.runId })), 'Stop which training?');
+      if (!picked) return;
+      runId = picked.value;
+    }
+    try {
+      // SIGINT: ferry-train writes a checkpoint, then exits (130).
+      await this.rpc.request('train/stop', { runId });
+      void this.host.info('ferry: stopping the training (it writes a checkpoint first).');
+    } catch (e) {
+      this.fail('stopping the training', e);
+    }
+  }
+}

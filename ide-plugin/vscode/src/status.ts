@@ -1,0 +1,103 @@
+// The status bar item's words: the host's state (host/stateChanged, or the answer to
+// host/connect on the local host, which sends no state changes), the last sync, and while
+// connected the GPU use (ferry.gpu). Pure: extension.ts copies render() onto the item.
+import type { GpuStatus, HostState, SyncSummary } from './rpc';
+
+export type LinkState = HostState['state'] | 'idle' | 'noProject' | 'helperDown';
+
+export interface StatusView {
+  text: string;
+  tooltip: string;
+  warning: boolean;
+}
+
+const icons: Record<LinkState, string> = {
+  idle: '$(cloud)',
+  noProject: '$(cloud)',
+  connecting: '$(sync~spin)',
+  connected: '$(cloud)',
+  reconnecting: '$(sync~spin)',
+  disconnected: '$(debug-disconnect)',
+  helperDown: '$(error)',
+};
+
+function hhmmss(d: Date): string {
+  return d.toTimeString().slice(0, 8);
+}
+
+function gib(bytes: number | undefined): string {
+  return ((bytes ?? 0) / 2 ** 30).toFixed(1);
+}
+
+export class StatusModel {
+  state: LinkState = 'idle';
+  host = '';
+  message = '';
+  attempt?: number;
+  lastSync?: { at: Date; summary: SyncSummary };
+  syncing = false;
+  lastError = '';
+  gpu?: GpuStatus;
+
+  setHost(host: string): void {
+    this.host = host;
+  }
+
+  hostState(s: HostState): void {
+    this.state = s.state;
+    this.host = s.host || this.host;
+    this.message = s.message ?? '';
+    this.attempt = s.attempt;
+    if (s.state !== 'connected') this.gpu = undefined;
+  }
+
+  set(state: LinkState, message = ''): void {
+    this.state = state;
+    this.message = message;
+    if (state !== 'connected') this.gpu = undefined;
+  }
+
+  synced(summary: SyncSummary, at: Date): void {
+    this.lastSync = { at, summary };
+    this.lastError = '';
+  }
+
+  render(): StatusView {
+    const host = this.host || 'ferry';
+    let words: string;
+    switch (this.state) {
+      case 'noProject': words = 'ferry: no project'; break;
+      case 'idle': words = `${host}`; break;
+      case 'connecting': words = `${host}: connecting`; break;
+      case 'connected': words = `${host}: connected`; break;
+      case 'reconnecting': words = `${host}: reconnecting${this.attempt ? ` (${this.attempt})` : ''}`; break;
+      case 'disconnected': words = `${host}: offline`; break;
+      case 'helperDown': words = 'ferry: helper stopped'; break;
+    }
+    let text = `${icons[this.state]} ${words}`;
+    if (this.state === 'noProject') { /* nothing to sync */ } else if (this.syncing) text += ' $(sync~spin)';
+    else if (this.lastSync) text += ` · synced ${hhmmss(this.lastSync.at)}`;
+    const gpus = this.state === 'connected' && this.gpu?.available ? this.gpu.gpus ?? [] : [];
+    if (gpus.length > 0) {
+      const util = Math.round(gpus.reduce((a, g) => a + (g.util_percent ?? 0), 0) / gpus.length);
+      const used = gpus.reduce((a, g) => a + (g.mem_used_bytes ?? 0), 0);
+      const total = gpus.reduce((a, g) => a + (g.mem_total_bytes ?? 0), 0);
+      text += ` · GPU ${util}% ${gib(used)}/${gib(total)} GiB`;
+    }
+    const tips: string[] = [`ferry: ${this.host || 'no host'} is ${this.state === 'disconnected' ? 'offline' : this.state}`];
+    if (this.message) tips.push(this.message);
+    if (this.lastSync) {
+      const s = this.lastSync.summary;
+      tips.push(`Last sync ${hhmmss(this.lastSync.at)}: ${s.filesSent} sent, ${s.filesDeleted} deleted, ${s.conflicts} conflicts`);
+    }
+    if (this.lastError) tips.push(`Last error: ${this.lastError}`);
+    for (const g of gpus) tips.push(`GPU ${g.index} ${g.name ?? ''}: ${g.util_percent ?? 0}% · ${gib(g.mem_used_bytes)}/${gib(g.mem_total_bytes)} GiB`);
+    if (this.gpu && !this.gpu.available && this.state === 'connected') tips.push(`No GPU: ${this.gpu.reason ?? 'NVML not available'}`);
+    tips.push('Click for Sync now, Pull…, Doctor, Open tunnel…');
+    return {
+      text,
+      tooltip: tips.join('\n'),
+      warning: this.state === 'disconnected' || this.state === 'reconnecting' || this.state === 'helperDown' || !!this.lastError,
+    };
+  }
+}

@@ -1,0 +1,36 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { StatusModel } from '../../src/status';
+
+test('the status bar follows the host state', () => {
+  const s = new StatusModel();
+  s.setHost('gpu-box');
+  s.set('connecting');
+  assert.equal(s.render().text, '$(sync~spin) gpu-box: connecting');
+  s.hostState({ state: 'reconnecting', host: 'gpu-box', attempt: 2, message: 'no data for 12000 ms' });
+  assert.equal(s.render().text, '$(sync~spin) gpu-box: reconnecting (2)');
+  assert.equal(s.render().warning, true);
+  assert.match(s.render().tooltip, /no data for 12000 ms/);
+  s.hostState({ state: 'disconnected', host: 'gpu-box', message: 'auth failed' });
+  assert.equal(s.render().text, '$(debug-disconnect) gpu-box: offline');
+  s.hostState({ state: 'connected', host: 'gpu-box' });
+  assert.equal(s.render().text, '$(cloud) gpu-box: connected');
+  assert.equal(s.render().warning, false);
+});
+
+test('last sync and GPU use show while connected', () => {
+  const s = new StatusModel();
+  s.setHost('gpu-box');
+  s.set('connected');
+  s.synced({ filesSent: 2, filesDeleted: 0, conflicts: 0 }, new Date(2026, 0, 2, 3, 4, 5));
+  s.gpu = { available: true, gpus: [{ index: 0, name: 'H200', util_percent: 91, mem_used_bytes: 9 * 2 ** 30, mem_total_bytes: 140 * 2 ** 30 }] };
+  assert.equal(s.render().text, '$(cloud) gpu-box: connected · synced 03:04:05 · GPU 91% 9.0/140.0 GiB');
+  assert.match(s.render().tooltip, /Last sync 03:04:05: 2 sent, 0 deleted, 0 conflicts/);
+  assert.match(s.render().tooltip, /GPU 0 H200: 91%/);
+  s.syncing = true;
+  assert.match(s.render().text, /connected \$\(sync~spin\)/);
+  s.set('reconnecting');
+  assert.equal(s.gpu, undefined, 'GPU use is dropped when the link goes');
+  s.set('noProject');
+  assert.equal(s.render().text, '$(cloud) ferry: no project');
+});

@@ -1,0 +1,118 @@
+// End to end in a real VS Code: code-server (VS Code 1.139's workbench, its extension host on this
+// machine) in Debian's Chromium, driven by playwright-core (ide-plugin/vscode/e2e/run-e2e.mjs). The
+// .vsix is built from this tree with the ferry and ferry-agent of this build inside and installed
+// into a fresh profile; the workspace's ferry.json points at a real sshd on loopback. The driver
+// checks the status bar (connected), a save (on the box), Run Current File (output and exit status
+// in its terminal), Debug Current File (paused at the breakpoint's line) and the Runs view, and
+// on a second project on the local host, training (live chart, plot.svg) and a tunnel; it
+// saves a screenshot of each step under the build tree (tests/e2e/vscode-artifacts/). The first run
+// installs code-server and Node 24 from npm into ~/.cache/ferry-vscode-e2e (about 2 minutes); later
+// runs reuse them.
+#define BOOST_TEST_MODULE vscode_e2e
+#include <boost/test/unit_test.hpp>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ferry::test::SshdFixture;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(vscode_saves_runs_debugs_and_lists_runs) {
+  SshdFixture f;
+  f.trust_host_key();
+  const fs::path project = f.dir() / "vscode-project";
+  ferry::test::write_file(project / "ferry.json", json{{"name", "vscode-e2e"},
+                                                       {"host", f.alias()},
+                                                       {"sshConfig", f.ssh_config().string()},
+                                                       {"interpreter", "/usr/bin/python3"},
+                                                       {"env", {{"PYTHONUNBUFFERED", "1"}}},
+                                                       {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}}
+                                                      .dump(2) + "\n");
+  ferry::test::write_file(project / "main.py", "import platform\nprint('hello from', platform.node())\n");
+  ferry::test::write_file(project / "debug_me.py",
+                          "def accumulate(n):\n"
+                          "    total = 0\n"
+                          "    for i in range(n):\n"
+                          "        square = i * i\n"
+                          "        total += square  # break here\n"
+                          "    return total\n"
+                          "\n"
+                          "\n"
+                          "if __name__ == '__main__':\n"
+                          "    print('sum of squares below 5:', accumulate(5))\n");
+  const int break_line = 5;
+  const fs::path artifacts = FERRY_VSCODE_ARTIFACTS;
+
+  // A second project on the local host (no SSH) for training and a tunnel, when ferry-train is built.
+  const fs::path local_project = f.dir() / "vscode-local";
+  ferry::test::write_file(local_project / "ferry.json", json{{"name", "vscode-e2e-local"},
+                                                             {"host", "local"},
+                                                             {"interpreter", "/usr/bin/python3"},
+                                                             {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}}
+                                                            .dump(2) + "\n");
+  ferry::test::write_file(local_project / "train" / "quick.json",
+                          json{{"model", {{"kind", "mlp"}, {"input_dim", 64}, {"hidden", {128}}, {"output_dim", 8}}},
+                               {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 4096}, {"workers", 1}}},
+                               {"optimizer", {{"kind", "adamw"}, {"lr", 0.003}}},
+                               {"batch_size", 64},
+                               {"max_steps", 3000},
+                               {"device", "cpu"},
+                               {"eval", {{"every_steps", 500}}},
+                               {"log_every_steps", 50},
+                               {"output_dir", "runs/quick"}}
+                              .dump(2) + "\n");
+
+  ferry::test::SpawnedProcess driver({"/usr/bin/env", "node", FERRY_VSCODE_E2E_SCRIPT}, project.string(),
+                                     {{"FERRY_E2E_PROJECT", project.string()},
+                                      {"FERRY_E2E_BOX", (f.home() / "proj").string()},
+                                      {"FERRY_E2E_ARTIFACTS", artifacts.string()},
+                                      {"FERRY_E2E_HOST", f.alias()},
+                                      {"FERRY_E2E_BREAK_LINE", std::to_string(break_line)},
+                                      {"FERRY_BIN_DIR", fs::path(FERRY_BIN).parent_path().string()},
+                                      {"FERRY_E2E_LOCAL_PROJECT", local_project.string()},
+                                      {"FERRY_TRAIN", FERRY_TRAIN_PATH},
+                                      // The local host's sandbox (and ferry's local state) inside the fixture.
+                                      {"XDG_CACHE_HOME", (f.dir() / "cache").string()},
+                                      {"SSH_AUTH_SOCK", ""}});
+  std::string out;
+  while (auto line = driver.read_line(600s)) {
+    BOOST_TEST_MESSAGE(*line);
+    out += *line + "\n";
+  }
+  auto status = driver.wait(30s);
+  BOOST_REQUIRE_MESSAGE(status.has_value(), "the driver did not finish:\n" << out);
+  const fs::path results = artifacts / "results.json";
+  BOOST_REQUIRE_MESSAGE(fs::exists(results), "the driver wrote no results (scripts/setup.sh installs node, chromium, "
+                                             "libkrb5-dev; the first run installs code-server from npm):\n" << out);
+  const json r = json::parse(read_file(results));
+  for (const auto& s : r["steps"]) BOOST_TEST(s["ok"].get<bool>(), s["name"].get<std::string>() + ": " + s["detail"].get<std::string>());
+  BOOST_TEST(r["done"].get<bool>(), "not every step ran:\n" << out << "\nsshd:\n" << f.log());
+
+  // The edit is on the box, the run printed it, the debugger stopped on the breakpoint's line.
+  BOOST_TEST(read_file(f.home() / "proj" / "main.py").find("edited in VS Code") != std::string::npos);
+  if (r.contains("pausedAt")) BOOST_TEST(r["pausedAt"]["position"].get<std::string>().starts_with(std::to_string(break_line) + ":"));
+  BOOST_TEST(r["screenshots"].size() >= 5u, r["screenshots"].dump());
+  if (std::string(FERRY_TRAIN_PATH).empty()) {
+    BOOST_TEST_MESSAGE("ferry-train is not built (FERRY_WITH_TORCH=OFF): training and tunnels were not driven");
+  } else {
+    BOOST_TEST(r.value("training", "").find("done") != std::string::npos, r.dump(2));
+    BOOST_TEST(fs::exists(local_project / "train" / "runs" / "quick" / "plot.svg"));  // pulled at the end
+  }
+}
