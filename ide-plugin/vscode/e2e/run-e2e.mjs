@@ -22,6 +22,9 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const extRoot = join(here, '..');
+// The extension's npm packages (playwright-core among them) first: this may be the first of the
+// vscode tests to run in a fresh clone.
+execFileSync(join(extRoot, 'scripts', 'npm-ci.sh'), { stdio: ['ignore', 'inherit', 'inherit'] });
 const { chromium } = await import(join(extRoot, 'node_modules', 'playwright-core', 'index.mjs'));
 
 const env = (name, fallback) => {
