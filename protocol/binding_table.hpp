@@ -100,9 +100,11 @@ class BindingTable {
     e.request = [method = e.name, fn = std::move(fn)](const json& params,
                                                      CallContext& ctx) -> std::expected<json, ResponseError> {
       P p{};
-      if (params.is_array())
+      // vscode-jsonrpc sends `[]` for a request without params: as good as none.
+      const bool none = params.is_array() && params.empty();
+      if (params.is_array() && !none)
         return std::unexpected(invalid_params_error(method, DecodeError{"", "expected an object, not an array"}));
-      if (auto err = from_json(params, p, ""))
+      if (auto err = from_json(none ? json() : params, p, ""))
         return std::unexpected(invalid_params_error(method, *err));
       auto r = fn(p, ctx);
       if (!r) return std::unexpected(std::move(r.error()));
@@ -119,8 +121,9 @@ class BindingTable {
     e.execution = execution;
     e.notification = [fn = std::move(fn)](const json& params, CallContext& ctx) -> std::optional<DecodeError> {
       P p{};
-      if (params.is_array()) return DecodeError{"", "expected an object, not an array"};
-      if (auto err = from_json(params, p, "")) return err;
+      const bool none = params.is_array() && params.empty();
+      if (params.is_array() && !none) return DecodeError{"", "expected an object, not an array"};
+      if (auto err = from_json(none ? json() : params, p, "")) return err;
       fn(p, ctx);
       return std::nullopt;
     };
