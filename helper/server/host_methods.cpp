@@ -29,6 +29,19 @@ void bind_host_methods(p::BindingTable& table, const ServerContext& ctx) {
       p::method::kHostConnect,
       [&ctx](const p::HostConnectParams& params, p::CallContext& call) { return connect_host(ctx, params.path, call); },
       p::Execution::worker);
+  // Closes the project's link (its runs go on on the box; tunnels close); the next request that
+  // needs the host links again.
+  table.request<p::HostConnectParams, p::json>(
+      "host/disconnect",
+      [&ctx](const p::HostConnectParams& params, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
+        auto config = lookup_project(params.path, ctx.workspace);
+        if (!config) return std::unexpected(config.error());
+        const bool was = ctx.sessions.disconnect(config->root);
+        if (was && !ctx.questions.traits().ferry)
+          ctx.questions.show(MessageType::info, "ferry: disconnected from " + config->host + " (runs go on there)");
+        return p::json{{"host", config->host}, {"disconnected", was}};
+      },
+      p::Execution::worker);
   if (ctx.options.test_methods) {
     // The transcripts' way to make the server ask host/confirmHostKey without an SSH server:
     // params are the question, the result is the client's decision.

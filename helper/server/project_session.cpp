@@ -239,6 +239,25 @@ std::vector<ProjectLinkPtr> ProjectSessions::all() const {
   return out;
 }
 
+bool ProjectSessions::disconnect(const std::filesystem::path& root) {
+  std::shared_ptr<Slot> s;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = slots_.find(root);
+    if (it == slots_.end()) return false;
+    s = it->second;
+  }
+  ProjectLinkPtr old;
+  {
+    std::lock_guard connecting(s->connecting);  // not in the middle of someone's connect
+    std::lock_guard lock(mutex_);
+    old = std::exchange(s->link, nullptr);
+  }
+  if (!old) return false;
+  old->close();
+  return true;
+}
+
 int ProjectSessions::connections_made() const { return connections_.load(); }
 
 void ProjectSessions::close_all() {

@@ -90,6 +90,9 @@ class ProjectSessions {
                                                               const Report& report = {});
   // The live link of the project rooted at `root`, without connecting (nullptr: none).
   ProjectLinkPtr current(const std::filesystem::path& root) const;
+  // Closes and forgets the link of the project rooted at `root` (host/disconnect); the next use
+  // makes a new one. False when there was none.
+  bool disconnect(const std::filesystem::path& root);
   // Every live link (tunnel/list, shutdown).
   std::vector<ProjectLinkPtr> all() const;
   // SSH connections made so far (each try counts): what the one-link promise is measured by.

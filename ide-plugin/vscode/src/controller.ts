@@ -513,8 +513,21 @@ export class FerryController {
       { label: '$(output) Show log', value: async () => this.host.showLog() },
     ];
     if (this.status.state === 'disconnected' || this.status.state === 'idle') items.unshift({ label: '$(debug-restart) Connect', value: () => this.start() });
+    else items.push({ label: '$(debug-disconnect) Disconnect', description: 'runs go on on the box', value: () => this.disconnect() });
     const picked = await this.host.pick(items, `ferry: ${this.hostName()}`);
     if (picked) await picked.value();
+  }
+
+  // Closes the project's link (host/disconnect); runs go on on the box, Connect links again.
+  async disconnect(): Promise<void> {
+    try {
+      await this.rpc.request('host/disconnect', this.projectParams());
+      this.status.set('disconnected', 'disconnected');
+      this.events.statusChanged();
+      this.events.tunnelsChanged();
+    } catch (e) {
+      this.fail('disconnecting', e);
+    }
   }
 
   // After a helper restart: the link again, and the runs this window showed, from where they were.

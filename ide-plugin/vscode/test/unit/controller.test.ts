@@ -269,3 +269,18 @@ test('code lenses: the run gets a terminal, the debug lens a session on the conf
   assert.equal(host.panels[0].title, 'Training quick.json');
   assert.equal(host.terminals.length, 2, 'a training has a chart, not a terminal');
 });
+
+test('Disconnect closes the link and offers Connect again', async () => {
+  const { rpc, host, ferry } = setup();
+  await ferry.start();
+  assert.equal(ferry.status.render().text, '$(cloud) gpu-box: connected');
+  rpc.answers.set('host/disconnect', { host: 'gpu-box', disconnected: true });
+  host.answers.push('$(debug-disconnect) Disconnect');
+  await ferry.menu();
+  assert.deepEqual(rpc.sent('host/disconnect'), [{ path: '/work/proj' }]);
+  assert.equal(ferry.status.state, 'disconnected');
+  host.answers.push('$(debug-restart) Connect');
+  await ferry.menu();
+  assert.equal(rpc.sent('host/connect').length, 2);
+  assert.equal(ferry.status.render().text, '$(cloud) gpu-box: connected');
+});
