@@ -117,7 +117,7 @@ std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& en
   if (!args) return usage(args.error());
   auto spec = debug_run_spec(target, request, *args);
   if (!spec) return usage(spec.error());
-  auto check_spec = debug_run_spec(target, request, debugpy_check_args());
+  auto check_spec = debug_run_spec(target, request, debugpy_check_args(request.port));
   auto probe_spec = debug_run_spec(target, request, listen_probe_args(request.port, request.wait));
   if (!check_spec || !probe_spec) return usage(check_spec ? probe_spec.error() : check_spec.error());
   auto mappings = resolve_path_mappings(target.project, target.first_remote_root);
@@ -127,6 +127,11 @@ std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& en
   auto check = run_to_end(client, *check_spec, request.interrupt_fd, std::chrono::seconds(60),
                           "the debugpy check (" + target.project.interpreter + ")");
   if (!check) return std::unexpected(check.error());
+  if (run::exit_status(check->exit) == kDebugPortInUse && check->err.find("port in use") != std::string::npos)
+    return std::unexpected(make_error(
+        DebugErrorKind::usage, "port " + std::to_string(request.port) +
+                                   " on the box is already in use (another debug session, or another program); choose "
+                                   "another for debugpy (ferry debug --port N, ferry.debugPort in VS Code, debug/prepare's port)"));
   if (run::exit_status(check->exit) != 0) {
     if (check->err.find("No module named") != std::string::npos || check->err.find("ModuleNotFoundError") != std::string::npos)
       return std::unexpected(make_error(DebugErrorKind::no_debugpy, debugpy_install_advice(target.project.interpreter)));

@@ -46,13 +46,29 @@ std::expected<std::vector<std::string>, std::string> interpreter_argv(std::strin
   return argv;
 }
 
-std::vector<std::string> debugpy_check_args() {
-  return {"-c", "import sys, debugpy; sys.stdout.write(debugpy.__version__)"};
-}
+// debugpy importable, and its port free: with the port taken, debugpy fails to bind while a
+// listener probe would find the other program's socket and point the IDE at it.
+constexpr const char* kDebugpyCheck =
+    "import sys, debugpy\n"
+    "want = ':%04X' % int(sys.argv[1])\n"
+    "for table in ('/proc/net/tcp', '/proc/net/tcp6'):\n"
+    "    try:\n"
+    "        with open(table) as f:\n"
+    "            next(f)\n"
+    "            for row in f:\n"
+    "                cols = row.split()\n"
+    "                if len(cols) > 3 and cols[1].endswith(want) and cols[3] == '0A':\n"
+    "                    sys.stderr.write('port in use')\n"
+    "                    sys.exit(3)\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "sys.stdout.write(debugpy.__version__)\n";
 
-std::vector<std::string> debugpy_check_argv(const std::vector<std::string>& interpreter) {
+std::vector<std::string> debugpy_check_args(int port) { return {"-c", kDebugpyCheck, std::to_string(port)}; }
+
+std::vector<std::string> debugpy_check_argv(const std::vector<std::string>& interpreter, int port) {
   auto argv = interpreter;
-  for (auto& a : debugpy_check_args()) argv.push_back(std::move(a));
+  for (auto& a : debugpy_check_args(port)) argv.push_back(std::move(a));
   return argv;
 }
 

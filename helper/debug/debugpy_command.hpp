@@ -24,9 +24,11 @@ std::expected<std::vector<std::string>, std::string> interpreter_argv(std::strin
 // Each command below comes twice: its interpreter arguments (`-c ...`, `-m debugpy ...`, for a
 // run through the agent, which puts ferry.json's interpreter in front) and the whole argv.
 
-// `<interpreter> -c "import debugpy ..."`: exits 0 and prints debugpy's version when importable.
-std::vector<std::string> debugpy_check_args();
-std::vector<std::string> debugpy_check_argv(const std::vector<std::string>& interpreter);
+// `<interpreter> -c "import debugpy ..." PORT`: exits 0 and prints debugpy's version when it is
+// importable and nothing listens on PORT yet; exits 3 ("port in use" on stderr) when something does.
+inline constexpr int kDebugPortInUse = 3;
+std::vector<std::string> debugpy_check_args(int port);
+std::vector<std::string> debugpy_check_argv(const std::vector<std::string>& interpreter, int port);
 
 // What to tell the user when the check fails: how to install debugpy for that interpreter
 // (pip always; apt's python3-debugpy as well when it is the system python).

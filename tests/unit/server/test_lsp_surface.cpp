@@ -261,3 +261,31 @@ BOOST_AUTO_TEST_CASE(ferry_debug_listens_on_the_port_it_is_given) {
   BOOST_TEST(r["result"]["configuration"]["connect"]["port"] == r["result"]["localPort"]);
   (void)c.call("run/signal", {{"id", r["result"]["runId"]}, {"signal", "KILL"}});
 }
+
+// A port something on the box already listens on is refused before debugpy starts: before, debugpy
+// failed to bind while the listener probe found the other program and the IDE was sent to it.
+BOOST_AUTO_TEST_CASE(ferry_debug_refuses_a_port_already_taken_on_the_box) {
+  Project p("lens-debug-taken");
+  ServeClient c(p.dir.path(), {{"experimental", {{"ferry", true}}}}, p.uri(""));
+  // Someone else's server on the box (the local host is this machine).
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  BOOST_REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(fd, 1) == 0 &&
+                ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  const int port = ntohs(a.sin_port);
+  auto r = c.call("workspace/executeCommand",
+                  {{"command", "ferry.debug"}, {"arguments", {{{"uri", p.uri("main.py")}, {"port", port}}}}});
+  ::close(fd);
+  BOOST_REQUIRE_MESSAGE(r.contains("error"), r.dump());
+  BOOST_TEST(r["error"]["message"].get<std::string>().find("port " + std::to_string(port) + " on the box is already in use") !=
+                 std::string::npos,
+             r.dump());
+  BOOST_TEST(r["error"]["code"] == -32602);
+  // Nothing was started: the box's run list has no debuggee.
+  auto runs = c.call("run/list", json::object());
+  for (const auto& run : runs["result"]["runs"]) BOOST_TEST(run["state"] != "running", run.dump());
+}
