@@ -27,19 +27,22 @@ BOOST_AUTO_TEST_CASE(interpreter_with_arguments_is_split) {
 }
 
 BOOST_AUTO_TEST_CASE(check_imports_debugpy_with_the_configured_interpreter) {
-  auto argv = debugpy_check_argv({"/opt/conda/bin/python", "-u"});
-  BOOST_REQUIRE_EQUAL(argv.size(), 4u);
+  auto argv = debugpy_check_argv({"/opt/conda/bin/python", "-u"}, 5678);
+  BOOST_REQUIRE_EQUAL(argv.size(), 5u);
   BOOST_TEST(argv[0] == "/opt/conda/bin/python");
   BOOST_TEST(argv[1] == "-u");
   BOOST_TEST(argv[2] == "-c");
   BOOST_TEST(argv[3].find("import sys, debugpy") != std::string::npos);
+  BOOST_TEST(argv[4] == "5678");
 }
 
 BOOST_AUTO_TEST_CASE(check_runs_for_real) {
   // /usr/bin/python3 has python3-debugpy here; -S hides site-packages, so debugpy is missing.
+  // The port: one nothing listens on (bound, not listening, while the check runs).
+  const int port = ferry::test::free_loopback_port();
   for (auto [interpreter, want] : {std::pair<Argv, int>{{"/usr/bin/python3"}, 0}, {{"/usr/bin/python3", "-S", "-I"}, 1}}) {
     ferry::remote::ChildProcess child;
-    auto spawned = child.spawn(debugpy_check_argv(interpreter));
+    auto spawned = child.spawn(debugpy_check_argv(interpreter, port));
     BOOST_REQUIRE(spawned);
     ::close(spawned->stdin_fd);
     char buffer[256];
