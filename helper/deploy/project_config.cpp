@@ -393,9 +393,10 @@ std::optional<std::string> remote_root_refusal(std::string_view remote, std::str
     why = " is a home directory itself: a sync would list all of it (caches, datasets, other projects), and --delete "
           "would offer to remove everything ferry did not put there";
   } else if (at_or_below(p, {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run",
-                             "/sbin", "/sys", "/usr", "/var/lib", "/var/log", "/var/cache"})) {
+                             "/sbin", "/sys", "/usr", "/var/lib", "/var/log", "/var/cache"}) &&
+             !at_or_below(p, {"/dev/shm"})) {
     why = " is a system directory (the package manager's, the kernel's or a virtual filesystem), never a project's";
-  } else if (one_of_paths(p, {"/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt", "/media"})) {
+  } else if (one_of_paths(p, {"/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt", "/media", "/dev/shm"})) {
     why = " is shared by other users and programs: a sync would list their files, and --delete would offer to remove "
           "them; a directory of the project's own below it is fine";
   } else {

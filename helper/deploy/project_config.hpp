@@ -84,8 +84,9 @@ std::optional<std::string> path_in_mapping(std::string_view path, const Mapping&
 // whole filesystem ("/"), a home directory itself ("~", "/root", "/home", "/home/USER"), system
 // directories and everything below them (/bin /boot /dev /etc /lib /lib32 /lib64 /libx32 /proc
 // /run /sbin /sys /usr /var/lib /var/log /var/cache: the package manager's, the kernel's, or
-// another filesystem), and shared top-level directories themselves (/tmp /var /var/tmp /opt /srv
-// /mnt /media: other users' and programs' files; a project directory below them is fine).
+// another filesystem; /dev/shm's subdirectories excepted), and shared directories themselves (/tmp
+// /var /var/tmp /opt /srv /mnt /media /dev/shm: other users' and programs' files; a project
+// directory below them is fine, e.g. a scratch copy in RAM at /dev/shm/NAME).
 // Spellings like "//etc/./" count as "/etc". The message suggests "~/work/NAME".
 std::optional<std::string> remote_root_refusal(std::string_view remote, std::string_view project_name);
 
@@ -94,7 +95,8 @@ std::optional<std::string> remote_root_refusal(std::string_view remote, std::str
 // with "^(?!" + this + ")", so editors flag such roots too.
 inline constexpr const char* kRefusedRemoteRootPattern =
     "(?:~|/(?:\\.?/)*(?:(?:root|home(?:/(?:\\.?/)*[^/]+)?|tmp|var(?:/(?:\\.?/)*tmp)?|opt|srv|mnt|media)|"
-    "(?:bin|boot|dev|etc|lib|lib32|lib64|libx32|proc|run|sbin|sys|usr|var/(?:\\.?/)*(?:lib|log|cache))(?:/.*)?|\\.)?)"
+    "dev(?:/(?:\\.?/)*(?:shm|(?!shm(?:/|$))[^/].*))?|"
+    "(?:bin|boot|etc|lib|lib32|lib64|libx32|proc|run|sbin|sys|usr|var/(?:\\.?/)*(?:lib|log|cache))(?:/.*)?|\\.)?)"
     "(?:/\\.?)*$";
 
 // Walks up from `start` (a file or directory) to the first directory holding ferry.json, as git

@@ -178,7 +178,8 @@ BOOST_AUTO_TEST_CASE(mapping_roots_that_are_not_a_project_directory_are_refused)
                         Case{"/home", "home directory itself"}, Case{"/home/bob/", "home directory itself"},
                         Case{"/etc", "system directory"}, Case{"/etc/ssh", "system directory"},
                         Case{"/usr/local", "system directory"}, Case{"/proc/self", "system directory"},
-                        Case{"/sys", "system directory"}, Case{"/dev/shm/x", "system directory"},
+                        Case{"/sys", "system directory"}, Case{"/dev/pts/x", "system directory"},
+                        Case{"/dev/shm", "shared by other users"}, Case{"/dev/shmx", "system directory"},
                         Case{"/boot", "system directory"}, Case{"/lib64", "system directory"},
                         Case{"/var/log/app", "system directory"}, Case{"/run/user/1000", "system directory"},
                         Case{"/var", "shared by other users"}, Case{"/tmp/", "shared by other users"},
@@ -202,7 +203,7 @@ BOOST_AUTO_TEST_CASE(mapping_roots_that_are_not_a_project_directory_are_refused)
   BOOST_REQUIRE(!unnamed);
   BOOST_TEST(unnamed.error().message.find("\"~/work/my-proj\"") != std::string::npos, unnamed.error().message);
   // A project's own directory below those is fine.
-  for (const char* ok : {"~/work/resnet", "/home/bob/resnet", "/root/resnet", "/var/tmp/resnet", "/opt/resnet",
+  for (const char* ok : {"~/work/resnet", "/home/bob/resnet", "/root/resnet", "/var/tmp/resnet", "/opt/resnet", "/dev/shm/resnet",
                          "/mnt/data/resnet", "/tmp/ferry-resnet", "/srv/resnet", "/workspace", "/etcetera", "/homes"}) {
     json doc{{"mappings", json::array({json{{"remote", ok}}})}};
     BOOST_TEST(parse_project(doc, "/x").has_value(), ok);

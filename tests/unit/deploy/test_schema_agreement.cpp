@@ -56,7 +56,7 @@ BOOST_AUTO_TEST_CASE(schema_is_draft_2020_12_with_descriptions) {
 BOOST_AUTO_TEST_CASE(schema_and_validator_agree_on_refused_mapping_roots) {
   const auto& checker = ferry::protocol::ferry_schema();
   std::vector<std::string> names = {"", "~", "root", "home", "home/bob", "home/bob/p", "homes", "bin", "boot", "dev",
-                                    "dev/shm", "etc", "etc/x/y", "etcetera", "lib", "lib32", "lib64", "libx32", "lib2",
+                                    "dev/shm", "dev/shm/p", "dev/shmx", "dev/shm/p/../x", "etc", "etc/x/y", "etcetera", "lib", "lib32", "lib64", "libx32", "lib2",
                                     "proc", "proc/1/root", "run", "run/user/1", "sbin", "sys", "usr", "usr/local/p",
                                     "var", "var/tmp", "var/tmp/p", "var/lib", "var/lib/x", "var/log", "var/cache/a",
                                     "var/www", "tmp", "tmp/p", "opt", "opt/p", "srv", "srv/p", "mnt", "mnt/d/p",
