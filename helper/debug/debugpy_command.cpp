@@ -9,12 +9,11 @@ namespace {
 
 // Polls the kernel's socket table rather than connecting: a probe connection would be taken by
 // debugpy's adapter for the IDE. Runs on the box's interpreter, so it is plain Python 3.
-constexpr const char* kListenProbe =
-    "import sys, time\n"
-    "port, limit = int(sys.argv[1]), float(sys.argv[2])\n"
-    "want = ':%04X' % port\n"
-    "deadline = time.monotonic() + limit\n"
-    "while True:\n"
+// Python: whether anything listens on 127.0.0.1/::1/any at `port`, from the kernel's socket tables
+// (connecting would be seen by debugpy as its client). Shared by the listener probe and the check.
+constexpr const char* kListeningFunction =
+    "def listening(port):\n"
+    "    want = ':%04X' % port\n"
     "    for table in ('/proc/net/tcp', '/proc/net/tcp6'):\n"
     "        try:\n"
     "            with open(table) as f:\n"
@@ -22,9 +21,17 @@ constexpr const char* kListenProbe =
     "                for row in f:\n"
     "                    cols = row.split()\n"
     "                    if len(cols) > 3 and cols[1].endswith(want) and cols[3] == '0A':\n"
-    "                        sys.exit(0)\n"
+    "                        return True\n"
     "        except OSError:\n"
     "            pass\n"
+    "    return False\n";
+
+// Waits up to argv[2] seconds for a listener on argv[1]: exit 0 when one is there, 1 if not.
+constexpr const char* kListenProbeMain =
+    "import sys, time\n"
+    "port, limit = int(sys.argv[1]), float(sys.argv[2])\n"
+    "deadline = time.monotonic() + limit\n"
+    "while not listening(port):\n"
     "    if time.monotonic() > deadline:\n"
     "        sys.exit(1)\n"
     "    time.sleep(0.05)\n";
@@ -48,23 +55,16 @@ std::expected<std::vector<std::string>, std::string> interpreter_argv(std::strin
 
 // debugpy importable, and its port free: with the port taken, debugpy fails to bind while a
 // listener probe would find the other program's socket and point the IDE at it.
-constexpr const char* kDebugpyCheck =
+constexpr const char* kDebugpyCheckMain =
     "import sys, debugpy\n"
-    "want = ':%04X' % int(sys.argv[1])\n"
-    "for table in ('/proc/net/tcp', '/proc/net/tcp6'):\n"
-    "    try:\n"
-    "        with open(table) as f:\n"
-    "            next(f)\n"
-    "            for row in f:\n"
-    "                cols = row.split()\n"
-    "                if len(cols) > 3 and cols[1].endswith(want) and cols[3] == '0A':\n"
-    "                    sys.stderr.write('port in use')\n"
-    "                    sys.exit(3)\n"
-    "    except OSError:\n"
-    "        pass\n"
+    "if listening(int(sys.argv[1])):\n"
+    "    sys.stderr.write('port in use')\n"
+    "    sys.exit(3)\n"
     "sys.stdout.write(debugpy.__version__)\n";
 
-std::vector<std::string> debugpy_check_args(int port) { return {"-c", kDebugpyCheck, std::to_string(port)}; }
+std::vector<std::string> debugpy_check_args(int port) {
+  return {"-c", std::string(kListeningFunction) + kDebugpyCheckMain, std::to_string(port)};
+}
 
 std::vector<std::string> debugpy_check_argv(const std::vector<std::string>& interpreter, int port) {
   auto argv = interpreter;
@@ -115,7 +115,7 @@ std::expected<std::vector<std::string>, std::string> debuggee_args(int port, con
 }
 
 std::vector<std::string> listen_probe_args(int port, std::chrono::seconds timeout) {
-  return {"-c", kListenProbe, std::to_string(port), std::to_string(timeout.count())};
+  return {"-c", std::string(kListeningFunction) + kListenProbeMain, std::to_string(port), std::to_string(timeout.count())};
 }
 
 std::vector<std::string> listen_probe_argv(const std::vector<std::string>& interpreter, int port,

@@ -147,71 +147,20 @@ std::string stream_bytes(std::uint64_t from, std::size_t n) {
 // A server that starts sending as soon as a connection is accepted (a bulk sender, a page that
 // streams) the stream above, then closes: `first` bytes to the first connection, `later` bytes to
 // each one after it. Its writes never raise SIGPIPE.
-class StreamServer {
+class StreamServer : public ferry::test::LoopbackServer {
  public:
-  StreamServer(std::uint64_t first, std::uint64_t later) : first_(first), later_(later) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 256) != 0)
-      throw std::runtime_error("StreamServer: cannot listen");
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    acceptor_ = std::thread([this] { accept_loop(); });
-  }
-  ~StreamServer() {
-    stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    acceptor_.join();
-    ::close(fd_);
-    {
-      std::lock_guard lk(mutex_);
-      for (int c : clients_) ::shutdown(c, SHUT_RDWR);
-    }
-    for (auto& t : workers_) t.join();
-  }
-  int port() const { return port_; }
-  int connections() const { return connections_.load(); }
-
- private:
-  void accept_loop() {
-    while (!stop_) {
-      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) {
-        if (stop_) return;
-        continue;
-      }
-      const std::uint64_t total = connections_++ == 0 ? first_ : later_;
-      std::lock_guard lk(mutex_);
-      clients_.push_back(c);
-      workers_.emplace_back([this, c, total] {
-        constexpr std::size_t kBlock = 64 << 10;
-        for (std::uint64_t off = 0; off < total && !stop_;) {
-          std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, total - off));
-          if (!write_all_fd(c, stream_bytes(off, n))) break;  // the far end went away
-          off += n;
-        }
-        ::shutdown(c, SHUT_WR);
-        char buf[4096];
-        while (::recv(c, buf, sizeof buf, 0) > 0) {
-        }
-        std::lock_guard lk2(mutex_);
-        std::erase(clients_, c);
-        ::close(c);
-      });
-    }
-  }
-  std::uint64_t first_, later_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> connections_{0};
-  std::thread acceptor_;
-  std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::vector<int> clients_;
+  StreamServer(std::uint64_t first, std::uint64_t later)
+      : LoopbackServer(
+            [first, later](int c, int n, const std::atomic<bool>& stopping) {
+              const std::uint64_t total = n == 0 ? first : later;
+              constexpr std::size_t kBlock = 64 << 10;
+              for (std::uint64_t off = 0; off < total && !stopping;) {
+                std::size_t len = static_cast<std::size_t>(std::min<std::uint64_t>(kBlock, total - off));
+                if (!write_all_fd(c, stream_bytes(off, len))) break;  // the far end went away
+                off += len;
+              }
+            },
+            256) {}
 };
 
 }  // namespace

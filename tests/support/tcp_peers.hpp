@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -85,34 +86,38 @@ inline std::string read_exactly(int fd, std::size_t n, std::chrono::milliseconds
   return out;
 }
 
-// Echoes each connection's bytes back; at the client's EOF it shuts its own write side, so a
-// half-close travels both ways. One thread per connection.
-class EchoServer {
+// A TCP server on 127.0.0.1 (port 0: any) that gives each connection its own thread running
+// `serve(fd, n)` (n counts connections from 0); the server then shuts the write side and drains
+// until the peer closes, so the last bytes are not lost to a reset. Stopping shuts every
+// connection a failed test left open, so no worker (and no test) waits forever.
+class LoopbackServer {
  public:
-  EchoServer() {
+  using Serve = std::function<void(int fd, int n, const std::atomic<bool>& stopping)>;
+  explicit LoopbackServer(Serve serve, int backlog = 128) : serve_(std::move(serve)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 128) != 0)
-      throw std::runtime_error("EchoServer: cannot listen");
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, backlog) != 0)
+      throw std::runtime_error("LoopbackServer: cannot listen");
     socklen_t len = sizeof a;
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
     acceptor_ = std::thread([this] { accept_loop(); });
   }
-  ~EchoServer() {
+  ~LoopbackServer() {
     stop_ = true;
     ::shutdown(fd_, SHUT_RDWR);
     acceptor_.join();
     ::close(fd_);
     {
-      // Connections a failed test left open must not keep the workers (and the test) waiting.
       std::lock_guard lk(mutex_);
       for (int c : clients_) ::shutdown(c, SHUT_RDWR);
     }
     for (auto& t : workers_) t.join();
   }
+  LoopbackServer(const LoopbackServer&) = delete;
+  LoopbackServer& operator=(const LoopbackServer&) = delete;
   int port() const { return port_; }
   int connections() const { return connections_.load(); }
 
@@ -124,28 +129,22 @@ class EchoServer {
         if (stop_) return;
         continue;
       }
-      ++connections_;
-      {
-        std::lock_guard lk(mutex_);
-        clients_.push_back(c);
-      }
-      workers_.emplace_back([this, c] {
-        std::vector<char> buf(1 << 16);
-        for (;;) {
-          auto n = ::recv(c, buf.data(), buf.size(), 0);
-          if (n <= 0) break;
-          if (!write_all_fd(c, std::string_view(buf.data(), static_cast<std::size_t>(n)))) break;
-        }
+      const int n = connections_++;
+      std::lock_guard lk(mutex_);
+      clients_.push_back(c);
+      workers_.emplace_back([this, c, n] {
+        serve_(c, n, stop_);
         ::shutdown(c, SHUT_WR);
-        // Drain until the peer closes, so the last bytes are not lost to a reset.
-        while (::recv(c, buf.data(), buf.size(), 0) > 0) {
+        char buf[4096];
+        while (::recv(c, buf, sizeof buf, 0) > 0) {
         }
-        std::lock_guard lk(mutex_);
+        std::lock_guard lk2(mutex_);
         std::erase(clients_, c);
         ::close(c);
       });
     }
   }
+  Serve serve_;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
@@ -154,6 +153,21 @@ class EchoServer {
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::vector<int> clients_;
+};
+
+// Echoes each connection's bytes back; at the client's EOF it shuts its own write side, so a
+// half-close travels both ways.
+class EchoServer : public LoopbackServer {
+ public:
+  EchoServer()
+      : LoopbackServer([](int c, int, const std::atomic<bool>&) {
+          std::vector<char> buf(1 << 16);
+          for (;;) {
+            auto n = ::recv(c, buf.data(), buf.size(), 0);
+            if (n <= 0) break;
+            if (!write_all_fd(c, std::string_view(buf.data(), static_cast<std::size_t>(n)))) break;
+          }
+        }) {}
 };
 
 inline std::size_t open_fd_count() {
