@@ -19,15 +19,11 @@
 
 using ferry::test::SshdFixture;
 using json = nlohmann::json;
+using ferry::test::read_file;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 // The 0-based line of the first line containing `needle`.
 int line_of(const std::string& text, const std::string& needle) {

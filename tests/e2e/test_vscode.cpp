@@ -22,17 +22,9 @@
 
 using ferry::test::SshdFixture;
 using json = nlohmann::json;
+using ferry::test::read_file;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-namespace {
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
-
-}  // namespace
 
 BOOST_AUTO_TEST_CASE(vscode_saves_runs_debugs_and_lists_runs) {
   SshdFixture f;

@@ -18,6 +18,7 @@
 
 using ferry::test::SshdFixture;
 using json = nlohmann::json;
+using ferry::test::read_file;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
@@ -29,11 +30,6 @@ struct Env {
     ::unsetenv("SSH_AUTH_SOCK");  // only the fixture's keys
   }
 };
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 fs::path make_project(const SshdFixture& f, const std::string& name, const std::string& remote) {
   const fs::path dir = f.dir() / name;

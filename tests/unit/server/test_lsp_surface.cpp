@@ -18,6 +18,7 @@
 #include "tests/support/wait_for.hpp"
 
 using json = nlohmann::json;
+using ferry::test::read_file;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ferry::protocol::path_to_file_uri;
@@ -37,11 +38,6 @@ struct EnvHolder {
   Env env;
   EnvHolder() { g_env = &env; }
 };
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 // A project on the local host; its mapping lands in the sandbox under XDG_CACHE_HOME.
 struct Project {
