@@ -14,6 +14,12 @@ std::expected<protocol::HostConnectResult, protocol::ResponseError> connect_host
 void bind_host_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_tunnel_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_doctor_methods(protocol::BindingTable& table, const ServerContext& ctx);
+// env/info, env/sync (env_methods.cpp).
+void bind_env_methods(protocol::BindingTable& table, const ServerContext& ctx);
+class ProjectLink;
+// Mirrors the box's packages again when its installed distributions differ from the mirror's
+// last sync; nothing when they match (env_methods.cpp).
+void refresh_env_mirror_if_stale(ProjectLink& link);
 // doctor/run's checks (the ferry.doctor command shows them too).
 std::expected<protocol::DoctorRunResult, protocol::ResponseError> run_doctor_checks(const ServerContext& ctx,
                                                                                    const protocol::DoctorRunParams& params,

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint.hpp"
@@ -57,6 +58,9 @@ class ProjectLink {
   // Connected, or an SSH link mending itself (it never gives up until closed).
   bool usable() const;
   void close();
+  // Work on this link that no request waits for (the env mirror's refresh after a connect):
+  // it should stop when usable() turns false; the link closes and joins it before it goes.
+  void start_background(std::function<void(ProjectLink&)> work);
 
  private:
   friend class ProjectSessions;
@@ -70,6 +74,7 @@ class ProjectLink {
   std::shared_ptr<sync::SyncEngine> engine_;
   std::unique_ptr<run::RunClient> runs_;
   bool closed_ = false;
+  std::jthread background_;
 };
 
 using ProjectLinkPtr = std::shared_ptr<ProjectLink>;

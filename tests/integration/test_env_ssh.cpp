@@ -3,6 +3,8 @@
 // finds torch there and fails to import it (no binaries), while jedi resolves torch.nn.Linear to a
 // file in the mirror; a second sync after one package file changed on the box moves only that
 // file, a file removed on the box leaves the mirror; the size cap holds and names what it left out.
+// `ferry serve` answers env/info and env/sync on its one link, and refreshes the mirror in the
+// background after a connect when the box's installed packages changed.
 #define BOOST_TEST_MODULE env_ssh
 #include <boost/test/unit_test.hpp>
 
@@ -17,7 +19,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/serve_process.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
 
 using ferry::test::SshdFixture;
 namespace fs = std::filesystem;
@@ -190,4 +194,45 @@ BOOST_AUTO_TEST_CASE(mirror_venv_jedi_incremental_and_cap) {
   BOOST_TEST(fs::is_regular_file(extra / "mypkg" / "core.py"));  // small packages stay
   auto text = box.ferry("env sync --no-venv --cap 8388608");
   BOOST_TEST(text.out.find("left out: " + r3["leftOut"][0]["package"].get<std::string>() + " (") != std::string::npos, text.out);
+}
+
+BOOST_AUTO_TEST_CASE(serve_env_methods_and_background_refresh) {
+  Box box;
+  using namespace std::chrono_literals;
+  const std::vector<std::string> argv{"/usr/bin/env", "XDG_CACHE_HOME=" + box.cache().string(), FERRY_BIN, "--project",
+                                      box.project().string(), "serve"};
+  const fs::path venv = box.project() / ".ferry" / "venv";
+  fs::path extra_mirror;
+  {
+    ferry::test::ServeProcess serve(argv);
+    BOOST_REQUIRE(serve.call(1, "initialize", {{"capabilities", json::object()}}, 30s));
+    auto info = serve.call(2, "env/info", json{{"torch", false}}, 60s);
+    BOOST_TEST_REQUIRE(info->contains("result"), info->dump());
+    BOOST_TEST((*info)["result"]["python"].get<std::string>().starts_with("3."));
+    BOOST_TEST((*info)["result"]["torch"].is_null());  // not asked for
+    // A 4 MiB cap keeps this quick: the big packages are listed, named and left out.
+    auto synced = serve.call(3, "env/sync", json{{"capBytes", 4 << 20}}, 120s);
+    BOOST_TEST_REQUIRE(synced->contains("result"), synced->dump());
+    const json& r = (*synced)["result"];
+    BOOST_TEST(r["bytesTotal"].get<std::uint64_t>() <= 4u << 20);
+    BOOST_TEST(!r["leftOut"].empty());
+    BOOST_TEST(r["venvPython"] == (venv / "bin" / "python").string(), r.dump());
+    extra_mirror = entry_for(r, box.extra().string());
+    BOOST_TEST_REQUIRE(fs::is_regular_file(extra_mirror / "mypkg" / "core.py"));
+    auto bad = serve.call(4, "env/sync", json{{"capBytes", 0}}, 30s);
+    BOOST_TEST((*bad)["error"]["code"] == -32602, bad->dump());
+    BOOST_REQUIRE(serve.call(5, "shutdown", nullptr, 30s));
+    serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
+  }
+  // `pip install` on the box: a new distribution. The next connect of a project that uses the
+  // mirror (it has .ferry/venv) brings it in without a request.
+  ferry::test::write_file(box.extra() / "newpkg-2.0.dist-info" / "METADATA", "Metadata-Version: 2.1\nName: newpkg\nVersion: 2.0\n");
+  ferry::test::write_file(box.extra() / "newpkg" / "__init__.py", "NEW = True\n");
+  ferry::test::ServeProcess serve(argv);
+  BOOST_REQUIRE(serve.call(1, "initialize", {{"capabilities", json::object()}}, 30s));
+  auto connected = serve.call(2, "host/connect", json::object(), 60s);
+  BOOST_TEST_REQUIRE(connected->contains("result"), connected->dump());
+  BOOST_TEST(ferry::test::eventually([&] { return fs::exists(extra_mirror / "newpkg" / "__init__.py"); }, 120s));
+  BOOST_REQUIRE(serve.call(3, "shutdown", nullptr, 60s));
+  serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
 }
