@@ -230,6 +230,25 @@ std::optional<MirrorState> read_mirror_state(const fs::path& mirror) {
   return s;
 }
 
+MirrorCheck mirror_check(const std::optional<MirrorState>& state, std::int64_t now) {
+  if (!state)
+    return {"warn", "no mirror of the box's Python packages yet (the editor cannot complete or resolve them)",
+            "ferry env sync (then select .ferry/venv as the project interpreter: docs/ide.md)"};
+  const std::int64_t age = std::max<std::int64_t>(0, now - state->synced_at);
+  const std::string when = age < 120      ? fmt::format("{} s ago", age)
+                           : age < 7200   ? fmt::format("{} min ago", age / 60)
+                           : age < 172800 ? fmt::format("{} h ago", age / 3600)
+                                          : fmt::format("{} days ago", age / 86400);
+  std::string detail = fmt::format("{} files, {}, synced {} ({})", state->files, human(state->bytes), when, state->mirror.string());
+  if (!state->left_out.empty()) {
+    std::string names;
+    for (std::size_t k = 0; k < state->left_out.size() && k < 3; ++k) names += (k ? ", " : "") + state->left_out[k].first;
+    return {"warn", detail + "; over the size cap, left out: " + names, "ferry env sync --cap BYTES (a larger cap)"};
+  }
+  if (age > 7 * 86400) return {"warn", detail, "ferry env sync (the box's packages may have changed since)"};
+  return {"pass", detail, ""};
+}
+
 fs::path project_venv_python(const fs::path& project_root) { return project_root / ".ferry" / "venv" / "bin" / "python"; }
 
 std::expected<fs::path, std::string> write_project_venv(const fs::path& project_root, const MirrorState& state,

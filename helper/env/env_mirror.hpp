@@ -85,6 +85,15 @@ struct MirrorState {
 };
 std::optional<MirrorState> read_mirror_state(const std::filesystem::path& mirror);
 
+// `ferry doctor`'s line about the mirror: pass with its size and age, warn when there is none,
+// when it is a week old, or when the cap left packages out.
+struct MirrorCheck {
+  std::string status;  // "pass" or "warn"
+  std::string detail;
+  std::string fix;
+};
+MirrorCheck mirror_check(const std::optional<MirrorState>& state, std::int64_t now_unix_s);
+
 // <project>/.ferry/venv: made once with `local_python -m venv --without-pip` (no packages, no
 // system site-packages), then given ferry-box-env.pth naming the mirror's entries. Returns the
 // venv's python (what an editor selects as the project interpreter).

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -162,6 +163,25 @@ BOOST_AUTO_TEST_CASE(mirror_venv_jedi_incremental_and_cap) {
   auto goto_linear = sh("/usr/bin/python3 " + q(box.dir / "jedi_goto.py"), false);
   BOOST_TEST(goto_linear.status == 0, goto_linear.out);
   BOOST_TEST(goto_linear.out == (dist / "torch" / "nn" / "modules" / "linear.py").string() + "\n", goto_linear.out);
+
+  // The editors: `ferry ide vscode` merges the one key; `ferry doctor` reports the mirror.
+  ferry::test::write_file(box.project() / ".vscode" / "settings.json", "{\n  // mine\n  \"editor.tabSize\": 2\n}\n");
+  auto ide = box.ferry("ide vscode --offline");
+  BOOST_TEST(ide.status == 0, ide.out);
+  auto settings = json::parse(std::ifstream(box.project() / ".vscode" / "settings.json"), nullptr, true, true);
+  BOOST_TEST(settings["python.defaultInterpreterPath"] == "${workspaceFolder}/.ferry/venv/bin/python", settings.dump());
+  BOOST_TEST(settings["editor.tabSize"] == 2);
+  auto doctor = box.ferry("doctor --json", false);
+  bool reported = false;
+  const json checks = json::parse(doctor.out)["checks"];
+  for (const auto& c : checks)
+    if (c["check"] == "env mirror") {
+      reported = true;
+      BOOST_TEST(c["status"] == "pass", c.dump());
+      BOOST_TEST(c["detail"].get<std::string>().find("synced ") != std::string::npos, c.dump());
+      BOOST_TEST(c["detail"].get<std::string>().find(std::to_string(r1["filesTotal"].get<int>()) + " files") == 0u, c.dump());
+    }
+  BOOST_TEST(reported, doctor.out);
 
   // One package file changed on the box (pip install -U), one removed: only they move.
   ferry::test::write_file(box.extra() / "mypkg" / "core.py", "def answer():\n    return 43\n");

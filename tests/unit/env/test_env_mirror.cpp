@@ -71,3 +71,24 @@ BOOST_AUTO_TEST_CASE(one_cache_per_host_and_interpreter) {
   BOOST_TEST(a != mirror_dir("/c", "gpu-box", "python3"));
   BOOST_TEST(a == mirror_dir("/c", "root@127.0.0.1:22", "python3"));
 }
+
+BOOST_AUTO_TEST_CASE(doctor_line_says_age_size_and_what_is_missing) {
+  auto none = mirror_check(std::nullopt, 1000);
+  BOOST_TEST(none.status == "warn");
+  BOOST_TEST(none.fix.find("ferry env sync") != std::string::npos);
+  MirrorState s;
+  s.mirror = "/c/m";
+  s.synced_at = 1'000'000;
+  s.files = 7864;
+  s.bytes = 90ull << 20;
+  auto fresh = mirror_check(s, 1'000'000 + 3 * 3600);
+  BOOST_TEST(fresh.status == "pass");
+  BOOST_TEST(fresh.detail == "7864 files, 90.0 MiB, synced 3 h ago (/c/m)", fresh.detail);
+  auto old = mirror_check(s, 1'000'000 + 10 * 86400);
+  BOOST_TEST(old.status == "warn");
+  BOOST_TEST(old.detail.find("10 days ago") != std::string::npos);
+  s.left_out = {{"sympy", 31u << 20}, {"torch", 15u << 20}};
+  auto capped = mirror_check(s, 1'000'000);
+  BOOST_TEST(capped.status == "warn");
+  BOOST_TEST(capped.detail.find("left out: sympy, torch") != std::string::npos, capped.detail);
+}
