@@ -3,6 +3,10 @@
 // server also brings the mirror up to date in the background when the box's packages changed
 // since the last sync (the installed distributions differ), so the editor's Python language
 // server sees a `pip install` on the box without anyone asking.
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
+
 #include <spdlog/spdlog.h>
 
 #include "helper/env/env_mirror.hpp"
@@ -83,8 +87,6 @@ std::string distributions_key(const env::EnvInfo& info) {
   return key;
 }
 
-}  // namespace
-
 void refresh_env_mirror_if_stale(ProjectLink& link) {
   const auto config = link.config();
   auto info = env::probe_env(link.endpoint(), config.interpreter, false);
@@ -99,6 +101,30 @@ void refresh_env_mirror_if_stale(ProjectLink& link) {
   EnvSyncParams params;
   auto done = run_env_sync(link, params, [&link] { return !link.usable(); }, {});
   if (!done) spdlog::warn("env: background sync: {}", done.error().message);
+}
+
+}  // namespace
+
+void keep_env_mirror_fresh(ProjectLink& link, std::stop_token stop) {
+  std::mutex mu;
+  std::condition_variable_any cv;
+  bool run_ended = false;
+  // On the endpoint's reader thread: only note it (no calls from there).
+  auto sub = link.endpoint().subscribe([&](const p::Notification& n) {
+    if (n.method != "run/exited") return;
+    std::lock_guard lock(mu);
+    run_ended = true;
+    cv.notify_all();
+  });
+  refresh_env_mirror_if_stale(link);
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock lock(mu);
+      if (!cv.wait(lock, stop, [&] { return run_ended; })) return;
+      run_ended = false;
+    }
+    if (link.usable()) refresh_env_mirror_if_stale(link);
+  }
 }
 
 void bind_env_methods(p::BindingTable& table, const ServerContext& ctx) {

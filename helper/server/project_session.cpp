@@ -84,6 +84,7 @@ ProjectLink::ProjectLink(deploy::ProjectConfig config, sync::ProjectEndpoint lin
 ProjectLink::~ProjectLink() {
   if (background_.joinable()) {
     // Its calls fail at once on a closed endpoint, so the join is short.
+    background_.request_stop();
     close();
     background_.join();
   }
@@ -154,10 +155,10 @@ void ProjectLink::close() {
   link_.endpoint->close();
 }
 
-void ProjectLink::start_background(std::function<void(ProjectLink&)> work) {
+void ProjectLink::start_background(std::function<void(ProjectLink&, std::stop_token)> work) {
   std::lock_guard lock(mutex_);
   if (closed_ || background_.joinable()) return;
-  background_ = std::jthread([this, work = std::move(work)] { work(*this); });
+  background_ = std::jthread([this, work = std::move(work)](std::stop_token stop) { work(*this, std::move(stop)); });
 }
 
 // ---- ProjectSessions ----
@@ -235,8 +236,8 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
   auto link = std::make_shared<ProjectLink>(config, std::move(*made), *info, events);
   open_project_tunnels(link->endpoint(), config);
   // A project that uses the env mirror (it has .ferry/venv) gets it refreshed when the box's
-  // packages changed since its last sync (env_methods.cpp).
-  if (std::error_code ec; std::filesystem::exists(config.root / ".ferry" / "venv", ec)) link->start_background(refresh_env_mirror_if_stale);
+  // packages changed since its last sync: now, and after each run ends (env_methods.cpp).
+  if (std::error_code ec; std::filesystem::exists(config.root / ".ferry" / "venv", ec)) link->start_background(keep_env_mirror_fresh);
   return link;
 }
 

@@ -58,9 +58,10 @@ class ProjectLink {
   // Connected, or an SSH link mending itself (it never gives up until closed).
   bool usable() const;
   void close();
-  // Work on this link that no request waits for (the env mirror's refresh after a connect):
-  // it should stop when usable() turns false; the link closes and joins it before it goes.
-  void start_background(std::function<void(ProjectLink&)> work);
+  // Work on this link that no request waits for (the env mirror's refresh after a connect and
+  // after runs): it should stop when its stop token is set; the link requests that, closes and
+  // joins it before it goes.
+  void start_background(std::function<void(ProjectLink&, std::stop_token)> work);
 
  private:
   friend class ProjectSessions;

@@ -4,7 +4,7 @@
 // file in the mirror; a second sync after one package file changed on the box moves only that
 // file, a file removed on the box leaves the mirror; the size cap holds and names what it left out.
 // `ferry serve` answers env/info and env/sync on its one link, and refreshes the mirror in the
-// background after a connect when the box's installed packages changed.
+// background after a connect, and after a run ends, when the box's installed packages changed.
 #define BOOST_TEST_MODULE env_ssh
 #include <boost/test/unit_test.hpp>
 
@@ -253,6 +253,15 @@ BOOST_AUTO_TEST_CASE(serve_env_methods_and_background_refresh) {
   auto connected = serve.call(2, "host/connect", json::object(), 60s);
   BOOST_TEST_REQUIRE(connected->contains("result"), connected->dump());
   BOOST_TEST(ferry::test::eventually([&] { return fs::exists(extra_mirror / "newpkg" / "__init__.py"); }, 120s));
-  BOOST_REQUIRE(serve.call(3, "shutdown", nullptr, 60s));
+  // A run from the editor that installs a package: when it ends, the mirror follows.
+  const std::string install =
+      "import os, pathlib; e = pathlib.Path(os.environ['HOME']) / 'extra'; "
+      "(e / 'runpkg-1.0.dist-info').mkdir(); (e / 'runpkg-1.0.dist-info' / 'METADATA').write_text('Name: runpkg\\nVersion: 1.0\\n'); "
+      "(e / 'runpkg').mkdir(); (e / 'runpkg' / '__init__.py').write_text('RUN = 1\\n')";
+  auto started = serve.call(3, "run/start", json{{"argv", {"/usr/bin/python3", "-c", install}}}, 60s);
+  BOOST_TEST_REQUIRE(started->contains("result"), started->dump());
+  BOOST_TEST(ferry::test::eventually([&] { return fs::exists(extra_mirror / "runpkg" / "__init__.py"); }, 120s));
+  BOOST_TEST(fs::exists(box.extra() / "runpkg" / "__init__.py"));
+  BOOST_REQUIRE(serve.call(4, "shutdown", nullptr, 60s));
   serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
 }
