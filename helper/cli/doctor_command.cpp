@@ -1,11 +1,14 @@
 // `ferry doctor [HOST]`: checks the link, the host key, the agent, the box (disk, GPUs, CUDA,
 // python, torch) and SSH hardening; one line per check with the fix. --json for the IDE.
+#include <chrono>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/env/env_mirror.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 
 namespace ferry::cli {
@@ -16,6 +19,19 @@ struct DoctorCliOptions {
   bool json = false;
   int timeout_s = 30;
 };
+
+// The project's mirror of the box's packages (`ferry env sync`): its size and age. Only for the
+// project's own host (a HOST argument naming another box has no mirror of this project's).
+std::optional<remote::DoctorCheck> env_mirror_line(const GlobalOptions& g, const std::string& host_arg) {
+  auto project = find_cli_project(g);
+  if (!project || (!host_arg.empty() && host_arg != project->host)) return std::nullopt;
+  auto link = sync::make_project_endpoint(*project, cli_endpoint_options(g));
+  if (!link) return std::nullopt;
+  const auto mirror = env::mirror_dir(env::default_cache_root(), link->host, project->interpreter);
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto c = env::mirror_check(env::read_mirror_state(mirror), now);
+  return remote::DoctorCheck{"env mirror", c.status, c.detail, c.fix};
+}
 
 int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   auto target = ssh_target(g, o.host, "");
@@ -28,6 +44,7 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   d.interpreter = target->interpreter;
   d.timeout = std::chrono::seconds(o.timeout_s);
   auto checks = remote::run_doctor(d);
+  if (auto line = env_mirror_line(g, o.host)) checks.push_back(std::move(*line));
   bool failed = false;
   for (const auto& c : checks) failed = failed || c.status == "fail";
   if (o.json) {
@@ -48,7 +65,7 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
 
 void add_doctor_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<DoctorCliOptions>();
-  auto* cmd = app.add_subcommand("doctor", "Check the host: link, host key, agent, disk, GPUs, CUDA, torch, SSH hardening");
+  auto* cmd = app.add_subcommand("doctor", "Check the host: link, host key, agent, disk, GPUs, CUDA, torch, SSH hardening, the env mirror's age and size");
   cmd->add_option("host", o->host, "ssh config alias or user@host:port (default: ferry.json's host)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds for the connect and each check")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the checks as JSON");

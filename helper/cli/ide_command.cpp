@@ -20,7 +20,9 @@
 #include "helper/cli/commands.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/ide/ide_plan.hpp"
+#include "helper/env/env_mirror.hpp"
 #include "helper/ide/pycharm_files.hpp"
+#include "helper/ide/settings_key.hpp"
 #include "helper/ide/vscode_files.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
@@ -192,6 +194,38 @@ bool apply(const fs::path& root, const ide::IdePlan& plan, const std::string& wh
   return ok;
 }
 
+// VS Code's one merged key: python.defaultInterpreterPath -> .ferry/venv, once `ferry env sync`
+// made it (an interpreter that is not there would only confuse the Python extension).
+bool wire_vscode_interpreter(const fs::path& root, const std::string& who) {
+  if (!fs::exists(env::project_venv_python(root))) {
+    std::cout << "  note: no .ferry/venv yet: run `ferry env sync` (the box's packages for completion and go-to-definition),\n"
+              << "        then `ferry ide vscode` again to point VS Code's Python extension at it\n";
+    return true;
+  }
+  const fs::path file = root / ".vscode" / "settings.json";
+  std::string old;
+  if (std::ifstream in(file); in) old.assign(std::istreambuf_iterator<char>(in), {});
+  auto merged = ide::merge_settings_key(old, std::string(ide::kInterpreterKey), std::string(ide::kVenvInterpreter));
+  if (!merged) {
+    std::cerr << who << ": .vscode/settings.json: " << merged.error() << "\n";
+    return false;
+  }
+  if (merged->changed) {
+    std::error_code ec;
+    fs::create_directories(file.parent_path(), ec);
+    if (auto w = write_atomically(file, merged->text); !w) {
+      std::cerr << who << ": " << w.error() << "\n";
+      return false;
+    }
+  }
+  std::cout << "  " << (merged->changed ? (old.empty() ? "created  " : "updated  ") : "unchanged") << " .vscode/settings.json ("
+            << ide::kInterpreterKey << ": .ferry/venv, the box's packages)\n";
+  if (!merged->kept_value.empty())
+    std::cout << "  note: " << ide::kInterpreterKey << " is already " << merged->kept_value
+              << " there; kept. Set it to " << ide::kVenvInterpreter << " for the box's packages.\n";
+  return true;
+}
+
 void print_pycharm_steps(const deploy::ProjectConfig& project, const IdeCliOptions& o) {
   std::cout << "\nNext, in PyCharm or CLion (details: docs/ide.md):\n"
             << "  1. Settings > Plugins > Marketplace: install LSP4IJ (free, Community editions too).\n"
@@ -204,7 +238,11 @@ void print_pycharm_steps(const deploy::ProjectConfig& project, const IdeCliOptio
             << "     the script connects with the settrace line that ferry debug --pycharm prints.\n"
             << "  5. Without LSP4IJ, the File Watchers \"ferry sync (py|json|yaml)\" push each saved file (PyCharm\n"
             << "     Professional; CLion needs the File Watchers plugin). With LSP4IJ, switch them off in Settings > Tools >\n"
-            << "     File Watchers: ferry ide keeps them off. Reopen the project if it was open while they were written.\n";
+            << "     File Watchers: ferry ide keeps them off. Reopen the project if it was open while they were written.\n"
+            << "  6. Completion and go-to-definition for the box's packages: run `ferry env sync`, then Settings > Project >\n"
+            << "     Python Interpreter > Add Interpreter > Add Local Interpreter > Virtualenv > Existing, and pick\n"
+            << "     " << env::project_venv_python(project.root).string()
+            << (fs::exists(env::project_venv_python(project.root)) ? "" : " (not made yet)") << "\n";
 }
 
 void print_vscode_steps() {
@@ -234,7 +272,8 @@ int run_ide(const GlobalOptions& g, const IdeCliOptions& o, ide::Ide which) {
   const ide::ExistingFiles existing = existing_files(in.project.root);
   const ide::IdePlan plan = which == ide::Ide::pycharm ? ide::plan_pycharm(in, existing) : ide::plan_vscode(in, existing);
   std::cout << "In " << in.project.root.string() << ":\n";
-  const bool ok = apply(in.project.root, plan, who);
+  bool ok = apply(in.project.root, plan, who);
+  if (which == ide::Ide::vscode) ok = wire_vscode_interpreter(in.project.root, who) && ok;
   if (which == ide::Ide::pycharm) print_pycharm_steps(in.project, o);
   else if (!plan.files.empty()) print_vscode_steps();
   return ok ? 0 : kFailure;
@@ -250,8 +289,9 @@ void add_ide_command(CLI::App& app, GlobalOptions& g) {
       "pycharm", "PyCharm/CLion: a .run/ configuration per launch entry, the Python Debug Server, File Watchers "
                  "(sync on save without LSP4IJ) and the LSP4IJ template to import; merged with what is there");
   auto* vscode = ide->add_subcommand(
-      "vscode", "VS Code: a task per launch entry in .vscode/tasks.json and, for debug entries, an attach "
-                "configuration in .vscode/launch.json that starts it; merged, comments kept");
+      "vscode", "VS Code: a task per launch entry in .vscode/tasks.json, for debug entries an attach "
+                "configuration in .vscode/launch.json that starts it, and python.defaultInterpreterPath -> .ferry/venv in "
+                ".vscode/settings.json once ferry env sync made it; merged, comments kept");
   auto vo = std::make_shared<IdeCliOptions>();
   for (auto [cmd, o] : {std::pair{pycharm, po}, std::pair{vscode, vo}}) {
     cmd->add_flag("--offline", o->offline,

@@ -4,7 +4,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "helper/env/env_mirror.hpp"
 #include "helper/remote/endpoint_factory.hpp"
+#include "helper/sync/project_endpoint.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/server/host_methods.hpp"
@@ -66,6 +68,13 @@ std::expected<p::DoctorRunResult, p::ResponseError> run_doctor_checks(const Serv
   p::DoctorRunResult r{target->host, {}};
   for (const auto& c : remote::run_doctor(std::move(d))) r.checks.push_back({c.name, c.status, c.detail, c.fix});
   if (call.cancelled()) return std::unexpected(p::cancelled_error(call.method()));
+  // The project's env mirror (`ferry env sync`), when the checked host is the project's.
+  if (project && (!params.host || *params.host == project->host))
+    if (auto link = sync::make_project_endpoint(*project, {})) {
+      const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+      auto c = env::mirror_check(env::read_mirror_state(env::mirror_dir(env::default_cache_root(), link->host, project->interpreter)), now);
+      r.checks.push_back({"env mirror", c.status, c.detail, c.fix});
+    }
   progress.end();
   return r;
 }

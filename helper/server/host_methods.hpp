@@ -2,6 +2,8 @@
 // tunnel_methods.cpp, doctor_methods.cpp).
 #pragma once
 
+#include <stop_token>
+
 #include "helper/server/server_context.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/messages.hpp"
@@ -14,6 +16,13 @@ std::expected<protocol::HostConnectResult, protocol::ResponseError> connect_host
 void bind_host_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_tunnel_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_doctor_methods(protocol::BindingTable& table, const ServerContext& ctx);
+// env/info, env/sync (env_methods.cpp).
+void bind_env_methods(protocol::BindingTable& table, const ServerContext& ctx);
+class ProjectLink;
+// Mirrors the box's packages again when its installed distributions differ from the mirror's
+// last sync (nothing when they match): once now, then after every run on the link ends (a `pip
+// install` run from the editor), until `stop` (env_methods.cpp).
+void keep_env_mirror_fresh(ProjectLink& link, std::stop_token stop);
 // doctor/run's checks (the ferry.doctor command shows them too).
 std::expected<protocol::DoctorRunResult, protocol::ResponseError> run_doctor_checks(const ServerContext& ctx,
                                                                                    const protocol::DoctorRunParams& params,

@@ -3,6 +3,7 @@
 
 #include <regex>
 
+#include "helper/server/host_methods.hpp"
 #include "helper/sync/mapping_target.hpp"
 
 #include <spdlog/spdlog.h>
@@ -81,6 +82,12 @@ ProjectLink::ProjectLink(deploy::ProjectConfig config, sync::ProjectEndpoint lin
     : config_(std::move(config)), link_(std::move(link)), info_(std::move(info)), events_(std::move(events)) {}
 
 ProjectLink::~ProjectLink() {
+  if (background_.joinable()) {
+    // Its calls fail at once on a closed endpoint, so the join is short.
+    background_.request_stop();
+    close();
+    background_.join();
+  }
   runs_.reset();
   engine_.reset();  // persists its state; it uses the endpoint, so before it goes
   if (link_.endpoint) link_.endpoint->close();
@@ -146,6 +153,12 @@ void ProjectLink::close() {
   // Only the link: services still holding it see calls fail and let go; the engine and the
   // run client go with the last holder.
   link_.endpoint->close();
+}
+
+void ProjectLink::start_background(std::function<void(ProjectLink&, std::stop_token)> work) {
+  std::lock_guard lock(mutex_);
+  if (closed_ || background_.joinable()) return;
+  background_ = std::jthread([this, work = std::move(work)](std::stop_token stop) { work(*this, std::move(stop)); });
 }
 
 // ---- ProjectSessions ----
@@ -222,6 +235,9 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
   }
   auto link = std::make_shared<ProjectLink>(config, std::move(*made), *info, events);
   open_project_tunnels(link->endpoint(), config);
+  // A project that uses the env mirror (it has .ferry/venv) gets it refreshed when the box's
+  // packages changed since its last sync: now, and after each run ends (env_methods.cpp).
+  if (std::error_code ec; std::filesystem::exists(config.root / ".ferry" / "venv", ec)) link->start_background(keep_env_mirror_fresh);
   return link;
 }
 

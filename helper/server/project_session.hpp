@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint.hpp"
@@ -57,6 +58,10 @@ class ProjectLink {
   // Connected, or an SSH link mending itself (it never gives up until closed).
   bool usable() const;
   void close();
+  // Work on this link that no request waits for (the env mirror's refresh after a connect and
+  // after runs): it should stop when its stop token is set; the link requests that, closes and
+  // joins it before it goes.
+  void start_background(std::function<void(ProjectLink&, std::stop_token)> work);
 
  private:
   friend class ProjectSessions;
@@ -70,6 +75,7 @@ class ProjectLink {
   std::shared_ptr<sync::SyncEngine> engine_;
   std::unique_ptr<run::RunClient> runs_;
   bool closed_ = false;
+  std::jthread background_;
 };
 
 using ProjectLinkPtr = std::shared_ptr<ProjectLink>;

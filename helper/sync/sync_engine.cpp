@@ -198,6 +198,9 @@ std::string engine_parts::no_space_advice(const std::string& where, const json& 
 std::expected<RemoteListing, std::string> engine_parts::list_remote_paged(remote::Endpoint& endpoint, json params,
                                                                         const SyncOptions& o) {
   const std::string base = params.value("base", "");
+  const std::string source = params.value("source", "");
+  // A continuation names the same place as the first page (a read-only source or a base).
+  auto where = [&] { return source.empty() ? json{{"base", base}} : json{{"source", source}}; };
   params["pageEntries"] = std::max<std::size_t>(o.list_page_entries, 1);
   params["pageMs"] = kListPageMs;
   RemoteListing out;
@@ -218,12 +221,16 @@ std::expected<RemoteListing, std::string> engine_parts::list_remote_paged(remote
     if (cursor == page->end() || !cursor->is_number_integer()) return out;
     if (o.cancelled && o.cancelled()) {
       // The agent frees the walk's directories now rather than when newer listings push it out.
-      (void)endpoint.call("sync/list", json{{"base", base}, {"cursor", *cursor}, {"cancel", true}},
+      json cancel = where();
+      cancel["cursor"] = *cursor;
+      cancel["cancel"] = true;
+      (void)endpoint.call("sync/list", std::move(cancel),
                           std::chrono::seconds(30));
       out.cancelled = true;
       return out;
     }
-    params = json{{"base", base}, {"cursor", *cursor}};
+    params = where();
+    params["cursor"] = *cursor;
   }
 }
 

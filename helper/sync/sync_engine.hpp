@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct SyncTarget {
   std::string remote_root;            // the mapping's remote path as configured (same purpose)
   std::vector<std::string> exclude;   // ferry.json exclude
   std::vector<std::string> protect;   // remote-only paths, never written or deleted
+  // Pull only: an absolute directory on the box read as a read-only source instead of
+  // remote_base (the agent serves only Python sources from it: protocol/python_sources.hpp).
+  // `ferry env sync` mirrors the interpreter's site-packages this way; the box is never written.
+  std::string remote_source;
 };
 
 struct SyncOptions {
@@ -64,6 +69,13 @@ struct SyncOptions {
   // Called once after planning, before any file is read: the moment a user's edit races the
   // sync (tests change the tree here).
   std::function<void()> before_transfer;
+  // Pull only: called once with every file the listing offers (path, size) before anything is
+  // planned; the paths it returns are left out of this pull (the env mirror's size cap).
+  std::function<std::set<std::string>(const std::vector<std::pair<std::string, std::uint64_t>>& files)> pull_leave_out;
+  // Pull only: the local tree is a mirror ferry owns. A file an earlier pull brought that the
+  // remote no longer has (or that pull_leave_out left out) is deleted locally, if it is still
+  // what ferry wrote; one changed locally is a conflict and stays.
+  bool pull_mirror = false;
   unsigned in_flight = 8;              // concurrent requests to the agent
   std::uint64_t cache_max_bytes = 1ull << 30;  // the sent-copy cache used as delta bases
   std::uint64_t stream_above = 64ull << 20;    // whole files larger than this go in chunks

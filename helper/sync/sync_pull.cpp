@@ -18,6 +18,7 @@
 #include "protocol/delta/delta.hpp"
 #include "protocol/delta/patch.hpp"
 #include "protocol/delta/signature.hpp"
+#include "protocol/python_sources.hpp"
 
 namespace ferry::sync {
 using namespace engine_parts;
@@ -256,6 +257,42 @@ std::expected<delta::DeltaStats, std::string> patch_to_fd(const std::vector<std:
   return stats;
 }
 
+// A mirror's deletes: files an earlier pull wrote (the manifest) under `paths` that the remote
+// no longer offers go, each only while it is still what ferry wrote (hash as recorded).
+void mirror_deletes(const fs::path& local_root, const TreeState& remote, const std::vector<std::string>& paths, Manifest& manifest,
+                    SyncSummary& summary, bool dry_run) {
+  std::vector<std::string> gone;
+  for (const auto& [path, m] : manifest.entries)
+    if (!remote.contains(path) && std::any_of(paths.begin(), paths.end(), [&](const std::string& p) { return under(path, p); }))
+      gone.push_back(path);
+  for (const auto& path : gone) {
+    const FileMeta recorded = manifest.entries.at(path);
+    auto dir = open_dir_chain(local_root, dir_of(path), false);
+    struct stat st {};
+    if (!dir || ::fstatat(dir->fd, name_of(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+      if (!dry_run) manifest.forget(path);  // already gone locally
+      continue;
+    }
+    std::optional<Hash128> local;
+    if (S_ISREG(st.st_mode)) {
+      Fd fd(::openat(dir->fd, name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      if (fd.fd >= 0)
+        if (auto h = hash_fd(fd.fd, static_cast<std::uint64_t>(st.st_size))) local = *h;
+    }
+    if (!local || !recorded.hash || *local != *recorded.hash) {
+      summary.conflicts.push_back({path, ConflictKind::changed_remotely, "changed locally since ferry mirrored it; left as it is"});
+      continue;
+    }
+    ++summary.files_deleted;
+    if (dry_run) continue;
+    if (::unlinkat(dir->fd, name_of(path).c_str(), 0) != 0 && errno != ENOENT) {
+      summary.errors.push_back(errno_text(("delete " + path).c_str()));
+      continue;
+    }
+    manifest.forget(path);
+  }
+}
+
 }  // namespace
 
 std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::string>& paths_in, const SyncOptions& o) {
@@ -297,16 +334,31 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
                     static_cast<std::uint64_t>(st.st_ino)};
   };
   std::atomic<bool> index_changed{false};
+  // Where every request reads: the mapping (base) or a read-only source outside it.
+  const bool from_source = !target_.remote_source.empty();
+  auto where = [&](json extra) {
+    if (from_source) extra["source"] = target_.remote_source;
+    else extra["base"] = base;
+    return extra;
+  };
   json known = json::array();
   for (const auto& [p, m] : manifest->entries) known.push_back(p);
-  auto listed = list_remote_paged(endpoint_, json{{"base", base}, {"known", std::move(known)}, {"hashUnder", paths}}, o);
+  auto listed = list_remote_paged(endpoint_, where(json{{"known", std::move(known)}, {"hashUnder", paths}}), o);
   if (!listed) return std::unexpected(listed.error());
   if (listed->cancelled) {
     summary.cancelled = true;
     summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return summary;
   }
-  const TreeState remote = std::move(listed->entries);
+  TreeState remote = std::move(listed->entries);
+  // A read-only source serves Python sources only; anything else in its reply is not trusted.
+  if (from_source) std::erase_if(remote, [](const auto& e) { return e.second.kind != EntryKind::file || !protocol::is_python_source_file(e.first); });
+  if (o.pull_leave_out) {
+    std::vector<std::pair<std::string, std::uint64_t>> offered;
+    for (const auto& [path, R] : remote)
+      if (R.kind == EntryKind::file) offered.emplace_back(path, R.size);
+    for (const auto& gone : o.pull_leave_out(offered)) remote.erase(gone);
+  }
   const std::uint64_t delta_min_size = PlanOptions{}.delta_min_size;
   const std::uint64_t delta_max_size = PlanOptions{}.delta_max_size;  // the agent builds a delta in memory
 
@@ -427,6 +479,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     if (!p.empty() && !remote.contains(p) && matched_any == 0)
       summary.errors.push_back("'" + p + "' is not under " + target_.remote_root + " on " + endpoint_.description() +
                                " (pull paths are relative to the mapping root; `ferry pull .` brings back all of it)");
+  if (o.pull_mirror) mirror_deletes(root, remote, paths, *manifest, summary, o.dry_run);
   if (o.before_transfer && !o.dry_run) o.before_transfer();
 
   auto cancelled = [&] { return o.cancelled && o.cancelled(); };
@@ -443,7 +496,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     auto sig = sign_range(base_fd.fd, f.local_size, params, 0, f.local_size);
     if (!sig) return failed(Fetched::Status::fallback, sig.error());
     std::uint64_t wire = sig->size();
-    json req{{"base", base}, {"path", f.path}, {"signature", as_binary(*sig)}, {"maxDelta", kMaxPullDelta}};
+    json req = where(json{{"path", f.path}, {"signature", as_binary(*sig)}, {"maxDelta", kMaxPullDelta}});
     if (two_level) req["rangesOnly"] = true;
     auto reply = endpoint_.call("sync/readDelta", req, kBigCallTimeout);
     if (!reply) {
@@ -513,7 +566,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
         }
         if (cancelled()) return fail(failed(Fetched::Status::cancelled, "cancelled"));
         const std::uint64_t offset = i * kReadChunk;
-        auto chunk = endpoint_.call("sync/read", json{{"base", base}, {"path", f.path}, {"offset", offset}, {"length", kReadChunk}},
+        auto chunk = endpoint_.call("sync/read", where(json{{"path", f.path}, {"offset", offset}, {"length", kReadChunk}}),
                                     kBigCallTimeout);
         if (!chunk) return fail(from_agent_error("sync/read", chunk.error(), 0));
         const auto& data = chunk->at("data").get_binary();

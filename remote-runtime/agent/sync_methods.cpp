@@ -21,6 +21,7 @@
 
 #include <zstd.h>
 
+#include "protocol/python_sources.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
 #include "remote-runtime/agent/sync/read_delta.hpp"
 #include "remote-runtime/agent/sync/sync_generation.hpp"
@@ -188,6 +189,32 @@ std::optional<std::string> unsafe_sync_root(const std::filesystem::path& root) {
   return std::nullopt;
 }
 
+// A read-only pull source (`source` instead of `base`): an absolute directory outside the
+// mapping root, e.g. the interpreter's site-packages that `ferry env sync` mirrors. Only read
+// methods may name one and only Python sources are served from it (protocol/python_sources.hpp),
+// so it can never widen what the agent writes, nor hand out keys or data files.
+struct ReadOnlySource {
+  RootPath resolver;
+  std::shared_ptr<sync::FileWriter> lister_root;  // opened for TreeLister; never written through
+};
+
+std::expected<ReadOnlySource, std::string> open_read_only_source(const std::string& source) {
+  if (!source.starts_with('/')) return std::unexpected("'source' must be an absolute path on the box, not '" + source + "'");
+  if (source.find('\0') != std::string::npos) return std::unexpected(std::string("'source' contains a NUL byte"));
+  std::error_code ec;
+  const auto canon = std::filesystem::canonical(source, ec);
+  // Checked before RootPath::open, which would create a missing directory.
+  if (ec || !std::filesystem::is_directory(canon, ec)) return std::unexpected("'" + source + "' is not a directory on this host");
+  if (canon == "/") return std::unexpected(std::string("'source' may not be the whole filesystem"));
+  auto root = RootPath::open(canon);
+  if (!root) return std::unexpected(root.error());
+  auto w = sync::FileWriter::open(canon);
+  if (!w) return std::unexpected(w.error().message);
+  return ReadOnlySource{std::move(*root), std::make_shared<sync::FileWriter>(std::move(*w))};
+}
+
+bool read_only_method(const std::string& m) { return m == "sync/list" || m == "sync/read" || m == "sync/readDelta"; }
+
 }  // namespace
 
 RequestLane classify_sync_request(const protocol::Request& r) {
@@ -210,6 +237,7 @@ struct SyncMethods::Listing {
   std::set<std::string> known, prune;
   std::vector<std::string> hash_under;
   bool hash_all = false;
+  bool python_only = false;  // a read-only source: regular Python source files only
   std::size_t page_entries = kMaxListPageEntries;
   std::int64_t page_ms = 1000;
   std::optional<sync::TreeLister> lister;
@@ -273,11 +301,40 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   const json& p = r.params;
   if (!p.is_object()) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": params must be an object");
   std::string base = p.contains("base") ? str_field(p, "base") : std::string();
-  auto writer = writer_for(base);
-  if (!writer) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": base '" + base + "': " + writer.error());
-  const std::shared_ptr<sync::FileWriter> keep_writer = std::move(*writer);
+  std::optional<ReadOnlySource> source;
+  if (p.contains("source")) {
+    if (!read_only_method(r.method))
+      return protocol::make_error(r.id, ec::kInvalidParams,
+                                  r.method + ": 'source' names a read-only pull source; only sync/list, sync/read and "
+                                             "sync/readDelta may use it");
+    auto opened = open_read_only_source(str_field(p, "source"));
+    if (!opened) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + opened.error());
+    source = std::move(*opened);
+  }
+  std::shared_ptr<sync::FileWriter> keep_writer;
+  if (source) {
+    keep_writer = source->lister_root;
+  } else {
+    auto writer = writer_for(base);
+    if (!writer) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": base '" + base + "': " + writer.error());
+    keep_writer = std::move(*writer);
+  }
   sync::FileWriter& w = *keep_writer;
-  if (auto why = unsafe_sync_root(w.root())) {
+  const RootPath& resolver = source ? source->resolver : root_;
+  // The wire path of a request's `path`: below `base` in the mapping, or inside the source.
+  auto wire_path = [&](const std::string& path) { return source ? path : join(base, path); };
+  // A read from a source: a Python source file of a sane size, else nothing.
+  auto source_refuses = [&](const std::string& path, std::uint64_t size) -> std::optional<Response> {
+    if (!source) return std::nullopt;
+    if (!protocol::is_python_source_file(path))
+      return protocol::make_error(r.id, ec::kInvalidParams, r.method + " '" + path + "': a read-only source serves Python sources only",
+                                  json{{"code", "wrong_kind"}});
+    if (size > protocol::kMaxPythonSourceFileBytes)
+      return protocol::make_error(r.id, ec::kInvalidParams, r.method + " '" + path + "': larger than a read-only source serves",
+                                  json{{"code", "wrong_kind"}});
+    return std::nullopt;
+  };
+  if (auto why = source ? std::nullopt : unsafe_sync_root(w.root())) {
     // A sync lists its root whole and --delete removes what ferry did not put there.
     return protocol::make_error(r.id, ec::kInvalidParams,
                                 r.method + ": refusing to sync into " + w.root().string() + ": " + *why +
@@ -307,9 +364,13 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
 
   if (r.method == "sync/list") {
     // Arrays, not objects: a 100k-file listing stays small on the wire.
-    auto rows = [](const std::vector<sync::TreeEntry>& listed) {
+    const bool python_only = source.has_value();
+    auto rows = [](const std::vector<sync::TreeEntry>& listed, bool python_only) {
       json entries = json::array();
       for (const auto& e : listed) {
+        if (python_only && (e.kind != sync::TreeEntryKind::file || !protocol::is_python_source_file(e.path) ||
+                            e.size > protocol::kMaxPythonSourceFileBytes))
+          continue;
         json row = json::array({e.path, static_cast<int>(e.kind), e.mode, e.size, e.mtime_ns, e.link_target});
         row.push_back(e.hash ? json(hash_bytes(*e.hash)) : json(nullptr));
         entries.push_back(std::move(row));
@@ -319,7 +380,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     // One page of a listing; the cursor is there while more remains.
     auto page = [&](const std::shared_ptr<Listing>& l, std::int64_t id, std::size_t swept) {
       const auto budget = std::chrono::milliseconds(l->page_ms);
-      json result{{"entries", rows(l->lister->next(l->page_entries, sync::TreeLister::Clock::now() + budget))},
+      json result{{"entries", rows(l->lister->next(l->page_entries, sync::TreeLister::Clock::now() + budget), l->python_only)},
                   {"swept", swept},
                   {"listed", l->lister->listed()},
                   {"otherFilesystems", l->lister->take_other_filesystems()}};
@@ -345,6 +406,8 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       return page(l, id, 0);
     }
     std::size_t swept = 0;
+    if (source && (p.contains("only") || p.value("sweep", false)))
+      throw BadParams{"'only' and 'sweep' do not apply to a read-only source"};
     if (p.value("sweep", false)) {
       if (auto s = w.sweep_temp_files()) swept = *s;
     }
@@ -364,14 +427,18 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
       for (const auto& k : array_field(p, "hashUnder"))
         if (k.is_string()) listing->hash_under.push_back(k.get<std::string>());
     sync::ListOptions opt;
+    listing->python_only = python_only;
     opt.hash_if = [l = listing.get()](const std::string& path) {
+      if (l->python_only && !protocol::is_python_source_file(path)) return false;  // never hash a 1 GiB .so
       if (l->hash_all || !l->known.contains(path)) return true;
       for (const auto& u : l->hash_under)
         if (u.empty() || u == "." || path == u || (path.starts_with(u) && path.size() > u.size() && path[u.size()] == '/'))
           return true;
       return false;
     };
-    opt.prune = [l = listing.get()](const std::string& path) { return l->prune.contains(path); };
+    opt.prune = [l = listing.get()](const std::string& path) {
+      return l->prune.contains(path) || (l->python_only && protocol::is_python_source_pruned_dir(path));
+    };
     if (p.contains("only")) {
       // Sync on save: just these paths, so a save costs a few stats whatever the tree size.
       json entries = json::array();
@@ -423,7 +490,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
         std::move(part.begin(), part.end(), std::back_inserter(all));
       }
       std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
-      return protocol::make_result(r.id, json{{"entries", rows(all)},
+      return protocol::make_result(r.id, json{{"entries", rows(all, python_only)},
                                               {"swept", swept},
                                               {"otherFilesystems", lister->take_other_filesystems()}});
     }
@@ -672,8 +739,14 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
   if (r.method == "sync/readDelta") {
     // Pull with deltas (read_delta.hpp): a delta from the helper's signed copy to this file.
     std::string path = str_field(p, "path");
-    auto resolved = root_.resolve(join(base, path));
+    auto resolved = resolver.resolve(wire_path(path));
     if (!resolved) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + resolved.error());
+    if (source) {
+      struct stat st {};
+      if (::lstat(resolved->absolute.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        return protocol::make_error(r.id, ec::kInvalidParams, r.method + " '" + path + "': not a regular file", json{{"code", "not_found"}});
+      if (auto refused = source_refuses(path, static_cast<std::uint64_t>(st.st_size))) return *refused;
+    }
     sync::ReadDeltaRequest req;
     req.signature = bin_field(p, "signature");
     if (p.contains("fine")) {
@@ -709,8 +782,9 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     std::uint64_t offset = p.contains("offset") ? uint_field(p, "offset") : 0;
     std::uint64_t length = p.contains("length") ? uint_field(p, "length") : kMaxReadChunk;
     if (length > kMaxReadChunk) length = kMaxReadChunk;
-    auto resolved = root_.resolve(join(base, path));
+    auto resolved = resolver.resolve(wire_path(path));
     if (!resolved) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + resolved.error());
+    if (auto refused = source_refuses(path, 0)) return *refused;
     // O_NOFOLLOW: a symlink at the final component is never read through.
     int fd = ::open(resolved->absolute.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -726,6 +800,10 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
                                   json{{"code", "wrong_kind"}});
     }
     std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+    if (auto refused = source_refuses(path, size)) {
+      ::close(fd);
+      return *refused;
+    }
     std::uint64_t n = offset >= size ? 0 : std::min<std::uint64_t>(length, size - offset);
     std::vector<std::uint8_t> buf(n);
     std::uint64_t got = 0;

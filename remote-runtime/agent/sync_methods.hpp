@@ -1,7 +1,9 @@
 // The agent's sync/* methods: the remote half of a push or pull (listing, batched whole-file
 // writes, signatures, deltas, deletes, dirs, links, attributes, chunked reads). Every path is a
 // wire path checked by normalize_wire_path and written through FileWriter's O_NOFOLLOW walk, so
-// nothing reaches outside the agent root. Literal bytes travel zstd-compressed as CBOR binary.
+// no write reaches outside the agent root. The one read outside it is a read-only pull source
+// (`source`: list, read, readDelta of Python sources only; see sync_methods.cpp). Literal bytes
+// travel zstd-compressed as CBOR binary.
 #pragma once
 
 #include <filesystem>

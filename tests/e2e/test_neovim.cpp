@@ -2,7 +2,10 @@
 // `neovim`), headless, runs `ferry serve` on a project whose host is a real sshd. Editing and
 // `:w` puts the file on the box; the code lens above the main guard runs it there (output in a
 // log file the editor is asked to show, the exit as a message); a broken ferry.json gets a
-// diagnostic at the broken line, and fixing it clears it. The Lua side is neovim/ferry_e2e.lua.
+// diagnostic at the broken line, and fixing it clears it; env/sync mirrors the box's packages and
+// a Python language server started beside ferry (Debian's pylsp, jedi) with .ferry/venv answers
+// definition and hover on torch.nn from the mirror, though the laptop's python has no torch. The
+// Lua side is neovim/ferry_e2e.lua.
 #define BOOST_TEST_MODULE neovim_e2e
 #include <boost/test/unit_test.hpp>
 
@@ -65,6 +68,8 @@ BOOST_AUTO_TEST_CASE(neovim_saves_runs_from_a_code_lens_and_sees_diagnostics) {
        {"FERRY_E2E_BOX", (f.home() / "proj").string()},
        {"FERRY_E2E_RESULTS", results.string()},
        {"FERRY_E2E_BROKEN_LINE", std::to_string(broken_line)},
+       {"FERRY_E2E_PYLSP", "/usr/bin/pylsp"},
+       {"XDG_CACHE_HOME", (f.dir() / "cache").string()},
        {"SSH_AUTH_SOCK", ""}});
   std::string screen;  // what headless nvim printed (its messages), for a failure's report
   while (auto line = nvim.read_line(240s)) screen += *line + "\n";
@@ -92,4 +97,11 @@ BOOST_AUTO_TEST_CASE(neovim_saves_runs_from_a_code_lens_and_sees_diagnostics) {
   BOOST_TEST(r["diagnostics"][0]["col"] == config.substr(0).find("\"interpreter\"") -
                                                (config.rfind('\n', config.find("\"interpreter\"")) + 1),
              r["diagnostics"].dump());
+  // torch.nn from the box's mirror (outside the project, in the cache), not from this machine.
+  const std::string mirror = (f.dir() / "cache" / "ferry" / "env").string();
+  BOOST_TEST(r["definition_nn"].get<std::string>().starts_with(mirror), r["definition_nn"]);
+  BOOST_TEST(r["definition_nn"].get<std::string>().ends_with("/torch/nn/__init__.py"), r["definition_nn"]);
+  BOOST_TEST(r["definition_linear"].get<std::string>().starts_with(mirror), r["definition_linear"]);
+  BOOST_TEST(r["definition_linear"].get<std::string>().ends_with("/torch/nn/modules/linear.py"), r["definition_linear"]);
+  BOOST_TEST(r["hover_linear"].get<std::string>().find("linear transformation") != std::string::npos, r["hover_linear"]);
 }

@@ -1,7 +1,8 @@
 -- Neovim 0.7's built-in LSP client against `ferry serve`, headless: a client nobody on ferry
 -- wrote. Driven by tests/e2e/test_neovim.cpp, which reads the results file this writes.
 -- Environment: FERRY_BIN, FERRY_E2E_PROJECT, FERRY_E2E_BOX (the mapping on the box, a local path
--- since the box is the sshd fixture), FERRY_E2E_RESULTS, FERRY_E2E_BROKEN_LINE.
+-- since the box is the sshd fixture), FERRY_E2E_RESULTS, FERRY_E2E_BROKEN_LINE, FERRY_E2E_PYLSP (a
+-- Python language server command: Debian's pylsp).
 local bin = os.getenv('FERRY_BIN')
 local root = os.getenv('FERRY_E2E_PROJECT')
 local box = os.getenv('FERRY_E2E_BOX')
@@ -117,6 +118,50 @@ for _, d in ipairs(vim.diagnostic.get(bufnr)) do
 end
 vim.api.nvim_buf_set_lines(0, 0, -1, false, good)
 vim.cmd('write')
-step('fixed file clears it', vim.wait(20000, function() return #vim.diagnostic.get(bufnr) == 0 end, 20))
+if not step('fixed file clears it', vim.wait(20000, function() return #vim.diagnostic.get(bufnr) == 0 end, 20)) then return end
+
+-- 4. The box's packages for a Python language server: ferry mirrors them (env/sync), then pylsp
+--    (jedi), started beside ferry with .ferry/venv as its environment, answers from the mirror
+--    although this machine's python has no torch.
+local synced = client.request_sync('env/sync', vim.empty_dict(), 300000, bufnr)
+if not step('env/sync answered', synced ~= nil and synced.result ~= nil, vim.inspect(synced)) then return end
+out.env_sync = synced.result
+local script = root .. '/uses_torch.py'
+local f = io.open(script, 'w')
+f:write('import torch.nn\n\nlayer = torch.nn.Linear(2, 3)\n')
+f:close()
+local py = vim.lsp.start_client({
+  name = 'pylsp',
+  cmd = { os.getenv('FERRY_E2E_PYLSP') },
+  root_dir = root,
+  settings = { pylsp = { plugins = { jedi = { environment = root .. '/.ferry/venv' } } } },
+  -- 0.7 sends no settings by itself (lspconfig does this for a user).
+  on_init = function(c) c.notify('workspace/didChangeConfiguration', { settings = c.config.settings }) end,
+})
+if not step('pylsp started', py ~= nil) then return end
+vim.cmd('edit ' .. script)
+vim.lsp.buf_attach_client(0, py)
+local pyc = vim.lsp.get_client_by_id(py)
+if not step('pylsp initialized', vim.wait(30000, function() return pyc.initialized end, 20)) then return end
+local function at(line, character)
+  return { textDocument = { uri = vim.uri_from_bufnr(0) }, position = { line = line, character = character } }
+end
+local function first_path(reply)
+  local r = reply and reply.result
+  if type(r) ~= 'table' then return '' end
+  if r[1] then r = r[1] end
+  return r.uri and uri_path(r.uri) or (r.targetUri and uri_path(r.targetUri)) or ''
+end
+-- "layer = torch.nn.Linear(2, 3)": nn at 14, Linear at 17.
+local nn_def = pyc.request_sync('textDocument/definition', at(2, 15), 60000, 0)
+out.definition_nn = first_path(nn_def)
+local linear_def = pyc.request_sync('textDocument/definition', at(2, 19), 60000, 0)
+out.definition_linear = first_path(linear_def)
+local hover = pyc.request_sync('textDocument/hover', at(2, 19), 60000, 0)
+local contents = hover and hover.result and hover.result.contents or ''
+if type(contents) == 'table' then contents = contents.value or vim.inspect(contents) end
+out.hover_linear = contents
+step('pylsp answered', out.definition_linear ~= '', vim.inspect(linear_def))
+pyc.stop()
 step('done', true)
 finish()
