@@ -11,7 +11,7 @@ PACKAGES=(
   libboost-dev libboost-filesystem-dev libboost-test-dev
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy python3-jsonschema
   openssh-server openssh-client rsync python3-debugpy neovim
-  python3-jedi python3-pylsp
+  python3-jedi python3-pylsp python3-venv
   clang-19 libclang-rt-19-dev
   chromium libkrb5-dev ripgrep
 )
