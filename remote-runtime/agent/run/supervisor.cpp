@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <thread>
 #include <vector>
 
 #include "remote-runtime/agent/run/output_log.hpp"
@@ -27,6 +28,8 @@ using Clock = std::chrono::steady_clock;
 // Output still arriving after the command exited comes from processes it left behind holding
 // the pipes (or the pty); the run ends this long after the exit at the latest.
 constexpr std::chrono::milliseconds kDrainAfterExit{2000};
+// How long what a run left behind in its group gets between SIGTERM and SIGKILL.
+constexpr std::chrono::milliseconds kLeftoverGrace{2000};
 
 std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
 
@@ -59,6 +62,21 @@ struct ChildFailure {
   int stage;  // 1 = chdir, 2 = exec
   int error;
 };
+
+// What the command left in its process group when it exited (a debug adapter still holding its
+// port, data-loader workers still holding GPU memory) ends with it, as torchrun and systemd end a
+// job's workers: SIGTERM, then SIGKILL after a grace. A process meant to outlive the run starts a
+// session of its own (setsid). Group members can be zombies that no init reaps here, so the wait
+// is bounded rather than "until the group is empty".
+void end_leftovers(pid_t pgid) {
+  if (::kill(-pgid, 0) != 0) return;
+  ::kill(-pgid, SIGTERM);
+  for (const auto deadline = Clock::now() + kLeftoverGrace; Clock::now() < deadline;) {
+    if (::kill(-pgid, 0) != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(-pgid, SIGKILL);
+}
 
 struct Spec {
   std::vector<std::string> argv;
@@ -447,11 +465,10 @@ int supervise(const fs::path& run_dir) {
                  {"logBytes", static_cast<long long>(st.st_size)}};
   if (WIFSIGNALED(status)) exit_json["signal"] = WTERMSIG(status);
   else exit_json["exitCode"] = WEXITSTATUS(status);
-  if (!write_json_atomic(run.exit(), exit_json)) {
-    std::cerr << errno_text("write " + run.exit().string()) << "\n";
-    return 1;
-  }
-  return 0;
+  const bool recorded = write_json_atomic(run.exit(), exit_json);
+  if (!recorded) std::cerr << errno_text("write " + run.exit().string()) << "\n";
+  end_leftovers(pid);  // after exit.json, so the run's end is reported without this wait
+  return recorded ? 0 : 1;
 }
 
 }  // namespace ferry::agent::run

@@ -290,6 +290,31 @@ BOOST_AUTO_TEST_CASE(sigterm_to_the_group_reports_signal_15) {
   }
 }
 
+// A process that exists and is not a zombie (nothing here may reap a re-parented one).
+bool running_process(pid_t pid) {
+  if (::kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
+}
+
+BOOST_AUTO_TEST_CASE(what_a_run_leaves_in_its_group_ends_with_it_but_not_a_new_session) {
+  Sandbox s;
+  Agent a(s.root, s.state);
+  std::string id = a.start(
+      "sleep 300 >/dev/null 2>&1 & echo $! > left.pid; "
+      "setsid sleep 300 >/dev/null 2>&1 & echo $! > own.pid; echo started");
+  json e = a.exited_after_attach(id);
+  BOOST_TEST(e["exitCode"] == 0);
+  const pid_t left = std::stoi(read_file(s.root / "left.pid"));
+  const pid_t own = std::stoi(read_file(s.root / "own.pid"));
+  BOOST_TEST(ferry::test::eventually([&] { return !running_process(left); }, 10s), "the straggler in the run's group lives on");
+  BOOST_TEST(running_process(own), "a process in a session of its own was ended with the run");
+  ::kill(own, SIGKILL);
+}
+
 BOOST_AUTO_TEST_CASE(env_and_cwd_and_meta_keeps_env_keys_only) {
   Sandbox s;
   fs::create_directories(s.root / "sub dir");
