@@ -120,10 +120,32 @@ SshdFixture::SshdFixture(SshdOptions options) : options_(std::move(options)) {
   start();
 }
 
+// Processes whose environment has HOME=`home`: what sessions on this box started, including
+// what left sshd's tree on purpose (run supervisors double-fork, runs outlive their link).
+static std::vector<pid_t> processes_with_home(const fs::path& home) {
+  const std::string entry = "HOME=" + home.string();
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    std::string name = e.path().filename();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    for (std::string var; std::getline(in, var, '\0');)
+      if (var == entry) {
+        out.push_back(std::stoi(name));
+        break;
+      }
+  }
+  return out;
+}
+
 SshdFixture::~SshdFixture() {
   try {
     resume();
     kill_all();
+    // Runs (and a debug adapter a run started) outlive a dropped link by design, so sshd's tree
+    // misses them; they would otherwise outlive the test that made them.
+    for (pid_t p : processes_with_home(home()))
+      if (p != ::getpid()) ::kill(p, SIGKILL);
   } catch (...) {
   }
   std::error_code ec;
