@@ -1,15 +1,30 @@
 // `ferry doctor [HOST]`: checks the link, the host key, the agent, the box (disk, GPUs, CUDA,
 // python, torch) and SSH hardening; one line per check with the fix. --json for the IDE.
 #include <iostream>
+#include <map>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "helper/cli/commands.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/train/trainer_install.hpp"
 
 namespace ferry::cli {
 namespace {
+
+// The trainer ferry builds on the box: built (for which torch, CUDA or CPU, which distributed
+// backends) or what its first build will use, or what is missing for it.
+remote::DoctorCheck trainer_check(remote::SshEndpoint& e, const std::string& interpreter, const std::map<std::string, std::string>& env) {
+  auto probe = training::probe_trainer(e, interpreter, env);
+  if (!probe) return {"ferry-train", "warn", probe.error(), "re-run ferry doctor"};
+  if (!probe->ready.empty()) return {"ferry-train", "pass", probe->ready + ": " + probe->version, ""};
+  if (auto problem = training::trainer_probe_problem(*probe, interpreter)) return {"ferry-train", "warn", "ferry cannot build it on this box", *problem};
+  return {"ferry-train", "pass",
+          "not built yet; the first `ferry train` builds it against torch " + probe->torch_version + " (" + probe->torch_source + ", " +
+              probe->torch_prefix + ") with " + probe->cxx_version + " and " + probe->cmake_version,
+          ""};
+}
 
 struct DoctorCliOptions {
   std::string host;
@@ -27,6 +42,9 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   d.endpoint = endpoint_options(*target);
   d.interpreter = target->interpreter;
   d.timeout = std::chrono::seconds(o.timeout_s);
+  d.extra_checks = [interpreter = target->interpreter](remote::SshEndpoint& e) {
+    return std::vector<remote::DoctorCheck>{trainer_check(e, interpreter, {})};
+  };
   auto checks = remote::run_doctor(d);
   bool failed = false;
   for (const auto& c : checks) failed = failed || c.status == "fail";

@@ -1,0 +1,180 @@
+// `ferry train --hosts a,b` over two real sshd fixtures on two loopback addresses (127.0.0.1 and
+// 127.0.0.2) as two hosts, one rank each, Gloo on CPU: the final parameters (and the optimizer
+// state) equal a single-host `ferry-train --nproc 2` run of the same config bit for bit; killing
+// one rank's process stops the other, and ferry names the rank and host that failed first.
+#define BOOST_TEST_MODULE train_hosts
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "remote-runtime/train/checkpoint.hpp"
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ferry::test::SshdFixture;
+using ferry::test::SshdOptions;
+using nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+int status_of(std::optional<int> st) {
+  BOOST_TEST_REQUIRE(st.has_value());
+  return WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
+}
+
+SshdOptions at(const std::string& address) {
+  SshdOptions o;
+  o.address = address;
+  return o;
+}
+
+// Two boxes, box-a and box-b, in one ssh config (each fixture's own Host block, renamed).
+struct TwoBoxes {
+  SshdFixture a{at("127.0.0.1")};
+  SshdFixture b{at("127.0.0.2")};
+  ferry::test::TempDir dir{"ferry-train-hosts"};
+  fs::path ssh_config = dir / "ssh_config";
+  TwoBoxes() {
+    a.trust_host_key();
+    b.trust_host_key();
+    std::string text;
+    for (auto [fixture, name] : {std::pair{&a, "box-a"}, std::pair{&b, "box-b"}}) {
+      std::string block = ferry::test::read_file(fixture->ssh_config());
+      block.replace(block.find("Host " + fixture->alias()), 5 + fixture->alias().size(), std::string("Host ") + name);
+      text += block + "\n";
+    }
+    ferry::test::write_file(ssh_config, text);
+  }
+};
+
+json tiny_config(int max_steps) {
+  return {{"model", {{"kind", "mlp"}, {"input_dim", 8}, {"hidden", {16}}, {"output_dim", 2}}},
+          {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 256}, {"workers", 0}}},
+          {"optimizer", {{"kind", "adamw"}, {"lr", 0.01}}},
+          {"batch_size", 16},
+          {"max_steps", max_steps},
+          {"log_every_steps", 1},
+          {"threads", 1},
+          {"seed", 7},
+          {"device", "cpu"},
+          {"output_dir", "out"}};
+}
+
+void write_project(const fs::path& dir, const fs::path& ssh_config, int max_steps) {
+  ferry::test::write_file(dir / "ferry.json", json{{"name", "train-hosts"},
+                                                   {"host", "box-a"},
+                                                   {"sshConfig", ssh_config.string()},
+                                                   {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}}
+                                                  .dump());
+  ferry::test::write_file(dir / "tiny.json", tiny_config(max_steps).dump());
+}
+
+std::vector<std::pair<std::string, at::Tensor>> checkpoint_tensors(const fs::path& file) {
+  auto data = ferry::train::read_checkpoint(file);
+  BOOST_TEST_REQUIRE(data.has_value(), file.string() + ": " + (data ? "" : data.error()));
+  return data->tensors;
+}
+
+// ferry-train processes of this test's rendezvous (MASTER_PORT in their environment), by RANK.
+std::map<int, pid_t> trainer_ranks(int master_port) {
+  std::map<int, pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmd(e.path() / "cmdline");
+    std::string argv0;
+    std::getline(cmd, argv0, '\0');
+    if (argv0 != FERRY_TRAIN_BIN) continue;
+    std::ifstream env(e.path() / "environ");
+    std::string var, rank;
+    bool ours = false;
+    while (std::getline(env, var, '\0')) {
+      if (var == "MASTER_PORT=" + std::to_string(master_port)) ours = true;
+      if (var.starts_with("RANK=")) rank = var.substr(5);
+    }
+    if (ours && !rank.empty()) out[std::stoi(rank)] = std::stoi(name);
+  }
+  return out;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(two_hosts_end_with_the_parameters_of_one_host_with_two_processes) {
+  TwoBoxes boxes;
+  write_project(boxes.dir.path(), boxes.ssh_config, 12);
+  const int port = ferry::test::pick_free_port();
+  ferry::test::SpawnedProcess train({FERRY_BIN, "train", "tiny.json", "--hosts", "box-a,box-b", "--trainer", FERRY_TRAIN_BIN,
+                                     "--master-port", std::to_string(port), "--json"},
+                                    boxes.dir.path().string());
+  int steps = 0;
+  json start;
+  while (auto line = train.read_line(120s)) {
+    auto j = json::parse(*line, nullptr, false);
+    if (j.is_discarded() || !j.contains("event")) continue;
+    if (j["event"] == "start") start = j;
+    if (j["event"] == "step") ++steps;
+  }
+  BOOST_TEST_REQUIRE(status_of(train.wait(60s)) == 0);
+  BOOST_TEST(start.value("world_size", 0) == 2);
+  BOOST_TEST(steps == 12);
+  // Rank 1 ran on the second box (its own home), rank 0 on the first; the checkpoint came back.
+  BOOST_TEST(fs::exists(boxes.b.home() / "proj" / "tiny.json"));
+  const fs::path multi = boxes.dir / "out" / "checkpoints" / "ckpt-0000000012.ferry";
+  BOOST_TEST_REQUIRE(fs::is_regular_file(multi));
+
+  // The same config on one host (box-a, through ssh like the agent's runs: the box's environment,
+  // whose BLAS may differ from this shell's) with two processes.
+  const fs::path single = boxes.a.home() / "single";
+  ferry::test::write_file(single / "tiny.json", tiny_config(12).dump());
+  ferry::test::run_command("ssh -F " + boxes.ssh_config.string() + " box-a 'cd " + single.string() + " && " + FERRY_TRAIN_BIN +
+                           " tiny.json --nproc 2 > log 2>&1'");
+  auto a = checkpoint_tensors(multi);
+  auto b = checkpoint_tensors(single / "out" / "checkpoints" / "ckpt-0000000012.ferry");
+  BOOST_TEST_REQUIRE(a.size() == b.size());
+  BOOST_TEST_REQUIRE(a.size() > 4u);  // weights, biases and AdamW's moments
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    BOOST_TEST_INFO(a[i].first);
+    BOOST_TEST(a[i].first == b[i].first);
+    BOOST_TEST(a[i].second.sizes() == b[i].second.sizes());
+    BOOST_TEST(std::memcmp(a[i].second.data_ptr(), b[i].second.data_ptr(), a[i].second.nbytes()) == 0);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(killing_one_rank_stops_the_other_and_names_it) {
+  TwoBoxes boxes;
+  write_project(boxes.dir.path(), boxes.ssh_config, 100000000);
+  const int port = ferry::test::pick_free_port();
+  ferry::test::SpawnedProcess train({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", FERRY_BIN, "train", "tiny.json", "--hosts",
+                                     "box-a,box-b", "--trainer", FERRY_TRAIN_BIN, "--master-port", std::to_string(port), "--json"},
+                                    boxes.dir.path().string());
+  std::string text;
+  bool stepping = false;
+  while (auto line = train.read_line(120s)) {
+    text += *line + "\n";
+    if (line->find("\"event\":\"step\"") != std::string::npos) {
+      stepping = true;
+      break;
+    }
+  }
+  BOOST_TEST_REQUIRE(stepping, text);
+  auto ranks = trainer_ranks(port);
+  BOOST_TEST_REQUIRE(ranks.size() == 2u);
+  BOOST_TEST_REQUIRE(::kill(ranks.at(1), SIGKILL) == 0);
+  while (auto line = train.read_line(120s)) text += *line + "\n";
+  BOOST_TEST_INFO(text);
+  BOOST_TEST(status_of(train.wait(60s)) == 128 + SIGKILL);
+  BOOST_TEST(text.find("rank 1 on box-b failed first") != std::string::npos);
+  BOOST_TEST(trainer_ranks(port).empty());  // rank 0 was stopped too
+}
