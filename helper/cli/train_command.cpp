@@ -408,7 +408,7 @@ void signal_ranks(std::vector<RankRun>& ranks, const std::vector<bool>& ended, c
 
 // Follows every rank to its end: Ctrl-C interrupts them all (rank 0 checkpoints once, the ranks
 // agree to stop at the same step), and the first failure stops the others.
-std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, TerminalView& view) {
+std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, TerminalView& view, bool& interrupted) {
   RankEvents events;
   if (::pipe2(events.wake, O_CLOEXEC | O_NONBLOCK) != 0) return {};
   for (std::size_t i = 0; i < ranks.size(); ++i)
@@ -417,6 +417,7 @@ std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, 
   std::vector<training::RankOutcome> outcomes;
   bool stopping = false;
   run::InterruptEscalation escalation;
+  interrupted = false;
   while (outcomes.size() < ranks.size()) {
     pollfd fds[2] = {{events.wake[0], POLLIN, 0}, {g_interrupt_pipe[0], POLLIN, 0}};
     if (::poll(fds, g_interrupt_pipe[0] >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) break;
@@ -425,6 +426,7 @@ std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, 
       while (::read(g_interrupt_pipe[0], buf, sizeof buf) > 0) {
       }
       auto step = escalation.next(ranks[0].run_id);
+      interrupted = true;
       signal_ranks(ranks, ended, step.signal, ranks.size(), view);
       view.note(escalation.presses() == 1 ? "sent SIGINT to every rank: rank 0 writes one checkpoint and all stop; Ctrl-C again sends SIGTERM"
                                           : "sent SIG" + step.signal + " to every rank");
@@ -445,7 +447,10 @@ std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, 
       } else {
         out.description = exit.error();
       }
-      if (out.status != 0 && !stopping) {
+      // After Ctrl-C the ranks end 130/143 on their own, rank 0 after its checkpoint: no SIGTERM
+      // may cut that short.
+      const bool interrupted_exit = escalation.presses() > 0 && (out.status == 130 || out.status == 143);
+      if (out.status != 0 && !stopping && !interrupted_exit) {
         stopping = true;
         view.note(rank_name(out.slot) + " ended (" + out.description + "): stopping the other ranks");
         signal_ranks(ranks, ended, "TERM", i, view);
@@ -540,6 +545,7 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
   sigemptyset(&sa.sa_mask);
   ::sigaction(SIGINT, &sa, &old);
   std::vector<training::RankOutcome> outcomes;
+  bool interrupted = false;
   auto started = start_ranks(o, *inputs, ranks, *rv, world, view);
   if (!started) {
     std::cerr << who << ": " << started.error() << "\n";
@@ -547,7 +553,7 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
     for (std::size_t i = 0; i < ranks.size(); ++i) ended[i] = ranks[i].run_id.empty();
     signal_ranks(ranks, ended, "TERM", ranks.size(), view);
   } else {
-    outcomes = supervise_ranks(ranks, view);
+    outcomes = supervise_ranks(ranks, view, interrupted);
   }
   ::sigaction(SIGINT, &old, nullptr);
   ::close(g_interrupt_pipe[0]);
@@ -561,7 +567,16 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
     for (const auto& n : pulled.notes) std::cerr << who << ": " << n << "\n";
     for (const auto& f : pulled.files) (o.json ? std::cerr : std::cout) << fmt::format("{:<11}{}\n", "output", f.string());
   }
-  if (auto failed = training::first_failure(outcomes)) {
+  auto failed = training::first_failure(outcomes);
+  if (failed && interrupted && (failed->status == 130 || failed->status == 143)) {
+    std::string again = o.launch.empty() ? o.config : "--launch " + o.launch;
+    if (!o.hosts.empty()) again += " --hosts " + o.hosts;
+    if (o.nproc_per_host > 1) again += " --nproc-per-host " + std::to_string(o.nproc_per_host);
+    std::cerr << who << ": stopped by Ctrl-C; rank 0's checkpoint came back with the outputs, and `ferry train " << again
+              << " --resume` continues on every rank (the next sync takes the checkpoint to the other hosts)\n";
+    return failed->status;
+  }
+  if (failed) {
     std::cerr << who << ": " << rank_name(failed->slot) << " failed first (ferry-train " << failed->description
               << "); the other ranks were stopped\n";
     return failed->status;

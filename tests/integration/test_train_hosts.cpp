@@ -178,3 +178,56 @@ BOOST_AUTO_TEST_CASE(killing_one_rank_stops_the_other_and_names_it) {
   BOOST_TEST(text.find("rank 1 on box-b failed first") != std::string::npos);
   BOOST_TEST(trainer_ranks(port).empty());  // rank 0 was stopped too
 }
+
+// Ctrl-C stops every rank with one checkpoint (rank 0's, pulled back); --resume takes it to the
+// other host with the sync and every rank continues from it to the end.
+BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_once_and_resume_continues_on_every_host) {
+  TwoBoxes boxes;
+  json config = tiny_config(3000);
+  config["model"] = {{"kind", "mlp"}, {"input_dim", 64}, {"hidden", {256, 256}}, {"output_dim", 4}};
+  config["data"]["samples"] = 4096;
+  config["batch_size"] = 64;
+  config["log_every_steps"] = 10;
+  write_project(boxes.dir.path(), boxes.ssh_config, 3000);
+  ferry::test::write_file(boxes.dir / "tiny.json", config.dump());
+  const int port = ferry::test::pick_free_port();
+  const std::vector<std::string> argv = {FERRY_BIN, "train", "tiny.json", "--hosts", "box-a,box-b", "--trainer", FERRY_TRAIN_BIN,
+                                         "--master-port", std::to_string(port), "--json"};
+  std::int64_t stopped_at = -1;
+  {
+    ferry::test::SpawnedProcess train(argv, boxes.dir.path().string());
+    bool sent = false;
+    while (auto line = train.read_line(120s)) {
+      auto j = json::parse(*line, nullptr, false);
+      if (j.is_discarded() || !j.contains("event")) continue;
+      if (j["event"] == "step" && !sent) {
+        train.signal(SIGINT);
+        sent = true;
+      }
+      if (j["event"] == "checkpoint") stopped_at = j.value("step", std::int64_t{-1});
+    }
+    BOOST_TEST_REQUIRE(sent);
+    BOOST_TEST_REQUIRE(status_of(train.wait(60s)) == 130);
+  }
+  BOOST_TEST_REQUIRE(stopped_at > 0);
+  BOOST_TEST_REQUIRE(stopped_at < 3000);
+  BOOST_TEST(fs::is_regular_file(boxes.dir / "out" / "checkpoints" / ("ckpt-" + std::string(10 - std::to_string(stopped_at).size(), '0') +
+                                                                     std::to_string(stopped_at) + ".ferry")));
+  std::vector<std::string> resume = argv;
+  resume[8] = std::to_string(ferry::test::pick_free_port());
+  resume.push_back("--resume");
+  ferry::test::SpawnedProcess again(resume, boxes.dir.path().string());
+  json start, done;
+  while (auto line = again.read_line(300s)) {
+    auto j = json::parse(*line, nullptr, false);
+    if (j.is_discarded() || !j.contains("event")) continue;
+    if (j["event"] == "start") start = j;
+    if (j["event"] == "done") done = j;
+  }
+  BOOST_TEST_REQUIRE(status_of(again.wait(60s)) == 0);
+  BOOST_TEST(start.value("resumed", false));
+  BOOST_TEST(start.value("step", std::int64_t{0}) == stopped_at);
+  BOOST_TEST(!done.is_null());
+  // The second host resumed from the same checkpoint: the sync brought it there.
+  BOOST_TEST(fs::exists(boxes.b.home() / "proj" / "out" / "checkpoints"));
+}
