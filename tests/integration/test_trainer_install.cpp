@@ -184,6 +184,28 @@ BOOST_AUTO_TEST_CASE(changed_sources_rebuild_the_trainer) {
   BOOST_TEST(builds_logged(kCache) == before + 1);
 }
 
+// ctest: FIXTURES_REQUIRED trainer_box. `ferry connect --build-trainer` prepares the box ahead of
+// the first train: here it finds the cached trainer and builds nothing.
+BOOST_AUTO_TEST_CASE(connect_build_trainer_reports_the_cached_trainer) {
+  BOOST_TEST_REQUIRE(builds_logged(kCache) >= 1, "the trainer_box fixture built no trainer");
+  const int before = builds_logged(kCache);
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-connect");
+  write_project(dir.path(), sshd, kCache);
+  ferry::test::SpawnedProcess connect({FERRY_BIN, "connect", "--build-trainer", "--json"}, dir.path().string());
+  std::string out;
+  while (auto line = connect.read_line(120s)) out += *line + "\n";
+  BOOST_TEST_INFO(out);
+  BOOST_TEST_REQUIRE(status_of(connect.wait(60s)) == 0);
+  auto j = json::parse(out, nullptr, false);
+  BOOST_TEST_REQUIRE(j.is_object());
+  BOOST_TEST(j["trainer"]["built"] == false);
+  BOOST_TEST(j["trainer"]["path"].get<std::string>().starts_with(kCache.string()));
+  BOOST_TEST(j["trainer"]["version"].get<std::string>().find("distributed: c10d gloo") != std::string::npos);
+  BOOST_TEST(builds_logged(kCache) == before);
+}
+
 // A box whose PATH has no compiler: one line saying so and how to fix it, exit 255, nothing
 // uploaded.
 BOOST_AUTO_TEST_CASE(a_box_without_a_compiler_gets_one_clear_line) {
