@@ -61,11 +61,8 @@ struct ConnectOptions {
 
 // ferry.json's env around the cwd (or --project): the trainer's probe and build export it.
 std::map<std::string, std::string> project_env(const GlobalOptions& g) {
-  std::error_code ec;
-  std::filesystem::path start = g.project_dir ? std::filesystem::path(*g.project_dir) : std::filesystem::current_path(ec);
-  if (auto file = deploy::find_project_file(start))
-    if (auto loaded = deploy::load_project(*file)) return loaded->env;
-  return {};
+  auto project = find_cli_project(g, std::nullopt);
+  return project ? project->env : std::map<std::string, std::string>{};
 }
 
 // --build-trainer: ferry-train on the box, built there now if missing (progress on stderr).

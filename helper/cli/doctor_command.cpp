@@ -42,9 +42,10 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   d.endpoint = endpoint_options(*target);
   d.interpreter = target->interpreter;
   d.timeout = std::chrono::seconds(o.timeout_s);
-  d.extra_checks = [interpreter = target->interpreter](remote::SshEndpoint& e) {
-    return std::vector<remote::DoctorCheck>{trainer_check(e, interpreter, {})};
-  };
+  // ferry.json's env (PATH, CXX, FERRY_TRAIN_CACHE ...) counts for the trainer as in ferry train.
+  auto project = find_cli_project(g, std::nullopt);
+  d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{}](
+                       remote::SshEndpoint& e) { return std::vector<remote::DoctorCheck>{trainer_check(e, interpreter, env)}; };
   auto checks = remote::run_doctor(d);
   bool failed = false;
   for (const auto& c : checks) failed = failed || c.status == "fail";

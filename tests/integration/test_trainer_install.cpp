@@ -204,6 +204,21 @@ BOOST_AUTO_TEST_CASE(connect_build_trainer_reports_the_cached_trainer) {
   BOOST_TEST(j["trainer"]["path"].get<std::string>().starts_with(kCache.string()));
   BOOST_TEST(j["trainer"]["version"].get<std::string>().find("distributed: c10d gloo") != std::string::npos);
   BOOST_TEST(builds_logged(kCache) == before);
+
+  // ferry doctor's last check is the trainer: built, for which torch, CPU, which backends.
+  ferry::test::SpawnedProcess doctor({FERRY_BIN, "doctor", "--json"}, dir.path().string());
+  std::string report;
+  while (auto line = doctor.read_line(120s)) report += *line + "\n";
+  doctor.wait(60s);
+  auto d = json::parse(report, nullptr, false);
+  BOOST_TEST_INFO(report);
+  BOOST_TEST_REQUIRE(d.is_object());
+  json trainer_check;
+  for (const auto& c : d["checks"])
+    if (c.value("check", "") == "ferry-train") trainer_check = c;
+  BOOST_TEST_REQUIRE(trainer_check.is_object(), report);
+  BOOST_TEST(trainer_check.value("status", "") == "pass");
+  BOOST_TEST(trainer_check.value("detail", "").find("LibTorch 1.13.0, CUDA: no, distributed: c10d gloo") != std::string::npos);
 }
 
 // A box whose PATH has no compiler: one line saying so and how to fix it, exit 255, nothing
