@@ -71,16 +71,22 @@ bool BuildProgressParser::feed(std::string_view line, Clock::time_point now) {
 }
 
 std::string BuildProgressParser::bar(std::size_t width) const {
-  std::string head = "building ferry-train";
-  if (progress_.stage != "compile" || progress_.total == 0)
-    return head + " on the box: " + (progress_.message.empty() ? progress_.stage : progress_.message) + " (" +
-           format_duration(progress_.elapsed_seconds) + ")";
-  std::string tail = " " + std::to_string(progress_.done) + "/" + std::to_string(progress_.total);
-  tail += progress_.eta_seconds ? ", about " + format_duration(*progress_.eta_seconds) + " left" : ", estimating";
-  const std::size_t fixed = head.size() + tail.size() + 3;
+  // Built by appending: GCC 12 warns (-Wrestrict, falsely) on `literal + std::to_string()` chains here.
+  std::string out = "building ferry-train";
+  if (progress_.stage != "compile" || progress_.total == 0) {
+    out.append(" on the box: ").append(progress_.message.empty() ? progress_.stage : progress_.message);
+    out.append(" (").append(format_duration(progress_.elapsed_seconds)).append(")");
+    return out;
+  }
+  std::string tail(" ");
+  tail.append(std::to_string(progress_.done)).append("/").append(std::to_string(progress_.total));
+  if (progress_.eta_seconds) tail.append(", about ").append(format_duration(*progress_.eta_seconds)).append(" left");
+  else tail.append(", estimating");
+  const std::size_t fixed = out.size() + tail.size() + 3;
   const std::size_t cells = width > fixed + 10 ? std::min<std::size_t>(width - fixed, 40) : 10;
   const std::size_t filled = cells * static_cast<std::size_t>(progress_.percent()) / 100;
-  return head + " [" + std::string(filled, '#') + std::string(cells - filled, ' ') + "]" + tail;
+  out.append(" [").append(filled, '#').append(cells - filled, ' ').append("]").append(tail);
+  return out;
 }
 
 }  // namespace ferry::training

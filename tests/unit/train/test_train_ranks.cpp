@@ -34,12 +34,12 @@ BOOST_AUTO_TEST_CASE(hosts_list_parsing) {
 
 BOOST_AUTO_TEST_CASE(the_earliest_failure_is_the_one_reported) {
   std::vector<RankOutcome> all(3);
-  auto set = [&all](std::size_t i, const char* host, int rank, int local, int status, const char* ended) {
-    all[i].slot.host = host;
+  auto set = [&all](std::size_t i, std::string host, int rank, int local, int status, std::string ended) {
+    all[i].slot.host = std::move(host);
     all[i].slot.rank = rank;
     all[i].slot.local_rank = local;
     all[i].status = status;
-    all[i].ended_at = ended;
+    all[i].ended_at = std::move(ended);
   };
   set(0, "a", 0, 0, 1, "2026-12-01T10:00:05.200Z");    // the Gloo error that followed
   set(1, "b", 1, 0, 137, "2026-12-01T10:00:05.100Z");  // killed: the cause
