@@ -231,3 +231,32 @@ BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_once_and_resume_continues_on_every_host)
   // The second host resumed from the same checkpoint: the sync brought it there.
   BOOST_TEST(fs::exists(boxes.b.home() / "proj" / "out" / "checkpoints"));
 }
+
+// --nproc-per-host without --hosts: two ranks on the project's one host (LOCAL_RANK 0 and 1),
+// the same parameters as ferry-train's own --nproc 2 there.
+BOOST_AUTO_TEST_CASE(two_processes_on_one_host_match_ferry_train_nproc) {
+  TwoBoxes boxes;
+  write_project(boxes.dir.path(), boxes.ssh_config, 12);
+  ferry::test::SpawnedProcess train({FERRY_BIN, "train", "tiny.json", "--nproc-per-host", "2", "--trainer", FERRY_TRAIN_BIN,
+                                     "--master-port", std::to_string(ferry::test::pick_free_port()), "--json"},
+                                    boxes.dir.path().string());
+  json start;
+  while (auto line = train.read_line(120s)) {
+    auto j = json::parse(*line, nullptr, false);
+    if (!j.is_discarded() && j.value("event", "") == "start") start = j;
+  }
+  BOOST_TEST_REQUIRE(status_of(train.wait(60s)) == 0);
+  BOOST_TEST(start.value("world_size", 0) == 2);
+  BOOST_TEST(!fs::exists(boxes.b.home() / "proj"));  // box-b was not involved
+  const fs::path single = boxes.a.home() / "single";
+  ferry::test::write_file(single / "tiny.json", tiny_config(12).dump());
+  ferry::test::run_command("ssh -F " + boxes.ssh_config.string() + " box-a 'cd " + single.string() + " && " + FERRY_TRAIN_BIN +
+                           " tiny.json --nproc 2 > log 2>&1'");
+  auto a = checkpoint_tensors(boxes.dir / "out" / "checkpoints" / "ckpt-0000000012.ferry");
+  auto b = checkpoint_tensors(single / "out" / "checkpoints" / "ckpt-0000000012.ferry");
+  BOOST_TEST_REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    BOOST_TEST_INFO(a[i].first);
+    BOOST_TEST(std::memcmp(a[i].second.data_ptr(), b[i].second.data_ptr(), a[i].second.nbytes()) == 0);
+  }
+}
