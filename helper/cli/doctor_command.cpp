@@ -13,18 +13,6 @@
 namespace ferry::cli {
 namespace {
 
-// The trainer ferry builds on the box: built (for which torch, CUDA or CPU, which distributed
-// backends) or what its first build will use, or what is missing for it.
-remote::DoctorCheck trainer_check(remote::SshEndpoint& e, const std::string& interpreter, const std::map<std::string, std::string>& env) {
-  auto probe = training::probe_trainer(e, interpreter, env);
-  if (!probe) return {"ferry-train", "warn", probe.error(), "re-run ferry doctor"};
-  if (!probe->ready.empty()) return {"ferry-train", "pass", probe->ready + ": " + probe->version, ""};
-  if (auto problem = training::trainer_probe_problem(*probe, interpreter)) return {"ferry-train", "warn", "ferry cannot build it on this box", *problem};
-  return {"ferry-train", "pass",
-          "not built yet; the first `ferry train` builds it against torch " + probe->torch_version + " (" + probe->torch_source + ", " +
-              probe->torch_prefix + ") with " + probe->cxx_version + " and " + probe->cmake_version,
-          ""};
-}
 
 struct DoctorCliOptions {
   std::string host;
@@ -45,7 +33,7 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   // ferry.json's env (PATH, CXX, FERRY_TRAIN_CACHE ...) counts for the trainer as in ferry train.
   auto project = find_cli_project(g, std::nullopt);
   d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{}](
-                       remote::SshEndpoint& e) { return std::vector<remote::DoctorCheck>{trainer_check(e, interpreter, env)}; };
+                       remote::SshEndpoint& e) { return std::vector<remote::DoctorCheck>{training::doctor_trainer_check(e, interpreter, env)}; };
   auto checks = remote::run_doctor(d);
   bool failed = false;
   for (const auto& c : checks) failed = failed || c.status == "fail";

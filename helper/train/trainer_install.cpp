@@ -123,4 +123,18 @@ std::expected<TrainerInstall, std::string> ensure_trainer(remote::SshEndpoint& e
   return run_build(e, prelude, *pack, *probe, o);
 }
 
+// The trainer ferry builds on the box: built (for which torch, CUDA or CPU, which distributed
+// backends) or what its first build will use, or what is missing for it.
+remote::DoctorCheck doctor_trainer_check(remote::SshEndpoint& e, const std::string& interpreter,
+                                         const std::map<std::string, std::string>& env) {
+  auto probe = probe_trainer(e, interpreter, env);
+  if (!probe) return {"ferry-train", "warn", probe.error(), "re-run ferry doctor"};
+  if (!probe->ready.empty()) return {"ferry-train", "pass", probe->ready + ": " + probe->version, ""};
+  if (auto problem = trainer_probe_problem(*probe, interpreter)) return {"ferry-train", "warn", "ferry cannot build it on this box", *problem};
+  return {"ferry-train", "pass",
+          "not built yet; the first `ferry train` builds it against torch " + probe->torch_version + " (" + probe->torch_source + ", " +
+              probe->torch_prefix + ") with " + probe->cxx_version + " and " + probe->cmake_version,
+          ""};
+}
+
 }  // namespace ferry::training

@@ -12,9 +12,7 @@
 #include "helper/train/build_progress.hpp"
 #include "helper/train/trainer_probe.hpp"
 
-namespace ferry::remote {
-class SshEndpoint;
-}
+#include "helper/remote/ssh_endpoint.hpp"
 
 namespace ferry::training {
 
@@ -40,5 +38,10 @@ std::expected<TrainerInstall, std::string> ensure_trainer(remote::SshEndpoint& e
 // The probe alone (ferry doctor): what the box has, without building anything.
 std::expected<TrainerProbe, std::string> probe_trainer(remote::SshEndpoint& endpoint, const std::string& interpreter,
                                                        const std::map<std::string, std::string>& env);
+
+// ferry doctor's last check (CLI and doctor/run): the trainer built (its --version: torch, CUDA or
+// CPU, c10d backends), or what its first build will use, or a warning with what is missing.
+remote::DoctorCheck doctor_trainer_check(remote::SshEndpoint& endpoint, const std::string& interpreter,
+                                         const std::map<std::string, std::string>& env);
 
 }  // namespace ferry::training
