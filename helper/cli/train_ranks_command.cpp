@@ -6,7 +6,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <ctime>
 #include <deque>
+#include <random>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -176,8 +179,20 @@ std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, 
 
 // Starts every rank: the project synced to each host once (by its first rank), the trainer
 // ensured there, then one run per rank with torchrun's environment.
+// "train-20261201T101500-3fa2": the group the ranks' runs carry.
+std::string new_group_id() {
+  std::random_device rd;
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y%m%dT%H%M%S", &tm);
+  return fmt::format("train-{}-{:04x}", when, rd() & 0xffff);
+}
+
 std::expected<void, std::string> start_ranks(const TrainCliOptions& o, const TrainInputs& inputs, std::vector<RankRun>& ranks,
                                              const training::Rendezvous& rv, int world, TerminalView& view) {
+  const std::string group = new_group_id();
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     auto& r = ranks[i];
     training::TrainSinks sinks;
@@ -198,6 +213,9 @@ std::expected<void, std::string> start_ranks(const TrainCliOptions& o, const Tra
     request.local_host = r.link->host == "local";
     request.env = inputs.env;
     for (auto& [k, v] : training::rank_env(r.slot, world, o.nproc_per_host, rv)) request.env[k] = v;
+    // `ferry runs` shows the ranks as one group (the agent reads these from the run's environment).
+    request.env["FERRY_RUN_GROUP"] = group;
+    request.env["FERRY_RUN_LABEL"] = "rank " + std::to_string(r.slot.rank) + " of " + std::to_string(world) + " on " + r.slot.host;
     auto id = r.session->start(request);
     if (!id) return std::unexpected(rank_name(r.slot) + ": " + id.error());
     r.run_id = *id;

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -248,6 +249,24 @@ BOOST_AUTO_TEST_CASE(two_processes_on_one_host_match_ferry_train_nproc) {
   BOOST_TEST_REQUIRE(status_of(train.wait(60s)) == 0);
   BOOST_TEST(start.value("world_size", 0) == 2);
   BOOST_TEST(!fs::exists(boxes.b.home() / "proj"));  // box-b was not involved
+  // `ferry runs` shows the two ranks as one group.
+  ferry::test::SpawnedProcess runs({FERRY_BIN, "runs", "--json"}, boxes.dir.path().string());
+  std::string listed;
+  while (auto line = runs.read_line(60s)) listed += *line + "\n";
+  BOOST_TEST_REQUIRE(status_of(runs.wait(60s)) == 0);
+  auto list = json::parse(listed, nullptr, false);
+  BOOST_TEST_REQUIRE(list.is_array(), listed);
+  BOOST_TEST_REQUIRE(list.size() == 2u, listed);
+  BOOST_TEST(list[0].value("group", "").starts_with("train-"));
+  BOOST_TEST(list[0].value("group", "") == list[1].value("group", "x"));
+  std::set<std::string> labels{list[0].value("label", ""), list[1].value("label", "")};
+  BOOST_TEST(labels == (std::set<std::string>{"rank 0 of 2 on box-a", "rank 1 of 2 on box-a"}));
+  ferry::test::SpawnedProcess table({FERRY_BIN, "runs"}, boxes.dir.path().string());
+  std::string text;
+  while (auto line = table.read_line(60s)) text += *line + "\n";
+  table.wait(60s);
+  BOOST_TEST(text.find("group " + list[0].value("group", "") + " (2 runs on this host)") != std::string::npos, text);
+  BOOST_TEST(text.find("[rank 1 of 2 on box-a]") != std::string::npos, text);
   const fs::path single = boxes.a.home() / "single";
   ferry::test::write_file(single / "tiny.json", tiny_config(12).dump());
   ferry::test::run_command("ssh -F " + boxes.ssh_config.string() + " box-a 'cd " + single.string() + " && " + FERRY_TRAIN_BIN +
