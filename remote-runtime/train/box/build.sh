@@ -18,8 +18,16 @@ if [ -x "$OUT/ferry-train" ]; then
   exit 0
 fi
 SRC="$C/src-$TV" WORK="$C/work-$TV"
-rm -rf "$SRC" && mkdir -p "$SRC"
-tar xzf "$C/packs/$H.tar.gz" -C "$SRC"
+# Only files whose content changed are replaced in the kept source tree: a ferry upgrade that
+# touches one file rebuilds that unit and links, not the whole trainer.
+NEW="$C/.src-new.$$"
+rm -rf "$NEW" && mkdir -p "$NEW" "$SRC"
+tar xzf "$C/packs/$H.tar.gz" -C "$NEW"
+(cd "$NEW" && find . -type f) | while read -r f; do
+  if ! cmp -s "$NEW/$f" "$SRC/$f" 2>/dev/null; then mkdir -p "$(dirname "$SRC/$f")" && cp "$NEW/$f" "$SRC/$f"; fi
+done
+(cd "$SRC" && find . -type f) | while read -r f; do [ -e "$NEW/$f" ] || rm -f "$SRC/$f"; done
+rm -rf "$NEW"
 echo "ferry-box: units $(ls "$SRC"/remote-runtime/train/*.cpp | wc -l)"
 set --
 if command -v ninja >/dev/null 2>&1; then set -- -G Ninja; WORK="$WORK-ninja"; fi
