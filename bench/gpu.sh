@@ -42,9 +42,25 @@ fi
 train=$build/remote-runtime/train/ferry-train
 say "built in $(( $(date +%s) - t0 )) s: $($train --version)"
 
-# PHASES picks sections (default all): smoke ratios auto mfu.
-phases=" ${PHASES:-smoke ratios auto mfu} "
+# PHASES picks sections (default all): smoke dist ratios auto mfu.
+phases=" ${PHASES:-smoke dist ratios auto mfu} "
 want() { [[ "$phases" == *" $1 "* ]]; }
+
+want dist && {
+section "torch.distributed on CUDA (c10d backends of this build; 2 ranks with NCCL where the box has 2 GPUs)"
+version=$($train --version)
+say "ferry-train: $version"
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [[ "$version" != *nccl* ]]; then
+  say "no NCCL in this build: nccl.h was not found (the nvidia-nccl wheel next to torch, or FERRY_NCCL_INCLUDE_DIR); see $work/build.log"
+elif [ "${ngpu:-0}" -lt 2 ]; then
+  say "NCCL built in; a 2-rank job needs 2 GPUs and this box has ${ngpu:-0}"
+elif timeout 120 "$train" "$root/samples/train/quick.json" --device cuda --nproc 2 --output "$work/dist2" > "$work/dist2.events" 2> "$work/dist2.err"; then
+  say "2 ranks: ok, $(grep '"event":"start"' "$work/dist2.events" | $py -c 'import json,sys;e=json.load(sys.stdin);print("world_size", e.get("world_size"), "device", e["device"])')"
+else
+  say "2-rank job FAILED (rc=$?):"; say '```'; tail -5 "$work/dist2.events" "$work/dist2.err" | tee -a "$report" >&2; say '```'
+fi
+}
 
 want smoke && {
 section "CUDA smoke test (samples/train/quick.json on cuda:0)"

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -12,6 +14,7 @@
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/train/trainer_install.hpp"
 #include "helper/ssh/passphrase_prompt.hpp"
 
 namespace ferry::cli {
@@ -52,8 +55,25 @@ struct ConnectOptions {
   std::string host;
   std::string root;
   bool json = false;
+  bool build_trainer = false;
   int timeout_s = 30;
 };
+
+// ferry.json's env around the cwd (or --project): the trainer's probe and build export it.
+std::map<std::string, std::string> project_env(const GlobalOptions& g) {
+  auto project = find_cli_project(g, std::nullopt);
+  return project ? project->env : std::map<std::string, std::string>{};
+}
+
+// --build-trainer: ferry-train on the box, built there now if missing (progress on stderr).
+std::expected<training::TrainerInstall, std::string> connect_trainer(const GlobalOptions& g, remote::SshEndpoint& e,
+                                                                     const std::string& interpreter) {
+  training::TrainerInstallOptions options;
+  options.interpreter = interpreter;
+  options.env = project_env(g);
+  options.on_progress = [](const training::BuildProgressParser& b) { std::cerr << b.bar(100) << "\n" << std::flush; };
+  return training::ensure_trainer(e, options);
+}
 
 int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
   auto target = ssh_target(g, o.host, o.root);
@@ -75,21 +95,26 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
     }
     return 1;
   }
+  std::optional<std::expected<training::TrainerInstall, std::string>> trainer;
+  if (o.build_trainer) trainer = connect_trainer(g, e, target->interpreter);
   auto hk = e.host_key();
   auto rep = e.install_report();
   if (o.json) {
-    std::cout << nlohmann::json{{"ok", true},
-                                {"host", target->host},
-                                {"endpoint", e.description()},
-                                {"ms", ms},
-                                {"hostKey", {{"type", hk.key.type}, {"fingerprint", hk.fingerprint}, {"recorded", hk.newly_recorded}}},
-                                {"agent", {{"version", info->version}, {"path", rep.remote_path}, {"installed", rep.installed}}},
-                                {"root", info->root},
-                                {"os", info->os},
-                                {"arch", info->arch},
-                                {"hostname", info->hostname}}
-                     .dump(2)
-              << "\n";
+    nlohmann::json j{{"ok", true},
+                     {"host", target->host},
+                     {"endpoint", e.description()},
+                     {"ms", ms},
+                     {"hostKey", {{"type", hk.key.type}, {"fingerprint", hk.fingerprint}, {"recorded", hk.newly_recorded}}},
+                     {"agent", {{"version", info->version}, {"path", rep.remote_path}, {"installed", rep.installed}}},
+                     {"root", info->root},
+                     {"os", info->os},
+                     {"arch", info->arch},
+                     {"hostname", info->hostname}};
+    if (trainer && *trainer)
+      j["trainer"] = {{"path", (*trainer)->path}, {"built", (*trainer)->built}, {"version", (*trainer)->version}};
+    else if (trainer)
+      j["trainerError"] = trainer->error();
+    std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "Connected to " << e.description() << " in " << ms << " ms\n"
               << "  host key  " << hk.key.type << " " << hk.fingerprint
@@ -98,6 +123,13 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
               << (rep.installed ? " (installed now)" : "") << "\n"
               << "  root      " << info->root << "\n"
               << "  box       " << info->hostname << ", " << info->os << " " << info->arch << "\n";
+    if (trainer && *trainer)
+      std::cout << "  trainer   " << (*trainer)->path << ((*trainer)->built ? " (built now)" : " (cached)") << ": " << (*trainer)->version << "\n";
+  }
+  if (trainer && !*trainer) {
+    std::cerr << "ferry connect: " << trainer->error() << "\n";
+    e.close();
+    return 1;
   }
   e.close();
   return 0;
@@ -112,6 +144,8 @@ void add_connect_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--root", o->root, "The agent's root on the box (default: the project's first mapping)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the whole connect")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the result as JSON");
+  cmd->add_flag("--build-trainer", o->build_trainer, "Also make sure ferry-train is on the box: build it there now if missing "
+                                                     "(otherwise the first ferry train does)");
   cmd->fallthrough();  // -F and the other global options also work after the sub-command
   cmd->callback([&g, o] { exit_code() = run_connect(g, *o); });
 }

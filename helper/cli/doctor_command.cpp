@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iostream>
 #include <optional>
+#include <map>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -10,9 +11,11 @@
 #include "helper/cli/commands.hpp"
 #include "helper/env/env_mirror.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/train/trainer_install.hpp"
 
 namespace ferry::cli {
 namespace {
+
 
 struct DoctorCliOptions {
   std::string host;
@@ -43,6 +46,10 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   d.endpoint = endpoint_options(*target);
   d.interpreter = target->interpreter;
   d.timeout = std::chrono::seconds(o.timeout_s);
+  // ferry.json's env (PATH, CXX, FERRY_TRAIN_CACHE ...) counts for the trainer as in ferry train.
+  auto project = find_cli_project(g, std::nullopt);
+  d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{}](
+                       remote::SshEndpoint& e) { return std::vector<remote::DoctorCheck>{training::doctor_trainer_check(e, interpreter, env)}; };
   auto checks = remote::run_doctor(d);
   if (auto line = env_mirror_line(g, o.host)) checks.push_back(std::move(*line));
   bool failed = false;

@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstring>
 #include <chrono>
+#include <set>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -452,18 +453,42 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       if (!r.ended_at.empty()) j["endedAt"] = r.ended_at;
       if (r.exit_code) j["exitCode"] = *r.exit_code;
       if (r.signal) j["signal"] = *r.signal;
+      if (!r.group.empty()) j["group"] = r.group;
+      if (!r.label.empty()) j["label"] = r.label;
       arr.push_back(j);
     }
     std::cout << arr.dump(2) << "\n";
     return 0;
   }
   std::cout << fmt::format("{:<21} {:<8} {:>9} {:>6}  {}\n", "ID", "STATE", "DURATION", "EXIT", "COMMAND");
+  // The runs of one group (the ranks of a `ferry train --hosts`) together, under one heading, where
+  // the group's first run is listed.
+  std::vector<const run::RunInfo*> order;
+  std::set<std::string> grouped;
   for (const auto& r : *runs) {
+    if (r.group.empty()) {
+      order.push_back(&r);
+    } else if (grouped.insert(r.group).second) {
+      for (const auto& q : *runs)
+        if (q.group == r.group) order.push_back(&q);
+    }
+  }
+  std::string heading;
+  for (const auto* rp : order) {
+    const auto& r = *rp;
+    if (!r.group.empty() && r.group != heading) {
+      std::size_t n = 0;
+      for (const auto* q : order) n += q->group == r.group;
+      std::cout << fmt::format("group {} ({} runs on this host)\n", r.group, n);
+    }
+    heading = r.group;
     auto start = parse_time(r.started_at);
     auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : parse_time(r.ended_at);
     std::string duration = start && end && *end >= 0 ? format_duration(*end - *start) : "-";
     std::string exit = r.exit_code ? std::to_string(*r.exit_code) : r.signal ? "SIG" + run::signal_name(*r.signal) : "-";
-    std::cout << fmt::format("{:<21} {:<8} {:>9} {:>6}  {}\n", r.id, r.state, duration, exit, join_argv(r.argv));
+    std::string command = join_argv(r.argv);
+    if (!r.label.empty()) command = "[" + r.label + "] " + command;
+    std::cout << fmt::format("{}{:<21} {:<8} {:>9} {:>6}  {}\n", r.group.empty() ? "" : "  ", r.id, r.state, duration, exit, command);
   }
   if (runs->empty()) std::cerr << "no runs" << (all ? "" : " under this project (--all shows every project's)") << "\n";
   return 0;

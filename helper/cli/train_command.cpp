@@ -1,10 +1,10 @@
 // `ferry train CONFIG|--launch NAME [--resume] [--detach] [--json]`: sync, run ferry-train CONFIG on the
 // project's host as a run (it survives a dropped link), show its events as a progress bar (or
 // pass the JSON lines through), pull the plot, CSV and newest checkpoint back, and exit with
-// ferry-train's status. Ctrl-C interrupts ferry-train, which checkpoints and exits 130.
+// ferry-train's status. Ctrl-C interrupts ferry-train, which checkpoints and exits 130. With --hosts or
+// --nproc-per-host the training spans many ranks: train_ranks_command.cpp.
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,18 +28,10 @@
 #include "helper/train/train_progress.hpp"
 #include "helper/train/train_session.hpp"
 #include "helper/sync/mapping_target.hpp"
+#include "helper/cli/train_terminal.hpp"
 
 namespace ferry::cli {
-namespace {
-
-namespace fs = std::filesystem;
-
-struct TrainCliOptions {
-  std::string launch;  // a ferry.json launch entry of kind "train", instead of CONFIG
-  std::string config;
-  bool resume = false, detach = false, json = false, no_sync = false;
-  std::string trainer;
-};
+namespace train_cli {
 
 // Ctrl-C while following: the handler only writes to a pipe; the follow loop acts on it.
 int g_interrupt_pipe[2] = {-1, -1};
@@ -51,94 +43,6 @@ void on_sigint(int) {
   }
   errno = saved;
 }
-
-std::size_t terminal_width() {
-  winsize ws{};
-  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20) return ws.ws_col - 1;
-  return 100;
-}
-
-// Writes event lines and the bar. On a terminal the bar is redrawn in place; elsewhere (a pipe,
-// a CI log) each step event is one plain line.
-class TerminalView {
- public:
-  explicit TerminalView(bool json) : json_(json), tty_(::isatty(STDOUT_FILENO) == 1), width_(terminal_width()) {}
-
-  void event(const training::TrainEvent& e, std::string_view line) {
-    std::lock_guard lock(mu_);
-    if (json_) {
-      std::cout << line << "\n" << std::flush;
-      return;
-    }
-    auto lines = progress_.on_event(e);
-    clear_bar();
-    for (const auto& l : lines) std::cout << l << "\n";
-    if (e.kind == "step" || e.kind == "start") {
-      if (tty_) {
-        std::cout << progress_.bar(width_);
-        bar_shown_ = true;
-      } else if (e.kind == "step") {
-        std::cout << progress_.bar(width_) << "\n";
-      }
-    }
-    std::cout << std::flush;
-  }
-
-  void other_stdout(std::string_view line) {
-    std::lock_guard lock(mu_);
-    clear_bar();
-    std::cout << line << "\n";
-    redraw();
-  }
-
-  void stderr_bytes(std::string_view bytes) {
-    std::lock_guard lock(mu_);
-    clear_bar();
-    std::cerr << bytes << std::flush;
-    redraw();
-  }
-
-  // A note from ferry itself (stderr), kept apart from the bar.
-  void note(const std::string& text) {
-    std::lock_guard lock(mu_);
-    clear_bar();
-    std::cerr << "ferry train: " << text << "\n" << std::flush;
-    redraw();
-  }
-
-  void finish() {
-    std::lock_guard lock(mu_);
-    if (bar_shown_) std::cout << "\n" << std::flush;
-    bar_shown_ = false;
-  }
-
- private:
-  void clear_bar() {
-    if (bar_shown_) std::cout << "\r\033[K" << std::flush;
-    bar_shown_ = false;
-  }
-  void redraw() {
-    if (tty_ && !json_ && progress_.started()) {
-      std::cout << progress_.bar(width_) << std::flush;
-      bar_shown_ = true;
-    }
-  }
-
-  std::mutex mu_;
-  bool json_;
-  bool tty_;
-  std::size_t width_;
-  bool bar_shown_ = false;
-  training::TrainProgress progress_;
-};
-
-// The project and the config file to train: CONFIG (the project is the one around it unless
-// --project says otherwise) or --launch NAME (the project from --project or the cwd).
-struct TrainInputs {
-  deploy::ProjectConfig project;
-  fs::path config;
-  std::map<std::string, std::string> env;
-};
 
 std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const TrainCliOptions& o) {
   constexpr const char* who = "ferry train";
@@ -172,6 +76,12 @@ std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const Train
   }
   return TrainInputs{std::move(*project), std::move(config), std::move(env)};
 }
+
+}  // namespace train_cli
+
+using namespace train_cli;
+
+namespace {
 
 int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   constexpr const char* who = "ferry train";
@@ -207,12 +117,14 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   sinks.on_event = [&view](const training::TrainEvent& e, std::string_view line) { view.event(e, line); };
   sinks.on_other_stdout = [&view](std::string_view line) { view.other_stdout(line); };
   sinks.on_stderr = [&view](std::string_view bytes) { view.stderr_bytes(bytes); };
+  sinks.on_build = [&view](const training::BuildProgressParser& b) { view.build(b); };
   training::TrainSession session(*endpoint, engine, sinks);
   training::TrainRequest request;
   request.config = config;
   request.resume = o.resume;
   request.sync = !o.no_sync;
-  request.binary = o.trainer;
+  request.binary = o.trainer.empty() ? project.trainer : o.trainer;
+  request.interpreter = project.interpreter;
   request.local_host = local;
   request.env = inputs->env;
   auto id = session.start(request);
@@ -225,6 +137,8 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     std::cerr << "synced: " << s->one_line() << "\n";
     for (const auto& c : s->conflicts) std::cerr << "ferry train: sync conflict (not overwritten): " << c.path << "\n";
   }
+  if (const auto& t = session.trainer(); t && t->built)
+    std::cerr << "built " << t->path << " on " << endpoint->description() << " (" << t->version << ")\n";
   std::string command;
   for (const auto& a : session.launch().argv) command += (command.empty() ? "" : " ") + a;
   std::cerr << fmt::format("run {}: {} (in {} on {})\n", *id, command, session.launch().cwd, endpoint->description());
@@ -294,8 +208,18 @@ void add_train_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_flag("--detach", o->detach, "Start the run, print its id and return (ferry attach ID follows it)");
   cmd->add_flag("--json", o->json, "Pass ferry-train's JSON-lines events through to stdout instead of the progress bar");
   cmd->add_flag("--no-sync", o->no_sync, "Do not push the project first");
-  cmd->add_option("--trainer", o->trainer, "ferry-train on the box (default: ferry-train on its PATH; local host: the one built with ferry)");
-  cmd->callback([&g, o] { exit_code() = run_train(g, *o); });
+  cmd->add_option("--trainer", o->trainer, "ferry-train on the box, one you built (default: ferry.json's trainer, else the one ferry builds and caches on the box; "
+                               "local host: the one built with ferry)");
+  cmd->add_option("--hosts", o->hosts, "Train on these hosts at once (ssh aliases, comma-separated; default the project's host): "
+                                      "one rank per process, torch.distributed over Gloo (CPU) or NCCL (CUDA)");
+  cmd->add_option("--nproc-per-host", o->nproc_per_host, "Processes (ranks) on each host, e.g. one per GPU")->check(CLI::Range(1, 1024));
+  cmd->add_option("--master-addr", o->master_addr, "Rendezvous address of the first host as the others reach it "
+                                                   "(default: its HostName from the ssh config)");
+  cmd->add_option("--master-port", o->master_port, "Rendezvous port on the first host")->check(CLI::Range(1, 65535));
+  cmd->callback([&g, o] {
+    const bool many = !o->hosts.empty() || o->nproc_per_host > 1;
+    exit_code() = many ? run_train_ranks(g, *o) : run_train(g, *o);
+  });
 }
 
 }  // namespace ferry::cli

@@ -306,8 +306,8 @@ class Validator {
 
   bool document(const json& doc, ProjectConfig& c) {
     if (!object(doc, "")) return false;
-    if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "env", "tunnels",
-                             "autostop", "sshConfig", "protect", "launch"}))
+    if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "trainer", "env",
+                             "tunnels", "autostop", "sshConfig", "protect", "launch"}))
       return false;
     if (auto it = doc.find("$schema"); it != doc.end()) {
       std::string ignored;
@@ -335,6 +335,7 @@ class Validator {
     if (auto it = doc.find("protect"); it != doc.end() && !patterns(*it, "/protect", c.protect)) return false;
     if (auto it = doc.find("interpreter"); it != doc.end() && !string(*it, "/interpreter", c.interpreter))
       return false;
+    if (auto it = doc.find("trainer"); it != doc.end() && !string(*it, "/trainer", c.trainer)) return false;
     if (auto it = doc.find("env"); it != doc.end() && !env_object(*it, "/env", c.env)) return false;
     if (auto it = doc.find("tunnels"); it != doc.end()) {
       if (!it->is_array()) return fail("/tunnels", "expected an array of tunnels");
@@ -505,6 +506,7 @@ json to_json(const ProjectConfig& c) {
          {"autostop",
           {{"enabled", c.autostop.enabled}, {"idleMinutes", c.autostop.idle_minutes}, {"action", c.autostop.action}}}};
   if (c.ssh_config) j["sshConfig"] = *c.ssh_config;
+  if (!c.trainer.empty()) j["trainer"] = c.trainer;
   json launch = json::array();
   for (const auto& e : c.launch) {
     json entry{{"name", e.name}, {"kind", e.kind}, {"args", e.args}, {"env", e.env}};

@@ -61,6 +61,7 @@ struct ProjectConfig {
   std::vector<std::string> exclude;   // gitignore-syntax patterns
   std::vector<std::string> protect;   // remote-only paths (datasets, outputs): never written or deleted
   std::string interpreter = "python3";
+  std::string trainer;  // ferry-train on the box the user built; "" = ferry builds and caches one there
   std::map<std::string, std::string> env;
   std::vector<TunnelSpec> tunnels;
   AutostopConfig autostop;

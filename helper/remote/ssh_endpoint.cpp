@@ -444,12 +444,22 @@ std::expected<void, ResponseError> SshEndpoint::notify(std::string_view method, 
   return link->agent->notify(method, std::move(params));
 }
 
-std::expected<ssh::ExecResult, ResponseError> SshEndpoint::exec(const std::string& command, std::chrono::milliseconds timeout) {
+std::expected<ssh::ExecResult, ResponseError> SshEndpoint::exec(const std::string& command, std::chrono::milliseconds timeout,
+                                                                std::string input) {
   auto link = current();
   if (!link) return std::unexpected(unavailable("not connected to " + description()));
-  auto r = link->connection->exec(command, timeout);
+  auto r = link->connection->exec(command, timeout, std::move(input));
   if (!r) return std::unexpected(unavailable("running a command on " + description() + ": " + r.error().message));
   return *r;
+}
+
+std::expected<std::unique_ptr<ssh::SshStream>, ResponseError> SshEndpoint::open_stream(const std::string& command,
+                                                                                      std::chrono::milliseconds timeout) {
+  auto link = current();
+  if (!link) return std::unexpected(unavailable("not connected to " + description()));
+  auto r = link->connection->open_stream(command, timeout);
+  if (!r) return std::unexpected(unavailable("running a command on " + description() + ": " + r.error().message));
+  return std::move(*r);
 }
 
 bool SshEndpoint::start_forward(Forward& f, const std::shared_ptr<Link>& link) {
@@ -749,6 +759,8 @@ std::vector<DoctorCheck> run_doctor(DoctorOptions options) {
   if (fw == "unreadable" || fw.empty()) add("firewall", "warn", "status not readable as this user", "check the provider's security group / firewall rules: only port 22 should be open");
   else if (fw.find("inactive") != std::string::npos) add("firewall", "warn", fw, "enable it (ufw allow 22 && ufw enable) or rely on the provider's firewall");
   else add("firewall", "pass", fw);
+  if (options.extra_checks)
+    for (auto& c : options.extra_checks(e)) out.push_back(std::move(c));
   e.close();
   return out;
 }

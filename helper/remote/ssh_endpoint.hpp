@@ -86,9 +86,14 @@ class SshEndpoint final : public Endpoint {
   std::expected<void, ResponseError> close_forward(int id) override;
   std::vector<ForwardInfo> list_forwards() const override;
 
-  // Runs a shell command on the box over the current connection (doctor, tests).
+  // Runs a shell command on the box over the current connection (doctor, the trainer's install,
+  // tests); `input` is its stdin.
   std::expected<ssh::ExecResult, ResponseError> exec(const std::string& command,
-                                                    std::chrono::milliseconds timeout = std::chrono::seconds(30));
+                                                    std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                                                    std::string input = {});
+  // A shell command whose stdout is read as it comes (the trainer's build progress).
+  std::expected<std::unique_ptr<ssh::SshStream>, ResponseError> open_stream(const std::string& command,
+                                                                             std::chrono::milliseconds timeout = std::chrono::seconds(30));
   AgentInstallReport install_report() const;
   ssh::HostKeyInfo host_key() const;
   int reconnect_count() const { return reconnects_.load(); }
@@ -163,6 +168,8 @@ struct DoctorOptions {
   SshEndpointOptions endpoint;      // reconnect is turned off for the run
   std::string interpreter = "python3";
   std::chrono::milliseconds timeout{30'000};
+  // Checks of layers above this one (the trainer on the box), run on the connected endpoint last.
+  std::function<std::vector<DoctorCheck>(SshEndpoint& endpoint)> extra_checks;
 };
 
 // Connects (installing the agent if needed) and checks the link, the host key, the agent, the box

@@ -72,6 +72,8 @@ std::expected<RunInfo, std::string> parse_run_info(const json& entry) {
   if (auto c = entry.find("exitCode"); c != entry.end() && c->is_number_integer()) r.exit_code = c->get<int>();
   if (auto s = entry.find("signal"); s != entry.end() && s->is_number_integer()) r.signal = s->get<int>();
   if (auto b = entry.find("logBytes"); b != entry.end() && b->is_number_unsigned()) r.log_bytes = b->get<std::uint64_t>();
+  r.group = entry.value("group", "");
+  r.label = entry.value("label", "");
   return r;
 }
 

@@ -47,6 +47,8 @@ struct RunInfo {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::uint64_t log_bytes = 0;
+  std::string group;  // runs started together (the ranks of one `ferry train --hosts`), "" alone
+  std::string label;  // this run within its group ("rank 1 of 2 on gpu2")
 };
 std::expected<RunInfo, std::string> parse_run_info(const json& entry);
 

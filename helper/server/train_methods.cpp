@@ -125,6 +125,20 @@ class TrainService {
     sinks.on_other_stdout = [observer](std::string_view line) {
       if (observer.other) observer.other(line);
     };
+    // The trainer's build on the box (first train there) as $/progress with its ETA.
+    auto build_progress = std::make_shared<p::WorkDoneProgress>(ctx.progress());
+    auto build_begun = std::make_shared<bool>(false);
+    sinks.on_build = [build_progress, build_begun](const training::BuildProgressParser& b) {
+      const auto& bp = b.progress();
+      std::string message = b.bar(80);
+      std::optional<int> percent = bp.total > 0 ? std::optional<int>(bp.percent()) : std::nullopt;
+      if (!*build_begun) {
+        build_progress->begin("Building ferry-train on the box", message, percent, false);
+        *build_begun = true;
+      } else {
+        build_progress->report(message, percent);
+      }
+    };
     t->session = std::make_unique<training::TrainSession>(t->link->endpoint(), *t->engine, sinks);
     Training* raw = t.get();
     t->states = t->link->on_state([raw](const remote::HostState& s) {
@@ -136,10 +150,12 @@ class TrainService {
     request.config = fs::path(params.config).is_absolute() ? fs::path(params.config) : config->root / params.config;
     request.resume = params.resume;
     request.sync = params.sync;
-    request.binary = params.trainer.value_or("");
+    request.binary = params.trainer.value_or(config->trainer);
+    request.interpreter = config->interpreter;
     request.local_host = local;
     request.env = config->env;
     auto id = t->session->start(request);
+    if (*build_begun) build_progress->end(id || t->session->trainer() ? "ferry-train built" : "building ferry-train failed");
     if (!id) return std::unexpected(ResponseError{p::error_code::kInvalidParams, "train/start: " + id.error(), {}});
     {
       std::lock_guard lock(*id_mu);

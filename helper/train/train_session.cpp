@@ -7,6 +7,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "helper/remote/ssh_endpoint.hpp"
+
 namespace ferry::training {
 namespace fs = std::filesystem;
 
@@ -31,6 +33,15 @@ std::expected<std::string, std::string> TrainSession::start(const TrainRequest& 
       auto found = find_local_train_binary();
       if (!found) return std::unexpected(found.error());
       binary = found->string();
+    } else if (auto* ssh = dynamic_cast<remote::SshEndpoint*>(&endpoint_)) {
+      TrainerInstallOptions options;
+      options.interpreter = request.interpreter;
+      options.env = request.env;
+      options.on_progress = sinks_.on_build;
+      auto installed = ensure_trainer(*ssh, options);
+      if (!installed) return std::unexpected(installed.error());
+      trainer_ = std::move(*installed);
+      binary = trainer_->path;
     } else {
       binary = "ferry-train";
     }
@@ -59,7 +70,7 @@ std::expected<std::string, std::string> TrainSession::start(const TrainRequest& 
     if (started.error().message.find("not found") != std::string::npos) {
       message += request.local_host
                      ? " (build ferry-train next to ferry, or set $FERRY_TRAIN)"
-                     : " (install ferry-train on the box and put it on the PATH of non-interactive shells, or pass --trainer /path/to/ferry-train)";
+                     : " (check --trainer or ferry.json's trainer; without either ferry builds ferry-train on the box itself)";
     }
     return std::unexpected(message);
   }

@@ -20,6 +20,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_event.hpp"
 #include "helper/train/train_launch.hpp"
+#include "helper/train/trainer_install.hpp"
 
 namespace ferry::training {
 
@@ -27,7 +28,9 @@ struct TrainRequest {
   std::filesystem::path config;            // the local config file, inside the mapping
   bool resume = false;
   bool sync = true;                        // push the mapping before starting
-  std::string binary;                      // ferry-train on the box; "" = the default for the host
+  std::string binary;                      // ferry-train on the box; "" = the default for the host:
+                                           // on an SSH box the one ferry builds there (trainer_install)
+  std::string interpreter = "python3";     // ferry.json's: whose torch the box's trainer is built with
   bool local_host = false;                 // the `local` host: ferry-train is the one built with ferry
   std::map<std::string, std::string> env;  // ferry.json env
 };
@@ -37,6 +40,8 @@ struct TrainSinks {
   std::function<void(const TrainEvent& event, std::string_view line)> on_event;
   std::function<void(std::string_view line)> on_other_stdout;  // stdout lines that are not events
   std::function<void(std::string_view bytes)> on_stderr;
+  // The trainer's build on the box, when start() has to build it (on start()'s thread).
+  std::function<void(const BuildProgressParser& build)> on_build;
 };
 
 struct PulledOutputs {
@@ -56,6 +61,8 @@ class TrainSession {
   std::expected<std::string, std::string> start(const TrainRequest& request);
   const std::optional<sync::SyncSummary>& sync_summary() const { return sync_summary_; }
   const TrainLaunch& launch() const { return launch_; }
+  // The box's trainer as start() found or built it (not set for --trainer or the local host).
+  const std::optional<TrainerInstall>& trainer() const { return trainer_; }
   const std::string& run_id() const { return run_id_; }
 
   // Follows the run to its exit. When `interrupt_fd` (-1: none) becomes readable,
@@ -82,6 +89,7 @@ class TrainSession {
   TrainSinks sinks_;
   std::optional<sync::SyncSummary> sync_summary_;
   TrainLaunch launch_;
+  std::optional<TrainerInstall> trainer_;
   nlohmann::json config_;
   std::string run_id_;
   bool local_host_ = false;

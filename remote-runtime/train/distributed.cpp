@@ -2,6 +2,8 @@
 // flattened bucket of gradients per step.
 #include "remote-runtime/train/distributed.hpp"
 
+#include "remote-runtime/train/launcher_env.hpp"
+
 #include <cstdlib>
 #include <stdexcept>
 
@@ -21,19 +23,6 @@
 
 namespace ferry::train {
 namespace {
-
-std::expected<int, std::string> env_int(const char* name, int fallback, int min, int max) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long n = std::strtol(v, &end, 10);
-  if (errno != 0 || *end != '\0' || n < min || n > max) {
-    return std::unexpected(std::string(name) + " must be an integer in [" + std::to_string(min) + ", " +
-                           std::to_string(max) + "], got '" + v + "'");
-  }
-  return static_cast<int>(n);
-}
 
 #if defined(FERRY_HAVE_C10D)
 template <typename Group>
@@ -91,20 +80,14 @@ class C10dGroup : public ProcessGroupHandle {
 }  // namespace
 
 std::expected<DistributedEnv, std::string> distributed_env_from_environment() {
+  auto launched = launcher_env_from_process();
+  if (!launched) return std::unexpected(launched.error());
   DistributedEnv env;
-  auto world = env_int("WORLD_SIZE", 1, 1, 65536);
-  if (!world) return std::unexpected(world.error());
-  env.world_size = *world;
-  auto rank = env_int("RANK", 0, 0, env.world_size - 1);
-  if (!rank) return std::unexpected(rank.error());
-  env.rank = *rank;
-  auto local = env_int("LOCAL_RANK", env.rank, 0, 65535);
-  if (!local) return std::unexpected(local.error());
-  env.local_rank = *local;
-  auto port = env_int("MASTER_PORT", 29500, 1, 65535);
-  if (!port) return std::unexpected(port.error());
-  env.master_port = *port;
-  if (const char* addr = std::getenv("MASTER_ADDR"); addr && *addr) env.master_addr = addr;
+  env.rank = launched->rank;
+  env.world_size = launched->world_size;
+  env.local_rank = launched->local_rank;
+  env.master_addr = launched->master_addr;
+  env.master_port = launched->master_port;
   return env;
 }
 

@@ -19,7 +19,8 @@ struct DistributedEnv {
   int master_port = 29500;
 };
 
-// Reads the torchrun variables; a missing WORLD_SIZE means a single process. Bad values are errors.
+// Reads the launcher's variables (torchrun's, or Slurm's: launcher_env.hpp); none means a single
+// process. Bad values are errors.
 std::expected<DistributedEnv, std::string> distributed_env_from_environment();
 
 bool distributed_available();

@@ -109,7 +109,7 @@ SshdFixture::SshdFixture(SshdOptions options) : options_(std::move(options)) {
   port_ = pick_free_port();
   write_sshd_config();
   std::ofstream(ssh_config()) << "Host " << alias() << "\n"
-                              << "  HostName 127.0.0.1\n"
+                              << "  HostName " << options_.address << "\n"
                               << "  Port " << port_ << "\n"
                               << "  User " << ::getpwuid(::getuid())->pw_name << "\n"
                               << "  IdentityFile " << client_key().string() << "\n"
@@ -154,7 +154,7 @@ SshdFixture::~SshdFixture() {
 
 void SshdFixture::write_sshd_config() {
   std::ofstream(dir_ / "sshd_config") << "Port " << port_ << "\n"
-                                      << "ListenAddress 127.0.0.1\n"
+                                      << "ListenAddress " << options_.address << "\n"
                                       << "HostKey " << (dir_ / "host_ed25519").string() << "\n"
                                       << "PidFile " << (dir_ / "sshd.pid").string() << "\n"
                                       << "AuthorizedKeysFile " << (dir_ / "authorized_keys").string() << "\n"
@@ -177,13 +177,16 @@ void SshdFixture::add_client_config(const std::string& text) const {
 
 namespace {
 
-// The inode of the socket listening on 127.0.0.1:port, from /proc/net/tcp (0 if none).
-unsigned long listening_inode(int port) {
+// The inode of the socket listening on address:port, from /proc/net/tcp (0 if none).
+unsigned long listening_inode(const std::string& address, int port) {
+  in_addr addr{};
+  ::inet_pton(AF_INET, address.c_str(), &addr);
   std::ifstream in("/proc/net/tcp");
   std::string line;
   std::getline(in, line);  // header
   char want[32];
-  std::snprintf(want, sizeof want, "0100007F:%04X", port);
+  // The kernel prints the address's bytes as one host-order word: 127.0.0.1 is 0100007F.
+  std::snprintf(want, sizeof want, "%08X:%04X", static_cast<unsigned>(addr.s_addr), port);
   while (std::getline(in, line)) {
     std::istringstream f(line);
     std::string sl, local, remote, state, queues, tr, retr, uid, timeout;
@@ -218,7 +221,7 @@ void SshdFixture::start() {
         exited = true;
         break;
       }
-      unsigned long inode = listening_inode(port_);
+      unsigned long inode = listening_inode(options_.address, port_);
       if (inode && process_has_socket(pid_, inode)) {
         std::ofstream(dir_ / "started").flush();
         return;
@@ -307,7 +310,7 @@ void SshdFixture::trust_host_key() const {
   std::istringstream in(slurp(dir_ / "host_ed25519.pub"));
   std::string type, b64;
   in >> type >> b64;
-  std::ofstream(known_hosts(), std::ios::app) << "[127.0.0.1]:" << port_ << " " << type << " " << b64 << "\n";
+  std::ofstream(known_hosts(), std::ios::app) << "[" << options_.address << "]:" << port_ << " " << type << " " << b64 << "\n";
 }
 
 void SshdFixture::regenerate_host_key() {

@@ -16,6 +16,7 @@ struct SshdOptions {
   std::string extra_sshd_config;  // appended to sshd_config
   std::string bashrc;             // written to the remote home's .bashrc (login noise)
   std::string log_level = "ERROR";  // INFO logs each accepted login (what connection counts read)
+  std::string address = "127.0.0.1";  // any loopback address: two fixtures play two hosts
 };
 
 // `root` and every process below it, found through /proc by parent pid (session processes call
@@ -32,6 +33,7 @@ class SshdFixture {
   const std::filesystem::path& dir() const { return dir_; }
   std::filesystem::path home() const { return dir_ / "home"; }  // the remote $HOME
   int port() const { return port_; }
+  const std::string& address() const { return options_.address; }
   std::string alias() const { return "ferry-test"; }
   std::filesystem::path client_key() const { return dir_ / "client_ed25519"; }
   std::filesystem::path ssh_config() const { return dir_ / "ssh_config"; }

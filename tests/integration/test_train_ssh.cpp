@@ -1,6 +1,6 @@
 // `ferry train` over a real sshd with the real agent: the run starts on the "box" (the fixture's
 // home), its events stream back, and the plot, CSV and checkpoint are pulled into the local
-// project; without ferry-train on the box's PATH the error is ferry's own (255), not a hang.
+// project; a --trainer missing on the box is ferry's own error (255), not a hang.
 #define BOOST_TEST_MODULE train_ssh
 #include <boost/test/unit_test.hpp>
 
@@ -66,7 +66,9 @@ BOOST_AUTO_TEST_CASE(train_over_ssh_streams_events_and_pulls_outputs) {
   BOOST_TEST(ferry::test::read_file(dir / "cfg" / "out" / "metrics.csv").starts_with("step,epoch,loss"));
   BOOST_TEST(fs::is_regular_file(dir / "cfg" / "out" / "checkpoints" / "ckpt-0000000020.ferry"));
 
-  // No ferry-train on the box's PATH: ferry's own failure, at once.
-  ferry::test::SpawnedProcess missing({FERRY_BIN, "train", "cfg/tiny.json", "--no-sync"}, dir.path().string());
+  // A --trainer that is not on the box: ferry's own failure, at once (without --trainer ferry
+  // builds one there: test_trainer_install).
+  ferry::test::SpawnedProcess missing({FERRY_BIN, "train", "cfg/tiny.json", "--no-sync", "--trainer", "/nonexistent/ferry-train"},
+                                      dir.path().string());
   BOOST_TEST(status_of(missing.wait(60s)) == 255);
 }

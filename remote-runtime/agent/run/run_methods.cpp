@@ -537,6 +537,8 @@ Response RunMethods::list(const protocol::Request& r) {
                {"pid", m.value("pid", 0LL)},
                {"tty", m.value("tty", false)},
                {"startedAt", m.value("startedAt", "")}};
+    for (const char* key : {"group", "label"})
+      if (m.contains(key) && m[key].is_string()) entry[key] = m[key];
     if (status->exit) {
       for (const char* key : {"endedAt", "exitCode", "signal", "logBytes"})
         if (status->exit->contains(key)) entry[key] = (*status->exit)[key];

@@ -443,6 +443,12 @@ int supervise(const fs::path& run_dir) {
             {"pgid", static_cast<long long>(pid)},
             {"startedAt", spec_json->value("startedAt", "")},
             {"supervisorPid", static_cast<long long>(::getpid())}};
+  // Runs that belong together (the ranks of one `ferry train --hosts`) say so in their environment;
+  // run/list shows it, so `ferry runs` can group them.
+  for (const auto& var : spec->env) {
+    if (var.starts_with("FERRY_RUN_GROUP=")) meta["group"] = var.substr(16);
+    if (var.starts_with("FERRY_RUN_LABEL=")) meta["label"] = var.substr(16);
+  }
   if (spec->tty) {
     meta["cols"] = spec->cols;
     meta["rows"] = spec->rows;

@@ -1,0 +1,254 @@
+// ferry-train installs itself on a box (the sshd fixture; this machine's Debian LibTorch): the
+// first `ferry train` builds it there, two helpers at once build it once, the next train reuses
+// it with no build, other sources rebuild it, and a box without a compiler gets one clear line.
+// The build is shared by these tests through FERRY_TRAIN_CACHE (ctest fixture trainer_box), so
+// a CI run builds the trainer once (plus the one rebuild the rebuild test is about).
+#define BOOST_TEST_MODULE trainer_install
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ferry::test::SshdFixture;
+using nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+const fs::path kCache = FERRY_TRAINER_BOX_CACHE;
+
+int status_of(std::optional<int> st) {
+  BOOST_TEST_REQUIRE(st.has_value());
+  return WIFEXITED(*st) ? WEXITSTATUS(*st) : 128 + WTERMSIG(*st);
+}
+
+int builds_logged(const fs::path& cache) {
+  std::ifstream in(cache / "builds.log");
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += !line.empty();
+  return n;
+}
+
+// A project whose box is `sshd`, with the trainer cache at `cache` and `env` on top.
+void write_project(const fs::path& dir, const SshdFixture& sshd, const fs::path& cache, json env = json::object()) {
+  env["FERRY_TRAIN_CACHE"] = cache.string();
+  // The box's compiler cache is the test machine's: a CI run's second build (other sources)
+  // compiles only what changed.
+  const char* ccache_dir = std::getenv("CCACHE_DIR");
+  const char* home = std::getenv("HOME");
+  if (!env.contains("CCACHE_DIR")) env["CCACHE_DIR"] = ccache_dir ? std::string(ccache_dir) : std::string(home ? home : "/root") + "/.cache/ccache";
+  ferry::test::write_file(dir / "ferry.json", json{{"name", "trainer-install"},
+                                                   {"host", sshd.alias()},
+                                                   {"sshConfig", sshd.ssh_config().string()},
+                                                   {"interpreter", "/usr/bin/python3"},
+                                                   {"env", env},
+                                                   {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}}
+                                                  .dump());
+  json config = {{"model", {{"kind", "mlp"}, {"input_dim", 8}, {"hidden", {16}}, {"output_dim", 2}}},
+                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 128}, {"workers", 0}}},
+                 {"optimizer", {{"kind", "sgd"}, {"lr", 0.05}}},
+                 {"batch_size", 16},
+                 {"max_steps", 6},
+                 {"log_every_steps", 3},
+                 {"threads", 1},
+                 {"device", "cpu"},
+                 {"output_dir", "out"}};
+  ferry::test::write_file(dir / "tiny.json", config.dump());
+}
+
+struct TrainOutcome {
+  int status = -1;
+  std::vector<std::string> build_stages;  // trainer_build events' stages, in order
+  int build_total = 0;
+  int build_done = 0;  // the most build steps (Ninja) or units (Make) seen done
+  bool done = false;
+  std::string text;  // everything, for messages
+};
+
+// `ferry train tiny.json --json` with its stderr merged into the lines read.
+ferry::test::SpawnedProcess start_train(const fs::path& dir, std::vector<std::pair<std::string, std::string>> env = {}) {
+  return ferry::test::SpawnedProcess({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", FERRY_BIN, "train", "tiny.json", "--json"},
+                                     dir.string(), env);
+}
+
+TrainOutcome finish_train(ferry::test::SpawnedProcess& p) {
+  TrainOutcome out;
+  while (auto line = p.read_line(1500s)) {
+    out.text += *line + "\n";
+    auto j = json::parse(*line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("event")) continue;
+    if (j["event"] == "trainer_build") {
+      out.build_stages.push_back(j.value("stage", ""));
+      out.build_total = std::max(out.build_total, j.value("total", 0));
+      out.build_done = std::max(out.build_done, j.value("done", 0));
+    }
+    if (j["event"] == "done") out.done = true;
+  }
+  out.status = status_of(p.wait(60s));
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+}  // namespace
+
+// ctest: FIXTURES_SETUP trainer_box. A fresh cache; two projects train at once.
+BOOST_AUTO_TEST_CASE(first_train_builds_the_trainer_once_for_two_helpers) {
+  fs::remove_all(kCache);
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir a("ferry-trainer-a"), b("ferry-trainer-b");
+  write_project(a.path(), sshd, kCache);
+  write_project(b.path(), sshd, kCache);
+  auto pa = start_train(a.path());
+  auto pb = start_train(b.path());
+  auto ra = finish_train(pa);
+  auto rb = finish_train(pb);
+  BOOST_TEST_INFO(ra.text);
+  BOOST_TEST(ra.status == 0);
+  BOOST_TEST_INFO(rb.text);
+  BOOST_TEST(rb.status == 0);
+  BOOST_TEST(ra.done);
+  BOOST_TEST(rb.done);
+  // One build ran (build.sh logs each one): one helper compiled, streaming its steps; the other
+  // waited on the box's lock and found the result (or, starting late, found it at once).
+  BOOST_TEST(builds_logged(kCache) == 1);
+  const bool a_compiled = contains(ra.build_stages, "compile"), b_compiled = contains(rb.build_stages, "compile");
+  BOOST_TEST(a_compiled != b_compiled);
+  const TrainOutcome& builder = a_compiled ? ra : rb;
+  const TrainOutcome& waiter = a_compiled ? rb : ra;
+  BOOST_TEST(builder.build_total > 20);
+  BOOST_TEST(contains(builder.build_stages, "ready"));
+  BOOST_TEST((waiter.build_stages.empty() || (contains(waiter.build_stages, "waiting") && contains(waiter.build_stages, "ready"))));
+  // It trained on the box with the cached trainer; the outputs came back.
+  BOOST_TEST(fs::is_regular_file(a.path() / "out" / "plot.svg"));
+  int trainers = 0;
+  for (const auto& e : fs::directory_iterator(kCache))
+    if (fs::is_regular_file(e.path() / "ferry-train")) ++trainers;
+  BOOST_TEST(trainers == 1);
+}
+
+// ctest: FIXTURES_REQUIRED trainer_box. A new box session (fresh home), the same cache.
+BOOST_AUTO_TEST_CASE(second_train_reuses_the_trainer_without_building) {
+  BOOST_TEST_REQUIRE(builds_logged(kCache) >= 1, "the trainer_box fixture built no trainer");
+  const int before = builds_logged(kCache);
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-reuse");
+  write_project(dir.path(), sshd, kCache);
+  auto p = start_train(dir.path());
+  auto r = finish_train(p);
+  BOOST_TEST_INFO(r.text);
+  BOOST_TEST(r.status == 0);
+  BOOST_TEST(r.done);
+  BOOST_TEST(r.build_stages.empty());  // no upload, no build, not even a progress line
+  BOOST_TEST(builds_logged(kCache) == before);
+  BOOST_TEST(r.text.find(kCache.string()) != std::string::npos);  // "run N: <cache>/<key>-<torch>/ferry-train ..."
+}
+
+// ctest: FIXTURES_REQUIRED trainer_box. Other sources (one file changed): another key, a build of
+// what changed only.
+BOOST_AUTO_TEST_CASE(changed_sources_rebuild_the_trainer) {
+  BOOST_TEST_REQUIRE(builds_logged(kCache) >= 1, "the trainer_box fixture built no trainer");
+  const int before = builds_logged(kCache);
+  ferry::test::TempDir work("ferry-trainer-pack");
+  const fs::path src = work / "src";
+  fs::create_directories(src);
+  ferry::test::run_command("tar xzf " + std::string(FERRY_TRAIN_PACK_FILE) + " -C " + src.string());
+  {
+    std::ofstream main(src / "remote-runtime" / "train" / "main.cpp", std::ios::app);
+    main << "// changed by test_trainer_install\n";
+  }
+  const fs::path pack = work / "other.tar.gz";
+  ferry::test::run_command("cd " + src.string() + " && tar cf - * | gzip -n > " + pack.string());
+
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-rebuild");
+  write_project(dir.path(), sshd, kCache);
+  auto p = start_train(dir.path(), {{"FERRY_TRAIN_PACK", pack.string()}});
+  auto r = finish_train(p);
+  BOOST_TEST_INFO(r.text);
+  BOOST_TEST(r.status == 0);
+  BOOST_TEST(r.done);
+  BOOST_TEST(contains(r.build_stages, "compile"));
+  BOOST_TEST(builds_logged(kCache) == before + 1);
+  // Incremental: the box kept the sources whose content did not change, so only main.cpp is
+  // compiled again and the trainer relinked (a few steps, not the first build's 29).
+  BOOST_TEST(r.build_done >= 1);
+  BOOST_TEST(r.build_done <= 4);
+}
+
+// ctest: FIXTURES_REQUIRED trainer_box. `ferry connect --build-trainer` prepares the box ahead of
+// the first train: here it finds the cached trainer and builds nothing.
+BOOST_AUTO_TEST_CASE(connect_build_trainer_reports_the_cached_trainer) {
+  BOOST_TEST_REQUIRE(builds_logged(kCache) >= 1, "the trainer_box fixture built no trainer");
+  const int before = builds_logged(kCache);
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-connect");
+  write_project(dir.path(), sshd, kCache);
+  ferry::test::SpawnedProcess connect({FERRY_BIN, "connect", "--build-trainer", "--json"}, dir.path().string());
+  std::string out;
+  while (auto line = connect.read_line(120s)) out += *line + "\n";
+  BOOST_TEST_INFO(out);
+  BOOST_TEST_REQUIRE(status_of(connect.wait(60s)) == 0);
+  auto j = json::parse(out, nullptr, false);
+  BOOST_TEST_REQUIRE(j.is_object());
+  BOOST_TEST(j["trainer"]["built"] == false);
+  BOOST_TEST(j["trainer"]["path"].get<std::string>().starts_with(kCache.string()));
+  BOOST_TEST(j["trainer"]["version"].get<std::string>().find("distributed: c10d gloo") != std::string::npos);
+  BOOST_TEST(builds_logged(kCache) == before);
+
+  // ferry doctor's last check is the trainer: built, for which torch, CPU, which backends.
+  ferry::test::SpawnedProcess doctor({FERRY_BIN, "doctor", "--json"}, dir.path().string());
+  std::string report;
+  while (auto line = doctor.read_line(120s)) report += *line + "\n";
+  doctor.wait(60s);
+  auto d = json::parse(report, nullptr, false);
+  BOOST_TEST_INFO(report);
+  BOOST_TEST_REQUIRE(d.is_object());
+  json trainer_check;
+  for (const auto& c : d["checks"])
+    if (c.value("check", "") == "ferry-train") trainer_check = c;
+  BOOST_TEST_REQUIRE(trainer_check.is_object(), report);
+  BOOST_TEST(trainer_check.value("status", "") == "pass");
+  BOOST_TEST(trainer_check.value("detail", "").find("LibTorch 1.13.0, CUDA: no, distributed: c10d gloo") != std::string::npos);
+}
+
+// A box whose PATH has no compiler: one line saying so and how to fix it, exit 255, nothing
+// uploaded.
+BOOST_AUTO_TEST_CASE(a_box_without_a_compiler_gets_one_clear_line) {
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-nocxx");
+  const fs::path bin = dir / "box-bin";  // what a box without build tools has
+  fs::create_directories(bin);
+  for (const char* tool : {"sh", "sed", "head", "cat", "dirname", "mkdir", "rm", "mv", "tar", "gzip", "sha256sum", "cut", "ls"}) {
+    const std::string found = ferry::test::run_command(std::string("command -v ") + tool);
+    fs::create_symlink(found.substr(0, found.find('\n')), bin / tool);
+  }
+  const fs::path cache = dir / "cache";
+  write_project(dir.path(), sshd, cache, json{{"PATH", bin.string()}});
+  auto p = start_train(dir.path());
+  auto r = finish_train(p);
+  BOOST_TEST_INFO(r.text);
+  BOOST_TEST(r.status == 255);
+  BOOST_TEST(r.text.find("cannot build ferry-train on") != std::string::npos);
+  BOOST_TEST(r.text.find("no C++ compiler on the box") != std::string::npos);
+  BOOST_TEST(r.text.find("apt install g++") != std::string::npos);
+  BOOST_TEST(!fs::exists(cache / "packs"));
+  BOOST_TEST(!r.done);
+}

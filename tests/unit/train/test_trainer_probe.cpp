@@ -1,0 +1,97 @@
+// The box probe's answer and what it says is missing: each missing piece is one line naming the
+// command that fixes it, in the order a user meets them (torch, headers, compiler, C++23, CMake);
+// a cached trainer needs nothing else. The script itself runs for real in test_trainer_install.
+#define BOOST_TEST_MODULE trainer_probe
+#include <boost/test/unit_test.hpp>
+
+#include <cstdlib>
+#include <string>
+
+#include "helper/train/trainer_probe.hpp"
+
+using namespace ferry::training;
+
+namespace {
+
+const char* kBuildable =
+    "Welcome to the box\n"  // login noise is skipped
+    "home=/home/u\ncache=/home/u/.cache/ferry/train\npython=/home/u/venv/bin/python\n"
+    "python_torch=2.5.1+cu124\ntorch_version=2.5.1+cu124\ntorch_prefix=/home/u/venv/lib/python3.12/site-packages/torch/share/cmake\n"
+    "torch_source=python\ntorch_headers=/home/u/venv/lib/python3.12/site-packages/torch/include\n"
+    "cxx=/usr/bin/c++\ncxx_version=c++ (Debian 12.2.0-14) 12.2.0\ncxx23=yes\n"
+    "cmake=/home/u/.local/bin/cmake\ncmake_version=cmake version 3.30.0\n";
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_buildable_box_parses_and_has_no_problem) {
+  auto p = parse_trainer_probe(kBuildable);
+  BOOST_TEST(p.cache == "/home/u/.cache/ferry/train");
+  BOOST_TEST(p.torch_version == "2.5.1+cu124");
+  BOOST_TEST(p.torch_source == "python");
+  BOOST_TEST(p.cxx23);
+  BOOST_TEST(!p.have_pack);
+  BOOST_TEST(p.ready.empty());
+  BOOST_TEST(!trainer_probe_problem(p, "python3").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_cached_trainer_needs_nothing_else) {
+  auto p = parse_trainer_probe("torch_version=1.13.0\nready=/c/0123456789abcdef-1.13.0/ferry-train\nversion=ferry-train 0.1.0 (x)\n");
+  BOOST_TEST(p.ready == "/c/0123456789abcdef-1.13.0/ferry-train");
+  BOOST_TEST(p.version == "ferry-train 0.1.0 (x)");
+  BOOST_TEST(!trainer_probe_problem(p, "python3").has_value());  // no compiler, no cmake: not needed
+}
+
+BOOST_AUTO_TEST_CASE(each_missing_piece_names_its_fix) {
+  auto base = parse_trainer_probe(kBuildable);
+  auto no_torch = base;
+  no_torch.torch_version.clear();
+  no_torch.python_torch.clear();
+  auto m = trainer_probe_problem(no_torch, "python3");
+  BOOST_TEST_REQUIRE(m.has_value());
+  BOOST_TEST(m->find("no torch for /home/u/venv/bin/python") != std::string::npos);
+  BOOST_TEST(m->find("-m pip install torch") != std::string::npos);
+
+  auto no_cmake_files = no_torch;
+  no_cmake_files.python_torch = "1.13.0a0";  // Debian's python3-torch without libtorch-dev
+  m = trainer_probe_problem(no_cmake_files, "python3");
+  BOOST_TEST_REQUIRE(m.has_value());
+  BOOST_TEST(m->find("has no C++ CMake files") != std::string::npos);
+
+  auto no_headers = base;
+  no_headers.torch_headers.clear();
+  m = trainer_probe_problem(no_headers, "python3");
+  BOOST_TEST_REQUIRE(m.has_value());
+  BOOST_TEST(m->find("lacks its C++ headers") != std::string::npos);
+
+  auto no_cxx = base;
+  no_cxx.cxx.clear();
+  m = trainer_probe_problem(no_cxx, "python3");
+  BOOST_TEST_REQUIRE(m.has_value());
+  BOOST_TEST(m->find("no C++ compiler") != std::string::npos);
+  BOOST_TEST(m->find("apt install g++") != std::string::npos);
+
+  auto old_cxx = base;
+  old_cxx.cxx23 = false;
+  old_cxx.cxx_version = "g++ (Ubuntu 11.4.0) 11.4.0";
+  m = trainer_probe_problem(old_cxx, "python3");
+  BOOST_TEST_REQUIRE(m.has_value());
+  BOOST_TEST(m->find("11.4.0") != std::string::npos);
+  BOOST_TEST(m->find("C++23") != std::string::npos);
+
+  auto no_cmake = base;
+  no_cmake.cmake.clear();
+  m = trainer_probe_problem(no_cmake, "python3");
+  BOOST_TEST_REQUIRE(m.has_value());
+  BOOST_TEST(m->find("pip install cmake ninja") != std::string::npos);
+  BOOST_TEST(m->find('\n') == std::string::npos);  // one line
+}
+
+BOOST_AUTO_TEST_CASE(the_script_quotes_what_it_is_given) {
+  auto s = trainer_probe_script("~/my venv/bin/python", "0123456789abcdef", {{"CXX", "g++-13 'x'"}});
+  BOOST_TEST(s.find("export CXX='g++-13 '\\''x'\\'''") != std::string::npos);
+  BOOST_TEST(s.find("PY=$HOME/'my venv/bin/python'") != std::string::npos);
+  BOOST_TEST(s.find("H='0123456789abcdef'") != std::string::npos);
+  // And it is a script sh accepts.
+  const std::string check = "sh -n -c " + shell_quote(s);
+  BOOST_TEST(std::system(check.c_str()) == 0);
+}
