@@ -2,8 +2,8 @@
 // python, torch) and SSH hardening; one line per check with the fix. --json for the IDE.
 #include <chrono>
 #include <iostream>
-#include <optional>
 #include <map>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
