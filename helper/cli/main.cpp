@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   add_run_commands(app, g);
   add_watch_command(app, g);
   add_ide_command(app, g);
+  add_cost_command(app, g);
 
   try {
     app.parse(argc, argv);

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cloud/cost_estimate.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -444,6 +445,20 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
     return kFerryFailure;
   }
   double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // ferry.json's price makes each run's cost so far (or in all) a column.
+  std::optional<double> usd_per_hour;
+  if (link->config.price) {
+    auto catalog = cloud::effective_catalog(link->config.gpu_catalog);
+    auto rate = catalog ? cloud::host_rate(*link->config.price, *catalog) : std::unexpected(catalog.error());
+    if (rate) usd_per_hour = cloud::billed_usd_per_hour(*rate, *link->config.price);
+    else std::cerr << "ferry runs: no costs shown: ferry.json /price: " << rate.error() << "\n";
+  }
+  auto seconds_of = [&](const run::RunInfo& r) -> std::optional<double> {
+    auto start = parse_time(r.started_at);
+    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : parse_time(r.ended_at);
+    if (!start || !end || *end < 0) return std::nullopt;
+    return *end - *start;
+  };
   if (as_json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : *runs) {
@@ -452,19 +467,26 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       if (!r.ended_at.empty()) j["endedAt"] = r.ended_at;
       if (r.exit_code) j["exitCode"] = *r.exit_code;
       if (r.signal) j["signal"] = *r.signal;
+      if (auto secs = seconds_of(r); secs && usd_per_hour) {
+        j["costUsd"] = static_cast<double>(cloud::cost_cents(*usd_per_hour, *secs / 3600)) / 100.0;
+        j["usdPerHour"] = *usd_per_hour;
+      }
       arr.push_back(j);
     }
     std::cout << arr.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<21} {:<8} {:>9} {:>6}  {}\n", "ID", "STATE", "DURATION", "EXIT", "COMMAND");
+  const std::string cost_head = usd_per_hour ? fmt::format(" {:>9}", "COST") : "";
+  std::cout << fmt::format("{:<21} {:<8} {:>9}{} {:>6}  {}\n", "ID", "STATE", "DURATION", cost_head, "EXIT", "COMMAND");
   for (const auto& r : *runs) {
-    auto start = parse_time(r.started_at);
-    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : parse_time(r.ended_at);
-    std::string duration = start && end && *end >= 0 ? format_duration(*end - *start) : "-";
+    auto secs = seconds_of(r);
+    std::string duration = secs ? format_duration(*secs) : "-";
+    std::string cost;
+    if (usd_per_hour) cost = fmt::format(" {:>9}", secs ? cloud::format_usd(cloud::cost_cents(*usd_per_hour, *secs / 3600)) : "-");
     std::string exit = r.exit_code ? std::to_string(*r.exit_code) : r.signal ? "SIG" + run::signal_name(*r.signal) : "-";
-    std::cout << fmt::format("{:<21} {:<8} {:>9} {:>6}  {}\n", r.id, r.state, duration, exit, join_argv(r.argv));
+    std::cout << fmt::format("{:<21} {:<8} {:>9}{} {:>6}  {}\n", r.id, r.state, duration, cost, exit, join_argv(r.argv));
   }
+  if (usd_per_hour) std::cerr << "cost at " << cloud::format_rate(*usd_per_hour) << " (ferry.json price); running runs: so far\n";
   if (runs->empty()) std::cerr << "no runs" << (all ? "" : " under this project (--all shows every project's)") << "\n";
   return 0;
 }

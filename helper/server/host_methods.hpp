@@ -14,6 +14,7 @@ std::expected<protocol::HostConnectResult, protocol::ResponseError> connect_host
 void bind_host_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_tunnel_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_doctor_methods(protocol::BindingTable& table, const ServerContext& ctx);
+void bind_cost_methods(protocol::BindingTable& table, const ServerContext& ctx);  // cost_methods.cpp
 // doctor/run's checks (the ferry.doctor command shows them too).
 std::expected<protocol::DoctorRunResult, protocol::ResponseError> run_doctor_checks(const ServerContext& ctx,
                                                                                    const protocol::DoctorRunParams& params,
