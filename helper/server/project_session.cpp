@@ -3,6 +3,7 @@
 
 #include <regex>
 
+#include "helper/deploy/autostop_params.hpp"
 #include "helper/sync/mapping_target.hpp"
 
 #include <spdlog/spdlog.h>
@@ -10,6 +11,8 @@
 namespace ferry::server {
 
 namespace p = ferry::protocol;
+
+void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfig& config);
 using p::json;
 
 // What a link's endpoint reports, routed while the link lives: to the editor once, to the
@@ -222,7 +225,18 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
   }
   auto link = std::make_shared<ProjectLink>(config, std::move(*made), *info, events);
   open_project_tunnels(link->endpoint(), config);
+  arm_project_autostop(link->endpoint(), config);
   return link;
+}
+
+// ferry.json's autostop block takes effect here: the agent's watchdog is armed with it on every
+// connect (it lives on the box, so it acts with the laptop closed). enabled: false leaves an
+// autostop armed by `ferry autostop` alone.
+void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfig& config) {
+  if (!config.autostop.enabled) return;
+  auto armed = endpoint.call("autostop/set", deploy::autostop_set_params(config.autostop));
+  if (armed) spdlog::info("autostop armed: {} after {} idle minutes", config.autostop.action, config.autostop.idle_minutes);
+  else spdlog::warn("ferry.json autostop not armed on the host: {}", armed.error().message);
 }
 
 ProjectLinkPtr ProjectSessions::current(const std::filesystem::path& root) const {
