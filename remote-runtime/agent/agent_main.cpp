@@ -103,7 +103,10 @@ int main(int argc, char** argv) {
   auto run_methods = std::make_shared<ferry::agent::run::RunMethods>(*root, state_dir, writer);
   ferry::agent::AgentService service(std::move(*root));
   service.add_methods([sync_methods](const ferry::protocol::Request& r) { return sync_methods->handle(r); });
-  service.add_methods([](const ferry::protocol::Request& r) { return ferry::agent::handle_gpu_method(r); });
+  // FERRY_NVML_LIBRARY: an NVML outside the loader's path (and the tests' stand-in).
+  const char* nvml_env = std::getenv("FERRY_NVML_LIBRARY");
+  ferry::agent::GpuMethodOptions gpu_options{nvml_env && *nvml_env ? nvml_env : "libnvidia-ml.so.1", state_dir, "/proc"};
+  service.add_methods([gpu_options](const ferry::protocol::Request& r) { return ferry::agent::handle_gpu_method(r, gpu_options); });
   service.add_methods([run_methods](const ferry::protocol::Request& r) { return run_methods->handle(r); });
   // This agent counts as a connected helper for autostop while it serves; an armed autostop whose
   // watchdog is gone (a reboot, a kill) gets one again from the next agent.
