@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   add_ide_command(app, g);
   add_cost_command(app, g);
   add_autostop_command(app, g);
+  add_gpu_command(app, g);
 
   try {
     app.parse(argc, argv);
