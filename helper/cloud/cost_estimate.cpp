@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 #include <fmt/format.h>
 
@@ -151,6 +153,21 @@ std::string format_catalog(const std::vector<const GpuOffer*>& offers) {
                        o->spot_usd_per_hour ? format_rate(*o->spot_usd_per_hour) : std::string("-"), o->date,
                        o->origin == "built-in" ? o->source : o->source + " (" + o->origin + ")");
   return out;
+}
+
+}  // namespace ferry::cloud
+
+namespace ferry::cloud {
+
+std::optional<double> parse_iso_utc(const std::string& iso) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+                  &tm.tm_sec, &ms) < 6)
+    return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(::timegm(&tm)) + ms / 1000.0;
 }
 
 }  // namespace ferry::cloud

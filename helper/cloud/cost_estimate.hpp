@@ -82,3 +82,8 @@ std::expected<std::vector<CostEstimate>, std::string> run_query(const CostQuery&
 std::string format_catalog(const std::vector<const GpuOffer*>& offers);
 
 }  // namespace ferry::cloud
+
+namespace ferry::cloud {
+// "2026-11-30T02:03:04.567Z" (the agent's run times) -> seconds since the epoch.
+std::optional<double> parse_iso_utc(const std::string& iso);
+}  // namespace ferry::cloud

@@ -15,6 +15,7 @@ void bind_host_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_tunnel_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_doctor_methods(protocol::BindingTable& table, const ServerContext& ctx);
 void bind_cost_methods(protocol::BindingTable& table, const ServerContext& ctx);  // cost_methods.cpp
+void bind_gpu_methods(protocol::BindingTable& table, const ServerContext& ctx);   // gpu_methods.cpp
 // doctor/run's checks (the ferry.doctor command shows them too).
 std::expected<protocol::DoctorRunResult, protocol::ResponseError> run_doctor_checks(const ServerContext& ctx,
                                                                                    const protocol::DoctorRunParams& params,
