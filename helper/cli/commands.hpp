@@ -51,6 +51,7 @@ void add_ide_command(CLI::App& app, GlobalOptions& g);  // ide pycharm, ide vsco
 void add_cost_command(CLI::App& app, GlobalOptions& g);  // cost, cost catalog (cost_command.cpp)
 void add_autostop_command(CLI::App& app, GlobalOptions& g);  // autostop (autostop_command.cpp)
 void add_gpu_command(CLI::App& app, GlobalOptions& g);  // gpu (gpu_command.cpp)
+void add_spot_command(CLI::App& app, GlobalOptions& g);  // spot (spot_command.cpp)
 
 // sync/pull (defined in sync_command.cpp): runs `fn` with an engine for the project's first
 // mapping on its host (local sandbox or SSH) and the endpoint's description; returns fn's code.

@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   add_cost_command(app, g);
   add_autostop_command(app, g);
   add_gpu_command(app, g);
+  add_spot_command(app, g);
 
   try {
     app.parse(argc, argv);

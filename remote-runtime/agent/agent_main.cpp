@@ -22,6 +22,7 @@
 #include "protocol/agent_wire.hpp"
 #include "remote-runtime/agent/agent_service.hpp"
 #include "remote-runtime/agent/autostop/autostop_methods.hpp"
+#include "remote-runtime/agent/autostop/spot_watch.hpp"
 #include "remote-runtime/agent/autostop/watchdog.hpp"
 #include "remote-runtime/agent/gpu_methods.hpp"
 #include "remote-runtime/agent/request_scheduler.hpp"
@@ -37,6 +38,7 @@ namespace {
 void usage(std::ostream& out) {
   out << "usage: ferry-agent --root DIR [--state-dir DIR] [--log-level LEVEL]\n"
          "       ferry-agent --autostop-watch STATE_DIR   (the autostop watchdog; started by the agent)\n"
+         "       ferry-agent --spot-watch STATE_DIR       (the spot-notice watcher; started by the agent)\n"
          "       ferry-agent --version\n"
          "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n"
          "Runs live under --state-dir (default $XDG_CACHE_HOME/ferry/state or ~/.cache/ferry/state).\n";
@@ -54,6 +56,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   if (argc == 3 && std::string_view(argv[1]) == "--supervise") return ferry::agent::run::supervise(argv[2]);
   if (argc == 3 && std::string_view(argv[1]) == "--autostop-watch") return ferry::agent::autostop::watch(argv[2]);
+  if (argc == 3 && std::string_view(argv[1]) == "--spot-watch") return ferry::agent::spot::watch(argv[2]);
   // Sync requests allocate buffers of megabytes (frames, decompressed data): keep up to 64 MiB of
   // freed heap for the next one instead of page faults and zeroing per request (a tenth of the
   // agent's CPU in a big initial sync).
@@ -116,6 +119,8 @@ int main(int argc, char** argv) {
   service.add_methods([&autostop_paths](const ferry::protocol::Request& r) {
     return ferry::agent::autostop::handle_autostop_method(r, autostop_paths);
   });
+  ferry::agent::spot::ensure_watcher(state_dir);  // a spot watch armed before a restart goes on
+  service.add_methods([state_dir](const ferry::protocol::Request& r) { return ferry::agent::spot::handle_spot_method(r, state_dir); });
   // Streams end (threads joined) on every way out of the loop; the runs themselves go on.
   struct StopStreams {
     std::shared_ptr<ferry::agent::run::RunMethods> runs;
