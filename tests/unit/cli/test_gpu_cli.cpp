@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
 
 using ferry::test::TempDir;
 using nlohmann::json;
@@ -81,4 +82,29 @@ BOOST_AUTO_TEST_CASE(gpus_processes_and_the_run_they_belong_to) {
   BOOST_REQUIRE_MESSAGE(watch.status == 0, watch.err);
   BOOST_TEST(std::count(watch.out.begin(), watch.out.end(), '\n') == 2);
   ferry::test::write_file(go, "");
+}
+
+BOOST_AUTO_TEST_CASE(spot_file_notice_stops_a_training_run_started_by_ferry_run) {
+  Sandbox s;
+  // A stand-in named ferry-train that "checkpoints" on SIGTERM (the real trainer's checkpoint on
+  // SIGTERM is tested in tests/unit/train); synced to the box by ferry run.
+  const fs::path checkpoint = s.dir / "checkpoint";
+  ferry::test::write_file(s.root / "bin" / "ferry-train", "#!/bin/sh\ntrap 'echo saved > \"" + checkpoint.string() +
+                                                              "\"; exit 143' TERM\nwhile :; do sleep 0.05; done\n");
+  fs::permissions(s.root / "bin" / "ferry-train", fs::perms::owner_all);
+  Run started = s.ferry("run -d -- bin/ferry-train cfg.json");
+  BOOST_REQUIRE_MESSAGE(started.status == 0, started.err);
+  const fs::path notice = s.dir / "notice";
+  Run watch = s.ferry("spot '" + notice.string() + "' --poll 0.2");
+  BOOST_REQUIRE_MESSAGE(watch.status == 0, watch.err);
+  BOOST_TEST(watch.out.find("watching for spot interruptions") != std::string::npos, watch.out);
+  ferry::test::write_file(notice, "reclaimed");
+  BOOST_REQUIRE(ferry::test::eventually([&] { return fs::exists(checkpoint); }, std::chrono::seconds(20)));
+  Run status = s.ferry("spot --status --json");
+  BOOST_REQUIRE_MESSAGE(status.status == 0, status.err);
+  json j = json::parse(status.out);
+  BOOST_TEST(!j["watching"].get<bool>());
+  BOOST_TEST(j["notice"]["runs"][0] == started.out.substr(0, started.out.find('\n')));
+  Run bad = s.ferry("spot azure");
+  BOOST_TEST(bad.status == 2);
 }
