@@ -572,7 +572,7 @@ void add_run_commands(CLI::App& app, GlobalOptions& g) {
   run->callback([&g, o] { exit_code() = run_run(g, *o); });
 
   auto all = std::make_shared<bool>(false), as_json = std::make_shared<bool>(false);
-  auto* runs = app.add_subcommand("runs", "List runs on the host: id, state, duration, exit status, command");
+  auto* runs = app.add_subcommand("runs", "List runs on the host: id, state, duration, cost (with ferry.json's price), exit status, command");
   runs->add_flag("--all,-a", *all, "Every project's runs on the host, not just this one's");
   runs->add_flag("--json", *as_json, "Print the list as JSON");
   runs->callback([&g, all, as_json] { exit_code() = run_runs(g, *all, *as_json); });
