@@ -1,7 +1,9 @@
 // Webhook POSTs through libcurl: see webhook.hpp.
 #include "remote-runtime/train/webhook.hpp"
 
+#ifndef FERRY_NO_CURL
 #include <curl/curl.h>
+#endif
 
 #include <cstdlib>
 #include <memory>
@@ -9,6 +11,7 @@
 
 namespace ferry::webhook {
 
+#ifndef FERRY_NO_CURL
 namespace {
 
 void global_init() {
@@ -19,6 +22,7 @@ void global_init() {
 size_t discard(char*, size_t size, size_t n, void*) { return size * n; }
 
 }  // namespace
+#endif
 
 std::string redact_url(const std::string& url) {
   const auto scheme_end = url.find("://");
@@ -34,6 +38,12 @@ std::expected<int, std::string> post_json(const std::string& url, const std::str
   const std::string shown = redact_url(url);
   if (!url.starts_with("http://") && !url.starts_with("https://"))
     return std::unexpected("webhook " + shown + ": the URL must start with http:// or https://");
+#ifdef FERRY_NO_CURL
+  (void)json_body;
+  (void)options;
+  return std::unexpected("webhook " + shown + ": this ferry-train was built without libcurl (install libcurl4-openssl-dev "
+                         "or your distribution's libcurl dev package on the box and rebuild)");
+#else
   global_init();
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return std::unexpected("webhook " + shown + ": libcurl could not start");
@@ -67,6 +77,7 @@ std::expected<int, std::string> post_json(const std::string& url, const std::str
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
   return static_cast<int>(status);
+#endif
 }
 
 }  // namespace ferry::webhook
