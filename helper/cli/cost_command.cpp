@@ -1,12 +1,16 @@
 // `ferry cost`: what a job costs on a catalog GPU, an instance type or a price of your own, on
 // demand and as spot; `ferry cost catalog`: the offers (built-in + user file + ferry.json rows).
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <memory>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
 #include "helper/cloud/cost_estimate.hpp"
+#include "helper/cloud/gpu_advice.hpp"
 
 namespace ferry::cli {
 
@@ -98,7 +102,88 @@ int run_cost_catalog(const GlobalOptions& g, const CostOptions& o) {
   return 0;
 }
 
+struct AdviseOptions {
+  std::string events;
+  double peak_gib = 0, step_time = 0, laptop_gib = 0;
+  long long steps = 0;
+  int top = 5;
+  bool as_json = false;
+};
+
+int run_advise(const GlobalOptions& g, const AdviseOptions& o) {
+  std::optional<deploy::ProjectConfig> project;
+  auto catalog = cli_catalog(g, project);
+  if (!catalog) {
+    std::cerr << "ferry advise: " << catalog.error() << "\n";
+    return 2;
+  }
+  cloud::RunMeasure m;
+  if (!o.events.empty()) {
+    std::ifstream in(o.events);
+    if (!in) {
+      std::cerr << "ferry advise: cannot read " << o.events << "\n";
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto measured = cloud::measure_from_events(text.str());
+    if (!measured && o.peak_gib == 0) {
+      std::cerr << "ferry advise: " << o.events << ": " << measured.error() << "\n";
+      return 2;
+    }
+    if (measured) m = *measured;
+  }
+  if (o.peak_gib > 0) m.peak_bytes = static_cast<std::uint64_t>(o.peak_gib * 1024 * 1024 * 1024);
+  if (o.step_time > 0) m.step_time_s = o.step_time;
+  if (o.steps > 0) m.total_steps = o.steps;
+  if (m.peak_bytes == 0 || m.step_time_s <= 0 || m.total_steps <= 0) {
+    std::cerr << "ferry advise: give ferry-train's events (ferry train CONFIG --json > events.jsonl), or --peak-mem GIB "
+                 "--step-time S --steps N\n";
+    return 2;
+  }
+  std::optional<std::uint64_t> laptop;
+  if (o.laptop_gib > 0) laptop = static_cast<std::uint64_t>(o.laptop_gib * 1024 * 1024 * 1024);
+  else if (m.measured_vram_bytes) laptop = m.measured_vram_bytes;
+  auto a = cloud::advise(m, *catalog, laptop);
+  if (o.as_json) {
+    nlohmann::json fits = nlohmann::json::array();
+    for (std::size_t i = 0; i < a.fits.size() && static_cast<int>(i) < o.top; ++i) fits.push_back(cloud::to_json(a.fits[i]));
+    nlohmann::json j{{"hours", a.hours}, {"neededBytes", a.needed_bytes}, {"peakBytes", m.peak_bytes}, {"fits", fits}};
+    if (a.laptop) j["laptop"] = *a.laptop;
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("run: {} steps x {:.3f} s = {:.2f} h (priced at {:.2f} h with 10 % margin); peak GPU memory "
+                           "{:.1f} GiB (needs {:.1f} GiB with 20 % margin)\n",
+                           m.total_steps, m.step_time_s, m.hours(), a.hours, m.peak_bytes / 1073741824.0, a.needed_bytes / 1073741824.0);
+  if (a.fits.empty()) std::cout << "no catalog GPU has that much memory: shard the model, or add an offer (ferry.json gpuCatalog)\n";
+  for (std::size_t i = 0; i < a.fits.size() && static_cast<int>(i) < o.top; ++i) {
+    const auto& e = a.fits[i];
+    std::cout << fmt::format("{}{:<48} {:>10}", i == 0 ? "cheapest: " : "          ", e.rate.label, cloud::format_usd(e.on_demand_cents));
+    if (e.spot_cents) std::cout << fmt::format("  (spot {})", cloud::format_usd(*e.spot_cents));
+    std::cout << "\n";
+  }
+  std::cout << "(priced at the measured step time; a faster GPU finishes sooner and costs less than shown)\n";
+  if (a.laptop) std::cout << *a.laptop << "\n";
+  return 0;
+}
+
 }  // namespace
+
+void add_advise_command(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<AdviseOptions>();
+  auto* cmd = app.add_subcommand("advise", "The cheapest catalog GPU that fits a ferry-train run's peak memory and step time, and its cost");
+  cmd->add_option("events", o->events, "ferry-train's JSON-lines events of a (short) run: ferry train CONFIG --json > events.jsonl");
+  cmd->add_option("--peak-mem", o->peak_gib, "Peak GPU memory in GiB (instead of, or over, the events')")->check(CLI::PositiveNumber);
+  cmd->add_option("--step-time", o->step_time, "Seconds per optimizer step")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps, "Steps of the whole run")->check(CLI::PositiveNumber);
+  cmd->add_option("--laptop-vram", o->laptop_gib, "Your laptop GPU's memory in GiB: is it still enough? (default: the GPU the events came from)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--top", o->top, "How many offers to list (default 5)")->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", o->as_json, "Print the advice as JSON");
+  cmd->fallthrough();
+  cmd->callback([&g, o] { exit_code() = run_advise(g, *o); });
+}
 
 void add_cost_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<CostOptions>();

@@ -102,3 +102,22 @@ BOOST_AUTO_TEST_CASE(runs_show_each_runs_cost_at_the_host_price) {
   BOOST_TEST(table.out.find("COST") != std::string::npos, table.out);
   BOOST_TEST(table.err.find("$3600.00/h") != std::string::npos, table.err);
 }
+
+BOOST_AUTO_TEST_CASE(advise_from_events_and_by_hand) {
+  Sandbox s;
+  ferry::test::write_file(s.dir / "events.jsonl",
+                          R"({"event":"start","total_steps":90000,"step":0})" "\n"
+                          R"({"event":"step","step":100,"step_time_s":0.1,"gpus":[{"index":0,"mem_used_bytes":5368709120,"mem_total_bytes":8589934592}]})" "\n");
+  Run r = s.ferry("advise '" + (s.dir / "events.jsonl").string() + "'");
+  BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
+  BOOST_TEST(r.out.find("cheapest: ") != std::string::npos, r.out);
+  BOOST_TEST(r.out.find("is no longer enough: the run takes 2.5 h") != std::string::npos, r.out);  // the 8 GiB GPU it ran on
+  Run j = s.ferry("advise --peak-mem 60 --step-time 1 --steps 3600 --json");
+  BOOST_REQUIRE_MESSAGE(j.status == 0, j.err);
+  json a = json::parse(j.out);
+  BOOST_TEST(a["hours"].get<double>() == 1.1);
+  for (const auto& f : a["fits"]) BOOST_TEST(f["offer"]["gpuMemoryGiB"].get<double>() >= 72.0);
+  Run bad = s.ferry("advise");
+  BOOST_TEST(bad.status == 2);
+  BOOST_TEST(bad.err.find("--json > events.jsonl") != std::string::npos, bad.err);
+}
