@@ -135,8 +135,8 @@ std::optional<std::string> check_notice(const Source& s) {
   return r->second.substr(0, 1000);
 }
 
-std::vector<std::string> interrupt_training_runs(const fs::path& state_dir) {
-  std::vector<std::string> out;
+std::vector<std::pair<std::string, long long>> training_runs(const fs::path& state_dir) {
+  std::vector<std::pair<std::string, long long>> out;
   run::RunStore store(state_dir);
   for (const auto& id : store.ids()) {
     auto files = store.find(id);
@@ -147,8 +147,7 @@ std::vector<std::string> interrupt_training_runs(const fs::path& state_dir) {
     for (const auto& a : status->meta.value("argv", json::array()))
       if (a.is_string() && a.get<std::string>().find("ferry-train") != std::string::npos) trainer = true;
     long long pgid = status->meta.value("pgid", 0LL);
-    if (!trainer || pgid <= 1) continue;
-    if (::kill(static_cast<pid_t>(-pgid), SIGTERM) == 0) out.push_back(id);
+    if (trainer && pgid > 1) out.emplace_back(id, pgid);
   }
   return out;
 }
@@ -164,11 +163,15 @@ int watch(const fs::path& state_dir) {
     auto s = source_from_json(*j);
     if (!s) return 1;
     if (auto notice = check_notice(*s)) {
-      auto runs = interrupt_training_runs(state_dir);
-      json detail{{"notice", *notice}, {"source", s->kind}, {"runs", runs}};
+      // Recorded before the signals: whoever sees a run end can already read why.
+      auto targets = training_runs(state_dir);
+      json ids = json::array();
+      for (const auto& [id, pgid] : targets) ids.push_back(id);
+      json detail{{"notice", *notice}, {"source", s->kind}, {"runs", ids}};
       run::write_json_atomic(dir_of(state_dir) / "notice.json", detail, 0600);
       fs::remove(settings_of(state_dir), ec);
       record(state_dir, "interrupted", detail);
+      for (const auto& [id, pgid] : targets) ::kill(static_cast<pid_t>(-pgid), SIGTERM);
       return 0;
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(s->poll_seconds));

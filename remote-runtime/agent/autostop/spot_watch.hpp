@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,8 +41,8 @@ std::expected<std::pair<int, std::string>, std::string> http_get(const std::stri
 // One look at the source: the notice's text when there is one.
 std::optional<std::string> check_notice(const Source& s);
 
-// The live runs whose command is ferry-train get SIGTERM; their ids.
-std::vector<std::string> interrupt_training_runs(const fs::path& state_dir);
+// The live runs whose command is ferry-train: (id, process group), the ones a notice stops.
+std::vector<std::pair<std::string, long long>> training_runs(const fs::path& state_dir);
 
 int watch(const fs::path& state_dir);  // watcher side
 bool ensure_watcher(const fs::path& state_dir);  // agent side: start one if settings exist

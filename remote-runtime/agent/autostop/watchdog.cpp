@@ -160,7 +160,13 @@ int watch(const fs::path& state_dir, GpuUtil gpu_util) {
       if (fire(p, *s, gpu_util)) return 0;
       idle_since = Clock::now();
     }
-    std::this_thread::sleep_for(poll_interval(s->idle_seconds));
+    // A cancel or a re-arm is seen within 0.2 s, whatever the poll interval.
+    const auto next = Clock::now() + poll_interval(s->idle_seconds);
+    while (Clock::now() < next) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(200), next - Clock::now()));
+      auto now_set = read_settings(p);
+      if (!now_set || now_set->armed_at != armed_at) break;
+    }
   }
 }
 
