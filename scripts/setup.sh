@@ -8,6 +8,7 @@ BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
 PACKAGES=(
   build-essential cmake pkg-config git
   libssh2-1-dev nlohmann-json3-dev libxxhash-dev libzstd-dev libcli11-dev libspdlog-dev libfmt-dev
+  libcurl4-openssl-dev openssl
   libboost-dev libboost-filesystem-dev libboost-test-dev
   libtorch-dev libgloo-dev libopenblas0-pthread python3-torch python3-numpy python3-jsonschema
   openssh-server openssh-client rsync python3-debugpy neovim

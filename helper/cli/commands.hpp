@@ -49,6 +49,11 @@ void add_run_commands(CLI::App& app, GlobalOptions& g);  // run, runs, logs, att
 void add_watch_command(CLI::App& app, GlobalOptions& g);
 void add_ide_command(CLI::App& app, GlobalOptions& g);  // ide pycharm, ide vscode (ide_command.cpp)
 void add_env_command(CLI::App& app, GlobalOptions& g);  // env, env sync (env_command.cpp)
+void add_cost_command(CLI::App& app, GlobalOptions& g);  // cost, cost catalog (cost_command.cpp)
+void add_advise_command(CLI::App& app, GlobalOptions& g);  // advise (cost_command.cpp)
+void add_autostop_command(CLI::App& app, GlobalOptions& g);  // autostop (autostop_command.cpp)
+void add_gpu_command(CLI::App& app, GlobalOptions& g);  // gpu (gpu_command.cpp)
+void add_spot_command(CLI::App& app, GlobalOptions& g);  // spot (spot_command.cpp)
 
 // sync/pull (defined in sync_command.cpp): runs `fn` with an engine for the project's first
 // mapping on its host (local sandbox or SSH) and the endpoint's description; returns fn's code.

@@ -15,6 +15,7 @@
 #include "ferry/source_tree.hpp"
 #include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/cloud/cost_estimate.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/run/run_follower.hpp"
@@ -167,6 +168,23 @@ void run_demo_run(const deploy::ProjectConfig& config, remote::Endpoint& endpoin
   std::cout << "\n";
 }
 
+// What the demo's work (sync, run, training) would cost at the same wall time on a few catalog
+// instances: the numbers `ferry cost` gives, applied to a job whose length was just measured.
+void print_demo_cost(double seconds) {
+  std::cout << fmt::format("Cost     this demo's sync + run + training took {:.1f} s here; the same wall time on\n", seconds);
+  const auto& catalog = cloud::builtin_catalog();
+  for (const char* instance : {"g4dn.xlarge", "g6.xlarge", "p3.2xlarge", "a2-highgpu-1g", "gpu-h100-sxm-1gpu"}) {
+    auto found = cloud::find_by_instance(catalog, instance);
+    if (found.empty()) continue;
+    const auto& o = *found.front();
+    std::string spot = o.spot_usd_per_hour ? fmt::format(", spot ${:.5f}", *o.spot_usd_per_hour * seconds / 3600) : "";
+    row(o.gpu, fmt::format("{} {} at {}: ${:.5f}{} (an hour: {})", o.provider, o.instance,
+                           cloud::format_rate(o.on_demand_usd_per_hour), o.on_demand_usd_per_hour * seconds / 3600, spot,
+                           cloud::format_usd(cloud::cost_cents(o.on_demand_usd_per_hour, 1))));
+  }
+  std::cout << "  (catalog list prices with their dates: ferry cost catalog; price any job: ferry cost --gpu T4 --hours 20)\n\n";
+}
+
 int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   std::cout << "ferry " << kVersion << " demo: the `local` host (a sandbox on this machine; no SSH, no GPU)\n\n";
 
@@ -234,9 +252,11 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   auto escape = endpoint.call("fs/stat", {{"path", "../outside"}});
   if (!escape) row("fs/stat ..", "refused: " + escape.error().message);
   std::cout << "\n";
+  const auto work_start = std::chrono::steady_clock::now();
   run_demo_sync(*config, endpoint, fs::path(info->root));
   run_demo_run(*config, endpoint, fs::path(info->root));
   run_demo_train(*config, endpoint);
+  print_demo_cost(std::chrono::duration<double>(std::chrono::steady_clock::now() - work_start).count());
 
   endpoint.close();
   std::cout << "Closed   ";

@@ -65,6 +65,11 @@ int main(int argc, char** argv) {
   add_watch_command(app, g);
   add_ide_command(app, g);
   add_env_command(app, g);
+  add_cost_command(app, g);
+  add_advise_command(app, g);
+  add_autostop_command(app, g);
+  add_gpu_command(app, g);
+  add_spot_command(app, g);
 
   try {
     app.parse(argc, argv);

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cloud/cost_estimate.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -445,6 +446,20 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
     return kFerryFailure;
   }
   double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // ferry.json's price makes each run's cost so far (or in all) a column.
+  std::optional<double> usd_per_hour;
+  if (link->config.price) {
+    auto catalog = cloud::effective_catalog(link->config.gpu_catalog);
+    auto rate = catalog ? cloud::host_rate(*link->config.price, *catalog) : std::unexpected(catalog.error());
+    if (rate) usd_per_hour = cloud::billed_usd_per_hour(*rate, *link->config.price);
+    else std::cerr << "ferry runs: no costs shown: ferry.json /price: " << rate.error() << "\n";
+  }
+  auto seconds_of = [&](const run::RunInfo& r) -> std::optional<double> {
+    auto start = parse_time(r.started_at);
+    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : parse_time(r.ended_at);
+    if (!start || !end || *end < 0) return std::nullopt;
+    return *end - *start;
+  };
   if (as_json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : *runs) {
@@ -455,12 +470,17 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       if (r.signal) j["signal"] = *r.signal;
       if (!r.group.empty()) j["group"] = r.group;
       if (!r.label.empty()) j["label"] = r.label;
+      if (auto secs = seconds_of(r); secs && usd_per_hour) {
+        j["costUsd"] = static_cast<double>(cloud::cost_cents(*usd_per_hour, *secs / 3600)) / 100.0;
+        j["usdPerHour"] = *usd_per_hour;
+      }
       arr.push_back(j);
     }
     std::cout << arr.dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<21} {:<8} {:>9} {:>6}  {}\n", "ID", "STATE", "DURATION", "EXIT", "COMMAND");
+  const std::string cost_head = usd_per_hour ? fmt::format(" {:>9}", "COST") : "";
+  std::cout << fmt::format("{:<21} {:<8} {:>9}{} {:>6}  {}\n", "ID", "STATE", "DURATION", cost_head, "EXIT", "COMMAND");
   // The runs of one group (the ranks of a `ferry train --hosts`) together, under one heading, where
   // the group's first run is listed.
   std::vector<const run::RunInfo*> order;
@@ -482,14 +502,16 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       std::cout << fmt::format("group {} ({} runs on this host)\n", r.group, n);
     }
     heading = r.group;
-    auto start = parse_time(r.started_at);
-    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : parse_time(r.ended_at);
-    std::string duration = start && end && *end >= 0 ? format_duration(*end - *start) : "-";
+    auto secs = seconds_of(r);
+    std::string duration = secs ? format_duration(*secs) : "-";
+    std::string cost;
+    if (usd_per_hour) cost = fmt::format(" {:>9}", secs ? cloud::format_usd(cloud::cost_cents(*usd_per_hour, *secs / 3600)) : "-");
     std::string exit = r.exit_code ? std::to_string(*r.exit_code) : r.signal ? "SIG" + run::signal_name(*r.signal) : "-";
     std::string command = join_argv(r.argv);
     if (!r.label.empty()) command = "[" + r.label + "] " + command;
-    std::cout << fmt::format("{}{:<21} {:<8} {:>9} {:>6}  {}\n", r.group.empty() ? "" : "  ", r.id, r.state, duration, exit, command);
+    std::cout << fmt::format("{}{:<21} {:<8} {:>9}{} {:>6}  {}\n", r.group.empty() ? "" : "  ", r.id, r.state, duration, cost, exit, command);
   }
+  if (usd_per_hour) std::cerr << "cost at " << cloud::format_rate(*usd_per_hour) << " (ferry.json price); running runs: so far\n";
   if (runs->empty()) std::cerr << "no runs" << (all ? "" : " under this project (--all shows every project's)") << "\n";
   return 0;
 }
@@ -575,7 +597,7 @@ void add_run_commands(CLI::App& app, GlobalOptions& g) {
   run->callback([&g, o] { exit_code() = run_run(g, *o); });
 
   auto all = std::make_shared<bool>(false), as_json = std::make_shared<bool>(false);
-  auto* runs = app.add_subcommand("runs", "List runs on the host: id, state, duration, exit status, command");
+  auto* runs = app.add_subcommand("runs", "List runs on the host: id, state, duration, cost (with ferry.json's price), exit status, command");
   runs->add_flag("--all,-a", *all, "Every project's runs on the host, not just this one's");
   runs->add_flag("--json", *as_json, "Print the list as JSON");
   runs->callback([&g, all, as_json] { exit_code() = run_runs(g, *all, *as_json); });

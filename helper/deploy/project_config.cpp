@@ -192,13 +192,67 @@ class Validator {
   }
 
   bool autostop(const json& j, const std::string& p, AutostopConfig& a) {
-    if (!object(j, p) || !only_keys(j, p, {"enabled", "idleMinutes", "action"})) return false;
+    if (!object(j, p) || !only_keys(j, p, {"enabled", "idleMinutes", "action", "command", "preStop", "gpuUtilBelow"}))
+      return false;
     if (auto it = j.find("enabled"); it != j.end() && !boolean(*it, p + "/enabled", a.enabled)) return false;
     if (auto it = j.find("idleMinutes"); it != j.end() &&
                                          !integer(*it, p + "/idleMinutes", a.idle_minutes, 1, 10080, "a whole number of minutes"))
       return false;
-    if (auto it = j.find("action"); it != j.end() && !one_of(*it, p + "/action", a.action, {"stop", "notify"}))
+    if (auto it = j.find("action"); it != j.end() && !one_of(*it, p + "/action", a.action, {"stop", "notify", "command"}))
       return false;
+    if (auto it = j.find("command"); it != j.end() && !string(*it, p + "/command", a.command)) return false;
+    if (auto it = j.find("preStop"); it != j.end() && !string(*it, p + "/preStop", a.pre_stop)) return false;
+    if (auto it = j.find("gpuUtilBelow"); it != j.end() &&
+                                          !integer(*it, p + "/gpuUtilBelow", a.gpu_util_below, 1, 100, "a percentage"))
+      return false;
+    if (a.action == "command" && a.command.empty())
+      return fail(p + "/command", "expected the command to run (required for action \"command\")");
+    if (a.action != "command" && !a.command.empty())
+      return fail(p + "/command", "only action \"command\" runs a command; set \"action\": \"command\"");
+    return true;
+  }
+
+  bool price(const json& j, const std::string& p, cloud::HostPrice& out) {
+    if (!object(j, p) || !only_keys(j, p, {"instance", "provider", "usdPerHour", "spotUsdPerHour", "market"})) return false;
+    std::string s;
+    if (auto it = j.find("instance"); it != j.end()) {
+      if (!string(*it, p + "/instance", s)) return false;
+      out.instance = s;
+    }
+    if (auto it = j.find("provider"); it != j.end()) {
+      if (!string(*it, p + "/provider", s)) return false;
+      out.provider = s;
+    }
+    for (auto [key, field] : {std::pair{"usdPerHour", &out.usd_per_hour}, std::pair{"spotUsdPerHour", &out.spot_usd_per_hour}}) {
+      auto it = j.find(key);
+      if (it == j.end()) continue;
+      if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6)
+        return fail(p + "/" + key, "expected a price in USD per hour, a number above 0");
+      *field = it->get<double>();
+    }
+    if (auto it = j.find("market"); it != j.end()) {
+      if (!one_of(*it, p + "/market", s, {"onDemand", "spot"})) return false;
+      out.spot = s == "spot";
+    }
+    if (!out.instance && !out.usd_per_hour)
+      return fail(p, "expected \"instance\" (a GPU catalog instance type) or \"usdPerHour\"");
+    if (out.spot && !out.spot_usd_per_hour && !out.instance)
+      return fail(p + "/spotUsdPerHour", "expected the spot price (required for \"market\": \"spot\" without an instance)");
+    return true;
+  }
+
+  bool gpu_catalog(const json& j, ProjectConfig& c) {
+    if (!j.is_array()) return fail("/gpuCatalog", "expected an array of GPU offers (rows like the built-in catalog's)");
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      const std::string p = "/gpuCatalog/" + std::to_string(i);
+      auto row = cloud::parse_offer(j[i], p, "ferry.json");
+      if (!row) {
+        // parse_offer's message starts with the pointer; keep it as the error's own pointer.
+        auto colon = row.error().find(": ");
+        return fail(row.error().substr(0, colon), row.error().substr(colon + 2));
+      }
+      c.gpu_catalog.push_back(std::move(*row));
+    }
     return true;
   }
 
@@ -307,7 +361,7 @@ class Validator {
   bool document(const json& doc, ProjectConfig& c) {
     if (!object(doc, "")) return false;
     if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "trainer", "env",
-                             "tunnels", "autostop", "sshConfig", "protect", "launch"}))
+                             "tunnels", "autostop", "sshConfig", "protect", "launch", "price", "gpuCatalog"}))
       return false;
     if (auto it = doc.find("$schema"); it != doc.end()) {
       std::string ignored;
@@ -346,6 +400,15 @@ class Validator {
       }
     }
     if (auto it = doc.find("autostop"); it != doc.end() && !autostop(*it, "/autostop", c.autostop)) return false;
+    if (auto it = doc.find("gpuCatalog"); it != doc.end() && !gpu_catalog(*it, c)) return false;
+    if (auto it = doc.find("price"); it != doc.end()) {
+      cloud::HostPrice hp;
+      if (!price(*it, "/price", hp)) return false;
+      auto catalog = cloud::effective_catalog(c.gpu_catalog);
+      if (!catalog) return fail("/price", catalog.error());
+      if (auto rate = cloud::host_rate(hp, *catalog); !rate) return fail("/price/instance", rate.error());
+      c.price = hp;
+    }
     if (auto it = doc.find("sshConfig"); it != doc.end()) {
       std::string s;
       if (!string(*it, "/sshConfig", s)) return false;
@@ -505,6 +568,21 @@ json to_json(const ProjectConfig& c) {
          {"tunnels", tunnels},
          {"autostop",
           {{"enabled", c.autostop.enabled}, {"idleMinutes", c.autostop.idle_minutes}, {"action", c.autostop.action}}}};
+  if (!c.autostop.command.empty()) j["autostop"]["command"] = c.autostop.command;
+  if (!c.autostop.pre_stop.empty()) j["autostop"]["preStop"] = c.autostop.pre_stop;
+  if (c.autostop.gpu_util_below != AutostopConfig{}.gpu_util_below) j["autostop"]["gpuUtilBelow"] = c.autostop.gpu_util_below;
+  if (c.price) {
+    json price{{"market", c.price->spot ? "spot" : "onDemand"}};
+    if (c.price->instance) price["instance"] = *c.price->instance;
+    if (c.price->provider) price["provider"] = *c.price->provider;
+    if (c.price->usd_per_hour) price["usdPerHour"] = *c.price->usd_per_hour;
+    if (c.price->spot_usd_per_hour) price["spotUsdPerHour"] = *c.price->spot_usd_per_hour;
+    j["price"] = std::move(price);
+  }
+  if (!c.gpu_catalog.empty()) {
+    j["gpuCatalog"] = json::array();
+    for (const auto& o : c.gpu_catalog) j["gpuCatalog"].push_back(cloud::to_json(o));
+  }
   if (c.ssh_config) j["sshConfig"] = *c.ssh_config;
   if (!c.trainer.empty()) j["trainer"] = c.trainer;
   json launch = json::array();

@@ -11,6 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "helper/cloud/cost_estimate.hpp"
+#include "helper/cloud/gpu_catalog.hpp"
+
 namespace ferry::deploy {
 
 inline constexpr const char* kProjectFileName = "ferry.json";
@@ -33,10 +36,15 @@ struct TunnelSpec {
   int remote_port = 0;
 };
 
+// Acted on by the agent's watchdog (remote-runtime/agent/autostop/): ferry serve arms it with this
+// block when it connects (and cancels it when enabled is false).
 struct AutostopConfig {
   bool enabled = false;
   int idle_minutes = 30;
-  std::string action = "stop";  // "stop" | "notify"
+  std::string action = "stop";  // "stop" | "notify" | "command"
+  std::string command;          // action "command": run with /bin/sh -c on the box
+  std::string pre_stop;         // optional: run before the action (pull results, upload checkpoints)
+  int gpu_util_below = 5;       // percent: the GPUs count as idle under this
 };
 
 // One run target of the `launch` list: what `ferry run/debug/train --launch NAME` and the IDE
@@ -65,6 +73,8 @@ struct ProjectConfig {
   std::map<std::string, std::string> env;
   std::vector<TunnelSpec> tunnels;
   AutostopConfig autostop;
+  std::optional<cloud::HostPrice> price;  // what the host bills: live run costs
+  std::vector<cloud::GpuOffer> gpu_catalog;  // rows added to / overriding the GPU catalog
   std::optional<std::string> ssh_config;  // path to an OpenSSH client config
   std::vector<LaunchEntry> launch;        // names unique
 };

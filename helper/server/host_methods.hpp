@@ -23,6 +23,8 @@ class ProjectLink;
 // last sync (nothing when they match): once now, then after every run on the link ends (a `pip
 // install` run from the editor), until `stop` (env_methods.cpp).
 void keep_env_mirror_fresh(ProjectLink& link, std::stop_token stop);
+void bind_cost_methods(protocol::BindingTable& table, const ServerContext& ctx);  // cost_methods.cpp
+void bind_gpu_methods(protocol::BindingTable& table, const ServerContext& ctx);   // gpu_methods.cpp
 // doctor/run's checks (the ferry.doctor command shows them too).
 std::expected<protocol::DoctorRunResult, protocol::ResponseError> run_doctor_checks(const ServerContext& ctx,
                                                                                    const protocol::DoctorRunParams& params,

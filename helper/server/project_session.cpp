@@ -4,6 +4,7 @@
 #include <regex>
 
 #include "helper/server/host_methods.hpp"
+#include "helper/deploy/autostop_params.hpp"
 #include "helper/sync/mapping_target.hpp"
 
 #include <spdlog/spdlog.h>
@@ -11,6 +12,8 @@
 namespace ferry::server {
 
 namespace p = ferry::protocol;
+
+void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfig& config);
 using p::json;
 
 // What a link's endpoint reports, routed while the link lives: to the editor once, to the
@@ -238,7 +241,18 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
   // A project that uses the env mirror (it has .ferry/venv) gets it refreshed when the box's
   // packages changed since its last sync: now, and after each run ends (env_methods.cpp).
   if (std::error_code ec; std::filesystem::exists(config.root / ".ferry" / "venv", ec)) link->start_background(keep_env_mirror_fresh);
+  arm_project_autostop(link->endpoint(), config);
   return link;
+}
+
+// ferry.json's autostop block takes effect here: the agent's watchdog is armed with it on every
+// connect (it lives on the box, so it acts with the laptop closed). enabled: false leaves an
+// autostop armed by `ferry autostop` alone.
+void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfig& config) {
+  if (!config.autostop.enabled) return;
+  auto armed = endpoint.call("autostop/set", deploy::autostop_set_params(config.autostop));
+  if (armed) spdlog::info("autostop armed: {} after {} idle minutes", config.autostop.action, config.autostop.idle_minutes);
+  else spdlog::warn("ferry.json autostop not armed on the host: {}", armed.error().message);
 }
 
 ProjectLinkPtr ProjectSessions::current(const std::filesystem::path& root) const {

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "helper/cloud/notifier.hpp"
 #include "helper/run/run_client.hpp"
 #include "helper/server/run_service.hpp"
 #include "helper/ssh/known_hosts.hpp"
@@ -193,6 +194,19 @@ std::expected<json, ResponseError> RunService::detach(const std::string& id) {
 
 namespace {
 
+// Run completion, failure and interruption to the webhook ($FERRY_WEBHOOK_URL), when one is set;
+// only the redacted URL is ever logged.
+void notify_webhook(const json& notice) {
+  auto sent = cloud::send_notice(notice);
+  if (!sent) return;
+  if (!*sent) spdlog::warn("{} not delivered: {}", notice.value("event", "notice"), sent->error());
+  else if (**sent >= 300) spdlog::warn("{}: the webhook answered HTTP {}", notice.value("event", "notice"), **sent);
+}
+
+}  // namespace
+
+namespace {
+
 std::expected<json, ResponseError> empty_or_error(std::expected<void, ResponseError> r) {
   if (!r) return std::unexpected(r.error());
   return json::object();
@@ -260,7 +274,11 @@ void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id
   auto f = std::make_shared<Followed>();
   f->link = link;
   if (!sink.output) sink.output = [this](const run::OutputRecord& r) { ctx_.client.notify("run/output", output_notification(r)); };
-  if (!sink.exited) sink.exited = [this](const json& j) { ctx_.client.notify("run/exited", j); };
+  if (!sink.exited)
+    sink.exited = [this, project = link->config().name, host = link->host()](const json& j) {
+      ctx_.client.notify("run/exited", j);
+      notify_webhook(cloud::run_exit_notice(j, project, host));
+    };
   f->sink = sink;
   f->follower = std::make_unique<run::RunFollower>(link->runs(), id, offset, sink.output);
   // The stream stops with the link and resumes at the next byte on the new one.

@@ -41,6 +41,8 @@ Server::Server(ServerOptions options) : options_(std::move(options)), state_(std
   bind_host_methods(table_, s.ctx);
   bind_doctor_methods(table_, s.ctx);
   bind_env_methods(table_, s.ctx);
+  bind_cost_methods(table_, s.ctx);
+  bind_gpu_methods(table_, s.ctx);
   bind_tunnel_methods(table_, s.ctx);
   bind_sync_methods(table_, s.sync);
   bind_train_methods(table_, s.trains);

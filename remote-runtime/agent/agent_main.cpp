@@ -21,6 +21,9 @@
 #include "ferry/version.hpp"
 #include "protocol/agent_wire.hpp"
 #include "remote-runtime/agent/agent_service.hpp"
+#include "remote-runtime/agent/autostop/autostop_methods.hpp"
+#include "remote-runtime/agent/autostop/spot_watch.hpp"
+#include "remote-runtime/agent/autostop/watchdog.hpp"
 #include "remote-runtime/agent/gpu_methods.hpp"
 #include "remote-runtime/agent/request_scheduler.hpp"
 #include "remote-runtime/agent/root_path.hpp"
@@ -34,6 +37,8 @@ namespace {
 
 void usage(std::ostream& out) {
   out << "usage: ferry-agent --root DIR [--state-dir DIR] [--log-level LEVEL]\n"
+         "       ferry-agent --autostop-watch STATE_DIR   (the autostop watchdog; started by the agent)\n"
+         "       ferry-agent --spot-watch STATE_DIR       (the spot-notice watcher; started by the agent)\n"
          "       ferry-agent --version\n"
          "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n"
          "Runs live under --state-dir (default $XDG_CACHE_HOME/ferry/state or ~/.cache/ferry/state).\n";
@@ -50,6 +55,8 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("ferry-agent"));
   spdlog::set_level(spdlog::level::warn);
   if (argc == 3 && std::string_view(argv[1]) == "--supervise") return ferry::agent::run::supervise(argv[2]);
+  if (argc == 3 && std::string_view(argv[1]) == "--autostop-watch") return ferry::agent::autostop::watch(argv[2]);
+  if (argc == 3 && std::string_view(argv[1]) == "--spot-watch") return ferry::agent::spot::watch(argv[2]);
   // Sync requests allocate buffers of megabytes (frames, decompressed data): keep up to 64 MiB of
   // freed heap for the next one instead of page faults and zeroing per request (a tenth of the
   // agent's CPU in a big initial sync).
@@ -99,8 +106,21 @@ int main(int argc, char** argv) {
   auto run_methods = std::make_shared<ferry::agent::run::RunMethods>(*root, state_dir, writer);
   ferry::agent::AgentService service(std::move(*root));
   service.add_methods([sync_methods](const ferry::protocol::Request& r) { return sync_methods->handle(r); });
-  service.add_methods([](const ferry::protocol::Request& r) { return ferry::agent::handle_gpu_method(r); });
+  // FERRY_NVML_LIBRARY: an NVML outside the loader's path (and the tests' stand-in).
+  const char* nvml_env = std::getenv("FERRY_NVML_LIBRARY");
+  ferry::agent::GpuMethodOptions gpu_options{nvml_env && *nvml_env ? nvml_env : "libnvidia-ml.so.1", state_dir, "/proc"};
+  service.add_methods([gpu_options](const ferry::protocol::Request& r) { return ferry::agent::handle_gpu_method(r, gpu_options); });
   service.add_methods([run_methods](const ferry::protocol::Request& r) { return run_methods->handle(r); });
+  // This agent counts as a connected helper for autostop while it serves; an armed autostop whose
+  // watchdog is gone (a reboot, a kill) gets one again from the next agent.
+  const ferry::agent::autostop::Paths autostop_paths{state_dir};
+  ferry::agent::autostop::ConnectionMark connection_mark(autostop_paths);
+  ferry::agent::autostop::ensure_watchdog(autostop_paths);
+  service.add_methods([&autostop_paths](const ferry::protocol::Request& r) {
+    return ferry::agent::autostop::handle_autostop_method(r, autostop_paths);
+  });
+  ferry::agent::spot::ensure_watcher(state_dir);  // a spot watch armed before a restart goes on
+  service.add_methods([state_dir](const ferry::protocol::Request& r) { return ferry::agent::spot::handle_spot_method(r, state_dir); });
   // Streams end (threads joined) on every way out of the loop; the runs themselves go on.
   struct StopStreams {
     std::shared_ptr<ferry::agent::run::RunMethods> runs;

@@ -1,7 +1,10 @@
 // gpu/status on the agent: the box's NVIDIA GPUs through NVML (loaded with dlopen, so the agent
-// still starts on machines without a driver), for `ferry doctor` and GPU monitoring.
+// still starts on machines without a driver) with the processes on each (the ferry run they
+// belong to, when one of ours), and the box's CPU, memory, disk and network from /proc, with the
+// bottleneck hint: `ferry gpu`, `ferry doctor` and the IDE's monitor.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -9,9 +12,17 @@
 
 namespace ferry::agent {
 
-// Answers gpu/status ({} -> {available, gpus?: [...], reason?}); nullopt for any other method.
-// `nvml_library` is the library dlopen'ed on each call (tests point it at a stand-in).
-std::optional<protocol::Response> handle_gpu_method(const protocol::Request& request,
-                                                    const std::string& nvml_library = "libnvidia-ml.so.1");
+struct GpuMethodOptions {
+  std::string nvml_library = "libnvidia-ml.so.1";  // dlopen'ed on each call (tests point it at a stand-in)
+  std::filesystem::path state_dir;                 // runs, to name the run of a GPU process ("" = none)
+  std::filesystem::path proc = "/proc";
+};
+
+// Answers gpu/status ({} -> {available, gpus?: [...], reason?, host, hint?}); nullopt for any other method.
+std::optional<protocol::Response> handle_gpu_method(const protocol::Request& request, const GpuMethodOptions& options);
+inline std::optional<protocol::Response> handle_gpu_method(const protocol::Request& request,
+                                                           const std::string& nvml_library = "libnvidia-ml.so.1") {
+  return handle_gpu_method(request, GpuMethodOptions{nvml_library, {}, "/proc"});
+}
 
 }  // namespace ferry::agent

@@ -34,6 +34,15 @@ struct NvmlUtilization {
   unsigned int gpu;
   unsigned int memory;
 };
+constexpr int kClockSm = 1;   // NVML_CLOCK_SM
+constexpr int kClockMem = 2;  // NVML_CLOCK_MEM
+// nvmlProcessInfo_t as the _v2/_v3 entry points fill it.
+struct NvmlProcessInfo {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;  // NVML_VALUE_NOT_AVAILABLE (~0ull) when unknown
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
 
 }  // namespace
 
@@ -49,6 +58,8 @@ struct Nvml::Api {
   NvmlReturn (*memory_v2)(NvmlDevice, NvmlMemoryV2*) = nullptr;  // drivers from 510 on
   NvmlReturn (*power)(NvmlDevice, unsigned int*) = nullptr;  // milliwatts
   NvmlReturn (*temperature)(NvmlDevice, int, unsigned int*) = nullptr;
+  NvmlReturn (*clock)(NvmlDevice, int, unsigned int*) = nullptr;  // MHz
+  NvmlReturn (*processes)(NvmlDevice, unsigned int*, NvmlProcessInfo*) = nullptr;
 
   ~Api() {
     if (shutdown != nullptr) shutdown();
@@ -85,6 +96,9 @@ std::optional<Nvml> Nvml::load(const std::string& library) {
   resolve(api->handle, api->memory_v2, "nvmlDeviceGetMemoryInfo_v2");
   resolve(api->handle, api->power, "nvmlDeviceGetPowerUsage");
   resolve(api->handle, api->temperature, "nvmlDeviceGetTemperature");
+  resolve(api->handle, api->clock, "nvmlDeviceGetClockInfo");
+  // Only the versions whose struct is NvmlProcessInfo (the unversioned one has no instance ids).
+  resolve(api->handle, api->processes, "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2");
   if (api->init() != kNvmlSuccess) return std::nullopt;
   api->shutdown = shutdown;  // only a successful init is paired with a shutdown
   return Nvml(std::move(api));
@@ -126,6 +140,18 @@ std::optional<GpuSample> Nvml::sample(int index) const {
   if (unsigned int c = 0; api_->temperature != nullptr && api_->temperature(device, kTemperatureGpu, &c) == kNvmlSuccess) {
     s.temperature_c = c;
   }
+  if (unsigned int mhz = 0; api_->clock != nullptr && api_->clock(device, kClockSm, &mhz) == kNvmlSuccess) s.sm_clock_mhz = mhz;
+  if (unsigned int mhz = 0; api_->clock != nullptr && api_->clock(device, kClockMem, &mhz) == kNvmlSuccess) s.mem_clock_mhz = mhz;
+  if (api_->processes != nullptr) {
+    NvmlProcessInfo infos[64] = {};
+    unsigned int n = 64;
+    if (api_->processes(device, &n, infos) == kNvmlSuccess)
+      for (unsigned int i = 0; i < n && i < 64; ++i) {
+        GpuSample::Process p{infos[i].pid, std::nullopt};
+        if (infos[i].used_gpu_memory != ~0ull) p.used_bytes = static_cast<std::int64_t>(infos[i].used_gpu_memory);
+        s.processes.push_back(p);
+      }
+  }
   return s;
 }
 
@@ -146,6 +172,16 @@ nlohmann::json to_json(const GpuSample& s) {
   if (s.memory_total_bytes) j["mem_total_bytes"] = *s.memory_total_bytes;
   if (s.power_watts) j["power_w"] = *s.power_watts;
   if (s.temperature_c) j["temp_c"] = *s.temperature_c;
+  if (s.sm_clock_mhz) j["sm_clock_mhz"] = *s.sm_clock_mhz;
+  if (s.mem_clock_mhz) j["mem_clock_mhz"] = *s.mem_clock_mhz;
+  if (!s.processes.empty()) {
+    j["processes"] = nlohmann::json::array();
+    for (const auto& p : s.processes) {
+      nlohmann::json pj{{"pid", p.pid}};
+      if (p.used_bytes) pj["used_bytes"] = *p.used_bytes;
+      j["processes"].push_back(std::move(pj));
+    }
+  }
   return j;
 }
 

@@ -21,6 +21,13 @@ struct GpuSample {
   std::optional<std::int64_t> memory_total_bytes;
   std::optional<double> power_watts;
   std::optional<double> temperature_c;
+  std::optional<int> sm_clock_mhz;   // NVML_CLOCK_SM
+  std::optional<int> mem_clock_mhz;  // NVML_CLOCK_MEM
+  struct Process {
+    long long pid = 0;
+    std::optional<std::int64_t> used_bytes;  // absent where the driver does not say (e.g. in a container)
+  };
+  std::vector<Process> processes;  // compute processes on this GPU
 };
 
 nlohmann::json to_json(const GpuSample& sample);

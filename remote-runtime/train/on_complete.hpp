@@ -1,5 +1,6 @@
 // What ferry-train does after `done`: run a shell command and/or POST the done event to a webhook
-// whose URL comes from an environment variable. Plain HTTP/1.1 only; https is refused with a clear error.
+// whose URL comes from an environment variable, over http or https (libcurl, webhook.hpp; a
+// self-signed receiver's CA through $FERRY_WEBHOOK_CA_FILE).
 #pragma once
 
 #include <chrono>
@@ -9,10 +10,11 @@
 namespace ferry::train {
 
 struct HttpUrl {
+  std::string url;     // as given (a secret: never shown)
   std::string host;
   int port = 80;
-  std::string target;  // path + query, as sent in the request line
-  std::string redacted() const;  // scheme://host:port/path without the query string, for messages
+  std::string target;  // path + query
+  std::string redacted() const;  // scheme://host:port/… : no path, query or credentials, for messages
 };
 
 std::expected<HttpUrl, std::string> parse_http_url(const std::string& url);

@@ -19,6 +19,16 @@ BOOST_AUTO_TEST_CASE(lists_gpus_through_nvml) {
   BOOST_TEST(result["gpus"][0]["mem_total_bytes"] == (141LL << 30));
   BOOST_TEST(result["gpus"][1]["name"] == "Fake L4");
   BOOST_TEST(!result["gpus"][1].contains("power_w"));
+  // Clocks, and the processes on device 0 with their command lines (pid 1 has no memory figure).
+  BOOST_TEST(result["gpus"][0]["sm_clock_mhz"] == 1980);
+  BOOST_TEST(result["gpus"][0]["mem_clock_mhz"] == 3201);
+  BOOST_TEST_REQUIRE(result["gpus"][0]["processes"].size() == 2u);
+  BOOST_TEST(result["gpus"][0]["processes"][0]["used_bytes"] == (3LL << 30));
+  BOOST_TEST(!result["gpus"][0]["processes"][1].contains("used_bytes"));
+  BOOST_TEST(!result["gpus"][1].contains("processes"));
+  // The /proc half is there with or without GPUs.
+  BOOST_TEST(result["host"]["cpu"]["perCore"].size() > 0u);
+  BOOST_TEST(result["host"]["memory"]["totalBytes"].get<std::uint64_t>() > 0u);
 }
 
 BOOST_AUTO_TEST_CASE(no_driver_is_an_answer_not_an_error) {
@@ -28,7 +38,9 @@ BOOST_AUTO_TEST_CASE(no_driver_is_an_answer_not_an_error) {
   const auto& result = std::get<json>(reply->outcome);
   BOOST_TEST(result["available"] == false);
   BOOST_TEST(!result.contains("gpus"));
+  BOOST_TEST(result["reason"].get<std::string>().starts_with("no NVIDIA GPU visible"));
   BOOST_TEST(result["reason"].get<std::string>().find("NVML") != std::string::npos);
+  BOOST_TEST(result["host"].contains("cpu"));
 }
 
 BOOST_AUTO_TEST_CASE(other_methods_pass_through) {

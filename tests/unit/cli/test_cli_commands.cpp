@@ -121,6 +121,12 @@ BOOST_AUTO_TEST_CASE(demo_shows_the_agent_handshake) {
   BOOST_TEST(r.out.find((t.path / "sandbox").string()) != std::string::npos);
   BOOST_TEST(r.out.find("exited with status 0") != std::string::npos, r.out);
   BOOST_TEST(fs::is_directory(t.path / "sandbox"));
+  // It ends with what its work would cost on a few catalog GPUs.
+  const auto cost = r.out.find("Cost     this demo's sync + run + training took");
+  BOOST_TEST_REQUIRE(cost != std::string::npos, r.out);
+  for (const char* gpu : {"T4", "L4", "V100", "A100 40GB", "H100 80GB"}) BOOST_TEST(r.out.find(gpu, cost) != std::string::npos, gpu);
+  BOOST_TEST(r.out.find("aws p3.2xlarge at $3.06/h", cost) != std::string::npos, r.out.substr(cost));
+  BOOST_TEST(r.out.find("(an hour: $3.06)", cost) != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(demo_uses_the_xdg_cache_sandbox_by_default) {

@@ -145,7 +145,7 @@ BOOST_AUTO_TEST_CASE(unknown_fields_are_keys_with_a_suggestion_or_the_list) {
   BOOST_TEST(v.keyword == "additionalProperties");
   BOOST_TEST(v.message == R"("hots" is not a known field (did you mean "host"?))");
   v = only(check(project(), R"({"autostop": {"zzz": 1}})"), "/autostop/zzz", SchemaTarget::key);
-  BOOST_TEST(v.message == R"("zzz" is not a known field; known fields: "action", "enabled", "idleMinutes")");
+  BOOST_TEST(v.message == R"("zzz" is not a known field; known fields: "action", "command", "enabled", "gpuUtilBelow", "idleMinutes", "preStop")");
   v = only(check(project(), R"({"env": {"OK": 2}})"), "/env/OK", SchemaTarget::value);  // additionalProperties: a schema
   BOOST_TEST(v.message == "expected a string, got 2");
   v = only(check(project(), R"({"env": {"a/b": "1"}})"), "/env/a~1b", SchemaTarget::key);

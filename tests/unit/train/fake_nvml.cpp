@@ -1,5 +1,6 @@
 // A stand-in libnvidia-ml for test_nvml: the entry points ferry-train resolves with dlsym,
 // reporting two devices with fixed readings (device 1 fails its power and v2 memory queries).
+#include <cstdlib>
 #include <cstring>
 
 extern "C" {
@@ -72,6 +73,33 @@ int nvmlDeviceGetPowerUsage(FakeDevice* d, unsigned int* mw) {
 int nvmlDeviceGetTemperature(FakeDevice*, int sensor, unsigned int* c) {
   if (sensor != 0) return 2;
   *c = 64;
+  return 0;
+}
+int nvmlDeviceGetClockInfo(FakeDevice* d, int type, unsigned int* mhz) {
+  if (type != 1 && type != 2) return 2;
+  *mhz = type == 1 ? (index_of(d) == 0 ? 1980 : 2040) : 3201;
+  return 0;
+}
+// Device 0 runs two processes: the pid in FAKE_NVML_PID (a test's own child) and pid 1, whose
+// memory the driver does not report.
+struct FakeProcessInfo {
+  unsigned int pid;
+  unsigned long long used;
+  unsigned int gi, ci;
+};
+int nvmlDeviceGetComputeRunningProcesses_v3(FakeDevice* d, unsigned int* n, FakeProcessInfo* out) {
+  if (index_of(d) != 0) {
+    *n = 0;
+    return 0;
+  }
+  if (*n < 2) {
+    *n = 2;
+    return 7;  // NVML_ERROR_INSUFFICIENT_SIZE
+  }
+  const char* env = std::getenv("FAKE_NVML_PID");
+  out[0] = {static_cast<unsigned int>(env ? std::atoi(env) : 4242), 3ull << 30, 0, 0};
+  out[1] = {1, ~0ull, 0, 0};
+  *n = 2;
   return 0;
 }
 int fake_nvml_initialised() { return initialised; }

@@ -1,0 +1,122 @@
+// `ferry autostop 30m | --status | --cancel`: arm, inspect or disarm the agent's idle watchdog on
+// the project's host (remote-runtime/agent/autostop/). Options not given come from ferry.json's
+// autostop block.
+#include <iostream>
+#include <cmath>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "helper/cli/commands.hpp"
+#include "helper/cloud/cost_estimate.hpp"
+#include "helper/deploy/autostop_params.hpp"
+
+namespace ferry::cli {
+
+namespace {
+
+struct AutostopOptions {
+  std::string idle;
+  bool status = false, cancel = false, as_json = false;
+  std::string action, command, pre_stop;
+  int gpu_util_below = 0;
+};
+
+std::string describe_status(const nlohmann::json& s) {
+  std::string out;
+  if (s.value("armed", false)) {
+    const auto& set = s["settings"];
+    double idle = set.value("idleSeconds", 0.0);
+    std::string after = idle >= 60 && std::fmod(idle, 60.0) == 0 ? fmt::format("{:.0f} min", idle / 60) : fmt::format("{:g} s", idle);
+    out += fmt::format("autostop armed: {} after {} idle", set.value("action", "stop"), after);
+    if (set.contains("command")) out += fmt::format(" ({})", set["command"].get<std::string>());
+    out += fmt::format(" (GPUs under {} %, no live run, no connected helper)\n", set.value("gpuUtilBelow", 5));
+    if (set.contains("preStop")) out += "  before it: " + set["preStop"].get<std::string>() + "\n";
+    const auto& w = s["watchdog"];
+    if (!w.value("running", false)) out += "  watchdog: not running (the next agent start restarts it)\n";
+    else if (w.contains("status")) {
+      const auto& st = w["status"];
+      out += st.contains("busy") ? fmt::format("  watchdog: busy ({}), checked {}\n", st["busy"].get<std::string>(), st.value("checkedAt", ""))
+                                 : fmt::format("  watchdog: idle for {:.0f} s, checked {}\n", st.value("idleForSeconds", 0.0), st.value("checkedAt", ""));
+    }
+  } else {
+    out += "autostop: not armed\n";
+  }
+  if (s.contains("lastEvent")) out += fmt::format("  last event: {} at {}\n", s["lastEvent"].value("event", "?"), s["lastEvent"].value("at", "?"));
+  return out;
+}
+
+int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
+  const std::string who = "ferry autostop";
+  if ((o.status ? 1 : 0) + (o.cancel ? 1 : 0) + (o.idle.empty() ? 0 : 1) > 1) {
+    std::cerr << who << ": give one of IDLE (e.g. 30m), --status or --cancel\n";
+    return 2;
+  }
+  auto project = find_cli_project(g);
+  if (!project) {
+    std::cerr << who << ": " << project.error() << "\n";
+    return 2;
+  }
+  nlohmann::json params;
+  std::string method = "autostop/status";
+  if (o.cancel) method = "autostop/cancel";
+  if (!o.idle.empty()) {
+    auto hours = cloud::parse_hours(o.idle);
+    if (!hours) {
+      std::cerr << who << ": IDLE " << hours.error() << "\n";
+      return 2;
+    }
+    deploy::AutostopConfig a = project->autostop;
+    if (!o.action.empty()) a.action = o.action;
+    if (!o.command.empty()) a.command = o.command;
+    if (!o.pre_stop.empty()) a.pre_stop = o.pre_stop;
+    if (o.gpu_util_below) a.gpu_util_below = o.gpu_util_below;
+    if (a.action != "command") a.command.clear();
+    if (a.action == "command" && a.command.empty()) {
+      std::cerr << who << ": --action command needs --command CMD\n";
+      return 2;
+    }
+    params = deploy::autostop_set_params(a, *hours * 3600);
+    method = "autostop/set";
+  }
+  auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
+  if (!made) {
+    std::cerr << who << ": " << made.error().message << "\n";
+    return 2;
+  }
+  if (!connect_cli_endpoint(*made, who)) return 1;
+  auto reply = made->endpoint->call(method, params.is_null() ? nlohmann::json::object() : params);
+  made->endpoint->close();
+  if (!reply) {
+    std::cerr << who << ": " << reply.error().message << "\n";
+    return 1;
+  }
+  if (o.as_json) std::cout << reply->dump(2) << "\n";
+  else std::cout << (o.cancel && !reply->value("wasArmed", false) ? "autostop was not armed\n" : describe_status(*reply));
+  return 0;
+}
+
+}  // namespace
+
+void add_autostop_command(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<AutostopOptions>();
+  auto* cmd = app.add_subcommand("autostop", "Stop the host (or notify, or run a command) after it has been idle this long");
+  cmd->add_option("idle", o->idle, "Idle time before acting: 30m, 2h, 90s (idle = no live run, no connected helper, GPUs quiet)");
+  cmd->add_flag("--status", o->status, "Show what is armed and what the watchdog last saw (the default without IDLE)");
+  cmd->add_flag("--cancel", o->cancel, "Disarm");
+  cmd->add_option("--action", o->action, "stop (shutdown -h now, through sudo -n when not root), notify, or command")
+      ->check(CLI::IsMember({"stop", "notify", "command"}));
+  cmd->add_option("--command", o->command, "With --action command: what to run on the host");
+  cmd->add_option("--pre-stop", o->pre_stop, "Run on the host first (upload results, copy checkpoints)");
+  cmd->add_option("--gpu-util-below", o->gpu_util_below, "GPU utilization (%) under which the GPUs count as idle (default 5)")
+      ->check(CLI::Range(1, 100));
+  cmd->add_flag("--json", o->as_json, "Print the agent's answer as JSON");
+  cmd->footer("The watchdog runs on the host: it acts with your laptop closed, survives agent restarts, and never\n"
+              "fires while a ferry run is live or a helper (ferry serve, any ferry command) is connected.\n"
+              "ferry.json's \"autostop\" block arms it whenever ferry serve connects.");
+  cmd->fallthrough();
+  cmd->callback([&g, o] { exit_code() = run_autostop(g, *o); });
+}
+
+}  // namespace ferry::cli

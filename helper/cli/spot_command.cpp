@@ -1,0 +1,85 @@
+// `ferry spot aws|gcp|URL|FILE | --status | --cancel`: arm the box's spot-interruption watcher
+// (remote-runtime/agent/autostop/spot_watch.hpp): on a notice, ferry-train runs get SIGTERM and
+// checkpoint, and the notice is recorded on the box.
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+
+#include "helper/cli/commands.hpp"
+
+namespace ferry::cli {
+
+namespace {
+
+struct SpotOptions {
+  std::string source;
+  bool status = false, cancel = false, as_json = false;
+  double poll = 1;
+};
+
+int run_spot(const GlobalOptions& g, const SpotOptions& o) {
+  const std::string who = "ferry spot";
+  if ((o.status ? 1 : 0) + (o.cancel ? 1 : 0) + (o.source.empty() ? 0 : 1) > 1) {
+    std::cerr << who << ": give one of SOURCE (aws, gcp, an http:// URL or an absolute file path), --status or --cancel\n";
+    return 2;
+  }
+  auto project = find_cli_project(g);
+  if (!project) {
+    std::cerr << who << ": " << project.error() << "\n";
+    return 2;
+  }
+  std::string method = o.cancel ? "spot/cancel" : "spot/status";
+  nlohmann::json params = nlohmann::json::object();
+  if (!o.source.empty()) {
+    method = "spot/watch";
+    params["pollSeconds"] = o.poll;
+    if (o.source == "aws" || o.source == "gcp") params["source"] = o.source;
+    else if (o.source.starts_with("http://")) params["source"] = "url", params["url"] = o.source;
+    else if (o.source.starts_with("/")) params["source"] = "file", params["path"] = o.source;
+    else {
+      std::cerr << who << ": SOURCE is aws, gcp, an http:// URL or an absolute file path on the host, not '" << o.source << "'\n";
+      return 2;
+    }
+  }
+  auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
+  if (!made) {
+    std::cerr << who << ": " << made.error().message << "\n";
+    return 2;
+  }
+  if (!connect_cli_endpoint(*made, who)) return 1;
+  auto reply = made->endpoint->call(method, params);
+  made->endpoint->close();
+  if (!reply) {
+    std::cerr << who << ": " << reply.error().message << "\n";
+    return 1;
+  }
+  if (o.as_json) {
+    std::cout << reply->dump(2) << "\n";
+    return 0;
+  }
+  if (reply->value("watching", false)) std::cout << "watching for spot interruptions: " << (*reply)["settings"].dump() << "\n";
+  else std::cout << "not watching for spot interruptions\n";
+  if (reply->contains("notice"))
+    std::cout << "last notice: " << (*reply)["notice"].value("notice", std::string()) << "; SIGTERM sent to runs "
+              << (*reply)["notice"]["runs"].dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_spot_command(CLI::App& app, GlobalOptions& g) {
+  auto o = std::make_shared<SpotOptions>();
+  auto* cmd = app.add_subcommand("spot", "Watch the host for a spot interruption notice; ferry-train runs then checkpoint and stop");
+  cmd->add_option("source", o->source, "aws (instance-action metadata), gcp (preemption metadata), an http:// URL, or a file on the host");
+  cmd->add_flag("--status", o->status, "Show what is watched and the last notice (the default without SOURCE)");
+  cmd->add_flag("--cancel", o->cancel, "Stop watching");
+  cmd->add_option("--poll", o->poll, "Seconds between looks (default 1)")->check(CLI::Range(0.1, 60.0));
+  cmd->add_flag("--json", o->as_json, "Print the agent's answer as JSON");
+  cmd->footer("On a notice: SIGTERM to every live run whose command is ferry-train (it checkpoints and exits 143),\n"
+              "the notice recorded on the host (~/.cache/ferry/state/spot/). Resume on a new box with ferry-train --resume.");
+  cmd->fallthrough();
+  cmd->callback([&g, o] { exit_code() = run_spot(g, *o); });
+}
+
+}  // namespace ferry::cli

@@ -1,0 +1,19 @@
+// ferry.json's autostop block as the agent's autostop/set params (remote-runtime/agent/autostop/),
+// shared by ferry serve (which arms it on connect) and `ferry autostop`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "helper/deploy/project_config.hpp"
+
+namespace ferry::deploy {
+
+inline nlohmann::json autostop_set_params(const AutostopConfig& a, double idle_seconds) {
+  nlohmann::json j{{"idleSeconds", idle_seconds}, {"action", a.action}, {"gpuUtilBelow", a.gpu_util_below}};
+  if (!a.command.empty()) j["command"] = a.command;
+  if (!a.pre_stop.empty()) j["preStop"] = a.pre_stop;
+  return j;
+}
+inline nlohmann::json autostop_set_params(const AutostopConfig& a) { return autostop_set_params(a, a.idle_minutes * 60.0); }
+
+}  // namespace ferry::deploy

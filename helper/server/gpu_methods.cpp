@@ -1,0 +1,128 @@
+// gpu/status, gpu/watch and gpu/unwatch for the IDE: the agent's gpu/status on the project's
+// link, with the host's price and the live cost of each running run (ferry.json `price`);
+// gpu/watch sends the same as gpu/sample notifications (1 Hz by default) until gpu/unwatch, a
+// new gpu/watch, or the server's end.
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "helper/cloud/cost_estimate.hpp"
+#include "helper/server/host_methods.hpp"
+
+namespace ferry::server {
+
+namespace p = ferry::protocol;
+using json = nlohmann::json;
+
+namespace {
+
+struct GpuWatchParams {
+  int interval_ms = 1000;
+};
+std::optional<p::DecodeError> from_json(const json& j, GpuWatchParams& out, const std::string&) {
+  if (j.is_null()) return std::nullopt;
+  if (!j.is_object()) return p::DecodeError{"", "expected {intervalMs?}"};
+  if (auto it = j.find("intervalMs"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int>() < 200 || it->get<int>() > 3600000)
+      return p::DecodeError{"/intervalMs", "expected milliseconds between samples, from 200 to 3600000"};
+    out.interval_ms = it->get<int>();
+  }
+  return std::nullopt;
+}
+
+// The agent's answer plus the money: usdPerHour and each running run's cost so far.
+std::expected<json, p::ResponseError> gpu_status(const ServerContext& ctx, const p::CancellationToken& cancel) {
+  auto link = ctx.link(std::nullopt, cancel);
+  if (!link) return std::unexpected(link.error());
+  auto status = (*link)->endpoint().call("gpu/status", json::object());
+  if (!status) return std::unexpected(status.error());
+  const auto config = (*link)->config();
+  if (!config.price) return *status;
+  auto catalog = cloud::effective_catalog(config.gpu_catalog);
+  auto rate = catalog ? cloud::host_rate(*config.price, *catalog) : std::unexpected(catalog.error());
+  if (!rate) return *status;
+  const double per_hour = cloud::billed_usd_per_hour(*rate, *config.price);
+  (*status)["usdPerHour"] = per_hour;
+  json runs = json::array();
+  if (auto list = (*link)->endpoint().call("run/list", json::object()); list && list->contains("runs")) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    for (const auto& r : (*list)["runs"]) {
+      if (r.value("state", "") != "running") continue;
+      auto start = cloud::parse_iso_utc(r.value("startedAt", ""));
+      if (!start) continue;
+      runs.push_back({{"id", r.value("id", "")},
+                      {"costUsd", static_cast<double>(cloud::cost_cents(per_hour, (now - *start) / 3600)) / 100.0}});
+    }
+  }
+  (*status)["runs"] = std::move(runs);
+  return *status;
+}
+
+// One sampling thread per server; stopped by gpu/unwatch, a new gpu/watch or destruction.
+class GpuWatcher {
+ public:
+  explicit GpuWatcher(const ServerContext& ctx) : ctx_(ctx) {}
+  ~GpuWatcher() { stop(); }
+  void start(int interval_ms) {
+    stop();
+    std::lock_guard lock(mutex_);
+    stopping_ = false;
+    thread_ = std::thread([this, interval_ms] { loop(interval_ms); });
+  }
+  bool stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    if (!thread_.joinable()) return false;
+    thread_.join();
+    return true;
+  }
+
+ private:
+  void loop(int interval_ms) {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      lock.unlock();
+      auto status = gpu_status(ctx_, {});
+      if (status) ctx_.client.notify("gpu/sample", *status);
+      else ctx_.client.notify("gpu/sample", json{{"error", status.error().message}});
+      lock.lock();
+      if (!status) break;  // no link: the IDE watches again after host/connect
+      wake_.wait_for(lock, std::chrono::milliseconds(interval_ms), [this] { return stopping_; });
+    }
+  }
+  const ServerContext& ctx_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+void bind_gpu_methods(p::BindingTable& table, const ServerContext& ctx) {
+  auto watcher = std::make_shared<GpuWatcher>(ctx);
+  table.request<p::EmptyParams, json>(
+      "gpu/status", [&ctx](const p::EmptyParams&, p::CallContext& call) { return gpu_status(ctx, call.cancellation()); },
+      p::Execution::worker);
+  table.request<GpuWatchParams, json>(
+      "gpu/watch",
+      [watcher](const GpuWatchParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
+        watcher->start(params.interval_ms);
+        return json{{"watching", true}, {"intervalMs", params.interval_ms}};
+      },
+      p::Execution::worker);
+  table.request<p::EmptyParams, json>(
+      "gpu/unwatch",
+      [watcher](const p::EmptyParams&, p::CallContext&) -> std::expected<json, p::ResponseError> {
+        return json{{"wasWatching", watcher->stop()}};
+      },
+      p::Execution::worker);
+}
+
+}  // namespace ferry::server

@@ -1,0 +1,47 @@
+// autostop/* on the agent: see autostop_methods.hpp.
+#include "remote-runtime/agent/autostop/autostop_methods.hpp"
+
+#include "protocol/jsonrpc.hpp"
+#include "remote-runtime/agent/autostop/watchdog.hpp"
+#include "remote-runtime/agent/run/run_store.hpp"
+
+namespace ferry::agent::autostop {
+
+namespace p = ferry::protocol;
+
+json status_json(const Paths& paths) {
+  json j{{"armed", false}, {"watchdog", {{"running", watchdog_running(paths)}}}};
+  if (auto s = read_settings(paths)) {
+    j["armed"] = true;
+    j["settings"] = to_json(*s);
+  }
+  if (auto st = run::read_json_file(paths.status())) j["watchdog"]["status"] = *st;
+  if (auto e = last_event(paths)) j["lastEvent"] = *e;
+  return j;
+}
+
+std::optional<p::Response> handle_autostop_method(const p::Request& request, const Paths& paths) {
+  if (request.method == "autostop/set") {
+    auto s = settings_from_json(request.params.is_null() ? json::object() : request.params);
+    if (!s) return p::make_error(request.id, p::error_code::kInvalidParams, "autostop/set: " + s.error());
+    s->armed_at = run::iso_utc_ms(std::chrono::system_clock::now());
+    if (!write_settings(paths, *s))
+      return p::make_error(request.id, p::error_code::kInternalError,
+                           "autostop/set: cannot write " + paths.settings().string());
+    record_event(paths, "armed", to_json(*s));
+    if (!ensure_watchdog(paths))
+      return p::make_error(request.id, p::error_code::kInternalError, "autostop/set: cannot start the watchdog (fork failed)");
+    return p::make_result(request.id, status_json(paths));
+  }
+  if (request.method == "autostop/cancel") {
+    const bool was = remove_settings(paths);
+    if (was) record_event(paths, "cancelled");
+    json j = status_json(paths);
+    j["wasArmed"] = was;
+    return p::make_result(request.id, j);
+  }
+  if (request.method == "autostop/status") return p::make_result(request.id, status_json(paths));
+  return std::nullopt;
+}
+
+}  // namespace ferry::agent::autostop
