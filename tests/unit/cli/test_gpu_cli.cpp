@@ -57,7 +57,9 @@ BOOST_AUTO_TEST_CASE(no_driver_is_exit_zero_with_the_host_half) {
 BOOST_AUTO_TEST_CASE(gpus_processes_and_the_run_they_belong_to) {
   Sandbox s;
   const fs::path go = s.dir / "go";
-  Run started = s.ferry("run -d -- sh -c 'while [ ! -e \"" + go.string() + "\" ]; do sleep 0.05; done'");
+  // Ends when the test writes `go`, or when the sandbox is gone (a failed test): never outlives it.
+  Run started = s.ferry("run -d -- sh -c 'while [ ! -e \"" + go.string() + "\" ] && [ -d \"" + s.dir.path().string() +
+                        "\" ]; do sleep 0.05; done'");
   BOOST_REQUIRE_MESSAGE(started.status == 0, started.err);
   const std::string id = started.out.substr(0, started.out.find('\n'));
   Run runs = s.ferry("runs --json");
