@@ -40,7 +40,7 @@ struct SyncTarget {
   // Pull only: an absolute directory on the box read as a read-only source instead of
   // remote_base (the agent serves only Python sources from it: protocol/python_sources.hpp).
   // `ferry env sync` mirrors the interpreter's site-packages this way; the box is never written.
-  std::string remote_source;
+  std::string remote_source{};
 };
 
 struct SyncOptions {
