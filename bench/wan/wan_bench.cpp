@@ -7,6 +7,7 @@
 //   FERRY_WAN_RTTS (0,50,150)    round-trip times in ms (0: straight to sshd, no relay)
 //   FERRY_WAN_ONLY (all)         comma list of push, pull, tunnel
 //   FERRY_WAN_DIR (/dev/shm/ferry-wan-bench)  files and remote copies (all removed after use)
+//   FERRY_WAN_FERRY_ARGS ("")    put before ferry's sub-command (e.g. "--log-level debug")
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -206,7 +207,8 @@ int main() {
   const std::uint64_t mb = env_num("FERRY_WAN_MB", 1024), bytes = mb << 20;
   const std::vector<int> rtts = env_list("FERRY_WAN_RTTS", "0,50,150");
   const std::string only = env_str("FERRY_WAN_ONLY", "");
-  const std::string ferry = env_str("FERRY_BIN", "");
+  const std::string ferry_bin = env_str("FERRY_BIN", "");
+  const std::string ferry = ferry_bin.empty() ? "" : q(ferry_bin) + " " + env_str("FERRY_WAN_FERRY_ARGS", "");
   if (ferry.empty() || !std::getenv("FERRY_AGENT")) {
     std::cerr << "wan_bench: set FERRY_BIN and FERRY_AGENT (bench/wan/run.sh does)\n";
     return 2;
@@ -264,7 +266,7 @@ int main() {
       fs::create_hard_link(src, p / "big.bin");
       auto clean = [&] { fs::remove_all(out); fs::create_directories(out); };
       clean();
-      double tf = timed(fmt::format("{} --project {} sync --yes --json >/dev/null", q(ferry), q(p.string())));
+      double tf = timed(fmt::format("{} --project {} sync --yes --json >/dev/null", ferry, q(p.string())));
       bool ok_f = same_file(src, out / "big.bin");
       clean();
       double ts = timed(fmt::format("scp -q -F {} {} {}:{}/", q(cfg.string()), q(src.string()), alias, q(out.string())));
@@ -283,7 +285,7 @@ int main() {
       const fs::path p = dir / "pull-project", local = dir / "pulled";
       const fs::path from = remote / "pull" / "big.bin";
       project(p, remote / "pull");
-      double tf = timed(fmt::format("{} --project {} pull --json big.bin >/dev/null", q(ferry), q(p.string())));
+      double tf = timed(fmt::format("{} --project {} pull --json big.bin >/dev/null", ferry, q(p.string())));
       bool ok_f = same_file(src, p / "big.bin");
       project(p, remote / "pull");
       fs::remove_all(local);
@@ -306,7 +308,7 @@ int main() {
       std::uint64_t gf = 0, gs = 0;
       {
         Forwarder f;
-        start_ferry_tunnel(f, ferry, cfg, sshd.dir(), alias, source.port());
+        start_ferry_tunnel(f, ferry_bin, cfg, sshd.dir(), alias, source.port());
         std::tie(tf, gf) = download(f.port);
       }
       {

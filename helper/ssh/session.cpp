@@ -352,8 +352,8 @@ Session::~Session() {
 void Session::note_open_time(Clock::time_point started) {
   // sshd confirms a session channel at once, so the open is one round trip plus a little work;
   // the shortest seen is the closest to the link's own.
-  auto took = Clock::now() - started;
-  if (rtt_ == Clock::duration::zero() || took < rtt_) rtt_ = took;
+  const Clock::rep took = (Clock::now() - started).count();
+  if (rtt_ticks_.load() == 0 || took < rtt_ticks_.load()) rtt_ticks_ = std::max<Clock::rep>(took, 1);
 }
 
 Error Session::last_error(std::string_view what) const {

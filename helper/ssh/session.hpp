@@ -207,10 +207,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point last_received() const { return last_rx_; }
   // The shortest channel-open round trip seen so far (zero before the first open): what the
   // receive windows of later channels are sized by (receive_window_for).
-  Clock::duration rtt() const { return rtt_; }
+  Clock::duration rtt() const { return Clock::duration(rtt_ticks_.load()); }
   // The receive window a bulk channel opened now gets: at least `floor_bytes`, and enough for
   // kWindowRate bytes/s over this link's round trip (the bandwidth-delay product).
-  std::uint32_t receive_window(std::uint32_t floor_bytes) const { return receive_window_for(rtt_, floor_bytes); }
+  std::uint32_t receive_window(std::uint32_t floor_bytes) const { return receive_window_for(rtt(), floor_bytes); }
 
   // Internal plumbing for Channel and the waiting loop.
   _LIBSSH2_SESSION* raw() const { return session_; }
@@ -245,7 +245,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::vector<std::string> auth_log_;
   std::string authenticated_with_;
   Clock::time_point last_rx_ = Clock::now();
-  Clock::duration rtt_{};
+  std::atomic<Clock::rep> rtt_ticks_{0};  // rtt(): written on the strand, read by any thread
   void note_open_time(Clock::time_point started);
   std::shared_ptr<Session> jump_;  // the previous hop, kept alive while this one lives
   std::function<void(const Error&)> on_dead_;
