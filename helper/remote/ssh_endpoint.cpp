@@ -269,7 +269,9 @@ std::expected<json, ResponseError> SshEndpoint::call_lane(std::size_t lane, std:
   }
   if (!agent || !agent->alive())
     return std::unexpected(unavailable(std::string(method) + ": bulk lane " + std::to_string(lane) + " is not up"));
-  return agent->call(method, std::move(params), timeout);  // `link` keeps the lane alive meanwhile
+  auto r = agent->call(method, std::move(params), timeout);  // `link` keeps the lane alive meanwhile
+  if (r) ++lane_calls_;
+  return r;
 }
 
 std::shared_ptr<SshEndpoint::Link> SshEndpoint::current() const {

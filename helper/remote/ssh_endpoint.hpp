@@ -95,8 +95,9 @@ class SshEndpoint final : public Endpoint {
   std::size_t bulk_lanes() override;
   std::expected<json, ResponseError> call_lane(std::size_t lane, std::string_view method, json params,
                                                std::chrono::milliseconds timeout) override;
-  // Lanes up now (tests).
+  // Lanes up now, and calls the lanes answered (tests).
   std::size_t live_lanes() const;
+  std::uint64_t lane_calls() const { return lane_calls_.load(); }
 
   // Runs a shell command on the box over the current connection (doctor, tests).
   std::expected<ssh::ExecResult, ResponseError> exec(const std::string& command,
@@ -149,6 +150,7 @@ class SshEndpoint final : public Endpoint {
   ssh::HostKeyInfo host_key_;
   std::thread monitor_;
   std::atomic<int> reconnects_{0};
+  std::atomic<std::uint64_t> lane_calls_{0};
 
   // Lock order: forwards_mutex_ before mutex_ (never the reverse); forward starts block on the
   // link's io thread, which takes neither.
