@@ -794,7 +794,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     }
     spdlog::debug("sync: stream {} begun", t.path);
     const json handle = begun->at("handle");
-    // On a long link the endpoint has bulk lanes: workers beyond kStreamInFlight each own one and
+    // On a long link the endpoint has bulk lanes: the first workers each own one and
     // send their chunks there as sync/filePart (written in place into the temp file by that
     // lane's agent), then tell the main agent where they landed; a lane that is not up (yet, or
     // any more) costs nothing but its chunk going over the main agent instead.
@@ -854,9 +854,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     {
       std::vector<std::jthread> pool;
       const auto chunks = (t.local.size + kReadChunk - 1) / kReadChunk;
-      for (std::uint64_t i = 1; i < std::min<std::uint64_t>(kStreamInFlight + lanes, chunks); ++i)
-        pool.emplace_back(worker, i < kStreamInFlight ? std::nullopt : std::optional<std::size_t>(i - kStreamInFlight));
-      worker(std::nullopt);
+      // Lanes first: a file of a few chunks spreads them over several windows too.
+      auto lane_of = [&](std::uint64_t i) { return i < lanes ? std::optional<std::size_t>(i) : std::nullopt; };
+      for (std::uint64_t i = 1; i < std::min<std::uint64_t>(kStreamInFlight + lanes, chunks); ++i) pool.emplace_back(worker, lane_of(i));
+      worker(lane_of(0));
     }
     {
       std::lock_guard lock(prog.mu);
