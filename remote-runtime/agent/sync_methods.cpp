@@ -153,22 +153,11 @@ std::expected<std::vector<std::uint8_t>, std::string> decompress(const json::bin
   return out;
 }
 
-json::binary_t compress(const std::uint8_t* data, std::size_t size, int level = 3) {
+json::binary_t compress(const std::uint8_t* data, std::size_t size) {
   std::vector<std::uint8_t> out(ZSTD_compressBound(size));
-  std::size_t n = ZSTD_compress(out.data(), out.size(), data, size, level);
+  std::size_t n = ZSTD_compress(out.data(), out.size(), data, size, 3);
   out.resize(ZSTD_isError(n) ? 0 : n);
   return json::binary_t(std::move(out));
-}
-
-// A pulled chunk: level 1, or zstd's fastest (-20, about a memcpy) when a 64 KiB sample does not
-// shrink (checkpoints, archives, media), as the helper does for what it streams. Level 3 on
-// incompressible bytes cost the agent's one reader thread ~25 ms per 8 MiB chunk: a pull's cap.
-json::binary_t compress_chunk(const std::uint8_t* data, std::size_t size) {
-  constexpr std::size_t kSample = 64u << 10;
-  if (size < 4 * kSample) return compress(data, size);
-  std::vector<std::uint8_t> probe(ZSTD_compressBound(kSample));
-  const std::size_t n = ZSTD_compress(probe.data(), probe.size(), data, kSample, 1);
-  return compress(data, size, !ZSTD_isError(n) && n * 100 > kSample * 97 ? -20 : 1);
 }
 
 json::binary_t hash_bytes(const sync::Hash128& h) { return json::binary_t(std::vector<std::uint8_t>(h.begin(), h.end())); }
@@ -779,7 +768,7 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     return protocol::make_result(r.id, json{{"path", path},
                                             {"offset", offset},
                                             {"rawSize", got},
-                                            {"data", compress_chunk(buf.data(), buf.size())},
+                                            {"data", compress(buf.data(), buf.size())},
                                             {"size", size},
                                             {"mtimeNs", mtime_ns},
                                             {"mode", static_cast<unsigned>(st.st_mode & 07777)},
