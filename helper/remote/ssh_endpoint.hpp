@@ -59,7 +59,7 @@ struct SshEndpointOptions {
 };
 
 inline constexpr int kAutoBulkLanes = 8;
-inline constexpr std::chrono::milliseconds kBulkLaneMinRtt{5};
+inline constexpr std::chrono::milliseconds kBulkLaneMinRtt{10};  // as ssh::kMinWindowRtt
 
 // Read-only methods (hello, ping, stat, list, read, status, signatures...) are safe to repeat.
 bool is_idempotent_method(std::string_view method);

@@ -93,6 +93,7 @@ asio::awaitable<Result<T*>> retry_ptr(Session& s, F call, Clock::time_point dead
 }  // namespace
 
 std::uint32_t receive_window_for(Clock::duration rtt, std::uint32_t floor_bytes) {
+  if (rtt < kMinWindowRtt) return floor_bytes;
   const double bdp = std::chrono::duration<double>(rtt).count() * kWindowRate;
   if (bdp <= floor_bytes) return floor_bytes;
   return bdp >= kMaxWindow ? std::max(kMaxWindow, floor_bytes) : static_cast<std::uint32_t>(bdp);

@@ -82,6 +82,9 @@ struct ExecResult {
 // away it is ~24 MiB instead of the 2 MiB that caps every stock SSH channel at 40 MB/s there.
 inline constexpr double kWindowRate = 500e6;             // bytes/s one channel should be able to carry
 inline constexpr std::uint32_t kMaxWindow = 64u << 20;    // memory libssh2 may hold per channel
+// Below this round trip the window stays at its floor: 2 MiB already carries 200 MB/s there, and a
+// loaded machine's loopback can time a channel open at a few ms (a bigger window then slows it).
+inline constexpr std::chrono::milliseconds kMinWindowRtt{10};
 std::uint32_t receive_window_for(Clock::duration rtt, std::uint32_t floor_bytes);
 
 class Session;
