@@ -121,6 +121,18 @@ class Endpoint {
   }
   virtual std::vector<ForwardInfo> list_forwards() const { return {}; }
 
+  // Bulk lanes (docs/sync.md, "Long links"): extra agents on channels of their own, so the parts of
+  // one big file travel under several SSH windows at once. bulk_lanes() says how many this link
+  // has or is opening (0: none; it starts opening them on the first call and returns at once);
+  // call_lane sends on lane `lane` and fails with kAgentUnavailable while that lane is not up,
+  // so the caller sends on call() instead.
+  virtual std::size_t bulk_lanes() { return 0; }
+  virtual std::expected<json, ResponseError> call_lane(std::size_t lane, std::string_view method, json params,
+                                                       std::chrono::milliseconds timeout = kDefaultCallTimeout) {
+    (void)lane, (void)params, (void)timeout;
+    return std::unexpected(ResponseError{protocol::error_code::kAgentUnavailable, std::string(method) + ": no bulk lanes", {}});
+  }
+
  protected:
   // What implementations give their AgentLink: delivers to the subscribers of the moment.
   NotificationHandler fanout_handler() const {

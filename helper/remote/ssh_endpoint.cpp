@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <random>
@@ -158,6 +160,120 @@ void SshEndpoint::emit(HostState state) {
   else spdlog::info("{}: {} {}", options_.host, state.state, state.message);
 }
 
+// The bulk lanes of one link: agents on channels of their own, opened one after another by a
+// thread of their own while the transfer that asked for them already runs on the main agent.
+struct SshEndpoint::Lanes {
+  std::mutex mutex;
+  std::condition_variable changed;                 // a lane came up, or the opener ended
+  std::vector<std::unique_ptr<AgentLink>> agents;  // by lane; null while opening, or if it failed
+  bool opener_done = false;
+  std::atomic<bool> stopping{false};
+  std::thread opener;
+  ~Lanes() {
+    stopping = true;
+    if (opener.joinable()) opener.join();
+    for (auto& a : agents)
+      if (a) a->stop();
+  }
+};
+
+SshEndpoint::Link::~Link() {
+  std::shared_ptr<Lanes> held;
+  {
+    std::lock_guard lk(lanes_mutex);
+    held = std::move(lanes);
+  }
+  held.reset();  // joins the opener while `connection` still lives
+}
+
+std::size_t SshEndpoint::wanted_lanes(const Link& link) const {
+  if (options_.bulk_lanes >= 0) return static_cast<std::size_t>(options_.bulk_lanes);
+  if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) return std::strtoul(v, nullptr, 10);
+  return link.connection && link.connection->rtt() >= kBulkLaneMinRtt ? kAutoBulkLanes : 0;
+}
+
+std::size_t SshEndpoint::bulk_lanes() {
+  auto link = current();
+  if (!link || !link->connection || link->launch.empty()) return 0;
+  const std::size_t n = wanted_lanes(*link);
+  if (n == 0) return 0;
+  std::lock_guard lk(link->lanes_mutex);
+  if (!link->lanes) {
+    auto lanes = std::make_shared<Lanes>();
+    lanes->agents.resize(n);
+    ssh::SshConnection* conn = link->connection.get();
+    Lanes* raw = lanes.get();
+    const std::string launch = link->launch, host = options_.host;
+    raw->opener = std::thread([raw, conn, launch, host, n] {
+      struct Done {
+        Lanes* lanes;
+        ~Done() {
+          std::lock_guard lk(lanes->mutex);
+          lanes->opener_done = true;
+          lanes->changed.notify_all();
+        }
+      } done{raw};
+      for (std::size_t i = 0; i < n && !raw->stopping; ++i) {
+        auto stream = conn->open_stream(launch, 15s);
+        if (!stream) {
+          spdlog::debug("{}: bulk lane {} did not open: {}", host, i, stream.error().message);
+          return;  // the link itself is failing: the main agent carries everything
+        }
+        // A lane's failure is not the link's: its calls fail and the caller uses the main agent.
+        auto agent = std::make_unique<AgentLink>(std::make_unique<SshByteStream>(std::move(*stream), [](const std::string&) {}));
+        if (auto info = agent->handshake(Clock::now() + 15s); !info) {
+          spdlog::debug("{}: bulk lane {} did not answer: {}", host, i, info.error().message);
+          agent->stop();
+          return;
+        }
+        std::lock_guard lk(raw->mutex);
+        raw->agents[i] = std::move(agent);
+        raw->changed.notify_all();
+      }
+    });
+    link->lanes = std::move(lanes);
+  }
+  return n;
+}
+
+std::size_t SshEndpoint::live_lanes() const {
+  auto link = current();
+  if (!link) return 0;
+  std::shared_ptr<Lanes> lanes;
+  {
+    std::lock_guard lk(link->lanes_mutex);
+    lanes = link->lanes;
+  }
+  if (!lanes) return 0;
+  std::lock_guard lk(lanes->mutex);
+  return static_cast<std::size_t>(std::count_if(lanes->agents.begin(), lanes->agents.end(), [](const auto& a) { return a && a->alive(); }));
+}
+
+std::expected<json, ResponseError> SshEndpoint::call_lane(std::size_t lane, std::string_view method, json params,
+                                                          std::chrono::milliseconds timeout) {
+  auto link = current();
+  std::shared_ptr<Lanes> lanes;
+  if (link) {
+    std::lock_guard lk(link->lanes_mutex);
+    lanes = link->lanes;
+  }
+  AgentLink* agent = nullptr;
+  if (lanes) {
+    // A lane still opening is waited for (each takes about three round trips, one after another):
+    // its chunk would otherwise pile onto the main agent's one window.
+    std::unique_lock lk(lanes->mutex);
+    lanes->changed.wait_for(lk, std::min<std::chrono::milliseconds>(timeout, 30s), [&] {
+      return lanes->opener_done || lane >= lanes->agents.size() || lanes->agents[lane];
+    });
+    if (lane < lanes->agents.size()) agent = lanes->agents[lane].get();
+  }
+  if (!agent || !agent->alive())
+    return std::unexpected(unavailable(std::string(method) + ": bulk lane " + std::to_string(lane) + " is not up"));
+  auto r = agent->call(method, std::move(params), timeout);  // `link` keeps the lane alive meanwhile
+  if (r) ++lane_calls_;
+  return r;
+}
+
 std::shared_ptr<SshEndpoint::Link> SshEndpoint::current() const {
   std::lock_guard lk(mutex_);
   return link_;
@@ -291,6 +407,7 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
         }
       });
       link->connection = std::move(conn);
+      link->launch = launch;
       return link;
     }
     std::string said = recorder->recorded();

@@ -53,7 +53,13 @@ struct SshEndpointOptions {
   std::function<void(const HostState&)> on_state;  // called from ferry's threads, never under a lock
   // Which methods may be sent again after a reconnect; default: is_idempotent_method.
   std::function<bool(std::string_view)> idempotent;
+  // Bulk lanes (Endpoint::bulk_lanes): -1 = FERRY_BULK_LANES if set, else kAutoBulkLanes when the
+  // link's round trip is kBulkLaneMinRtt or more (a window-bound link) and none on a fast one.
+  int bulk_lanes = -1;
 };
+
+inline constexpr int kAutoBulkLanes = 8;
+inline constexpr std::chrono::milliseconds kBulkLaneMinRtt{10};  // as ssh::kMinWindowRtt
 
 // Read-only methods (hello, ping, stat, list, read, status, signatures...) are safe to repeat.
 bool is_idempotent_method(std::string_view method);
@@ -86,6 +92,13 @@ class SshEndpoint final : public Endpoint {
   std::expected<void, ResponseError> close_forward(int id) override;
   std::vector<ForwardInfo> list_forwards() const override;
 
+  std::size_t bulk_lanes() override;
+  std::expected<json, ResponseError> call_lane(std::size_t lane, std::string_view method, json params,
+                                               std::chrono::milliseconds timeout) override;
+  // Lanes up now, and calls the lanes answered (tests).
+  std::size_t live_lanes() const;
+  std::uint64_t lane_calls() const { return lane_calls_.load(); }
+
   // Runs a shell command on the box over the current connection (doctor, the trainer's install,
   // tests); `input` is its stdin.
   std::expected<ssh::ExecResult, ResponseError> exec(const std::string& command,
@@ -99,10 +112,16 @@ class SshEndpoint final : public Endpoint {
   int reconnect_count() const { return reconnects_.load(); }
 
  private:
+  struct Lanes;
   struct Link {
     std::unique_ptr<ssh::SshConnection> connection;
     std::unique_ptr<AgentLink> agent;
+    std::string launch;  // the command that started `agent`: bulk lanes start theirs with it
+    std::mutex lanes_mutex;
+    std::shared_ptr<Lanes> lanes;  // once bulk_lanes() asked; destroyed before `connection`
+    ~Link();
   };
+  std::size_t wanted_lanes(const Link& link) const;
   std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
   std::expected<void, ResponseError> load_local_agent();
   std::string agent_file_name() const;  // ferry-agent-<first 16 hex digits of its sha256>
@@ -136,6 +155,7 @@ class SshEndpoint final : public Endpoint {
   ssh::HostKeyInfo host_key_;
   std::thread monitor_;
   std::atomic<int> reconnects_{0};
+  std::atomic<std::uint64_t> lane_calls_{0};
 
   // Lock order: forwards_mutex_ before mutex_ (never the reverse); forward starts block on the
   // link's io thread, which takes neither.

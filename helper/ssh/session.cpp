@@ -92,6 +92,13 @@ asio::awaitable<Result<T*>> retry_ptr(Session& s, F call, Clock::time_point dead
 
 }  // namespace
 
+std::uint32_t receive_window_for(Clock::duration rtt, std::uint32_t floor_bytes) {
+  if (rtt < kMinWindowRtt) return floor_bytes;
+  const double bdp = std::chrono::duration<double>(rtt).count() * kWindowRate;
+  if (bdp <= floor_bytes) return floor_bytes;
+  return bdp >= kMaxWindow ? std::max(kMaxWindow, floor_bytes) : static_cast<std::uint32_t>(bdp);
+}
+
 std::string libssh2_version() {
   const char* v = ::libssh2_version(0);
   return v ? v : "?";
@@ -139,6 +146,9 @@ void Channel::finish_adjust() {
 long Channel::read_raw(int stream, char* buffer, std::size_t length) {
   unsigned long initial = 0;
   unsigned long window = libssh2_channel_window_read_ex(channel_, nullptr, &initial);
+  // A target above libssh2's initial window: the adjusts below grow the window to it, and the
+  // floor rises with it, so libssh2's own adjust (below its initial's floor) never triggers.
+  initial = std::max<unsigned long>(initial, window_target_);
   // _libssh2_channel_read adjusts when the window is below initial/4*3 + length, and
   // libssh2_channel_read_ex when length exceeds the window.
   unsigned long floor = initial / 4 * 3;
@@ -338,6 +348,13 @@ Session::~Session() {
   }
   boost::system::error_code ec;
   socket_.close(ec);
+}
+
+void Session::note_open_time(Clock::time_point started) {
+  // sshd confirms a session channel at once, so the open is one round trip plus a little work;
+  // the shortest seen is the closest to the link's own.
+  const Clock::rep took = (Clock::now() - started).count();
+  if (rtt_ticks_.load() == 0 || took < rtt_ticks_.load()) rtt_ticks_ = std::max<Clock::rep>(took, 1);
 }
 
 Error Session::last_error(std::string_view what) const {
@@ -932,10 +949,16 @@ asio::awaitable<void> Session::bridge_up(std::shared_ptr<Channel> channel,
 asio::awaitable<Result<std::shared_ptr<Channel>>> Session::open_exec(std::string command, Clock::time_point deadline) {
   if (auto turn = co_await lock_open(deadline); !turn) co_return std::unexpected(turn.error());
   OpenTurn turn(*this);
+  const auto started = Clock::now();
   auto ch = co_await retry_ptr<LIBSSH2_CHANNEL>(
       *this, [&] { return libssh2_channel_open_session(session_); }, deadline, "opening a session channel");
   if (!ch) co_return std::unexpected(ch.error());
+  note_open_time(started);
   auto channel = std::make_shared<Channel>(shared_from_this(), *ch);
+  // Exec channels carry the agent's replies (pulls): their window grows to the link's
+  // bandwidth-delay product with the first read, once this very open has timed the link (a warm
+  // connect opens no channel before the agent's).
+  channel->set_window_target(receive_window(LIBSSH2_CHANNEL_WINDOW_DEFAULT));
   auto r = co_await retry(
       *this,
       [&] {
@@ -965,6 +988,7 @@ asio::awaitable<Result<std::shared_ptr<Channel>>> Session::open_direct_tcpip(std
   if (auto turn = co_await lock_open(deadline); !turn) co_return std::unexpected(turn.error());
   OpenTurn turn(*this);
   std::string what = "opening a direct-tcpip channel to " + host + ":" + std::to_string(port);
+  if (window_bytes != 0) window_bytes = receive_window(window_bytes);
   if (window_bytes == 0) {
     auto ch = co_await retry_ptr<LIBSSH2_CHANNEL>(
         *this, [&] { return libssh2_channel_direct_tcpip_ex(session_, host.c_str(), port, "127.0.0.1", 0); }, deadline,

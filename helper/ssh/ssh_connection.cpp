@@ -118,6 +118,8 @@ Result<void> SshConnection::write_file(std::string remote_path, std::string data
   return run_on(strand_, do_write_file(session_, std::move(remote_path), std::move(data), mode, Clock::now() + timeout));
 }
 
+Clock::duration SshConnection::rtt() const { return session_ ? session_->rtt() : Clock::duration::zero(); }
+
 Result<std::unique_ptr<SshStream>> SshConnection::open_stream(std::string command, std::chrono::milliseconds timeout) {
   if (!session_) return std::unexpected(not_connected());
   auto ch = run_on(strand_, do_open(session_, std::move(command), Clock::now() + timeout));

@@ -63,6 +63,8 @@ class SshConnection {
   // Valid after connect().
   HostKeyInfo host_key() const;
   std::string authenticated_with() const;
+  // The link's round trip as channel opens measured it (Session::rtt); zero before any open.
+  Clock::duration rtt() const;
 
  private:
   asio::io_context io_;

@@ -801,12 +801,30 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     }
     spdlog::debug("sync: stream {} begun", t.path);
     const json handle = begun->at("handle");
+    // On a long link the endpoint has bulk lanes: the first workers each own one and
+    // send their chunks there as sync/filePart (written in place into the temp file by that
+    // lane's agent), then tell the main agent where they landed; a lane that is not up (yet, or
+    // any more) costs nothing but its chunk going over the main agent instead.
+    const std::string temp = begun->value("temp", std::string());
+    const std::size_t lanes = temp.empty() ? 0 : endpoint_.bulk_lanes();
     std::atomic<std::uint64_t> next{0}, sent{0}, wire{0};
     std::atomic<bool> failed{false};
     // No .ferry/sent copy of a streamed file: most big whole sends (datasets, checkpoints,
     // first pushes) are never edited, and copying 256 MiB cost ~3% of an initial sync. The
     // first delta of such a file fetches a signature; that send keeps the copy (keep_copy).
-    auto worker = [&] {
+    // Sends one compressed chunk on `lane`; false when it must go over the main agent instead.
+    auto send_on_lane = [&](std::size_t lane, std::uint64_t offset, std::size_t got, const std::vector<std::uint8_t>& packed) {
+      auto part = endpoint_.call_lane(lane, "sync/filePart",
+                                      json{{"base", base}, {"path", t.path}, {"temp", temp}, {"offset", offset},
+                                           {"rawSize", got}, {"data", as_binary(std::vector<std::uint8_t>(packed))}},
+                                      kBigCallTimeout);
+      if (!part) {
+        spdlog::debug("sync: {} chunk at {}: lane {}: {}; over the main agent", t.path, offset, lane, part.error().message);
+        return false;
+      }
+      return true;
+    };
+    auto worker = [&](std::optional<std::size_t> lane) {
       std::vector<std::uint8_t> buf(kReadChunk);
       while (!failed && !cancelled()) {
         const std::uint64_t offset = next.fetch_add(kReadChunk);
@@ -825,13 +843,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
         }
         auto packed = zstd_compress(buf.data(), got, stream_level(buf.data(), got));
         wire += packed.size();
-        auto appended = endpoint_.call("sync/fileAppend",
-                                       json{{"base", base},
-                                            {"handle", handle},
-                                            {"offset", offset},
-                                            {"rawSize", got},
-                                            {"data", as_binary(std::move(packed))}},
-                                       kBigCallTimeout);
+        json append{{"base", base}, {"handle", handle}, {"offset", offset}, {"rawSize", got}};
+        if (lane && send_on_lane(*lane, offset, got, packed)) append["placed"] = true;
+        else append["data"] = as_binary(std::move(packed));
+        auto appended = endpoint_.call("sync/fileAppend", std::move(append), kBigCallTimeout);
         if (!appended) {
           if (!failed.exchange(true)) {
             prog.note_no_space(appended.error());
@@ -846,8 +861,10 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
     {
       std::vector<std::jthread> pool;
       const auto chunks = (t.local.size + kReadChunk - 1) / kReadChunk;
-      for (std::uint64_t i = 1; i < std::min<std::uint64_t>(kStreamInFlight, chunks); ++i) pool.emplace_back(worker);
-      worker();
+      // Lanes first: a file of a few chunks spreads them over several windows too.
+      auto lane_of = [&](std::uint64_t i) { return i < lanes ? std::optional<std::size_t>(i) : std::nullopt; };
+      for (std::uint64_t i = 1; i < std::min<std::uint64_t>(kStreamInFlight + lanes, chunks); ++i) pool.emplace_back(worker, lane_of(i));
+      worker(lane_of(0));
     }
     {
       std::lock_guard lock(prog.mu);
@@ -880,6 +897,9 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
   };
   std::vector<std::vector<const Transfer*>> batches(1);
   std::uint64_t batch_bytes = 0;
+  // Bulk lanes (a long link) open while the first jobs run, so they are up for the big files.
+  if (std::any_of(plan.send_whole.begin(), plan.send_whole.end(), [&](const Transfer& t) { return t.local.size > o.stream_above; }))
+    (void)endpoint_.bulk_lanes();
   for (const auto& t : plan.send_whole) {
     if (t.local.size > o.stream_above) {
       jobs.push_back([&, tp = &t] { stream_file(*tp); });

@@ -220,6 +220,7 @@ bool read_only_method(const std::string& m) { return m == "sync/list" || m == "s
 RequestLane classify_sync_request(const protocol::Request& r) {
   const std::string& m = r.method;
   if (m == "sync/writeBatch") return {RequestLane::parallel, "batch"};
+  if (m == "sync/filePart") return {RequestLane::parallel, "part"};
   if (m == "sync/fileAppend" || m == "sync/fileCommit" || m == "sync/fileAbort") {
     const json* handle = r.params.is_object() && r.params.contains("handle") ? &r.params["handle"] : nullptr;
     // A request without a usable handle is refused by the method itself, on the reader thread.
@@ -576,8 +577,10 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     auto up = std::make_shared<Upload>(path, std::move(*pending), expect, attrs.size);
     std::lock_guard lock(uploads_mu_);
     std::int64_t handle = next_upload_++;
+    std::string temp = up->file.temp_name();
     uploads_.emplace(handle, std::move(up));
-    return protocol::make_result(r.id, json{{"handle", handle}});
+    // The temp file's name lets sibling agents (other channels) write parts (sync/filePart).
+    return protocol::make_result(r.id, json{{"handle", handle}, {"temp", std::move(temp)}});
   }
 
   if (r.method == "sync/fileAppend" || r.method == "sync/fileCommit" || r.method == "sync/fileAbort") {
@@ -614,6 +617,18 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
         drop();
         return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": bytes past the announced size");
       }
+      if (p.value("placed", false)) {
+        // A sibling agent wrote these bytes (sync/filePart): only the bookkeeping and the hash.
+        if (!offset) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": placed bytes need an offset");
+        std::unique_lock lock(up.mu);
+        if (auto done = up.file.mark_placed(*offset, raw_size); !done) {
+          lock.unlock();
+          drop();
+          return io_error(up.path, done.error());
+        }
+        up.received = up.file.received();
+        return protocol::make_result(r.id, json{{"received", up.received}});
+      }
       // Decompressed outside the upload's lock: that is the work appends share between workers.
       auto bytes = decompress(bin_field(p, "data"), raw_size);
       if (!bytes) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + bytes.error());
@@ -635,6 +650,18 @@ Response SyncMethods::dispatch(const protocol::Request& r) {
     auto done = up.file.commit(up.expect);
     if (!done) return io_error(up.path, done.error());
     return protocol::make_result(r.id, json{{"path", up.path}, {"ok", true}});
+  }
+
+  if (r.method == "sync/filePart") {
+    // Part of a file another agent of this helper is receiving (its sync/fileBegin named the temp
+    // file): written in place here, recorded there by a placed sync/fileAppend.
+    std::string path = str_field(p, "path");
+    std::uint64_t raw_size = uint_field(p, "rawSize");
+    if (raw_size > kMaxSyncPayload) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": part too large");
+    auto bytes = decompress(bin_field(p, "data"), raw_size);
+    if (!bytes) return protocol::make_error(r.id, ec::kInvalidParams, r.method + ": " + bytes.error());
+    if (auto done = w.write_part(path, str_field(p, "temp"), uint_field(p, "offset"), *bytes); !done) return io_error(path, done.error());
+    return protocol::make_result(r.id, json{{"ok", true}});
   }
 
   if (r.method == "sync/signature") {

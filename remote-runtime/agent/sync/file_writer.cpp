@@ -193,9 +193,18 @@ std::expected<void, WriteError> PendingFile::write(Bytes bytes) {
 }
 
 std::expected<void, WriteError> PendingFile::write_at(std::uint64_t offset, Bytes bytes) {
+  return record(offset, bytes.size(), bytes.data());
+}
+
+std::expected<void, WriteError> PendingFile::mark_placed(std::uint64_t offset, std::uint64_t length) {
+  return record(offset, length, nullptr);
+}
+
+std::string PendingFile::temp_name() const { return state_ ? state_->tmp : std::string(); }
+
+std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes) {
   if (!state_) return fail(WriteErrc::io, "write after commit or abort");
   State& s = *state_;
-  const std::uint64_t n = bytes.size();
   if (offset > s.attrs.size || n > s.attrs.size - offset) {
     return fail(WriteErrc::hash_mismatch, s.rel + ": bytes at " + std::to_string(offset) + "+" + std::to_string(n) +
                                               " reach past the announced " + std::to_string(s.attrs.size));
@@ -209,8 +218,8 @@ std::expected<void, WriteError> PendingFile::write_at(std::uint64_t offset, Byte
     return fail(WriteErrc::hash_mismatch, s.rel + ": bytes at " + std::to_string(offset) + "+" + std::to_string(n) +
                                               " overlap bytes already received");
   }
-  for (std::uint64_t at = 0; at < n;) {
-    const ssize_t k = ::pwrite(s.fd.get(), bytes.data() + at, n - at, static_cast<off_t>(offset + at));
+  for (std::uint64_t at = 0; bytes && at < n;) {
+    const ssize_t k = ::pwrite(s.fd.get(), bytes + at, n - at, static_cast<off_t>(offset + at));
     if (k < 0) {
       if (errno == EINTR) continue;
       return sys_fail("write " + s.rel);
@@ -231,9 +240,9 @@ std::expected<void, WriteError> PendingFile::write_at(std::uint64_t offset, Byte
   s.received += n;
   s.append_at = std::max(s.append_at, end);
   // Hash what is now contiguous from the hashed prefix: these bytes from memory, any that
-  // arrived earlier and now join the prefix read back from the temp file.
-  if (offset == s.hashed) {
-    s.hash.update(bytes);
+  // arrived earlier (or were placed by a sibling) and now join the prefix read back from the file.
+  if (bytes && offset == s.hashed) {
+    s.hash.update(Bytes(bytes, static_cast<std::size_t>(n)));
     s.hashed = end;
   }
   if (start <= s.hashed && s.hashed < stop) {
@@ -383,6 +392,30 @@ std::expected<FileWriter::Parent, WriteError> FileWriter::open_parent(std::strin
     cache->dirs.emplace(parent_rel, p.dir);
   }
   return p;
+}
+
+std::expected<void, WriteError> FileWriter::write_part(std::string_view rel, std::string_view temp, std::uint64_t offset,
+                                                       Bytes bytes) {
+  if (!temp.starts_with(kTempPrefix) || temp.find('/') != std::string_view::npos || temp.find('\0') != std::string_view::npos)
+    return fail(WriteErrc::invalid_path, "'" + std::string(temp) + "' is not a ferry temp file name");
+  auto parent = open_parent(rel, false);
+  if (!parent) return std::unexpected(parent.error());
+  const std::string name(temp);
+  // No O_CREAT: the owning agent made it; a name that is gone (aborted, committed) stays gone.
+  const int fd = ::openat(parent->dir.get(), name.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? fail(WriteErrc::not_found, parent->rel + ": its temp file is gone") : sys_fail("open temp file for " + parent->rel);
+  Fd held(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + ": temp file is not a regular file");
+  for (std::size_t at = 0; at < bytes.size();) {
+    const ssize_t k = ::pwrite(fd, bytes.data() + at, bytes.size() - at, static_cast<off_t>(offset + at));
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return sys_fail("write " + parent->rel);
+    }
+    at += static_cast<std::size_t>(k);
+  }
+  return {};
 }
 
 std::expected<PendingFile, WriteError> FileWriter::begin_file(std::string_view rel, const FileAttrs& attrs) {

@@ -82,6 +82,12 @@ class PendingFile {
   // past the announced size, or overlapping bytes already received. The whole-file hash is
   // computed as the received prefix grows (a piece that arrived early is read back once).
   std::expected<void, WriteError> write_at(std::uint64_t offset, Bytes bytes);
+  // Bytes [offset, offset + length) that a sibling agent already wrote into this temp file
+  // (FileWriter::write_part, over another SSH channel): recorded as received, under the same
+  // rules as write_at, and hashed by reading them back.
+  std::expected<void, WriteError> mark_placed(std::uint64_t offset, std::uint64_t length);
+  // The temp file's name in the target's directory (what write_part needs).
+  std::string temp_name() const;
   std::uint64_t received() const;
   // Fails (hash_mismatch) unless every byte of [0, size) was received exactly once and the
   // content hashes to the announced xxh3-128.
@@ -93,6 +99,9 @@ class PendingFile {
   PendingFile() = default;
   // The stages of commit(), which write_batch runs across many files at once.
   std::expected<void, WriteError> finish();  // verify, mode, mtime
+  // write_at's bookkeeping: checks the range, then (with `bytes` when they are not yet in the file)
+  // records it and extends the hashed prefix.
+  std::expected<void, WriteError> record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes);
   std::expected<void, WriteError> sync_data();
   std::expected<void, WriteError> publish(const std::optional<Precondition>& expect);  // rename, no dir fsync
   int dir_fd() const;
@@ -148,6 +157,11 @@ class FileWriter {
   std::expected<void, WriteError> remove(std::string_view rel, const std::optional<Precondition>& expect = std::nullopt);
   // An empty directory.
   std::expected<void, WriteError> remove_dir(std::string_view rel);
+  // Writes `bytes` at `offset` into the temp file `temp` (a kTempPrefix name, no '/') that another
+  // agent's begin_file made beside `rel`: one big file carried over several channels. Only an
+  // existing regular file is written (never created, no symlink followed); the owning agent's
+  // commit checks coverage and the whole-file hash as for its own bytes.
+  std::expected<void, WriteError> write_part(std::string_view rel, std::string_view temp, std::uint64_t offset, Bytes bytes);
   // Deletes temp files an interrupted sync left behind (walks the tree, no symlinks followed).
   std::expected<std::size_t, WriteError> sweep_temp_files();
 

@@ -300,6 +300,57 @@ BOOST_AUTO_TEST_CASE(pieces_at_offsets_in_any_order_reassemble_byte_identical) {
   BOOST_TEST(temp_files_in(w.root()) == 0u);
 }
 
+// Bulk lanes: a second writer (another agent process) writes parts into the first one's temp
+// file by name; the owner records them as placed and its commit verifies them like its own.
+BOOST_AUTO_TEST_CASE(parts_written_by_a_sibling_writer_commit_byte_identical) {
+  TempDir t;
+  FileWriter w = open_writer(t.path / "root");
+  FileWriter sibling = open_writer(t.path / "root");
+  const Buf content = random_bytes(3'000'001, 23);
+  const Bytes all(content);
+  auto p = w.begin_file("ckpt/model.bin", attrs_for(content));
+  BOOST_REQUIRE(p.has_value());
+  const std::string temp = p->temp_name();
+  BOOST_TEST(temp.starts_with(kTempPrefix));
+  // [1M, 3M) from the sibling, placed before the owner's own [0, 1M): read back for the hash.
+  auto part = sibling.write_part("ckpt/model.bin", temp, 1'000'000, all.subspan(1'000'000));
+  BOOST_REQUIRE_MESSAGE(part.has_value(), (part ? "" : part.error().message));
+  BOOST_REQUIRE(p->mark_placed(1'000'000, 2'000'001).has_value());
+  BOOST_TEST(!p->mark_placed(1'500'000, 10).has_value());  // overlaps: refused like write_at
+  BOOST_REQUIRE(p->write_at(0, all.subspan(0, 1'000'000)).has_value());
+  auto done = p->commit();
+  BOOST_REQUIRE_MESSAGE(done.has_value(), (done ? "" : done.error().message));
+  BOOST_TEST((slurp(w.root() / "ckpt/model.bin") == content));
+  BOOST_TEST(temp_files_in(w.root()) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_sibling_part_that_differs_fails_the_commit_and_a_gone_temp_is_not_recreated) {
+  TempDir t;
+  FileWriter w = open_writer(t.path / "root");
+  FileWriter sibling = open_writer(t.path / "root");
+  const Buf content = random_bytes(100'000, 24);
+  Buf wrong = content;
+  wrong[70'000] ^= 1;
+  auto p = w.begin_file("f.bin", attrs_for(content));
+  BOOST_REQUIRE(p.has_value());
+  const std::string temp = p->temp_name();
+  BOOST_REQUIRE(sibling.write_part("f.bin", temp, 50'000, Bytes(wrong).subspan(50'000)).has_value());
+  BOOST_REQUIRE(p->mark_placed(50'000, 50'000).has_value());
+  BOOST_REQUIRE(p->write_at(0, Bytes(content).subspan(0, 50'000)).has_value());
+  auto done = p->commit();
+  BOOST_REQUIRE(!done.has_value());
+  BOOST_TEST((done.error().code == WriteErrc::hash_mismatch));
+  BOOST_TEST(!fs::exists(w.root() / "f.bin"));
+  // The temp file went with the failed commit: a late part must not bring it back.
+  auto late = sibling.write_part("f.bin", temp, 0, bytes_of("x"));
+  BOOST_TEST(!late.has_value());
+  BOOST_TEST(temp_files_in(w.root()) == 0u);
+  // Names that are not ferry temp files, or that leave the directory, are refused.
+  for (std::string bad : {"f.bin", "../x", ".ferry-tmp./../../etc", "notes.txt"})
+    BOOST_TEST(!sibling.write_part("f.bin", bad, 0, bytes_of("x")).has_value(), bad);
+  BOOST_TEST(!fs::exists(w.root() / "f.bin"));
+}
+
 BOOST_AUTO_TEST_CASE(overlapping_or_out_of_range_pieces_are_refused) {
   TempDir t;
   FileWriter w = open_writer(t.path / "root");

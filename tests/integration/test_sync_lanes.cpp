@@ -1,0 +1,244 @@
+// Bulk lanes (docs/sync.md, "Long links") over the real sshd: one big file pushed over the main
+// agent and three lanes arrives byte-exact, and the lanes carried parts of it; a lane's agent killed
+// mid-transfer costs only its chunks, which go over the main agent (the push still succeeds,
+// byte-exact); kill points in the middle of a multi-lane transfer (the session's sshd, every
+// agent, or the main agent alone) leave the old file or the new one, never a torn one, and the
+// next push converges.
+#define BOOST_TEST_MODULE sync_lanes
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <boost/test/unit_test.hpp>
+
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/sync/sync_engine.hpp"
+#include "tests/integration/endpoint_options.hpp"
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace ferry;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using ferry::test::read_file;
+using ferry::test::write_file;
+
+namespace {
+
+constexpr int kLanes = 3;
+constexpr std::size_t kBigBytes = 40u << 20;  // five 8 MiB chunks and a tail: every lane gets some
+
+remote::SshEndpointOptions lane_options(const test::SshdFixture& f) {
+  remote::SshEndpointOptions o = test::endpoint_options_for(f);
+  o.session.connect_timeout = 5s;
+  o.reconnect = false;  // a cut link fails this push; the test connects again for the next one
+  o.bulk_lanes = kLanes;  // loopback would get none by itself
+  return o;
+}
+
+sync::SyncOptions push_options() {
+  sync::SyncOptions o;
+  o.stream_above = 1u << 20;
+  return o;
+}
+
+std::string random_bytes(std::mt19937_64& rng, std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; i += 8) {
+    std::uint64_t v = rng();
+    std::memcpy(s.data() + i, &v, std::min<std::size_t>(8, n - i));
+  }
+  return s;
+}
+
+std::string comm_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string c;
+  std::getline(in, c);
+  return c;
+}
+
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 2));
+  char state;
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// The ferry-agent processes below the fixture's sshd: the main agent and the lanes' agents.
+std::vector<pid_t> agents(const test::SshdFixture& f) {
+  std::vector<pid_t> out;
+  for (pid_t p : test::process_tree(f.pid()))
+    if (comm_of(p).starts_with("ferry-agent") && !comm_of(parent_of(p)).starts_with("ferry-agent")) out.push_back(p);
+  return out;
+}
+
+// The session sshd processes (direct children of the listener).
+std::vector<pid_t> sessions(const test::SshdFixture& f) {
+  std::vector<pid_t> out;
+  for (pid_t p : test::process_tree(f.pid()))
+    if (p != f.pid() && parent_of(p) == f.pid()) out.push_back(p);
+  return out;
+}
+
+bool has_temp_files(const fs::path& root) {
+  for (auto& e : fs::recursive_directory_iterator(root))
+    if (e.path().filename().string().starts_with(".ferry-tmp.")) return true;
+  return false;
+}
+
+// A push over a fresh link with lanes that must succeed: no errors, `name` byte-exact remotely.
+void converge(const test::SshdFixture& f, const fs::path& local, const fs::path& remote, const std::string& name,
+              const std::string& when) {
+  remote::SshEndpoint ep(lane_options(f));
+  auto info = ep.connect(30s);
+  BOOST_REQUIRE_MESSAGE(info.has_value(), when << ": connect: " << (info ? "" : info.error().message));
+  {
+    sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
+    auto s = engine.push(push_options());
+    BOOST_REQUIRE_MESSAGE(s.has_value(), when << ": " << (s ? "" : s.error()));
+    BOOST_TEST(s->errors.empty(), when << ": " << (s->errors.empty() ? "" : s->errors.front()));
+    BOOST_TEST(s->conflicts.empty(), when);
+  }
+  ep.close();
+  BOOST_TEST((read_file(remote / name) == read_file(local / name)), when << ": the remote file differs");
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_big_file_over_the_lanes_arrives_byte_exact) {
+  std::mt19937_64 rng(19);
+  test::SshdFixture f;
+  f.trust_host_key();
+  const fs::path local = f.dir() / "local", remote = f.home() / "project";
+  const std::string big = random_bytes(rng, kBigBytes + 12345);
+  write_file(local / "ckpt.bin", big);
+  write_file(local / "train.py", "print('hi')\n");
+  remote::SshEndpoint ep(lane_options(f));
+  BOOST_REQUIRE(ep.connect(30s).has_value());
+  {
+    sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
+    auto s = engine.push(push_options());
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
+    BOOST_TEST(s->files_sent == 2u);
+  }
+  BOOST_TEST(ep.live_lanes() == static_cast<std::size_t>(kLanes));
+  BOOST_TEST(ep.lane_calls() > 0u, "no chunk went over a lane");
+  BOOST_TEST(agents(f).size() == static_cast<std::size_t>(kLanes + 1));
+  ep.close();
+  BOOST_TEST((read_file(remote / "ckpt.bin") == big));
+  BOOST_TEST(read_file(remote / "train.py") == "print('hi')\n");
+  BOOST_TEST(!has_temp_files(remote));
+}
+
+BOOST_AUTO_TEST_CASE(a_lane_killed_mid_transfer_costs_only_its_chunks) {
+  std::mt19937_64 rng(20);
+  test::SshdFixture f;
+  f.trust_host_key();
+  const fs::path local = f.dir() / "local", remote = f.home() / "project";
+  const std::string big = random_bytes(rng, kBigBytes * 2);
+  write_file(local / "ckpt.bin", big);
+  remote::SshEndpoint ep(lane_options(f));
+  auto info = ep.connect(30s);
+  BOOST_REQUIRE(info.has_value());
+  const pid_t main_agent = static_cast<pid_t>(info->pid);
+  std::mutex mu;
+  pid_t killed = -1;
+  sync::SyncOptions o = push_options();
+  o.progress = [&](std::uint64_t done, std::uint64_t total) {
+    std::lock_guard lock(mu);
+    if (killed > 0 || done * 4 < total) return;
+    // A lane's agent while parts are still to come: its in-flight part fails, later ones go main.
+    for (pid_t p : agents(f))
+      if (p != main_agent && ::kill(p, SIGKILL) == 0) {
+        killed = p;
+        return;
+      }
+  };
+  {
+    sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
+    auto s = engine.push(o);
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
+    BOOST_TEST(s->unstable.empty());
+  }
+  BOOST_TEST(killed > 0, "no lane agent was there to kill");
+  BOOST_TEST(ep.live_lanes() == static_cast<std::size_t>(kLanes - 1));
+  ep.close();
+  BOOST_TEST((read_file(remote / "ckpt.bin") == big), "the remote file differs");
+  BOOST_TEST(!has_temp_files(remote));
+}
+
+BOOST_AUTO_TEST_CASE(kill_points_in_a_multi_lane_transfer_never_tear_the_file_and_the_next_push_converges) {
+  std::mt19937_64 rng(21);
+  test::SshdFixture f;
+  f.trust_host_key();
+  const fs::path local = f.dir() / "local", remote = f.home() / "project";
+  write_file(local / "train.py", "print('hi')\n");
+  converge(f, local, remote, "train.py", "first push");
+  enum class Victim { session, all_agents, main_agent };
+  int point = 0, fired = 0;
+  for (Victim victim : {Victim::session, Victim::all_agents, Victim::main_agent}) {
+    for (double fraction : {0.15, 0.5, 0.85}) {
+      // A new big file each time: new files are what goes in chunks over the lanes.
+      ++point;
+      const std::string name = "ckpt-" + std::to_string(point) + ".bin";
+      const std::string content = random_bytes(rng, kBigBytes + (rng() % 4096));
+      write_file(local / name, content);
+      const std::string where = "point " + std::to_string(point) + ": " +
+                                (victim == Victim::session ? "session sshd" : victim == Victim::all_agents ? "every agent" : "main agent") +
+                                " killed after " + std::to_string(static_cast<int>(fraction * 100)) + "% of the bytes";
+      BOOST_TEST_MESSAGE(where);
+      bool cut = false;
+      {
+        remote::SshEndpoint ep(lane_options(f));
+        auto info = ep.connect(30s);
+        BOOST_REQUIRE(info.has_value());
+        const pid_t main_agent = static_cast<pid_t>(info->pid);
+        std::mutex mu;
+        bool done_kill = false;
+        sync::SyncOptions o = push_options();
+        o.progress = [&](std::uint64_t done, std::uint64_t total) {
+          std::lock_guard lock(mu);
+          if (done_kill || static_cast<double>(done) < fraction * static_cast<double>(total)) return;
+          done_kill = true;
+          BOOST_TEST_MESSAGE("  killing at " << done << " of " << total << " bytes; " << agents(f).size() << " agents");
+          if (victim == Victim::session)
+            for (pid_t p : sessions(f)) ::kill(p, SIGKILL);
+          else if (victim == Victim::main_agent)
+            ::kill(main_agent, SIGKILL);
+          else
+            for (pid_t p : agents(f)) ::kill(p, SIGKILL);
+        };
+        sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
+        auto s = engine.push(o);  // fails or reports errors: the link or its agent died under it
+        cut = !s || !s->errors.empty();
+        BOOST_TEST_MESSAGE("  cut push: " << (s ? s->one_line() + (s->errors.empty() ? std::string() : "; " + s->errors.front()) : s.error()));
+        fired += done_kill;
+        ep.close();
+      }
+      BOOST_TEST(cut, where << ": the push was not cut");
+      if (fs::exists(remote / name)) BOOST_TEST((read_file(remote / name) == content), where << ": the remote file is torn");
+      converge(f, local, remote, name, "after " + where);
+      fs::remove(local / name);  // the next point's file is the only big one in flight
+    }
+  }
+  BOOST_TEST(fired == point, fired << " of " << point << " kill points were reached");
+}
