@@ -77,7 +77,8 @@ void add_spot_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--poll", o->poll, "Seconds between looks (default 1)")->check(CLI::Range(0.1, 60.0));
   cmd->add_flag("--json", o->as_json, "Print the agent's answer as JSON");
   cmd->footer("On a notice: SIGTERM to every live run whose command is ferry-train (it checkpoints and exits 143),\n"
-              "the notice recorded on the host (~/.cache/ferry/state/spot/). Resume on a new box with ferry-train --resume.");
+              "the notice recorded on the host (~/.cache/ferry/state/spot/), ferry serve's editor told.\n"
+              "Continue a stopped training on a new box with `ferry resume RUN --host NEWBOX`.");
   cmd->fallthrough();
   cmd->callback([&g, o] { exit_code() = run_spot(g, *o); });
 }
