@@ -3,7 +3,8 @@
 // metadata_server.py) watched by box-a's agent (`ferry spot URL`), and the real ferry-train on CPU.
 // The notice makes the running training checkpoint and stop; `ferry resume RUN --host box-b`
 // pulls that checkpoint from box-a, syncs the project to box-b and finishes there with the final
-// parameters and optimizer state of an uninterrupted run, bit for bit.
+// parameters and optimizer state of an uninterrupted run, bit for bit. Also: a gone old box
+// (--config and the checkpoint already in the project), and the refusals of bad input.
 #define BOOST_TEST_MODULE resume_ssh
 #include <boost/test/unit_test.hpp>
 
@@ -61,7 +62,12 @@ struct Setup {
       block.replace(block.find("Host " + fixture->alias()), 5 + fixture->alias().size(), std::string("Host ") + name);
       text += block + "\n";
     }
-    ferry::test::write_file(ssh_config, text);
+    // box-gone: box-a's block on a port nothing listens on (a reclaimed box refuses at once).
+    std::string gone = ferry::test::read_file(a.ssh_config());
+    gone.replace(gone.find("Host " + a.alias()), 5 + a.alias().size(), "Host box-gone");
+    gone.replace(gone.find("  Port " + std::to_string(a.port())), 7 + std::to_string(a.port()).size(),
+                 "  Port " + std::to_string(ferry::test::pick_free_port()));
+    ferry::test::write_file(ssh_config, text + gone + "\n");
     ferry::test::write_file(project / "ferry.json", json{{"name", "resume"},
                                                          {"host", "box-a"},
                                                          {"sshConfig", ssh_config.string()},
@@ -217,4 +223,46 @@ BOOST_AUTO_TEST_CASE(resume_refuses_unknown_and_non_training_runs) {
   while (auto line = refused.read_line(60s)) text += *line + "\n";
   BOOST_TEST(status_of(refused.wait(60s)) == 2);
   BOOST_TEST(text.find("is not a ferry-train run") != std::string::npos, text);
+}
+
+// The old box is gone: without --config ferry says what to give; with it, the checkpoint that
+// `ferry train` pulled when the run ended is what the new box continues from.
+BOOST_AUTO_TEST_CASE(a_gone_box_resumes_from_the_checkpoint_already_in_the_project) {
+  Setup s;
+  json config = Setup::config();
+  config["max_steps"] = 20;
+  ferry::test::write_file(s.project / "cfg" / "tiny.json", config.dump());
+  ferry::test::SpawnedProcess first(s.ferry({"train", "cfg/tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN}), s.project.string());
+  while (first.read_line(120s)) {
+  }
+  BOOST_TEST_REQUIRE(status_of(first.wait(60s)) == 0);
+  BOOST_TEST_REQUIRE(fs::is_regular_file(s.project / "cfg" / "out" / "checkpoints" / step_name(20)));  // pulled back
+
+  // The box is reclaimed; the project points at it still. The config asks for more steps.
+  json cfg = json::parse(ferry::test::read_file(s.project / "ferry.json"));
+  cfg["host"] = "box-gone";
+  ferry::test::write_file(s.project / "ferry.json", cfg.dump());
+  config["max_steps"] = 40;
+  ferry::test::write_file(s.project / "cfg" / "tiny.json", config.dump());
+
+  ferry::test::SpawnedProcess bare({"/bin/sh", "-c", std::string("exec '") + FERRY_BIN + "' resume 20261201-000000-0001 --host box-b 2>&1"},
+                                   s.project.string());
+  std::string text;
+  while (auto line = bare.read_line(60s)) text += *line + "\n";
+  BOOST_TEST(status_of(bare.wait(60s)) == 2);
+  BOOST_TEST(text.find("the run's box box-gone does not answer") != std::string::npos, text);
+  BOOST_TEST(text.find("give --config CONFIG") != std::string::npos, text);
+
+  ferry::test::SpawnedProcess resume(s.ferry({"resume", "20261201-000000-0001", "--config", "cfg/tiny.json", "--host", "box-b",
+                                              "--trainer", FERRY_TRAIN_BIN, "--json"}),
+                                     s.project.string());
+  json started;
+  while (auto line = resume.read_line(120s)) {
+    auto j = json::parse(*line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.value("event", "") == "start") started = j;
+  }
+  BOOST_TEST_REQUIRE(status_of(resume.wait(60s)) == 0);
+  BOOST_TEST(started.value("resumed", false));
+  BOOST_TEST(started.value("step", -1) == 20);
+  BOOST_TEST(fs::is_regular_file(s.b.home() / "proj" / "cfg" / "out" / "checkpoints" / step_name(40)));
 }
