@@ -60,9 +60,12 @@ int run_spot(const GlobalOptions& g, const SpotOptions& o) {
   }
   if (reply->value("watching", false)) std::cout << "watching for spot interruptions: " << (*reply)["settings"].dump() << "\n";
   else std::cout << "not watching for spot interruptions\n";
-  if (reply->contains("notice"))
-    std::cout << "last notice: " << (*reply)["notice"].value("notice", std::string()) << "; SIGTERM sent to runs "
-              << (*reply)["notice"]["runs"].dump() << "\n";
+  if (reply->contains("notice")) {
+    const auto& notice = (*reply)["notice"];
+    std::cout << "last notice: " << notice.value("notice", std::string()) << "; SIGTERM sent to runs " << notice["runs"].dump() << "\n";
+    if (notice["runs"].is_array() && !notice["runs"].empty() && notice["runs"][0].is_string())
+      std::cout << "continue one on another box: ferry resume " << notice["runs"][0].get<std::string>() << " --host NEWBOX\n";
+  }
   return 0;
 }
 

@@ -167,6 +167,13 @@ BOOST_AUTO_TEST_CASE(a_spot_notice_checkpoints_and_resume_on_another_box_ends_bi
   BOOST_TEST_REQUIRE(fs::is_regular_file(s.a.home() / "proj" / "cfg" / "out" / "checkpoints" / step_name(stopped_at)));
   BOOST_TEST_REQUIRE(!fs::exists(s.project / "cfg" / "out" / "checkpoints"));
 
+  // box-a recorded the notice and says how to go on.
+  ferry::test::SpawnedProcess status(s.ferry({"spot", "--status"}), s.project.string());
+  std::string said;
+  while (auto line = status.read_line(60s)) said += *line + "\n";
+  BOOST_TEST_REQUIRE(status_of(status.wait(60s)) == 0);
+  BOOST_TEST(said.find("continue one on another box: ferry resume " + *id + " --host NEWBOX") != std::string::npos, said);
+
   // Resume on box-b: the checkpoint comes from box-a through the project.
   ferry::test::SpawnedProcess resume(s.ferry({"resume", *id, "--host", "box-b", "--trainer", FERRY_TRAIN_BIN, "--json"}),
                                      s.project.string());
