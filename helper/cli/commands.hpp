@@ -54,6 +54,7 @@ void add_advise_command(CLI::App& app, GlobalOptions& g);  // advise (cost_comma
 void add_autostop_command(CLI::App& app, GlobalOptions& g);  // autostop (autostop_command.cpp)
 void add_gpu_command(CLI::App& app, GlobalOptions& g);  // gpu (gpu_command.cpp)
 void add_spot_command(CLI::App& app, GlobalOptions& g);  // spot (spot_command.cpp)
+void add_resume_command(CLI::App& app, GlobalOptions& g);  // resume (resume_command.cpp)
 
 // sync/pull (defined in sync_command.cpp): runs `fn` with an engine for the project's first
 // mapping on its host (local sandbox or SSH) and the endpoint's description; returns fn's code.

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   add_autostop_command(app, g);
   add_gpu_command(app, g);
   add_spot_command(app, g);
+  add_resume_command(app, g);
 
   try {
     app.parse(argc, argv);

@@ -60,9 +60,12 @@ int run_spot(const GlobalOptions& g, const SpotOptions& o) {
   }
   if (reply->value("watching", false)) std::cout << "watching for spot interruptions: " << (*reply)["settings"].dump() << "\n";
   else std::cout << "not watching for spot interruptions\n";
-  if (reply->contains("notice"))
-    std::cout << "last notice: " << (*reply)["notice"].value("notice", std::string()) << "; SIGTERM sent to runs "
-              << (*reply)["notice"]["runs"].dump() << "\n";
+  if (reply->contains("notice")) {
+    const auto& notice = (*reply)["notice"];
+    std::cout << "last notice: " << notice.value("notice", std::string()) << "; SIGTERM sent to runs " << notice["runs"].dump() << "\n";
+    if (notice["runs"].is_array() && !notice["runs"].empty() && notice["runs"][0].is_string())
+      std::cout << "continue one on another box: ferry resume " << notice["runs"][0].get<std::string>() << " --host NEWBOX\n";
+  }
   return 0;
 }
 
@@ -77,7 +80,8 @@ void add_spot_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--poll", o->poll, "Seconds between looks (default 1)")->check(CLI::Range(0.1, 60.0));
   cmd->add_flag("--json", o->as_json, "Print the agent's answer as JSON");
   cmd->footer("On a notice: SIGTERM to every live run whose command is ferry-train (it checkpoints and exits 143),\n"
-              "the notice recorded on the host (~/.cache/ferry/state/spot/). Resume on a new box with ferry-train --resume.");
+              "the notice recorded on the host (~/.cache/ferry/state/spot/), ferry serve's editor told.\n"
+              "Continue a stopped training on a new box with `ferry resume RUN --host NEWBOX`.");
   cmd->fallthrough();
   cmd->callback([&g, o] { exit_code() = run_spot(g, *o); });
 }

@@ -58,6 +58,7 @@ std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const Train
     std::cerr << who << ": " << project.error() << "\n";
     return std::unexpected(run::kUsageFailure);
   }
+  if (!o.host.empty()) project->host = o.host;
   std::map<std::string, std::string> env = project->env;
   if (!o.launch.empty()) {
     auto entry = deploy::find_launch(*project, o.launch);
@@ -76,12 +77,6 @@ std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const Train
   }
   return TrainInputs{std::move(*project), std::move(config), std::move(env)};
 }
-
-}  // namespace train_cli
-
-using namespace train_cli;
-
-namespace {
 
 int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   constexpr const char* who = "ferry train";
@@ -196,7 +191,9 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   return status;
 }
 
-}  // namespace
+}  // namespace train_cli
+
+using namespace train_cli;
 
 void add_train_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<TrainCliOptions>();

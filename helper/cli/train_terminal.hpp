@@ -35,6 +35,7 @@ struct TrainCliOptions {
   int nproc_per_host = 1;
   std::string master_addr;    // default: the first host's address as ssh resolves it
   int master_port = 29500;
+  std::string host;           // train on this host instead of ferry.json's (ferry resume --host)
 };
 
 // Ctrl-C while following: the handler only writes to this pipe; the follow loop acts on it.
@@ -153,5 +154,7 @@ std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const Train
 
 // --hosts / --nproc-per-host (train_ranks_command.cpp).
 int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o);
+// One process on the project's host (or o.host): train_command.cpp.
+int run_train(const GlobalOptions& g, const TrainCliOptions& o);
 
 }  // namespace ferry::cli::train_cli

@@ -3,6 +3,7 @@
 
 #include <regex>
 
+#include "helper/server/cloud_events.hpp"
 #include "helper/server/host_methods.hpp"
 #include "helper/deploy/autostop_params.hpp"
 #include "helper/sync/mapping_target.hpp"
@@ -242,6 +243,11 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
   // packages changed since its last sync: now, and after each run ends (env_methods.cpp).
   if (std::error_code ec; std::filesystem::exists(config.root / ".ferry" / "venv", ec)) link->start_background(keep_env_mirror_fresh);
   arm_project_autostop(link->endpoint(), config);
+  // A spot notice or an autostop event on the box reaches the editor while it is connected.
+  link->cloud_events_ = link->endpoint().subscribe(
+      [questions = &questions_, root = config.root, host = link->host()](const p::Notification& n) {
+        if (n.method == "cloud/event") announce_cloud_event(*questions, root, host, n.params);
+      });
   return link;
 }
 

@@ -76,6 +76,7 @@ class ProjectLink {
   std::unique_ptr<run::RunClient> runs_;
   bool closed_ = false;
   std::jthread background_;
+  remote::Subscription cloud_events_;  // the agent's cloud/event, told to the editor (cloud_events.hpp)
 };
 
 using ProjectLinkPtr = std::shared_ptr<ProjectLink>;

@@ -22,6 +22,7 @@
 #include "protocol/agent_wire.hpp"
 #include "remote-runtime/agent/agent_service.hpp"
 #include "remote-runtime/agent/autostop/autostop_methods.hpp"
+#include "remote-runtime/agent/autostop/cloud_events.hpp"
 #include "remote-runtime/agent/autostop/spot_watch.hpp"
 #include "remote-runtime/agent/autostop/watchdog.hpp"
 #include "remote-runtime/agent/gpu_methods.hpp"
@@ -129,6 +130,9 @@ int main(int argc, char** argv) {
 
   if (!writer->send_raw(ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) + "\n"))
     return 1;
+  // What the spot watcher and the autostop watchdog record from now on reaches the helper.
+  ferry::agent::autostop::CloudEventTail cloud_events(
+      state_dir, [writer](const ferry::protocol::json& params) { writer->send_notification("cloud/event", params); });
 
   // Sync writes run on a few workers and are answered when done (out of order); the rest runs
   // here in arrival order. The ordering argument is at classify_sync_request (sync_methods.hpp).

@@ -420,7 +420,8 @@ export class FerryController {
   async pollGpu(): Promise<void> {
     if (this.status.state !== 'connected') return;
     try {
-      this.status.gpu = await executeCommand<GpuStatus>(this.rpc, 'ferry.gpu');
+      // gpu/status (not the ferry.gpu command): it adds the host's price and the runs' costs.
+      this.status.gpu = await this.rpc.request<GpuStatus>('gpu/status', {});
     } catch {
       this.status.gpu = undefined;
     }

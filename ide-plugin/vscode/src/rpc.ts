@@ -189,6 +189,9 @@ export interface GpuStatus {
   available: boolean;
   reason?: string;
   gpus?: { index: number; name?: string; util_percent?: number; mem_used_bytes?: number; mem_total_bytes?: number }[];
+  // With ferry.json's `price`: what the host bills, and each running run's cost so far.
+  usdPerHour?: number;
+  runs?: { id: string; costUsd: number }[];
 }
 
 // workspace/executeCommand of one of the helper's commands (ferry.run, ferry.debug, ...).

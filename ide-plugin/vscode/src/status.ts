@@ -1,6 +1,7 @@
 // The status bar item's words: the host's state (host/stateChanged, or the answer to
 // host/connect on the local host, which sends no state changes), the last sync, and while
-// connected the GPU use (ferry.gpu). Pure: extension.ts copies render() onto the item.
+// connected the GPU use and, with ferry.json's `price`, the live cost: the host's rate and what
+// its running runs cost so far (gpu/status). Pure: extension.ts copies render() onto the item.
 import type { GpuStatus, HostState, SyncSummary } from './rpc';
 
 export type LinkState = HostState['state'] | 'idle' | 'noProject' | 'helperDown';
@@ -23,6 +24,10 @@ const icons: Record<LinkState, string> = {
 
 function hhmmss(d: Date): string {
   return d.toTimeString().slice(0, 8);
+}
+
+function usd(n: number): string {
+  return `$${n.toFixed(2)}`;
 }
 
 function gib(bytes: number | undefined): string {
@@ -84,6 +89,12 @@ export class StatusModel {
       const total = gpus.reduce((a, g) => a + (g.mem_total_bytes ?? 0), 0);
       text += ` · GPU ${util}% ${gib(used)}/${gib(total)} GiB`;
     }
+    const priced = this.state === 'connected' && typeof this.gpu?.usdPerHour === 'number';
+    const runs = priced ? this.gpu?.runs ?? [] : [];
+    if (priced) {
+      text += ` · ${usd(this.gpu!.usdPerHour!)}/h`;
+      if (runs.length > 0) text += ` · runs ${usd(runs.reduce((a, r) => a + r.costUsd, 0))}`;
+    }
     const tips: string[] = [`ferry: ${this.host || 'no host'} is ${this.state === 'disconnected' ? 'offline' : this.state}`];
     if (this.message) tips.push(this.message);
     if (this.lastSync) {
@@ -92,6 +103,8 @@ export class StatusModel {
     }
     if (this.lastError) tips.push(`Last error: ${this.lastError}`);
     for (const g of gpus) tips.push(`GPU ${g.index} ${g.name ?? ''}: ${g.util_percent ?? 0}% · ${gib(g.mem_used_bytes)}/${gib(g.mem_total_bytes)} GiB`);
+    if (priced) tips.push(`Host price ${usd(this.gpu!.usdPerHour!)}/h (ferry.json price)`);
+    for (const r of runs) tips.push(`Run ${r.id}: ${usd(r.costUsd)} so far`);
     if (this.gpu && !this.gpu.available && this.state === 'connected') tips.push(`No GPU: ${this.gpu.reason ?? 'NVML not available'}`);
     tips.push('Click for Sync now, Pull…, Doctor, Open tunnel…');
     return {

@@ -284,3 +284,12 @@ test('Disconnect closes the link and offers Connect again', async () => {
   assert.equal(rpc.sent('host/connect').length, 2);
   assert.equal(ferry.status.render().text, '$(cloud) gpu-box: connected');
 });
+
+test('the GPU poll asks gpu/status, whose answer carries the price, and the status shows it', async () => {
+  const { rpc, ferry } = setup();
+  rpc.answers.set('gpu/status', { available: false, reason: 'no NVIDIA GPU visible', usdPerHour: 2.5, runs: [{ id: 'r1', costUsd: 0.42 }] });
+  await ferry.start();
+  await ferry.pollGpu();
+  assert.equal(rpc.sent('gpu/status').length, 1);
+  assert.equal(ferry.status.render().text, '$(cloud) gpu-box: connected · $2.50/h · runs $0.42');
+});

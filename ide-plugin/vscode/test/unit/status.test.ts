@@ -34,3 +34,20 @@ test('last sync and GPU use show while connected', () => {
   s.set('noProject');
   assert.equal(s.render().text, '$(cloud) ferry: no project');
 });
+
+test('with a price the status bar shows the live cost: the host rate and the running runs so far', () => {
+  const s = new StatusModel();
+  s.setHost('gpu-box');
+  s.set('connected');
+  s.gpu = { available: false, reason: 'no NVIDIA GPU visible', usdPerHour: 3.06, runs: [{ id: 'r1', costUsd: 1.25 }, { id: 'r2', costUsd: 0.5 }] };
+  assert.equal(s.render().text, '$(cloud) gpu-box: connected · $3.06/h · runs $1.75');
+  assert.match(s.render().tooltip, /Host price \$3\.06\/h \(ferry\.json price\)/);
+  assert.match(s.render().tooltip, /Run r1: \$1\.25 so far/);
+  s.gpu = { available: false, usdPerHour: 0.69, runs: [] };
+  assert.equal(s.render().text, '$(cloud) gpu-box: connected · $0.69/h', 'no running run: the rate alone');
+  s.gpu = { available: false };
+  assert.equal(s.render().text, '$(cloud) gpu-box: connected', 'no price in ferry.json: no money shown');
+  s.gpu = { available: false, usdPerHour: 3.06, runs: [{ id: 'r1', costUsd: 1 }] };
+  s.set('reconnecting');
+  assert.doesNotMatch(s.render().text, /\/h/, 'the cost goes with the link');
+});
