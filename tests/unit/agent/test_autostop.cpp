@@ -324,7 +324,3 @@ BOOST_AUTO_TEST_CASE(webhook_failures_are_recorded_without_the_url) {
   BOOST_TEST(restarted["reason"].get<std::string>().find("does not hold the URL") != std::string::npos);
   BOOST_TEST(files_holding(b.state, kSecret).empty());
 }
-
-BOOST_AUTO_TEST_CASE(curl_config_quoting) {
-  BOOST_TEST(as::curl_config_quote(R"({"a":"x\ny"})") == R"("{\"a\":\"x\\ny\"}")");
-}
