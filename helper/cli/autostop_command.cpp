@@ -10,6 +10,7 @@
 
 #include "helper/cli/commands.hpp"
 #include "helper/cloud/cost_estimate.hpp"
+#include "helper/cloud/notifier.hpp"
 #include "helper/deploy/autostop_params.hpp"
 
 namespace ferry::cli {
@@ -33,6 +34,8 @@ std::string describe_status(const nlohmann::json& s) {
     if (set.contains("command")) out += fmt::format(" ({})", set["command"].get<std::string>());
     out += fmt::format(" (GPUs under {} %, no live run, no connected helper)\n", set.value("gpuUtilBelow", 5));
     if (set.contains("preStop")) out += "  before it: " + set["preStop"].get<std::string>() + "\n";
+    if (set.contains("webhookTo"))
+      out += "  webhook: " + set["webhookTo"].get<std::string>() + " (posted from the host through its curl)\n";
     const auto& w = s["watchdog"];
     if (!w.value("running", false)) out += "  watchdog: not running (the next agent start restarts it)\n";
     else if (w.contains("status")) {
@@ -78,6 +81,7 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
       return 2;
     }
     params = deploy::autostop_set_params(a, *hours * 3600);
+    if (auto hook = cloud::autostop_webhook_param()) params["webhook"] = *hook;
     method = "autostop/set";
   }
   auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
@@ -114,7 +118,9 @@ void add_autostop_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_flag("--json", o->as_json, "Print the agent's answer as JSON");
   cmd->footer("The watchdog runs on the host: it acts with your laptop closed, survives agent restarts, and never\n"
               "fires while a ferry run is live or a helper (ferry serve, any ferry command) is connected.\n"
-              "ferry.json's \"autostop\" block arms it whenever ferry serve connects.");
+              "ferry.json's \"autostop\" block arms it whenever ferry serve connects.\n"
+              "With $FERRY_WEBHOOK_URL (or the variable $FERRY_WEBHOOK_ENV names) set, the host posts an\n"
+              "\"autostop.fired\" notice to it through its curl; the URL stays in the watchdog's memory only.");
   cmd->fallthrough();
   cmd->callback([&g, o] { exit_code() = run_autostop(g, *o); });
 }

@@ -33,6 +33,12 @@ json run_exit_notice(const json& exited, const std::string& project, const std::
   return n;
 }
 
+std::optional<json> autostop_webhook_param() {
+  auto url = webhook_url_from_env();
+  if (!url) return std::nullopt;
+  return json{{"url", *url}};
+}
+
 std::optional<std::expected<int, std::string>> send_notice(const json& notice) {
   auto url = webhook_url_from_env();
   if (!url) return std::nullopt;

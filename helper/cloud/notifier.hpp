@@ -18,6 +18,10 @@ std::optional<std::string> webhook_url_from_env();
 // signal?, project?, host?}: interrupted = ended by SIGTERM/SIGINT/SIGHUP/SIGKILL (or 128+ those).
 nlohmann::json run_exit_notice(const nlohmann::json& exited, const std::string& project, const std::string& host);
 
+// autostop/set's `webhook` param ({url}) when a webhook is configured: the agent's watchdog posts
+// the autostop notice from the box, holding the URL in memory only (never on the box's disk).
+std::optional<nlohmann::json> autostop_webhook_param();
+
 // Posts `notice` when a webhook is configured: nullopt when none is, else the HTTP status or why
 // not (the URL redacted). Blocks up to 10 s.
 std::optional<std::expected<int, std::string>> send_notice(const nlohmann::json& notice);

@@ -5,6 +5,7 @@
 
 #include "helper/server/cloud_events.hpp"
 #include "helper/server/host_methods.hpp"
+#include "helper/cloud/notifier.hpp"
 #include "helper/deploy/autostop_params.hpp"
 #include "helper/sync/mapping_target.hpp"
 
@@ -256,7 +257,9 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
 // autostop armed by `ferry autostop` alone.
 void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfig& config) {
   if (!config.autostop.enabled) return;
-  auto armed = endpoint.call("autostop/set", deploy::autostop_set_params(config.autostop));
+  auto params = deploy::autostop_set_params(config.autostop);
+  if (auto hook = cloud::autostop_webhook_param()) params["webhook"] = *hook;
+  auto armed = endpoint.call("autostop/set", params);
   if (armed) spdlog::info("autostop armed: {} after {} idle minutes", config.autostop.action, config.autostop.idle_minutes);
   else spdlog::warn("ferry.json autostop not armed on the host: {}", armed.error().message);
 }

@@ -38,7 +38,8 @@ namespace {
 
 void usage(std::ostream& out) {
   out << "usage: ferry-agent --root DIR [--state-dir DIR] [--log-level LEVEL]\n"
-         "       ferry-agent --autostop-watch STATE_DIR   (the autostop watchdog; started by the agent)\n"
+         "       ferry-agent --autostop-watch STATE_DIR [--id ID] [--take-over] [--webhook-stdin]\n"
+         "                                              (the autostop watchdog; started by the agent)\n"
          "       ferry-agent --spot-watch STATE_DIR       (the spot-notice watcher; started by the agent)\n"
          "       ferry-agent --version\n"
          "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n"
@@ -56,7 +57,8 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("ferry-agent"));
   spdlog::set_level(spdlog::level::warn);
   if (argc == 3 && std::string_view(argv[1]) == "--supervise") return ferry::agent::run::supervise(argv[2]);
-  if (argc == 3 && std::string_view(argv[1]) == "--autostop-watch") return ferry::agent::autostop::watch(argv[2]);
+  if (argc >= 3 && std::string_view(argv[1]) == "--autostop-watch")
+    return ferry::agent::autostop::watch(argv[2], ferry::agent::autostop::parse_watch_options({argv + 3, argv + argc}));
   if (argc == 3 && std::string_view(argv[1]) == "--spot-watch") return ferry::agent::spot::watch(argv[2]);
   // Sync requests allocate buffers of megabytes (frames, decompressed data): keep up to 64 MiB of
   // freed heap for the next one instead of page faults and zeroing per request (a tenth of the

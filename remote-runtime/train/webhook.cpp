@@ -24,16 +24,6 @@ size_t discard(char*, size_t size, size_t n, void*) { return size * n; }
 }  // namespace
 #endif
 
-std::string redact_url(const std::string& url) {
-  const auto scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) return "(not a URL)";
-  const auto host_start = scheme_end + 3;
-  auto host_end = url.find_first_of("/?#", host_start);
-  std::string authority = url.substr(host_start, host_end == std::string::npos ? std::string::npos : host_end - host_start);
-  if (auto at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);  // user:password@
-  return url.substr(0, host_start) + authority + "/…";
-}
-
 std::expected<int, std::string> post_json(const std::string& url, const std::string& json_body, const Options& options) {
   const std::string shown = redact_url(url);
   if (!url.starts_with("http://") && !url.starts_with("https://"))

@@ -8,6 +8,8 @@
 #include <expected>
 #include <string>
 
+#include "remote-runtime/train/url_redaction.hpp"
+
 namespace ferry::webhook {
 
 struct Options {
@@ -17,9 +19,6 @@ struct Options {
   std::string ca_file;
   std::string user_agent = "ferry";
 };
-
-// "https://hooks.example.com:443/…": scheme, host and port only; "(not a URL)" when unparsable.
-std::string redact_url(const std::string& url);
 
 // POSTs `json_body` (Content-Type: application/json); the HTTP status, or why not (with the
 // redacted URL). Only http:// and https:// are accepted; redirects are not followed.

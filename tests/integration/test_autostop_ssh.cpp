@@ -1,13 +1,16 @@
 // Autostop over a real sshd with the real ferry and ferry-agent: `ferry autostop 1s` arms the
 // watchdog on the box and it fires (a harmless touch) once the CLI's link is gone; while ferry
 // serve holds its link it never fires; ferry.json's autostop block is armed by ferry serve on
-// connect; --status and --cancel report and disarm.
+// connect; --status and --cancel report and disarm. With $FERRY_WEBHOOK_URL set, the box's
+// watchdog posts the autostop.fired notice to a receiver on 127.0.0.1 through the box's curl, and
+// the URL's secret token is in no file on either side and in no output.
 #define BOOST_TEST_MODULE autostop_ssh
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>
 
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -122,4 +125,44 @@ BOOST_AUTO_TEST_CASE(ferry_json_block_is_armed_by_serve_and_cancel_disarms) {
   auto bad = b.ferry("autostop soon");
   BOOST_TEST(bad.status == 2);
   BOOST_TEST(bad.err.find("90m") != std::string::npos, bad.err);
+}
+
+BOOST_AUTO_TEST_CASE(webhook_url_from_the_environment_reaches_the_box_and_stays_secret) {
+  Box b;
+  const fs::path port_file = b.sshd.dir() / "hook.port", out = b.sshd.dir() / "hook.json";
+  const std::string start = "/usr/bin/python3 '" FERRY_RECEIVER "' --port-file '" + port_file.string() + "' --out '" +
+                            out.string() + "' >/dev/null 2>&1 &";
+  BOOST_REQUIRE(std::system(start.c_str()) == 0);
+  BOOST_REQUIRE(ferry::test::eventually([&] { return fs::exists(port_file); }, 20s));
+  const std::string port = ferry::test::read_file(port_file);
+  const std::string secret = "XOXB-SSH-SECRET-77";
+  const std::string url = "http://127.0.0.1:" + port + "/services/" + secret;
+  auto armed = b.ferry("autostop 1s --action notify --gpu-util-below 100");
+  BOOST_REQUIRE_MESSAGE(armed.status == 0, armed.err);
+  BOOST_TEST(armed.out.find("webhook") == std::string::npos, armed.out);  // no URL in this shell: none armed
+  ::setenv("FERRY_WEBHOOK_URL", url.c_str(), 1);
+  armed = b.ferry("autostop 1s --action command --command 'touch " + b.mark.string() + "'");
+  ::unsetenv("FERRY_WEBHOOK_URL");
+  BOOST_REQUIRE_MESSAGE(armed.status == 0, armed.err);
+  BOOST_TEST(armed.out.find("webhook: http://127.0.0.1:" + port + "/…") != std::string::npos, armed.out);
+  BOOST_REQUIRE(ferry::test::eventually([&] { return fs::exists(out); }, 30s));
+  json got = json::parse(ferry::test::read_file(out));
+  BOOST_TEST(got["path"] == "/services/" + secret);
+  json body = json::parse(got["body"].get<std::string>());
+  BOOST_TEST(body["event"] == "autostop.fired");
+  BOOST_TEST(body["action"] == "command");
+  BOOST_REQUIRE(ferry::test::eventually([&] { return fs::exists(b.mark); }, 30s));
+  auto st = b.ferry("autostop --status --json");
+  BOOST_TEST(st.out.find(secret) == std::string::npos);
+  BOOST_TEST(armed.out.find(secret) == std::string::npos);
+  BOOST_TEST(armed.err.find(secret) == std::string::npos);
+  // The box's state dir (under the remote home) and everything the test and ferry wrote here.
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(b.sshd.dir(), ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec) || it->path() == out) continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    BOOST_TEST(text.str().find(secret) == std::string::npos, it->path().string());
+  }
 }

@@ -17,6 +17,8 @@ json to_json(const Settings& s) {
   if (!s.command.empty()) j["command"] = s.command;
   if (!s.pre_stop.empty()) j["preStop"] = s.pre_stop;
   if (!s.armed_at.empty()) j["armedAt"] = s.armed_at;
+  if (!s.webhook_to.empty()) j["webhookTo"] = s.webhook_to;
+  if (!s.watchdog_id.empty()) j["watchdogId"] = s.watchdog_id;
   return j;
 }
 
@@ -33,7 +35,8 @@ std::expected<Settings, std::string> settings_from_json(const json& j) {
     s.action = it->get<std::string>();
   }
   for (auto [key, field] : {std::pair{"command", &s.command}, std::pair{"preStop", &s.pre_stop},
-                            std::pair{"armedAt", &s.armed_at}}) {
+                            std::pair{"armedAt", &s.armed_at}, std::pair{"webhookTo", &s.webhook_to},
+                            std::pair{"watchdogId", &s.watchdog_id}}) {
     auto it = j.find(key);
     if (it == j.end()) continue;
     if (!it->is_string()) return std::unexpected(std::string("/") + key + ": expected a string");

@@ -26,6 +26,11 @@ struct Settings {
   std::string pre_stop;         // run before the action
   int gpu_util_below = 5;       // percent
   std::string armed_at;         // ISO-8601 UTC
+  // Set by the agent, not the wire: the redacted webhook URL when one was given at arm time (the
+  // URL itself never reaches a file), and the id of the watchdog that holds it: an older
+  // watchdog seeing another id hands over and exits.
+  std::string webhook_to;
+  std::string watchdog_id;
 };
 json to_json(const Settings& s);
 // Validates the wire/file shape; the error names the field.

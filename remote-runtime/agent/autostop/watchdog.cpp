@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <thread>
+#include <vector>
 
 #include "remote-runtime/agent/run/run_store.hpp"
 #include "remote-runtime/train/nvml.hpp"
@@ -19,17 +20,52 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// An flock'ed fd on the lock file, or -1 when another process holds it.
-int try_lock(const Paths& p) {
+// An flock'ed fd on the lock file, or -1 when another process holds it (`wait`: once it let go).
+int try_lock(const Paths& p, bool wait = false) {
   std::error_code ec;
   fs::create_directories(p.dir(), ec);
   int fd = ::open(p.lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return -1;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  int rc = 0;
+  while ((rc = ::flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+  }
+  if (rc != 0) {
     ::close(fd);
     return -1;
   }
   return fd;
+}
+
+// The webhook the agent wrote into our stdin pipe; stdin is /dev/null afterwards (so preStop
+// and the action cannot read it either).
+std::optional<Webhook> read_webhook_from_stdin() {
+  std::string text;
+  char buf[4096];
+  while (true) {
+    auto n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  if (int null_fd = ::open("/dev/null", O_RDONLY); null_fd >= 0) {
+    ::dup2(null_fd, STDIN_FILENO);
+    ::close(null_fd);
+  }
+  auto j = json::parse(text, nullptr, false);
+  auto hook = webhook_from_json(j);
+  if (!hook) return std::nullopt;
+  return *hook;
+}
+
+// The notice, before the action ("stop" may end this process with the machine).
+void notify(const Paths& p, const Settings& s, const std::optional<Webhook>& hook) {
+  if (hook) {
+    record_event(p, "webhook", send_webhook(*hook, autostop_notice(s.idle_seconds, s.action, s.armed_at)));
+  } else if (!s.webhook_to.empty()) {
+    record_event(p, "webhook", {{"sent", false}, {"to", s.webhook_to},
+                                {"reason", "this watchdog was restarted (agent or box restart) and does not hold the URL, which "
+                                           "is never stored on the host: re-arm with `ferry autostop` to have it sent"}});
+  }
 }
 
 // /bin/sh -c `command` from $HOME, output appended to watchdog.log; its exit status (128+signal
@@ -76,7 +112,7 @@ void write_status(const Paths& p, const Settings& s, const std::optional<std::st
 }
 
 // preStop, a last look, the action. True when it fired (the watchdog then disarms).
-bool fire(const Paths& p, const Settings& s, const GpuUtil& gpu_util) {
+bool fire(const Paths& p, const Settings& s, const GpuUtil& gpu_util, const std::optional<Webhook>& hook) {
   record_event(p, "idle", {{"idleSeconds", s.idle_seconds}, {"action", s.action}});
   if (!s.pre_stop.empty()) record_event(p, "preStop", {{"exitCode", run_shell(p, s.pre_stop)}});
   // preStop may take minutes: a run or a helper that arrived meanwhile wins.
@@ -90,6 +126,7 @@ bool fire(const Paths& p, const Settings& s, const GpuUtil& gpu_util) {
   // Disarmed and recorded before the action: "stop" may end this process with the machine.
   remove_settings(p);
   record_event(p, "fired", detail);
+  notify(p, s, hook);
   if (command) record_event(p, "actionDone", {{"action", s.action}, {"exitCode", run_shell(p, *command)}});
   return true;
 }
@@ -108,13 +145,46 @@ bool watchdog_running(const Paths& p) {
   return false;
 }
 
-bool ensure_watchdog(const Paths& p) {
-  if (!read_settings(p)) return true;
+WatchOptions parse_watch_options(std::span<char* const> args) {
+  WatchOptions o;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view a = args[i];
+    if (a == "--id" && i + 1 < args.size()) o.id = args[++i];
+    else if (a == "--take-over") o.take_over = true;
+    else if (a == "--webhook-stdin") o.webhook_stdin = true;
+  }
+  return o;
+}
+
+bool ensure_watchdog(const Paths& p, const std::optional<Webhook>& hook, bool take_over) {
+  auto settings = read_settings(p);
+  if (!settings) return true;
   std::string dir = fs::absolute(p.state_dir).string();
   std::string log = p.log().string();
-  const char* args[] = {"ferry-agent", "--autostop-watch", dir.c_str(), nullptr};
+  std::vector<std::string> argv{"ferry-agent", "--autostop-watch", dir};
+  if (!settings->watchdog_id.empty()) argv.insert(argv.end(), {"--id", settings->watchdog_id});
+  if (take_over) argv.push_back("--take-over");
+  if (hook) argv.push_back("--webhook-stdin");
+  std::vector<const char*> args;
+  for (const auto& a : argv) args.push_back(a.c_str());
+  args.push_back(nullptr);
+  // The URL goes into a pipe now (far below its 64 KiB buffer) and is read by the watchdog.
+  int hook_pipe[2] = {-1, -1};
+  if (hook) {
+    if (::pipe2(hook_pipe, O_CLOEXEC) != 0) return false;
+    const std::string text = webhook_to_json(*hook).dump();
+    const bool written = ::write(hook_pipe[1], text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(hook_pipe[1]);
+    if (!written) {
+      ::close(hook_pipe[0]);
+      return false;
+    }
+  }
   pid_t first = ::fork();
-  if (first < 0) return false;
+  if (first < 0) {
+    if (hook) ::close(hook_pipe[0]);
+    return false;
+  }
   if (first == 0) {
     pid_t second = ::fork();
     if (second != 0) ::_exit(second < 0 ? 1 : 0);
@@ -123,23 +193,26 @@ bool ensure_watchdog(const Paths& p) {
     int null_fd = ::open("/dev/null", O_RDWR);
     int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
     if (null_fd < 0 || log_fd < 0) ::_exit(1);
-    ::dup2(null_fd, STDIN_FILENO);
+    ::dup2(hook_pipe[0] >= 0 ? hook_pipe[0] : null_fd, STDIN_FILENO);
     ::dup2(null_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     // The agent's stdio is the SSH channel: no copy of it may outlive the agent here.
     ::close_range(3, ~0U, 0);
-    ::execv("/proc/self/exe", const_cast<char* const*>(args));
+    ::execv("/proc/self/exe", const_cast<char* const*>(args.data()));
     ::_exit(127);
   }
+  if (hook) ::close(hook_pipe[0]);
   int status = 0;
   while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
   }
   return true;
 }
 
-int watch(const fs::path& state_dir, GpuUtil gpu_util) {
+int watch(const fs::path& state_dir, const WatchOptions& options, GpuUtil gpu_util) {
   const Paths p{state_dir};
-  int lock = try_lock(p);
+  std::optional<Webhook> hook;
+  if (options.webhook_stdin) hook = read_webhook_from_stdin();
+  int lock = try_lock(p, options.take_over);
   if (lock < 0) return 0;  // another watchdog has it
   if (!gpu_util) gpu_util = nvml_util();
   std::string armed_at;
@@ -148,6 +221,8 @@ int watch(const fs::path& state_dir, GpuUtil gpu_util) {
   while (true) {
     auto s = read_settings(p);
     if (!s) return 0;  // cancelled (or fired by an earlier watchdog)
+    // Re-armed with a newer watchdog: it waits for our lock and holds that arm's webhook.
+    if (!options.id.empty() && !s->watchdog_id.empty() && s->watchdog_id != options.id) return 0;
     if (s->armed_at != armed_at) {  // re-armed: count afresh
       armed_at = s->armed_at;
       idle_since = Clock::now();
@@ -157,7 +232,7 @@ int watch(const fs::path& state_dir, GpuUtil gpu_util) {
     double idle_for = std::chrono::duration<double>(Clock::now() - idle_since).count();
     write_status(p, *s, busy, idle_for, ++checks);
     if (!busy && idle_for >= s->idle_seconds) {
-      if (fire(p, *s, gpu_util)) return 0;
+      if (fire(p, *s, gpu_util, hook)) return 0;
       idle_since = Clock::now();
     }
     // A cancel or a re-arm is seen within 0.2 s, whatever the poll interval.
@@ -165,7 +240,7 @@ int watch(const fs::path& state_dir, GpuUtil gpu_util) {
     while (Clock::now() < next) {
       std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(200), next - Clock::now()));
       auto now_set = read_settings(p);
-      if (!now_set || now_set->armed_at != armed_at) break;
+      if (!now_set || now_set->armed_at != armed_at || now_set->watchdog_id != s->watchdog_id) break;
     }
   }
 }

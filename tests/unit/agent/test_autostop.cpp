@@ -2,11 +2,17 @@
 // harmless action (touch a file): it fires only once nothing is live, never while a helper is
 // connected or a run is live, and its armed state outlives the agent and the watchdog itself.
 // The waits watch the watchdog's own status.json (its check count), never the clock.
+// The webhook notice goes from the watchdog through the box's curl to a real receiver on
+// 127.0.0.1 (tests/support/webhook_receiver.py); its secret URL is in no file, log or argv.
 #define BOOST_TEST_MODULE autostop
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "protocol/agent_wire.hpp"
 #include "remote-runtime/agent/autostop/autostop_state.hpp"
@@ -72,6 +78,50 @@ struct Agent {
 
 // Enough checks that the watchdog has been busy for longer than the idle time (0.2 s apart).
 constexpr long kChecksPastIdle = 8;
+
+// The receiver in the background; its port once it listens. It records one request in NAME.json.
+int start_receiver(const Box& b, const std::string& name) {
+  const fs::path port_file = b.tmp / (name + ".port");
+  const std::string cmd = "/usr/bin/python3 '" FERRY_RECEIVER "' --port-file '" + port_file.string() + "' --out '" +
+                          (b.tmp / (name + ".json")).string() + "' >/dev/null 2>&1 &";
+  BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
+  BOOST_REQUIRE(ferry::test::eventually([&] { return fs::exists(port_file); }, 20s));
+  return std::stoi(ferry::test::read_file(port_file));
+}
+
+const std::string kSecret = "T0SECRETxyz";
+
+std::string raw_file(const fs::path& f) {
+  std::ifstream in(f, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The process exists and is not a zombie (an exited watchdog waits for init to reap it).
+bool running(long pid) {
+  const std::string stat = raw_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] != 'Z';
+}
+
+// Files under `dir` whose bytes hold `needle`.
+std::vector<std::string> files_holding(const fs::path& dir, const std::string& needle) {
+  std::vector<std::string> hits;
+  std::error_code e;
+  for (fs::recursive_directory_iterator it(dir, e), end; !e && it != end; it.increment(e))
+    if (it->is_regular_file(e) && raw_file(it->path()).find(needle) != std::string::npos) hits.push_back(it->path().string());
+  return hits;
+}
+
+// Events named `name` in events.jsonl, oldest first.
+std::vector<json> events_named(const Box& b, const std::string& name) {
+  std::vector<json> out;
+  std::ifstream in(b.paths.events());
+  for (std::string line; std::getline(in, line);)
+    if (auto j = json::parse(line, nullptr, false); !j.is_discarded() && j.value("event", "") == name) out.push_back(j);
+  return out;
+}
 
 }  // namespace
 
@@ -177,4 +227,100 @@ BOOST_AUTO_TEST_CASE(cancel_disarms) {
   BOOST_TEST(ferry::test::eventually([&] { return !as::watchdog_running(b.paths); }, 10s));
   BOOST_TEST(as::last_event(b.paths)->value("event", "") == "cancelled");
   BOOST_TEST(!fs::exists(b.mark));
+}
+
+BOOST_AUTO_TEST_CASE(webhook_notice_leaves_the_box_through_curl_and_the_url_stays_secret) {
+  Box b;
+  const int port = start_receiver(b, "hook");
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/hooks/" + kSecret + "/B0?token=" + kSecret;
+  const std::string shown = "http://127.0.0.1:" + std::to_string(port) + "/…";
+  Agent a(b);
+  // A first arm without a webhook, then a re-arm with one: the new watchdog takes over and holds it.
+  BOOST_REQUIRE(a.call("autostop/set", b.settings(600)).value("armed", false));
+  BOOST_REQUIRE(ferry::test::eventually([&] { return b.status().has_value(); }, 10s));
+  const long first_pid = b.status()->value("pid", 0L);
+  json with_hook = b.settings();
+  with_hook["webhook"] = {{"url", url}};
+  auto armed = a.call("autostop/set", with_hook);
+  BOOST_REQUIRE_MESSAGE(armed.value("armed", false), armed.dump());
+  BOOST_TEST(armed["settings"]["webhookTo"] == shown);
+  BOOST_REQUIRE(ferry::test::eventually([&] { return b.status() && b.status()->value("pid", 0L) != first_pid; }, 10s));
+  const long pid = b.status()->value("pid", 0L);
+  BOOST_TEST(ferry::test::eventually([&] { return !running(first_pid); }, 10s));  // handed over and gone
+  const std::string proc = "/proc/" + std::to_string(pid);
+  BOOST_TEST(raw_file(proc + "/cmdline").find("--autostop-watch") != std::string::npos);
+  BOOST_TEST(raw_file(proc + "/cmdline").find(kSecret) == std::string::npos);
+  BOOST_TEST(raw_file(proc + "/environ").find(kSecret) == std::string::npos);
+  BOOST_TEST(files_holding(b.state, kSecret).empty());
+  a.close();
+
+  BOOST_REQUIRE(ferry::test::eventually([&] { return fs::exists(b.tmp / "hook.json"); }, 30s));
+  json got = json::parse(ferry::test::read_file(b.tmp / "hook.json"));
+  BOOST_TEST(got["path"] == "/hooks/" + kSecret + "/B0?token=" + kSecret);
+  BOOST_TEST(got["headers"]["Content-Type"] == "application/json");
+  json body = json::parse(got["body"].get<std::string>());
+  BOOST_TEST(body["event"] == "autostop.fired");
+  BOOST_TEST(body["action"] == "command");
+  BOOST_TEST(body["idleSeconds"] == 1.0);
+  BOOST_TEST(body["host"].get<std::string>().size() > 0);
+  BOOST_REQUIRE(ferry::test::eventually([&] { return as::last_event(b.paths).value_or(json{})["event"] == "actionDone"; }, 20s));
+  auto sent = events_named(b, "webhook");
+  BOOST_REQUIRE(sent.size() == 1u);
+  BOOST_TEST(sent[0].value("sent", false), sent[0].dump());
+  BOOST_TEST(sent[0]["status"] == 204);
+  BOOST_TEST(sent[0]["to"] == shown);
+  BOOST_TEST(fs::exists(b.mark));
+  const auto leaks = files_holding(b.state, kSecret);  // settings, status, events, watchdog.log
+  BOOST_TEST(leaks.empty(), (leaks.empty() ? "" : leaks.front()));
+}
+
+BOOST_AUTO_TEST_CASE(webhook_failures_are_recorded_without_the_url) {
+  Box b;
+  const fs::path go = b.tmp / "go";
+  // Nothing listens on the discard port of 127.0.0.1: curl fails, the reason says so, redacted.
+  const std::string url = "http://127.0.0.1:9/hooks/" + kSecret;
+  {
+    Agent a(b);
+    json set = b.settings();
+    set["webhook"] = {{"url", url}};
+    BOOST_TEST(a.call("autostop/set", json{{"idleSeconds", 1}, {"webhook", {{"url", "ftp://x/" + kSecret}}}})["error"]
+                   .get<std::string>()
+                   .find(kSecret) == std::string::npos);
+    BOOST_REQUIRE(a.call("autostop/set", set).value("armed", false));
+    a.close();
+  }
+  BOOST_REQUIRE(ferry::test::eventually([&] { return as::last_event(b.paths).value_or(json{})["event"] == "actionDone"; }, 30s));
+  auto failed = events_named(b, "webhook");
+  BOOST_REQUIRE(failed.size() == 1u);
+  BOOST_TEST(!failed[0].value("sent", true));
+  BOOST_TEST(failed[0]["reason"].get<std::string>().find("curl exited with 7") != std::string::npos, failed[0].dump());
+  BOOST_TEST(files_holding(b.state, kSecret).empty());
+
+  // A watchdog restarted without the URL (agent restart after a box reboot) says it cannot send it.
+  long old_pid = 0;
+  {
+    Agent a(b);
+    a.call("run/start", {{"argv", {"/bin/sh", "-c", "while [ ! -e '" + go.string() + "' ]; do sleep 0.05; done"}}});
+    json set = b.settings();
+    set["webhook"] = {{"url", url}};
+    BOOST_REQUIRE(a.call("autostop/set", set).value("armed", false));
+    BOOST_REQUIRE(ferry::test::eventually([&] { return b.status().has_value() && b.status()->value("pid", 0L) != 0; }, 10s));
+    a.close();
+  }
+  BOOST_REQUIRE(ferry::test::eventually([&] { return b.saw_busy_for("1 live run", 0, 2); }, 20s));
+  old_pid = b.status()->value("pid", 0L);
+  ::kill(static_cast<pid_t>(old_pid), SIGKILL);
+  BOOST_REQUIRE(ferry::test::eventually([&] { return !as::watchdog_running(b.paths); }, 10s));
+  {
+    Agent a(b);
+    BOOST_REQUIRE(ferry::test::eventually([&] { return b.status() && b.status()->value("pid", 0L) != old_pid; }, 10s));
+    a.close();
+  }
+  ferry::test::write_file(go, "");
+  BOOST_REQUIRE(ferry::test::eventually([&] { return events_named(b, "webhook").size() == 2u; }, 30s));
+  auto restarted = events_named(b, "webhook")[1];
+  BOOST_TEST(!restarted.value("sent", true));
+  BOOST_TEST(restarted["to"] == "http://127.0.0.1:9/…");
+  BOOST_TEST(restarted["reason"].get<std::string>().find("does not hold the URL") != std::string::npos);
+  BOOST_TEST(files_holding(b.state, kSecret).empty());
 }
