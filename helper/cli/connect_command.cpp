@@ -1,5 +1,6 @@
 // `ferry connect [HOST]`: resolves the host like ssh, checks its key, authenticates, installs or
-// reuses ferry-agent and completes the agent handshake, then reports what it found.
+// reuses ferry-agent and completes the agent handshake, then reports what it found; for a
+// project that trains it also checks ferry-train there and starts its build in the background.
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -171,7 +172,8 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
 
 void add_connect_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<ConnectOptions>();
-  auto* cmd = app.add_subcommand("connect", "Connect to the host (default: the project's), install ferry-agent if needed, check the link");
+  auto* cmd = app.add_subcommand("connect", "Connect to the host (default: the project's), install ferry-agent if needed, check the link; "
+                                 "for a project that trains, start ferry-train's build on the box in the background if missing or stale");
   cmd->add_option("host", o->host, "ssh config alias or user@host:port (default: ferry.json's host)");
   cmd->add_option("--root", o->root, "The agent's root on the box (default: the project's first mapping)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the whole connect")->capture_default_str();

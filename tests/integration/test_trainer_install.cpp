@@ -105,8 +105,10 @@ TrainOutcome finish_train(ferry::test::SpawnedProcess& p) {
 
 bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
-// The trainer's pack with main.cpp changed by a line no earlier run wrote (so the box compiles
-// it: no compiler cache hit): a stale trainer for the cache, rebuilt in 2 Ninja steps.
+// The trainer's pack with main.cpp changed by a comment line: a stale trainer for the cache,
+// rebuilt in 2 Ninja steps. The projects that build it turn the box's ccache off
+// (kNoCompilerCache: a comment preprocesses away, so ccache would answer at once), so the
+// build really compiles, for seconds, while the tests look at what ran meanwhile.
 fs::path changed_pack(const fs::path& work, const std::string& tag) {
   const fs::path src = work / ("src-" + tag);
   fs::create_directories(src);
@@ -119,6 +121,8 @@ fs::path changed_pack(const fs::path& work, const std::string& tag) {
   ferry::test::run_command("cd " + src.string() + " && tar cf - * | gzip -n > " + pack.string());
   return pack;
 }
+
+const json kNoCompilerCache = {{"CCACHE_DISABLE", "1"}};
 
 std::string read_all(ferry::test::SpawnedProcess& p, std::chrono::seconds limit) {
   std::string out;
@@ -288,7 +292,7 @@ BOOST_AUTO_TEST_CASE(connect_starts_a_stale_trainers_build_in_the_background) {
   SshdFixture sshd;
   sshd.trust_host_key();
   ferry::test::TempDir dir("ferry-trainer-bg-project");
-  write_project(dir.path(), sshd, kCache);
+  write_project(dir.path(), sshd, kCache, kNoCompilerCache);
   ferry::test::SpawnedProcess connect({FERRY_BIN, "connect", "--json"}, dir.path().string(), {{"FERRY_TRAIN_PACK", pack.string()}});
   const std::string out = read_all(connect, 120s);
   BOOST_TEST_INFO(out);
@@ -378,7 +382,7 @@ BOOST_AUTO_TEST_CASE(serve_connect_reports_the_background_build_as_progress) {
   SshdFixture sshd;
   sshd.trust_host_key();
   ferry::test::TempDir dir("ferry-trainer-serve-project");
-  write_project(dir.path(), sshd, kCache);
+  write_project(dir.path(), sshd, kCache, kNoCompilerCache);
   {
     ferry::test::ServeClient c(dir.path(), progress_capabilities());
     auto connected = c.call("host/connect", json::object(), answer_create, 120s);
@@ -416,7 +420,7 @@ BOOST_AUTO_TEST_CASE(train_start_sends_the_trainer_build_as_progress) {
   SshdFixture sshd;
   sshd.trust_host_key();
   ferry::test::TempDir dir("ferry-trainer-start-project");
-  write_project(dir.path(), sshd, kCache);
+  write_project(dir.path(), sshd, kCache, kNoCompilerCache);
   {
     ferry::test::ServeClient c(dir.path(), progress_capabilities());
     const int id = c.request("train/start", {{"config", "tiny.json"}, {"workDoneToken", "build"}});
