@@ -29,7 +29,7 @@ std::string build_command(const std::string& prelude, const std::string& key, co
 L="$C/logs/$H-$TV-$(date -u +%Y%m%dT%H%M%SZ)-$$.log" B="$C/build-$H-$$.sh"
 tar xzf "$C/packs/$H.tar.gz" -O build.sh > "$B" || { echo "ferry-box: exit 1 $L"; exit 1; }
 : > "$L"
-setsid sh "$B" "$C" "$H" "$TV" "$TP" > "$L" 2>&1 < /dev/null &
+setsid sh "$B" "$C" "$H" "$TV" "$TP" "$L" > "$L" 2>&1 < /dev/null &
 P=$!
 tail -n +1 -f --pid=$P "$L" 2>/dev/null
 wait $P
@@ -49,7 +49,7 @@ std::string background_build_command(const std::string& prelude, const std::stri
   s += R"SH(mkdir -p "$C/logs" || exit 1
 L="$C/logs/$H-$TV-$(date -u +%Y%m%dT%H%M%SZ)-$$.log" B="$C/build-$H-$$.sh"
 tar xzf "$C/packs/$H.tar.gz" -O build.sh > "$B" || exit 1
-setsid sh -c 'sh "$1" "$2" "$3" "$4" "$5"; S=$?; rm -f "$1"; echo "ferry-box: ended $S"' ferry-build "$B" "$C" "$H" "$TV" "$TP" > "$L" 2>&1 < /dev/null &
+setsid sh -c 'sh "$1" "$2" "$3" "$4" "$5" "$6"; S=$?; rm -f "$1"; echo "ferry-box: ended $S"' ferry-build "$B" "$C" "$H" "$TV" "$TP" "$L" > "$L" 2>&1 < /dev/null &
 echo "ferry-box: started $L"
 )SH";
   return s;

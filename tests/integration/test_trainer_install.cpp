@@ -312,6 +312,8 @@ BOOST_AUTO_TEST_CASE(connect_starts_a_stale_trainers_build_in_the_background) {
   BOOST_TEST(r.status == 0);
   BOOST_TEST(r.done);
   BOOST_TEST(!contains(r.build_stages, "compile"));  // it waited for the connect's build
+  // Waiting (rather than finding it done), it named the log of the build it waited for.
+  if (contains(r.build_stages, "waiting")) BOOST_TEST(r.text.find("its log: " + log) != std::string::npos);
   BOOST_TEST(builds_logged(kCache) == before + 1);
   std::ifstream in(log);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
