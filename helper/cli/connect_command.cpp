@@ -1,5 +1,6 @@
 // `ferry connect [HOST]`: resolves the host like ssh, checks its key, authenticates, installs or
-// reuses ferry-agent and completes the agent handshake, then reports what it found.
+// reuses ferry-agent and completes the agent handshake, then reports what it found; for a
+// project that trains it also checks ferry-train there and starts its build in the background.
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -55,7 +56,8 @@ struct ConnectOptions {
   std::string host;
   std::string root;
   bool json = false;
-  bool build_trainer = false;
+  bool build_trainer = false;     // wait for the trainer's build
+  bool no_build_trainer = false;  // leave the trainer alone
   int timeout_s = 30;
 };
 
@@ -63,6 +65,25 @@ struct ConnectOptions {
 std::map<std::string, std::string> project_env(const GlobalOptions& g) {
   auto project = find_cli_project(g, std::nullopt);
   return project ? project->env : std::map<std::string, std::string>{};
+}
+
+// A plain connect starts the trainer's build only for a project that trains with the trainer
+// ferry builds (no `trainer` key): other projects connect with no probe at all.
+bool wants_trainer(const GlobalOptions& g) {
+  auto project = find_cli_project(g, std::nullopt);
+  if (!project || !project->trainer.empty() || project->host == "local") return false;
+  bool train_launch = false;
+  for (const auto& l : project->launch) train_launch = train_launch || l.kind == "train";
+  return training::project_trains(project->root, train_launch);
+}
+
+// The default for a training project: ready, or its build started on the box and left running.
+std::expected<training::TrainerBackgroundBuild, std::string> start_trainer(const GlobalOptions& g, remote::SshEndpoint& e,
+                                                                           const std::string& interpreter) {
+  training::TrainerInstallOptions options;
+  options.interpreter = interpreter;
+  options.env = project_env(g);
+  return training::start_trainer_build(e, options);
 }
 
 // --build-trainer: ferry-train on the box, built there now if missing (progress on stderr).
@@ -96,7 +117,10 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
     return 1;
   }
   std::optional<std::expected<training::TrainerInstall, std::string>> trainer;
+  std::optional<std::expected<training::TrainerBackgroundBuild, std::string>> background;
   if (o.build_trainer) trainer = connect_trainer(g, e, target->interpreter);
+  else if (!o.no_build_trainer && wants_trainer(g)) background = start_trainer(g, e, target->interpreter);
+  if (background && *background && (*background)->ready) trainer = std::move(*(*background)->ready);
   auto hk = e.host_key();
   auto rep = e.install_report();
   if (o.json) {
@@ -114,6 +138,10 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
       j["trainer"] = {{"path", (*trainer)->path}, {"built", (*trainer)->built}, {"version", (*trainer)->version}};
     else if (trainer)
       j["trainerError"] = trainer->error();
+    if (background && *background && !(*background)->ready)
+      j["trainer"] = {{"building", true}, {"log", (*background)->log}};
+    else if (background && !*background)
+      j["trainerError"] = background->error();
     std::cout << j.dump(2) << "\n";
   } else {
     std::cout << "Connected to " << e.description() << " in " << ms << " ms\n"
@@ -124,8 +152,13 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
               << "  root      " << info->root << "\n"
               << "  box       " << info->hostname << ", " << info->os << " " << info->arch << "\n";
     if (trainer && *trainer)
-      std::cout << "  trainer   " << (*trainer)->path << ((*trainer)->built ? " (built now)" : " (cached)") << ": " << (*trainer)->version << "\n";
+      std::cout << "  trainer   " << (*trainer)->path << ((*trainer)->built ? " (built now)" : " (ready)") << ": " << (*trainer)->version << "\n";
+    if (background && *background && !(*background)->ready)
+      std::cout << "  trainer   building ferry-train in the background on the box (log: " << (*background)->log
+                << "); `ferry train` waits for it\n";
   }
+  // A failed background start does not fail the connect: the link is fine, and ferry train says it again.
+  if (background && !*background && !o.json) std::cerr << "ferry connect: the trainer: " << background->error() << "\n";
   if (trainer && !*trainer) {
     std::cerr << "ferry connect: " << trainer->error() << "\n";
     e.close();
@@ -139,13 +172,17 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
 
 void add_connect_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<ConnectOptions>();
-  auto* cmd = app.add_subcommand("connect", "Connect to the host (default: the project's), install ferry-agent if needed, check the link");
+  auto* cmd = app.add_subcommand("connect", "Connect to the host (default: the project's), install ferry-agent if needed, check the link; "
+                                 "for a project that trains, start ferry-train's build on the box in the background if missing or stale");
   cmd->add_option("host", o->host, "ssh config alias or user@host:port (default: ferry.json's host)");
   cmd->add_option("--root", o->root, "The agent's root on the box (default: the project's first mapping)");
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the whole connect")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the result as JSON");
-  cmd->add_flag("--build-trainer", o->build_trainer, "Also make sure ferry-train is on the box: build it there now if missing "
-                                                     "(otherwise the first ferry train does)");
+  auto* wait = cmd->add_flag("--build-trainer", o->build_trainer, "Also make sure ferry-train is on the box: build it there now if missing "
+                                                     "and wait for it, with a progress bar");
+  cmd->add_flag("--no-build-trainer", o->no_build_trainer, "Leave ferry-train alone (by default a project with training configs "
+                                                           "starts its build on the box in the background, when missing or stale)")
+      ->excludes(wait);
   cmd->fallthrough();  // -F and the other global options also work after the sub-command
   cmd->callback([&g, o] { exit_code() = run_connect(g, *o); });
 }

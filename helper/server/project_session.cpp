@@ -3,11 +3,13 @@
 
 #include <regex>
 
-#include "helper/server/cloud_events.hpp"
-#include "helper/server/host_methods.hpp"
 #include "helper/cloud/notifier.hpp"
 #include "helper/deploy/autostop_params.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/server/cloud_events.hpp"
+#include "helper/server/host_methods.hpp"
 #include "helper/sync/mapping_target.hpp"
+#include "helper/train/trainer_install.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -16,6 +18,7 @@ namespace ferry::server {
 namespace p = ferry::protocol;
 
 void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfig& config);
+void start_project_trainer(ProjectLink& link, const deploy::ProjectConfig& config, ServerProgress& progress);
 using p::json;
 
 // What a link's endpoint reports, routed while the link lives: to the editor once, to the
@@ -87,11 +90,11 @@ ProjectLink::ProjectLink(deploy::ProjectConfig config, sync::ProjectEndpoint lin
     : config_(std::move(config)), link_(std::move(link)), info_(std::move(info)), events_(std::move(events)) {}
 
 ProjectLink::~ProjectLink() {
-  if (background_.joinable()) {
-    // Its calls fail at once on a closed endpoint, so the join is short.
-    background_.request_stop();
+  if (!background_.empty()) {
+    // Their calls fail at once on a closed endpoint, so the joins are short.
+    for (auto& b : background_) b.request_stop();
     close();
-    background_.join();
+    for (auto& b : background_) b.join();
   }
   runs_.reset();
   engine_.reset();  // persists its state; it uses the endpoint, so before it goes
@@ -162,8 +165,8 @@ void ProjectLink::close() {
 
 void ProjectLink::start_background(std::function<void(ProjectLink&, std::stop_token)> work) {
   std::lock_guard lock(mutex_);
-  if (closed_ || background_.joinable()) return;
-  background_ = std::jthread([this, work = std::move(work)](std::stop_token stop) { work(*this, std::move(stop)); });
+  if (closed_) return;
+  background_.emplace_back([this, work = std::move(work)](std::stop_token stop) { work(*this, std::move(stop)); });
 }
 
 // ---- ProjectSessions ----
@@ -249,6 +252,7 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
       [questions = &questions_, root = config.root, host = link->host()](const p::Notification& n) {
         if (n.method == "cloud/event") announce_cloud_event(*questions, root, host, n.params);
       });
+  start_project_trainer(*link, config, progress_);
   return link;
 }
 
@@ -262,6 +266,51 @@ void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfi
   auto armed = endpoint.call("autostop/set", params);
   if (armed) spdlog::info("autostop armed: {} after {} idle minutes", config.autostop.action, config.autostop.idle_minutes);
   else spdlog::warn("ferry.json autostop not armed on the host: {}", armed.error().message);
+}
+
+// A project that trains with the trainer ferry builds gets it checked on every connect: when it
+// is missing or stale its build starts on the box and is followed in the background as
+// $/progress, while the link serves everything else; train/start later waits on the box's
+// build lock. Projects without training configs probe nothing.
+void start_project_trainer(ProjectLink& link, const deploy::ProjectConfig& config, ServerProgress& progress) {
+  auto* ssh = dynamic_cast<remote::SshEndpoint*>(&link.endpoint());
+  if (!ssh || !config.trainer.empty()) return;
+  link.start_background([ssh, config, &progress](ProjectLink&, std::stop_token stop) {
+    // The tree walk is here too, off the connect's path.
+    bool train_launch = false;
+    for (const auto& l : config.launch) train_launch = train_launch || l.kind == "train";
+    if (!training::project_trains(config.root, train_launch)) return;
+    training::TrainerInstallOptions o;
+    o.interpreter = config.interpreter;
+    o.env = config.env;
+    std::unique_ptr<ServerProgress::Work> work;
+    auto show = [&](const training::BuildProgressParser& b) {
+      const auto& bp = b.progress();
+      std::optional<int> percent = bp.total > 0 ? std::optional<int>(bp.percent()) : std::nullopt;
+      if (!work) {
+        work = progress.begin(nullptr);
+        work->progress().begin("Building ferry-train on " + config.host, b.bar(80), percent, false);
+      } else {
+        work->progress().report(b.bar(80), percent);
+      }
+    };
+    o.on_progress = show;
+    auto started = training::start_trainer_build(*ssh, o);
+    if (!started) {
+      if (work) work->progress().end("ferry-train: " + started.error());
+      spdlog::warn("{}: ferry-train: {}", config.name, started.error());
+      return;
+    }
+    if (started->ready) {
+      if (work) work->progress().end("ferry-train is ready");
+      return;
+    }
+    spdlog::info("{}: building ferry-train on the box in the background (log: {})", config.name, started->log);
+    if (!work) show(training::BuildProgressParser{});
+    auto built = training::follow_trainer_build(*ssh, started->log, show, stop);
+    work->progress().end(built ? "ferry-train built: " + *built : built.error());
+    if (!built) spdlog::warn("{}: {}", config.name, built.error());
+  });
 }
 
 ProjectLinkPtr ProjectSessions::current(const std::filesystem::path& root) const {

@@ -14,12 +14,14 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/run/run_client.hpp"
 #include "helper/server/client_questions.hpp"
 #include "helper/server/server.hpp"
+#include "helper/server/server_progress.hpp"
 #include "helper/sync/project_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/binding_table.hpp"
@@ -59,8 +61,8 @@ class ProjectLink {
   bool usable() const;
   void close();
   // Work on this link that no request waits for (the env mirror's refresh after a connect and
-  // after runs): it should stop when its stop token is set; the link requests that, closes and
-  // joins it before it goes.
+  // after runs, the trainer's build): it should stop when its stop token is set; the link
+  // requests that, closes and joins it before it goes.
   void start_background(std::function<void(ProjectLink&, std::stop_token)> work);
 
  private:
@@ -75,7 +77,7 @@ class ProjectLink {
   std::shared_ptr<sync::SyncEngine> engine_;
   std::unique_ptr<run::RunClient> runs_;
   bool closed_ = false;
-  std::jthread background_;
+  std::vector<std::jthread> background_;
   remote::Subscription cloud_events_;  // the agent's cloud/event, told to the editor (cloud_events.hpp)
 };
 
@@ -85,7 +87,8 @@ class ProjectSessions {
  public:
   using Report = std::function<void(const std::string& message)>;
 
-  ProjectSessions(ClientQuestions& questions, const ServerOptions& options) : questions_(questions), options_(options) {}
+  ProjectSessions(ClientQuestions& questions, const ServerOptions& options, ServerProgress& progress)
+      : questions_(questions), options_(options), progress_(progress) {}
   ~ProjectSessions();
   ProjectSessions(const ProjectSessions&) = delete;
   ProjectSessions& operator=(const ProjectSessions&) = delete;
@@ -120,6 +123,7 @@ class ProjectSessions {
 
   ClientQuestions& questions_;
   const ServerOptions& options_;
+  ServerProgress& progress_;
   mutable std::mutex mutex_;
   std::map<std::filesystem::path, std::shared_ptr<Slot>> slots_;
   std::atomic<int> connections_{0};

@@ -23,13 +23,13 @@ ServerState::ServerState(const ServerOptions& o)
     : options(o),
       questions(client),
       workspace(o),
-      sessions(questions, o),
+      progress(client, questions),
+      sessions(questions, o, progress),
       ctx{options, workspace, sessions, questions, client},
       sync(std::make_shared<SyncService>(ctx)),
       runs(std::make_shared<RunService>(ctx)),
       trains(make_train_service(ctx)),
-      debugs(make_debug_sessions(ctx)),
-      progress(client, questions) {}
+      debugs(make_debug_sessions(ctx)) {}
 
 ServerState::~ServerState() = default;
 

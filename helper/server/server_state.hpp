@@ -32,13 +32,13 @@ struct ServerState {
   protocol::OutgoingRequests client;  // server -> client requests and notifications
   ClientQuestions questions;
   Workspace workspace;
+  ServerProgress progress;  // before the links: their background work reports through it
   ProjectSessions sessions;
   ServerContext ctx;
   std::shared_ptr<SyncService> sync;
   std::shared_ptr<RunService> runs;
   std::shared_ptr<TrainService> trains;
   std::shared_ptr<DebugSessions> debugs;
-  ServerProgress progress;
 
   std::mutex lsp_mutex;
   std::set<std::string> diagnosed;  // URIs with diagnostics published (cleared when fixed)

@@ -6,7 +6,10 @@
 
 #include <expected>
 #include <functional>
+#include <filesystem>
 #include <map>
+#include <optional>
+#include <stop_token>
 #include <string>
 
 #include "helper/train/build_progress.hpp"
@@ -34,6 +37,30 @@ struct TrainerInstall {
 // Finds or builds the trainer. Errors are one line saying what is missing and how to fix it,
 // or (a failed build) where its log is on the box followed by the log's last lines.
 std::expected<TrainerInstall, std::string> ensure_trainer(remote::SshEndpoint& endpoint, const TrainerInstallOptions& options);
+
+// A build started in the background (ferry connect, ferry serve's connect): nothing waits for
+// it; `ferry train` / train/start later wait on the box's build lock and find its result.
+struct TrainerBackgroundBuild {
+  std::optional<TrainerInstall> ready;  // already built: nothing started
+  std::string log;                      // else: the started build's log on the box (absolute)
+};
+
+// Finds the trainer, or uploads the pack (when the box lacks it) and starts its build detached
+// on the box, returning as soon as it runs. Errors as ensure_trainer's (what is missing, the fix).
+std::expected<TrainerBackgroundBuild, std::string> start_trainer_build(remote::SshEndpoint& endpoint,
+                                                                      const TrainerInstallOptions& options);
+
+// Follows a background build's log (read once a second over the link) as progress until the
+// build ends, `stop` says so, or the link fails: the trainer's path when it was built.
+std::expected<std::string, std::string> follow_trainer_build(remote::SshEndpoint& endpoint, const std::string& log,
+                                                             const std::function<void(const BuildProgressParser&)>& on_progress,
+                                                             std::stop_token stop);
+
+// Whether a project trains, so connects start the trainer's build for it: a `launch` entry of
+// kind train, or a training config (diagnostics' looks_like_train_config, as the "Train" lens
+// finds them) among the project's .json files (hidden folders, node_modules and files over
+// 1 MiB skipped; the walk stops after 20000 entries).
+bool project_trains(const std::filesystem::path& root, bool has_train_launch);
 
 // The probe alone (ferry doctor): what the box has, without building anything.
 std::expected<TrainerProbe, std::string> probe_trainer(remote::SshEndpoint& endpoint, const std::string& interpreter,

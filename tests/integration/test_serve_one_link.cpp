@@ -37,6 +37,8 @@ fs::path make_project(const SshdFixture& f, const std::string& name, const std::
                                                    {"host", f.alias()},
                                                    {"sshConfig", f.ssh_config().string()},
                                                    {"interpreter", "/usr/bin/python3"},
+                                                   // This machine's trainer: the connect builds none on the box.
+                                                   {"trainer", FERRY_TRAIN_BIN},
                                                    {"mappings", {{{"local", "."}, {"remote", remote}}}}}
                                                   .dump());
   ferry::test::write_file(dir / "main.py", "print('hello from the box')\n");

@@ -7,16 +7,19 @@
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/serve_client.hpp"
 #include "tests/support/spawned_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -101,6 +104,31 @@ TrainOutcome finish_train(ferry::test::SpawnedProcess& p) {
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+// The trainer's pack with main.cpp changed by a comment line: a stale trainer for the cache,
+// rebuilt in 2 Ninja steps. The projects that build it turn the box's ccache off
+// (kNoCompilerCache: a comment preprocesses away, so ccache would answer at once), so the
+// build really compiles, for seconds, while the tests look at what ran meanwhile.
+fs::path changed_pack(const fs::path& work, const std::string& tag) {
+  const fs::path src = work / ("src-" + tag);
+  fs::create_directories(src);
+  ferry::test::run_command("tar xzf " + std::string(FERRY_TRAIN_PACK_FILE) + " -C " + src.string());
+  {
+    std::ofstream main(src / "remote-runtime" / "train" / "main.cpp", std::ios::app);
+    main << "// " << tag << " " << std::chrono::system_clock::now().time_since_epoch().count() << " " << ::getpid() << "\n";
+  }
+  const fs::path pack = work / (tag + ".tar.gz");
+  ferry::test::run_command("cd " + src.string() + " && tar cf - * | gzip -n > " + pack.string());
+  return pack;
+}
+
+const json kNoCompilerCache = {{"CCACHE_DISABLE", "1"}};
+
+std::string read_all(ferry::test::SpawnedProcess& p, std::chrono::seconds limit) {
+  std::string out;
+  while (auto line = p.read_line(limit)) out += *line + "\n";
+  return out;
+}
 
 }  // namespace
 
@@ -251,4 +279,168 @@ BOOST_AUTO_TEST_CASE(a_box_without_a_compiler_gets_one_clear_line) {
   BOOST_TEST(r.text.find("apt install g++") != std::string::npos);
   BOOST_TEST(!fs::exists(cache / "packs"));
   BOOST_TEST(!r.done);
+}
+
+// ctest: FIXTURES_REQUIRED trainer_box. A plain `ferry connect` of a training project whose
+// trainer is stale starts the build on the box and returns without waiting for it; the next
+// `ferry train` waits on the box's lock and uses that build (one build in all).
+BOOST_AUTO_TEST_CASE(connect_starts_a_stale_trainers_build_in_the_background) {
+  BOOST_TEST_REQUIRE(builds_logged(kCache) >= 1, "the trainer_box fixture built no trainer");
+  const int before = builds_logged(kCache);
+  ferry::test::TempDir work("ferry-trainer-bg");
+  const fs::path pack = changed_pack(work.path(), "connect-bg");
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-bg-project");
+  write_project(dir.path(), sshd, kCache, kNoCompilerCache);
+  ferry::test::SpawnedProcess connect({FERRY_BIN, "connect", "--json"}, dir.path().string(), {{"FERRY_TRAIN_PACK", pack.string()}});
+  const std::string out = read_all(connect, 120s);
+  BOOST_TEST_INFO(out);
+  BOOST_TEST_REQUIRE(status_of(connect.wait(60s)) == 0);
+  // Returned while the build runs: it has not finished (compiling main.cpp alone takes seconds).
+  BOOST_TEST(builds_logged(kCache) == before);
+  auto j = json::parse(out, nullptr, false);
+  BOOST_TEST_REQUIRE(j.is_object());
+  BOOST_TEST(j["trainer"]["building"] == true);
+  const std::string log = j["trainer"].value("log", "");
+  BOOST_TEST(log.starts_with((kCache / "logs").string()));
+  BOOST_TEST(fs::exists(log));
+
+  auto p = start_train(dir.path(), {{"FERRY_TRAIN_PACK", pack.string()}});
+  auto r = finish_train(p);
+  BOOST_TEST_INFO(r.text);
+  BOOST_TEST(r.status == 0);
+  BOOST_TEST(r.done);
+  BOOST_TEST(!contains(r.build_stages, "compile"));  // it waited for the connect's build
+  // Waiting (rather than finding it done), it named the log of the build it waited for.
+  if (contains(r.build_stages, "waiting")) BOOST_TEST(r.text.find("its log: " + log) != std::string::npos);
+  BOOST_TEST(builds_logged(kCache) == before + 1);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  BOOST_TEST(text.find("ferry-box: ended 0") != std::string::npos, text);
+
+  // The human form says so in one line, and --no-build-trainer probes nothing.
+  ferry::test::SpawnedProcess human({FERRY_BIN, "connect"}, dir.path().string(), {{"FERRY_TRAIN_PACK", pack.string()}});
+  const std::string said = read_all(human, 120s);
+  BOOST_TEST(status_of(human.wait(60s)) == 0);
+  BOOST_TEST(said.find("  trainer   " + kCache.string()) != std::string::npos, said);
+  BOOST_TEST(said.find("(ready)") != std::string::npos, said);
+  ferry::test::SpawnedProcess quiet({FERRY_BIN, "connect", "--no-build-trainer"}, dir.path().string());
+  const std::string none = read_all(quiet, 120s);
+  BOOST_TEST(status_of(quiet.wait(60s)) == 0);
+  BOOST_TEST(none.find("  trainer   ") == std::string::npos, none);
+}
+
+// A project with no training config and no train launch entry: connect probes no trainer and
+// starts no build (its cache on the box is never made).
+BOOST_AUTO_TEST_CASE(connect_of_a_project_without_training_starts_no_build) {
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-none");
+  const fs::path cache = dir / "cache";
+  write_project(dir.path(), sshd, cache);
+  fs::remove(dir / "tiny.json");
+  ferry::test::write_file(dir / "data.json", R"({"rows": [1, 2, 3]})");
+  ferry::test::SpawnedProcess connect({FERRY_BIN, "connect", "--json"}, dir.path().string());
+  const std::string out = read_all(connect, 120s);
+  BOOST_TEST_INFO(out);
+  BOOST_TEST_REQUIRE(status_of(connect.wait(60s)) == 0);
+  auto j = json::parse(out, nullptr, false);
+  BOOST_TEST_REQUIRE(j.is_object());
+  BOOST_TEST(!j.contains("trainer"));
+  BOOST_TEST(!j.contains("trainerError"));
+  BOOST_TEST(!fs::exists(cache));
+}
+
+namespace {
+
+json progress_capabilities() {
+  json c = ferry::test::ServeClient::ferry_capabilities();
+  c["window"] = {{"workDoneProgress", true}};
+  return c;
+}
+
+json answer_create(const json& request) {
+  if (request.value("method", "") == "window/workDoneProgress/create") return json{{"result", nullptr}};
+  return json{{"error", {{"code", -32601}, {"message", "not answered by this test"}}}};
+}
+
+bool progress_kind(const json& n, const std::string& kind) {
+  return n.value("method", "") == "$/progress" && n["params"]["value"].value("kind", "") == kind;
+}
+
+}  // namespace
+
+// ctest: FIXTURES_REQUIRED trainer_box. ferry serve's connect of a training project with a stale
+// trainer answers at once and reports the background build as $/progress (begin ... end) on a
+// token it created; the link serves other requests meanwhile.
+BOOST_AUTO_TEST_CASE(serve_connect_reports_the_background_build_as_progress) {
+  BOOST_TEST_REQUIRE(builds_logged(kCache) >= 1, "the trainer_box fixture built no trainer");
+  const int before = builds_logged(kCache);
+  ferry::test::TempDir work("ferry-trainer-serve");
+  ::setenv("FERRY_TRAIN_PACK", changed_pack(work.path(), "serve-bg").c_str(), 1);
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+  ::unsetenv("SSH_AUTH_SOCK");
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-serve-project");
+  write_project(dir.path(), sshd, kCache, kNoCompilerCache);
+  {
+    ferry::test::ServeClient c(dir.path(), progress_capabilities());
+    auto connected = c.call("host/connect", json::object(), answer_create, 120s);
+    BOOST_TEST_REQUIRE(connected.contains("result"), connected.dump());
+    // Answered with the build still to come or running: no end of it yet, no build logged.
+    for (const auto& n : c.notifications) BOOST_TEST(!progress_kind(n, "end"), n.dump());
+    BOOST_TEST(builds_logged(kCache) == before);
+    auto begin = c.wait_notification([](const json& n) { return progress_kind(n, "begin"); }, 120s, answer_create);
+    BOOST_TEST_REQUIRE(begin.has_value());
+    BOOST_TEST(begin->dump().find("Building ferry-train on") != std::string::npos, begin->dump());
+    auto list = c.call("run/list", json::object(), answer_create, 60s);  // the link is usable meanwhile
+    BOOST_TEST(list.contains("result"), list.dump());
+    auto end = c.wait_notification([](const json& n) { return progress_kind(n, "end"); }, 900s, answer_create);
+    BOOST_TEST_REQUIRE(end.has_value());
+    BOOST_TEST(end->dump().find("ferry-train built") != std::string::npos, end->dump());
+    BOOST_TEST(end->at("params")["token"] == begin->at("params")["token"]);
+    bool created = false;
+    for (const auto& r : c.server_requests) created = created || r.value("method", "") == "window/workDoneProgress/create";
+    BOOST_TEST(created);
+  }
+  ::unsetenv("FERRY_TRAIN_PACK");
+  BOOST_TEST(builds_logged(kCache) == before + 1);
+}
+
+// ctest: FIXTURES_REQUIRED trainer_box. train/start with a workDoneToken on a box whose trainer is
+// stale: the build (its own, or the connect's it waits for) comes as $/progress on that token,
+// begin ... end, before the training's answer; then it trains.
+BOOST_AUTO_TEST_CASE(train_start_sends_the_trainer_build_as_progress) {
+  BOOST_TEST_REQUIRE(builds_logged(kCache) >= 1, "the trainer_box fixture built no trainer");
+  const int before = builds_logged(kCache);
+  ferry::test::TempDir work("ferry-trainer-start");
+  ::setenv("FERRY_TRAIN_PACK", changed_pack(work.path(), "train-start").c_str(), 1);
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+  ::unsetenv("SSH_AUTH_SOCK");
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-start-project");
+  write_project(dir.path(), sshd, kCache, kNoCompilerCache);
+  {
+    ferry::test::ServeClient c(dir.path(), progress_capabilities());
+    const int id = c.request("train/start", {{"config", "tiny.json"}, {"workDoneToken", "build"}});
+    auto is = [](const std::string& kind) {
+      return [kind](const json& n) { return progress_kind(n, kind) && n["params"]["token"] == "build"; };
+    };
+    auto begin = c.wait_notification(is("begin"), 300s, answer_create);
+    BOOST_TEST_REQUIRE(begin.has_value());
+    BOOST_TEST(begin->dump().find("Building ferry-train on the box") != std::string::npos, begin->dump());
+    auto end = c.wait_notification(is("end"), 900s, answer_create);
+    BOOST_TEST_REQUIRE(end.has_value());
+    BOOST_TEST(end->dump().find("ferry-train built") != std::string::npos, end->dump());
+    auto started = c.wait_response(id, answer_create, 300s);
+    BOOST_TEST_REQUIRE(started.contains("result"), started.dump());
+    auto exited = c.wait_notification([](const json& n) { return n.value("method", "") == "train/exited"; }, 600s, answer_create);
+    BOOST_TEST_REQUIRE(exited.has_value());
+    BOOST_TEST(exited->at("params").value("exitCode", -1) == 0, exited->dump());
+  }
+  ::unsetenv("FERRY_TRAIN_PACK");
+  BOOST_TEST(builds_logged(kCache) == before + 1);
 }

@@ -1,17 +1,20 @@
 #!/bin/sh
 # Builds ferry-train on the box from the pack ferry uploaded (ferry's helper runs this; see
-# docs/train.md, "The trainer on the box"). Usage: build.sh CACHE HASH TORCH_VERSION TORCH_PREFIX
-# Holds CACHE/.lock while it works, so two helpers build once; the second finds the result.
+# docs/train.md, "The trainer on the box"). Usage: build.sh CACHE HASH TORCH_VERSION TORCH_PREFIX [LOG]
+# Holds CACHE/.lock while it works, so two helpers build once; the second finds the result (and
+# names the log of the build it waits for: CACHE/.building, written by the lock's holder).
 # Lines starting "ferry-box:" are read by the helper (stages, unit count, the result).
 set -eu
-C=$1 H=$2 TV=$3 PREFIX=$4
+C=$1 H=$2 TV=$3 PREFIX=$4 LOG=${5:-}
 OUT="$C/$H-$TV"
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$C/.lock"
   if ! flock -n 9; then
-    echo "ferry-box: waiting for another helper's build (the lock $C/.lock)"
+    OTHER=$(cat "$C/.building" 2>/dev/null || true)
+    echo "ferry-box: waiting for another helper's build (the lock $C/.lock${OTHER:+; its log: $OTHER})"
     flock 9
   fi
+  if [ -n "$LOG" ]; then echo "$LOG" > "$C/.building"; fi
 fi
 if [ -x "$OUT/ferry-train" ]; then
   echo "ferry-box: ready $OUT/ferry-train (built by another helper)"
