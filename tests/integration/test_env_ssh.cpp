@@ -48,7 +48,11 @@ Run sh(const std::string& cmd, bool join = true) {
   return r;
 }
 
-std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+// Appended, not '+': GCC 12 warns -Wrestrict (falsely) on "'" + string.
+std::string q(const fs::path& p) {
+  std::string quoted(1, '\'');
+  return quoted.append(p.string()).append(1, '\'');
+}
 
 // The fixture's box with an extra package dir on the interpreter's path (~/extra, through a
 // wrapper ~/py), which the test may change as `pip install -U` would.
