@@ -11,7 +11,7 @@ namespace {
 std::size_t object_start(std::string_view t) {
   for (std::size_t i = 0; i < t.size(); ++i) {
     if (t.compare(i, 2, "//") == 0) {
-      i = t.find('\n', i);
+      i = t.find_first_of("\r\n", i);  // a line comment ends at either, as in the JSON parser
       if (i == std::string_view::npos) return i;
     } else if (t.compare(i, 2, "/*") == 0) {
       i = t.find("*/", i + 2);
@@ -35,6 +35,10 @@ std::expected<SettingsKeyMerge, std::string> merge_settings_key(std::string_view
     out.changed = true;
     return out;
   }
+  // nlohmann's parser stops at a NUL as at the end of the text, so a NUL would hide what follows
+  // it from the check and the '{' found below could be past it: no settings file has one.
+  if (existing.find('\0') != std::string_view::npos)
+    return std::unexpected("it contains a NUL byte, which no settings file has; fix it or set \"" + key + "\" yourself");
   auto parsed = nlohmann::json::parse(existing, nullptr, false, /*ignore_comments=*/true);
   if (parsed.is_discarded()) {
     // VS Code also allows trailing commas, which nlohmann does not: drop them and try again.

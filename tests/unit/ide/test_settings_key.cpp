@@ -41,3 +41,19 @@ BOOST_AUTO_TEST_CASE(users_value_is_kept_and_garbage_refused) {
   BOOST_TEST(!merge_settings_key("[1, 2]", kKey, kValue).has_value());
   BOOST_TEST(!merge_settings_key("{\"a\": ", kKey, kValue).has_value());
 }
+
+// Found by fuzz_env_probe: the parser stopped at a NUL (so the text read as `{}`) while the '{'
+// to insert after was found past it; and a line comment may end at a lone '\r'.
+BOOST_AUTO_TEST_CASE(a_nul_byte_is_refused_and_a_cr_ends_a_line_comment) {
+  using namespace std::string_literals;
+  const std::string with_nul = "\r//\0{\n}\n\0banner\nFERRY {\"a\": 1}\n"s;
+  auto refused = merge_settings_key(with_nul, kKey, kValue);
+  BOOST_TEST_REQUIRE(!refused.has_value());
+  BOOST_TEST(refused.error().find("NUL") != std::string::npos, refused.error());
+  auto m = merge_settings_key("// mine\r{\"editor.tabSize\": 2}", kKey, kValue);
+  BOOST_TEST_REQUIRE(m.has_value(), (m ? "" : m.error()));
+  BOOST_TEST(m->changed);
+  auto j = nlohmann::json::parse(m->text, nullptr, true, true);
+  BOOST_TEST(j[kKey] == kValue);
+  BOOST_TEST(j["editor.tabSize"] == 2);
+}
