@@ -406,18 +406,6 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
 
 // ---- ferry runs ----
 
-// "2026-11-30T02:03:04.567Z" -> seconds since the epoch (ms kept).
-std::optional<double> parse_time(const std::string& iso) {
-  std::tm tm{};
-  int ms = 0;
-  if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
-                  &tm.tm_sec, &ms) < 6)
-    return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<double>(::timegm(&tm)) + ms / 1000.0;
-}
-
 std::string format_duration(double seconds) {
   if (seconds < 0) return "-";
   auto s = static_cast<long long>(seconds);
@@ -455,8 +443,8 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
     else std::cerr << "ferry runs: no costs shown: ferry.json /price: " << rate.error() << "\n";
   }
   auto seconds_of = [&](const run::RunInfo& r) -> std::optional<double> {
-    auto start = parse_time(r.started_at);
-    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : parse_time(r.ended_at);
+    auto start = cloud::parse_iso_utc(r.started_at);
+    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : cloud::parse_iso_utc(r.ended_at);
     if (!start || !end || *end < 0) return std::nullopt;
     return *end - *start;
   };

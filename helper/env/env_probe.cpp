@@ -3,6 +3,7 @@
 // env_probe_exec.cpp.
 #include "helper/env/env_probe.hpp"
 
+#include "helper/remote/shell_quote.hpp"
 
 namespace ferry::env {
 
@@ -61,14 +62,7 @@ if "torch" in sys.argv[1:]:
 sys.stdout.write("FERRY-ENV-INFO " + json.dumps(out) + "\n")
 )PY";
 
-std::string shell_quote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
+using remote::shell_quote;
 
 // ferry.json's interpreter as shell words: split on spaces as runs split it ("python3 -u"), each
 // quoted; a leading "~/" stays expandable by the remote shell.

@@ -16,6 +16,7 @@
 
 #include "ferry/version.hpp"
 #include "helper/remote/local_endpoint.hpp"
+#include "helper/remote/shell_quote.hpp"
 
 namespace ferry::remote {
 namespace {
@@ -25,15 +26,6 @@ using namespace std::chrono_literals;
 
 constexpr std::chrono::milliseconds kDefaultKeepalive{4'000};
 constexpr std::string_view kInstallMarker = "FERRY-INSTALL-NEEDED";
-
-std::string shell_quote(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
 
 // "~/x" -> "$HOME"/'x' so the remote shell expands the home directory and nothing else.
 std::string remote_path_expr(std::string_view path) {

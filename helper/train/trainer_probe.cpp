@@ -5,15 +5,6 @@
 
 namespace ferry::training {
 
-std::string shell_quote(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
 std::string trainer_env_prelude(const std::string& interpreter, const std::map<std::string, std::string>& env) {
   std::string s = "set +e\n";
   for (const auto& [k, v] : env) s += "export " + k + "=" + shell_quote(v) + "\n";

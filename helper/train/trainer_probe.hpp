@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "helper/remote/shell_quote.hpp"
+
 namespace ferry::training {
 
 struct TrainerProbe {
@@ -41,7 +43,6 @@ TrainerProbe parse_trainer_probe(std::string_view output);
 // command that fixes it.
 std::optional<std::string> trainer_probe_problem(const TrainerProbe& probe, const std::string& interpreter);
 
-// 'text' for a POSIX shell.
-std::string shell_quote(std::string_view text);
+using remote::shell_quote;  // helper/remote/shell_quote.hpp
 
 }  // namespace ferry::training
