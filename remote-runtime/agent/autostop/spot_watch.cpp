@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "remote-runtime/agent/autostop/autostop_state.hpp"
+#include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
 
 namespace ferry::agent::spot {
@@ -183,27 +184,7 @@ bool ensure_watcher(const fs::path& state_dir) {
   if (!fs::exists(settings_of(state_dir), ec)) return true;
   std::string dir = fs::absolute(state_dir).string();
   std::string log = (dir_of(state_dir) / "watch.log").string();
-  const char* args[] = {"ferry-agent", "--spot-watch", dir.c_str(), nullptr};
-  pid_t first = ::fork();
-  if (first < 0) return false;
-  if (first == 0) {
-    if (::fork() != 0) ::_exit(0);
-    ::setsid();
-    if (::chdir("/") != 0) ::_exit(1);
-    int null_fd = ::open("/dev/null", O_RDWR);
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (null_fd < 0 || log_fd < 0) ::_exit(1);
-    ::dup2(null_fd, STDIN_FILENO);
-    ::dup2(null_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    ::close_range(3, ~0U, 0);
-    ::execv("/proc/self/exe", const_cast<char* const*>(args));
-    ::_exit(127);
-  }
-  int status = 0;
-  while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
-  }
-  return true;
+  return run::spawn_detached_agent({{"ferry-agent", "--spot-watch", dir}, log});
 }
 
 std::optional<protocol::Response> handle_spot_method(const protocol::Request& r, const fs::path& state_dir) {

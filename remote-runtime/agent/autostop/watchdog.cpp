@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
 #include "remote-runtime/train/nvml.hpp"
 
@@ -165,9 +166,6 @@ bool ensure_watchdog(const Paths& p, const std::optional<Webhook>& hook, bool ta
   if (!settings->watchdog_id.empty()) argv.insert(argv.end(), {"--id", settings->watchdog_id});
   if (take_over) argv.push_back("--take-over");
   if (hook) argv.push_back("--webhook-stdin");
-  std::vector<const char*> args;
-  for (const auto& a : argv) args.push_back(a.c_str());
-  args.push_back(nullptr);
   // The URL goes into a pipe now (far below its 64 KiB buffer) and is read by the watchdog.
   int hook_pipe[2] = {-1, -1};
   if (hook) {
@@ -180,32 +178,9 @@ bool ensure_watchdog(const Paths& p, const std::optional<Webhook>& hook, bool ta
       return false;
     }
   }
-  pid_t first = ::fork();
-  if (first < 0) {
-    if (hook) ::close(hook_pipe[0]);
-    return false;
-  }
-  if (first == 0) {
-    pid_t second = ::fork();
-    if (second != 0) ::_exit(second < 0 ? 1 : 0);
-    ::setsid();
-    if (::chdir("/") != 0) ::_exit(1);
-    int null_fd = ::open("/dev/null", O_RDWR);
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (null_fd < 0 || log_fd < 0) ::_exit(1);
-    ::dup2(hook_pipe[0] >= 0 ? hook_pipe[0] : null_fd, STDIN_FILENO);
-    ::dup2(null_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    // The agent's stdio is the SSH channel: no copy of it may outlive the agent here.
-    ::close_range(3, ~0U, 0);
-    ::execv("/proc/self/exe", const_cast<char* const*>(args.data()));
-    ::_exit(127);
-  }
+  const bool started = run::spawn_detached_agent({std::move(argv), log, hook_pipe[0]});
   if (hook) ::close(hook_pipe[0]);
-  int status = 0;
-  while (::waitpid(first, &status, 0) < 0 && errno == EINTR) {
-  }
-  return true;
+  return started;
 }
 
 int watch(const fs::path& state_dir, const WatchOptions& options, GpuUtil gpu_util) {

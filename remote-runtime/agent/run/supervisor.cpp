@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/output_log.hpp"
 
 namespace ferry::agent::run {
@@ -245,39 +246,12 @@ class Relay {
 std::expected<LaunchReport, LaunchError> launch_supervisor(const RunFiles& run, std::chrono::milliseconds timeout) {
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return std::unexpected(LaunchError{errno_text("pipe")});
-  // Everything the forked children touch is prepared here: after fork() in a threaded
-  // process only async-signal-safe calls are allowed.
-  std::string dir = run.dir.string();
-  std::string log = run.supervisor_log().string();
-  const char* args[] = {"ferry-agent", "--supervise", dir.c_str(), nullptr};
-  pid_t first = ::fork();
-  if (first < 0) {
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    return std::unexpected(LaunchError{errno_text("fork")});
-  }
-  if (first == 0) {
-    pid_t second = ::fork();
-    if (second != 0) ::_exit(second < 0 ? 1 : 0);
-    ::setsid();
-    // Not pinning the agent's cwd (it may be unmounted or deleted while the run goes on).
-    if (::chdir("/") != 0) ::_exit(1);
-    if (pipe_fds[1] == kReportFd) ::fcntl(kReportFd, F_SETFD, 0);
-    else if (::dup2(pipe_fds[1], kReportFd) < 0) ::_exit(1);
-    int null_fd = ::open("/dev/null", O_RDWR);
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
-    if (null_fd < 0 || log_fd < 0) ::_exit(1);
-    ::dup2(null_fd, STDIN_FILENO);
-    ::dup2(null_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    // The agent's stdio is the SSH channel: holding any copy would keep it open forever.
-    ::close_range(kReportFd + 1, ~0U, 0);
-    ::execv("/proc/self/exe", const_cast<char* const*>(args));
-    ::_exit(127);
-  }
+  const bool started = spawn_detached_agent(
+      {{"ferry-agent", "--supervise", run.dir.string()}, run.supervisor_log().string(), -1, pipe_fds[1], kReportFd});
   ::close(pipe_fds[1]);
-  int wstatus = 0;
-  while (::waitpid(first, &wstatus, 0) < 0 && errno == EINTR) {
+  if (!started) {
+    ::close(pipe_fds[0]);
+    return std::unexpected(LaunchError{errno_text("fork")});
   }
   std::string text;
   auto deadline = Clock::now() + timeout;
