@@ -21,6 +21,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/support/temp_dir.hpp"
+
 extern char** environ;
 
 namespace ferry::test {
@@ -271,6 +273,12 @@ std::vector<pid_t> process_tree(pid_t root) {
 }
 
 std::vector<pid_t> SshdFixture::tree() const { return process_tree(pid_); }
+
+std::string SshdFixture::ssh_config_as(const std::string& host) const {
+  std::string block = read_file(ssh_config());
+  block.replace(block.find("Host " + alias()), 5 + alias().size(), "Host " + host);
+  return block;
+}
 
 void SshdFixture::kill_all() {
   if (pid_ <= 0) return;

@@ -37,6 +37,8 @@ class SshdFixture {
   std::string alias() const { return "ferry-test"; }
   std::filesystem::path client_key() const { return dir_ / "client_ed25519"; }
   std::filesystem::path ssh_config() const { return dir_ / "ssh_config"; }
+  // ssh_config()'s Host block under another name: several fixtures as several hosts in one file.
+  std::string ssh_config_as(const std::string& host) const;
   std::filesystem::path known_hosts() const { return dir_ / "known_hosts"; }
   // The host key as OpenSSH prints its fingerprint ("SHA256:...").
   std::string host_key_fingerprint() const;

@@ -18,12 +18,13 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "remote-runtime/train/checkpoint.hpp"
+#include "tests/integration/checkpoint_tensors.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/spawned_process.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wait_for.hpp"
 
+using ferry::test::checkpoint_tensors;
 using ferry::test::SshdFixture;
 using ferry::test::SshdOptions;
 using nlohmann::json;
@@ -56,15 +57,9 @@ struct Setup {
   Setup() {
     a.trust_host_key();
     b.trust_host_key();
-    std::string text;
-    for (auto [fixture, name] : {std::pair{&a, "box-a"}, std::pair{&b, "box-b"}}) {
-      std::string block = ferry::test::read_file(fixture->ssh_config());
-      block.replace(block.find("Host " + fixture->alias()), 5 + fixture->alias().size(), std::string("Host ") + name);
-      text += block + "\n";
-    }
+    std::string text = a.ssh_config_as("box-a") + "\n" + b.ssh_config_as("box-b") + "\n";
     // box-gone: box-a's block on a port nothing listens on (a reclaimed box refuses at once).
-    std::string gone = ferry::test::read_file(a.ssh_config());
-    gone.replace(gone.find("Host " + a.alias()), 5 + a.alias().size(), "Host box-gone");
+    std::string gone = a.ssh_config_as("box-gone");
     gone.replace(gone.find("  Port " + std::to_string(a.port())), 7 + std::to_string(a.port()).size(),
                  "  Port " + std::to_string(ferry::test::pick_free_port()));
     ferry::test::write_file(ssh_config, text + gone + "\n");
@@ -104,12 +99,6 @@ struct Setup {
     return args;
   }
 };
-
-std::vector<std::pair<std::string, at::Tensor>> checkpoint_tensors(const fs::path& file) {
-  auto data = ferry::train::read_checkpoint(file);
-  BOOST_TEST_REQUIRE(data.has_value(), file.string() + ": " + (data ? "" : data.error()));
-  return data->tensors;
-}
 
 std::string step_name(int step) {
   char name[64];

@@ -17,11 +17,12 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "remote-runtime/train/checkpoint.hpp"
+#include "tests/integration/checkpoint_tensors.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/spawned_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
+using ferry::test::checkpoint_tensors;
 using ferry::test::SshdFixture;
 using ferry::test::SshdOptions;
 using nlohmann::json;
@@ -50,12 +51,7 @@ struct TwoBoxes {
   TwoBoxes() {
     a.trust_host_key();
     b.trust_host_key();
-    std::string text;
-    for (auto [fixture, name] : {std::pair{&a, "box-a"}, std::pair{&b, "box-b"}}) {
-      std::string block = ferry::test::read_file(fixture->ssh_config());
-      block.replace(block.find("Host " + fixture->alias()), 5 + fixture->alias().size(), std::string("Host ") + name);
-      text += block + "\n";
-    }
+    std::string text = a.ssh_config_as("box-a") + "\n" + b.ssh_config_as("box-b") + "\n";
     ferry::test::write_file(ssh_config, text);
   }
 };
@@ -80,12 +76,6 @@ void write_project(const fs::path& dir, const fs::path& ssh_config, int max_step
                                                    {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}}
                                                   .dump());
   ferry::test::write_file(dir / "tiny.json", tiny_config(max_steps).dump());
-}
-
-std::vector<std::pair<std::string, at::Tensor>> checkpoint_tensors(const fs::path& file) {
-  auto data = ferry::train::read_checkpoint(file);
-  BOOST_TEST_REQUIRE(data.has_value(), file.string() + ": " + (data ? "" : data.error()));
-  return data->tensors;
 }
 
 // ferry-train processes of this test's rendezvous (MASTER_PORT in their environment), by RANK.
