@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/loopback_port.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
@@ -101,7 +102,7 @@ BOOST_AUTO_TEST_CASE(a_debug_entry_runs_plainly_with_ferry_run) {
 // cwd and env as ferry run, with no debugpy needed.
 BOOST_AUTO_TEST_CASE(debug_launch_with_pycharm_runs_the_entry) {
   Project p;
-  const int port = 40000 + ::getpid() % 20000;
+  const int port = ferry::test::free_loopback_port();  // not a guess: a guessed port was taken once under a full run
   Run r = p.ferry("debug --pycharm " + std::to_string(port) + " --launch show -- --extra");
   BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
   BOOST_TEST(r.out.find("pydevd_pycharm.settrace('localhost', port=" + std::to_string(port)) != std::string::npos, r.out);
