@@ -1,18 +1,18 @@
 // The agent's sync/* methods: the remote half of a push or pull (listing, batched whole-file
-// writes, signatures, deltas, deletes, dirs, links, attributes, chunked reads). Every path is a
+// writes, signatures, deltas, deletes, dirs, links, attributes, chunked reads), bound through
+// protocol's BindingTable by the method families in agent/sync/*_methods.cpp. Every path is a
 // wire path checked by normalize_wire_path and written through FileWriter's O_NOFOLLOW walk, so
 // no write reaches outside the agent root. The one read outside it is a read-only pull source
-// (`source`: list, read, readDelta of Python sources only; see sync_methods.cpp). Literal bytes
-// travel zstd-compressed as CBOR binary.
+// (`source`: list, read, readDelta of Python sources only; see agent/sync/sync_context.hpp).
+// Literal bytes travel zstd-compressed as CBOR binary (protocol/payload_codec.hpp).
 #pragma once
 
-#include <filesystem>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "protocol/binding_table.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "remote-runtime/agent/request_scheduler.hpp"
 #include "remote-runtime/agent/root_path.hpp"
@@ -20,23 +20,8 @@
 namespace ferry::agent {
 
 namespace sync {
-class FileWriter;
-class PendingFile;
-struct Precondition;
+class SyncContext;
 }
-
-// Largest decompressed payload accepted in one request (a hostile size field cannot make the
-// agent allocate more).
-inline constexpr std::size_t kMaxSyncPayload = 256u << 20;
-inline constexpr std::size_t kMaxReadChunk = 8u << 20;
-// Files of one sync/writeBatch written concurrently (FileWriter is thread-safe: *at() calls only).
-inline constexpr std::size_t kWriteThreads = 16;
-// Streamed uploads open at once (each holds a temp file and a descriptor).
-inline constexpr std::size_t kMaxUploads = 64;
-// Paged listings kept between their requests (each holds a directory per level of its walk), and
-// the most entries one page may carry (~100 bytes each on the wire, far under the frame cap).
-inline constexpr std::size_t kMaxListings = 8;
-inline constexpr std::int64_t kMaxListPageEntries = 200'000;
 
 // Which sync requests may run on the agent's workers (RequestScheduler), and what they must
 // wait for. Why this order is safe:
@@ -64,28 +49,16 @@ class SyncMethods {
   SyncMethods& operator=(const SyncMethods&) = delete;
 
   // A reply for sync/* methods, nullopt for any other method. Thread-safe: requests classified
-  // parallel by classify_sync_request run on several threads at once.
+  // parallel by classify_sync_request run on several threads at once. Params are decoded by the
+  // binding table (protocol/sync_wire.hpp): bad ones get -32602 naming the field, never a throw.
   std::optional<protocol::Response> handle(const protocol::Request& request);
 
+  // The methods bound (for tests and capability lists).
+  std::vector<std::string> method_names() const { return table_.method_names(); }
+
  private:
-  protocol::Response dispatch(const protocol::Request& request);
-  // The writer rooted at `base` (a directory under the root, created if missing).
-  // Shared: a worker may still write through a writer that a later request replaces.
-  std::expected<std::shared_ptr<sync::FileWriter>, std::string> writer_for(const std::string& base);
-  std::expected<std::shared_ptr<sync::FileWriter>, std::string> writer_for_locked(const std::string& base);
-  RootPath root_;
-  std::mutex writers_mu_;
-  std::map<std::string, std::shared_ptr<sync::FileWriter>> writers_;
-  // Listings taken in pages, by cursor.
-  struct Listing;
-  std::mutex listings_mu_;
-  std::map<std::int64_t, std::shared_ptr<Listing>> listings_;
-  std::int64_t next_listing_ = 1;
-  // Files too large for one request, streamed by sync/fileBegin, fileAppend, fileCommit.
-  struct Upload;
-  std::mutex uploads_mu_;  // the map; each Upload has its own lock for its file
-  std::map<std::int64_t, std::shared_ptr<Upload>> uploads_;
-  std::int64_t next_upload_ = 1;
+  std::unique_ptr<sync::SyncContext> ctx_;
+  protocol::BindingTable table_;
 };
 
 }  // namespace ferry::agent

@@ -1,0 +1,38 @@
+// zstd payloads of the sync wire: see payload_codec.hpp.
+#include "protocol/payload_codec.hpp"
+
+#include <memory>
+
+#include <zstd.h>
+
+namespace ferry::protocol {
+
+std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level) {
+  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
+  std::vector<std::uint8_t> out(ZSTD_compressBound(size));
+  std::size_t n = cctx ? ZSTD_compressCCtx(cctx.get(), out.data(), out.size(), data, size, level)
+                       : ZSTD_compress(out.data(), out.size(), data, size, level);
+  out.resize(ZSTD_isError(n) ? 0 : n);
+  return out;
+}
+
+std::expected<std::vector<std::uint8_t>, std::string> decompress_payload(const std::uint8_t* data, std::size_t size,
+                                                                         std::uint64_t expected, std::uint64_t limit) {
+  if (expected > limit) return std::unexpected("declared size " + std::to_string(expected) + " over the limit");
+  unsigned long long claimed = ZSTD_getFrameContentSize(data, size);
+  if (claimed == ZSTD_CONTENTSIZE_ERROR) return std::unexpected("not a zstd frame");
+  if (claimed != ZSTD_CONTENTSIZE_UNKNOWN && claimed != expected)
+    return std::unexpected("zstd frame holds " + std::to_string(claimed) + " bytes, " + std::to_string(expected) + " declared");
+  std::vector<std::uint8_t> out(expected);
+  // One context per thread: ZSTD_decompress sets up a fresh one per call, which was most of
+  // the agent's CPU for a batch of tiny files.
+  thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
+  std::size_t n = dctx ? ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), data, size)
+                       : ZSTD_decompress(out.data(), out.size(), data, size);
+  if (ZSTD_isError(n)) return std::unexpected(std::string("zstd: ") + ZSTD_getErrorName(n));
+  if (n != expected)
+    return std::unexpected("zstd frame decompressed to " + std::to_string(n) + " bytes, " + std::to_string(expected) + " declared");
+  return out;
+}
+
+}  // namespace ferry::protocol

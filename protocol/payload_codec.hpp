@@ -1,0 +1,29 @@
+// The zstd codec of sync payloads (file bytes, deltas, read chunks travel as one zstd frame in
+// a CBOR byte string), shared by the helper and the agent so both ends agree on its limits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <vector>
+
+namespace ferry::protocol {
+
+// Largest decompressed payload one sync request or reply may carry (a hostile size field cannot
+// make the receiver allocate more).
+inline constexpr std::size_t kMaxSyncPayload = 256u << 20;
+// zstd's level for payloads when the sender has no better idea.
+inline constexpr int kPayloadLevel = 3;
+
+// One zstd frame of `size` bytes (empty on a zstd failure, which only a failed allocation causes).
+// A context per thread: a fresh one per call costs its table setup for every small file.
+std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level = kPayloadLevel);
+
+// A frame back to exactly `expected` bytes; refuses frames that claim (or turn out) another
+// size, and sizes over `limit`.
+std::expected<std::vector<std::uint8_t>, std::string> decompress_payload(const std::uint8_t* data, std::size_t size,
+                                                                         std::uint64_t expected,
+                                                                         std::uint64_t limit = kMaxSyncPayload);
+
+}  // namespace ferry::protocol
