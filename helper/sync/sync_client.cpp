@@ -1,0 +1,104 @@
+// The agent's sync/* methods, typed: see sync_client.hpp.
+#include "helper/sync/sync_client.hpp"
+
+namespace ferry::sync {
+namespace {
+
+namespace method = wire::method;
+namespace ec = protocol::error_code;
+
+struct Ignored {};
+std::optional<protocol::DecodeError> from_json(const protocol::json&, Ignored&, const std::string&) { return std::nullopt; }
+
+}  // namespace
+
+template <class R, class P>
+std::expected<R, ResponseError> SyncClient::call(std::string_view m, const P& params, Timeout timeout) {
+  if (wire::is_mutating(m)) ++mutations_;
+  auto reply = endpoint_.call(m, to_json(params), timeout);
+  if (!reply) return std::unexpected(std::move(reply.error()));
+  R out{};
+  if (auto bad = from_json(*reply, out, ""))
+    return std::unexpected(ResponseError{ec::kInternalError, std::string(m) + ": malformed reply from the agent: " + bad->to_string(), {}});
+  return out;
+}
+
+std::expected<wire::StateResult, ResponseError> SyncClient::state(const wire::Where& where, Timeout timeout) {
+  return call<wire::StateResult>(method::kState, wire::StateParams{where}, timeout);
+}
+
+std::expected<wire::ListResult, ResponseError> SyncClient::list(const wire::ListParams& params, Timeout timeout) {
+  return call<wire::ListResult>(method::kList, params, timeout);
+}
+
+std::expected<void, ResponseError> SyncClient::cancel_listing(const wire::Where& where, std::int64_t cursor, Timeout timeout) {
+  wire::ListParams p;
+  p.where = where;
+  p.cursor = cursor;
+  p.cancel = true;
+  auto r = call<Ignored>(method::kList, p, timeout);
+  if (!r) return std::unexpected(std::move(r.error()));
+  return {};
+}
+
+std::expected<wire::ReadResult, ResponseError> SyncClient::read(const wire::ReadParams& params, Timeout timeout) {
+  return call<wire::ReadResult>(method::kRead, params, timeout);
+}
+
+std::expected<wire::ReadDeltaResult, ResponseError> SyncClient::read_delta(const wire::ReadDeltaParams& params, Timeout timeout) {
+  return call<wire::ReadDeltaResult>(method::kReadDelta, params, timeout);
+}
+
+std::expected<wire::SignatureResult, ResponseError> SyncClient::signature(const wire::SignatureParams& params, Timeout timeout) {
+  return call<wire::SignatureResult>(method::kSignature, params, timeout);
+}
+
+std::expected<wire::PathOk, ResponseError> SyncClient::apply_delta(const wire::ApplyDeltaParams& params, Timeout timeout) {
+  return call<wire::PathOk>(method::kApplyDelta, params, timeout);
+}
+
+std::expected<wire::PathResults, ResponseError> SyncClient::write_batch(const wire::WriteBatchParams& params, Timeout timeout) {
+  return call<wire::PathResults>(method::kWriteBatch, params, timeout);
+}
+
+std::expected<wire::PathOk, ResponseError> SyncClient::file_commit(const wire::Where& where, std::int64_t handle, Timeout timeout) {
+  return call<wire::PathOk>(method::kFileCommit, wire::FileHandleParams{where, handle}, timeout);
+}
+
+std::expected<wire::PathResults, ResponseError> SyncClient::mkdir(const wire::MkdirParams& params, Timeout timeout) {
+  return call<wire::PathResults>(method::kMkdir, params, timeout);
+}
+
+std::expected<wire::PathResults, ResponseError> SyncClient::symlink(const wire::SymlinkParams& params, Timeout timeout) {
+  return call<wire::PathResults>(method::kSymlink, params, timeout);
+}
+
+std::expected<wire::PathResults, ResponseError> SyncClient::set_attrs(const wire::SetAttrsParams& params, Timeout timeout) {
+  return call<wire::PathResults>(method::kSetAttrs, params, timeout);
+}
+
+std::expected<wire::PathResults, ResponseError> SyncClient::remove(const wire::DeleteParams& params, Timeout timeout) {
+  return call<wire::PathResults>(method::kDelete, params, timeout);
+}
+
+std::expected<wire::FileBeginResult, ResponseError> SyncClient::file_begin(const wire::FileBeginParams& params, Timeout timeout) {
+  return call<wire::FileBeginResult>(method::kFileBegin, params, timeout);
+}
+
+std::expected<void, ResponseError> SyncClient::file_part(std::size_t lane, const wire::FilePartParams& params, Timeout timeout) {
+  auto reply = endpoint_.call_lane(lane, method::kFilePart, to_json(params), timeout);
+  if (!reply) return std::unexpected(std::move(reply.error()));
+  return {};
+}
+
+std::expected<wire::FileAppendResult, ResponseError> SyncClient::file_append(const wire::FileAppendParams& params, Timeout timeout) {
+  return call<wire::FileAppendResult>(method::kFileAppend, params, timeout);
+}
+
+std::expected<void, ResponseError> SyncClient::file_abort(const wire::Where& where, std::int64_t handle, Timeout timeout) {
+  auto r = call<wire::OkResult>(method::kFileAbort, wire::FileHandleParams{where, handle}, timeout);
+  if (!r) return std::unexpected(std::move(r.error()));
+  return {};
+}
+
+}  // namespace ferry::sync

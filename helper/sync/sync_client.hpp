@@ -1,0 +1,104 @@
+// SyncClient: the agent's sync/* methods (protocol/sync_wire.hpp) over any remote::Endpoint,
+// typed, as run::RunClient is for run/*. Stateless apart from a count of mutating requests, so
+// any number of threads may share one client (the endpoint keeps all their calls in flight).
+//
+// Which SyncEngine call each method replaces (helper/sync/sync_engine.cpp, sync_pull.cpp; the
+// engine still sends these by name until the switch-over):
+//   state        push_locked's endpoint_.call("sync/state", {base}) at the start of a push and
+//                again after the transfer (the generation check).
+//   list         list_remote_paged's pages (its `params`, then {base|source, cursor});
+//                push_locked's list_remote: sync on save ({base, known, sweep, only}) and the
+//                verify call ({base, known: [], only}); pull's first page (via list_remote_paged).
+//   cancel_listing  list_remote_paged's {cursor, cancel: true} when the sync is cancelled.
+//   signature    push's coarse signature ({blockSize: kCoarseBlock, strongLen: 8}), the fine
+//                range signatures ({blockSize: kFineBlock, strongLen: 8, ranges}) and the plain
+//                whole-file signature ({base, path}).
+//   apply_delta  push's mutate("sync/applyDelta", ...).
+//   write_batch  push's mutate("sync/writeBatch", {base, files}).
+//   file_begin   push's stream_file: endpoint_.call("sync/fileBegin", ...).
+//   file_part    stream_file's send_on_lane: endpoint_.call_lane(lane, "sync/filePart", ...).
+//   file_append  stream_file's worker: endpoint_.call("sync/fileAppend", ...) (placed or data).
+//   file_commit  stream_file's mutate("sync/fileCommit", {base, handle}).
+//   file_abort   stream_file's endpoint_.call("sync/fileAbort", {base, handle}).
+//   mkdir        push's mutate("sync/mkdir", {base, dirs}).
+//   symlink      push's mutate("sync/symlink", {base, links}).
+//   set_attrs    push's mutate("sync/setAttrs", {base, entries}).
+//   remove       push's mutate("sync/delete", ...): the replace step ({base, paths}) and the
+//                final deletes ({base, paths, dirs, expect}).
+//   read         sync_pull.cpp's fetch_whole: endpoint_.call("sync/read", where({path, offset, length})).
+//   read_delta   sync_pull.cpp's fetch_delta: both endpoint_.call("sync/readDelta", req) calls.
+//   bulk_lanes   endpoint_.bulk_lanes() (stream_file and the push's warm-up).
+// mutations() replaces push_locked's `mutations` counter kept by its `mutate` lambda.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <expected>
+
+#include "helper/remote/endpoint.hpp"
+#include "protocol/sync_wire.hpp"
+
+namespace ferry::sync {
+
+namespace wire = protocol::sync_wire;
+using protocol::ResponseError;
+
+class SyncClient {
+ public:
+  using Timeout = std::chrono::milliseconds;
+  static constexpr Timeout kDefaultTimeout = remote::kDefaultCallTimeout;
+
+  explicit SyncClient(remote::Endpoint& endpoint) : endpoint_(endpoint) {}
+  SyncClient(const SyncClient&) = delete;
+  SyncClient& operator=(const SyncClient&) = delete;
+
+  // A reply that does not decode is kInternalError naming the method and the bad field; agent
+  // errors come back as the agent sent them (code, message, data {code, space}).
+  std::expected<wire::StateResult, ResponseError> state(const wire::Where& where, Timeout timeout = kDefaultTimeout);
+  std::expected<wire::ListResult, ResponseError> list(const wire::ListParams& params, Timeout timeout = kDefaultTimeout);
+  // Frees a paged listing's walk on the agent now (a cancelled sync).
+  std::expected<void, ResponseError> cancel_listing(const wire::Where& where, std::int64_t cursor,
+                                                    Timeout timeout = kDefaultTimeout);
+  std::expected<wire::ReadResult, ResponseError> read(const wire::ReadParams& params, Timeout timeout = kDefaultTimeout);
+  std::expected<wire::ReadDeltaResult, ResponseError> read_delta(const wire::ReadDeltaParams& params,
+                                                                 Timeout timeout = kDefaultTimeout);
+  std::expected<wire::SignatureResult, ResponseError> signature(const wire::SignatureParams& params,
+                                                                Timeout timeout = kDefaultTimeout);
+
+  // Mutating requests (each counted in mutations(), sent or not).
+  std::expected<wire::PathOk, ResponseError> apply_delta(const wire::ApplyDeltaParams& params, Timeout timeout = kDefaultTimeout);
+  std::expected<wire::PathResults, ResponseError> write_batch(const wire::WriteBatchParams& params,
+                                                              Timeout timeout = kDefaultTimeout);
+  std::expected<wire::PathOk, ResponseError> file_commit(const wire::Where& where, std::int64_t handle,
+                                                         Timeout timeout = kDefaultTimeout);
+  std::expected<wire::PathResults, ResponseError> mkdir(const wire::MkdirParams& params, Timeout timeout = kDefaultTimeout);
+  std::expected<wire::PathResults, ResponseError> symlink(const wire::SymlinkParams& params, Timeout timeout = kDefaultTimeout);
+  std::expected<wire::PathResults, ResponseError> set_attrs(const wire::SetAttrsParams& params, Timeout timeout = kDefaultTimeout);
+  std::expected<wire::PathResults, ResponseError> remove(const wire::DeleteParams& params, Timeout timeout = kDefaultTimeout);
+
+  // A streamed file: begin, parts (on bulk lanes) and appends, then commit or abort.
+  std::expected<wire::FileBeginResult, ResponseError> file_begin(const wire::FileBeginParams& params,
+                                                                 Timeout timeout = kDefaultTimeout);
+  // On bulk lane `lane` (an extra agent); kAgentUnavailable while that lane is not up, so the
+  // caller sends the chunk as a data fileAppend instead.
+  std::expected<void, ResponseError> file_part(std::size_t lane, const wire::FilePartParams& params,
+                                               Timeout timeout = kDefaultTimeout);
+  std::expected<wire::FileAppendResult, ResponseError> file_append(const wire::FileAppendParams& params,
+                                                                   Timeout timeout = kDefaultTimeout);
+  std::expected<void, ResponseError> file_abort(const wire::Where& where, std::int64_t handle, Timeout timeout = kDefaultTimeout);
+
+  // How many bulk lanes the link has or is opening (remote::Endpoint::bulk_lanes).
+  std::size_t bulk_lanes() { return endpoint_.bulk_lanes(); }
+  // Mutating requests sent so far: the push compares the agent's generation with its own count.
+  std::uint64_t mutations() const { return mutations_.load(); }
+  remote::Endpoint& endpoint() { return endpoint_; }
+
+ private:
+  template <class R, class P>
+  std::expected<R, ResponseError> call(std::string_view method, const P& params, Timeout timeout);
+  remote::Endpoint& endpoint_;
+  std::atomic<std::uint64_t> mutations_{0};
+};
+
+}  // namespace ferry::sync
