@@ -101,4 +101,19 @@ std::expected<void, ResponseError> SyncClient::file_abort(const wire::Where& whe
   return {};
 }
 
+TreeState tree_state_of(const std::vector<wire::ListEntry>& entries) {
+  TreeState out;
+  for (const auto& e : entries) {
+    if (e.kind < 0 || e.kind > static_cast<int>(EntryKind::symlink)) continue;
+    out.insert_or_assign(e.path, FileMeta{static_cast<EntryKind>(e.kind), e.mode, e.size, e.mtime_ns, e.hash, e.link_target});
+  }
+  return out;
+}
+
+wire::Expect expect_of(const TreeState& remote, const std::string& path) {
+  auto it = remote.find(path);
+  if (it == remote.end()) return wire::Expect{};
+  return wire::Expect{true, it->second.size, it->second.mtime_ns};
+}
+
 }  // namespace ferry::sync

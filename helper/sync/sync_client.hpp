@@ -28,7 +28,8 @@
 //   read         sync_pull.cpp's fetch_whole: endpoint_.call("sync/read", where({path, offset, length})).
 //   read_delta   sync_pull.cpp's fetch_delta: both endpoint_.call("sync/readDelta", req) calls.
 //   bulk_lanes   endpoint_.bulk_lanes() (stream_file and the push's warm-up).
-// mutations() replaces push_locked's `mutations` counter kept by its `mutate` lambda.
+// mutations() replaces push_locked's `mutations` counter kept by its `mutate` lambda;
+// tree_state_of replaces sync_engine_state.hpp's from_listing, expect_of its expect_for.
 #pragma once
 
 #include <atomic>
@@ -37,6 +38,7 @@
 #include <expected>
 
 #include "helper/remote/endpoint.hpp"
+#include "helper/sync/file_meta.hpp"
 #include "protocol/sync_wire.hpp"
 
 namespace ferry::sync {
@@ -100,5 +102,12 @@ class SyncClient {
   remote::Endpoint& endpoint_;
   std::atomic<std::uint64_t> mutations_{0};
 };
+
+// A listing's rows as the planner's TreeState (rows of a kind this helper does not know are left
+// out: a newer agent's extra kinds are never planned as files).
+TreeState tree_state_of(const std::vector<wire::ListEntry>& entries);
+// "Still what the listing (or the manifest) saw" for a write or delete of `path`, or "nothing
+// there" when `remote` has no such path.
+wire::Expect expect_of(const TreeState& remote, const std::string& path);
 
 }  // namespace ferry::sync

@@ -126,6 +126,17 @@ BOOST_AUTO_TEST_CASE(state_batch_list_and_read) {
   BOOST_TEST((*by_path["d/b.bin"].hash == ferry::delta::hash128(two)));
   BOOST_TEST(!by_path["a.txt"].hash.has_value());
   BOOST_TEST(by_path["d"].kind == 1);
+  // As the planner sees it, and what a later write of it expects to find.
+  const auto tree = ferry::sync::tree_state_of(listed->entries);
+  BOOST_TEST_REQUIRE(tree.count("d/b.bin") == 1u);
+  BOOST_TEST((tree.at("d").kind == ferry::sync::EntryKind::dir));
+  BOOST_TEST(tree.at("d/b.bin").mode == 0600u);
+  BOOST_TEST((tree.at("d/b.bin").hash == ferry::delta::hash128(two)));
+  const auto expect = ferry::sync::expect_of(tree, "a.txt");
+  BOOST_TEST(expect.exists);
+  BOOST_TEST(expect.size == one.size());
+  BOOST_TEST(expect.mtime_ns == tree.at("a.txt").mtime_ns);
+  BOOST_TEST(!ferry::sync::expect_of(tree, "nope").exists);
 
   // Paged: one entry a page, then the rest cancelled.
   wire::ListParams paged = all;
