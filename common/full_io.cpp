@@ -10,7 +10,7 @@ namespace ferry::posix {
 namespace {
 
 // One loop for the four calls: `step(done)` moves bytes from position `done` on.
-template <class Step>
+template <bool kWrite, class Step>
 ssize_t loop(std::size_t n, Step step) {
   std::size_t done = 0;
   while (done < n) {
@@ -19,7 +19,11 @@ ssize_t loop(std::size_t n, Step step) {
       if (errno == EINTR) continue;
       return -1;
     }
-    if (k == 0) break;  // end of file (reads); a write of 0 bytes for n > 0 does not happen
+    if (k == 0) {
+      if (!kWrite) break;  // end of file
+      errno = EIO;         // a write that moves nothing would loop forever
+      return -1;
+    }
     done += static_cast<std::size_t>(k);
   }
   return static_cast<ssize_t>(done);
@@ -29,22 +33,22 @@ ssize_t loop(std::size_t n, Step step) {
 
 ssize_t read_full(int fd, void* buf, std::size_t n) {
   auto* p = static_cast<char*>(buf);
-  return loop(n, [&](std::size_t done) { return ::read(fd, p + done, n - done); });
+  return loop<false>(n, [&](std::size_t done) { return ::read(fd, p + done, n - done); });
 }
 
 ssize_t write_full(int fd, const void* buf, std::size_t n) {
   const auto* p = static_cast<const char*>(buf);
-  return loop(n, [&](std::size_t done) { return ::write(fd, p + done, n - done); });
+  return loop<true>(n, [&](std::size_t done) { return ::write(fd, p + done, n - done); });
 }
 
 ssize_t pread_full(int fd, void* buf, std::size_t n, std::uint64_t offset) {
   auto* p = static_cast<char*>(buf);
-  return loop(n, [&](std::size_t done) { return ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done)); });
+  return loop<false>(n, [&](std::size_t done) { return ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done)); });
 }
 
 ssize_t pwrite_full(int fd, const void* buf, std::size_t n, std::uint64_t offset) {
   const auto* p = static_cast<const char*>(buf);
-  return loop(n, [&](std::size_t done) { return ::pwrite(fd, p + done, n - done, static_cast<off_t>(offset + done)); });
+  return loop<true>(n, [&](std::size_t done) { return ::pwrite(fd, p + done, n - done, static_cast<off_t>(offset + done)); });
 }
 
 bool read_to_end(int fd, std::string& out, std::size_t limit) {

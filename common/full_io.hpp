@@ -10,7 +10,7 @@
 
 namespace ferry::posix {
 
-// Each returns `n`, or for reads fewer bytes when end of file came first, or -1 with errno set
+// Each returns `n` (reads: fewer only when end of file came first) or -1 with errno set
 // (EAGAIN on a non-blocking descriptor included; the bytes already moved are then lost to the
 // caller, so use these on blocking descriptors).
 ssize_t read_full(int fd, void* buf, std::size_t n);
