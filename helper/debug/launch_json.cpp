@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <sstream>
 
+#include "common/full_io.hpp"
+#include "common/temp_name.hpp"
+#include "common/unique_fd.hpp"
 #include "helper/debug/jsonc_merge.hpp"
 
 namespace ferry::debug {
@@ -50,23 +52,16 @@ std::expected<LaunchJsonWrite, std::string> write_launch_configuration(const fs:
   result.replaced = merged->replaced;
 
   // Temp file beside the target, fsync, rename: the editor never sees a torn launch.json.
-  std::random_device rd;
-  const fs::path temp = dir / (".launch.json.ferry-" + std::to_string(rd()) + ".tmp");
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return std::unexpected("cannot create " + temp.string() + ": " + std::strerror(errno));
-  std::string_view left = merged->text;
-  while (!left.empty()) {
-    ssize_t n = ::write(fd, left.data(), left.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      fs::remove(temp, ec);
-      return std::unexpected("cannot write " + temp.string() + ": " + why);
-    }
-    left.remove_prefix(static_cast<std::size_t>(n));
+  const fs::path temp = dir / ferry::posix::temp_name("launch.json");
+  ferry::posix::UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd) return std::unexpected("cannot create " + temp.string() + ": " + std::strerror(errno));
+  if (ferry::posix::write_full(fd.get(), merged->text.data(), merged->text.size()) < 0) {
+    const std::string why = std::strerror(errno);
+    fd.reset();
+    fs::remove(temp, ec);
+    return std::unexpected("cannot write " + temp.string() + ": " + why);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  if (::fsync(fd.get()) != 0 || fd.close() != 0) {
     const std::string why = std::strerror(errno);
     fs::remove(temp, ec);
     return std::unexpected("cannot flush " + temp.string() + ": " + why);

@@ -16,6 +16,8 @@
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
 #include "helper/ssh/ssh_config.hpp"
 
 namespace ferry::ssh {
@@ -191,25 +193,22 @@ std::expected<void, std::string> append_known_host(const std::filesystem::path& 
     std::filesystem::create_directories(file.parent_path(), ec);
     if (ec) return std::unexpected("cannot create " + file.parent_path().string() + ": " + ec.message());
   }
-  int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0) return std::unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
+  ferry::posix::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd) return std::unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
   // Make sure the new entry starts on its own line even if the file lacks a final newline.
   std::string prefix;
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-    int rfd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
+    const ferry::posix::UniqueFd rfd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
     char last = '\n';
-    if (rfd >= 0) {
-      if (::pread(rfd, &last, 1, st.st_size - 1) != 1) last = '\n';
-      ::close(rfd);
-    }
+    if (rfd && ferry::posix::pread_full(rfd.get(), &last, 1, static_cast<std::uint64_t>(st.st_size - 1)) != 1) last = '\n';
     if (last != '\n') prefix = "\n";
   }
   std::string line = prefix + known_hosts_name(host, port) + " " + key.type + " " + base64_encode(key.blob) + "\n";
-  ssize_t n = ::write(fd, line.data(), line.size());
-  int err = errno;
-  ::close(fd);
-  if (n != static_cast<ssize_t>(line.size())) return std::unexpected("cannot write " + file.string() + ": " + std::strerror(err));
+  // One write(2) keeps the entry whole against another ssh appending at the same time (O_APPEND);
+  // write_full only goes on if the kernel cut it short.
+  if (ferry::posix::write_full(fd.get(), line.data(), line.size()) < 0 || fd.close() != 0)
+    return std::unexpected("cannot write " + file.string() + ": " + std::strerror(errno));
   return {};
 }
 

@@ -8,8 +8,14 @@
 #include <cstring>
 #include <system_error>
 
+#include "common/full_io.hpp"
+#include "common/temp_name.hpp"
+#include "common/unique_fd.hpp"
+
 namespace ferry::sync {
 namespace {
+
+namespace posix = ferry::posix;
 
 std::string errno_text(const char* what, const std::filesystem::path& p) {
   return std::string(what) + " " + p.string() + ": " + std::strerror(errno);
@@ -22,27 +28,18 @@ std::expected<void, std::string> write_file_atomically(const std::filesystem::pa
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return std::unexpected("cannot create " + dir.string() + ": " + ec.message());
-  std::string name(1, '.');
-  name.append(file.filename().string()).append(".tmp-XXXXXX");
-  std::string tmpl = (dir / name).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) return std::unexpected(errno_text("cannot create temp file in", dir));
+  const std::string tmpl = (dir / posix::temp_name(file.filename().string())).string();
+  posix::UniqueFd fd(::open(tmpl.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+  if (!fd) return std::unexpected(errno_text("cannot create temp file in", dir));
   auto fail = [&](const char* what) {
     std::string msg = errno_text(what, tmpl);
-    ::close(fd);
+    fd.reset();
     ::unlink(tmpl.c_str());
     return std::unexpected(msg);
   };
-  for (std::size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("cannot write");
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0) return fail("cannot fsync");
-  if (::close(fd) != 0) {
+  if (posix::write_full(fd.get(), bytes.data(), bytes.size()) < 0) return fail("cannot write");
+  if (::fsync(fd.get()) != 0) return fail("cannot fsync");
+  if (fd.close() != 0) {
     ::unlink(tmpl.c_str());
     return std::unexpected(errno_text("cannot close", tmpl));
   }
@@ -51,31 +48,17 @@ std::expected<void, std::string> write_file_atomically(const std::filesystem::pa
     ::unlink(tmpl.c_str());
     return std::unexpected(msg);
   }
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);  // best effort: some filesystems refuse fsync on directories
-    ::close(dfd);
+  if (const posix::UniqueFd dfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)); dfd) {
+    ::fsync(dfd.get());  // best effort: some filesystems refuse fsync on directories
   }
   return {};
 }
 
 std::expected<std::string, std::string> read_whole_file(const std::filesystem::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::unexpected(errno == ENOENT ? std::string("missing") : errno_text("cannot open", file));
+  const posix::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::unexpected(errno == ENOENT ? std::string("missing") : errno_text("cannot open", file));
   std::string out;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      std::string msg = errno_text("cannot read", file);
-      ::close(fd);
-      return std::unexpected(msg);
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  if (!posix::read_to_end(fd.get(), out)) return std::unexpected(errno_text("cannot read", file));
   return out;
 }
 

@@ -9,6 +9,9 @@
 #include <map>
 #include <mutex>
 
+#include "common/full_io.hpp"
+#include "common/temp_name.hpp"
+#include "common/unique_fd.hpp"
 #include "helper/sync/wildmatch.hpp"
 
 namespace ferry::sync {
@@ -70,16 +73,10 @@ bool matches(const IgnorePattern& p, std::string_view rel_to_base, bool is_dir) 
 }
 
 std::optional<std::string> read_regular_file_nofollow(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  const ferry::posix::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   std::string content;
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    content.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
+  ferry::posix::read_to_end(fd.get(), content);  // an unreadable rest counts as not there
   return content;
 }
 
@@ -90,7 +87,7 @@ bool is_state_dir(std::string_view rel) { return rel == ".ferry" || rel.starts_w
 // never the user's, so never pushed.
 bool is_pull_temp(std::string_view rel) {
   const std::size_t slash = rel.rfind('/');
-  return (slash == std::string_view::npos ? rel : rel.substr(slash + 1)).starts_with(".ferry-tmp.");
+  return (slash == std::string_view::npos ? rel : rel.substr(slash + 1)).starts_with(ferry::posix::kTempPrefix);
 }
 
 bool has_git_component(std::string_view rel) {
@@ -234,7 +231,7 @@ std::optional<IgnoreMatch> IgnoreMatcher::explain(std::string_view rel, bool is_
 bool IgnoreMatcher::is_ignored_entry(std::string_view rel, bool is_dir) const {
   const std::size_t slash = rel.rfind('/');
   const std::string_view name = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
-  if (name == ".git" || (state_->read_files && (rel == ".ferry" || name.starts_with(".ferry-tmp.")))) return true;
+  if (name == ".git" || (state_->read_files && (rel == ".ferry" || name.starts_with(ferry::posix::kTempPrefix)))) return true;
   auto m = decide(rel, is_dir, false);
   return m && !m->negated;
 }

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <thread>
 
+#include "common/full_io.hpp"
+
 namespace ferry::sync {
 
 namespace fs = std::filesystem;
@@ -21,7 +23,7 @@ constexpr auto kPollWhileHeld = std::chrono::milliseconds(20);
 
 std::string read_holder(int fd) {
   char buf[256];
-  const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+  const ssize_t n = ferry::posix::pread_full(fd, buf, sizeof buf - 1, 0);
   std::string s = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
   while (!s.empty() && (s.back() == '\n' || s.back() == '\0')) s.pop_back();
   return s.empty() ? "another ferry process" : s;
@@ -49,32 +51,26 @@ std::expected<ProjectLock, std::string> ProjectLock::acquire(const fs::path& loc
   std::error_code ec;
   fs::create_directories(dir, ec);
   const fs::path file = dir / "sync.lock";
-  const int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ferry::posix::UniqueFd held(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  const int fd = held.get();
   if (fd < 0) return std::unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
   bool told = false;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno != EWOULDBLOCK) {
-      const int e = errno;
-      ::close(fd);
-      return std::unexpected("cannot lock " + file.string() + ": " + std::strerror(e));
+      return std::unexpected("cannot lock " + file.string() + ": " + std::strerror(errno));
     }
     if (!told && waiting) waiting(read_holder(fd));
     told = true;
     if (cancelled && cancelled()) {
       std::string holder = read_holder(fd);
-      ::close(fd);
       return std::unexpected("cancelled while waiting for " + holder);
     }
     std::this_thread::sleep_for(kPollWhileHeld);
   }
   const std::string me = describe_self() + "\n";
-  if (::ftruncate(fd, 0) == 0) [[maybe_unused]] auto n = ::pwrite(fd, me.data(), me.size(), 0);
-  return ProjectLock(fd);
-}
-
-ProjectLock::~ProjectLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+  if (::ftruncate(fd, 0) == 0) ferry::posix::pwrite_full(fd, me.data(), me.size(), 0);  // only a hint for waiters
+  return ProjectLock(std::move(held));
 }
 
 }  // namespace ferry::sync

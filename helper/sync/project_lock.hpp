@@ -11,6 +11,9 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
+
+#include "common/unique_fd.hpp"
 
 namespace ferry::sync {
 
@@ -21,17 +24,17 @@ class ProjectLock {
   static std::expected<ProjectLock, std::string> acquire(const std::filesystem::path& local_root,
                                                          const std::function<void(const std::string& holder)>& waiting = {},
                                                          const std::function<bool()>& cancelled = {});
-  ProjectLock(ProjectLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  ProjectLock(ProjectLock&& other) noexcept = default;
   ProjectLock& operator=(ProjectLock&&) = delete;
   ProjectLock(const ProjectLock&) = delete;
-  ~ProjectLock();
+  ~ProjectLock() = default;  // closing the last descriptor releases the flock
 
   // What a holder writes into the lock file: "ferry serve (pid 123)".
   static std::string describe_self();
 
  private:
-  explicit ProjectLock(int fd) : fd_(fd) {}
-  int fd_ = -1;
+  explicit ProjectLock(ferry::posix::UniqueFd fd) : fd_(std::move(fd)) {}
+  ferry::posix::UniqueFd fd_;
 };
 
 }  // namespace ferry::sync

@@ -2,7 +2,6 @@
 // shared by `threads` workers; the walk ends when the queue is empty and no worker is busy.
 #include "helper/sync/scanner.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,20 +15,23 @@
 
 #include <xxhash.h>
 
+#include "common/dir_reader.hpp"
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
 #include "helper/sync/file_index.hpp"
 
 namespace ferry::sync {
 namespace {
 
+namespace posix = ferry::posix;
+
 constexpr std::size_t kReadChunk = 256u << 10;
 constexpr std::uint64_t kInlineHashLimit = 64u << 10;  // smaller files are hashed by the lister
 
-std::int64_t mtime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
-std::int64_t ctime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
-}
+using posix::ctime_of;
+using posix::mtime_of;
+using posix::UniqueFd;
 
 std::string parent_of(const std::string& rel) {
   const auto slash = rel.rfind('/');
@@ -64,16 +66,14 @@ class Walker {
     Shard shard;
     for (const std::string& rel : paths) {
       if (rel.empty() || rel.front() == '/') continue;
-      int dir = ::dup(root_fd_);
+      UniqueFd dir = posix::open_dir_nofollow(root_fd_, "");
       std::size_t pos = 0;
       bool ok = true;
       for (std::size_t slash; (slash = rel.find('/', pos)) != std::string::npos; pos = slash + 1) {
         const std::string part = rel.substr(pos, slash - pos);
         if (part.empty() || part == "." || part == "..") ok = false;
-        const int next = ok ? ::openat(dir, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-        ::close(dir);
-        dir = next;
-        if (dir < 0) {
+        dir = ok ? posix::open_dir_nofollow(dir.get(), part) : UniqueFd();
+        if (!dir) {
           ok = false;
           break;
         }
@@ -81,9 +81,10 @@ class Walker {
       const std::string name = rel.substr(pos);
       const std::string parent = parent_of(rel);
       if (ok && !name.empty() && name != "." && name != ".." && (parent.empty() || !ignore_.is_ignored(parent, true))) {
-        record(dir, name.c_str(), rel, shard, false);
+        struct stat st {};
+        const int err = posix::stat_nofollow(dir.get(), name.c_str(), st);
+        record(dir.get(), name.c_str(), rel, err, st, shard, false);
       }
-      if (dir >= 0) ::close(dir);
     }
     ScanResult result;
     result.entries = std::move(shard.entries);
@@ -149,31 +150,29 @@ class Walker {
   }
 
   void list_dir(const std::string& rel, Shard& shard) {
-    const int fd = rel.empty() ? ::dup(root_fd_)
-                               : ::openat(root_fd_, rel.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
+    UniqueFd fd = posix::open_dir_nofollow(root_fd_, rel);
+    if (!fd) {
       shard.issues.push_back({rel, std::string("cannot open directory: ") + std::strerror(errno)});
       return;
     }
-    DIR* dir = ::fdopendir(fd);
+    auto dir = posix::DirReader::adopt(std::move(fd));
     if (!dir) {
-      ::close(fd);
-      shard.issues.push_back({rel, std::string("cannot list directory: ") + std::strerror(errno)});
+      shard.issues.push_back({rel, std::string("cannot list directory: ") + std::strerror(dir.error())});
       return;
     }
-    while (dirent* de = ::readdir(dir)) {
-      const std::string_view name = de->d_name;
-      if (name == "." || name == "..") continue;
-      record(::dirfd(dir), de->d_name, rel.empty() ? std::string(name) : rel + "/" + std::string(name), shard, true);
+    while (auto de = dir->next()) {
+      const std::string_view name = de->name;
+      record(dir->fd(), de->name, rel.empty() ? std::string(name) : rel + "/" + std::string(name), de->stat_error, de->st,
+             shard, true);
     }
-    ::closedir(dir);
   }
 
-  // Records one directory entry (and queues a directory's listing when `descend`).
-  void record(int dirfd, const char* name, std::string child, Shard& shard, bool descend) {
-    struct stat st {};
-    if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      if (errno != ENOENT) shard.issues.push_back({child, std::string("cannot stat: ") + std::strerror(errno)});
+  // Records one directory entry, statted without following (`stat_error` its errno, or 0), and
+  // queues a directory's listing when `descend`.
+  void record(int dirfd, const char* name, std::string child, int stat_error, const struct stat& st, Shard& shard,
+              bool descend) {
+    if (stat_error != 0) {
+      if (stat_error != ENOENT) shard.issues.push_back({child, std::string("cannot stat: ") + std::strerror(stat_error)});
       return;
     }
     const bool is_dir = S_ISDIR(st.st_mode);
@@ -187,16 +186,14 @@ class Walker {
       shard.entries.emplace(child, meta);
       if (descend) push(Item{std::move(child), true, st});
     } else if (S_ISLNK(st.st_mode)) {
-      std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
-      const ssize_t n = ::readlinkat(dirfd, name, target.data(), target.size());
-      if (n < 0 || static_cast<std::size_t>(n) >= target.size()) {
+      auto target = posix::read_link_at(dirfd, name, static_cast<std::size_t>(st.st_size));
+      if (!target) {
         shard.issues.push_back({child, "cannot read symlink (or it changed while read)"});
         return;
       }
-      target.resize(static_cast<std::size_t>(n));
       meta.kind = EntryKind::symlink;
-      meta.size = target.size();
-      meta.link_target = std::move(target);
+      meta.size = target->size();
+      meta.link_target = std::move(*target);
       ++shard.stats.symlinks;
       shard.entries.emplace(std::move(child), std::move(meta));
     } else if (S_ISREG(st.st_mode)) {
@@ -224,7 +221,8 @@ class Walker {
   // Hashes a file and checks it did not change between the listing, the open and the end of
   // the read (size, mtime, ctime, inode): a file being written is reported, never half-hashed.
   void hash_file(const Item& item, Shard& shard) {
-    const int fd = ::openat(root_fd_, item.rel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    UniqueFd held(::openat(root_fd_, item.rel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    const int fd = held.get();
     if (fd < 0) {
       if (errno == ENOENT || errno == ELOOP) shard.unstable.push_back(item.rel);
       else shard.issues.push_back({item.rel, std::string("cannot open: ") + std::strerror(errno)});
@@ -241,22 +239,20 @@ class Walker {
     std::vector<char> buf(kReadChunk);
     std::uint64_t total = 0;
     while (ok) {
-      const ssize_t n = ::read(fd, buf.data(), buf.size());
-      if (n < 0 && errno == EINTR) continue;
+      const ssize_t n = posix::read_full(fd, buf.data(), buf.size());
       if (n < 0) {
         shard.issues.push_back({item.rel, std::string("cannot read: ") + std::strerror(errno)});
         XXH3_freeState(state);
-        ::close(fd);
         return;
       }
-      if (n == 0) break;
       XXH3_128bits_update(state, buf.data(), static_cast<std::size_t>(n));
       total += static_cast<std::uint64_t>(n);
+      if (static_cast<std::size_t>(n) < buf.size()) break;  // end of file
     }
     if (options_.after_read_hook) options_.after_read_hook(item.rel);
     ok = ok && ::fstat(fd, &after) == 0 && same(before, after) &&
          total == static_cast<std::uint64_t>(after.st_size);
-    ::close(fd);
+    held.reset();
     if (!ok) {
       XXH3_freeState(state);
       shard.unstable.push_back(item.rel);
@@ -293,23 +289,19 @@ class Walker {
 
 std::expected<ScanResult, std::string> scan_tree(const std::filesystem::path& root, const IgnoreMatcher& ignore,
                                                  FileIndex* index, const ScanOptions& options) {
-  const int root_fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
-  Walker walker(root_fd, ignore, index, options);
-  ScanResult result = walker.run();
-  ::close(root_fd);
-  return result;
+  const UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
+  Walker walker(root_fd.get(), ignore, index, options);
+  return walker.run();
 }
 
 std::expected<ScanResult, std::string> scan_paths(const std::filesystem::path& root, const IgnoreMatcher& ignore,
                                                   FileIndex* index, const std::vector<std::string>& paths,
                                                   const ScanOptions& options) {
-  const int root_fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root_fd < 0) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
-  Walker walker(root_fd, ignore, index, options);
-  ScanResult result = walker.run_paths(paths);
-  ::close(root_fd);
-  return result;
+  const UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
+  Walker walker(root_fd.get(), ignore, index, options);
+  return walker.run_paths(paths);
 }
 
 }  // namespace ferry::sync

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/file_times.hpp"
 #include "ferry/version.hpp"
 
 namespace ferry::agent {
@@ -91,12 +92,11 @@ Response AgentService::dispatch(const protocol::Request& r) {
         return protocol::make_result(r.id, json{{"exists", false}, {"path", resolved->relative}});
       return protocol::make_error(r.id, ec::kIoError, "fs/stat '" + resolved->relative + "': " + std::strerror(errno));
     }
-    long long mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec;
     return protocol::make_result(r.id, json{{"exists", true},
                                             {"path", resolved->relative},
                                             {"type", file_type(st.st_mode)},
                                             {"size", static_cast<long long>(st.st_size)},
-                                            {"mtimeNs", mtime_ns},
+                                            {"mtimeNs", ferry::posix::mtime_of(st)},
                                             {"mode", static_cast<unsigned>(st.st_mode & 07777)}});
   }
   if (r.method == "agent/shutdown") {

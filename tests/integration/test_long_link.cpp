@@ -25,6 +25,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ferry;
@@ -37,15 +38,7 @@ namespace {
 
 constexpr auto kOneWay = 20ms;
 
-std::string random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::string s(n, '\0');
-  for (std::size_t i = 0; i < n; i += 8) {
-    std::uint64_t v = rng();
-    std::memcpy(s.data() + i, &v, std::min<std::size_t>(8, n - i));
-  }
-  return s;
-}
+using ferry::test::random_bytes;
 
 // The fixture's host once more, on the relay's port (and its key known there).
 std::string relay_alias(const test::SshdFixture& f, int port) {
@@ -89,7 +82,7 @@ BOOST_AUTO_TEST_CASE(the_relay_keeps_order_and_adds_its_delay) {
   sockaddr_in r = a;
   r.sin_port = htons(static_cast<uint16_t>(relay.port()));
   BOOST_REQUIRE(::connect(c, reinterpret_cast<sockaddr*>(&r), sizeof r) == 0);
-  const std::string sent = random_bytes(3u << 20, 5);
+  const std::string sent = random_bytes<std::string>(3u << 20, 5);
   const auto t0 = std::chrono::steady_clock::now();
   std::thread writer([&] {
     for (std::size_t off = 0; off < sent.size();) off += static_cast<std::size_t>(::write(c, sent.data() + off, sent.size() - off));
@@ -122,7 +115,7 @@ BOOST_AUTO_TEST_CASE(a_slow_link_gets_lanes_and_big_files_cross_it_byte_exact_bo
   BOOST_TEST(ep.bulk_lanes() == static_cast<std::size_t>(remote::kAutoBulkLanes), "a 40 ms link should get lanes");
 
   const fs::path local = f.dir() / "local", remote = f.home() / "project";
-  const std::string big = random_bytes(24u << 20, 6);
+  const std::string big = random_bytes<std::string>(24u << 20, 6);
   write_file(local / "ckpt.bin", big);
   sync::SyncOptions so;
   so.stream_above = 1u << 20;
@@ -136,7 +129,7 @@ BOOST_AUTO_TEST_CASE(a_slow_link_gets_lanes_and_big_files_cross_it_byte_exact_bo
   BOOST_TEST(ep.lane_calls() > 0u, "no part went over a lane");
 
   // Back again: a new remote file pulled into an empty project.
-  const std::string out = random_bytes(20u << 20, 7);
+  const std::string out = random_bytes<std::string>(20u << 20, 7);
   write_file(remote / "out" / "model.pt", out);
   const fs::path back = f.dir() / "back";
   fs::create_directories(back);

@@ -40,6 +40,7 @@
 #include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/serve_client.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ferry;
@@ -69,14 +70,7 @@ Tree read_tree(const fs::path& root) {
   return t;
 }
 
-std::string random_bytes(std::mt19937_64& rng, std::size_t n) {
-  std::string s(n, '\0');
-  for (std::size_t i = 0; i < n; i += 8) {
-    std::uint64_t v = rng();
-    std::memcpy(s.data() + i, &v, std::min<std::size_t>(8, n - i));
-  }
-  return s;
-}
+using ferry::test::random_bytes;
 
 // The processes below `root` (the fixture's sshd: its per-connection children and the ferry-agent).
 std::vector<pid_t> descendants(pid_t root) {
@@ -215,20 +209,20 @@ BOOST_AUTO_TEST_CASE(killed_link_or_agent_never_tears_a_file_and_the_next_sync_c
   std::vector<std::string> small;
   for (int i = 0; i < 1000; ++i) {
     std::string p = "src/d" + std::to_string(i % 30) + "/f" + std::to_string(i) + ".py";
-    write_file(local / p, random_bytes(rng, rng() % 6000));
+    write_file(local / p, random_bytes<std::string>(rng, rng() % 6000));
     small.push_back(p);
   }
   const std::vector<std::string> big = {"data/a.bin", "data/b.bin", "model/c.bin"};
-  for (std::size_t i = 0; i < big.size(); ++i) write_file(local / big[i], random_bytes(rng, (2 + i) << 20));
+  for (std::size_t i = 0; i < big.size(); ++i) write_file(local / big[i], random_bytes<std::string>(rng, (2 + i) << 20));
   converge(f, local, remote, "first sync");
 
   // Calibration: how many agent requests a round of changes takes.
   constexpr int kPoints = 22;
   auto change = [&](int round) {
     std::uniform_int_distribution<std::size_t> pick(0, small.size() - 1);
-    for (int i = 0; i < 150; ++i) write_file(local / small[pick(rng)], random_bytes(rng, rng() % 6000));
+    for (int i = 0; i < 150; ++i) write_file(local / small[pick(rng)], random_bytes<std::string>(rng, rng() % 6000));
     for (int i = 0; i < 30; ++i)
-      write_file(local / ("new/r" + std::to_string(round) + "/n" + std::to_string(i) + ".txt"), random_bytes(rng, rng() % 3000));
+      write_file(local / ("new/r" + std::to_string(round) + "/n" + std::to_string(i) + ".txt"), random_bytes<std::string>(rng, rng() % 3000));
     for (int i = 0; i < 5; ++i) {
       // A fresh range each time: the list shrinks as we go (an index past its end was undefined).
       std::size_t k = std::uniform_int_distribution<std::size_t>(0, small.size() - 1)(rng);
@@ -238,10 +232,10 @@ BOOST_AUTO_TEST_CASE(killed_link_or_agent_never_tears_a_file_and_the_next_sync_c
     // A small edit inside one big file (a delta) and a whole new version of another (streamed).
     std::string b = read_file(local / big[round % 3]);
     auto at = rng() % (b.size() - 70000);
-    auto patch = random_bytes(rng, 65536);
+    auto patch = random_bytes<std::string>(rng, 65536);
     b.replace(at, patch.size(), patch);
     write_file(local / big[round % 3], b);
-    write_file(local / big[(round + 1) % 3], random_bytes(rng, (1 + rng() % 3) << 20));
+    write_file(local / big[(round + 1) % 3], random_bytes<std::string>(rng, (1 + rng() % 3) << 20));
   };
   // Three rounds, the smallest count kept: until each big file has gone once as a delta it has
   // no sent copy (the first sync streamed it whole), so its first delta fetches a signature
@@ -349,8 +343,8 @@ BOOST_AUTO_TEST_CASE(cancelled_push_through_serve_answers_32800_and_the_next_pus
   write_serve_project(f, project);
   std::mt19937_64 rng(7);
   for (int i = 0; i < 2000; ++i)
-    write_file(project / ("src/d" + std::to_string(i % 40) + "/f" + std::to_string(i) + ".py"), random_bytes(rng, rng() % 4000));
-  for (int i = 0; i < 6; ++i) write_file(project / ("data/shard" + std::to_string(i) + ".bin"), random_bytes(rng, 4u << 20));
+    write_file(project / ("src/d" + std::to_string(i % 40) + "/f" + std::to_string(i) + ".py"), random_bytes<std::string>(rng, rng() % 4000));
+  for (int i = 0; i < 6; ++i) write_file(project / ("data/shard" + std::to_string(i) + ".bin"), random_bytes<std::string>(rng, 4u << 20));
   const Tree local = read_tree(project);
 
   test::ServeClient c(project);
@@ -388,7 +382,7 @@ BOOST_AUTO_TEST_CASE(files_rewritten_during_the_push_never_reach_the_remote_half
   const fs::path local = f.dir() / "local-project";
   const fs::path remote = f.home() / "project";
   std::mt19937_64 rng(11);
-  for (int i = 0; i < 1000; ++i) write_file(local / ("src/f" + std::to_string(i) + ".py"), random_bytes(rng, rng() % 4000));
+  for (int i = 0; i < 1000; ++i) write_file(local / ("src/f" + std::to_string(i) + ".py"), random_bytes<std::string>(rng, rng() % 4000));
   // Each version of a hot file is one 8-byte counter repeated: a mix of two versions shows.
   const std::vector<std::pair<std::string, std::size_t>> hot = {
       {"hot/small.txt", 4096}, {"hot/mid.bin", 256u << 10}, {"hot/big.bin", 3u << 20}};

@@ -25,6 +25,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ferry;
@@ -52,14 +53,7 @@ sync::SyncOptions push_options() {
   return o;
 }
 
-std::string random_bytes(std::mt19937_64& rng, std::size_t n) {
-  std::string s(n, '\0');
-  for (std::size_t i = 0; i < n; i += 8) {
-    std::uint64_t v = rng();
-    std::memcpy(s.data() + i, &v, std::min<std::size_t>(8, n - i));
-  }
-  return s;
-}
+using ferry::test::random_bytes;
 
 std::string comm_of(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
@@ -127,7 +121,7 @@ BOOST_AUTO_TEST_CASE(a_big_file_over_the_lanes_arrives_byte_exact) {
   test::SshdFixture f;
   f.trust_host_key();
   const fs::path local = f.dir() / "local", remote = f.home() / "project";
-  const std::string big = random_bytes(rng, kBigBytes + 12345);
+  const std::string big = random_bytes<std::string>(rng, kBigBytes + 12345);
   write_file(local / "ckpt.bin", big);
   write_file(local / "train.py", "print('hi')\n");
   remote::SshEndpoint ep(lane_options(f));
@@ -153,7 +147,7 @@ BOOST_AUTO_TEST_CASE(a_lane_killed_mid_transfer_costs_only_its_chunks) {
   test::SshdFixture f;
   f.trust_host_key();
   const fs::path local = f.dir() / "local", remote = f.home() / "project";
-  const std::string big = random_bytes(rng, kBigBytes * 2);
+  const std::string big = random_bytes<std::string>(rng, kBigBytes * 2);
   write_file(local / "ckpt.bin", big);
   remote::SshEndpoint ep(lane_options(f));
   auto info = ep.connect(30s);
@@ -200,7 +194,7 @@ BOOST_AUTO_TEST_CASE(kill_points_in_a_multi_lane_transfer_never_tear_the_file_an
       // A new big file each time: new files are what goes in chunks over the lanes.
       ++point;
       const std::string name = "ckpt-" + std::to_string(point) + ".bin";
-      const std::string content = random_bytes(rng, kBigBytes + (rng() % 4096));
+      const std::string content = random_bytes<std::string>(rng, kBigBytes + (rng() % 4096));
       write_file(local / name, content);
       const std::string where = "point " + std::to_string(point) + ": " +
                                 (victim == Victim::session ? "session sshd" : victim == Victim::all_agents ? "every agent" : "main agent") +

@@ -19,7 +19,8 @@ class TempDir {
   explicit TempDir(const std::string& prefix = "ferry-test") {
     std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
     if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    path_ = tmpl;
+    // Canonical, so paths a program prints (after its own realpath) compare equal to ours.
+    path_ = std::filesystem::canonical(tmpl);
   }
   ~TempDir() {
     std::error_code ec;

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/unique_fd.hpp"
 #include "remote-runtime/agent/autostop/autostop_state.hpp"
 #include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
@@ -91,14 +92,11 @@ std::expected<std::pair<int, std::string>, std::string> http_get(const std::stri
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || !found) return std::unexpected("cannot resolve " + host);
-  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const ferry::posix::UniqueFd sock(::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  const int fd = sock.get();
   int rc = fd < 0 ? -1 : ::connect(fd, found->ai_addr, found->ai_addrlen);
   ::freeaddrinfo(found);
   if (fd < 0) return std::unexpected("socket failed");
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   int err = 0;
   socklen_t len = sizeof err;
   if ((rc != 0 && errno != EINPROGRESS) || !wait_fd(fd, POLLOUT, deadline) ||

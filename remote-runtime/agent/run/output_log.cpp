@@ -9,22 +9,16 @@
 #include <cstring>
 #include <optional>
 
+#include "common/full_io.hpp"
+
 namespace ferry::agent::run {
 namespace {
 
+// All `n` bytes at `offset`: the callers checked the file's size, so a short read is an error.
 bool pread_all(int fd, char* out, std::size_t n, std::uint64_t offset) {
-  while (n > 0) {
-    ssize_t r = ::pread(fd, out, n, static_cast<off_t>(offset));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    if (r == 0) return false;
-    out += r;
-    n -= static_cast<std::size_t>(r);
-    offset += static_cast<std::uint64_t>(r);
-  }
-  return true;
+  const ssize_t got = ferry::posix::pread_full(fd, out, n, offset);
+  if (got >= 0 && static_cast<std::size_t>(got) < n) errno = EIO;  // shrank under us
+  return got == static_cast<ssize_t>(n);
 }
 
 struct Header {
@@ -66,16 +60,7 @@ std::string encode_record(std::uint8_t stream, std::string_view data) {
 
 bool append_record(int fd, std::uint8_t stream, std::string_view data) {
   std::string record = encode_record(stream, data);
-  std::string_view rest = record;
-  while (!rest.empty()) {
-    ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    rest.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
+  return ferry::posix::write_full(fd, record.data(), record.size()) >= 0;
 }
 
 std::expected<LogChunk, std::string> read_records(int fd, std::uint64_t offset, std::size_t max_bytes) {

@@ -15,6 +15,10 @@
 #include <random>
 #include <sstream>
 
+#include "common/full_io.hpp"
+#include "common/temp_name.hpp"
+#include "common/unique_fd.hpp"
+
 namespace ferry::agent::run {
 
 fs::path default_state_dir() {
@@ -96,21 +100,13 @@ std::optional<json> read_json_file(const fs::path& path) {
 }
 
 bool write_json_atomic(const fs::path& path, const json& value, mode_t mode) {
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return false;
-  std::string text = value.dump() + "\n";
-  std::string_view rest = text;
-  bool ok = true;
-  while (ok && !rest.empty()) {
-    ssize_t n = ::write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) ok = false;
-    else rest.remove_prefix(static_cast<std::size_t>(n));
-  }
-  ok = ok && ::fsync(fd) == 0;
-  ok = ::close(fd) == 0 && ok;
+  const fs::path tmp = path.parent_path() / ferry::posix::temp_name(path.filename().string());
+  ferry::posix::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  if (!fd) return false;
+  const std::string text = value.dump() + "\n";
+  bool ok = ferry::posix::write_full(fd.get(), text.data(), text.size()) >= 0;
+  ok = ok && ::fsync(fd.get()) == 0;
+  ok = fd.close() == 0 && ok;
   ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
   if (!ok) ::unlink(tmp.c_str());
   return ok;

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -21,34 +20,19 @@
 #include <vector>
 
 
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
+#include "common/temp_name.hpp"
+#include "common/unique_fd.hpp"
 #include "protocol/delta/patch.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 
 namespace ferry::agent::sync {
 namespace {
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    reset();
-    fd_ = std::exchange(o.fd_, -1);
-    return *this;
-  }
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  explicit operator bool() const { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
+using Fd = ferry::posix::UniqueFd;
+using ferry::posix::mtime_of;
+using ferry::posix::to_timespec;
 
 // A directory descriptor shared by the files of a batch that live in it; closed with the last.
 class DirRef {
@@ -69,30 +53,6 @@ std::unexpected<WriteError> sys_fail(const std::string& what) {
   const int e = errno;
   const WriteErrc code = e == ENOENT ? WriteErrc::not_found : e == ENOSPC || e == EDQUOT ? WriteErrc::no_space : WriteErrc::io;
   return fail(code, what + ": " + std::strerror(e));
-}
-
-std::int64_t mtime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
-
-timespec to_timespec(std::int64_t ns) {
-  timespec ts{};
-  ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-  ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-  if (ts.tv_nsec < 0) {
-    ts.tv_nsec += 1'000'000'000;
-    --ts.tv_sec;
-  }
-  return ts;
-}
-
-std::string temp_name(std::string_view final_name) {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  char suffix[17];
-  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
-  std::string n(kTempPrefix);
-  n.append(final_name.substr(0, 200)).append(".").append(suffix);
-  return n;
 }
 
 std::expected<void, WriteError> check_precondition(int dirfd, const std::string& name, const Precondition& expect,
@@ -218,14 +178,7 @@ std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::u
     return fail(WriteErrc::hash_mismatch, s.rel + ": bytes at " + std::to_string(offset) + "+" + std::to_string(n) +
                                               " overlap bytes already received");
   }
-  for (std::uint64_t at = 0; bytes && at < n;) {
-    const ssize_t k = ::pwrite(s.fd.get(), bytes + at, n - at, static_cast<off_t>(offset + at));
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      return sys_fail("write " + s.rel);
-    }
-    at += static_cast<std::uint64_t>(k);
-  }
+  if (bytes && ferry::posix::pwrite_full(s.fd.get(), bytes, static_cast<std::size_t>(n), offset) < 0) return sys_fail("write " + s.rel);
   // Record the range, merged with touching neighbours.
   std::uint64_t start = offset, stop = end;
   if (prev != s.ranges.end() && prev->second == offset) {
@@ -249,9 +202,9 @@ std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::u
     std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(stop - s.hashed, 1u << 20)));
     while (s.hashed < stop) {
       const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), stop - s.hashed));
-      const ssize_t k = ::pread(s.fd.get(), buf.data(), want, static_cast<off_t>(s.hashed));
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) return k < 0 ? sys_fail("read back " + s.rel) : fail(WriteErrc::io, s.rel + ": temp file shorter than written");
+      const ssize_t k = ferry::posix::pread_full(s.fd.get(), buf.data(), want, s.hashed);
+      if (k < 0) return sys_fail("read back " + s.rel);
+      if (static_cast<std::size_t>(k) < want) return fail(WriteErrc::io, s.rel + ": temp file shorter than written");
       s.hash.update(Bytes(buf.data(), static_cast<std::size_t>(k)));
       s.hashed += static_cast<std::uint64_t>(k);
     }
@@ -410,14 +363,7 @@ std::expected<void, WriteError> FileWriter::write_part(std::string_view rel, std
   Fd held(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + ": temp file is not a regular file");
-  for (std::size_t at = 0; at < bytes.size();) {
-    const ssize_t k = ::pwrite(fd, bytes.data() + at, bytes.size() - at, static_cast<off_t>(offset + at));
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      return sys_fail("write " + parent->rel);
-    }
-    at += static_cast<std::size_t>(k);
-  }
+  if (ferry::posix::pwrite_full(fd, bytes.data(), bytes.size(), offset) < 0) return sys_fail("write " + parent->rel);
   return {};
 }
 
@@ -430,7 +376,7 @@ std::expected<PendingFile, WriteError> FileWriter::begin_file(std::string_view r
   auto parent = open_parent(rel, true, cache);
   if (!parent) return std::unexpected(parent.error());
   auto state = std::make_unique<PendingFile::State>();
-  state->tmp = temp_name(parent->name);
+  state->tmp = ferry::posix::temp_name(parent->name);
   const int fd = ::openat(parent->dir.get(), state->tmp.c_str(), O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return sys_fail("create temp file for " + parent->rel);
   state->fd = Fd(fd);
@@ -620,8 +566,7 @@ std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
   for (;;) {
     const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), length - std::min(total, length)));
     if (want == 0) break;
-    const ssize_t n = ::pread(fd.get(), buf.data(), want, static_cast<off_t>(offset + total));
-    if (n < 0 && errno == EINTR) continue;
+    const ssize_t n = ferry::posix::pread_full(fd.get(), buf.data(), want, offset + total);
     if (n < 0) return sys_fail("read " + parent->rel);
     if (n == 0) break;
     total += static_cast<std::uint64_t>(n);
@@ -640,7 +585,7 @@ std::expected<void, WriteError> FileWriter::make_symlink(std::string_view rel, s
   }
   auto parent = open_parent(rel, true);
   if (!parent) return std::unexpected(parent.error());
-  const std::string tmp = temp_name(parent->name);
+  const std::string tmp = ferry::posix::temp_name(parent->name);
   if (::symlinkat(std::string(target).c_str(), parent->dir.get(), tmp.c_str()) != 0) {
     return sys_fail("create symlink " + parent->rel);
   }

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/temp_name.hpp"
 #include "protocol/delta/delta_types.hpp"
 #include "protocol/delta/signature.hpp"
 
@@ -65,7 +66,7 @@ struct Precondition {
 // Points at which a test may kill the writing process (see tests/unit/sync/test_file_writer).
 enum class WriteStep { temp_created, half_written, before_fsync, before_rename, after_rename };
 
-inline constexpr std::string_view kTempPrefix = ".ferry-tmp.";
+inline constexpr std::string_view kTempPrefix = ferry::posix::kTempPrefix;
 
 class FileWriter;
 

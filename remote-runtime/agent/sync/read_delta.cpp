@@ -11,14 +11,17 @@
 #include <mutex>
 #include <string>
 
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
+
 namespace ferry::agent::sync {
 namespace {
 
 namespace delta = ferry::delta;
 
-std::int64_t mtime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec;
-}
+using ferry::posix::ctime_of;
+using ferry::posix::mtime_of;
 
 WriteError bad(std::string message) { return WriteError{WriteErrc::bad_delta, std::move(message)}; }
 
@@ -40,16 +43,13 @@ constexpr std::size_t kCoarseCacheEntries = 8;
 }  // namespace
 
 std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::path& file, const ReadDeltaRequest& req) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const ferry::posix::UniqueFd held(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const int fd = held.get();
   if (fd < 0) {
     const int err = errno;
     return std::unexpected(WriteError{err == ENOENT ? WriteErrc::not_found : err == ELOOP ? WriteErrc::wrong_kind : WriteErrc::io,
                                       std::string("open: ") + std::strerror(err)});
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat before {};
   if (::fstat(fd, &before) != 0) return std::unexpected(WriteError{WriteErrc::io, std::string("fstat: ") + std::strerror(errno)});
   if (!S_ISREG(before.st_mode)) return std::unexpected(WriteError{WriteErrc::wrong_kind, "not a regular file"});
@@ -62,13 +62,9 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
     return big;
   }
   std::vector<std::uint8_t> data(static_cast<std::size_t>(before.st_size));
-  for (std::size_t got = 0; got < data.size();) {
-    const ssize_t n = ::pread(fd, data.data() + got, data.size() - got, static_cast<off_t>(got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected(WriteError{WriteErrc::io, std::string("read: ") + std::strerror(errno)});
-    if (n == 0) return std::unexpected(WriteError{WriteErrc::io, "changed while being read (shrank)"});
-    got += static_cast<std::size_t>(n);
-  }
+  const ssize_t n = ferry::posix::pread_full(fd, data.data(), data.size(), 0);
+  if (n < 0) return std::unexpected(WriteError{WriteErrc::io, std::string("read: ") + std::strerror(errno)});
+  if (static_cast<std::size_t>(n) < data.size()) return std::unexpected(WriteError{WriteErrc::io, "changed while being read (shrank)"});
   struct stat after {};
   if (::fstat(fd, &after) != 0 || after.st_size != before.st_size || mtime_of(after) != mtime_of(before))
     return std::unexpected(WriteError{WriteErrc::io, "changed while being read"});
@@ -82,7 +78,7 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
   auto sig = delta::SignatureView::parse(req.signature);
   if (!sig) return std::unexpected(bad("signature: " + sig.error().message));
   const CoarseKey key{before.st_dev, before.st_ino, static_cast<std::int64_t>(before.st_size), mtime_of(before),
-                      static_cast<std::int64_t>(before.st_ctim.tv_sec) * 1'000'000'000LL + before.st_ctim.tv_nsec,
+                      ctime_of(before),
                       delta::hash128(req.signature)};
   std::vector<std::uint8_t> coarse;
   if (!req.fine.empty()) {

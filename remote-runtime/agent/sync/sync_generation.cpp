@@ -12,17 +12,15 @@
 #include <cstring>
 #include <random>
 
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
+
 namespace ferry::agent::sync {
 namespace {
 
 constexpr std::string_view kMagic = "ferry-sync-state 1 ";
 
-struct FdCloser {
-  int fd = -1;
-  ~FdCloser() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+using ferry::posix::UniqueFd;
 
 std::unexpected<WriteError> io_fail(const std::string& what) {
   const int e = errno;
@@ -52,16 +50,11 @@ SyncGeneration parse(std::string_view text) {
   return g;
 }
 
+// The record is one short line: more than a few KiB is not one, and parses as none.
 std::string read_all(int fd) {
-  std::string out;
-  char buf[256];
-  for (off_t off = 0;;) {
-    ssize_t n = ::pread(fd, buf, sizeof buf, off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || out.size() > 4096) break;
-    out.append(buf, static_cast<std::size_t>(n));
-    off += n;
-  }
+  std::string out(4352, '\0');
+  const ssize_t n = ferry::posix::pread_full(fd, out.data(), out.size(), 0);
+  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
   return out;
 }
 
@@ -70,15 +63,15 @@ std::expected<int, WriteError> open_state(FileWriter& writer, bool create) {
   if (create) {
     if (auto made = writer.make_dirs(kSyncStateDir, 0700); !made) return std::unexpected(made.error());
   }
-  FdCloser root{::open(writer.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-  if (root.fd < 0) return io_fail("open " + writer.root().string());
-  FdCloser dir{::openat(root.fd, std::string(kSyncStateDir).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
-  if (dir.fd < 0) {
+  const UniqueFd root(::open(writer.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return io_fail("open " + writer.root().string());
+  const UniqueFd dir(::openat(root.get(), std::string(kSyncStateDir).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) {
     if (errno == ENOENT && !create) return -1;
     return io_fail("open .ferry");
   }
   int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
-  int fd = ::openat(dir.fd, std::string(kSyncStateFile).c_str(), flags, 0600);
+  int fd = ::openat(dir.get(), std::string(kSyncStateFile).c_str(), flags, 0600);
   if (fd < 0) {
     if (errno == ENOENT && !create) return -1;
     return io_fail("open .ferry/sync-state");
@@ -92,26 +85,26 @@ std::expected<SyncGeneration, WriteError> read_generation(FileWriter& writer) {
   auto fd = open_state(writer, false);
   if (!fd) return std::unexpected(fd.error());
   if (*fd < 0) return SyncGeneration{};
-  FdCloser f{*fd};
-  ::flock(f.fd, LOCK_SH);
-  return parse(read_all(f.fd));
+  const UniqueFd f(*fd);
+  ::flock(f.get(), LOCK_SH);
+  return parse(read_all(f.get()));
 }
 
 std::expected<SyncGeneration, WriteError> bump_generation(FileWriter& writer) {
   auto fd = open_state(writer, true);
   if (!fd) return std::unexpected(fd.error());
-  FdCloser f{*fd};
-  if (::flock(f.fd, LOCK_EX) != 0) return io_fail("lock .ferry/sync-state");
-  SyncGeneration g = parse(read_all(f.fd));
+  const UniqueFd f(*fd);
+  if (::flock(f.get(), LOCK_EX) != 0) return io_fail("lock .ferry/sync-state");
+  SyncGeneration g = parse(read_all(f.get()));
   if (g.epoch.empty()) g.epoch = new_epoch();
   ++g.generation;
   // Rewritten in place (the lock is on this inode). Synced like the writes it counts: a lost
   // bump could later let another writer's bump land on a count a helper already holds. A torn
   // line reads as a new epoch, which only makes the helper list once.
   std::string line = std::string(kMagic) + g.epoch + " " + std::to_string(g.generation) + "\n";
-  if (::pwrite(f.fd, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size())) return io_fail("write .ferry/sync-state");
-  if (::ftruncate(f.fd, static_cast<off_t>(line.size())) != 0) return io_fail("truncate .ferry/sync-state");
-  ::fdatasync(f.fd);
+  if (ferry::posix::pwrite_full(f.get(), line.data(), line.size(), 0) < 0) return io_fail("write .ferry/sync-state");
+  if (::ftruncate(f.get(), static_cast<off_t>(line.size())) != 0) return io_fail("truncate .ferry/sync-state");
+  ::fdatasync(f.get());
   return g;
 }
 

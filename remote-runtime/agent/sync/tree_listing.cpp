@@ -12,28 +12,29 @@
 
 #include <xxhash.h>
 
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
+
 namespace ferry::agent::sync {
 namespace {
 
-std::int64_t mtime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
+using ferry::posix::mtime_of;
+using ferry::posix::UniqueFd;
 
 std::optional<Hash128> hash_file_at(int dirfd, const char* name) {
-  const int fd = ::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
+  const UniqueFd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return std::nullopt;
   XXH3_state_t* st = XXH3_createState();
   XXH3_128bits_reset(st);
   std::vector<char> buf(1u << 18);
   bool ok = true;
   for (;;) {
-    const ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0 && errno == EINTR) continue;
+    const ssize_t n = ferry::posix::read_full(fd.get(), buf.data(), buf.size());
     if (n < 0) ok = false;
     if (n <= 0) break;
     XXH3_128bits_update(st, buf.data(), static_cast<std::size_t>(n));
+    if (static_cast<std::size_t>(n) < buf.size()) break;  // end of file
   }
-  ::close(fd);
   XXH128_canonical_t c;
   XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
   XXH3_freeState(st);
@@ -46,50 +47,23 @@ std::optional<Hash128> hash_file_at(int dirfd, const char* name) {
 }  // namespace
 
 std::expected<TreeLister, WriteError> TreeLister::open(const FileWriter& writer, ListOptions options) {
-  const int root = ::open(writer.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (root < 0) {
+  UniqueFd root(::open(writer.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root) {
     return std::unexpected(WriteError{WriteErrc::io, "open root " + writer.root().string() + ": " + std::strerror(errno)});
   }
   struct stat st {};
-  if (::fstat(root, &st) != 0) {
-    const int err = errno;
-    ::close(root);
-    return std::unexpected(WriteError{WriteErrc::io, "stat root " + writer.root().string() + ": " + std::strerror(err)});
+  if (::fstat(root.get(), &st) != 0) {
+    return std::unexpected(WriteError{WriteErrc::io, "stat root " + writer.root().string() + ": " + std::strerror(errno)});
   }
-  DIR* d = ::fdopendir(root);
+  auto d = ferry::posix::DirReader::adopt(std::move(root));
   if (!d) {
-    const int err = errno;
-    ::close(root);
-    return std::unexpected(WriteError{WriteErrc::io, "read root " + writer.root().string() + ": " + std::strerror(err)});
+    return std::unexpected(WriteError{WriteErrc::io, "read root " + writer.root().string() + ": " + std::strerror(d.error())});
   }
   TreeLister l;
   l.root_dev_ = st.st_dev;
   l.options_ = std::move(options);
-  l.stack_.push_back(Level{d, ""});
+  l.stack_.push_back(Level{std::move(*d), ""});
   return l;
-}
-
-TreeLister::TreeLister(TreeLister&& o) noexcept
-    : stack_(std::exchange(o.stack_, {})), root_dev_(o.root_dev_), options_(std::move(o.options_)),
-      other_filesystems_(std::move(o.other_filesystems_)), listed_(o.listed_) {}
-
-TreeLister& TreeLister::operator=(TreeLister&& o) noexcept {
-  if (this != &o) {
-    close_all();
-    stack_ = std::exchange(o.stack_, {});
-    root_dev_ = o.root_dev_;
-    options_ = std::move(o.options_);
-    other_filesystems_ = std::move(o.other_filesystems_);
-    listed_ = o.listed_;
-  }
-  return *this;
-}
-
-TreeLister::~TreeLister() { close_all(); }
-
-void TreeLister::close_all() {
-  for (auto& level : stack_) ::closedir(level.dir);
-  stack_.clear();
 }
 
 std::vector<std::string> TreeLister::take_other_filesystems() { return std::exchange(other_filesystems_, {}); }
@@ -98,17 +72,15 @@ std::vector<TreeEntry> TreeLister::next(std::size_t max_entries, Clock::time_poi
   std::vector<TreeEntry> out;
   while (!stack_.empty() && out.size() < max_entries && (out.empty() || Clock::now() < deadline)) {
     Level& level = stack_.back();
-    dirent* de = ::readdir(level.dir);
+    auto de = level.dir.next();
     if (!de) {
-      ::closedir(level.dir);
       stack_.pop_back();
       continue;
     }
-    const std::string_view name = de->d_name;
-    if (name == "." || name == ".." || name.starts_with(kTempPrefix)) continue;
-    const int dfd = ::dirfd(level.dir);
-    struct stat st {};
-    if (::fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const std::string_view name = de->name;
+    if (name.starts_with(kTempPrefix) || de->stat_error != 0) continue;
+    const int dfd = level.dir.fd();
+    const struct stat& st = de->st;
     TreeEntry e;
     e.path = level.rel.empty() ? std::string(name) : level.rel + "/" + std::string(name);
     e.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
@@ -122,22 +94,18 @@ std::vector<TreeEntry> TreeLister::next(std::size_t max_entries, Clock::time_poi
         // walked, so a listing stays on the mapping's own filesystem.
         other_filesystems_.push_back(e.path);
       } else {
-        const int child = ::openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (DIR* cd = child >= 0 ? ::fdopendir(child) : nullptr) enter = Level{cd, e.path};
-        else if (child >= 0) ::close(child);
+        if (auto child = ferry::posix::DirReader::open(dfd, de->name)) enter = Level{std::move(*child), e.path};
       }
     } else if (S_ISLNK(st.st_mode)) {
       e.kind = TreeEntryKind::symlink;
-      std::string target(static_cast<std::size_t>(st.st_size) + 1, '\0');
-      const ssize_t n = ::readlinkat(dfd, de->d_name, target.data(), target.size());
-      if (n < 0 || static_cast<std::size_t>(n) >= target.size()) continue;
-      target.resize(static_cast<std::size_t>(n));
-      e.size = target.size();
-      e.link_target = std::move(target);
+      auto target = ferry::posix::read_link_at(dfd, de->name, static_cast<std::size_t>(st.st_size));
+      if (!target) continue;
+      e.size = target->size();
+      e.link_target = std::move(*target);
     } else if (S_ISREG(st.st_mode)) {
       e.kind = TreeEntryKind::file;
       e.size = static_cast<std::uint64_t>(st.st_size);
-      if (options_.hash_if && options_.hash_if(e.path)) e.hash = hash_file_at(dfd, de->d_name);
+      if (options_.hash_if && options_.hash_if(e.path)) e.hash = hash_file_at(dfd, de->name);
     } else {
       continue;  // fifos, sockets, devices: never sync targets
     }

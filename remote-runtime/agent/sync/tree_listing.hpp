@@ -7,7 +7,6 @@
 // big tree reports progress and can be stopped between pages.
 #pragma once
 
-#include <dirent.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -19,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/dir_reader.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
 
 namespace ferry::agent::sync {
@@ -50,9 +50,8 @@ class TreeLister {
   using Clock = std::chrono::steady_clock;
 
   static std::expected<TreeLister, WriteError> open(const FileWriter& writer, ListOptions options = {});
-  TreeLister(TreeLister&&) noexcept;
-  TreeLister& operator=(TreeLister&&) noexcept;
-  ~TreeLister();
+  TreeLister(TreeLister&&) noexcept = default;
+  TreeLister& operator=(TreeLister&&) noexcept = default;
 
   // The next entries, unsorted: stops after `max_entries`, or at the first entry after
   // `deadline` (a single file's hash is never cut short), or when the walk is done.
@@ -65,9 +64,8 @@ class TreeLister {
 
  private:
   TreeLister() = default;
-  void close_all();
   struct Level {
-    DIR* dir = nullptr;
+    ferry::posix::DirReader dir;
     std::string rel;
   };
   std::vector<Level> stack_;

@@ -11,22 +11,13 @@
 
 #include "ferry/version.hpp"
 #include "helper/deploy/project_config.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-cli-XXXXXX").string();
-    path = fs::canonical(::mkdtemp(tmpl.data()));
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using ferry::test::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -55,12 +46,12 @@ Run run_ferry(const fs::path& cwd, const std::string& args, const std::string& e
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(init_writes_a_valid_ferry_json) {
-  TempDir t;
-  fs::create_directory(t.path / "my proj");
-  auto r = run_ferry(t.path / "my proj", "init");
+  TempDir t("ferry-cli");
+  fs::create_directory(t.path() / "my proj");
+  auto r = run_ferry(t.path() / "my proj", "init");
   BOOST_TEST(r.status == 0, r.err);
-  BOOST_TEST(r.out.find("Wrote " + (t.path / "my proj" / "ferry.json").string()) != std::string::npos, r.out);
-  auto config = ferry::deploy::load_project(t.path / "my proj");
+  BOOST_TEST(r.out.find("Wrote " + (t.path() / "my proj" / "ferry.json").string()) != std::string::npos, r.out);
+  auto config = ferry::deploy::load_project(t.path() / "my proj");
   BOOST_REQUIRE_MESSAGE(config.has_value(), (config ? std::string() : config.error().to_string()));
   BOOST_TEST(config->host == "local");
   BOOST_TEST(config->name == "my-proj");
@@ -69,58 +60,58 @@ BOOST_AUTO_TEST_CASE(init_writes_a_valid_ferry_json) {
 }
 
 BOOST_AUTO_TEST_CASE(init_refuses_to_overwrite_without_force) {
-  TempDir t;
-  BOOST_REQUIRE(run_ferry(t.path, "init").status == 0);
-  std::ofstream(t.path / "ferry.json") << R"({"host": "keep-me"})";
-  auto again = run_ferry(t.path, "init --host other");
+  TempDir t("ferry-cli");
+  BOOST_REQUIRE(run_ferry(t.path(), "init").status == 0);
+  std::ofstream(t.path() / "ferry.json") << R"({"host": "keep-me"})";
+  auto again = run_ferry(t.path(), "init --host other");
   BOOST_TEST(again.status == 1);
   BOOST_TEST(again.err.find("already exists") != std::string::npos, again.err);
   BOOST_TEST(again.err.find("--force") != std::string::npos);
-  BOOST_TEST(slurp(t.path / "ferry.json") == R"({"host": "keep-me"})");
+  BOOST_TEST(slurp(t.path() / "ferry.json") == R"({"host": "keep-me"})");
 
-  auto forced = run_ferry(t.path, "init --force --host me@gpu:2222 --remote-root /workspace/x --name demo");
+  auto forced = run_ferry(t.path(), "init --force --host me@gpu:2222 --remote-root /workspace/x --name demo");
   BOOST_TEST(forced.status == 0, forced.err);
-  auto config = ferry::deploy::load_project(t.path);
+  auto config = ferry::deploy::load_project(t.path());
   BOOST_REQUIRE(config.has_value());
   BOOST_TEST(config->host == "me@gpu:2222");
   BOOST_TEST(config->name == "demo");
   BOOST_TEST(config->mappings.at(0).remote == "/workspace/x");
   // No temp files left behind.
   int entries = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(t.path)) ++entries;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(t.path())) ++entries;
   BOOST_TEST(entries == 1);
 }
 
 BOOST_AUTO_TEST_CASE(init_validates_before_writing) {
-  TempDir t;
-  auto bad_host = run_ferry(t.path, "init --host 'not a host'");
+  TempDir t("ferry-cli");
+  auto bad_host = run_ferry(t.path(), "init --host 'not a host'");
   BOOST_TEST(bad_host.status == 2);
   BOOST_TEST(bad_host.err.find("/host: expected") != std::string::npos, bad_host.err);
-  auto bad_root = run_ferry(t.path, "init --remote-root relative/dir");
+  auto bad_root = run_ferry(t.path(), "init --remote-root relative/dir");
   BOOST_TEST(bad_root.status == 2);
   BOOST_TEST(bad_root.err.find("/mappings/0/remote") != std::string::npos, bad_root.err);
-  BOOST_TEST(!fs::exists(t.path / "ferry.json"));
+  BOOST_TEST(!fs::exists(t.path() / "ferry.json"));
 }
 
 BOOST_AUTO_TEST_CASE(init_with_project_dir) {
-  TempDir t;
-  fs::create_directory(t.path / "elsewhere");
-  auto r = run_ferry(t.path, "--project elsewhere init --host box");
+  TempDir t("ferry-cli");
+  fs::create_directory(t.path() / "elsewhere");
+  auto r = run_ferry(t.path(), "--project elsewhere init --host box");
   BOOST_TEST(r.status == 0, r.err);
-  BOOST_TEST(fs::exists(t.path / "elsewhere" / "ferry.json"));
-  BOOST_TEST(!fs::exists(t.path / "ferry.json"));
+  BOOST_TEST(fs::exists(t.path() / "elsewhere" / "ferry.json"));
+  BOOST_TEST(!fs::exists(t.path() / "ferry.json"));
 }
 
 BOOST_AUTO_TEST_CASE(demo_shows_the_agent_handshake) {
-  TempDir t;
-  auto r = run_ferry(t.path, "demo --pings 20 --sandbox '" + (t.path / "sandbox").string() + "'");
+  TempDir t("ferry-cli");
+  auto r = run_ferry(t.path(), "demo --pings 20 --sandbox '" + (t.path() / "sandbox").string() + "'");
   BOOST_TEST(r.status == 0, r.err);
   std::string magic = std::string("FERRY-AGENT ") + std::to_string(ferry::kAgentProtocolVersion) + " " + ferry::kVersion;
   BOOST_TEST(r.out.find(magic) != std::string::npos, r.out);
   BOOST_TEST(r.out.find("ferry-samples") != std::string::npos);  // samples/ferry.json was loaded
-  BOOST_TEST(r.out.find((t.path / "sandbox").string()) != std::string::npos);
+  BOOST_TEST(r.out.find((t.path() / "sandbox").string()) != std::string::npos);
   BOOST_TEST(r.out.find("exited with status 0") != std::string::npos, r.out);
-  BOOST_TEST(fs::is_directory(t.path / "sandbox"));
+  BOOST_TEST(fs::is_directory(t.path() / "sandbox"));
   // It ends with what its work would cost on a few catalog GPUs.
   const auto cost = r.out.find("Cost     this demo's sync + run + training took");
   BOOST_TEST_REQUIRE(cost != std::string::npos, r.out);
@@ -130,24 +121,24 @@ BOOST_AUTO_TEST_CASE(demo_shows_the_agent_handshake) {
 }
 
 BOOST_AUTO_TEST_CASE(demo_uses_the_xdg_cache_sandbox_by_default) {
-  TempDir t;
-  auto r = run_ferry(t.path, "demo --pings 1", "XDG_CACHE_HOME='" + t.path.string() + "/cache'");
+  TempDir t("ferry-cli");
+  auto r = run_ferry(t.path(), "demo --pings 1", "XDG_CACHE_HOME='" + t.path().string() + "/cache'");
   BOOST_TEST(r.status == 0, r.err);
-  BOOST_TEST(fs::is_directory(t.path / "cache" / "ferry" / "local" / "ferry-samples"));
+  BOOST_TEST(fs::is_directory(t.path() / "cache" / "ferry" / "local" / "ferry-samples"));
 }
 
 BOOST_AUTO_TEST_CASE(demo_reports_a_bad_project_on_stderr) {
-  TempDir t;
-  std::ofstream(t.path / "ferry.json") << R"({"host": "local", "tunnels": [{"name": "x", "remotePort": 99999}]})";
-  auto r = run_ferry(t.path, "--project . demo");
+  TempDir t("ferry-cli");
+  std::ofstream(t.path() / "ferry.json") << R"({"host": "local", "tunnels": [{"name": "x", "remotePort": 99999}]})";
+  auto r = run_ferry(t.path(), "--project . demo");
   BOOST_TEST(r.status == 1);
   BOOST_TEST(r.err.find("/tunnels/0/remotePort: expected a port number from 1 to 65535") != std::string::npos, r.err);
 }
 
 BOOST_AUTO_TEST_CASE(every_command_has_help) {
-  TempDir t;
+  TempDir t("ferry-cli");
   for (const char* cmd : {"init --help", "demo --help", "--help"}) {
-    auto r = run_ferry(t.path, cmd);
+    auto r = run_ferry(t.path(), cmd);
     BOOST_TEST(r.status == 0, cmd);
     BOOST_TEST(r.out.find("Usage") != std::string::npos, cmd);
   }
@@ -158,12 +149,12 @@ BOOST_AUTO_TEST_CASE(every_command_has_help) {
 // goes on. Before, on the local host (where SIGPIPE was already ignored) it streamed the whole
 // run into the closed pipe and exited with the run's status.
 BOOST_AUTO_TEST_CASE(run_stops_following_when_its_stdout_reader_goes_away) {
-  TempDir t;
-  std::ofstream(t.path / "ferry.json") << R"({"name": "pipe", "host": "local", "mappings": [{"local": ".", "remote": "~/w"}]})";
-  const fs::path status = t.path / ".status", err = t.path / ".err";
+  TempDir t("ferry-cli");
+  std::ofstream(t.path() / "ferry.json") << R"({"name": "pipe", "host": "local", "mappings": [{"local": ".", "remote": "~/w"}]})";
+  const fs::path status = t.path() / ".status", err = t.path() / ".err";
   // 60 s is a hang (timeout's 124), not a slow box: the fixed ferry exits at its first write after
   // head left. The run prints ~39 MB, far more than the pipe holds.
-  std::string cmd = "cd '" + t.path.string() + "' && ( XDG_CACHE_HOME='" + t.path.string() + "/cache' timeout 60 '" +
+  std::string cmd = "cd '" + t.path().string() + "' && ( XDG_CACHE_HOME='" + t.path().string() + "/cache' timeout 60 '" +
                     FERRY_BIN + "' run -- seq 5000000 2>'" + err.string() + "'; echo $? >'" + status.string() +
                     "' ) | head -c 64 >/dev/null";
   BOOST_REQUIRE(std::system(cmd.c_str()) == 0);
@@ -174,48 +165,48 @@ BOOST_AUTO_TEST_CASE(run_stops_following_when_its_stdout_reader_goes_away) {
 
 // Issue #17's sweep: the CLI's errors name what failed, where (host, path) and the next step.
 BOOST_AUTO_TEST_CASE(errors_name_what_failed_where_and_the_next_step) {
-  TempDir t;
-  const std::string env = "XDG_CACHE_HOME='" + t.path.string() + "/cache'";
-  std::ofstream(t.path / "ferry.json") << R"({"name": "errs", "host": "local", "mappings": [{"local": ".", "remote": "~/w"}]})";
+  TempDir t("ferry-cli");
+  const std::string env = "XDG_CACHE_HOME='" + t.path().string() + "/cache'";
+  std::ofstream(t.path() / "ferry.json") << R"({"name": "errs", "host": "local", "mappings": [{"local": ".", "remote": "~/w"}]})";
   auto has = [](const Run& r, const std::string& what) { return r.err.find(what) != std::string::npos; };
 
-  auto logs = run_ferry(t.path, "logs no-such-run", env);
+  auto logs = run_ferry(t.path(), "logs no-such-run", env);
   BOOST_TEST(logs.status == 2);
   BOOST_TEST(has(logs, "(on local sandbox "), logs.err);
   BOOST_TEST(has(logs, "`ferry runs` lists this project's runs there"), logs.err);
 
-  auto pull = run_ferry(t.path, "pull not-there", env);
+  auto pull = run_ferry(t.path(), "pull not-there", env);
   BOOST_TEST(pull.status == 1);
   BOOST_TEST(has(pull, "'not-there' is not under ~/w on local sandbox "), pull.err);
   BOOST_TEST(has(pull, "`ferry pull .` brings back all of it"), pull.err);
 
-  auto cwd = run_ferry(t.path, "run --cwd no-dir -- true", env);
+  auto cwd = run_ferry(t.path(), "run --cwd no-dir -- true", env);
   BOOST_TEST(cwd.status == 2);
-  BOOST_TEST(has(cwd, "--cwd is relative to the mapping root " + t.path.string() + "/cache/ferry/local/errs/w"), cwd.err);
+  BOOST_TEST(has(cwd, "--cwd is relative to the mapping root " + t.path().string() + "/cache/ferry/local/errs/w"), cwd.err);
 
-  auto missing = run_ferry(t.path, "run --no-sync -- /no/such/program", env);
+  auto missing = run_ferry(t.path(), "run --no-sync -- /no/such/program", env);
   BOOST_TEST(missing.status == 2);
   BOOST_TEST(has(missing, "install it there, give its full path"), missing.err);
 
-  auto train = run_ferry(t.path, "train no-such.json", env);
+  auto train = run_ferry(t.path(), "train no-such.json", env);
   BOOST_TEST(train.status == 2);
-  BOOST_TEST(has(train, "no config file " + (t.path / "no-such.json").string()), train.err);
+  BOOST_TEST(has(train, "no config file " + (t.path() / "no-such.json").string()), train.err);
   BOOST_TEST(has(train, "samples/train"), train.err);
 
-  auto tunnel = run_ferry(t.path, "tunnel 9", env);
+  auto tunnel = run_ferry(t.path(), "tunnel 9", env);
   BOOST_TEST(tunnel.status == 2);
   BOOST_TEST(has(tunnel, "name one (--host HOST) or set \"host\" in ferry.json"), tunnel.err);
 
   // Nothing listens on 127.0.0.1:1: the connect failure says what to check.
-  std::ofstream(t.path / "ferry.json") << R"({"name": "errs", "host": "me@127.0.0.1:1", "mappings": [{"remote": "~/w"}]})";
-  auto refused = run_ferry(t.path, "sync", env);
+  std::ofstream(t.path() / "ferry.json") << R"({"name": "errs", "host": "me@127.0.0.1:1", "mappings": [{"remote": "~/w"}]})";
+  auto refused = run_ferry(t.path(), "sync", env);
   BOOST_TEST(refused.status == 1);
   BOOST_TEST(has(refused, "ferry sync: cannot reach ssh me@127.0.0.1:1: "), refused.err);
   BOOST_TEST(has(refused, "check the address/port, that the box is running"), refused.err);
   BOOST_TEST(has(refused, "`ferry doctor` checks each step"), refused.err);
 
   // A directory nobody may create files in (root included): the reason and where ferry.json goes.
-  auto init = run_ferry(t.path, "--project /proc init");
+  auto init = run_ferry(t.path(), "--project /proc init");
   BOOST_TEST(init.status == 1);
   BOOST_TEST(has(init, "ferry init: cannot write /proc/.ferry.json.tmp."), init.err);
   BOOST_TEST(has(init, "check that you may write there, or pass --project DIR"), init.err);

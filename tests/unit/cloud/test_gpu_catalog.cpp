@@ -10,6 +10,7 @@
 
 #include "helper/cloud/gpu_catalog.hpp"
 #include "helper/deploy/project_config.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using nlohmann::json;
 using namespace ferry::cloud;
@@ -22,11 +23,7 @@ json good_row() {
               {"onDemandUsdPerHour", 2.5}, {"source", "my invoice"}, {"date", "2026-11-30"}};
 }
 
-struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("ferry-catalog-" + std::to_string(::getpid()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() { fs::remove_all(path); }
-};
+using ferry::test::TempDir;
 
 }  // namespace
 
@@ -79,8 +76,8 @@ BOOST_AUTO_TEST_CASE(lookup_by_gpu_and_instance) {
 }
 
 BOOST_AUTO_TEST_CASE(user_file_and_project_rows_override) {
-  TempDir dir;
-  fs::path file = dir.path / "catalog.json";
+  TempDir dir("ferry-catalog");
+  fs::path file = dir.path() / "catalog.json";
   json user_row = good_row();
   user_row["onDemandUsdPerHour"] = 2.0;
   std::ofstream(file) << json{{"offers", {user_row}}}.dump();
@@ -96,7 +93,7 @@ BOOST_AUTO_TEST_CASE(user_file_and_project_rows_override) {
                                              {"gpuMemoryGiB", 24}, {"onDemandUsdPerHour", 0.69},
                                              {"source", "invoice"}, {"date", "2026-11-01"}}}},
            {"price", {{"instance", "box"}}}};
-  auto project = ferry::deploy::parse_project(doc, dir.path);
+  auto project = ferry::deploy::parse_project(doc, dir.path());
   BOOST_TEST_REQUIRE(project.has_value(), (project ? "" : project.error().to_string()));
   auto c2 = effective_catalog(project->gpu_catalog);
   BOOST_TEST_REQUIRE(c2.has_value());
@@ -114,13 +111,13 @@ BOOST_AUTO_TEST_CASE(user_file_and_project_rows_override) {
 }
 
 BOOST_AUTO_TEST_CASE(project_price_must_name_a_known_instance) {
-  TempDir dir;
-  ::setenv("FERRY_GPU_CATALOG", (dir.path / "none.json").c_str(), 1);
-  auto unknown = ferry::deploy::parse_project(json{{"price", {{"instance", "p9.huge"}}}}, dir.path);
+  TempDir dir("ferry-catalog");
+  ::setenv("FERRY_GPU_CATALOG", (dir.path() / "none.json").c_str(), 1);
+  auto unknown = ferry::deploy::parse_project(json{{"price", {{"instance", "p9.huge"}}}}, dir.path());
   BOOST_TEST_REQUIRE(!unknown.has_value());
   BOOST_TEST(unknown.error().pointer == "/price/instance");
   BOOST_TEST(unknown.error().message.find("ferry cost catalog") != std::string::npos);
-  auto known = ferry::deploy::parse_project(json{{"price", {{"instance", "p3.2xlarge"}, {"market", "spot"}}}}, dir.path);
+  auto known = ferry::deploy::parse_project(json{{"price", {{"instance", "p3.2xlarge"}, {"market", "spot"}}}}, dir.path());
   BOOST_TEST_REQUIRE(known.has_value());
   BOOST_TEST(known->price->spot);
   ::unsetenv("FERRY_GPU_CATALOG");

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "helper/debug/launch_json.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::debug;
 using nlohmann::json;
@@ -18,14 +19,7 @@ namespace {
 const json kAttach = {{"name", "ferry: attach (p)"}, {"type", "debugpy"}, {"request", "attach"},
                       {"connect", {{"host", "127.0.0.1"}, {"port", 5678}}}};
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "ferry-launch-XXXXXX").string();
-    path = ::mkdtemp(templ.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using ferry::test::TempDir;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -88,29 +82,29 @@ BOOST_AUTO_TEST_CASE(unreadable_files_are_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(write_creates_then_merges_atomically) {
-  TempDir dir;
-  auto first = write_launch_configuration(dir.path, kAttach);
+  TempDir dir("ferry-launch");
+  auto first = write_launch_configuration(dir.path(), kAttach);
   BOOST_REQUIRE_MESSAGE(first.has_value(), (first ? std::string() : first.error()));
-  BOOST_TEST(first->path == dir.path / ".vscode" / "launch.json");
+  BOOST_TEST(first->path == dir.path() / ".vscode" / "launch.json");
   {
     std::ofstream out(first->path);
     out << R"({"version": "0.2.0", "configurations": [{"name": "mine", "type": "node"}]})";
   }
-  auto second = write_launch_configuration(dir.path, kAttach);
+  auto second = write_launch_configuration(dir.path(), kAttach);
   BOOST_REQUIRE(second);
   auto doc = json::parse(slurp(second->path));
   BOOST_REQUIRE_EQUAL(doc["configurations"].size(), 2u);
   BOOST_TEST(doc["configurations"][0]["name"] == "mine");
   BOOST_TEST(doc["configurations"][1]["name"] == "ferry: attach (p)");
   int entries = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path / ".vscode")) ++entries;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path() / ".vscode")) ++entries;
   BOOST_TEST(entries == 1);  // no temp file left behind
 
   {
     std::ofstream out(first->path);
     out << "not json";
   }
-  auto refused = write_launch_configuration(dir.path, kAttach);
+  auto refused = write_launch_configuration(dir.path(), kAttach);
   BOOST_REQUIRE(!refused);
   BOOST_TEST(slurp(first->path) == "not json");
 }

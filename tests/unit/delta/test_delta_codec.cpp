@@ -9,18 +9,14 @@
 #include "protocol/delta/delta.hpp"
 #include "protocol/delta/patch.hpp"
 #include "protocol/delta/signature.hpp"
+#include "tests/support/random_bytes.hpp"
 
 using namespace ferry::delta;
 using Buf = std::vector<std::uint8_t>;
 
 namespace {
 
-Buf random_bytes(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Buf b(n);
-  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
-  return b;
-}
+using ferry::test::random_bytes;
 
 // Text-like data with lots of repetition, where weak-checksum collisions are common.
 Buf structured_bytes(std::size_t n, std::uint64_t seed) {

@@ -10,6 +10,7 @@
 #include "helper/deploy/host_spec.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "tests/unit/deploy/config_corpus.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using ferry::deploy::load_project;
@@ -18,17 +19,7 @@ using nlohmann::json;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-deploy-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using ferry::test::TempDir;
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -227,47 +218,47 @@ BOOST_AUTO_TEST_CASE(host_grammar) {
 }
 
 BOOST_AUTO_TEST_CASE(load_reports_the_file_and_json_syntax_position) {
-  TempDir t;
-  write(t.path / "ferry.json", "{\n  \"host\": \"local\",\n  \"exclude\": [1,]\n}\n");
-  auto r = load_project(t.path);
+  TempDir t("ferry-deploy");
+  write(t.path() / "ferry.json", "{\n  \"host\": \"local\",\n  \"exclude\": [1,]\n}\n");
+  auto r = load_project(t.path());
   BOOST_REQUIRE(!r);
-  BOOST_TEST(r.error().file == (t.path / "ferry.json").string());
+  BOOST_TEST(r.error().file == (t.path() / "ferry.json").string());
   BOOST_TEST(r.error().message.find("line 3") != std::string::npos, r.error().message);
 
-  write(t.path / "ferry.json", R"({"host": "a b"})");
-  auto bad = load_project(t.path / "ferry.json");
+  write(t.path() / "ferry.json", R"({"host": "a b"})");
+  auto bad = load_project(t.path() / "ferry.json");
   BOOST_REQUIRE(!bad);
-  BOOST_TEST(bad.error().to_string().starts_with((t.path / "ferry.json").string() + ": /host: "));
+  BOOST_TEST(bad.error().to_string().starts_with((t.path() / "ferry.json").string() + ": /host: "));
 
-  auto missing = load_project(t.path / "nope");
+  auto missing = load_project(t.path() / "nope");
   BOOST_REQUIRE(!missing);
   BOOST_TEST(missing.error().message == "cannot read the file");
 
-  write(t.path / "ferry.json", R"({"name": "x"})");
-  auto ok = load_project(t.path);
+  write(t.path() / "ferry.json", R"({"name": "x"})");
+  auto ok = load_project(t.path());
   BOOST_REQUIRE(ok.has_value());
-  BOOST_TEST(ok->root == fs::absolute(t.path));
+  BOOST_TEST(ok->root == fs::absolute(t.path()));
 }
 
 BOOST_AUTO_TEST_CASE(find_project_file_walks_up) {
-  TempDir t;
-  write(t.path / "proj" / "ferry.json", "{}");
-  fs::create_directories(t.path / "proj" / "src" / "deep" / "er");
-  write(t.path / "proj" / "src" / "deep" / "file.py", "");
-  auto from_dir = ferry::deploy::find_project_file(t.path / "proj" / "src" / "deep" / "er");
+  TempDir t("ferry-deploy");
+  write(t.path() / "proj" / "ferry.json", "{}");
+  fs::create_directories(t.path() / "proj" / "src" / "deep" / "er");
+  write(t.path() / "proj" / "src" / "deep" / "file.py", "");
+  auto from_dir = ferry::deploy::find_project_file(t.path() / "proj" / "src" / "deep" / "er");
   BOOST_REQUIRE(from_dir.has_value());
-  BOOST_TEST(*from_dir == t.path / "proj" / "ferry.json");
-  auto from_file = ferry::deploy::find_project_file(t.path / "proj" / "src" / "deep" / "file.py");
+  BOOST_TEST(*from_dir == t.path() / "proj" / "ferry.json");
+  auto from_file = ferry::deploy::find_project_file(t.path() / "proj" / "src" / "deep" / "file.py");
   BOOST_REQUIRE(from_file.has_value());
-  BOOST_TEST(*from_file == t.path / "proj" / "ferry.json");
+  BOOST_TEST(*from_file == t.path() / "proj" / "ferry.json");
   // A directory named ferry.json is not a project file.
-  fs::create_directories(t.path / "other" / "ferry.json");
-  fs::create_directories(t.path / "other" / "sub");
-  auto none = ferry::deploy::find_project_file(t.path / "other" / "sub");
-  BOOST_TEST((!none || *none != t.path / "other" / "ferry.json"));
+  fs::create_directories(t.path() / "other" / "ferry.json");
+  fs::create_directories(t.path() / "other" / "sub");
+  auto none = ferry::deploy::find_project_file(t.path() / "other" / "sub");
+  BOOST_TEST((!none || *none != t.path() / "other" / "ferry.json"));
   // The nearest one wins.
-  write(t.path / "proj" / "src" / "ferry.json", "{}");
-  BOOST_TEST(*ferry::deploy::find_project_file(t.path / "proj" / "src" / "deep") == t.path / "proj" / "src" / "ferry.json");
+  write(t.path() / "proj" / "src" / "ferry.json", "{}");
+  BOOST_TEST(*ferry::deploy::find_project_file(t.path() / "proj" / "src" / "deep") == t.path() / "proj" / "src" / "ferry.json");
 }
 
 BOOST_AUTO_TEST_CASE(starter_config_round_trips) {
@@ -278,12 +269,12 @@ BOOST_AUTO_TEST_CASE(starter_config_round_trips) {
   BOOST_TEST(c->host == "me@gpu:2222");
   BOOST_TEST(c->mappings[0].remote == "/workspace/demo");
   // Through text and back, as `ferry init` writes it and `ferry` reads it.
-  TempDir t;
-  write(t.path / "ferry.json", doc.dump(2));
-  auto loaded = load_project(t.path);
+  TempDir t("ferry-deploy");
+  write(t.path() / "ferry.json", doc.dump(2));
+  auto loaded = load_project(t.path());
   BOOST_REQUIRE(loaded.has_value());
   json a = ferry::deploy::to_json(*loaded);
-  json b = ferry::deploy::to_json(*parse_project(doc, t.path));
+  json b = ferry::deploy::to_json(*parse_project(doc, t.path()));
   BOOST_TEST(a == b);
   BOOST_TEST(!parse_project(ferry::deploy::starter_config("bad host", "~/x", "n"), "/x").has_value());
 }

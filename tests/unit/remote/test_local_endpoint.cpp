@@ -18,6 +18,7 @@
 #include "ferry/version.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "protocol/agent_wire.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -28,28 +29,19 @@ namespace ec = ferry::protocol::error_code;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-endpoint-XXXXXX").string();
-    path = fs::canonical(::mkdtemp(tmpl.data()));
-  }
-  ~TempDir() {
-    std::error_code e;
-    fs::remove_all(path, e);
-  }
-  fs::path script(const std::string& name, const std::string& body) const {
-    fs::path p = path / name;
-    std::ofstream(p) << "#!/bin/sh\n" << body;
-    fs::permissions(p, fs::perms::owner_all);
-    return p;
-  }
-};
+using ferry::test::TempDir;
+
+fs::path script(const TempDir& t, const std::string& name, const std::string& body) {
+  fs::path p = t / name;
+  std::ofstream(p) << "#!/bin/sh\n" << body;
+  fs::permissions(p, fs::perms::owner_all);
+  return p;
+}
 
 LocalEndpointOptions options(const TempDir& t, fs::path agent = FERRY_AGENT_PATH) {
   LocalEndpointOptions o;
   o.agent = std::move(agent);
-  o.root = t.path / "sandbox";
+  o.root = t.path() / "sandbox";
   return o;
 }
 
@@ -67,20 +59,20 @@ bool eventually(F f, std::chrono::milliseconds limit = 5000ms) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(handshake_and_info) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   LocalEndpoint ep(options(t));
   auto info = ep.connect();
   BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? std::string() : info.error().message));
   BOOST_TEST(info->protocol_version == ferry::kAgentProtocolVersion);
   BOOST_TEST(info->version == ferry::kVersion);
   BOOST_TEST(info->pid == ep.child_pid());
-  BOOST_TEST(info->root == (t.path / "sandbox").string());
-  BOOST_TEST(fs::is_directory(t.path / "sandbox"));  // created by the agent
+  BOOST_TEST(info->root == (t.path() / "sandbox").string());
+  BOOST_TEST(fs::is_directory(t.path() / "sandbox"));  // created by the agent
   BOOST_TEST(info->os == "Linux");
   BOOST_TEST(!info->arch.empty());
   BOOST_TEST(ep.info().pid == info->pid);
   BOOST_TEST(ep.connected());
-  BOOST_TEST(ep.description().find((t.path / "sandbox").string()) != std::string::npos);
+  BOOST_TEST(ep.description().find((t.path() / "sandbox").string()) != std::string::npos);
 }
 
 // A terminal's Ctrl-C goes to its foreground process group: the local agent (the "box") must not
@@ -91,7 +83,7 @@ BOOST_AUTO_TEST_CASE(the_agent_is_out_of_reach_of_our_terminal_signals) {
   // it and what it starts, never the test runner.
   const pid_t runner_group = ::getpgid(0);
   BOOST_REQUIRE(::setpgid(0, 0) == 0);
-  TempDir t;
+  TempDir t("ferry-endpoint");
   LocalEndpoint ep(options(t));
   auto info = ep.connect();
   BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? std::string() : info.error().message));
@@ -111,11 +103,11 @@ BOOST_AUTO_TEST_CASE(the_agent_is_out_of_reach_of_our_terminal_signals) {
 }
 
 BOOST_AUTO_TEST_CASE(fs_stat_inside_the_root_only) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   LocalEndpoint ep(options(t));
   BOOST_REQUIRE(ep.connect().has_value());
-  std::ofstream(t.path / "sandbox" / "a b ü.txt") << "hello";
-  fs::permissions(t.path / "sandbox" / "a b ü.txt", fs::perms::owner_read | fs::perms::owner_write);
+  std::ofstream(t.path() / "sandbox" / "a b ü.txt") << "hello";
+  fs::permissions(t.path() / "sandbox" / "a b ü.txt", fs::perms::owner_read | fs::perms::owner_write);
   auto st = ep.call("fs/stat", {{"path", "a b ü.txt"}});
   BOOST_REQUIRE(st.has_value());
   BOOST_TEST((*st)["exists"] == true);
@@ -123,7 +115,7 @@ BOOST_AUTO_TEST_CASE(fs_stat_inside_the_root_only) {
   BOOST_TEST((*st)["size"] == 5);
   BOOST_TEST((*st)["mode"] == 0600);
   struct stat local {};
-  BOOST_REQUIRE(::stat((t.path / "sandbox" / "a b ü.txt").c_str(), &local) == 0);
+  BOOST_REQUIRE(::stat((t.path() / "sandbox" / "a b ü.txt").c_str(), &local) == 0);
   BOOST_TEST((*st)["mtimeNs"].get<long long>() == local.st_mtim.tv_sec * 1'000'000'000LL + local.st_mtim.tv_nsec);
   auto missing = ep.call("fs/stat", {{"path", "nope/x"}});
   BOOST_REQUIRE(missing.has_value());
@@ -138,7 +130,7 @@ BOOST_AUTO_TEST_CASE(fs_stat_inside_the_root_only) {
 }
 
 BOOST_AUTO_TEST_CASE(hundred_concurrent_calls_from_four_threads) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   LocalEndpoint ep(options(t));
   BOOST_REQUIRE(ep.connect().has_value());
   std::atomic<int> right{0}, wrong{0};
@@ -159,7 +151,7 @@ BOOST_AUTO_TEST_CASE(hundred_concurrent_calls_from_four_threads) {
 }
 
 BOOST_AUTO_TEST_CASE(many_requests_in_flight_at_once) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   LocalEndpoint ep(options(t));
   BOOST_REQUIRE(ep.connect().has_value());
   // One slow call must not hold back the replies of others issued after it on other threads;
@@ -179,8 +171,8 @@ BOOST_AUTO_TEST_CASE(many_requests_in_flight_at_once) {
 }
 
 BOOST_AUTO_TEST_CASE(banner_noise_before_the_magic_line_is_tolerated) {
-  TempDir t;
-  auto wrapper = t.script("noisy-agent", std::string("echo 'Welcome to Ubuntu 22.04.4 LTS'\n"
+  TempDir t("ferry-endpoint");
+  auto wrapper = script(t, "noisy-agent", std::string("echo 'Welcome to Ubuntu 22.04.4 LTS'\n"
                                                      "echo ' * Documentation:  https://help.ubuntu.com'\n"
                                                      "printf '\\033[1;32mconda (base)\\033[0m\\r\\n\\n'\n"
                                                      "printf 'prompt$ '\n"
@@ -195,8 +187,8 @@ BOOST_AUTO_TEST_CASE(banner_noise_before_the_magic_line_is_tolerated) {
 }
 
 BOOST_AUTO_TEST_CASE(version_mismatch_is_a_distinct_error) {
-  TempDir t;
-  auto fake = t.script("old-agent", "echo 'FERRY-AGENT 999 9.9.9'\nexec cat >/dev/null\n");
+  TempDir t("ferry-endpoint");
+  auto fake = script(t, "old-agent", "echo 'FERRY-AGENT 999 9.9.9'\nexec cat >/dev/null\n");
   LocalEndpoint ep(options(t, fake));
   auto info = ep.connect();
   BOOST_REQUIRE(!info.has_value());
@@ -210,7 +202,7 @@ BOOST_AUTO_TEST_CASE(version_mismatch_is_a_distinct_error) {
 }
 
 BOOST_AUTO_TEST_CASE(agent_killed_mid_call_fails_the_call_clearly) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   LocalEndpoint ep(options(t));
   auto info = ep.connect();
   BOOST_REQUIRE(info.has_value());
@@ -233,7 +225,7 @@ BOOST_AUTO_TEST_CASE(agent_killed_mid_call_fails_the_call_clearly) {
 }
 
 BOOST_AUTO_TEST_CASE(close_reaps_the_child) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   LocalEndpoint ep(options(t));
   BOOST_REQUIRE(ep.connect().has_value());
   pid_t pid = ep.child_pid();
@@ -253,9 +245,9 @@ BOOST_AUTO_TEST_CASE(close_reaps_the_child) {
 }
 
 BOOST_AUTO_TEST_CASE(a_hung_agent_is_killed_after_a_failed_connect) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   // Speaks the magic line, then never answers nor exits on EOF.
-  auto stubborn = t.script("stubborn", "echo 'FERRY-AGENT 1 0.0.1'\nexec sleep 600\n");
+  auto stubborn = script(t, "stubborn", "echo 'FERRY-AGENT 1 0.0.1'\nexec sleep 600\n");
   LocalEndpoint ep(options(t, stubborn));
   auto info = ep.connect(300ms);
   BOOST_REQUIRE(!info.has_value());
@@ -264,7 +256,7 @@ BOOST_AUTO_TEST_CASE(a_hung_agent_is_killed_after_a_failed_connect) {
 }
 
 BOOST_AUTO_TEST_CASE(call_timeout_cancels_and_the_link_survives) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   LocalEndpoint ep(options(t));
   BOOST_REQUIRE(ep.connect().has_value());
   auto late = ep.call("agent/ping", {{"delayMs", 400}}, 50ms);
@@ -277,27 +269,27 @@ BOOST_AUTO_TEST_CASE(call_timeout_cancels_and_the_link_survives) {
 }
 
 BOOST_AUTO_TEST_CASE(startup_failures_are_explained) {
-  TempDir t;
-  LocalEndpoint missing(options(t, t.path / "no-such-agent"));
+  TempDir t("ferry-endpoint");
+  LocalEndpoint missing(options(t, t.path() / "no-such-agent"));
   auto m = missing.connect();
   BOOST_REQUIRE(!m.has_value());
   BOOST_TEST(m.error().code == ec::kAgentUnavailable);
   BOOST_TEST(m.error().message.find("no-such-agent") != std::string::npos, m.error().message);
 
-  auto crasher = t.script("crasher", "echo 'bash: ferry-agent: cannot execute'\nexit 3\n");
+  auto crasher = script(t, "crasher", "echo 'bash: ferry-agent: cannot execute'\nexit 3\n");
   LocalEndpoint crash(options(t, crasher));
   auto c = crash.connect();
   BOOST_REQUIRE(!c.has_value());
   BOOST_TEST(c.error().message.find("exited with status 3") != std::string::npos, c.error().message);
   BOOST_TEST(c.error().message.find("cannot execute") != std::string::npos, c.error().message);
 
-  auto silent = t.script("silent", "exec cat\n");  // keeps stdout open, prints nothing
+  auto silent = script(t, "silent", "exec cat\n");  // keeps stdout open, prints nothing
   LocalEndpoint quiet(options(t, silent));
   auto q = quiet.connect(200ms);
   BOOST_REQUIRE(!q.has_value());
   BOOST_TEST(q.error().message.find("no FERRY-AGENT line") != std::string::npos, q.error().message);
 
-  auto flood = t.script("flood", "yes 'motd motd motd motd'\n");
+  auto flood = script(t, "flood", "yes 'motd motd motd motd'\n");
   LocalEndpoint noisy(options(t, flood));
   auto f = noisy.connect(5s);
   BOOST_REQUIRE(!f.has_value());
@@ -318,18 +310,18 @@ BOOST_AUTO_TEST_CASE(sandbox_and_agent_lookup) {
 }
 
 BOOST_AUTO_TEST_CASE(notifications_reach_the_handler) {
-  TempDir t;
+  TempDir t("ferry-endpoint");
   // A scripted agent: after the first byte of agent/hello (id 1) it answers it, sends a
   // notification, then reads until EOF. The frames are prepared here.
   using namespace ferry::protocol;
-  std::ofstream(t.path / "frames", std::ios::binary)
+  std::ofstream(t.path() / "frames", std::ios::binary)
       << encode_agent_frame(make_result(1, json{{"protocolVersion", ferry::kAgentProtocolVersion},
                                                 {"version", "scripted"},
                                                 {"pid", 1},
                                                 {"root", "/scripted"}}))
       << encode_agent_frame(Notification{"run/output", json{{"bytes", json::binary({0, 1, 2})}}});
-  auto scripted = t.script("scripted", "echo 'FERRY-AGENT " + std::to_string(ferry::kAgentProtocolVersion) +
-                                           " scripted'\nhead -c 1 >/dev/null\ncat '" + (t.path / "frames").string() +
+  auto scripted = script(t, "scripted", "echo 'FERRY-AGENT " + std::to_string(ferry::kAgentProtocolVersion) +
+                                           " scripted'\nhead -c 1 >/dev/null\ncat '" + (t.path() / "frames").string() +
                                            "'\nexec cat >/dev/null\n");
   LocalEndpoint ep(options(t, scripted));
   std::mutex m;

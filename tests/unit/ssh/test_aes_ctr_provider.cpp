@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "helper/ssh/aes_ctr_provider.hpp"
+#include "tests/support/random_bytes.hpp"
 
 using namespace ferry::ssh;
 using Bytes = std::vector<unsigned char>;
@@ -73,11 +74,7 @@ Bytes reference(std::size_t key_len, const Bytes& key, const Bytes& iv, const By
   return out;
 }
 
-Bytes random_bytes(std::mt19937_64& rng, std::size_t n) {
-  Bytes b(n);
-  for (auto& x : b) x = static_cast<unsigned char>(rng());
-  return b;
-}
+using ferry::test::random_bytes;
 
 struct Installed {
   Installed() {

@@ -13,23 +13,14 @@
 #include <sstream>
 
 #include "helper/ssh/known_hosts.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::ssh;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-kh-XXXXXX").string();
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using ferry::test::TempDir;
 
 std::string run(const std::string& cmd) {
   std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
@@ -75,20 +66,20 @@ BOOST_AUTO_TEST_CASE(base64_round_trip) {
 }
 
 BOOST_AUTO_TEST_CASE(fingerprint_matches_ssh_keygen) {
-  TempDir t;
+  TempDir t("ferry-kh");
   for (std::string type : {"ed25519", "ecdsa"}) {
-    auto [key, line] = make_key(t.path, "k_" + type, type);
-    std::string out = run("ssh-keygen -l -E sha256 -f '" + (t.path / ("k_" + type + ".pub")).string() + "'");
+    auto [key, line] = make_key(t.path(), "k_" + type, type);
+    std::string out = run("ssh-keygen -l -E sha256 -f '" + (t.path() / ("k_" + type + ".pub")).string() + "'");
     BOOST_TEST(out.find(sha256_fingerprint(key.blob)) != std::string::npos, out);
     BOOST_TEST(key_type_of_blob(key.blob) == key.type);
   }
 }
 
 BOOST_AUTO_TEST_CASE(plain_wildcard_and_port_entries) {
-  TempDir t;
-  auto [a, a_line] = make_key(t.path, "a", "ed25519");
-  auto [b, b_line] = make_key(t.path, "b", "ed25519");
-  fs::path kh = t.path / "known_hosts";
+  TempDir t("ferry-kh");
+  auto [a, a_line] = make_key(t.path(), "a", "ed25519");
+  auto [b, b_line] = make_key(t.path(), "b", "ed25519");
+  fs::path kh = t.path() / "known_hosts";
   std::ofstream(kh) << "# comment\n"
                     << "gpu.example,10.0.0.5 " << a_line << "\n"
                     << "[gpu.example]:2222 " << b_line << "\n"
@@ -111,15 +102,15 @@ BOOST_AUTO_TEST_CASE(plain_wildcard_and_port_entries) {
   BOOST_TEST((check_host_key({kh}, "box.lab", 22, a).status == HostKeyStatus::kMatch));
   BOOST_TEST((check_host_key({kh}, "evil.lab", 22, a).status == HostKeyStatus::kUnknown));
   BOOST_TEST((check_host_key({kh}, "nowhere", 22, a).status == HostKeyStatus::kUnknown));
-  BOOST_TEST((check_host_key({t.path / "missing"}, "gpu.example", 22, a).status == HostKeyStatus::kUnknown));
+  BOOST_TEST((check_host_key({t.path() / "missing"}, "gpu.example", 22, a).status == HostKeyStatus::kUnknown));
   BOOST_TEST(known_key_types({kh}, "gpu.example", 22) == std::vector<std::string>{"ssh-ed25519"});
 }
 
 BOOST_AUTO_TEST_CASE(hashed_entries_from_ssh_keygen_dash_h) {
-  TempDir t;
-  auto [a, a_line] = make_key(t.path, "a", "ed25519");
-  auto [c, c_line] = make_key(t.path, "c", "ecdsa");
-  fs::path kh = t.path / "known_hosts";
+  TempDir t("ferry-kh");
+  auto [a, a_line] = make_key(t.path(), "a", "ed25519");
+  auto [c, c_line] = make_key(t.path(), "c", "ecdsa");
+  fs::path kh = t.path() / "known_hosts";
   std::ofstream(kh) << "gpu.example " << a_line << "\n" << "[127.0.0.1]:2200 " << c_line << "\n";
   run("ssh-keygen -q -H -f '" + kh.string() + "' 2>&1");
   std::string hashed = slurp(kh);
@@ -133,10 +124,10 @@ BOOST_AUTO_TEST_CASE(hashed_entries_from_ssh_keygen_dash_h) {
 }
 
 BOOST_AUTO_TEST_CASE(revoked_keys_and_cert_authorities) {
-  TempDir t;
-  auto [a, a_line] = make_key(t.path, "a", "ed25519");
-  auto [b, b_line] = make_key(t.path, "b", "ed25519");
-  fs::path kh = t.path / "known_hosts";
+  TempDir t("ferry-kh");
+  auto [a, a_line] = make_key(t.path(), "a", "ed25519");
+  auto [b, b_line] = make_key(t.path(), "b", "ed25519");
+  fs::path kh = t.path() / "known_hosts";
   std::ofstream(kh) << "gpu " << a_line << "\n@revoked * " << a_line << "\n@cert-authority gpu " << b_line << "\n";
   BOOST_TEST((check_host_key({kh}, "gpu", 22, a).status == HostKeyStatus::kRevoked));
   // A CA line is not a host key: b is not accepted as the host's key.
@@ -144,9 +135,9 @@ BOOST_AUTO_TEST_CASE(revoked_keys_and_cert_authorities) {
 }
 
 BOOST_AUTO_TEST_CASE(append_then_match_and_ssh_keygen_finds_it) {
-  TempDir t;
-  auto [a, a_line] = make_key(t.path, "a", "ed25519");
-  fs::path kh = t.path / "sub" / "known_hosts";
+  TempDir t("ferry-kh");
+  auto [a, a_line] = make_key(t.path(), "a", "ed25519");
+  fs::path kh = t.path() / "sub" / "known_hosts";
   BOOST_REQUIRE(append_known_host(kh, "127.0.0.1", 2200, a).has_value());
   BOOST_TEST(((fs::status(kh).permissions() & fs::perms::group_read) == fs::perms::none));
   // A file without a final newline still gets the entry on its own line.

@@ -19,6 +19,8 @@
 
 #include "protocol/delta/delta.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
+#include "tests/support/random_bytes.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::agent::sync;
 namespace fs = std::filesystem;
@@ -26,27 +28,11 @@ using Buf = std::vector<std::uint8_t>;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ferry-writer-XXXXXX").string();
-    BOOST_REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using ferry::test::TempDir;
 
 Buf bytes_of(const std::string& s) { return Buf(s.begin(), s.end()); }
 
-Buf random_bytes(std::size_t n, std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  Buf b(n);
-  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
-  return b;
-}
+using ferry::test::random_bytes;
 
 Buf slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -74,8 +60,8 @@ FileWriter open_writer(const fs::path& root) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(writes_files_with_mode_mtime_and_parents) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   const Buf content = bytes_of("#!/bin/sh\necho hi\n");
   auto ok = w.write_file("a/b/run.sh", content, attrs_for(content, 0755));
   BOOST_REQUIRE_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
@@ -97,8 +83,8 @@ BOOST_AUTO_TEST_CASE(writes_files_with_mode_mtime_and_parents) {
 }
 
 BOOST_AUTO_TEST_CASE(bytes_that_do_not_match_the_hash_are_never_installed) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   const Buf old = bytes_of("old");
   BOOST_REQUIRE(w.write_file("f", old, attrs_for(old)).has_value());
   const Buf evil = bytes_of("new!");
@@ -118,8 +104,8 @@ BOOST_AUTO_TEST_CASE(bytes_that_do_not_match_the_hash_are_never_installed) {
 }
 
 BOOST_AUTO_TEST_CASE(deltas_apply_against_the_existing_file) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   const Buf base = random_bytes(300000, 1);
   BOOST_REQUIRE(w.write_file("data/model.bin", base, attrs_for(base)).has_value());
   Buf next = base;
@@ -149,8 +135,8 @@ BOOST_AUTO_TEST_CASE(deltas_apply_against_the_existing_file) {
 }
 
 BOOST_AUTO_TEST_CASE(preconditions_catch_remote_changes) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   const Buf v1 = bytes_of("one");
   BOOST_REQUIRE(w.write_file("f", v1, attrs_for(v1, 0644, 1'000'000'000'000)).has_value());
   const Buf v2 = bytes_of("two!");
@@ -164,12 +150,12 @@ BOOST_AUTO_TEST_CASE(preconditions_catch_remote_changes) {
 }
 
 BOOST_AUTO_TEST_CASE(paths_and_symlinks_cannot_escape_the_root) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
-  fs::create_directories(t.path / "outside");
-  std::ofstream(t.path / "outside/victim") << "safe";
-  fs::create_symlink(t.path / "outside", w.root() / "escape");
-  fs::create_symlink(t.path / "outside/victim", w.root() / "victim_link");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
+  fs::create_directories(t.path() / "outside");
+  std::ofstream(t.path() / "outside/victim") << "safe";
+  fs::create_symlink(t.path() / "outside", w.root() / "escape");
+  fs::create_symlink(t.path() / "outside/victim", w.root() / "victim_link");
   const Buf x = bytes_of("x");
   for (const char* bad : {"../x", "/etc/x", "a/../../x", "escape/victim", "escape/new", ".ferry-tmp.f.1"}) {
     auto r = w.write_file(bad, x, attrs_for(x));
@@ -179,20 +165,20 @@ BOOST_AUTO_TEST_CASE(paths_and_symlinks_cannot_escape_the_root) {
   BOOST_TEST(!w.apply_delta("victim_link", {}, attrs_for(x)).has_value());
   BOOST_TEST(!w.signature("victim_link", std::nullopt).has_value());
   BOOST_TEST(!w.set_attrs("escape/victim", 0777, std::nullopt).has_value());
-  BOOST_TEST(!fs::exists(t.path / "outside/new"));
-  BOOST_TEST((slurp(t.path / "outside/victim") == bytes_of("safe")));
+  BOOST_TEST(!fs::exists(t.path() / "outside/new"));
+  BOOST_TEST((slurp(t.path() / "outside/victim") == bytes_of("safe")));
   // Writing over a symlink replaces the link itself.
   BOOST_REQUIRE(w.write_file("victim_link", x, attrs_for(x)).has_value());
   BOOST_TEST(!fs::is_symlink(w.root() / "victim_link"));
-  BOOST_TEST((slurp(t.path / "outside/victim") == bytes_of("safe")));
+  BOOST_TEST((slurp(t.path() / "outside/victim") == bytes_of("safe")));
   // Deleting a symlink never touches its target.
   BOOST_REQUIRE(w.remove("escape").has_value());
-  BOOST_TEST(fs::exists(t.path / "outside/victim"));
+  BOOST_TEST(fs::exists(t.path() / "outside/victim"));
 }
 
 BOOST_AUTO_TEST_CASE(symlinks_dirs_and_deletes) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   BOOST_REQUIRE(w.make_dirs("x/y/z", 0750).has_value());
   BOOST_TEST(fs::is_directory(w.root() / "x/y/z"));
   struct stat dst {};
@@ -220,8 +206,8 @@ BOOST_AUTO_TEST_CASE(symlinks_dirs_and_deletes) {
 }
 
 BOOST_AUTO_TEST_CASE(killed_mid_write_leaves_old_or_new_never_torn) {
-  TempDir t;
-  const fs::path root = t.path / "root";
+  TempDir t("ferry-writer");
+  const fs::path root = t.path() / "root";
   const Buf old_content = random_bytes(4u << 20, 10);
   const Buf new_content = random_bytes(4u << 20, 11);
   {
@@ -274,8 +260,8 @@ BOOST_AUTO_TEST_CASE(killed_mid_write_leaves_old_or_new_never_torn) {
 
 // Streamed uploads with several chunks in flight: pieces at offsets, in any order.
 BOOST_AUTO_TEST_CASE(pieces_at_offsets_in_any_order_reassemble_byte_identical) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   const Buf content = random_bytes(5'000'003, 21);
   // Uneven pieces, shuffled, so a piece often lands before the prefix it continues.
   std::vector<std::pair<std::size_t, std::size_t>> pieces;
@@ -303,9 +289,9 @@ BOOST_AUTO_TEST_CASE(pieces_at_offsets_in_any_order_reassemble_byte_identical) {
 // Bulk lanes: a second writer (another agent process) writes parts into the first one's temp
 // file by name; the owner records them as placed and its commit verifies them like its own.
 BOOST_AUTO_TEST_CASE(parts_written_by_a_sibling_writer_commit_byte_identical) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
-  FileWriter sibling = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
+  FileWriter sibling = open_writer(t.path() / "root");
   const Buf content = random_bytes(3'000'001, 23);
   const Bytes all(content);
   auto p = w.begin_file("ckpt/model.bin", attrs_for(content));
@@ -325,9 +311,9 @@ BOOST_AUTO_TEST_CASE(parts_written_by_a_sibling_writer_commit_byte_identical) {
 }
 
 BOOST_AUTO_TEST_CASE(a_sibling_part_that_differs_fails_the_commit_and_a_gone_temp_is_not_recreated) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
-  FileWriter sibling = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
+  FileWriter sibling = open_writer(t.path() / "root");
   const Buf content = random_bytes(100'000, 24);
   Buf wrong = content;
   wrong[70'000] ^= 1;
@@ -352,8 +338,8 @@ BOOST_AUTO_TEST_CASE(a_sibling_part_that_differs_fails_the_commit_and_a_gone_tem
 }
 
 BOOST_AUTO_TEST_CASE(overlapping_or_out_of_range_pieces_are_refused) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   const Buf content = random_bytes(1000, 22);
   auto p = w.begin_file("f", attrs_for(content));
   BOOST_REQUIRE(p.has_value());
@@ -379,8 +365,8 @@ BOOST_AUTO_TEST_CASE(overlapping_or_out_of_range_pieces_are_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(a_missing_range_fails_the_commit_and_installs_nothing) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   const Buf old = bytes_of("old");
   BOOST_REQUIRE(w.write_file("f", old, attrs_for(old)).has_value());
   const Buf content = random_bytes(3000, 23);
@@ -410,8 +396,8 @@ BOOST_AUTO_TEST_CASE(a_missing_range_fails_the_commit_and_installs_nothing) {
 }
 
 BOOST_AUTO_TEST_CASE(a_batch_writes_every_file_and_one_failure_fails_only_its_own) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
   const Buf there = bytes_of("already here");
   BOOST_REQUIRE(w.write_file("b/conflict.txt", there, attrs_for(there)).has_value());
   std::vector<Buf> contents;
@@ -454,10 +440,10 @@ BOOST_AUTO_TEST_CASE(a_batch_writes_every_file_and_one_failure_fails_only_its_ow
 // first): nested and sibling directories still land where their paths say, and a symlink or a
 // file in the chain is refused for every file under it, whichever file reached it first.
 BOOST_AUTO_TEST_CASE(a_batch_shares_directories_without_leaving_the_root) {
-  TempDir t;
-  FileWriter w = open_writer(t.path / "root");
-  fs::create_directories(t.path / "outside");
-  fs::create_symlink(t.path / "outside", w.root() / "link");
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
+  fs::create_directories(t.path() / "outside");
+  fs::create_symlink(t.path() / "outside", w.root() / "link");
   const Buf there = bytes_of("a file, not a directory");
   BOOST_REQUIRE(w.write_file("plain", there, attrs_for(there)).has_value());
   const std::vector<std::string> names = {"top.txt", "a/x", "a/b/c/deep", "a/y", "a/b/z", "a/b/c/deeper",
@@ -482,7 +468,7 @@ BOOST_AUTO_TEST_CASE(a_batch_shares_directories_without_leaving_the_root) {
         }
       }
     }
-    BOOST_TEST(fs::is_empty(t.path / "outside"));
+    BOOST_TEST(fs::is_empty(t.path() / "outside"));
     BOOST_TEST((slurp(w.root() / "plain") == there));
     BOOST_TEST(temp_files_in(w.root()) == 0u);
   }
@@ -493,9 +479,9 @@ BOOST_AUTO_TEST_CASE(a_batch_shares_directories_without_leaving_the_root) {
 // from the root before the renames. Files elsewhere in the batch land as usual.
 BOOST_AUTO_TEST_CASE(a_directory_moved_out_of_the_root_mid_batch_gets_nothing) {
   for (unsigned threads : {1u, 4u}) {
-    TempDir t;
-    FileWriter w = open_writer(t.path / "root");
-    fs::create_directories(t.path / "outside");
+    TempDir t("ferry-writer");
+    FileWriter w = open_writer(t.path() / "root");
+    fs::create_directories(t.path() / "outside");
     const Buf one = bytes_of("one"), two = bytes_of("two"), three = bytes_of("three");
     std::vector<BatchFile> batch{{"sub/deep/a", one, attrs_for(one), std::nullopt},
                                  {"sub/deep/b", two, attrs_for(two), std::nullopt},
@@ -503,7 +489,7 @@ BOOST_AUTO_TEST_CASE(a_directory_moved_out_of_the_root_mid_batch_gets_nothing) {
     bool moved = false;
     w.set_step_hook([&](WriteStep s) {
       if (s == WriteStep::before_fsync && !moved) {
-        fs::rename(w.root() / "sub", t.path / "outside/sub");
+        fs::rename(w.root() / "sub", t.path() / "outside/sub");
         moved = true;
       }
     });
@@ -517,14 +503,14 @@ BOOST_AUTO_TEST_CASE(a_directory_moved_out_of_the_root_mid_batch_gets_nothing) {
       }
       BOOST_TEST(results[2].has_value());
       BOOST_TEST((slurp(w.root() / "other/c") == three));
-      BOOST_TEST(fs::is_empty(t.path / "outside/sub/deep"));  // no final name, no temp file
+      BOOST_TEST(fs::is_empty(t.path() / "outside/sub/deep"));  // no final name, no temp file
     }
   }
 }
 
 BOOST_AUTO_TEST_CASE(a_batch_killed_at_any_step_leaves_every_file_old_or_new) {
-  TempDir t;
-  const fs::path root = t.path / "root";
+  TempDir t("ferry-writer");
+  const fs::path root = t.path() / "root";
   constexpr int kFiles = 12;
   std::vector<Buf> olds, news;
   std::vector<std::string> names;

@@ -13,6 +13,7 @@
 #include "protocol/delta/patch.hpp"
 #include "protocol/delta/signature.hpp"
 #include "remote-runtime/agent/sync/read_delta.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using ferry::test::TempDir;
@@ -21,12 +22,7 @@ namespace agent = ferry::agent::sync;
 
 namespace {
 
-std::string random_bytes(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::string s(n, '\0');
-  for (auto& c : s) c = static_cast<char>(rng());
-  return s;
-}
+using ferry::test::random_bytes;
 
 std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
 
@@ -34,7 +30,7 @@ std::vector<std::uint8_t> bytes_of(const std::string& s) { return {s.begin(), s.
 
 BOOST_AUTO_TEST_CASE(the_delta_rebuilds_the_agents_file_from_the_helpers_copy) {
   TempDir t("ferry-read-delta");
-  const std::string base = random_bytes(600 << 10, 1);
+  const std::string base = random_bytes<std::string>(600 << 10, 1);
   std::string now = base;
   now[1234] ^= 0x5a;
   now.insert(300000, "an insertion in the middle");
@@ -58,7 +54,7 @@ BOOST_AUTO_TEST_CASE(the_delta_rebuilds_the_agents_file_from_the_helpers_copy) {
 
 BOOST_AUTO_TEST_CASE(a_file_over_the_memory_cap_is_answered_too_big_unread) {
   TempDir t("ferry-read-delta-big");
-  const std::string content = random_bytes(256 << 10, 2);
+  const std::string content = random_bytes<std::string>(256 << 10, 2);
   ferry::test::write_file(t / "big.bin", content);
   const auto b = bytes_of(content);
   std::vector<std::uint8_t> sig;

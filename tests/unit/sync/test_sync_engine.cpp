@@ -19,6 +19,7 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
@@ -34,12 +35,7 @@ using json = nlohmann::json;
 namespace {
 
 Buf text(const std::string& s) { return Buf(s.begin(), s.end()); }
-Buf random_bytes(std::size_t n, unsigned seed) {
-  Buf b(n);
-  std::mt19937_64 rng(seed);
-  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
-  return b;
-}
+using ferry::test::random_bytes;
 
 TreeState scan(const fs::path& root) {
   auto r = scan_tree(root, IgnoreMatcher::for_tree(root, {}), nullptr);

@@ -14,6 +14,7 @@
 #include "protocol/delta/delta_types.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tmpfs_agent.hpp"
+#include "tests/support/random_bytes.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -25,12 +26,7 @@ using json = nlohmann::json;
 
 namespace {
 
-std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
-  std::vector<std::uint8_t> b(n);
-  std::mt19937_64 rng(seed);
-  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
-  return b;
-}
+using ferry::test::random_bytes;
 
 boost::test_tools::assertion_result tmpfs_available() {
   auto why = ferry::test::tmpfs_agent_unavailable();

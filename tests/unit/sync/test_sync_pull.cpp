@@ -15,6 +15,7 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/file_index.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
@@ -29,15 +30,8 @@ using json = nlohmann::json;
 namespace {
 
 Buf text(const std::string& s) { return Buf(s.begin(), s.end()); }
-Buf random_bytes(std::size_t n, unsigned seed) {
-  Buf b(n);
-  std::mt19937_64 rng(seed);
-  for (std::size_t i = 0; i + 8 <= n; i += 8) {
-    const std::uint64_t v = rng();
-    std::memcpy(b.data() + i, &v, 8);
-  }
-  return b;
-}
+using ferry::test::random_bytes;
+
 // Flips one byte in place (the file keeps its size; its mtime moves).
 void flip_byte(const fs::path& p, std::uint64_t at) {
   std::fstream f(p, std::ios::binary | std::ios::in | std::ios::out);
