@@ -1,22 +1,17 @@
-// SshEndpoint: see ssh_endpoint.hpp.
+// SshEndpoint: see ssh_endpoint.hpp. The link (connect, agent start, keepalive, reconnects), calls,
+// bulk lanes and forwards; the agent's install is in ssh_agent_install.cpp and ferry doctor's
+// checks in ssh_doctor.cpp.
 #include "helper/remote/ssh_endpoint.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <map>
-#include <random>
 #include <sstream>
 
-#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
 #include "ferry/version.hpp"
-#include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/shell_quote.hpp"
+#include "helper/remote/ssh_endpoint_internal.hpp"
 
 namespace ferry::remote {
 namespace {
@@ -47,26 +42,7 @@ std::string error_kind(const ssh::Error& e) {
   return "ssh";
 }
 
-ResponseError unavailable(std::string message, std::optional<json> data = std::nullopt) {
-  return ResponseError{ec::kAgentUnavailable, std::move(message), std::move(data)};
-}
-
-std::expected<std::string, std::string> file_sha256(const std::filesystem::path& path, std::string* contents) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::unexpected("cannot read " + path.string());
-  std::string data((std::istreambuf_iterator<char>(in)), {});
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), digest, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned i = 0; i < len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  if (contents) *contents = std::move(data);
-  return hex;
-}
+using detail::unavailable;
 
 // The agent's exec channel as the ByteStream AgentLink reads; it reports a broken link upward.
 class SshByteStream final : public ByteStream {
@@ -286,49 +262,6 @@ ssh::HostKeyInfo SshEndpoint::host_key() const {
   return host_key_;
 }
 
-std::string SshEndpoint::agent_file_name() const { return "ferry-agent-" + agent_hash_.substr(0, 16); }
-
-std::expected<void, ResponseError> SshEndpoint::load_local_agent() {
-  std::filesystem::path local = options_.agent_binary;
-  if (local.empty()) {
-    auto found = find_agent_binary();
-    if (!found) return std::unexpected(unavailable(found.error()));
-    local = *found;
-  }
-  std::error_code ec;
-  auto mtime = std::filesystem::last_write_time(local, ec);
-  if (local == agent_path_ && !ec && mtime == agent_mtime_ && !agent_hash_.empty()) return {};
-  auto hash = file_sha256(local, &agent_bytes_);
-  if (!hash) return std::unexpected(unavailable(hash.error()));
-  agent_hash_ = *hash;
-  agent_path_ = local;
-  agent_mtime_ = mtime;
-  return {};
-}
-
-std::expected<std::string, ResponseError> SshEndpoint::install_agent(ssh::SshConnection& c, const std::string& abs_dir,
-                                                                     Clock::time_point deadline) {
-  auto left = [&] { return std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())); };
-  std::string target = abs_dir + "/" + agent_file_name();
-  // Upload under a name no other helper uses, verify, then rename over the old one: two helpers
-  // installing at once each rename a complete, identical file.
-  std::random_device rd;
-  std::string tmp = abs_dir + "/.ferry-agent." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
-  spdlog::info("installing ferry-agent {} at {}:{}", kVersion, description(), target);
-  auto up = c.write_file(tmp, agent_bytes_, 0700, std::max<std::chrono::milliseconds>(left(), 60s));
-  if (!up) return std::unexpected(unavailable("uploading ferry-agent to " + description() + ": " + up.error().message));
-  // Other builds' agents in this version's directory go (a running one keeps its inode); the
-  // dot-named temp files of helpers installing right now do not match the pattern.
-  std::string finish = "T=" + shell_quote(tmp) + "; F=" + shell_quote(target) + "; if [ \"$(sha256sum \"$T\" | cut -c1-64)\" = " +
-                       agent_hash_ + " ]; then chmod 755 \"$T\" && mv -f \"$T\" \"$F\" && for O in " + shell_quote(abs_dir) +
-                       "/ferry-agent " + shell_quote(abs_dir) + "/ferry-agent-*; do [ \"$O\" = \"$F\" ] || rm -f \"$O\"; done; " +
-                       "else rm -f \"$T\"; echo 'hash mismatch after upload' >&2; exit 1; fi";
-  auto fin = c.exec(finish, left());
-  if (!fin) return std::unexpected(unavailable("installing ferry-agent on " + description() + ": " + fin.error().message));
-  if (fin->exit_status != 0)
-    return std::unexpected(unavailable("installing ferry-agent on " + description() + " failed: " + fin->err));
-  return target;
-}
 
 std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::establish(Clock::time_point deadline) {
   if (auto l = load_local_agent(); !l) return std::unexpected(l.error());
@@ -682,196 +615,6 @@ void SshEndpoint::close() {
   link->agent->stop();
   link.reset();
   emit(HostState{"disconnected", {}, 0, 0, "closed"});
-}
-
-}  // namespace ferry::remote
-
-// ---------------------------------------------------------------------------------------------
-// doctor
-
-namespace ferry::remote {
-namespace {
-
-std::map<std::string, std::vector<std::string>> parse_key_values(const std::string& text) {
-  std::map<std::string, std::vector<std::string>> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    auto eq = line.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    out[line.substr(0, eq)].push_back(line.substr(eq + 1));
-  }
-  return out;
-}
-
-std::string first(const std::map<std::string, std::vector<std::string>>& kv, const std::string& key) {
-  auto it = kv.find(key);
-  return it == kv.end() || it->second.empty() ? "" : it->second.front();
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-}  // namespace
-
-std::string connect_next_step(const ResponseError& error) {
-  const std::string kind = error.data && error.data->contains("kind") && (*error.data)["kind"].is_string()
-                               ? (*error.data)["kind"].get<std::string>()
-                               : "";
-  if (kind == "authFailed") return "add your public key to ~/.ssh/authorized_keys on the box, or load it into ssh-agent (ssh-add)";
-  if (kind == "timeout" || kind == "connectFailed")
-    return "check the address/port, that the box is running, and any firewall or security group";
-  return {};
-}
-
-json to_json(const DoctorCheck& c) {
-  json j{{"check", c.name}, {"status", c.status}, {"detail", c.detail}};
-  if (!c.fix.empty()) j["fix"] = c.fix;
-  return j;
-}
-
-std::vector<DoctorCheck> run_doctor(DoctorOptions options) {
-  std::vector<DoctorCheck> out;
-  auto add = [&](std::string name, std::string status, std::string detail, std::string fix = {}) {
-    out.push_back(DoctorCheck{std::move(name), std::move(status), std::move(detail), std::move(fix)});
-  };
-  auto resolved = ssh::resolve_host(options.endpoint.host, options.endpoint.ssh_config);
-  if (!resolved) {
-    add("ssh config", "fail", resolved.error().to_string(), "fix the line named above in your ssh config");
-    return out;
-  }
-  add("ssh config", "pass",
-      options.endpoint.host + " -> " + ssh::describe(*resolved) +
-          (resolved->proxy_jump.empty() ? "" : " via " + std::to_string(resolved->proxy_jump.size()) + " ProxyJump hop(s)"));
-  options.endpoint.reconnect = false;
-  options.endpoint.on_state = [](const HostState&) {};
-  SshEndpoint e(options.endpoint);
-  auto started = Clock::now();
-  auto info = e.connect(options.timeout);
-  if (!info) {
-    std::string kind = info.error().data && info.error().data->contains("kind") ? (*info.error().data)["kind"].get<std::string>() : "";
-    std::string fix = kind == "hostKeyUnknown"   ? "verify the fingerprint with your provider, then: ferry trust " + options.endpoint.host
-                      : kind == "hostKeyChanged" ? "if the box was rebuilt, remove the old known_hosts entry (ssh-keygen -R) and ferry trust it again; otherwise do not connect"
-                      : !connect_next_step(info.error()).empty() ? connect_next_step(info.error())
-                                                                 : "see the message above";
-    add("connection", "fail", info.error().message, fix);
-    return out;
-  }
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
-  auto hk = e.host_key();
-  add("connection", "pass", e.description() + " in " + std::to_string(ms) + " ms");
-  add("host key", "pass", hk.key.type + " " + hk.fingerprint + (hk.newly_recorded ? " (recorded now in " + hk.recorded_in + ")" : " (known_hosts)"));
-  auto rep = e.install_report();
-  if (info->version == kVersion)
-    add("agent", "pass", "ferry-agent " + info->version + " at " + rep.remote_path + (rep.installed ? " (installed now)" : ""));
-  else
-    add("agent", "fail", "agent reports " + info->version + ", this ferry is " + std::string(kVersion), "reconnect to reinstall it");
-
-  std::string root = info->root;
-  std::string py = options.interpreter.empty() ? "python3" : options.interpreter;
-  std::string script =
-      "echo os=$(uname -s); echo arch=$(uname -m); echo kernel=$(uname -r)\n"
-      "echo glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')\n"
-      "echo disk_kb=$(df -Pk " + shell_quote(root) + " 2>/dev/null | awk 'NR==2{print $4}')\n"
-      "if command -v nvidia-smi >/dev/null 2>&1; then echo smi=yes; "
-      "nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu=/'; "
-      "echo cuda_driver=$(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | awk '{print $3}'); fi\n"
-      "echo cudart=$( (ldconfig -p 2>/dev/null | grep -o 'libcudart.so.[0-9.]*' | head -1) )\n"
-      "P=" + shell_quote(py) + "; echo python=$($P -c 'import sys;print(sys.version.split()[0])' 2>/dev/null)\n"
-      "$P -c 'import torch;print(\"torch=\"+torch.__version__);print(\"torch_cuda=\"+str(torch.cuda.is_available()));"
-      "print(\"torch_cuda_version=\"+str(torch.version.cuda))' 2>/dev/null\n"
-      "if S=$(sshd -T 2>/dev/null) && [ -n \"$S\" ]; then echo sshd_source=sshd -T; else echo sshd_source=/etc/ssh/sshd_config; "
-      "S=$(cat /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf 2>/dev/null | grep -v '^[[:space:]]*#'); fi\n"
-      "echo \"$S\" | grep -iE '^[[:space:]]*(permitrootlogin|passwordauthentication|allowusers)[[:space:]]' | "
-      "sed 's/^[[:space:]]*/sshd=/'\n"
-      "if command -v ufw >/dev/null 2>&1 && ufw status >/dev/null 2>&1; then echo fw=ufw $(ufw status | head -1); "
-      "elif command -v nft >/dev/null 2>&1 && nft list ruleset >/dev/null 2>&1; then echo fw=nftables $(nft list ruleset | grep -c .) lines; "
-      "elif command -v iptables >/dev/null 2>&1 && iptables -S >/dev/null 2>&1; then echo fw=iptables $(iptables -S | grep -vc '^-P') rules; "
-      "else echo fw=unreadable; fi\n";
-  auto r = e.exec(script, options.timeout);
-  if (!r) {
-    add("remote checks", "fail", r.error().message, "re-run ferry doctor; the link dropped");
-    e.close();
-    return out;
-  }
-  auto kv = parse_key_values(r->out);
-  std::string glibc = first(kv, "glibc");
-  add("system", "pass", first(kv, "os") + " " + first(kv, "arch") + ", kernel " + first(kv, "kernel") +
-                            (glibc.empty() ? "" : ", glibc " + glibc));
-  std::string disk = first(kv, "disk_kb");
-  if (disk.empty()) {
-    add("disk", "warn", "cannot read free space at " + root, "check that " + root + " exists and df works");
-  } else {
-    double gb = std::stod(disk) / (1024.0 * 1024.0);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f GiB free at ", gb);
-    if (gb < 1) add("disk", "fail", buf + root, "free space or attach a bigger volume: checkpoints and datasets need room");
-    else if (gb < 10) add("disk", "warn", buf + root, "under 10 GiB: checkpoints may fill it");
-    else add("disk", "pass", buf + root);
-  }
-  // GPUs: the agent's NVML view when it has one, else nvidia-smi.
-  std::vector<std::string> gpus;
-  if (auto g = e.call("gpu/status", json::object(), 10s); g && g->contains("gpus")) {
-    for (const auto& gpu : (*g)["gpus"]) gpus.push_back(gpu.value("name", std::string("GPU")));
-  } else {
-    gpus = kv.count("gpu") ? kv["gpu"] : std::vector<std::string>{};
-  }
-  if (!gpus.empty()) {
-    std::string list;
-    for (const auto& gpu : gpus) list += (list.empty() ? "" : "; ") + gpu;
-    add("nvidia", "pass", std::to_string(gpus.size()) + " GPU(s): " + list);
-  } else if (first(kv, "smi") == "yes") {
-    add("nvidia", "fail", "nvidia-smi is installed but lists no GPU", "the driver cannot see the GPU: reboot, or check the driver version against the kernel");
-  } else {
-    add("nvidia", "warn", "no NVIDIA driver (nvidia-smi not found)", "pick a GPU image, or install the NVIDIA driver");
-  }
-  std::string cudart = first(kv, "cudart"), cuda_driver = first(kv, "cuda_driver");
-  if (!cuda_driver.empty() || !cudart.empty())
-    add("cuda", "pass", (cuda_driver.empty() ? "" : "driver supports CUDA " + cuda_driver) +
-                            (cudart.empty() ? "" : std::string(cuda_driver.empty() ? "" : ", ") + cudart));
-  else
-    add("cuda", "warn", "no CUDA runtime found", "PyTorch wheels bring their own CUDA runtime; otherwise install the CUDA toolkit");
-  std::string python = first(kv, "python"), torch = first(kv, "torch");
-  if (python.empty()) add("python", "fail", py + " not found on the box", "install python3 or set \"interpreter\" in ferry.json");
-  else add("python", "pass", py + " " + python);
-  if (torch.empty()) {
-    add("torch", "warn", "torch is not importable by " + py, py + " -m pip install torch");
-  } else {
-    bool cuda = first(kv, "torch_cuda") == "True";
-    if (cuda) add("torch", "pass", "torch " + torch + " sees CUDA " + first(kv, "torch_cuda_version"));
-    else if (!gpus.empty()) add("torch", "fail", "torch " + torch + " does not see CUDA (built for CUDA " + first(kv, "torch_cuda_version") + ")", "install a torch build matching the driver's CUDA version");
-    else add("torch", "warn", "torch " + torch + " (CPU only)", "fine for CPU work; on a GPU box install a CUDA build of torch");
-  }
-  // SSH hardening.
-  std::map<std::string, std::string> sshd;
-  for (const auto& line : kv["sshd"]) {
-    std::istringstream in(line);
-    std::string k, v;
-    in >> k;
-    std::getline(in, v);
-    auto s = v.find_first_not_of(" \t");
-    v = s == std::string::npos ? "" : v.substr(s);
-    k = lower(k);
-    if (!sshd.count(k)) sshd[k] = v;  // sshd_config: the first value wins
-  }
-  std::string src = first(kv, "sshd_source");
-  std::string prl = lower(sshd.count("permitrootlogin") ? sshd["permitrootlogin"] : "prohibit-password");
-  if (prl == "yes") add("sshd PermitRootLogin", "warn", "yes (" + src + ")", "set PermitRootLogin prohibit-password (or no) in /etc/ssh/sshd_config");
-  else add("sshd PermitRootLogin", "pass", prl + " (" + src + ")");
-  std::string pa = lower(sshd.count("passwordauthentication") ? sshd["passwordauthentication"] : "yes");
-  if (pa == "yes") add("sshd PasswordAuthentication", "warn", "yes (" + src + ")", "set PasswordAuthentication no: keys only");
-  else add("sshd PasswordAuthentication", "pass", pa + " (" + src + ")");
-  if (sshd.count("allowusers")) add("sshd AllowUsers", "pass", sshd["allowusers"]);
-  else add("sshd AllowUsers", "warn", "not set: every account may log in", "AllowUsers <you> in /etc/ssh/sshd_config limits logins");
-  std::string fw = first(kv, "fw");
-  if (fw == "unreadable" || fw.empty()) add("firewall", "warn", "status not readable as this user", "check the provider's security group / firewall rules: only port 22 should be open");
-  else if (fw.find("inactive") != std::string::npos) add("firewall", "warn", fw, "enable it (ufw allow 22 && ufw enable) or rely on the provider's firewall");
-  else add("firewall", "pass", fw);
-  if (options.extra_checks)
-    for (auto& c : options.extra_checks(e)) out.push_back(std::move(c));
-  e.close();
-  return out;
 }
 
 }  // namespace ferry::remote
