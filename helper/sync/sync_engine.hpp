@@ -155,7 +155,18 @@ class SyncEngine {
 
  private:
   struct State;
+  struct PushRun;  // one push's state, passed from stage to stage (sync_engine.cpp)
   std::expected<SyncSummary, std::string> push_locked(const SyncOptions& options);
+  // The push's stages, in order (their comments in sync_engine.cpp say why each does what).
+  std::expected<void, std::string> push_read_local(PushRun& run);
+  void take_watched_changes(PushRun& run);
+  std::expected<void, std::string> push_read_remote(PushRun& run);
+  std::expected<void, std::string> list_remote(PushRun& run);
+  std::expected<void, std::string> hash_listed(PushRun& run);
+  std::expected<void, std::string> push_plan(PushRun& run);
+  std::uint64_t push_transfer(PushRun& run);
+  void push_commit_manifest(PushRun& run, std::uint64_t mutations);
+  void trim_sent_cache(const SyncOptions& options);
   void load_index(State& st);
   std::expected<void, std::string> load_local_state(State& st);
   std::expected<ScanResult, std::string> walk_for_push(State& st, const SyncOptions& options);

@@ -124,6 +124,19 @@ inline std::string agent_error(const std::string& method, const std::string& pat
 // refused before any plan, e.g. sync/state creating its record).
 std::string no_space_advice(const std::string& where, const json& space, std::uint64_t needed);
 
+// "1.2 MiB": sizes in the summary's line and in messages.
+std::string human_bytes(std::uint64_t n);
+
+// The zstd level of one streamed chunk of `data` (kStreamLevel, or kIncompressibleLevel when a
+// sample of it does not compress).
+int stream_level(const std::uint8_t* data, std::size_t size);
+
+// A file the scan left unhashed, read once for both its bytes and its hash, held to the
+// scanner's stability rules (nullopt: changed since the scan or while read); the hash goes into
+// `meta` and the index.
+std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashing(const fs::path& root, const std::string& rel,
+                                                                                 FileMeta& meta, FileIndex& index);
+
 // What a (paged) remote listing gave: the entries, or `cancelled` when options.cancelled() turned
 // true between pages (the agent was told to drop the walk).
 struct RemoteListing {

@@ -293,16 +293,9 @@ void mirror_deletes(const fs::path& local_root, const TreeState& remote, const s
   }
 }
 
-}  // namespace
-
-std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::string>& paths_in, const SyncOptions& o) {
-  auto lock = ProjectLock::acquire(target_.local_root, o.waiting, o.cancelled);
-  if (!lock) return std::unexpected(lock.error());
-  const auto t0 = Clock::now();
-  SyncSummary summary;
-  summary.dry_run = o.dry_run;
-  const fs::path& root = target_.local_root;
-  const std::string& base = target_.remote_base;
+// The pull paths as given, made relative to the mapping ("" for all of it); one that leaves
+// the mapping is refused.
+std::expected<std::vector<std::string>, std::string> normalize_pull_paths(const std::vector<std::string>& paths_in) {
   std::vector<std::string> paths;
   for (auto p : paths_in) {
     while (p.starts_with("./")) p.erase(0, 2);
@@ -312,6 +305,445 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     paths.push_back(p == "." ? "" : p);
   }
   if (paths.empty()) paths.push_back("");
+  return paths;
+}
+
+IndexKey key_of(const struct stat& st) {
+  return IndexKey{static_cast<std::uint64_t>(st.st_size), mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
+                  static_cast<std::uint64_t>(st.st_ino)};
+}
+
+// What a file job needs; `local_*` is the target as planned against, re-checked at the rename.
+struct PullFile {
+  std::string path;
+  FileMeta remote;
+  bool local_exists = false;
+  std::uint64_t local_size = 0;
+  std::int64_t local_mtime_ns = 0;
+  bool delta = false;
+};
+
+// What one pull carries from stage to stage.
+struct PullRun {
+  PullRun(remote::Endpoint& e, const SyncTarget& t, const SyncOptions& options, Manifest& m, FileIndex& i)
+      : endpoint(e), target(t), o(options), manifest(m), index(i) {
+    summary.dry_run = o.dry_run;
+    prog.manifest = &manifest;
+    prog.summary = &summary;
+    prog.options = &o;
+  }
+  // Where every request reads: the mapping (base) or a read-only source outside it.
+  json where(json extra) const {
+    if (!target.remote_source.empty()) extra["source"] = target.remote_source;
+    else extra["base"] = target.remote_base;
+    return extra;
+  }
+  bool cancelled() const { return o.cancelled && o.cancelled(); }
+
+  remote::Endpoint& endpoint;
+  const SyncTarget& target;
+  const SyncOptions& o;
+  Manifest& manifest;
+  FileIndex& index;
+  std::vector<std::string> paths;  // normalized: relative to the mapping, "" for all of it
+  SyncSummary summary;
+  Progress prog;                   // the summary's lock, and the bytes to receive
+  TreeState remote;
+  std::vector<PullFile> files;     // what the transfer fetches
+  std::atomic<bool> index_changed{false};
+};
+
+// The agent calls of a pull.
+std::expected<json, protocol::ResponseError> call_read_delta(PullRun& run, const json& req) {
+  return run.endpoint.call("sync/readDelta", req, kBigCallTimeout);
+}
+
+std::expected<json, protocol::ResponseError> call_read(PullRun& run, const std::string& path, std::uint64_t offset) {
+  return run.endpoint.call("sync/read", run.where(json{{"path", path}, {"offset", offset}, {"length", kReadChunk}}), kBigCallTimeout);
+}
+
+// 1. The remote listing (hashes under the pulled paths), less what a read-only source may not
+// serve and what pull_leave_out leaves out. False: cancelled between its pages.
+std::expected<bool, std::string> list_for_pull(PullRun& run) {
+  json known = json::array();
+  for (const auto& [p, m] : run.manifest.entries) known.push_back(p);
+  auto listed = list_remote_paged(run.endpoint, run.where(json{{"known", std::move(known)}, {"hashUnder", run.paths}}), run.o);
+  if (!listed) return std::unexpected(listed.error());
+  if (listed->cancelled) return false;
+  run.remote = std::move(listed->entries);
+  // A read-only source serves Python sources only; anything else in its reply is not trusted.
+  if (!run.target.remote_source.empty())
+    std::erase_if(run.remote, [](const auto& e) { return e.second.kind != EntryKind::file || !protocol::is_python_source_file(e.first); });
+  if (run.o.pull_leave_out) {
+    std::vector<std::pair<std::string, std::uint64_t>> offered;
+    for (const auto& [path, R] : run.remote)
+      if (R.kind == EntryKind::file) offered.emplace_back(path, R.size);
+    for (const auto& gone : run.o.pull_leave_out(offered)) run.remote.erase(gone);
+  }
+  return true;
+}
+
+// A remote directory: made locally (0755 on the way, its own mode at the end) unless a file is there.
+void pull_directory(PullRun& run, const std::string& path, const FileMeta& R, bool exists, const struct stat& st) {
+  if (exists && !S_ISDIR(st.st_mode)) {
+    run.summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a directory"});
+  } else if (!exists && !run.o.dry_run) {
+    auto made = open_dir_chain(run.target.local_root, path, true);
+    if (!made) run.summary.errors.push_back("mkdir '" + path + "': " + made.error());
+    else ::fchmod(made->fd, R.mode & 07777);
+    ++run.summary.dirs_made;
+  }
+}
+
+// A remote symlink: made as a link, never followed (its target may well point outside the root).
+void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int parent_fd, bool exists, const struct stat& st) {
+  const std::string name = name_of(path);
+  if (exists && S_ISLNK(st.st_mode)) {
+    std::string cur(static_cast<std::size_t>(st.st_size) + 1, '\0');
+    const ssize_t n = ::readlinkat(parent_fd, name.c_str(), cur.data(), cur.size());
+    if (n >= 0 && static_cast<std::string::size_type>(n) == R.link_target.size() && cur.compare(0, n, R.link_target) == 0) return;
+  }
+  if (exists && !S_ISLNK(st.st_mode) && !run.o.force) {
+    run.summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a symlink"});
+    return;
+  }
+  ++run.summary.files_sent;
+  if (run.o.dry_run) return;
+  auto dir = open_dir_chain(run.target.local_root, dir_of(path), true);
+  if (!dir) {
+    run.summary.errors.push_back("symlink '" + path + "': " + dir.error());
+    return;
+  }
+  const std::string tmp = ".ferry-tmp." + name;
+  ::unlinkat(dir->fd, tmp.c_str(), 0);
+  if (::symlinkat(R.link_target.c_str(), dir->fd, tmp.c_str()) != 0 || ::renameat(dir->fd, tmp.c_str(), dir->fd, name.c_str()) != 0) {
+    run.summary.errors.push_back("symlink '" + path + "': " + std::strerror(errno));
+    ::unlinkat(dir->fd, tmp.c_str(), 0);
+  } else {
+    run.manifest.record(path, R);
+  }
+}
+
+// The local file's hash: from the index when unchanged since it was last hashed (a 1 GiB
+// checkpoint costs a stat, not a second read), else read, and stored only when the file did not
+// move while read (the index is trusted later).
+std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int parent_fd, const struct stat& st) {
+  std::optional<Hash128> local_hash = run.index.lookup(path, key_of(st));
+  Fd fd(local_hash ? -1 : ::openat(parent_fd, name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat after {};
+  const std::int64_t hashed_at = now_ns();
+  if (fd.fd >= 0)
+    if (auto h = hash_fd(fd.fd, static_cast<std::uint64_t>(st.st_size))) {
+      local_hash = *h;
+      if (::fstat(fd.fd, &after) == 0 && key_of(after) == key_of(st)) {
+        run.index.store(path, key_of(st), *h, hashed_at);
+        run.index_changed = true;
+      }
+    }
+  return local_hash;
+}
+
+// A remote file, compared with the local one by content: unchanged, a conflict (changed
+// locally since ferry last synced it, unless forced), or queued into run.files.
+void plan_pull_file(PullRun& run, const std::string& path, const FileMeta& R, int parent_fd, bool exists, const struct stat& st) {
+  const std::uint64_t delta_min_size = PlanOptions{}.delta_min_size;
+  const std::uint64_t delta_max_size = PlanOptions{}.delta_max_size;  // the agent builds a delta in memory
+  if (exists && S_ISDIR(st.st_mode)) {
+    run.summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local directory where the remote has a file"});
+    return;
+  }
+  std::optional<Hash128> local_hash;
+  if (exists && S_ISREG(st.st_mode)) local_hash = local_hash_of(run, path, parent_fd, st);
+  if (local_hash && R.hash && *local_hash == *R.hash) {
+    ++run.summary.unchanged;
+    if (!run.o.dry_run) run.manifest.record(path, R);
+    return;
+  }
+  if (exists && !run.o.force) {
+    auto m = run.manifest.entries.find(path);
+    if (m == run.manifest.entries.end() || !m->second.hash || !local_hash || *m->second.hash != *local_hash) {
+      run.summary.conflicts.push_back({path, ConflictKind::changed_remotely,
+                                       "the local file differs from what ferry last synced (pull --force takes the remote's)"});
+      return;
+    }
+  }
+  run.prog.total += R.size;
+  if (run.o.dry_run) {
+    ++run.summary.files_sent;
+    run.summary.bytes_literal += R.size;
+    return;
+  }
+  PullFile f{path, R, exists, exists ? static_cast<std::uint64_t>(st.st_size) : 0, exists ? mtime_of(st) : 0, false};
+  f.delta = exists && S_ISREG(st.st_mode) && f.local_size >= delta_min_size && R.size >= delta_min_size &&
+            f.local_size <= delta_max_size && R.size <= delta_max_size;
+  run.files.push_back(std::move(f));
+}
+
+// 2. The plan: every listed entry under the pulled paths against the local tree (directories
+// and symlinks made now, files queued), then the mirror's deletes.
+void plan_pull(PullRun& run) {
+  const fs::path& root = run.target.local_root;
+  std::size_t matched_any = 0;
+  for (const auto& [path, R] : run.remote) {
+    if (std::none_of(run.paths.begin(), run.paths.end(), [&](const std::string& p) { return under(path, p); })) continue;
+    // Ignore rules do not apply (asking for outputs/ means wanting what is there, ignored or
+    // not), but ferry's own state never comes back.
+    if (path == ".ferry" || path.starts_with(".ferry/")) continue;
+    ++matched_any;
+    auto parent = open_dir_chain(root, dir_of(path), false);
+    if (!parent && parent.error() != "missing") {
+      run.summary.errors.push_back("pull '" + path + "': " + parent.error());
+      continue;
+    }
+    struct stat st {};
+    const bool exists = parent && ::fstatat(parent->fd, name_of(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (R.kind == EntryKind::dir) pull_directory(run, path, R, exists, st);
+    else if (R.kind == EntryKind::symlink) pull_symlink(run, path, R, parent ? parent->fd : -1, exists, st);
+    else plan_pull_file(run, path, R, parent ? parent->fd : -1, exists, st);
+  }
+  for (const auto& p : run.paths)
+    if (!p.empty() && !run.remote.contains(p) && matched_any == 0)
+      run.summary.errors.push_back("'" + p + "' is not under " + run.target.remote_root + " on " + run.endpoint.description() +
+                                   " (pull paths are relative to the mapping root; `ferry pull .` brings back all of it)");
+  if (run.o.pull_mirror) mirror_deletes(root, run.remote, run.paths, run.manifest, run.summary, run.o.dry_run);
+}
+
+// 3. The transfer: each queued file fetched into a temp file beside its target (as a delta
+// against the local copy where one is worth it, else whole), checked, and renamed into place;
+// options.in_flight files at once.
+class PullPipeline {
+ public:
+  explicit PullPipeline(PullRun& run) : run_(run) {}
+
+  void run() {
+    std::vector<std::function<void()>> jobs;
+    for (const PullFile& pf : run_.files) jobs.push_back([this, fp = &pf] { receive(*fp); });
+    run_parallel(jobs, run_.o.in_flight, run_.o.cancelled);
+  }
+
+ private:
+  void receive(const PullFile& f);
+  bool still_as_planned(const PullFile& f, int dir_fd);
+  void install(const PullFile& f, int dir_fd, TempFile& tmp, const Fetched& r);
+  Fetched fetch_delta(const PullFile& f, int dir_fd, int tmp_fd);
+  Fetched fetch_whole(const PullFile& f, int tmp_fd);
+  std::optional<Fetched> fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire,
+                                     std::mutex& mu, std::optional<std::uint32_t>& mode);
+
+  PullRun& run_;
+};
+
+// One file: fetched (the delta path, falling back to the whole file), then installed unless
+// the local target changed meanwhile (a conflict: the user's bytes stay, the temp file goes).
+void PullPipeline::receive(const PullFile& f) {
+  Progress& prog = run_.prog;
+  const std::string name = name_of(f.path);
+  auto dir = open_dir_chain(run_.target.local_root, dir_of(f.path), true);
+  if (!dir) return prog.error(fmt::format("pull '{}': {}", f.path, dir.error()));
+  TempFile tmp;
+  if (auto made = make_temp(tmp, dir->fd, name); !made) return prog.error(fmt::format("pull '{}': {}", f.path, made.error()));
+  Fetched r = f.delta ? fetch_delta(f, dir->fd, tmp.fd.fd) : failed(Fetched::Status::fallback, "");
+  if (r.status == Fetched::Status::fallback) {
+    if (f.delta) spdlog::debug("pull '{}': whole file ({})", f.path, r.message);
+    const std::uint64_t spent = r.wire;
+    if (::ftruncate(tmp.fd.fd, 0) != 0) return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("truncate")));
+    r = fetch_whole(f, tmp.fd.fd);
+    r.wire += spent;
+  } else if (r.status == Fetched::Status::ok) {
+    prog.advance(f.remote.size);
+  }
+  {
+    std::lock_guard lock(prog.mu);
+    run_.summary.bytes_on_wire += r.wire;
+  }
+  if (!still_as_planned(f, dir->fd)) {
+    std::lock_guard lock(prog.mu);
+    run_.summary.conflicts.push_back({f.path, ConflictKind::changed_remotely, "the local file changed during the pull; it was left as it is"});
+    return;
+  }
+  if (r.status == Fetched::Status::cancelled) return;  // the summary says cancelled; the next pull resumes
+  if (r.status == Fetched::Status::unstable) {
+    std::lock_guard lock(prog.mu);
+    run_.summary.unstable.push_back(f.path);
+    return;
+  }
+  if (r.status != Fetched::Status::ok) return prog.error(fmt::format("pull '{}': {}", f.path, r.message));
+  install(f, dir->fd, tmp, r);
+}
+
+// The local target is still what was planned against (a user edit during the pull is not).
+bool PullPipeline::still_as_planned(const PullFile& f, int dir_fd) {
+  struct stat now {};
+  const bool now_exists = ::fstatat(dir_fd, name_of(f.path).c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0;
+  return now_exists == f.local_exists &&
+         (!now_exists || (static_cast<std::uint64_t>(now.st_size) == f.local_size && mtime_of(now) == f.local_mtime_ns));
+}
+
+// The temp file given the remote's mode and mtime, synced and renamed over the target; then
+// recorded in the index and the manifest.
+void PullPipeline::install(const PullFile& f, int dir_fd, TempFile& tmp, const Fetched& r) {
+  Progress& prog = run_.prog;
+  const std::string name = name_of(f.path);
+  const timespec times[2] = {{0, UTIME_OMIT},
+                             {static_cast<time_t>(r.got.mtime_ns / 1'000'000'000), static_cast<long>(r.got.mtime_ns % 1'000'000'000)}};
+  if (::fchmod(tmp.fd.fd, r.got.mode) != 0 || ::futimens(tmp.fd.fd, times) != 0 || ::fsync(tmp.fd.fd) != 0)
+    return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("set attributes")));
+  if (::renameat(dir_fd, tmp.name.c_str(), dir_fd, name.c_str()) != 0)
+    return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("rename")));
+  tmp.kept = true;
+  ::fsync(dir_fd);  // best effort, as write_file_atomically
+  if (struct stat done {}; ::fstat(tmp.fd.fd, &done) == 0) {
+    run_.index.store(f.path, key_of(done), *r.got.hash, now_ns());
+    run_.index_changed = true;
+  }
+  std::lock_guard lock(prog.mu);
+  run_.manifest.record(f.path, r.got);
+  ++run_.summary.files_sent;  // counted once received: a conflict or a failure is not a file pulled
+  run_.summary.bytes_literal += r.literal;
+  run_.summary.bytes_matched += r.matched;
+}
+
+// The delta path: the local copy's signature (two levels above kTwoLevelAbove, as push), the
+// agent's delta back, patched from the local file into `tmp`.
+Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
+  const std::string name = name_of(f.path);
+  Fd base_fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (base_fd.fd < 0) return failed(Fetched::Status::fallback, errno_text("open the local copy"));
+  const bool two_level = f.local_size >= kTwoLevelAbove;
+  const delta::SignatureParams params = two_level ? delta::SignatureParams{kCoarseBlock, 8} : delta::default_params(f.local_size);
+  auto sig = sign_range(base_fd.fd, f.local_size, params, 0, f.local_size);
+  if (!sig) return failed(Fetched::Status::fallback, sig.error());
+  std::uint64_t wire = sig->size();
+  json req = run_.where(json{{"path", f.path}, {"signature", as_binary(*sig)}, {"maxDelta", kMaxPullDelta}});
+  if (two_level) req["rangesOnly"] = true;
+  auto reply = call_read_delta(run_, req);
+  if (!reply) {
+    if (reply.error().code == protocol::error_code::kMethodNotFound) return failed(Fetched::Status::fallback, "an agent without sync/readDelta");
+    return from_agent_error("sync/readDelta", reply.error(), wire);
+  }
+  if (reply->contains("ranges")) {
+    // The second level: fine signatures of the ranges no coarse block matched.
+    json fine = json::array();
+    for (const auto& rg : reply->at("ranges")) {
+      if (!rg.is_array() || rg.size() != 2 || !rg[0].is_number_unsigned() || !rg[1].is_number_unsigned())
+        return failed(Fetched::Status::error, "sync/readDelta: malformed ranges", wire);
+      const std::uint64_t off = rg[0].get<std::uint64_t>(), len = rg[1].get<std::uint64_t>();
+      if (off > f.local_size || len > f.local_size - off || len == 0)
+        return failed(Fetched::Status::error, "sync/readDelta: a range outside the local file", wire);
+      auto fsig = sign_range(base_fd.fd, f.local_size, delta::SignatureParams{kFineBlock, 8}, off, len);
+      if (!fsig) return failed(Fetched::Status::fallback, fsig.error(), wire);
+      wire += fsig->size();
+      fine.push_back(as_binary(std::move(*fsig)));
+    }
+    wire += sig->size();  // the coarse signature goes again: the agent keeps no state between requests
+    req.erase("rangesOnly");
+    req["fine"] = std::move(fine);
+    reply = call_read_delta(run_, req);
+    if (!reply) return from_agent_error("sync/readDelta", reply.error(), wire);
+  }
+  if (reply->value("tooBig", false)) return failed(Fetched::Status::fallback, "delta larger than the file is worth", wire);
+  if (!reply->contains("delta") || !reply->at("delta").is_binary())
+    return failed(Fetched::Status::error, "sync/readDelta: no delta in the reply", wire);
+  const auto& packed = reply->at("delta").get_binary();
+  wire += packed.size();
+  Fetched out;
+  out.wire = wire;
+  out.got = f.remote;
+  out.got.size = reply->value("size", std::uint64_t{0});
+  out.got.mtime_ns = reply->value("mtimeNs", std::int64_t{0});
+  out.got.mode = reply->value("mode", f.remote.mode) & 07777;
+  out.got.hash = hash_of(*reply);
+  if (!out.got.hash) return failed(Fetched::Status::error, "sync/readDelta: no hash in the reply", wire);
+  auto d = zstd_decompress(packed.data(), packed.size(), reply->value("deltaSize", std::uint64_t{0}));
+  if (!d) return failed(Fetched::Status::error, "sync/readDelta: " + d.error(), wire);
+  delta::DeltaHeader expect{f.local_size, out.got.size, *out.got.hash};
+  auto stats = patch_to_fd(*d, base_fd.fd, f.local_size, tmp_fd, expect);
+  if (!stats) return failed(Fetched::Status::error, stats.error(), wire);
+  out.literal = stats->literal_bytes;
+  out.matched = stats->copied_bytes;
+  return out;
+}
+
+// The whole-file path: several sync/read chunks in flight, each written where it belongs
+// with pwrite, so memory stays at kChunksInFlight chunks whatever the file size.
+Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
+  const std::uint64_t size = f.remote.size;
+  const std::uint64_t chunks = std::max<std::uint64_t>(1, (size + kReadChunk - 1) / kReadChunk);
+  std::atomic<std::uint64_t> next{0}, wire{0};
+  std::mutex mu;
+  std::optional<Fetched> failure;
+  std::optional<std::uint32_t> mode;
+  auto worker = [&] {
+    for (std::uint64_t i; (i = next.fetch_add(1)) < chunks;) {
+      {
+        std::lock_guard lock(mu);
+        if (failure) return;
+      }
+      auto fail = run_.cancelled() ? std::optional(failed(Fetched::Status::cancelled, "cancelled"))
+                                   : fetch_chunk(f, tmp_fd, i * kReadChunk, wire, mu, mode);
+      if (fail) {
+        std::lock_guard lock(mu);
+        if (!failure) failure = std::move(*fail);
+        return;
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    const auto width = static_cast<unsigned>(std::min<std::uint64_t>(kChunksInFlight, chunks));
+    for (unsigned t = 1; t < width; ++t) pool.emplace_back(worker);
+    worker();
+  }
+  if (failure) {
+    failure->wire = wire.load();
+    return *failure;
+  }
+  auto h = hash_fd(tmp_fd, size);
+  if (!h) return failed(Fetched::Status::error, h.error(), wire.load());
+  if (f.remote.hash && *h != *f.remote.hash) return failed(Fetched::Status::unstable, "changed on the remote while being read", wire.load());
+  Fetched out;
+  out.wire = wire.load();
+  out.got = f.remote;
+  out.got.hash = *h;
+  out.got.mode = mode.value_or(f.remote.mode) & 07777;
+  out.literal = size;
+  return out;
+}
+
+// One chunk at `offset` read and written into the temp file; the failure, if any.
+std::optional<Fetched> PullPipeline::fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire,
+                                                 std::mutex& mu, std::optional<std::uint32_t>& mode) {
+  const std::uint64_t size = f.remote.size;
+  auto chunk = call_read(run_, f.path, offset);
+  if (!chunk) return from_agent_error("sync/read", chunk.error(), 0);
+  const auto& data = chunk->at("data").get_binary();
+  wire += data.size();
+  // Every chunk must come from the file the listing saw: else the parts could be of different
+  // versions, and the next pull settles it.
+  if (chunk->value("size", std::uint64_t{0}) != size || chunk->value("mtimeNs", std::int64_t{0}) != f.remote.mtime_ns)
+    return failed(Fetched::Status::unstable, "changed on the remote since it was listed");
+  const std::uint64_t want = std::min<std::uint64_t>(kReadChunk, size - std::min(size, offset));
+  const std::uint64_t raw_size = chunk->value("rawSize", std::uint64_t{0});
+  if (raw_size != want) return failed(Fetched::Status::error, fmt::format("sync/read: {} bytes at {}, {} expected", raw_size, offset, want));
+  auto raw = zstd_decompress(data.data(), data.size(), raw_size);
+  if (!raw) return failed(Fetched::Status::error, "sync/read: " + raw.error());
+  if (auto w = pwrite_full(tmp_fd, raw->data(), raw->size(), offset); !w) return failed(Fetched::Status::error, w.error());
+  {
+    std::lock_guard lock(mu);
+    mode = chunk->value("mode", f.remote.mode);
+  }
+  run_.prog.advance(raw->size());
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::string>& paths_in, const SyncOptions& o) {
+  auto lock = ProjectLock::acquire(target_.local_root, o.waiting, o.cancelled);
+  if (!lock) return std::unexpected(lock.error());
+  const auto t0 = Clock::now();
+  auto paths = normalize_pull_paths(paths_in);
+  if (!paths) return std::unexpected(paths.error());
 
   std::lock_guard state_lock(state_->mu);
   if (!state_->manifest) {
@@ -319,361 +751,30 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     if (!loaded) return std::unexpected(loaded.error());
     state_->manifest = std::move(*loaded);
   }
-  Manifest* manifest = &*state_->manifest;
-  manifest->remote_root = target_.remote_root;
+  state_->manifest->remote_root = target_.remote_root;
   // The hash index push keeps: a local copy unchanged since it was last hashed is not read again
   // (a 1 GiB checkpoint costs a stat, not a second read), and what pull writes is stored in it.
   if (!state_->index) {
-    auto index = FileIndex::load(default_index_path(root));
+    auto index = FileIndex::load(default_index_path(target_.local_root));
     if (!index) spdlog::warn("sync: index unreadable ({}); rehashing", index.error());
     state_->index.emplace(index ? std::move(*index) : FileIndex{});
   }
-  FileIndex& index = *state_->index;
-  auto key_of = [](const struct stat& st) {
-    return IndexKey{static_cast<std::uint64_t>(st.st_size), mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
-                    static_cast<std::uint64_t>(st.st_ino)};
-  };
-  std::atomic<bool> index_changed{false};
-  // Where every request reads: the mapping (base) or a read-only source outside it.
-  const bool from_source = !target_.remote_source.empty();
-  auto where = [&](json extra) {
-    if (from_source) extra["source"] = target_.remote_source;
-    else extra["base"] = base;
-    return extra;
-  };
-  json known = json::array();
-  for (const auto& [p, m] : manifest->entries) known.push_back(p);
-  auto listed = list_remote_paged(endpoint_, where(json{{"known", std::move(known)}, {"hashUnder", paths}}), o);
+  PullRun run(endpoint_, target_, o, *state_->manifest, *state_->index);
+  run.paths = std::move(*paths);
+  auto listed = list_for_pull(run);
   if (!listed) return std::unexpected(listed.error());
-  if (listed->cancelled) {
-    summary.cancelled = true;
-    summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    return summary;
+  if (!*listed) {
+    run.summary.cancelled = true;
+    run.summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return std::move(run.summary);
   }
-  TreeState remote = std::move(listed->entries);
-  // A read-only source serves Python sources only; anything else in its reply is not trusted.
-  if (from_source) std::erase_if(remote, [](const auto& e) { return e.second.kind != EntryKind::file || !protocol::is_python_source_file(e.first); });
-  if (o.pull_leave_out) {
-    std::vector<std::pair<std::string, std::uint64_t>> offered;
-    for (const auto& [path, R] : remote)
-      if (R.kind == EntryKind::file) offered.emplace_back(path, R.size);
-    for (const auto& gone : o.pull_leave_out(offered)) remote.erase(gone);
-  }
-  const std::uint64_t delta_min_size = PlanOptions{}.delta_min_size;
-  const std::uint64_t delta_max_size = PlanOptions{}.delta_max_size;  // the agent builds a delta in memory
-
-  Progress prog;
-  prog.manifest = manifest;
-  prog.summary = &summary;
-  prog.options = &o;
-  // What a file job needs; `local_*` is the target as planned against, re-checked at the rename.
-  struct PullFile {
-    std::string path;
-    FileMeta remote;
-    bool local_exists = false;
-    std::uint64_t local_size = 0;
-    std::int64_t local_mtime_ns = 0;
-    bool delta = false;
-  };
-  std::vector<PullFile> files;
-  std::size_t matched_any = 0;
-  for (const auto& [path, R] : remote) {
-    if (std::none_of(paths.begin(), paths.end(), [&](const std::string& p) { return under(path, p); })) continue;
-    // Ignore rules do not apply (asking for outputs/ means wanting what is there, ignored or
-    // not), but ferry's own state never comes back.
-    if (path == ".ferry" || path.starts_with(".ferry/")) continue;
-    ++matched_any;
-    const std::string name = name_of(path);
-    auto parent = open_dir_chain(root, dir_of(path), false);
-    if (!parent && parent.error() != "missing") {
-      summary.errors.push_back("pull '" + path + "': " + parent.error());
-      continue;
-    }
-    struct stat st {};
-    const bool exists = parent && ::fstatat(parent->fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
-    if (R.kind == EntryKind::dir) {
-      if (exists && !S_ISDIR(st.st_mode)) {
-        summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a directory"});
-      } else if (!exists && !o.dry_run) {
-        auto made = open_dir_chain(root, path, true);
-        if (!made) summary.errors.push_back("mkdir '" + path + "': " + made.error());
-        else ::fchmod(made->fd, R.mode & 07777);
-        ++summary.dirs_made;
-      }
-      continue;
-    }
-    if (R.kind == EntryKind::symlink) {
-      // Made as a link, never followed: its target may well point outside the root.
-      if (exists && S_ISLNK(st.st_mode)) {
-        std::string cur(static_cast<std::size_t>(st.st_size) + 1, '\0');
-        const ssize_t n = ::readlinkat(parent->fd, name.c_str(), cur.data(), cur.size());
-        if (n >= 0 && static_cast<std::string::size_type>(n) == R.link_target.size() && cur.compare(0, n, R.link_target) == 0) continue;
-      }
-      if (exists && !S_ISLNK(st.st_mode) && !o.force) {
-        summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a symlink"});
-        continue;
-      }
-      ++summary.files_sent;
-      if (o.dry_run) continue;
-      auto dir = open_dir_chain(root, dir_of(path), true);
-      if (!dir) {
-        summary.errors.push_back("symlink '" + path + "': " + dir.error());
-        continue;
-      }
-      const std::string tmp = ".ferry-tmp." + name;
-      ::unlinkat(dir->fd, tmp.c_str(), 0);
-      if (::symlinkat(R.link_target.c_str(), dir->fd, tmp.c_str()) != 0 || ::renameat(dir->fd, tmp.c_str(), dir->fd, name.c_str()) != 0) {
-        summary.errors.push_back("symlink '" + path + "': " + std::strerror(errno));
-        ::unlinkat(dir->fd, tmp.c_str(), 0);
-      } else {
-        manifest->record(path, R);
-      }
-      continue;
-    }
-    // A file: compare with the local one by content.
-    if (exists && S_ISDIR(st.st_mode)) {
-      summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local directory where the remote has a file"});
-      continue;
-    }
-    std::optional<Hash128> local_hash;
-    if (exists && S_ISREG(st.st_mode)) {
-      local_hash = index.lookup(path, key_of(st));
-      Fd fd(local_hash ? -1 : ::openat(parent->fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-      struct stat after {};
-      const std::int64_t hashed_at = now_ns();
-      if (fd.fd >= 0)
-        if (auto h = hash_fd(fd.fd, static_cast<std::uint64_t>(st.st_size))) {
-          local_hash = *h;
-          // Stored only when the file did not move while read (the index is trusted later).
-          if (::fstat(fd.fd, &after) == 0 && key_of(after) == key_of(st)) {
-            index.store(path, key_of(st), *h, hashed_at);
-            index_changed = true;
-          }
-        }
-    }
-    if (local_hash && R.hash && *local_hash == *R.hash) {
-      ++summary.unchanged;
-      if (!o.dry_run) manifest->record(path, R);
-      continue;
-    }
-    if (exists && !o.force) {
-      auto m = manifest->entries.find(path);
-      if (m == manifest->entries.end() || !m->second.hash || !local_hash || *m->second.hash != *local_hash) {
-        summary.conflicts.push_back({path, ConflictKind::changed_remotely,
-                                     "the local file differs from what ferry last synced (pull --force takes the remote's)"});
-        continue;
-      }
-    }
-    prog.total += R.size;
-    if (o.dry_run) {
-      ++summary.files_sent;
-      summary.bytes_literal += R.size;
-      continue;
-    }
-    PullFile f{path, R, exists, exists ? static_cast<std::uint64_t>(st.st_size) : 0, exists ? mtime_of(st) : 0, false};
-    f.delta = exists && S_ISREG(st.st_mode) && f.local_size >= delta_min_size && R.size >= delta_min_size &&
-              f.local_size <= delta_max_size && R.size <= delta_max_size;
-    files.push_back(std::move(f));
-  }
-  for (const auto& p : paths)
-    if (!p.empty() && !remote.contains(p) && matched_any == 0)
-      summary.errors.push_back("'" + p + "' is not under " + target_.remote_root + " on " + endpoint_.description() +
-                               " (pull paths are relative to the mapping root; `ferry pull .` brings back all of it)");
-  if (o.pull_mirror) mirror_deletes(root, remote, paths, *manifest, summary, o.dry_run);
+  plan_pull(run);
   if (o.before_transfer && !o.dry_run) o.before_transfer();
+  PullPipeline pipeline(run);
+  pipeline.run();
 
-  auto cancelled = [&] { return o.cancelled && o.cancelled(); };
-
-  // The delta path: the local copy's signature (two levels above kTwoLevelAbove, as push), the
-  // agent's delta back, patched from the local file into `tmp`.
-  auto fetch_delta = [&](const PullFile& f, int dir_fd, int tmp_fd) -> Fetched {
-    const std::string name = name_of(f.path);
-    Fd base_fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (base_fd.fd < 0) return failed(Fetched::Status::fallback, errno_text("open the local copy"));
-    const bool two_level = f.local_size >= kTwoLevelAbove;
-    const delta::SignatureParams params =
-        two_level ? delta::SignatureParams{kCoarseBlock, 8} : delta::default_params(f.local_size);
-    auto sig = sign_range(base_fd.fd, f.local_size, params, 0, f.local_size);
-    if (!sig) return failed(Fetched::Status::fallback, sig.error());
-    std::uint64_t wire = sig->size();
-    json req = where(json{{"path", f.path}, {"signature", as_binary(*sig)}, {"maxDelta", kMaxPullDelta}});
-    if (two_level) req["rangesOnly"] = true;
-    auto reply = endpoint_.call("sync/readDelta", req, kBigCallTimeout);
-    if (!reply) {
-      if (reply.error().code == protocol::error_code::kMethodNotFound) return failed(Fetched::Status::fallback, "an agent without sync/readDelta");
-      return from_agent_error("sync/readDelta", reply.error(), wire);
-    }
-    if (reply->contains("ranges")) {
-      json fine = json::array();
-      for (const auto& rg : reply->at("ranges")) {
-        if (!rg.is_array() || rg.size() != 2 || !rg[0].is_number_unsigned() || !rg[1].is_number_unsigned())
-          return failed(Fetched::Status::error, "sync/readDelta: malformed ranges", wire);
-        const std::uint64_t off = rg[0].get<std::uint64_t>(), len = rg[1].get<std::uint64_t>();
-        if (off > f.local_size || len > f.local_size - off || len == 0)
-          return failed(Fetched::Status::error, "sync/readDelta: a range outside the local file", wire);
-        auto fsig = sign_range(base_fd.fd, f.local_size, delta::SignatureParams{kFineBlock, 8}, off, len);
-        if (!fsig) return failed(Fetched::Status::fallback, fsig.error(), wire);
-        wire += fsig->size();
-        fine.push_back(as_binary(std::move(*fsig)));
-      }
-      wire += sig->size();  // the coarse signature goes again: the agent keeps no state between requests
-      req.erase("rangesOnly");
-      req["fine"] = std::move(fine);
-      reply = endpoint_.call("sync/readDelta", req, kBigCallTimeout);
-      if (!reply) return from_agent_error("sync/readDelta", reply.error(), wire);
-    }
-    if (reply->value("tooBig", false)) return failed(Fetched::Status::fallback, "delta larger than the file is worth", wire);
-    if (!reply->contains("delta") || !reply->at("delta").is_binary())
-      return failed(Fetched::Status::error, "sync/readDelta: no delta in the reply", wire);
-    const auto& packed = reply->at("delta").get_binary();
-    wire += packed.size();
-    Fetched out;
-    out.wire = wire;
-    out.got = f.remote;
-    out.got.size = reply->value("size", std::uint64_t{0});
-    out.got.mtime_ns = reply->value("mtimeNs", std::int64_t{0});
-    out.got.mode = reply->value("mode", f.remote.mode) & 07777;
-    out.got.hash = hash_of(*reply);
-    if (!out.got.hash) return failed(Fetched::Status::error, "sync/readDelta: no hash in the reply", wire);
-    auto d = zstd_decompress(packed.data(), packed.size(), reply->value("deltaSize", std::uint64_t{0}));
-    if (!d) return failed(Fetched::Status::error, "sync/readDelta: " + d.error(), wire);
-    delta::DeltaHeader expect{f.local_size, out.got.size, *out.got.hash};
-    auto stats = patch_to_fd(*d, base_fd.fd, f.local_size, tmp_fd, expect);
-    if (!stats) return failed(Fetched::Status::error, stats.error(), wire);
-    out.literal = stats->literal_bytes;
-    out.matched = stats->copied_bytes;
-    return out;
-  };
-
-  // The whole-file path: several sync/read chunks in flight, each written where it belongs
-  // with pwrite, so memory stays at kChunksInFlight chunks whatever the file size.
-  auto fetch_whole = [&](const PullFile& f, int tmp_fd) -> Fetched {
-    const std::uint64_t size = f.remote.size;
-    const std::uint64_t chunks = std::max<std::uint64_t>(1, (size + kReadChunk - 1) / kReadChunk);
-    std::atomic<std::uint64_t> next{0}, wire{0};
-    std::mutex mu;
-    std::optional<Fetched> failure;
-    std::optional<std::uint32_t> mode;
-    auto fail = [&](Fetched f) {
-      std::lock_guard lock(mu);
-      if (!failure) failure = std::move(f);
-    };
-    auto worker = [&] {
-      for (std::uint64_t i; (i = next.fetch_add(1)) < chunks;) {
-        {
-          std::lock_guard lock(mu);
-          if (failure) return;
-        }
-        if (cancelled()) return fail(failed(Fetched::Status::cancelled, "cancelled"));
-        const std::uint64_t offset = i * kReadChunk;
-        auto chunk = endpoint_.call("sync/read", where(json{{"path", f.path}, {"offset", offset}, {"length", kReadChunk}}),
-                                    kBigCallTimeout);
-        if (!chunk) return fail(from_agent_error("sync/read", chunk.error(), 0));
-        const auto& data = chunk->at("data").get_binary();
-        wire += data.size();
-        // Every chunk must come from the file the listing saw: else the parts could be of
-        // different versions, and the next pull settles it.
-        if (chunk->value("size", std::uint64_t{0}) != size || chunk->value("mtimeNs", std::int64_t{0}) != f.remote.mtime_ns)
-          return fail(failed(Fetched::Status::unstable, "changed on the remote since it was listed"));
-        const std::uint64_t want = std::min<std::uint64_t>(kReadChunk, size - std::min(size, offset));
-        const std::uint64_t raw_size = chunk->value("rawSize", std::uint64_t{0});
-        if (raw_size != want) return fail(failed(Fetched::Status::error, fmt::format("sync/read: {} bytes at {}, {} expected", raw_size, offset, want)));
-        auto raw = zstd_decompress(data.data(), data.size(), raw_size);
-        if (!raw) return fail(failed(Fetched::Status::error, "sync/read: " + raw.error()));
-        if (auto w = pwrite_full(tmp_fd, raw->data(), raw->size(), offset); !w) return fail(failed(Fetched::Status::error, w.error()));
-        {
-          std::lock_guard lock(mu);
-          mode = chunk->value("mode", f.remote.mode);
-        }
-        prog.advance(raw->size());
-      }
-    };
-    {
-      std::vector<std::jthread> pool;
-      const auto width = static_cast<unsigned>(std::min<std::uint64_t>(kChunksInFlight, chunks));
-      for (unsigned t = 1; t < width; ++t) pool.emplace_back(worker);
-      worker();
-    }
-    if (failure) {
-      failure->wire = wire.load();
-      return *failure;
-    }
-    auto h = hash_fd(tmp_fd, size);
-    if (!h) return failed(Fetched::Status::error, h.error(), wire.load());
-    if (f.remote.hash && *h != *f.remote.hash)
-      return failed(Fetched::Status::unstable, "changed on the remote while being read", wire.load());
-    Fetched out;
-    out.wire = wire.load();
-    out.got = f.remote;
-    out.got.hash = *h;
-    out.got.mode = mode.value_or(f.remote.mode) & 07777;
-    out.literal = size;
-    return out;
-  };
-
-  std::vector<std::function<void()>> jobs;
-  for (const PullFile& pf : files) {
-    jobs.push_back([&, fp = &pf] {
-      const PullFile& f = *fp;
-      const std::string name = name_of(f.path);
-      auto dir = open_dir_chain(root, dir_of(f.path), true);
-      if (!dir) return prog.error(fmt::format("pull '{}': {}", f.path, dir.error()));
-      TempFile tmp;
-      if (auto made = make_temp(tmp, dir->fd, name); !made) return prog.error(fmt::format("pull '{}': {}", f.path, made.error()));
-      Fetched r = f.delta ? fetch_delta(f, dir->fd, tmp.fd.fd) : failed(Fetched::Status::fallback, "");
-      if (r.status == Fetched::Status::fallback) {
-        if (f.delta) spdlog::debug("pull '{}': whole file ({})", f.path, r.message);
-        const std::uint64_t spent = r.wire;
-        if (::ftruncate(tmp.fd.fd, 0) != 0) return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("truncate")));
-        r = fetch_whole(f, tmp.fd.fd);
-        r.wire += spent;
-      } else if (r.status == Fetched::Status::ok) {
-        prog.advance(f.remote.size);
-      }
-      {
-        std::lock_guard lock(prog.mu);
-        summary.bytes_on_wire += r.wire;
-      }
-      // The local target must still be what was planned against: a user edit during the pull
-      // is a conflict and keeps the user's bytes (the temp file goes).
-      struct stat now {};
-      const bool now_exists = ::fstatat(dir->fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0;
-      const bool local_changed = now_exists != f.local_exists ||
-                                 (now_exists && (static_cast<std::uint64_t>(now.st_size) != f.local_size || mtime_of(now) != f.local_mtime_ns));
-      if (local_changed) {
-        std::lock_guard lock(prog.mu);
-        summary.conflicts.push_back({f.path, ConflictKind::changed_remotely, "the local file changed during the pull; it was left as it is"});
-        return;
-      }
-      if (r.status == Fetched::Status::cancelled) return;  // the summary says cancelled; the next pull resumes
-      if (r.status == Fetched::Status::unstable) {
-        std::lock_guard lock(prog.mu);
-        summary.unstable.push_back(f.path);
-        return;
-      }
-      if (r.status != Fetched::Status::ok) return prog.error(fmt::format("pull '{}': {}", f.path, r.message));
-      const timespec times[2] = {{0, UTIME_OMIT},
-                                 {static_cast<time_t>(r.got.mtime_ns / 1'000'000'000), static_cast<long>(r.got.mtime_ns % 1'000'000'000)}};
-      if (::fchmod(tmp.fd.fd, r.got.mode) != 0 || ::futimens(tmp.fd.fd, times) != 0 || ::fsync(tmp.fd.fd) != 0)
-        return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("set attributes")));
-      if (::renameat(dir->fd, tmp.name.c_str(), dir->fd, name.c_str()) != 0)
-        return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("rename")));
-      tmp.kept = true;
-      ::fsync(dir->fd);  // best effort, as write_file_atomically
-      if (struct stat done {}; ::fstat(tmp.fd.fd, &done) == 0) {
-        index.store(f.path, key_of(done), *r.got.hash, now_ns());
-        index_changed = true;
-      }
-      std::lock_guard lock(prog.mu);
-      manifest->record(f.path, r.got);
-      ++summary.files_sent;  // counted once received: a conflict or a failure is not a file pulled
-      summary.bytes_literal += r.literal;
-      summary.bytes_matched += r.matched;
-    });
-  }
-  run_parallel(jobs, o.in_flight, o.cancelled);
-  if (index_changed) state_->index_dirty = true;
-  summary.cancelled = cancelled();
+  if (run.index_changed) state_->index_dirty = true;
+  run.summary.cancelled = run.cancelled();
   if (!o.dry_run) {
     ++state_->manifest_version;
     {
@@ -682,8 +783,8 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     }
     state_->persist_cv.notify_all();
   }
-  summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  return summary;
+  run.summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return std::move(run.summary);
 }
 
 }  // namespace ferry::sync
