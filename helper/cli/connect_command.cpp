@@ -12,6 +12,7 @@
 
 #include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
@@ -100,7 +101,7 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
   auto target = ssh_target(g, o.host, o.root);
   if (!target) {
     std::cerr << "ferry connect: " << target.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   remote::SshEndpoint e(endpoint_options(*target));
   auto start = std::chrono::steady_clock::now();
@@ -114,7 +115,7 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
     } else {
       std::cerr << cannot_reach("ferry connect", e.description(), info.error()) << "\n";
     }
-    return 1;
+    return exit_status::kFailed;
   }
   std::optional<std::expected<training::TrainerInstall, std::string>> trainer;
   std::optional<std::expected<training::TrainerBackgroundBuild, std::string>> background;
@@ -162,10 +163,10 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
   if (trainer && !*trainer) {
     std::cerr << "ferry connect: " << trainer->error() << "\n";
     e.close();
-    return 1;
+    return exit_status::kFailed;
   }
   e.close();
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

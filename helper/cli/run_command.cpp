@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
@@ -392,7 +393,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   }
   if (o.detach) {
     std::cout << started->id << "\n";
-    return 0;
+    return exit_status::kOk;
   }
   FollowOptions fo;
   fo.tty = o.tty;
@@ -465,7 +466,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       arr.push_back(j);
     }
     std::cout << arr.dump(2) << "\n";
-    return 0;
+    return exit_status::kOk;
   }
   const std::string cost_head = usd_per_hour ? fmt::format(" {:>9}", "COST") : "";
   std::cout << fmt::format("{:<21} {:<8} {:>9}{} {:>6}  {}\n", "ID", "STATE", "DURATION", cost_head, "EXIT", "COMMAND");
@@ -501,7 +502,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
   }
   if (usd_per_hour) std::cerr << "cost at " << cloud::format_rate(*usd_per_hour) << " (ferry.json price); running runs: so far\n";
   if (runs->empty()) std::cerr << "no runs" << (all ? "" : " under this project (--all shows every project's)") << "\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 // ---- ferry logs / attach / kill ----
@@ -531,7 +532,7 @@ int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bo
     if (r->records.empty() || r->next == offset) break;  // all that is there now
     offset = r->next;
   }
-  return 0;
+  return exit_status::kOk;
 }
 
 int run_attach(const GlobalOptions& g, const std::string& id, bool tty) {
@@ -562,7 +563,7 @@ int run_kill(const GlobalOptions& g, const std::string& id, const std::string& s
     return run::is_unknown_run(r.error()) ? kUsageFailure : kFerryFailure;
   }
   std::cerr << "sent SIG" << name << " to run " << id << "\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -141,7 +142,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     std::cout << *id << "\n";
     std::cerr << "detached; `ferry attach " << *id << "` follows it, `ferry kill " << *id << " --signal INT` stops it with a checkpoint\n";
     live = nullptr;
-    return 0;
+    return exit_status::kOk;
   }
 
   if (::pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_interrupt_pipe[0] = g_interrupt_pipe[1] = -1;

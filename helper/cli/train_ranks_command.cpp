@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cli/train_terminal.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/run/interrupt_escalation.hpp"
@@ -309,7 +310,7 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
               << "); the other ranks were stopped\n";
     return failed->status;
   }
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace ferry::cli::train_cli

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/forward_spec.hpp"
@@ -31,7 +32,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     auto s = remote::parse_forward_spec(text, remote::ForwardKind::kLocal);
     if (!s) {
       std::cerr << "ferry tunnel: " << s.error() << "\n";
-      return 2;
+      return exit_status::kUsage;
     }
     specs.push_back(*s);
   }
@@ -39,7 +40,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     auto s = remote::parse_forward_spec(text, remote::ForwardKind::kReverse);
     if (!s) {
       std::cerr << "ferry tunnel -R: " << s.error() << "\n";
-      return 2;
+      return exit_status::kUsage;
     }
     specs.push_back(*s);
   }
@@ -52,20 +53,20 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
       auto loaded = deploy::load_project(*file);
       if (!loaded) {
         std::cerr << "ferry tunnel: " << loaded.error().to_string() << "\n";
-        return 2;
+        return exit_status::kUsage;
       }
       for (const auto& t : loaded->tunnels) specs.push_back(remote::forward_spec_from(t));
     }
     if (specs.empty()) {
       std::cerr << "ferry tunnel: nothing to forward: give PORT, LPORT:HOST:RPORT or -R RPORT[:HOST:LPORT], or list "
                    "\"tunnels\" in ferry.json\n";
-      return 2;
+      return exit_status::kUsage;
     }
   }
   auto target = ssh_target(g, o.host, "");
   if (!target) {
     std::cerr << "ferry tunnel: " << target.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   // Ctrl-C and SIGTERM are taken by sigwait below; blocked before any thread starts, so every
   // thread inherits the mask.
@@ -88,7 +89,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
   auto info = e.connect(std::chrono::seconds(o.timeout_s));
   if (!info) {
     std::cerr << cannot_reach("ferry tunnel", e.description(), info.error()) << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   int opened = 0;
   for (const auto& spec : specs) {
@@ -100,7 +101,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     ++opened;
     std::cout << remote::describe(*f) << (spec.name.empty() ? "" : "  (" + spec.name + ")") << std::endl;
   }
-  if (opened == 0) return 1;
+  if (opened == 0) return exit_status::kFailed;
   std::cerr << "ferry: forwarding; Ctrl-C to stop\n";
   int sig = 0;
   sigwait(&stop_signals, &sig);
