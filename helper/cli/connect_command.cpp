@@ -18,6 +18,7 @@
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/train/trainer_install.hpp"
 #include "helper/ssh/passphrase_prompt.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::cli {
 
@@ -40,7 +41,7 @@ remote::SshEndpointOptions endpoint_options(const SshTarget& t) {
   o.session.passphrase = ssh::terminal_passphrase_provider();
   o.reconnect = false;
   o.on_state = [](const remote::HostState& s) {
-    if (s.state == "connecting") std::cerr << "ferry: connecting to " << s.message << "\n";
+    if (protocol::link_state_from_string(s.state) == protocol::LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
   };
   return o;
 }

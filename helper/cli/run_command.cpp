@@ -37,6 +37,8 @@
 #include "helper/run/run_follower.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/mapping_target.hpp"
+#include "protocol/link_state.hpp"
+#include "protocol/messages_run.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -66,14 +68,14 @@ struct ProjectLink {
 
 void on_link_state(LinkNotes& notes, const remote::HostState& s) {
   std::lock_guard lock(notes.mutex);
-  if (s.state == "connected") {
+  if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected) {
     if (notes.was_connected && notes.down) {
       std::cerr << "ferry: reconnected to " << s.host << "; resuming the output\n";
       if (notes.follower) notes.follower->link_restored();
     }
     notes.was_connected = true;
     notes.down = false;
-  } else if (s.state == "reconnecting" && notes.was_connected && !notes.down) {
+  } else if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting && notes.was_connected && !notes.down) {
     notes.down = true;
     std::cerr << "ferry: lost the connection to " << s.host << (s.message.empty() ? "" : " (" + s.message + ")")
               << "; the run goes on, reconnecting...\n";
@@ -445,7 +447,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
   }
   auto seconds_of = [&](const run::RunInfo& r) -> std::optional<double> {
     auto start = cloud::parse_iso_utc(r.started_at);
-    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : cloud::parse_iso_utc(r.ended_at);
+    auto end = r.ended_at.empty() ? std::optional<double>(protocol::run_state_from_string(r.state) == protocol::RunState::running ? now : -1) : cloud::parse_iso_utc(r.ended_at);
     if (!start || !end || *end < 0) return std::nullopt;
     return *end - *start;
   };

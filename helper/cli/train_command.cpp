@@ -30,6 +30,7 @@
 #include "helper/train/train_session.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "helper/cli/train_terminal.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::cli {
 namespace train_cli {
@@ -92,10 +93,10 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   eo.reconnect = true;
   eo.on_state = [&live](const remote::HostState& s) {
     auto* session = live.load();
-    if (s.state == "reconnecting") {
+    if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting) {
       std::cerr << "ferry train: link to " << s.host << " lost (" << s.message << "); the run goes on, reconnecting\n";
       if (session) session->link_lost();
-    } else if (s.state == "connected" && session) {
+    } else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected && session) {
       session->link_restored();
     }
   };

@@ -15,6 +15,7 @@
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/forward_spec.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -79,11 +80,13 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
   remote::SshEndpointOptions eo = endpoint_options(*target);
   eo.reconnect = true;
   eo.on_state = [](const remote::HostState& s) {
-    if (s.state == "connecting") std::cerr << "ferry: connecting to " << s.message << "\n";
-    else if (s.state == "reconnecting")
+    using protocol::LinkState;
+    const LinkState state = protocol::link_state_from_string(s.state);
+    if (state == LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
+    else if (state == LinkState::reconnecting)
       std::cerr << "ferry: link down" << (s.message.empty() ? "" : " (" + s.message + ")") << "; reconnecting"
                 << (s.attempt ? " (attempt " + std::to_string(s.attempt) + ")" : "") << "\n";
-    else if (s.state == "connected") std::cerr << "ferry: connected to " << s.message << "\n";
+    else if (state == LinkState::connected) std::cerr << "ferry: connected to " << s.message << "\n";
   };
   remote::SshEndpoint e(eo);
   auto info = e.connect(std::chrono::seconds(o.timeout_s));

@@ -18,6 +18,7 @@
 #include "helper/server/debug_service.hpp"
 #include "helper/server/error_codes.hpp"
 #include "protocol/binding_table.hpp"
+#include "protocol/messages_run.hpp"
 
 namespace ferry::server {
 
@@ -110,7 +111,7 @@ class DebugSessions {
       auto runs = s->link->runs().list(true);
       bool running = false;
       if (runs)
-        for (const auto& r : *runs) running = running || (r.id == s->run_id && r.state == "running");
+        for (const auto& r : *runs) running = running || (r.id == s->run_id && protocol::run_state_from_string(r.state) == protocol::RunState::running);
       if (running) return false;
       close(*s);
       return true;

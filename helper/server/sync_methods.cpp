@@ -17,6 +17,7 @@
 #include "helper/server/sync_service.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "protocol/file_uri.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::server {
 
@@ -148,7 +149,7 @@ std::expected<p::SyncResult, ResponseError> SyncService::run(const std::optional
   // agent going away (-32097: reconnect and retry) rather than an I/O failure (-32094).
   std::atomic<bool> link_dropped{false};
   auto watch = (*link)->on_state([&link_dropped](const remote::HostState& st) {
-    if (st.state == "reconnecting" || st.state == "disconnected") link_dropped = true;
+    if (protocol::link_state_from_string(st.state) == protocol::LinkState::reconnecting || protocol::link_state_from_string(st.state) == protocol::LinkState::disconnected) link_dropped = true;
   });
   auto s = fn(**link, *engine);
   watch.reset();

@@ -22,6 +22,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_session.hpp"
 #include "protocol/binding_table.hpp"
+#include "protocol/link_state.hpp"
 #include "protocol/outgoing_requests.hpp"
 
 namespace ferry::server {
@@ -121,8 +122,8 @@ class TrainService {
     t->session = std::make_unique<training::TrainSession>(t->link->endpoint(), *t->engine, sinks);
     Training* raw = t.get();
     t->states = t->link->on_state([raw](const remote::HostState& s) {
-      if (s.state == "reconnecting") raw->session->link_lost();
-      else if (s.state == "connected") raw->session->link_restored();
+      if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting) raw->session->link_lost();
+      else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected) raw->session->link_restored();
     });
 
     training::TrainRequest request;

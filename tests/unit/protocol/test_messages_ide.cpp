@@ -4,6 +4,7 @@
 #define BOOST_TEST_MODULE messages_ide
 #include <boost/test/unit_test.hpp>
 
+#include "protocol/link_state.hpp"
 #include "protocol/messages.hpp"
 
 using namespace ferry::protocol;
@@ -87,6 +88,13 @@ BOOST_AUTO_TEST_CASE(run_states_round_trip_and_unknown_words_stay_unknown) {
   for (auto s : {RunState::running, RunState::exited, RunState::lost})
     BOOST_TEST((run_state_from_string(to_string(s)) == s));
   BOOST_TEST((run_state_from_string("zombie") == RunState::unknown));
+}
+
+BOOST_AUTO_TEST_CASE(link_states_round_trip_and_unknown_words_stay_unknown) {
+  for (auto s : {LinkState::connecting, LinkState::connected, LinkState::reconnecting, LinkState::disconnected})
+    BOOST_TEST((link_state_from_string(to_string(s)) == s));
+  BOOST_TEST(to_string(LinkState::reconnecting) == "reconnecting");
+  BOOST_TEST((link_state_from_string("Connected") == LinkState::unknown));
 }
 
 BOOST_AUTO_TEST_CASE(train_messages) {
