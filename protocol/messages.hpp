@@ -1,6 +1,7 @@
 // Typed Params/Result structs for every IDE-wire method, with to_json/from_json beside each.
 // from_json validates untrusted input and names the JSON pointer of the first bad field;
-// to_json writes the wire shape documented in protocol/spec/protocol.md.
+// to_json writes the wire shape documented in protocol/spec/protocol.md. This file holds the
+// lifecycle, project and host methods; each area of ferry's own has its file, included below.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,10 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/json_reader.hpp"
+#include "protocol/messages_run.hpp"
+#include "protocol/messages_sync.hpp"
+#include "protocol/messages_train.hpp"
+#include "protocol/messages_tunnel.hpp"
 
 namespace ferry::protocol {
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/cloud/notifier.hpp"
 #include "helper/deploy/autostop_params.hpp"
@@ -54,12 +55,12 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
   const std::string who = "ferry autostop";
   if ((o.status ? 1 : 0) + (o.cancel ? 1 : 0) + (o.idle.empty() ? 0 : 1) > 1) {
     std::cerr << who << ": give one of IDLE (e.g. 30m), --status or --cancel\n";
-    return 2;
+    return exit_status::kUsage;
   }
   auto project = find_cli_project(g);
   if (!project) {
     std::cerr << who << ": " << project.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   nlohmann::json params;
   std::string method = "autostop/status";
@@ -68,7 +69,7 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
     auto hours = cloud::parse_hours(o.idle);
     if (!hours) {
       std::cerr << who << ": IDLE " << hours.error() << "\n";
-      return 2;
+      return exit_status::kUsage;
     }
     deploy::AutostopConfig a = project->autostop;
     if (!o.action.empty()) a.action = o.action;
@@ -78,7 +79,7 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
     if (a.action != "command") a.command.clear();
     if (a.action == "command" && a.command.empty()) {
       std::cerr << who << ": --action command needs --command CMD\n";
-      return 2;
+      return exit_status::kUsage;
     }
     params = deploy::autostop_set_params(a, *hours * 3600);
     if (auto hook = cloud::autostop_webhook_param()) params["webhook"] = *hook;
@@ -87,18 +88,18 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
   auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
   if (!made) {
     std::cerr << who << ": " << made.error().message << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
-  if (!connect_cli_endpoint(*made, who)) return 1;
+  if (!connect_cli_endpoint(*made, who)) return exit_status::kFailed;
   auto reply = made->endpoint->call(method, params.is_null() ? nlohmann::json::object() : params);
   made->endpoint->close();
   if (!reply) {
     std::cerr << who << ": " << reply.error().message << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   if (o.as_json) std::cout << reply->dump(2) << "\n";
   else std::cout << (o.cancel && !reply->value("wasArmed", false) ? "autostop was not armed\n" : describe_status(*reply));
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "helper/cli/commands.hpp"
 #include "helper/ssh/passphrase_prompt.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::cli {
 
@@ -29,7 +30,7 @@ sync::ProjectEndpointOptions cli_endpoint_options(const GlobalOptions& g) {
   o.passphrase = ssh::terminal_passphrase_provider();
   o.reconnect = false;
   o.on_state = [](const remote::HostState& s) {
-    if (s.state == "connecting") std::cerr << "ferry: connecting to " << s.message << "\n";
+    if (protocol::link_state_from_string(s.state) == protocol::LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
   };
   return o;
 }

@@ -12,11 +12,13 @@
 
 #include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/train/trainer_install.hpp"
 #include "helper/ssh/passphrase_prompt.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::cli {
 
@@ -39,7 +41,7 @@ remote::SshEndpointOptions endpoint_options(const SshTarget& t) {
   o.session.passphrase = ssh::terminal_passphrase_provider();
   o.reconnect = false;
   o.on_state = [](const remote::HostState& s) {
-    if (s.state == "connecting") std::cerr << "ferry: connecting to " << s.message << "\n";
+    if (protocol::link_state_from_string(s.state) == protocol::LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
   };
   return o;
 }
@@ -100,7 +102,7 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
   auto target = ssh_target(g, o.host, o.root);
   if (!target) {
     std::cerr << "ferry connect: " << target.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   remote::SshEndpoint e(endpoint_options(*target));
   auto start = std::chrono::steady_clock::now();
@@ -114,7 +116,7 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
     } else {
       std::cerr << cannot_reach("ferry connect", e.description(), info.error()) << "\n";
     }
-    return 1;
+    return exit_status::kFailed;
   }
   std::optional<std::expected<training::TrainerInstall, std::string>> trainer;
   std::optional<std::expected<training::TrainerBackgroundBuild, std::string>> background;
@@ -162,10 +164,10 @@ int run_connect(const GlobalOptions& g, const ConnectOptions& o) {
   if (trainer && !*trainer) {
     std::cerr << "ferry connect: " << trainer->error() << "\n";
     e.close();
-    return 1;
+    return exit_status::kFailed;
   }
   e.close();
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

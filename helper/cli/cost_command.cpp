@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/cloud/gpu_advice.hpp"
 
@@ -37,12 +38,12 @@ int run_cost(const GlobalOptions& g, const CostOptions& o) {
   auto catalog = cli_catalog(g, project);
   if (!catalog) {
     std::cerr << "ferry cost: " << catalog.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   auto hours = cloud::parse_hours(o.hours);
   if (!hours) {
     std::cerr << "ferry cost: --hours " << hours.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   cloud::CostQuery q;
   q.hours = *hours;
@@ -56,28 +57,28 @@ int run_cost(const GlobalOptions& g, const CostOptions& o) {
     auto rate = cloud::host_rate(*project->price, *catalog);
     if (!rate) {
       std::cerr << "ferry cost: ferry.json /price: " << rate.error() << "\n";
-      return 2;
+      return exit_status::kUsage;
     }
     q.usd_per_hour = rate->on_demand_usd_per_hour;
     q.spot_usd_per_hour = rate->spot_usd_per_hour;
     auto e = cloud::estimate(*rate, q.hours);
     std::cout << (o.as_json ? nlohmann::json::array({cloud::to_json(e)}).dump(2) + "\n" : cloud::format_estimate(e));
-    return 0;
+    return exit_status::kOk;
   }
   auto estimates = cloud::run_query(q, *catalog);
   if (!estimates) {
     std::cerr << "ferry cost: " << estimates.error()
               << (q.gpu || q.instance || q.usd_per_hour ? "" : " (or set \"price\" in ferry.json)") << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   if (o.as_json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& e : *estimates) arr.push_back(cloud::to_json(e));
     std::cout << arr.dump(2) << "\n";
-    return 0;
+    return exit_status::kOk;
   }
   for (std::size_t i = 0; i < estimates->size(); ++i) std::cout << (i ? "\n" : "") << cloud::format_estimate((*estimates)[i]);
-  return 0;
+  return exit_status::kOk;
 }
 
 int run_cost_catalog(const GlobalOptions& g, const CostOptions& o) {
@@ -85,7 +86,7 @@ int run_cost_catalog(const GlobalOptions& g, const CostOptions& o) {
   auto catalog = cli_catalog(g, project);
   if (!catalog) {
     std::cerr << "ferry cost catalog: " << catalog.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   std::vector<const cloud::GpuOffer*> rows;
   if (o.gpu.empty()) for (const auto& r : *catalog) rows.push_back(&r);
@@ -94,12 +95,12 @@ int run_cost_catalog(const GlobalOptions& g, const CostOptions& o) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto* r : rows) arr.push_back(cloud::to_json(*r));
     std::cout << arr.dump(2) << "\n";
-    return 0;
+    return exit_status::kOk;
   }
   std::cout << cloud::format_catalog(rows);
   std::cerr << "Prices are list prices (USD per hour, whole instance) read on the date shown; spot prices move daily.\n"
                "Add or override rows in ferry.json's gpuCatalog or " << cloud::user_catalog_path().string() << ".\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 struct AdviseOptions {
@@ -115,21 +116,21 @@ int run_advise(const GlobalOptions& g, const AdviseOptions& o) {
   auto catalog = cli_catalog(g, project);
   if (!catalog) {
     std::cerr << "ferry advise: " << catalog.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   cloud::RunMeasure m;
   if (!o.events.empty()) {
     std::ifstream in(o.events);
     if (!in) {
       std::cerr << "ferry advise: cannot read " << o.events << "\n";
-      return 2;
+      return exit_status::kUsage;
     }
     std::stringstream text;
     text << in.rdbuf();
     auto measured = cloud::measure_from_events(text.str());
     if (!measured && o.peak_gib == 0) {
       std::cerr << "ferry advise: " << o.events << ": " << measured.error() << "\n";
-      return 2;
+      return exit_status::kUsage;
     }
     if (measured) m = *measured;
   }
@@ -139,7 +140,7 @@ int run_advise(const GlobalOptions& g, const AdviseOptions& o) {
   if (m.peak_bytes == 0 || m.step_time_s <= 0 || m.total_steps <= 0) {
     std::cerr << "ferry advise: give ferry-train's events (ferry train CONFIG --json > events.jsonl), or --peak-mem GIB "
                  "--step-time S --steps N\n";
-    return 2;
+    return exit_status::kUsage;
   }
   std::optional<std::uint64_t> laptop;
   if (o.laptop_gib > 0) laptop = static_cast<std::uint64_t>(o.laptop_gib * 1024 * 1024 * 1024);
@@ -151,7 +152,7 @@ int run_advise(const GlobalOptions& g, const AdviseOptions& o) {
     nlohmann::json j{{"hours", a.hours}, {"neededBytes", a.needed_bytes}, {"peakBytes", m.peak_bytes}, {"fits", fits}};
     if (a.laptop) j["laptop"] = *a.laptop;
     std::cout << j.dump(2) << "\n";
-    return 0;
+    return exit_status::kOk;
   }
   std::cout << fmt::format("run: {} steps x {:.3f} s = {:.2f} h (priced at {:.2f} h with 10 % margin); peak GPU memory "
                            "{:.1f} GiB (needs {:.1f} GiB with 20 % margin)\n",
@@ -165,7 +166,7 @@ int run_advise(const GlobalOptions& g, const AdviseOptions& o) {
   }
   std::cout << "(priced at the measured step time; a faster GPU finishes sooner and costs less than shown)\n";
   if (a.laptop) std::cout << *a.laptop << "\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/debug/attach_configuration.hpp"
 #include "helper/debug/debug_launcher.hpp"
 #include "helper/debug/debugpy_command.hpp"
@@ -42,9 +43,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kUsage = run::kUsageFailure;   // bad arguments, no project
-constexpr int kNoDebugpy = 3;                // debugpy is not importable on the box
-constexpr int kFailure = run::kFerryFailure; // ferry's own failures
+constexpr int kUsage = exit_status::kUsage;          // bad arguments, no project
+constexpr int kNoDebugpy = exit_status::kAttention;  // debugpy is not importable on the box
+constexpr int kFailure = exit_status::kFerryFailure; // ferry's own failures
 
 struct DebugCliOptions {
   std::string launch;  // a ferry.json launch entry; `command` then holds extra args
@@ -221,7 +222,7 @@ int flush_sync(ProjectLink& link) {
   }
   for (const auto& c : s->conflicts) std::cerr << "ferry debug: sync conflict (not overwritten): " << c.path << "\n";
   if (!s->errors.empty()) std::cerr << "ferry debug: " << s->errors.size() << " files failed to sync; debugging anyway\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 // --pycharm PORT: the box's 127.0.0.1:PORT reaches PyCharm's debug server here; an optional
@@ -277,7 +278,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
     switch (e.kind) {
       case debug::DebugErrorKind::usage: std::cerr << "ferry debug: " << e.message << "\n"; return kUsage;
       case debug::DebugErrorKind::no_debugpy: std::cerr << "ferry debug: " << e.message; return kNoDebugpy;
-      case debug::DebugErrorKind::interrupted: std::cerr << "ferry debug: interrupted\n"; return 130;
+      case debug::DebugErrorKind::interrupted: std::cerr << "ferry debug: interrupted\n"; return exit_status::kInterrupted;
       case debug::DebugErrorKind::debuggee_ended: {
         // Show what it printed (why it ended), then say so.
         (void)follow_to_end(client, *link.endpoint, *e.run_id, sigint);

@@ -15,6 +15,7 @@
 #include "ferry/source_tree.hpp"
 #include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -192,7 +193,7 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   auto config = deploy::load_project(dir);
   if (!config) {
     std::cerr << "ferry demo: " << config.error().to_string() << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   std::cout << "Project  " << (config->root / deploy::kProjectFileName).string() << "\n";
   row("name", config->name);
@@ -217,7 +218,7 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   auto info = endpoint.connect();
   if (!info) {
     std::cerr << "ferry demo: cannot start the local agent: " << info.error().message << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   auto handshake_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);
   std::cout << "Agent    " << endpoint.description() << "\n";
@@ -238,7 +239,7 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
     auto pong = endpoint.call("agent/ping", {{"echo", i}});
     if (!pong || pong->value("echo", -1) != i) {
       std::cerr << "ferry demo: agent/ping failed: " << (pong ? "wrong echo" : pong.error().message) << "\n";
-      return 1;
+      return exit_status::kFailed;
     }
     rtts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t).count());
   }
@@ -265,7 +266,7 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   else
     std::cout << "agent stopped\n";
   std::cout << "\nNext: `ferry init --host user@gpu-box` in your project, then `ferry serve` from your IDE.\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

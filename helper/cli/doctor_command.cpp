@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/env/env_mirror.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/train/trainer_install.hpp"
@@ -40,7 +41,7 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   auto target = ssh_target(g, o.host, "");
   if (!target) {
     std::cerr << "ferry doctor: " << target.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   remote::DoctorOptions d;
   d.endpoint = endpoint_options(*target);

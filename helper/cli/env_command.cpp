@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/env/env_mirror.hpp"
 #include "helper/env/env_probe.hpp"
 
@@ -67,11 +68,11 @@ int run_env_info(const GlobalOptions& g, const EnvCliOptions& o) {
   link.endpoint->close();
   if (!info) {
     std::cerr << "ferry env: " << info.error() << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   if (o.json) std::cout << env::to_json(*info).dump(2) << "\n";
   else print_info_table(*info);
-  return 0;
+  return exit_status::kOk;
 }
 
 int run_env_sync(const GlobalOptions& g, const EnvCliOptions& o) {
@@ -81,7 +82,7 @@ int run_env_sync(const GlobalOptions& g, const EnvCliOptions& o) {
   auto info = env::probe_env(*link.endpoint, project.interpreter, false);
   if (!info) {
     std::cerr << "ferry env sync: " << info.error() << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   env::EnvSyncOptions so;
   so.host = link.host;
@@ -93,7 +94,7 @@ int run_env_sync(const GlobalOptions& g, const EnvCliOptions& o) {
   link.endpoint->close();
   if (!report) {
     std::cerr << "ferry env sync: " << report.error() << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   std::optional<std::string> venv;
   std::string venv_error;

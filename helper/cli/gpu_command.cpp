@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 
 namespace ferry::cli {
@@ -80,7 +81,7 @@ int run_gpu(const GlobalOptions& g, const GpuOptions& o) {
   auto project = find_cli_project(g);
   if (!project) {
     std::cerr << who << ": " << project.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   std::optional<double> usd_per_hour;
   if (project->price) {
@@ -91,16 +92,16 @@ int run_gpu(const GlobalOptions& g, const GpuOptions& o) {
   auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
   if (!made) {
     std::cerr << who << ": " << made.error().message << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
-  if (!connect_cli_endpoint(*made, who)) return 1;
+  if (!connect_cli_endpoint(*made, who)) return exit_status::kFailed;
   const bool redraw = o.watch && !o.as_json && ::isatty(STDOUT_FILENO);
   auto stopped = o.watch ? stop_on_ctrl_c() : std::function<bool()>([] { return false; });
   for (int n = 1;; ++n) {
     auto status = made->endpoint->call("gpu/status", json::object());
     if (!status) {
       std::cerr << who << ": " << status.error().message << "\n";
-      return 1;
+      return exit_status::kFailed;
     }
     if (usd_per_hour) (*status)["usdPerHour"] = *usd_per_hour;
     if (o.as_json) std::cout << status->dump(o.watch ? -1 : 2) << std::endl;
@@ -112,7 +113,7 @@ int run_gpu(const GlobalOptions& g, const GpuOptions& o) {
     if (stopped()) break;
   }
   made->endpoint->close();
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

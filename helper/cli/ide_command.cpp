@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/ide/ide_plan.hpp"
 #include "helper/env/env_mirror.hpp"
@@ -33,8 +34,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kUsage = 2;
-constexpr int kFailure = 1;
+constexpr int kUsage = exit_status::kUsage;
+constexpr int kFailure = exit_status::kFailed;
 
 struct IdeCliOptions {
   bool offline = false;
@@ -276,7 +277,7 @@ int run_ide(const GlobalOptions& g, const IdeCliOptions& o, ide::Ide which) {
   if (which == ide::Ide::vscode) ok = wire_vscode_interpreter(in.project.root, who) && ok;
   if (which == ide::Ide::pycharm) print_pycharm_steps(in.project, o);
   else if (!plan.files.empty()) print_vscode_steps();
-  return ok ? 0 : kFailure;
+  return ok ? exit_status::kOk : kFailure;
 }
 
 }  // namespace

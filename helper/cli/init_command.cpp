@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
 
 namespace ferry::cli {
@@ -40,12 +41,12 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
   if (dir.filename().empty()) dir = dir.parent_path();
   if (!fs::is_directory(dir, ec)) {
     std::cerr << "ferry init: " << dir.string() << " is not a directory\n";
-    return 2;
+    return exit_status::kUsage;
   }
   fs::path file = dir / deploy::kProjectFileName;
   if (fs::exists(file, ec) && !o.force) {
     std::cerr << "ferry init: " << file.string() << " already exists (use --force to overwrite it)\n";
-    return 1;
+    return exit_status::kFailed;
   }
   std::string name = o.name.empty() ? safe_name(dir) : o.name;
   std::string remote = o.remote_root.empty() ? "~/ferry/" + name : o.remote_root;
@@ -54,7 +55,7 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
   auto config = deploy::parse_project(doc, dir);
   if (!config) {
     std::cerr << "ferry init: the config would be invalid: " << config.error().to_string() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   // Temp file + rename: an interrupted init never leaves half a ferry.json behind.
   fs::path tmp = dir / (".ferry.json.tmp." + std::to_string(::getpid()));
@@ -67,14 +68,14 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
       fs::remove(tmp, ec);
       std::cerr << "ferry init: cannot write " << tmp.string() << ": " << std::strerror(err)
                 << " (ferry.json goes in the project directory: check that you may write there, or pass --project DIR)\n";
-      return 1;
+      return exit_status::kFailed;
     }
   }
   fs::rename(tmp, file, ec);
   if (ec) {
     fs::remove(tmp, ec);
     std::cerr << "ferry init: cannot create " << file.string() << ": " << ec.message() << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   std::cout << "Wrote " << file.string() << "\n"
             << "  name         " << config->name << "\n"
@@ -83,7 +84,7 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
             << "  mapping      " << config->mappings[0].local << " -> " << config->mappings[0].remote << "\n"
             << "  interpreter  " << config->interpreter << "\n"
             << "Edit it to add exclude patterns, env and tunnels (reference: docs/config.md).\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

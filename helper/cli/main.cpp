@@ -11,6 +11,7 @@
 
 #include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 
 namespace ferry::cli {
 int& exit_code() {
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
                "ferry"};
   app.set_version_flag("--version", std::string("ferry ") + ferry::kVersion);
   app.require_subcommand(1);
+  app.footer(exit_status::kHelpText);
   // Global options work after the sub-command too (`ferry run -F FILE -- x.py`): sub-commands
   // made after this inherit it and hand options they do not know to the app.
   app.fallthrough();
@@ -78,7 +80,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const std::exception& e) {
     std::cerr << "ferry: " << e.what() << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   return exit_code();
 }

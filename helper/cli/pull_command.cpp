@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cli/progress_bar.hpp"
 #include "helper/sync/sync_engine.hpp"
 
@@ -43,7 +44,7 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
       if (bar) bar->clear();  // before the summary line
       if (!s) {
         std::cerr << "ferry pull: " << s.error() << "\n";
-        return 1;
+        return exit_status::kFailed;
       }
       const int rc = print_summary(*s, o->json, where);
       return s->cancelled ? 128 + SIGINT : rc;

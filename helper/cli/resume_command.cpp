@@ -17,6 +17,7 @@
 #include "helper/run/run_exit.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_launch.hpp"
+#include "protocol/messages_run.hpp"
 
 namespace ferry::cli {
 
@@ -97,7 +98,7 @@ bool bring_checkpoint(const GlobalOptions& g, const deploy::ProjectConfig& proje
     std::cerr << who << ": no run " << o.run << " on " << project.host << " (`ferry runs --all` lists them)\n";
     return false;
   }
-  if (it->value("state", std::string()) == "running") {
+  if (protocol::run_state_from_string(it->value("state", std::string())) == protocol::RunState::running) {
     std::cerr << who << ": run " << o.run << " is still running on " << project.host << ": stop it with a checkpoint first (`ferry kill "
               << o.run << " --signal TERM`), or follow it with `ferry attach " << o.run << "`\n";
     return false;

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
@@ -36,6 +37,8 @@
 #include "helper/run/run_follower.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/mapping_target.hpp"
+#include "protocol/link_state.hpp"
+#include "protocol/messages_run.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -65,14 +68,14 @@ struct ProjectLink {
 
 void on_link_state(LinkNotes& notes, const remote::HostState& s) {
   std::lock_guard lock(notes.mutex);
-  if (s.state == "connected") {
+  if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected) {
     if (notes.was_connected && notes.down) {
       std::cerr << "ferry: reconnected to " << s.host << "; resuming the output\n";
       if (notes.follower) notes.follower->link_restored();
     }
     notes.was_connected = true;
     notes.down = false;
-  } else if (s.state == "reconnecting" && notes.was_connected && !notes.down) {
+  } else if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting && notes.was_connected && !notes.down) {
     notes.down = true;
     std::cerr << "ferry: lost the connection to " << s.host << (s.message.empty() ? "" : " (" + s.message + ")")
               << "; the run goes on, reconnecting...\n";
@@ -392,7 +395,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   }
   if (o.detach) {
     std::cout << started->id << "\n";
-    return 0;
+    return exit_status::kOk;
   }
   FollowOptions fo;
   fo.tty = o.tty;
@@ -444,7 +447,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
   }
   auto seconds_of = [&](const run::RunInfo& r) -> std::optional<double> {
     auto start = cloud::parse_iso_utc(r.started_at);
-    auto end = r.ended_at.empty() ? std::optional<double>(r.state == "running" ? now : -1) : cloud::parse_iso_utc(r.ended_at);
+    auto end = r.ended_at.empty() ? std::optional<double>(protocol::run_state_from_string(r.state) == protocol::RunState::running ? now : -1) : cloud::parse_iso_utc(r.ended_at);
     if (!start || !end || *end < 0) return std::nullopt;
     return *end - *start;
   };
@@ -465,7 +468,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       arr.push_back(j);
     }
     std::cout << arr.dump(2) << "\n";
-    return 0;
+    return exit_status::kOk;
   }
   const std::string cost_head = usd_per_hour ? fmt::format(" {:>9}", "COST") : "";
   std::cout << fmt::format("{:<21} {:<8} {:>9}{} {:>6}  {}\n", "ID", "STATE", "DURATION", cost_head, "EXIT", "COMMAND");
@@ -501,7 +504,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
   }
   if (usd_per_hour) std::cerr << "cost at " << cloud::format_rate(*usd_per_hour) << " (ferry.json price); running runs: so far\n";
   if (runs->empty()) std::cerr << "no runs" << (all ? "" : " under this project (--all shows every project's)") << "\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 // ---- ferry logs / attach / kill ----
@@ -531,7 +534,7 @@ int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bo
     if (r->records.empty() || r->next == offset) break;  // all that is there now
     offset = r->next;
   }
-  return 0;
+  return exit_status::kOk;
 }
 
 int run_attach(const GlobalOptions& g, const std::string& id, bool tty) {
@@ -562,7 +565,7 @@ int run_kill(const GlobalOptions& g, const std::string& id, const std::string& s
     return run::is_unknown_run(r.error()) ? kUsageFailure : kFerryFailure;
   }
   std::cerr << "sent SIG" << name << " to run " << id << "\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

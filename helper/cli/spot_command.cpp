@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 
 namespace ferry::cli {
 
@@ -22,12 +23,12 @@ int run_spot(const GlobalOptions& g, const SpotOptions& o) {
   const std::string who = "ferry spot";
   if ((o.status ? 1 : 0) + (o.cancel ? 1 : 0) + (o.source.empty() ? 0 : 1) > 1) {
     std::cerr << who << ": give one of SOURCE (aws, gcp, an http:// URL or an absolute file path), --status or --cancel\n";
-    return 2;
+    return exit_status::kUsage;
   }
   auto project = find_cli_project(g);
   if (!project) {
     std::cerr << who << ": " << project.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   std::string method = o.cancel ? "spot/cancel" : "spot/status";
   nlohmann::json params = nlohmann::json::object();
@@ -39,24 +40,24 @@ int run_spot(const GlobalOptions& g, const SpotOptions& o) {
     else if (o.source.starts_with("/")) params["source"] = "file", params["path"] = o.source;
     else {
       std::cerr << who << ": SOURCE is aws, gcp, an http:// URL or an absolute file path on the host, not '" << o.source << "'\n";
-      return 2;
+      return exit_status::kUsage;
     }
   }
   auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
   if (!made) {
     std::cerr << who << ": " << made.error().message << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
-  if (!connect_cli_endpoint(*made, who)) return 1;
+  if (!connect_cli_endpoint(*made, who)) return exit_status::kFailed;
   auto reply = made->endpoint->call(method, params);
   made->endpoint->close();
   if (!reply) {
     std::cerr << who << ": " << reply.error().message << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   if (o.as_json) {
     std::cout << reply->dump(2) << "\n";
-    return 0;
+    return exit_status::kOk;
   }
   if (reply->value("watching", false)) std::cout << "watching for spot interruptions: " << (*reply)["settings"].dump() << "\n";
   else std::cout << "not watching for spot interruptions\n";
@@ -66,7 +67,7 @@ int run_spot(const GlobalOptions& g, const SpotOptions& o) {
     if (notice["runs"].is_array() && !notice["runs"].empty() && notice["runs"][0].is_string())
       std::cout << "continue one on another box: ferry resume " << notice["runs"][0].get<std::string>() << " --host NEWBOX\n";
   }
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

@@ -16,7 +16,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "helper/server/sync_result.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cli/progress_bar.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -42,12 +44,12 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
   auto project = find_cli_project(g);
   if (!project) {
     std::cerr << who << ": " << project.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   auto link = sync::make_project_endpoint(*project, cli_endpoint_options(g));
   if (!link) {
     std::cerr << who << ": " << link.error().message << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   auto& endpoint = link->endpoint;
   const sync::SyncTarget& target = link->target;
@@ -62,7 +64,7 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
   if (preparing.joinable()) preparing.join();
   if (!connected) {
     engine->finish();
-    return 1;
+    return exit_status::kFailed;
   }
   int rc = fn(*engine, endpoint->description(), target);
   spdlog::debug("sync: closing the link");
@@ -149,15 +151,15 @@ std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* 
 int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& where) {
   if (as_json) {
     // Paths are bytes; JSON is UTF-8: a name that is not comes out with U+FFFD, not an abort.
-    std::cout << s.to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << server::to_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     for (const auto& c : s.conflicts) std::cerr << "conflict: " << c.path << ": " << c.message << "\n";
     for (const auto& e : s.errors) std::cerr << "error: " << e << "\n";
     std::cout << s.one_line() << " (" << where << ")\n";
   }
-  if (!s.errors.empty()) return 1;
-  if (!s.conflicts.empty() || !s.held_deletes.empty()) return 3;
-  return 0;
+  if (!s.errors.empty()) return exit_status::kFailed;
+  if (!s.conflicts.empty() || !s.held_deletes.empty()) return exit_status::kAttention;
+  return exit_status::kOk;
 }
 
 void add_sync_command(CLI::App& app, GlobalOptions& g) {
@@ -205,7 +207,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
       if (bar) bar->clear();  // before the summary line, which replaces it
       if (!s) {
         std::cerr << "ferry sync: " << s.error() << "\n";
-        return 1;
+        return exit_status::kFailed;
       }
       const int rc = print_summary(*s, o->json, where);
       return s->cancelled ? 128 + SIGINT : rc;

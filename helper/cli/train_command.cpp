@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -29,6 +30,7 @@
 #include "helper/train/train_session.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "helper/cli/train_terminal.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::cli {
 namespace train_cli {
@@ -91,10 +93,10 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   eo.reconnect = true;
   eo.on_state = [&live](const remote::HostState& s) {
     auto* session = live.load();
-    if (s.state == "reconnecting") {
+    if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting) {
       std::cerr << "ferry train: link to " << s.host << " lost (" << s.message << "); the run goes on, reconnecting\n";
       if (session) session->link_lost();
-    } else if (s.state == "connected" && session) {
+    } else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected && session) {
       session->link_restored();
     }
   };
@@ -141,7 +143,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     std::cout << *id << "\n";
     std::cerr << "detached; `ferry attach " << *id << "` follows it, `ferry kill " << *id << " --signal INT` stops it with a checkpoint\n";
     live = nullptr;
-    return 0;
+    return exit_status::kOk;
   }
 
   if (::pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_interrupt_pipe[0] = g_interrupt_pipe[1] = -1;

@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cli/train_terminal.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/run/interrupt_escalation.hpp"
@@ -26,6 +27,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_ranks.hpp"
 #include "helper/train/train_session.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::cli::train_cli {
 namespace {
@@ -94,8 +96,8 @@ std::expected<std::vector<std::unique_ptr<HostLink>>, std::string> open_hosts(co
     eo.on_state = [raw, &ranks](const remote::HostState& s) {
       for (auto i : raw->ranks) {
         if (!ranks[i].session) continue;
-        if (s.state == "reconnecting") ranks[i].session->link_lost();
-        else if (s.state == "connected") ranks[i].session->link_restored();
+        if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting) ranks[i].session->link_lost();
+        else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected) ranks[i].session->link_restored();
       }
     };
     auto made = sync::make_project_endpoint(link->project, eo);
@@ -309,7 +311,7 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
               << "); the other ranks were stopped\n";
     return failed->status;
   }
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace ferry::cli::train_cli

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/ssh/passphrase_prompt.hpp"
 #include "helper/ssh/ssh_connection.hpp"
 
@@ -20,12 +21,12 @@ int run_trust(const GlobalOptions& g, const TrustOptions& o) {
   auto target = ssh_target(g, o.host, "");
   if (!target) {
     std::cerr << "ferry trust: " << target.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   auto host = ssh::resolve_host(target->host, target->ssh_config);
   if (!host) {
     std::cerr << "ferry trust: " << host.error().to_string() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   ssh::SessionOptions so;
   so.trust_unknown = true;
@@ -36,7 +37,7 @@ int run_trust(const GlobalOptions& g, const TrustOptions& o) {
   auto r = c.connect(*host, so);
   if (!r) {
     std::cerr << "ferry trust: " << r.error().message << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   auto hk = c.host_key();
   if (hk.newly_recorded)
@@ -45,7 +46,7 @@ int run_trust(const GlobalOptions& g, const TrustOptions& o) {
   else
     std::cout << ssh::known_hosts_name(hk.host, hk.port) << " is already trusted: " << hk.key.type << " " << hk.fingerprint
               << "\n";
-  return 0;
+  return exit_status::kOk;
 }
 
 }  // namespace

@@ -10,10 +10,12 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/forward_spec.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -31,7 +33,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     auto s = remote::parse_forward_spec(text, remote::ForwardKind::kLocal);
     if (!s) {
       std::cerr << "ferry tunnel: " << s.error() << "\n";
-      return 2;
+      return exit_status::kUsage;
     }
     specs.push_back(*s);
   }
@@ -39,7 +41,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     auto s = remote::parse_forward_spec(text, remote::ForwardKind::kReverse);
     if (!s) {
       std::cerr << "ferry tunnel -R: " << s.error() << "\n";
-      return 2;
+      return exit_status::kUsage;
     }
     specs.push_back(*s);
   }
@@ -52,20 +54,20 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
       auto loaded = deploy::load_project(*file);
       if (!loaded) {
         std::cerr << "ferry tunnel: " << loaded.error().to_string() << "\n";
-        return 2;
+        return exit_status::kUsage;
       }
       for (const auto& t : loaded->tunnels) specs.push_back(remote::forward_spec_from(t));
     }
     if (specs.empty()) {
       std::cerr << "ferry tunnel: nothing to forward: give PORT, LPORT:HOST:RPORT or -R RPORT[:HOST:LPORT], or list "
                    "\"tunnels\" in ferry.json\n";
-      return 2;
+      return exit_status::kUsage;
     }
   }
   auto target = ssh_target(g, o.host, "");
   if (!target) {
     std::cerr << "ferry tunnel: " << target.error() << "\n";
-    return 2;
+    return exit_status::kUsage;
   }
   // Ctrl-C and SIGTERM are taken by sigwait below; blocked before any thread starts, so every
   // thread inherits the mask.
@@ -78,17 +80,19 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
   remote::SshEndpointOptions eo = endpoint_options(*target);
   eo.reconnect = true;
   eo.on_state = [](const remote::HostState& s) {
-    if (s.state == "connecting") std::cerr << "ferry: connecting to " << s.message << "\n";
-    else if (s.state == "reconnecting")
+    using protocol::LinkState;
+    const LinkState state = protocol::link_state_from_string(s.state);
+    if (state == LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
+    else if (state == LinkState::reconnecting)
       std::cerr << "ferry: link down" << (s.message.empty() ? "" : " (" + s.message + ")") << "; reconnecting"
                 << (s.attempt ? " (attempt " + std::to_string(s.attempt) + ")" : "") << "\n";
-    else if (s.state == "connected") std::cerr << "ferry: connected to " << s.message << "\n";
+    else if (state == LinkState::connected) std::cerr << "ferry: connected to " << s.message << "\n";
   };
   remote::SshEndpoint e(eo);
   auto info = e.connect(std::chrono::seconds(o.timeout_s));
   if (!info) {
     std::cerr << cannot_reach("ferry tunnel", e.description(), info.error()) << "\n";
-    return 1;
+    return exit_status::kFailed;
   }
   int opened = 0;
   for (const auto& spec : specs) {
@@ -100,7 +104,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     ++opened;
     std::cout << remote::describe(*f) << (spec.name.empty() ? "" : "  (" + spec.name + ")") << std::endl;
   }
-  if (opened == 0) return 1;
+  if (opened == 0) return exit_status::kFailed;
   std::cerr << "ferry: forwarding; Ctrl-C to stop\n";
   int sig = 0;
   sigwait(&stop_signals, &sig);

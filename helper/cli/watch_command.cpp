@@ -14,7 +14,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "helper/server/sync_result.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/cli/exit_codes.hpp"
 #include "helper/cli/progress_bar.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/watcher.hpp"
@@ -51,7 +53,7 @@ std::string clock_now() {
 // One line per push on stdout (or one JSON object per line), errors and conflicts on stderr.
 void report(const sync::SyncSummary& s, const WatchCliOptions& o, const std::string& what) {
   if (o.json) {
-    auto j = s.to_json();
+    auto j = server::to_json(s);
     j["trigger"] = what;
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;  // names may not be UTF-8
     return;
@@ -117,13 +119,13 @@ void add_watch_command(CLI::App& app, GlobalOptions& g) {
       auto watcher = sync::TreeWatcher::open(target.local_root, target.exclude, wo);
       if (!watcher) {
         std::cerr << "ferry watch: " << watcher.error() << "\n";
-        return 1;
+        return exit_status::kFailed;
       }
       g_watcher = watcher->get();
       if (g_interrupted) (*watcher)->stop();
       if (!push({}, "initial sync") && !g_interrupted) {
         g_watcher = nullptr;
-        return 1;
+        return exit_status::kFailed;
       }
       if (!o->json) std::cerr << "ferry watch: watching " << target.local_root.string() << " (" << where << "); Ctrl-C stops\n";
 

@@ -120,24 +120,27 @@ std::string describe(const ForwardInfo& info) {
          with_port(s.local_host, s.local_port) + " here";
 }
 
-protocol::json to_json(const ForwardInfo& info) {
+protocol::TunnelInfo tunnel_info(const ForwardInfo& info) {
   const auto& s = info.spec;
-  bool local = s.kind == ForwardKind::kLocal;
-  protocol::json j{{"id", info.id},
-                   {"kind", local ? "local" : "reverse"},
-                   {"bindAddress", s.bind_address},
-                   {"localPort", local ? info.bound_port : s.local_port},
-                   {"remotePort", local ? s.remote_port : info.bound_port},
-                   {"state", info.state},
-                   {"accepted", info.accepted},
-                   {"live", info.live},
-                   {"description", describe(info)}};
-  if (!s.name.empty()) j["name"] = s.name;
-  if (local) j["remoteHost"] = s.remote_host;
-  else j["localHost"] = s.local_host;
-  if (!info.error.empty()) j["error"] = info.error;
-  return j;
+  const bool local = s.kind == ForwardKind::kLocal;
+  protocol::TunnelInfo t;
+  t.id = info.id;
+  t.local = local;
+  t.name = s.name;
+  t.bind_address = s.bind_address;
+  t.local_port = local ? info.bound_port : s.local_port;
+  t.remote_port = local ? s.remote_port : info.bound_port;
+  t.remote_host = s.remote_host;
+  t.local_host = s.local_host;
+  t.state = info.state;
+  t.error = info.error;
+  t.accepted = info.accepted;
+  t.live = info.live;
+  t.description = describe(info);
+  return t;
 }
+
+protocol::json to_json(const ForwardInfo& info) { return protocol::to_json(tunnel_info(info)); }
 
 std::expected<ForwardSpec, std::string> forward_spec_from_json(const protocol::json& p) {
   if (!p.is_object()) return std::unexpected("params: expected an object");

@@ -9,6 +9,7 @@
 
 #include "helper/deploy/project_config.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "protocol/messages_tunnel.hpp"
 
 namespace ferry::remote {
 
@@ -54,6 +55,8 @@ bool is_loopback_address(std::string_view address);
 std::string describe(const ForwardInfo& info);
 
 // tunnel/open's params and tunnel/list's entries (protocol/spec/protocol.md).
+// The IDE wire's view of a tunnel (tunnel/open, tunnel/list); to_json is its JSON.
+protocol::TunnelInfo tunnel_info(const ForwardInfo& info);
 protocol::json to_json(const ForwardInfo& info);
 std::expected<ForwardSpec, std::string> forward_spec_from_json(const protocol::json& params);
 

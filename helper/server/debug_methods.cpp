@@ -16,38 +16,15 @@
 #include "helper/debug/debug_launcher.hpp"
 #include "helper/run/run_client.hpp"
 #include "helper/server/debug_service.hpp"
+#include "helper/server/error_codes.hpp"
 #include "protocol/binding_table.hpp"
-#include "protocol/json_reader.hpp"
+#include "protocol/messages_run.hpp"
 
 namespace ferry::server {
 
 namespace p = ferry::protocol;
 namespace fs = std::filesystem;
 
-
-std::optional<p::DecodeError> from_json(const p::json& j, DebugPrepareParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.optional("path", out.path);
-  r.required("command", out.command);
-  r.optional("port", out.port);
-  r.optional("localPort", out.local_port);
-  r.optional("env", out.env);
-  r.optional("cwd", out.cwd);
-  r.optional("legacyType", out.legacy_type);
-  r.optional("justMyCode", out.just_my_code);
-  r.optional("wait", out.wait);
-  r.check(!out.command.empty(), "command", "expected the script (or -m MODULE) and its arguments");
-  r.check(out.port >= 1 && out.port <= 65535, "port", "expected a TCP port (1-65535)");
-  r.check(!out.local_port || (*out.local_port >= 0 && *out.local_port <= 65535), "localPort",
-          "expected a TCP port (0-65535; 0 picks a free one)");
-  r.check(out.wait >= 1 && out.wait <= 3600, "wait", "expected seconds between 1 and 3600");
-  return r.error();
-}
-
-
-p::json to_json(const DebugPrepareResult& r) {
-  return {{"configuration", r.configuration}, {"runId", r.run_id}, {"localPort", r.local_port}};
-}
 
 namespace {
 
@@ -97,19 +74,19 @@ class DebugSessions {
         debug::launch_under_debugpy(session->link->endpoint(), session->link->runs(), target, request);
     if (!launched) {
       const auto& e = launched.error();
-      int code = p::error_code::kInternalError;
+      ErrorKind kind = ErrorKind::internal;
       switch (e.kind) {
-        case debug::DebugErrorKind::usage: code = p::error_code::kInvalidParams; break;
-        case debug::DebugErrorKind::no_debugpy: code = kDebugpyMissing; break;
-        case debug::DebugErrorKind::interrupted: code = p::error_code::kRequestCancelled; break;
+        case debug::DebugErrorKind::usage: kind = ErrorKind::invalid_input; break;
+        case debug::DebugErrorKind::no_debugpy: kind = ErrorKind::debugpy_missing; break;
+        case debug::DebugErrorKind::interrupted: kind = ErrorKind::cancelled; break;
         case debug::DebugErrorKind::debuggee_ended:
-        case debug::DebugErrorKind::failure: code = p::error_code::kAgentUnavailable; break;
+        case debug::DebugErrorKind::failure: kind = ErrorKind::agent_lost; break;
       }
       p::json data = p::json::object();
       if (e.run_id) data["runId"] = *e.run_id;
       if (e.kind == debug::DebugErrorKind::no_debugpy) data["install"] = e.message;
       close(*session);
-      return std::unexpected(p::ResponseError{code, "debug/prepare: " + e.message, data});
+      return std::unexpected(response_error({kind, e.message, data}, p::method::kDebugPrepare));
     }
     session->run_id = launched->run_id;
     session->forward_id = launched->forward.id;
@@ -119,9 +96,6 @@ class DebugSessions {
     sessions_.push_back(std::move(session));
     return result;
   }
-
-  // debugpy's error when the interpreter cannot import it (ferry's range, see protocol.md).
-  static constexpr int kDebugpyMissing = -32090;
 
  private:
   // Only the session's tunnel: the link is the project's.
@@ -137,7 +111,7 @@ class DebugSessions {
       auto runs = s->link->runs().list(true);
       bool running = false;
       if (runs)
-        for (const auto& r : *runs) running = running || (r.id == s->run_id && r.state == "running");
+        for (const auto& r : *runs) running = running || (r.id == s->run_id && protocol::run_state_from_string(r.state) == protocol::RunState::running);
       if (running) return false;
       close(*s);
       return true;
@@ -158,7 +132,7 @@ std::expected<DebugPrepareResult, p::ResponseError> prepare_debug(DebugSessions&
 
 void bind_debug_methods(p::BindingTable& table, std::shared_ptr<DebugSessions> sessions) {
   table.request<DebugPrepareParams, DebugPrepareResult>(
-      "debug/prepare",
+      p::method::kDebugPrepare,
       [sessions](const DebugPrepareParams& params, p::CallContext& ctx)
           -> std::expected<DebugPrepareResult, p::ResponseError> {
         auto progress = ctx.progress();

@@ -11,6 +11,7 @@
 
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/server/host_methods.hpp"
+#include "protocol/messages_run.hpp"
 
 namespace ferry::server {
 
@@ -50,7 +51,7 @@ std::expected<json, p::ResponseError> gpu_status(const ServerContext& ctx, const
   if (auto list = (*link)->endpoint().call("run/list", json::object()); list && list->contains("runs")) {
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (const auto& r : (*list)["runs"]) {
-      if (r.value("state", "") != "running") continue;
+      if (protocol::run_state_from_string(r.value("state", "")) != protocol::RunState::running) continue;
       auto start = cloud::parse_iso_utc(r.value("startedAt", ""));
       if (!start) continue;
       runs.push_back({{"id", r.value("id", "")},

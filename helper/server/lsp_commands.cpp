@@ -53,6 +53,13 @@ void show_file(ServerState& s, const fs::path& path, const std::string& what) {
   if (!ok) s.questions.show(MessageType::info, "ferry: " + what + ": " + path.string());
 }
 
+// A typed result (or its error) as the command's JSON.
+template <class T>
+std::expected<json, ResponseError> as_json(std::expected<T, ResponseError> r) {
+  if (!r) return std::unexpected(std::move(r.error()));
+  return p::to_json(*r);
+}
+
 json with(json result, const char* key, json value) {
   if (!result.is_object()) result = json{{"result", std::move(result)}};
   result[key] = std::move(value);
@@ -132,7 +139,7 @@ std::expected<json, ResponseError> run_command(ServerState& s, const std::string
   params.argv = launch->argv;
   params.cwd = launch->cwd;
   params.env = launch->env;
-  if (s.questions.traits().ferry) return s.runs->start(params);
+  if (s.questions.traits().ferry) return as_json(s.runs->start(params));
   const std::string* rel = &launch->label;
 
   auto log = RunLog::create(config->root, fs::path(*rel).stem().string());
@@ -144,9 +151,9 @@ std::expected<json, ResponseError> run_command(ServerState& s, const std::string
   };
   auto started = s.runs->start(params, sink);
   if (!started) return std::unexpected(started.error());
-  work->progress().end("started " + (*started)["id"].get<std::string>());
+  work->progress().end("started " + started->id);
   show_file(s, (*log)->path(), "the run's output is in");
-  return with(*started, "log", (*log)->path().string());
+  return with(p::to_json(*started), "log", (*log)->path().string());
 }
 
 std::expected<json, ResponseError> debug_command(ServerState& s, const std::string& cmd, const json& arguments,
@@ -175,7 +182,7 @@ std::expected<json, ResponseError> debug_command(ServerState& s, const std::stri
   work->progress().report("starting debugpy on " + config->host);
   auto prepared = prepare_debug(*s.debugs, params, call.cancellation());
   if (!prepared) return std::unexpected(prepared.error());
-  json result{{"configuration", prepared->configuration}, {"runId", prepared->run_id}, {"localPort", prepared->local_port}};
+  json result = p::to_json(*prepared);
   if (s.questions.traits().ferry) {
     (void)s.runs->attach(prepared->run_id, 0);
     return result;
@@ -217,7 +224,7 @@ std::expected<json, ResponseError> train_command(ServerState& s, const std::stri
   params.path = config->root.string();
   params.config = t->file->string();
   params.resume = t->options.value("resume", false);
-  if (s.questions.traits().ferry) return start_training(*s.trains, params, call);
+  if (s.questions.traits().ferry) return as_json(start_training(*s.trains, params, call));
 
   auto log = RunLog::create(config->root, t->file->stem().string() + "-train");
   if (!log) return std::unexpected(ResponseError{p::error_code::kIoError, cmd + ": " + log.error(), {}});
@@ -248,7 +255,7 @@ std::expected<json, ResponseError> train_command(ServerState& s, const std::stri
   auto started = start_training(*s.trains, params, call, observer);
   if (!started) return std::unexpected(started.error());
   show_file(s, (*log)->path(), "the training's log is in");
-  return with(*started, "log", (*log)->path().string());
+  return with(p::to_json(*started), "log", (*log)->path().string());
 }
 
 std::expected<json, ResponseError> sync_command(ServerState& s, const std::string& cmd, const json& arguments,
@@ -262,12 +269,12 @@ std::expected<json, ResponseError> sync_command(ServerState& s, const std::strin
   auto summary = s.sync->flush(config->root.string(), call, work.get());
   if (!summary) return std::unexpected(summary.error());
   if (!s.questions.traits().ferry) {
-    const auto conflicts = summary->value("conflicts", json::array()).size();
+    const auto conflicts = summary->conflicts.size();
     s.questions.show(conflicts ? MessageType::warning : MessageType::info,
                      fmt::format("ferry: synced to {}: {} sent, {} deleted, {} conflicts", config->host,
-                                 summary->value("filesSent", 0), summary->value("filesDeleted", 0), conflicts));
+                                 summary->files_sent, summary->files_deleted, conflicts));
   }
-  return summary;
+  return p::to_json(*summary);
 }
 
 std::expected<json, ResponseError> pull_command(ServerState& s, const std::string& cmd, const json& arguments,
@@ -290,10 +297,13 @@ std::expected<json, ResponseError> pull_command(ServerState& s, const std::strin
     paths.push_back(path);
   }
   if (paths.empty()) return std::unexpected(usage(cmd, "name what to pull (paths relative to the mapping, e.g. \"outputs/\")"));
-  auto summary = s.sync->pull(project, paths, false, false, call);
+  p::SyncPullParams pull;
+  pull.path = project;
+  pull.paths = paths;
+  auto summary = s.sync->pull(pull, call);
   if (summary && !s.questions.traits().ferry)
-    s.questions.show(MessageType::info, fmt::format("ferry: pulled {} files", summary->value("filesSent", 0)));
-  return summary;
+    s.questions.show(MessageType::info, fmt::format("ferry: pulled {} files", summary->files_sent));
+  return as_json(std::move(summary));
 }
 
 std::expected<json, ResponseError> stop_command(ServerState& s, const std::string& cmd, const json& arguments,

@@ -10,6 +10,7 @@
 #include "helper/server/host_methods.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "helper/train/trainer_install.hpp"
+#include "protocol/link_state.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -41,7 +42,7 @@ struct LinkEvents {
     }
     {
       std::lock_guard lock(mutex);
-      if (report) report(s.state == "reconnecting" ? "reconnecting (attempt " + std::to_string(s.attempt) + ")" : s.state);
+      if (report) report(protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting ? "reconnecting (attempt " + std::to_string(s.attempt) + ")" : s.state);
     }
     states->deliver(p::Notification{std::string(p::method::kHostStateChanged), std::move(params)});
   }

@@ -12,10 +12,11 @@
 
 #include "helper/cloud/notifier.hpp"
 #include "helper/run/run_client.hpp"
+#include "helper/server/error_codes.hpp"
 #include "helper/server/run_service.hpp"
 #include "helper/ssh/known_hosts.hpp"
 #include "protocol/binding_table.hpp"
-#include "protocol/json_reader.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::server {
 
@@ -24,60 +25,6 @@ namespace fs = std::filesystem;
 using p::json;
 using p::ResponseError;
 
-
-std::optional<p::DecodeError> from_json(const json& j, RunStartParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.optional("path", out.path);
-  r.required("argv", out.argv);
-  r.optional("cwd", out.cwd);
-  r.optional("env", out.env);
-  r.optional("tty", out.tty);
-  r.optional("cols", out.cols);
-  r.optional("rows", out.rows);
-  r.check(!out.argv.empty(), "argv", "expected at least one word");
-  return r.error();
-}
-
-struct RunIdParams {
-  std::string id;
-  std::uint64_t offset = 0;
-  std::string signal;
-  std::optional<std::string> text, base64;
-  bool eof = false;
-  int cols = 0, rows = 0;
-};
-
-std::optional<p::DecodeError> from_json(const json& j, RunIdParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.required("id", out.id);
-  std::int64_t offset = 0;
-  r.optional("offset", offset);
-  r.check(offset >= 0, "offset", "expected a byte offset (0 or more)");
-  out.offset = static_cast<std::uint64_t>(offset);
-  if (j.is_object() && j.contains("signal")) {
-    const json& s = j["signal"];
-    if (s.is_number_integer()) out.signal = std::to_string(s.get<int>());
-    else r.optional("signal", out.signal);
-  }
-  r.optional("text", out.text);
-  r.optional("base64", out.base64);
-  r.optional("eof", out.eof);
-  r.optional("cols", out.cols);
-  r.optional("rows", out.rows);
-  return r.error();
-}
-
-struct RunListParams {
-  std::optional<std::string> path;
-  bool all = false;
-};
-
-std::optional<p::DecodeError> from_json(const json& j, RunListParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.optional("path", out.path);
-  r.optional("all", out.all);
-  return r.error();
-}
 
 // Strict UTF-8 (no overlongs, no surrogates, nothing past U+10FFFF).
 bool is_valid_utf8(std::string_view s) {
@@ -124,7 +71,7 @@ RunService::~RunService() {
   for (auto& [id, f] : followed) stop(*f);
 }
 
-std::expected<json, ResponseError> RunService::start(const RunStartParams& params, RunSink sink) {
+std::expected<p::RunStartResult, ResponseError> RunService::start(const RunStartParams& params, RunSink sink) {
   auto link = ctx_.link(params.path);
   if (!link) return std::unexpected(link.error());
   const deploy::ProjectConfig config = (*link)->config();
@@ -140,13 +87,12 @@ std::expected<json, ResponseError> RunService::start(const RunStartParams& param
   req.cols = params.cols;
   req.rows = params.rows;
   auto spec = run::make_run_spec(req);
-  if (!spec) return std::unexpected(ResponseError{p::error_code::kInvalidParams, "run/start: " + spec.error(), {}});
+  if (!spec) return std::unexpected(response_error({ErrorKind::invalid_input, spec.error()}, p::method::kRunStart));
   auto started = (*link)->runs().start(*spec);
   if (!started) return std::unexpected(started.error());
   std::lock_guard lock(mutex_);
   follow_locked(*link, started->id, 0, std::move(sink));
-  return json{{"id", started->id}, {"pid", started->pid}, {"startedAt", started->started_at}, {"argv", spec->argv},
-              {"cwd", spec->cwd}};
+  return p::RunStartResult{started->id, started->pid, started->started_at, spec->argv, spec->cwd};
 }
 
 std::expected<ProjectLinkPtr, ResponseError> RunService::link_for(const std::string& id) {
@@ -157,7 +103,7 @@ std::expected<ProjectLinkPtr, ResponseError> RunService::link_for(const std::str
   return ctx_.link(std::nullopt);
 }
 
-std::expected<json, ResponseError> RunService::attach(const std::string& id, std::uint64_t offset, RunSink sink) {
+std::expected<p::RunAttachResult, ResponseError> RunService::attach(const std::string& id, std::uint64_t offset, RunSink sink) {
   auto link = link_for(id);
   if (!link) return std::unexpected(link.error());
   // Check the id and offset first, so a bad one is this call's error, not a silent follower.
@@ -175,21 +121,21 @@ std::expected<json, ResponseError> RunService::attach(const std::string& id, std
   if (old) stop(*old);
   std::lock_guard lock(mutex_);
   follow_locked(*link, id, offset, std::move(sink));
-  return json{{"id", id}, {"offset", offset}, {"state", probe->state}};
+  return p::RunAttachResult{id, offset, probe->state};
 }
 
-std::expected<json, ResponseError> RunService::detach(const std::string& id) {
+std::expected<p::EmptyResult, ResponseError> RunService::detach(const std::string& id) {
   std::shared_ptr<Followed> f;
   {
     std::lock_guard lock(mutex_);
     auto it = followed_.find(id);
-    if (it == followed_.end()) return json::object();
+    if (it == followed_.end()) return p::EmptyResult{};
     f = it->second;
     followed_.erase(it);
   }
   stop(*f);
   (void)f->link->runs().detach(id);
-  return json::object();
+  return p::EmptyResult{};
 }
 
 namespace {
@@ -207,48 +153,43 @@ void notify_webhook(const json& notice) {
 
 namespace {
 
-std::expected<json, ResponseError> empty_or_error(std::expected<void, ResponseError> r) {
+std::expected<p::EmptyResult, ResponseError> empty_or_error(std::expected<void, ResponseError> r) {
   if (!r) return std::unexpected(r.error());
-  return json::object();
+  return p::EmptyResult{};
 }
 
 }  // namespace
 
-std::expected<json, ResponseError> RunService::input(const std::string& id, const std::string& data, bool eof) {
+std::expected<p::EmptyResult, ResponseError> RunService::input(const std::string& id, const std::string& data, bool eof) {
   auto link = link_for(id);
   if (!link) return std::unexpected(link.error());
   return empty_or_error((*link)->runs().input(id, data, eof));
 }
 
-std::expected<json, ResponseError> RunService::signal(const std::string& id, const std::string& signal) {
+std::expected<p::EmptyResult, ResponseError> RunService::signal(const std::string& id, const std::string& signal) {
   auto n = run::signal_number(signal.empty() ? "INT" : signal);
-  if (!n) return std::unexpected(ResponseError{p::error_code::kInvalidParams, "run/signal: " + n.error(), {}});
+  if (!n) return std::unexpected(response_error({ErrorKind::invalid_input, n.error()}, p::method::kRunSignal));
   auto link = link_for(id);
   if (!link) return std::unexpected(link.error());
   return empty_or_error((*link)->runs().signal(id, run::signal_name(*n)));
 }
 
-std::expected<json, ResponseError> RunService::resize(const std::string& id, int cols, int rows) {
+std::expected<p::EmptyResult, ResponseError> RunService::resize(const std::string& id, int cols, int rows) {
   auto link = link_for(id);
   if (!link) return std::unexpected(link.error());
   return empty_or_error((*link)->runs().resize(id, cols, rows));
 }
 
-std::expected<json, ResponseError> RunService::list(const std::optional<std::string>& project, bool all) {
+std::expected<p::RunListResult, ResponseError> RunService::list(const std::optional<std::string>& project, bool all) {
   auto link = ctx_.link(project);
   if (!link) return std::unexpected(link.error());
   auto runs = (*link)->runs().list(all);
   if (!runs) return std::unexpected(runs.error());
-  json arr = json::array();
-  for (const auto& r : *runs) {
-    json j{{"id", r.id}, {"argv", r.argv}, {"cwd", r.cwd}, {"root", r.root}, {"state", r.state},
-           {"pid", r.pid}, {"startedAt", r.started_at}, {"logBytes", r.log_bytes}};
-    if (!r.ended_at.empty()) j["endedAt"] = r.ended_at;
-    if (r.exit_code) j["exitCode"] = *r.exit_code;
-    if (r.signal) j["signal"] = *r.signal;
-    arr.push_back(std::move(j));
-  }
-  return json{{"runs", std::move(arr)}};
+  p::RunListResult out;
+  for (const auto& r : *runs)
+    out.runs.push_back({r.id, r.argv, r.cwd, r.root, r.state, r.pid, r.started_at, r.log_bytes, r.ended_at,
+                        r.exit_code, r.signal});
+  return out;
 }
 
 std::vector<std::string> RunService::running() const {
@@ -284,8 +225,8 @@ void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id
   // The stream stops with the link and resumes at the next byte on the new one.
   Followed* raw = f.get();
   f->states = link->on_state([raw](const remote::HostState& s) {
-    if (s.state == "reconnecting" && !raw->down.exchange(true)) raw->follower->link_lost();
-    else if (s.state == "connected" && raw->down.exchange(false)) raw->follower->link_restored();
+    if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting && !raw->down.exchange(true)) raw->follower->link_lost();
+    else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected && raw->down.exchange(false)) raw->follower->link_restored();
   });
   f->thread = std::thread([this, raw] { follow_loop(*raw); });
   followed_[id] = f;
@@ -303,17 +244,24 @@ void RunService::follow_loop(Followed& f) {
     auto ev = follower.wait(std::chrono::steady_clock::now() + std::chrono::milliseconds(250));
     if (ev == run::RunFollower::Event::finished) {
       auto exit = *follower.exit();
-      json j{{"id", follower.id()}, {"endedAt", exit.ended_at}, {"logBytes", exit.log_bytes},
-             {"status", run::exit_status(exit)}};
-      if (exit.exit_code) j["exitCode"] = *exit.exit_code;
-      if (exit.signal) j["signal"] = *exit.signal;
+      p::RunExitedParams exited;
+      exited.id = follower.id();
+      exited.status = run::exit_status(exit);
+      exited.ended_at = exit.ended_at;
+      exited.log_bytes = exit.log_bytes;
+      exited.exit_code = exit.exit_code;
+      exited.signal = exit.signal;
       f.ended = true;
-      f.sink.exited(j);
+      f.sink.exited(p::to_json(exited));
       return;
     }
     if (ev == run::RunFollower::Event::failed) {
       f.ended = true;
-      f.sink.exited(json{{"id", follower.id()}, {"status", run::kFerryFailure}, {"error", *follower.failed()}});
+      p::RunExitedParams exited;
+      exited.id = follower.id();
+      exited.status = run::kFerryFailure;
+      exited.error = *follower.failed();
+      f.sink.exited(p::to_json(exited));
       return;
     }
   }
@@ -326,40 +274,44 @@ void RunService::stop(Followed& f) {
 }
 
 void bind_run_methods(p::BindingTable& table, std::shared_ptr<RunService> service) {
-  table.request<RunStartParams, json>(
-      "run/start", [service](const RunStartParams& params, p::CallContext&) { return service->start(params); },
+  using p::RunIdParams;
+  table.request<RunStartParams, p::RunStartResult>(
+      p::method::kRunStart, [service](const RunStartParams& params, p::CallContext&) { return service->start(params); },
       p::Execution::worker);
-  table.request<RunIdParams, json>(
-      "run/attach", [service](const RunIdParams& params, p::CallContext&) { return service->attach(params.id, params.offset); },
+  table.request<RunIdParams, p::RunAttachResult>(
+      p::method::kRunAttach,
+      [service](const RunIdParams& params, p::CallContext&) { return service->attach(params.id, params.offset); },
       p::Execution::worker);
-  table.request<RunIdParams, json>(
-      "run/detach", [service](const RunIdParams& params, p::CallContext&) { return service->detach(params.id); },
+  table.request<RunIdParams, p::EmptyResult>(
+      p::method::kRunDetach, [service](const RunIdParams& params, p::CallContext&) { return service->detach(params.id); },
       p::Execution::worker);
-  table.request<RunIdParams, json>(
-      "run/input",
-      [service](const RunIdParams& params, p::CallContext&) -> std::expected<json, ResponseError> {
+  table.request<RunIdParams, p::EmptyResult>(
+      p::method::kRunInput,
+      [service](const RunIdParams& params, p::CallContext&) -> std::expected<p::EmptyResult, ResponseError> {
         std::string data;
         if (params.text) data = *params.text;
         if (params.base64) {
           auto bytes = ssh::base64_decode(*params.base64);
-          if (!bytes) return std::unexpected(ResponseError{p::error_code::kInvalidParams, "run/input: base64: " + bytes.error(), {}});
+          if (!bytes) return std::unexpected(response_error({ErrorKind::invalid_input, "base64: " + bytes.error()}, p::method::kRunInput));
           data.assign(bytes->begin(), bytes->end());
         }
         return service->input(params.id, data, params.eof);
       },
       p::Execution::worker);
-  table.request<RunIdParams, json>(
-      "run/signal", [service](const RunIdParams& params, p::CallContext&) { return service->signal(params.id, params.signal); },
+  table.request<RunIdParams, p::EmptyResult>(
+      p::method::kRunSignal,
+      [service](const RunIdParams& params, p::CallContext&) { return service->signal(params.id, params.signal); },
       p::Execution::worker);
-  table.request<RunIdParams, json>(
-      "run/resize",
+  table.request<RunIdParams, p::EmptyResult>(
+      p::method::kRunResize,
       [service](const RunIdParams& params, p::CallContext&) { return service->resize(params.id, params.cols, params.rows); },
       p::Execution::worker);
-  table.request<RunListParams, json>(
-      "run/list", [service](const RunListParams& params, p::CallContext&) { return service->list(params.path, params.all); },
+  table.request<p::RunListParams, p::RunListResult>(
+      p::method::kRunList,
+      [service](const p::RunListParams& params, p::CallContext&) { return service->list(params.path, params.all); },
       p::Execution::worker);
-  table.reserve_name("run/output");
-  table.reserve_name("run/exited");
+  table.reserve_name(p::method::kRunOutput);
+  table.reserve_name(p::method::kRunExited);
 }
 
 }  // namespace ferry::server

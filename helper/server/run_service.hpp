@@ -16,22 +16,16 @@
 
 #include "helper/run/run_follower.hpp"
 #include "helper/server/server_context.hpp"
+#include "protocol/messages.hpp"
 
 namespace ferry::server {
 
-struct RunStartParams {
-  std::optional<std::string> path;  // the project
-  std::vector<std::string> argv;    // as after `ferry run --`
-  std::string cwd;                  // relative to the mapping root
-  std::map<std::string, std::string> env;
-  bool tty = false;
-  int cols = 0, rows = 0;
-};
+using protocol::RunStartParams;
 
 // Where a followed run's output and end go; called on its follower's threads.
 struct RunSink {
   std::function<void(const run::OutputRecord& record)> output;
-  std::function<void(const protocol::json& exited)> exited;  // run/exited's params
+  std::function<void(const protocol::json& exited)> exited;  // run/exited's params (protocol::RunExitedParams)
 };
 
 // run/output's params: `text` when the bytes are valid UTF-8, else `base64`.
@@ -43,15 +37,16 @@ class RunService {
   ~RunService();
 
   // Starts and follows; an empty sink sends run/output and run/exited.
-  std::expected<protocol::json, protocol::ResponseError> start(const RunStartParams& params, RunSink sink = {});
+  std::expected<protocol::RunStartResult, protocol::ResponseError> start(const RunStartParams& params, RunSink sink = {});
   // Follows `id` from `offset` (again, if followed already); an empty sink keeps the one it had.
-  std::expected<protocol::json, protocol::ResponseError> attach(const std::string& id, std::uint64_t offset,
-                                                                RunSink sink = {});
-  std::expected<protocol::json, protocol::ResponseError> detach(const std::string& id);
-  std::expected<protocol::json, protocol::ResponseError> input(const std::string& id, const std::string& data, bool eof);
-  std::expected<protocol::json, protocol::ResponseError> signal(const std::string& id, const std::string& signal);
-  std::expected<protocol::json, protocol::ResponseError> resize(const std::string& id, int cols, int rows);
-  std::expected<protocol::json, protocol::ResponseError> list(const std::optional<std::string>& project, bool all);
+  std::expected<protocol::RunAttachResult, protocol::ResponseError> attach(const std::string& id, std::uint64_t offset,
+                                                                           RunSink sink = {});
+  std::expected<protocol::EmptyResult, protocol::ResponseError> detach(const std::string& id);
+  std::expected<protocol::EmptyResult, protocol::ResponseError> input(const std::string& id, const std::string& data,
+                                                                      bool eof);
+  std::expected<protocol::EmptyResult, protocol::ResponseError> signal(const std::string& id, const std::string& signal);
+  std::expected<protocol::EmptyResult, protocol::ResponseError> resize(const std::string& id, int cols, int rows);
+  std::expected<protocol::RunListResult, protocol::ResponseError> list(const std::optional<std::string>& project, bool all);
   // The runs this server follows that have not ended, newest last (ferry.stop).
   std::vector<std::string> running() const;
 

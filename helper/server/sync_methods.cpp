@@ -1,6 +1,7 @@
 // sync/push, sync/pull, sync/status, sync/flush and the sync/fileSaved notification over the
 // SyncService (sync_service.hpp). Pushes and pulls of one project run one at a time inside its
 // engine; saves are coalesced (kSaveCoalesce) by the saver thread.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -11,10 +12,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "helper/server/error_codes.hpp"
+#include "helper/server/sync_result.hpp"
 #include "helper/server/sync_service.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "protocol/file_uri.hpp"
-#include "protocol/json_reader.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::server {
 
@@ -33,61 +36,6 @@ inline constexpr std::chrono::milliseconds kSaveBurstMax{20};
 inline constexpr std::chrono::minutes kFlushTimeout{10};
 
 
-std::optional<p::DecodeError> from_json(const json& j, SyncPushParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.optional("path", out.path);
-  r.optional("dryRun", out.dry_run);
-  r.optional("force", out.force);
-  r.optional("delete", out.deletes);
-  r.optional("confirmMassDelete", out.confirm_mass_delete);
-  r.optional("paths", out.paths);
-  r.check(out.deletes == "owned" || out.deletes == "mirror" || out.deletes == "none", "delete",
-          "expected \"owned\", \"mirror\" or \"none\"");
-  return r.error();
-}
-
-struct SyncPullParams {
-  std::optional<std::string> path;
-  std::vector<std::string> paths;
-  bool dry_run = false;
-  bool force = false;
-};
-
-std::optional<p::DecodeError> from_json(const json& j, SyncPullParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.optional("path", out.path);
-  r.required("paths", out.paths);
-  r.optional("dryRun", out.dry_run);
-  r.optional("force", out.force);
-  r.check(!out.paths.empty(), "paths", "expected at least one path");
-  return r.error();
-}
-
-struct SyncProjectParams {
-  std::optional<std::string> path;
-};
-
-std::optional<p::DecodeError> from_json(const json& j, SyncProjectParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.optional("path", out.path);
-  return r.error();
-}
-
-struct FileSavedParams {
-  std::string path;  // absolute, relative to the mapping, or a file:// URI
-};
-
-std::optional<p::DecodeError> from_json(const json& j, FileSavedParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  std::optional<std::string> path, uri;
-  r.optional("path", path);
-  r.optional("uri", uri);
-  r.check(path || uri, "path", "expected path or uri");
-  if (auto e = r.error()) return e;
-  out.path = path ? *path : *uri;  // a URI is decoded by the saver
-  return std::nullopt;
-}
-
 SyncService::~SyncService() {
   {
     std::lock_guard lock(save_mu_);
@@ -97,15 +45,15 @@ SyncService::~SyncService() {
   if (saver_.joinable()) saver_.join();
 }
 
-std::expected<json, ResponseError> SyncService::push(const SyncPushParams& params, p::CallContext& call,
-                                                     ServerProgress::Work* work) {
+std::expected<p::SyncResult, ResponseError> SyncService::push(const SyncPushParams& params, p::CallContext& call,
+                                                              ServerProgress::Work* work) {
   sync::SyncOptions o;
   o.dry_run = params.dry_run;
   o.force = params.force;
   o.only_paths = params.paths;
-  o.deletes = params.deletes == "mirror" ? sync::DeleteMode::mirror
-              : params.deletes == "none" ? sync::DeleteMode::none
-                                         : sync::DeleteMode::owned;
+  o.deletes = params.deletes == p::SyncDeletes::mirror ? sync::DeleteMode::mirror
+              : params.deletes == p::SyncDeletes::none ? sync::DeleteMode::none
+                                                       : sync::DeleteMode::owned;
   return run(params.path, call, "Syncing", o, [&](ProjectLink& link, sync::SyncEngine& e) {
     // confirmMassDelete: the caller already asked the person; otherwise ask now.
     const bool confirmed = params.confirm_mass_delete;
@@ -117,35 +65,34 @@ std::expected<json, ResponseError> SyncService::push(const SyncPushParams& param
   }, work);
 }
 
-std::expected<json, ResponseError> SyncService::pull(const std::optional<std::string>& project,
-                                                     const std::vector<std::string>& paths, bool dry_run, bool force,
-                                                     p::CallContext& call) {
+std::expected<p::SyncResult, ResponseError> SyncService::pull(const p::SyncPullParams& params, p::CallContext& call) {
   sync::SyncOptions o;
-  o.dry_run = dry_run;
-  o.force = force;
-  return run(project, call, "Pulling", o, [&](ProjectLink&, sync::SyncEngine& e) { return e.pull(paths, o); });
+  o.dry_run = params.dry_run;
+  o.force = params.force;
+  return run(params.path, call, "Pulling", o,
+             [&](ProjectLink&, sync::SyncEngine& e) { return e.pull(params.paths, o); });
 }
 
-json SyncService::status() {
-  json j;
+p::SyncStatusResult SyncService::status() {
+  p::SyncStatusResult r;
   std::lock_guard lock(save_mu_);
-  j["pendingSaves"] = pending_;
-  j["saving"] = saving_;
-  j["lastSync"] = last_ ? *last_ : json(nullptr);
-  if (!last_error_.empty()) j["lastError"] = last_error_;
-  j["busy"] = running_ > 0;
+  r.pending_saves.assign(pending_.begin(), pending_.end());
+  r.saving = saving_;
+  r.last_sync = last_;
+  r.last_error = last_error_;
+  r.busy = running_ > 0;
   if (auto config = lookup_project(std::nullopt, ctx_.workspace)) {
     if (auto link = ctx_.sessions.current(config->root)) {
-      j["connected"] = link->endpoint().connected();
-      j["endpoint"] = link->endpoint().description();
+      r.connected = link->endpoint().connected();
+      r.endpoint = link->endpoint().description();
     } else {
-      j["connected"] = false;
+      r.connected = false;
     }
   }
-  return j;
+  return r;
 }
 
-std::expected<json, ResponseError> SyncService::flush(const std::optional<std::string>& project, p::CallContext& call,
+std::expected<p::SyncResult, ResponseError> SyncService::flush(const std::optional<std::string>& project, p::CallContext& call,
                                                       ServerProgress::Work* work) {
   {
     std::unique_lock lock(save_mu_);
@@ -155,7 +102,7 @@ std::expected<json, ResponseError> SyncService::flush(const std::optional<std::s
       return (pending_.empty() && !saving_) || stop_ || call.cancelled();
     });
     if (call.cancelled()) return std::unexpected(p::cancelled_error("sync/flush"));
-    if (!drained) return std::unexpected(ResponseError{p::error_code::kIoError, "sync/flush: pending saves did not finish", {}});
+    if (!drained) return std::unexpected(response_error({ErrorKind::io, "pending saves did not finish"}, p::method::kSyncFlush));
   }
   SyncPushParams all;
   all.path = project;
@@ -170,7 +117,7 @@ void SyncService::file_saved(const std::string& path_or_uri) {
 }
 
 template <class Fn>
-std::expected<json, ResponseError> SyncService::run(const std::optional<std::string>& project, p::CallContext& call,
+std::expected<p::SyncResult, ResponseError> SyncService::run(const std::optional<std::string>& project, p::CallContext& call,
                                                     const std::string& title, sync::SyncOptions& o, Fn&& fn,
                                                     ServerProgress::Work* work) {
   // A command's own progress (begun by it) reports the sync; else the call's token, if any.
@@ -198,16 +145,26 @@ std::expected<json, ResponseError> SyncService::run(const std::optional<std::str
     std::lock_guard lock(save_mu_);
     ++running_;
   }
+  // The engine's errors are strings; whether the link went down meanwhile says if it was the
+  // agent going away (-32097: reconnect and retry) rather than an I/O failure (-32094).
+  std::atomic<bool> link_dropped{false};
+  auto watch = (*link)->on_state([&link_dropped](const remote::HostState& st) {
+    if (protocol::link_state_from_string(st.state) == protocol::LinkState::reconnecting || protocol::link_state_from_string(st.state) == protocol::LinkState::disconnected) link_dropped = true;
+  });
   auto s = fn(**link, *engine);
+  watch.reset();
   std::lock_guard lock(save_mu_);
   --running_;
-  if (!s) return std::unexpected(ResponseError{p::error_code::kIoError, call.method() + ": " + s.error(), {}});
+  if (!s) {
+    const bool lost = link_dropped || !(*link)->endpoint().connected();
+    return std::unexpected(response_error(Error{lost ? ErrorKind::agent_lost : ErrorKind::io, s.error()}, call.method()));
+  }
   if (work) progress.report(s->one_line());
   else progress.end(s->one_line());
   if (s->cancelled) return std::unexpected(p::cancelled_error(call.method()));
-  json j = s->to_json();
-  last_ = j;
-  return j;
+  p::SyncResult r = sync_result(*s);
+  last_ = r;
+  return r;
 }
 
 namespace {
@@ -233,7 +190,7 @@ fs::path absolute_saved_path(const std::string& saved, const Workspace& workspac
 }  // namespace
 
 std::string SyncService::push_saved(const fs::path& project_file, const std::vector<std::string>& paths,
-                                    std::optional<json>& summary) {
+                                    std::optional<p::SyncResult>& summary) {
   auto config = deploy::load_project(project_file);
   if (!config) return config.error().to_string();
   auto link = ctx_.sessions.link(*config);
@@ -253,7 +210,7 @@ std::string SyncService::push_saved(const fs::path& project_file, const std::vec
   };
   auto s = (*link)->engine()->push(o);
   if (!s) return s.error();
-  summary = s->to_json();
+  summary = sync_result(*s);
   return {};
 }
 
@@ -282,7 +239,7 @@ void SyncService::save_loop() {
       if (auto file = deploy::find_project_file(path)) by_project[*file].push_back(path.lexically_normal().string());
     }
     std::string error;
-    std::optional<json> summary;
+    std::optional<p::SyncResult> summary;
     for (const auto& [file, paths] : by_project)
       if (auto e = push_saved(file, paths, summary); !e.empty()) error = e;
     lock.lock();
@@ -295,26 +252,28 @@ void SyncService::save_loop() {
 }
 
 void bind_sync_methods(p::BindingTable& table, std::shared_ptr<SyncService> service) {
-  table.request<SyncPushParams, json>(
-      "sync/push", [service](const SyncPushParams& params, p::CallContext& ctx) { return service->push(params, ctx); },
+  table.request<SyncPushParams, p::SyncResult>(
+      p::method::kSyncPush,
+      [service](const SyncPushParams& params, p::CallContext& ctx) { return service->push(params, ctx); },
       p::Execution::worker);
-  table.request<SyncPullParams, json>(
-      "sync/pull",
-      [service](const SyncPullParams& params, p::CallContext& ctx) {
-        return service->pull(params.path, params.paths, params.dry_run, params.force, ctx);
+  table.request<p::SyncPullParams, p::SyncResult>(
+      p::method::kSyncPull,
+      [service](const p::SyncPullParams& params, p::CallContext& ctx) { return service->pull(params, ctx); },
+      p::Execution::worker);
+  table.request<p::SyncProjectParams, p::SyncStatusResult>(
+      p::method::kSyncStatus,
+      [service](const p::SyncProjectParams&, p::CallContext&) -> std::expected<p::SyncStatusResult, ResponseError> {
+        return service->status();
       },
       p::Execution::worker);
-  table.request<SyncProjectParams, json>(
-      "sync/status",
-      [service](const SyncProjectParams&, p::CallContext&) -> std::expected<json, ResponseError> { return service->status(); },
+  table.request<p::SyncProjectParams, p::SyncResult>(
+      p::method::kSyncFlush,
+      [service](const p::SyncProjectParams& params, p::CallContext& ctx) { return service->flush(params.path, ctx); },
       p::Execution::worker);
-  table.request<SyncProjectParams, json>(
-      "sync/flush",
-      [service](const SyncProjectParams& params, p::CallContext& ctx) { return service->flush(params.path, ctx); },
-      p::Execution::worker);
-  table.notification<FileSavedParams>(
-      "sync/fileSaved", [service](const FileSavedParams& params, p::CallContext&) { service->file_saved(params.path); });
-  table.reserve_name("sync/confirmMassDelete");
+  table.notification<p::FileSavedParams>(
+      p::method::kSyncFileSaved,
+      [service](const p::FileSavedParams& params, p::CallContext&) { service->file_saved(params.path); });
+  table.reserve_name(p::method::kSyncConfirmMassDelete);
 }
 
 }  // namespace ferry::server

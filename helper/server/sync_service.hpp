@@ -18,17 +18,11 @@
 #include "helper/server/server_progress.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/binding_table.hpp"
+#include "protocol/messages_sync.hpp"
 
 namespace ferry::server {
 
-struct SyncPushParams {
-  std::optional<std::string> path;  // the project (ferry.json or its directory)
-  bool dry_run = false;
-  bool force = false;
-  std::string deletes = "owned";  // owned | mirror | none
-  bool confirm_mass_delete = false;
-  std::vector<std::string> paths;  // only these (relative to the mapping); empty = all
-};
+using protocol::SyncPushParams;
 
 class SyncService {
  public:
@@ -36,30 +30,30 @@ class SyncService {
   ~SyncService();
 
   // `work`: progress and cancellation of a command that syncs first (its token, not the call's).
-  std::expected<protocol::json, protocol::ResponseError> push(const SyncPushParams& params, protocol::CallContext& call,
-                                                              ServerProgress::Work* work = nullptr);
-  std::expected<protocol::json, protocol::ResponseError> pull(const std::optional<std::string>& project,
-                                                              const std::vector<std::string>& paths, bool dry_run,
-                                                              bool force, protocol::CallContext& call);
-  protocol::json status();
+  std::expected<protocol::SyncResult, protocol::ResponseError> push(const SyncPushParams& params,
+                                                                    protocol::CallContext& call,
+                                                                    ServerProgress::Work* work = nullptr);
+  std::expected<protocol::SyncResult, protocol::ResponseError> pull(const protocol::SyncPullParams& params,
+                                                                    protocol::CallContext& call);
+  protocol::SyncStatusResult status();
   // Waits for pending saves, then pushes the whole tree: the remote is up to date on return.
-  std::expected<protocol::json, protocol::ResponseError> flush(const std::optional<std::string>& project,
-                                                               protocol::CallContext& call,
-                                                               ServerProgress::Work* work = nullptr);
+  std::expected<protocol::SyncResult, protocol::ResponseError> flush(const std::optional<std::string>& project,
+                                                                     protocol::CallContext& call,
+                                                                     ServerProgress::Work* work = nullptr);
   // A saved (or created, changed, deleted) file: an absolute path, a file:// URI, or a path
   // relative to the workspace project's mapping. Returns at once; the saver pushes it.
   void file_saved(const std::string& path_or_uri);
 
  private:
   template <class Fn>
-  std::expected<protocol::json, protocol::ResponseError> run(const std::optional<std::string>& project,
-                                                             protocol::CallContext& call, const std::string& title,
-                                                             sync::SyncOptions& o, Fn&& fn,
-                                                             ServerProgress::Work* work = nullptr);
+  std::expected<protocol::SyncResult, protocol::ResponseError> run(const std::optional<std::string>& project,
+                                                                   protocol::CallContext& call, const std::string& title,
+                                                                   sync::SyncOptions& o, Fn&& fn,
+                                                                   ServerProgress::Work* work = nullptr);
   void save_loop();
   // One project's share of a burst of saves.
   std::string push_saved(const std::filesystem::path& project_file, const std::vector<std::string>& paths,
-                         std::optional<protocol::json>& summary);
+                         std::optional<protocol::SyncResult>& summary);
 
   const ServerContext& ctx_;
   std::mutex save_mu_;
@@ -67,7 +61,7 @@ class SyncService {
   std::set<std::string> pending_;
   bool saving_ = false, stop_ = false, flush_now_ = false;
   int running_ = 0;  // pushes and pulls under way (status's "busy")
-  std::optional<protocol::json> last_;
+  std::optional<protocol::SyncResult> last_;
   std::string last_error_;
   std::thread saver_;
 };

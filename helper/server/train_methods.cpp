@@ -16,11 +16,13 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/run/run_exit.hpp"
+#include "helper/server/error_codes.hpp"
+#include "helper/server/sync_result.hpp"
 #include "helper/server/train_service.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_session.hpp"
 #include "protocol/binding_table.hpp"
-#include "protocol/json_reader.hpp"
+#include "protocol/link_state.hpp"
 #include "protocol/outgoing_requests.hpp"
 
 namespace ferry::server {
@@ -31,29 +33,7 @@ using p::json;
 using p::ResponseError;
 
 
-std::optional<p::DecodeError> from_json(const json& j, TrainStartParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.optional("path", out.path);
-  r.required("config", out.config);
-  r.optional("resume", out.resume);
-  r.optional("sync", out.sync);
-  r.optional("trainer", out.trainer);
-  r.check(!out.config.empty(), "config", "expected the config file's path");
-  return r.error();
-}
-
-struct TrainStopParams {
-  std::string run_id;
-  std::string signal = "INT";
-};
-
-std::optional<p::DecodeError> from_json(const json& j, TrainStopParams& out, const std::string& ptr) {
-  p::ObjectReader r(j, ptr);
-  r.required("runId", out.run_id);
-  r.optional("signal", out.signal);
-  r.check(out.signal == "INT" || out.signal == "TERM" || out.signal == "KILL", "signal", "expected \"INT\", \"TERM\" or \"KILL\"");
-  return r.error();
-}
+using p::TrainStopParams;
 
 namespace {
 
@@ -92,8 +72,8 @@ class TrainService {
   }
 
   // sinks: where the events go besides train/metrics (a plain client's log file); may be empty.
-  std::expected<json, ResponseError> start(const TrainStartParams& params, p::CallContext& ctx,
-                                           TrainObserver observer = {}) {
+  std::expected<p::TrainStartResult, ResponseError> start(const TrainStartParams& params, p::CallContext& ctx,
+                                                          TrainObserver observer = {}) {
     auto config = lookup_project(params.path, ctx_.workspace);
     if (!config) return std::unexpected(config.error());
     auto t = std::make_shared<Training>();
@@ -116,7 +96,7 @@ class TrainService {
       if (!notify) return;
       std::lock_guard lock(*id_mu);
       if (run_id->empty()) early->push_back(e.body);
-      else ctx_.client.notify("train/metrics", training::metrics_params(*run_id, e));
+      else ctx_.client.notify(std::string(p::method::kTrainMetrics), p::to_json(p::TrainMetricsParams{*run_id, e.body}));
     };
     sinks.on_stderr = [observer](std::string_view bytes) {
       spdlog::debug("ferry-train stderr: {}", bytes);
@@ -142,8 +122,8 @@ class TrainService {
     t->session = std::make_unique<training::TrainSession>(t->link->endpoint(), *t->engine, sinks);
     Training* raw = t.get();
     t->states = t->link->on_state([raw](const remote::HostState& s) {
-      if (s.state == "reconnecting") raw->session->link_lost();
-      else if (s.state == "connected") raw->session->link_restored();
+      if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting) raw->session->link_lost();
+      else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected) raw->session->link_restored();
     });
 
     training::TrainRequest request;
@@ -156,17 +136,21 @@ class TrainService {
     request.env = config->env;
     auto id = t->session->start(request);
     if (*build_begun) build_progress->end(id || t->session->trainer() ? "ferry-train built" : "building ferry-train failed");
-    if (!id) return std::unexpected(ResponseError{p::error_code::kInvalidParams, "train/start: " + id.error(), {}});
+    if (!id) {
+      // A start that failed because the link went down is the agent's loss, not bad params.
+      const ErrorKind kind = t->link->endpoint().connected() ? ErrorKind::invalid_input : ErrorKind::agent_lost;
+      return std::unexpected(response_error({kind, id.error()}, p::method::kTrainStart));
+    }
     {
       std::lock_guard lock(*id_mu);
       *run_id = *id;
-      for (auto& body : *early) ctx_.client.notify("train/metrics", json{{"runId", *id}, {"event", std::move(body)}});
+      for (auto& body : *early)
+        ctx_.client.notify(std::string(p::method::kTrainMetrics), p::to_json(p::TrainMetricsParams{*id, std::move(body)}));
       early->clear();
     }
 
-    json result{{"runId", *id}, {"argv", t->session->launch().argv}, {"cwd", t->session->launch().cwd},
-                {"host", config->host}};
-    if (const auto& s = t->session->sync_summary()) result["sync"] = s->to_json();
+    p::TrainStartResult result{*id, t->session->launch().argv, t->session->launch().cwd, config->host, std::nullopt};
+    if (const auto& s = t->session->sync_summary()) result.sync = sync_result(*s);
 
     t->follower = std::thread([this, raw, id = *id, observer] { follow(*raw, id, observer); });
     std::lock_guard lock(mu_);
@@ -175,44 +159,45 @@ class TrainService {
     return result;
   }
 
-  std::expected<json, ResponseError> stop(const TrainStopParams& params) {
+  std::expected<p::EmptyResult, ResponseError> stop(const TrainStopParams& params) {
     std::lock_guard lock(mu_);
     for (auto& t : trainings_) {
       if (t->session && t->session->run_id() == params.run_id && !t->finished) {
         auto sent = t->session->signal(params.signal);
         if (!sent) return std::unexpected(error("train/stop: " + sent.error()));
-        return json::object();
+        return p::EmptyResult{};
       }
     }
-    return std::unexpected(ResponseError{p::error_code::kInvalidParams,
-                                         "train/stop: no training " + params.run_id + " is being followed by this server", {}});
+    return std::unexpected(response_error(
+        {ErrorKind::invalid_input, "no training " + params.run_id + " is being followed by this server"},
+        p::method::kTrainStop));
   }
 
  private:
-  static ResponseError error(std::string message) { return ResponseError{p::error_code::kIoError, std::move(message), {}}; }
+  static ResponseError error(std::string message) { return response_error({ErrorKind::io, std::move(message)}); }
 
   void follow(Training& t, const std::string& id, const TrainObserver& observer) {
     bool abandoned = false;
     auto exit = t.session->follow(t.stop_pipe[0], [&] { abandoned = true; }, [&] { return abandoned; });
-    json done{{"runId", id}};
+    p::TrainExitedParams done;
+    done.run_id = id;
     if (!exit) {
-      done["error"] = exit.error();
+      done.error = exit.error();
     } else {
-      if (exit->exit_code) done["exitCode"] = *exit->exit_code;
-      if (exit->signal) done["signal"] = *exit->signal;
-      done["status"] = run::exit_status(*exit);
+      done.exit_code = exit->exit_code;
+      done.signal = exit->signal;
+      done.status = run::exit_status(*exit);
       if (t.session->saw_done() || t.session->last_checkpoint()) {
         auto pulled = t.session->pull_outputs();
-        json files = json::array();
-        for (const auto& f : pulled.files) files.push_back(f.string());
-        done["outputs"] = files;
-        if (!pulled.notes.empty()) done["notes"] = pulled.notes;
+        done.outputs.emplace();
+        for (const auto& f : pulled.files) done.outputs->push_back(f.string());
+        done.notes = pulled.notes;
       }
     }
     t.finished = true;
     if (abandoned) return;
-    if (observer.exited) observer.exited(done);
-    else ctx_.client.notify("train/exited", std::move(done));
+    if (observer.exited) observer.exited(p::to_json(done));
+    else ctx_.client.notify(std::string(p::method::kTrainExited), p::to_json(done));
   }
 
   // Trainings that ended are dropped when the next one starts.
@@ -227,24 +212,24 @@ class TrainService {
 
 std::shared_ptr<TrainService> make_train_service(const ServerContext& ctx) { return std::make_shared<TrainService>(ctx); }
 
-std::expected<json, ResponseError> start_training(TrainService& service, const TrainStartParams& params,
-                                                  p::CallContext& ctx, TrainObserver observer) {
+std::expected<p::TrainStartResult, ResponseError> start_training(TrainService& service, const TrainStartParams& params,
+                                                                 p::CallContext& ctx, TrainObserver observer) {
   return service.start(params, ctx, std::move(observer));
 }
 
-std::expected<json, ResponseError> stop_training(TrainService& service, const std::string& run_id) {
+std::expected<p::EmptyResult, ResponseError> stop_training(TrainService& service, const std::string& run_id) {
   return service.stop(TrainStopParams{run_id, "INT"});
 }
 
 void bind_train_methods(p::BindingTable& table, std::shared_ptr<TrainService> service) {
-  table.request<TrainStartParams, json>(
-      "train/start", [service](const TrainStartParams& params, p::CallContext& ctx) { return service->start(params, ctx); },
+  table.request<TrainStartParams, p::TrainStartResult>(
+      p::method::kTrainStart, [service](const TrainStartParams& params, p::CallContext& ctx) { return service->start(params, ctx); },
       p::Execution::worker);
-  table.request<TrainStopParams, json>(
-      "train/stop", [service](const TrainStopParams& params, p::CallContext&) { return service->stop(params); },
+  table.request<TrainStopParams, p::EmptyResult>(
+      p::method::kTrainStop, [service](const TrainStopParams& params, p::CallContext&) { return service->stop(params); },
       p::Execution::worker);
-  table.reserve_name("train/metrics");
-  table.reserve_name("train/exited");
+  table.reserve_name(p::method::kTrainMetrics);
+  table.reserve_name(p::method::kTrainExited);
 }
 
 }  // namespace ferry::server

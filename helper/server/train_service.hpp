@@ -11,16 +11,11 @@
 #include "helper/server/server_context.hpp"
 #include "helper/train/train_event.hpp"
 #include "protocol/binding_table.hpp"
+#include "protocol/messages_train.hpp"
 
 namespace ferry::server {
 
-struct TrainStartParams {
-  std::optional<std::string> path;  // the project (ferry.json or its directory)
-  std::string config;               // the config file: absolute, or relative to the project root
-  bool resume = false;
-  bool sync = true;
-  std::optional<std::string> trainer;  // ferry-train on the box
-};
+using protocol::TrainStartParams;
 
 // Instead of train/metrics and train/exited (a plain LSP client): each event line, every other
 // output line, and the end (train/exited's params).
@@ -32,9 +27,11 @@ struct TrainObserver {
 
 class TrainService;
 std::shared_ptr<TrainService> make_train_service(const ServerContext& ctx);
-std::expected<protocol::json, protocol::ResponseError> start_training(TrainService& service, const TrainStartParams& params,
-                                                                      protocol::CallContext& ctx, TrainObserver observer = {});
-std::expected<protocol::json, protocol::ResponseError> stop_training(TrainService& service, const std::string& run_id);
+std::expected<protocol::TrainStartResult, protocol::ResponseError> start_training(TrainService& service,
+                                                                                  const TrainStartParams& params,
+                                                                                  protocol::CallContext& ctx,
+                                                                                  TrainObserver observer = {});
+std::expected<protocol::EmptyResult, protocol::ResponseError> stop_training(TrainService& service, const std::string& run_id);
 void bind_train_methods(protocol::BindingTable& table, std::shared_ptr<TrainService> service);
 
 }  // namespace ferry::server

@@ -135,16 +135,6 @@ std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashin
 
 namespace {
 
-const char* conflict_name(ConflictKind k) {
-  switch (k) {
-    case ConflictKind::changed_remotely: return "changed_remotely";
-    case ConflictKind::untracked_remote: return "untracked_remote";
-    case ConflictKind::deleted_locally_changed_remotely: return "deleted_locally_changed_remotely";
-    case ConflictKind::kind_mismatch: return "kind_mismatch";
-  }
-  return "conflict";
-}
-
 }  // namespace
 
 std::vector<std::uint8_t> zstd_compress(const std::uint8_t* data, std::size_t size, int level) {
@@ -168,23 +158,6 @@ std::expected<std::vector<std::uint8_t>, std::string> zstd_decompress(const std:
   std::size_t n = ZSTD_decompress(out.data(), out.size(), data, size);
   if (ZSTD_isError(n) || n != expected_size) return std::unexpected("zstd frame does not decompress to the declared size");
   return out;
-}
-
-json SyncSummary::to_json() const {
-  json c = json::array();
-  for (const auto& x : conflicts) c.push_back({{"path", x.path}, {"kind", conflict_name(x.kind)}, {"message", x.message}});
-  return json{{"filesSent", files_sent},       {"filesDeleted", files_deleted}, {"conflicts", conflicts.size()},
-              {"bytesLiteral", bytes_literal}, {"bytesMatched", bytes_matched}, {"bytesOnWire", bytes_on_wire},
-              {"seconds", seconds},            {"dirsMade", dirs_made},       {"metadataOnly", metadata_only},
-              {"unchanged", unchanged},        {"dryRun", dry_run},           {"cancelled", cancelled},
-              {"conflictList", c},             {"heldDeletes", held_deletes}, {"errors", errors},
-              {"unstable", unstable},          {"localScan", local_scan},     {"fullWalkReason", full_walk_reason},
-              {"noSpace", no_space ? json{{"path", no_space->path},
-                                          {"availableBytes", no_space->available_bytes},
-                                          {"totalBytes", no_space->total_bytes},
-                                          {"neededBytes", no_space->needed_bytes},
-                                          {"failedPaths", no_space->failed_paths}}
-                                   : json(nullptr)}};
 }
 
 std::string engine_parts::no_space_advice(const std::string& where, const json& space, std::uint64_t needed) {

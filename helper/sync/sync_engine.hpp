@@ -112,7 +112,7 @@ struct SyncSummary {
   };
   std::optional<NoSpace> no_space;
 
-  nlohmann::json to_json() const;
+  // The wire JSON is server::to_json (helper/server/sync_result.hpp).
   std::string one_line() const;  // "12 files sent, 0 deleted, 0 conflicts, 1.2 MiB literal, ..."
 };
 

@@ -9,11 +9,18 @@
 //   {"pad": N}                 N bytes of 'x' written as-is (oversize bodies)
 //   {"expect": VALUE}          the next message must match VALUE (objects: subset; arrays:
 //                              same length, element-wise; "*" matches any value; a string
-//                              starting with "~" matches any string containing the rest)
+//                              starting with "~" matches any string containing the rest; "=NAME"
+//                              matches any value and remembers it as NAME, or must equal it
+//                              if NAME is remembered already)
+//   {"expect_unordered": [V...]}  the next messages, as many as listed, match the Vs in some
+//                              order (a response racing a notification)
 //   {"answer": {"result": R}}  answers the server's own request last matched by "expect" (a
 //                              message with method and id) with R, or {"error": E}, under its id
 //   {"close": true}            closes the server's stdin
 //   {"expect_exit": N}         the server exits with N and wrote nothing more
+// In "send", a string "=NAME" is replaced by the value remembered as NAME (a run's id).
+// The first line may also hold "copy": [[FROM, TO], ...]: directories copied before the server
+// starts (a project the test may sync, kept out of the source tree).
 // ${TRANSCRIPT_DIR} in a line becomes the transcript's directory, ${TRANSCRIPT_TMP} a fresh
 // temporary directory removed afterwards.
 #include <poll.h>
@@ -21,12 +28,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -153,10 +162,39 @@ class ServerProcess {
   ferry::protocol::FrameDecoder decoder_;
 };
 
+// Values remembered by "=NAME" in an expectation.
+std::map<std::string, json>& remembered() {
+  static std::map<std::string, json> values;
+  return values;
+}
+
+// `v` with every string "=NAME" replaced by the remembered value.
+json substitute(const json& v) {
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.size() > 1 && s[0] == '=') {
+      auto it = remembered().find(s.substr(1));
+      if (it == remembered().end()) fail("send uses " + s + " before an expectation remembered it");
+      return it->second;
+    }
+    return v;
+  }
+  json out = v;
+  if (v.is_object() || v.is_array())
+    for (auto it = out.begin(); it != out.end(); ++it) *it = substitute(*it);
+  return out;
+}
+
 bool matches(const json& expected, const json& actual, const std::string& path, std::string& why) {
   if (expected.is_string()) {
     const auto& s = expected.get_ref<const std::string&>();
     if (s == "*") return true;
+    if (s.size() > 1 && s[0] == '=') {
+      auto [it, added] = remembered().emplace(s.substr(1), actual);
+      if (added || it->second == actual) return true;
+      why = path + ": expected " + s + " (" + it->second.dump() + "), got " + actual.dump();
+      return false;
+    }
     if (!s.empty() && s[0] == '~') {
       if (actual.is_string() && actual.get_ref<const std::string&>().find(s.substr(1)) != std::string::npos)
         return true;
@@ -244,9 +282,18 @@ int main(int argc, char** argv) {
   std::size_t first = 0;
   json setup = json::object();
   if (!steps.empty() && (steps[0].second.contains("args") || steps[0].second.contains("serve_args") ||
-                         steps[0].second.contains("env"))) {
+                         steps[0].second.contains("env") || steps[0].second.contains("copy"))) {
     setup = steps[0].second;
     first = 1;
+  }
+  for (const auto& c : setup.value("copy", json::array())) {
+    std::error_code ec;
+    std::filesystem::copy(c.at(0).get<std::string>(), c.at(1).get<std::string>(),
+                          std::filesystem::copy_options::recursive, ec);
+    if (ec) {
+      std::cerr << transcript << ": copy " << c.dump() << ": " << ec.message() << "\n";
+      return 2;
+    }
   }
   for (const auto& a : setup.value("args", json::array())) args.push_back(a.get<std::string>());
   args.push_back("serve");
@@ -260,7 +307,7 @@ int main(int argc, char** argv) {
       line_no = steps[i].first;
       const json& s = steps[i].second;
       if (s.contains("send")) {
-        server.write_bytes(frame(s["send"].dump()));
+        server.write_bytes(frame(substitute(s["send"]).dump()));
       } else if (s.contains("send_text")) {
         server.write_bytes(frame(s["send_text"].get<std::string>()));
       } else if (s.contains("raw")) {
@@ -273,6 +320,22 @@ int main(int argc, char** argv) {
         std::string why;
         if (!matches(s["expect"], *m, "", why)) fail("mismatch " + why + "\n  got: " + m->dump());
         if (m->contains("method") && m->contains("id")) server_request_id = (*m)["id"];
+      } else if (s.contains("expect_unordered")) {
+        std::vector<json> left(s["expect_unordered"].begin(), s["expect_unordered"].end());
+        while (!left.empty()) {
+          auto m = server.next_message();
+          if (!m) fail("expected one of " + json(left).dump() + " but the server closed its output");
+          // A "=NAME" in an alternative that does not match must not stay remembered.
+          auto saved = remembered();
+          auto it = std::find_if(left.begin(), left.end(), [&](const json& e) {
+            std::string why;
+            if (matches(e, *m, "", why)) return true;
+            remembered() = saved;
+            return false;
+          });
+          if (it == left.end()) fail("none of " + json(left).dump() + " matches\n  got: " + m->dump());
+          left.erase(it);
+        }
       } else if (s.contains("answer")) {
         if (server_request_id.is_null()) fail("answer before any server request was expected");
         json reply = s["answer"];

@@ -129,11 +129,7 @@ BOOST_AUTO_TEST_CASE(push_makes_an_identical_tree_and_a_second_push_sends_nothin
   BOOST_TEST(s2.conflicts.empty());
   BOOST_TEST(s2.dirs_made == 0u);
   BOOST_TEST(s2.metadata_only == 0u);
-
-  // The JSON summary carries the documented keys.
-  json j = s2.to_json();
-  for (const char* k : {"filesSent", "filesDeleted", "conflicts", "bytesLiteral", "bytesMatched", "bytesOnWire", "seconds"})
-    BOOST_TEST(j.contains(k), k);
+  // Its wire JSON is checked in tests/unit/server/test_sync_result.cpp.
 }
 
 BOOST_AUTO_TEST_CASE(a_file_deleted_between_scan_and_send_is_left_for_the_next_sync_not_an_error) {
@@ -238,7 +234,6 @@ BOOST_AUTO_TEST_CASE(a_remote_edit_is_a_conflict_and_left_untouched_unless_force
   BOOST_TEST(s.conflicts[0].path == "a.py");
   BOOST_TEST((read_bytes(f.remote / "a.py") == text("edited on the box\n")));
   BOOST_TEST((read_bytes(f.remote / "b.py") == text("b2\n")));  // the rest of the sync went on
-  BOOST_TEST(s.to_json()["conflicts"] == 1);
 
   SyncOptions force;
   force.force = true;

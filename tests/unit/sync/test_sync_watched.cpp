@@ -55,7 +55,7 @@ struct Fixture {
   SyncSummary push(SyncOptions o = {}) {
     auto s = engine->push(o);
     BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
-    BOOST_REQUIRE_MESSAGE(s->errors.empty(), s->to_json().dump());
+    BOOST_REQUIRE_MESSAGE(s->errors.empty(), s->errors.front());
     return *s;
   }
 };
