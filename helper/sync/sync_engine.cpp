@@ -133,10 +133,6 @@ std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashin
 
 }  // namespace engine_parts
 
-namespace {
-
-}  // namespace
-
 std::vector<std::uint8_t> zstd_compress(const std::uint8_t* data, std::size_t size, int level) {
   // One context per thread: a fresh one per call (ZSTD_compress) costs its table setup for
   // every small file, a large share of the CPU of a batch of tiny files.
