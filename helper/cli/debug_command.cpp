@@ -28,7 +28,6 @@
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
-#include "helper/remote/ssh_endpoint.hpp"
 #include "helper/run/interrupt_escalation.hpp"
 #include "helper/run/launch_spec.hpp"
 #include "helper/run/run_client.hpp"
@@ -153,7 +152,7 @@ std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::
 // The debuggee (or the PyCharm-mode script) followed to its end with output to our stdout and
 // stderr; Ctrl-C escalates INT, TERM, KILL. Returns ferry's exit status.
 int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std::string& id, const SigintGuard& sigint) {
-  const bool reconnects = dynamic_cast<remote::SshEndpoint*>(&endpoint) != nullptr;
+  const bool reconnects = endpoint.reconnects();
   run::RunFollower follower(client, id, 0, [](const run::OutputRecord& rec) {
     write_fd(rec.stream == run::Stream::stdout_stream ? 1 : 2, rec.data);
   });

@@ -1,6 +1,6 @@
 // The helper's end of the agent wire over any ByteStream: the magic-line handshake, then
 // JSON-RPC over CBOR frames with many requests in flight, matched by id on one reader thread.
-// LocalEndpoint and (later) SshEndpoint both own one of these.
+// LocalEndpoint and SshEndpoint both own one of these.
 #pragma once
 
 #include <atomic>

@@ -1,5 +1,5 @@
-// A bidirectional byte stream to an agent: the pipes of a local subprocess today, an SSH exec
-// channel later. The agent link only needs blocking reads with a deadline, whole writes, and a
+// A bidirectional byte stream to an agent: the pipes of a local subprocess, or an SSH exec
+// channel. The agent link only needs blocking reads with a deadline, whole writes, and a
 // way to wake a blocked reader on close.
 #pragma once
 

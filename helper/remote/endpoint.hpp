@@ -1,5 +1,5 @@
 // Endpoint: where the agent runs and how ferry talks to it, behind one interface (as mutagen
-// does): LocalEndpoint runs ferry-agent as a subprocess; SshEndpoint will run it over an SSH exec
+// does): LocalEndpoint runs ferry-agent as a subprocess; SshEndpoint runs it over an SSH exec
 // channel. Both speak the agent wire (protocol/agent_wire.hpp) over a ByteStream.
 #pragma once
 
@@ -101,6 +101,9 @@ class Endpoint {
   // Valid after a successful connect().
   virtual const AgentInfo& info() const = 0;
   virtual bool connected() const = 0;
+  // Whether a link that went down comes back by itself (an SSH endpoint with reconnect on): a
+  // follower waits for it; otherwise losing the link ends what was waiting on it.
+  virtual bool reconnects() const { return false; }
 
   // Stops the agent and releases everything; calls still waiting fail. Idempotent.
   virtual void close() = 0;

@@ -83,6 +83,7 @@ class SshEndpoint final : public Endpoint {
   std::expected<void, ResponseError> notify(std::string_view method, json params) override;
   const AgentInfo& info() const override { return info_; }
   bool connected() const override;
+  bool reconnects() const override { return options_.reconnect; }
   void close() override;
   std::string description() const override;
 

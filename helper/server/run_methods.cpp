@@ -14,7 +14,7 @@
 #include "helper/run/run_client.hpp"
 #include "helper/server/error_codes.hpp"
 #include "helper/server/run_service.hpp"
-#include "helper/ssh/known_hosts.hpp"
+#include "protocol/base64.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/link_state.hpp"
 
@@ -58,7 +58,7 @@ bool is_valid_utf8(std::string_view s) {
 json output_notification(const run::OutputRecord& r) {
   json j{{"id", r.id}, {"stream", r.stream == run::Stream::stderr_stream ? "stderr" : "stdout"}, {"offset", r.offset}};
   if (is_valid_utf8(r.data)) j["text"] = r.data;
-  else j["base64"] = ssh::base64_encode(std::vector<std::uint8_t>(r.data.begin(), r.data.end()));
+  else j["base64"] = protocol::base64_encode(std::vector<std::uint8_t>(r.data.begin(), r.data.end()));
   return j;
 }
 
@@ -291,7 +291,7 @@ void bind_run_methods(p::BindingTable& table, std::shared_ptr<RunService> servic
         std::string data;
         if (params.text) data = *params.text;
         if (params.base64) {
-          auto bytes = ssh::base64_decode(*params.base64);
+          auto bytes = protocol::base64_decode(*params.base64);
           if (!bytes) return std::unexpected(response_error({ErrorKind::invalid_input, "base64: " + bytes.error()}, p::method::kRunInput));
           data.assign(bytes->begin(), bytes->end());
         }

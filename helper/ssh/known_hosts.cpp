@@ -63,31 +63,6 @@ std::vector<KnownHostEntry> entries_for(const std::vector<std::filesystem::path>
 
 }  // namespace
 
-std::string base64_encode(const std::vector<std::uint8_t>& bytes, bool pad) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), bytes.data(), static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  if (!pad)
-    while (!out.empty() && out.back() == '=') out.pop_back();
-  return out;
-}
-
-std::expected<std::vector<std::uint8_t>, std::string> base64_decode(std::string_view text) {
-  if (text.size() % 4 != 0) return std::unexpected("base64 length is not a multiple of 4");
-  for (char c : text)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '='))
-      return std::unexpected("not base64");
-  std::vector<std::uint8_t> out(text.size() / 4 * 3 + 1);
-  int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n < 0) return std::unexpected("not base64");
-  std::size_t size = static_cast<std::size_t>(n);
-  // EVP_DecodeBlock keeps the zero bytes that padding stands for.
-  if (text.ends_with("==")) size -= 2;
-  else if (text.ends_with("=")) size -= 1;
-  out.resize(size);
-  return out;
-}
-
 std::string sha256_fingerprint(const std::vector<std::uint8_t>& blob) {
   std::vector<std::uint8_t> digest(SHA256_DIGEST_LENGTH);
   SHA256(blob.data(), blob.size(), digest.data());

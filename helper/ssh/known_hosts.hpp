@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/base64.hpp"
+
 namespace ferry::ssh {
 
 // A public key as it travels in SSH: its algorithm name and wire blob.
@@ -65,7 +67,8 @@ std::vector<std::string> known_key_types(const std::vector<std::filesystem::path
 std::expected<void, std::string> append_known_host(const std::filesystem::path& file, std::string_view host, int port,
                                                    const PublicKey& key);
 
-std::string base64_encode(const std::vector<std::uint8_t>& bytes, bool pad = true);
-std::expected<std::vector<std::uint8_t>, std::string> base64_decode(std::string_view text);
+// known_hosts lines and key files carry their blobs in base64 (protocol/base64.hpp).
+using protocol::base64_decode;
+using protocol::base64_encode;
 
 }  // namespace ferry::ssh

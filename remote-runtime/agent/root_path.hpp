@@ -1,4 +1,4 @@
-// Paths from the wire, resolved inside the agent's root. Every fs method and (later) every sync
+// Paths from the wire, resolved inside the agent's root. Every fs method and every sync
 // write goes through here: no absolute paths, no "..", and no escaping the root through a
 // symlinked directory. The final component is not followed unless asked, so a symlink inside
 // the root that points outside can be stat'ed or replaced, never read or written through.

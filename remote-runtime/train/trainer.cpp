@@ -12,6 +12,8 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
+#include <expected>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <numbers>
@@ -169,6 +171,38 @@ void reset_cpu_peak() {
   clear << "5";
 }
 
+// The model and what trains it: made the same way for a probe and for the run.
+struct Trainee {
+  std::shared_ptr<Model> model;
+  std::vector<torch::Tensor> params;
+  std::unique_ptr<torch::optim::Optimizer> optimizer;
+  std::optional<LossScaler> scaler;
+
+  Trainee(const TrainConfig& config, torch::Device device) : model(make_model(config.model)) {
+    model->to(device);
+    model->train();
+    params = model->parameters();
+    optimizer = make_optimizer(config.optimizer, params);
+    if (config.precision == Precision::fp16) scaler.emplace(LossScaler::Options{}, device);
+  }
+  Trainee(const Trainee&) = delete;  // StepContext holds references into it
+
+  StepContext step_context(const TrainConfig& config, torch::Device device, ProcessGroupHandle* group) {
+    return StepContext{*model, *optimizer, device, config.data.task, config.precision, scaler ? &*scaler : nullptr,
+                       group, config.grad_clip_norm, params};
+  }
+
+  std::expected<void, std::string> restore(CheckpointData& from, int cuda_index) {
+    if (auto r = load_model_state(from, *model); !r) return r;
+    if (auto r = load_optimizer_state(from, *optimizer, *model); !r) return r;
+    if (auto r = load_rng_state(from, cuda_index); !r) return r;
+    if (scaler && from.meta.contains("scaler")) {
+      scaler->restore(from.meta["scaler"].at("scale").get<double>(), from.meta["scaler"].at("growth_tracker").get<std::int64_t>());
+    }
+    return {};
+  }
+};
+
 Batch probe_batch(const Dataset& data, int batch, bool pin) {
   auto rows = torch::arange(batch, torch::kLong).remainder(data.size());
   return gather_batch(data, rows, pin);
@@ -176,15 +210,9 @@ Batch probe_batch(const Dataset& data, int batch, bool pin) {
 
 ProbeOutcome run_probe(const TrainConfig& config, const Dataset& data, torch::Device device, int batch) {
   try {
-    auto model = make_model(config.model);
-    model->to(device);
-    model->train();
-    auto params = model->parameters();
-    auto optimizer = make_optimizer(config.optimizer, params);
-    std::optional<LossScaler> scaler;
-    if (config.precision == Precision::fp16) scaler.emplace(LossScaler::Options{}, device);
-    StepContext ctx{*model, *optimizer, device, config.data.task, config.precision, scaler ? &*scaler : nullptr,
-                    nullptr, config.grad_clip_norm, params};
+    Trainee trainee(config, device);
+    auto ctx = trainee.step_context(config, device, nullptr);
+    auto& scaler = trainee.scaler;
     if (device.is_cuda()) {
       cuda_synchronize(device.index());
       cuda_empty_cache();
@@ -269,6 +297,466 @@ nlohmann::json loop_meta(const LoopState& s) {
           {"batch_size", s.batch_size}};
 }
 
+LoopState loop_state_from(const nlohmann::json& loop) {
+  LoopState s;
+  s.step = loop.at("step").get<std::int64_t>();
+  s.epoch = loop.at("epoch").get<std::int64_t>();
+  s.batch_in_epoch = loop.at("batch_in_epoch").get<std::int64_t>();
+  if (!loop.at("best_eval").is_null()) s.best_eval = loop.at("best_eval").get<double>();
+  s.evals_without_improvement = loop.at("evals_without_improvement").get<int>();
+  s.batch_size = loop.at("batch_size").get<std::int64_t>();
+  return s;
+}
+
+// A phase of the run either hands on its result or stops the run: the error is ferry-train's exit
+// status, and the phase has already emitted the error event that explains it.
+template <class T>
+using Phase = std::expected<T, int>;
+
+// The error events of one process.
+struct Reporter {
+  EventStream& events;
+  int rank = 0;
+
+  // Something went wrong while running: exit 1, the event names the rank.
+  int fail(const std::string& stage, const std::string& message) const {
+    events.emit("error", {{"stage", stage}, {"message", message}, {"rank", rank}});
+    return kExitFailure;
+  }
+  // The config asks for what this run cannot do: exit 2, the event points at the member.
+  int bad_config(const std::string& stage, const std::string& pointer, const std::string& message) const {
+    events.emit("error", {{"stage", stage}, {"pointer", pointer}, {"message", message}});
+    return kExitBadConfig;
+  }
+};
+
+void apply_overrides(TrainConfig& config, const RunOptions& options) {
+  if (options.output_dir) config.output_dir = *options.output_dir;
+  if (options.device) config.device = *options.device;
+  if (options.max_steps) {
+    config.max_steps = *options.max_steps;
+    config.epochs.reset();
+  }
+}
+
+Phase<torch::Device> choose_device(const TrainConfig& config, int local_rank, const Reporter& report) {
+  auto device = resolve_device(config.device, local_rank);
+  if (!device) return std::unexpected(report.bad_config("device", "/device", device.error()));
+  if (config.precision == Precision::fp16 && !device->is_cuda())
+    return std::unexpected(report.bad_config("config", "/precision", "fp16 needs a CUDA device; use bf16 on CPU"));
+  return *device;
+}
+
+std::expected<CheckpointData, std::string> latest_checkpoint(const std::filesystem::path& dir) {
+  auto all = list_checkpoints(dir);
+  if (all.empty()) return std::unexpected("no checkpoint in " + dir.string());
+  return read_checkpoint(all.back());
+}
+
+// The automatic batch size: the largest per-process batch whose real probe steps fit the memory
+// budget (the GPU's free memory times memory_fraction, or cpu_memory_limit), times the processes.
+Phase<std::int64_t> search_global_batch(const TrainConfig& config, const Dataset& train, torch::Device device,
+                                        int world_size, const Reporter& report) {
+  BatchSearchOptions search;
+  search.max_batch = std::max(1, config.batch_size.max / world_size);
+  search.granularity = 8;
+  search.verify_probes = 3;  // on an H200 the main search alone landed at 0.95 of the budget's maximum
+  if (device.is_cuda()) {
+    auto info = cuda_memory_info(device.index());
+    if (!info) return std::unexpected(report.fail("auto_batch", "cannot read CUDA memory info"));
+    search.budget_bytes = static_cast<std::int64_t>(static_cast<double>(info->first) * config.batch_size.memory_fraction);
+  } else {
+    if (!config.batch_size.cpu_memory_limit_bytes)
+      return std::unexpected(report.bad_config("config", "/batch_size", "batch_size \"auto\" on CPU needs cpu_memory_limit"));
+    search.budget_bytes = *config.batch_size.cpu_memory_limit_bytes;
+  }
+  auto found = search_batch_size([&](int b) { return run_probe(config, train, device, b); }, search);
+  if (!found) {
+    nlohmann::json probes = nlohmann::json::array();
+    for (const auto& p : found.error().probes) probes.push_back(to_json(p));
+    report.events.emit("error", {{"stage", "auto_batch"}, {"message", found.error().message}, {"probes", probes}});
+    return std::unexpected(kExitFailure);
+  }
+  report.events.emit("auto_batch", {{"result", to_json(*found)}, {"device", device.str()}});
+  return static_cast<std::int64_t>(found->batch) * world_size;
+}
+
+// The global batch size: the checkpoint's on resume (`resumed`), else the config's, else searched.
+Phase<std::int64_t> choose_batch_size(std::int64_t resumed, const TrainConfig& config, const Dataset& train,
+                                      torch::Device device, int world_size, const Reporter& report) {
+  std::int64_t batch = resumed;
+  if (batch == 0) {
+    if (!config.batch_size.automatic) {
+      batch = config.batch_size.value;
+    } else {
+      auto found = search_global_batch(config, train, device, world_size, report);
+      if (!found) return found;
+      batch = *found;
+    }
+  }
+  if (batch % world_size != 0)
+    return std::unexpected(report.bad_config("config", "/batch_size", "batch_size must be a multiple of the number of processes"));
+  return batch;
+}
+
+// How the data is cut into optimizer steps.
+struct StepPlan {
+  LoaderOptions loader;
+  std::int64_t accum = 1;  // micro-batches per optimizer step
+  std::int64_t steps_per_epoch = 0;
+  std::int64_t total_steps = 0;
+};
+
+Phase<StepPlan> plan_steps(const TrainConfig& config, std::int64_t batch_size, const DistributedEnv& env,
+                           torch::Device device, const Dataset& train, const Reporter& report) {
+  StepPlan plan;
+  LoaderOptions& lo = plan.loader;
+  lo.global_batch = batch_size;
+  lo.rank = env.rank;
+  lo.world_size = env.world_size;
+  lo.workers = config.data.workers;
+  lo.prefetch = std::max(1, config.data.prefetch);
+  lo.shuffle = config.data.shuffle;
+  lo.seed = config.seed;
+  lo.pin_memory = device.is_cuda();
+  BatchLoader probe_count(train, lo);
+  plan.accum = std::max(1, config.grad_accum_steps);
+  plan.steps_per_epoch = probe_count.batches_per_epoch() / plan.accum;
+  if (plan.steps_per_epoch == 0)
+    return std::unexpected(report.bad_config("config", "/batch_size",
+                                             "dataset has fewer samples than one step needs (batch_size x grad_accum_steps)"));
+  lo.batches_per_epoch_cap = plan.steps_per_epoch * plan.accum;
+  plan.total_steps = config.max_steps ? *config.max_steps : *config.epochs * plan.steps_per_epoch;
+  return plan;
+}
+
+// The loop over the epochs: optimizer steps, step records, evaluation, checkpoints and stop signals.
+class TrainingLoop {
+ public:
+  TrainingLoop(const TrainConfig& config, const Reporter& report, bool rank0, LoopState state, Trainee& trainee,
+               torch::Device device, ProcessGroupHandle* group, const DataSplit& data, const StepPlan& plan)
+      : config_(config),
+        events_(report.events),
+        rank0_(rank0),
+        state_(state),
+        trainee_(trainee),
+        device_(device),
+        group_(group),
+        data_(data),
+        plan_(plan),
+        loader_(data.train, plan.loader),
+        ctx_(trainee.step_context(config, device, group)),
+        ckpt_dir_(checkpoint_dir(config)),
+        cuda_index_(device.is_cuda() ? device.index() : -1),
+        loss_accum_(torch::zeros({}, torch::TensorOptions().device(device))),
+        finish_reason_(config.max_steps ? "max_steps" : "epochs"),
+        // GPU fields come from NVML when the driver library is there; CPU runs simply have none.
+        nvml_(device.is_cuda() && rank0 ? Nvml::load() : std::nullopt),
+        advisor_(AdviceContext{config.data.workers, config.data.source, device.is_cuda()}) {}
+
+  void emit_start(bool resumed) {
+    events_.emit("start", {{"resumed", resumed},
+                           {"step", state_.step},
+                           {"total_steps", plan_.total_steps},
+                           {"steps_per_epoch", plan_.steps_per_epoch},
+                           {"batch_size", state_.batch_size},
+                           {"grad_accum_steps", plan_.accum},
+                           {"device", device_.str()},
+                           {"precision", precision_name(config_.precision)},
+                           {"parameters", parameter_count(*trainee_.model)},
+                           {"world_size", plan_.loader.world_size},
+                           {"backend", group_ ? group_->backend() : "none"},
+                           {"threads", at::get_num_threads()},
+                           {"workers", config_.data.workers},
+                           {"torch", torch_version_string()},
+                           {"config", to_json(config_)}});
+  }
+
+  // Trains to max_steps or the last epoch, or until early stopping. A stop signal ends it sooner,
+  // after a checkpoint: then it returns that signal's exit status.
+  std::optional<int> train() {
+    bool finished = state_.step >= plan_.total_steps;
+    while (!finished) {
+      if (config_.epochs && state_.epoch >= *config_.epochs) break;
+      loader_.start_epoch(state_.epoch, state_.batch_in_epoch);
+      std::int64_t micro = 0;
+      double waited = 0;
+      while (auto batch = loader_.next(&waited)) {
+        window_wait_ += waited;
+        accumulate(*batch);
+        ++state_.batch_in_epoch;
+        if (++micro % plan_.accum != 0) continue;
+
+        optimizer_step();
+        const bool stop_early = evaluate_if_due();
+        if (config_.checkpoint.every_steps > 0 && state_.step % config_.checkpoint.every_steps == 0 &&
+            state_.step < plan_.total_steps) {
+          save("periodic");
+        }
+        if (const int sig = stop_requested(); sig != 0) return interrupted(sig);
+        if (stop_early) {
+          finish_reason_ = "early_stopping";
+          finished = true;
+          break;
+        }
+        if (state_.step >= plan_.total_steps) {
+          finished = true;
+          break;
+        }
+      }
+      if (!finished && state_.batch_in_epoch == 0 && micro == 0) break;  // empty epoch: nothing to do
+    }
+    return std::nullopt;
+  }
+
+  // The last step record, the final checkpoint and the `done` event (returned for on_complete).
+  Phase<nlohmann::json> finish(std::chrono::steady_clock::time_point started) {
+    if (window_steps_ > 0)
+      log_step(scheduled_lr(config_.optimizer, config_.schedule, std::max<std::int64_t>(0, state_.step - 1), plan_.total_steps));
+    if (!save("final")) return std::unexpected(kExitFailure);
+    if (group_) group_->barrier();
+    const auto hash = parameter_hash(*trainee_.model);
+    nlohmann::json done = {{"step", state_.step},
+                           {"epoch", state_.epoch},
+                           {"reason", finish_reason_},
+                           {"param_hash", hash},
+                           {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}};
+    if (last_loss_) done["final_loss"] = *last_loss_;
+    if (last_eval_) done["eval_loss"] = *last_eval_;
+    if (trainee_.scaler) done["skipped_steps"] = skipped_steps_;
+    events_.emit("done", done);
+    events_.write_plot();
+    return done;
+  }
+
+ private:
+  // One micro-batch's forward and backward; the gradients add up until the optimizer step.
+  void accumulate(const Batch& batch) {
+    auto loss = forward_loss(ctx_, batch, device_.is_cuda());
+    loss_accum_ += loss.detach().to(torch::kFloat) / static_cast<double>(plan_.accum);
+    auto scaled = plan_.accum > 1 ? loss / static_cast<double>(plan_.accum) : loss;
+    (trainee_.scaler ? trainee_.scaler->scale(scaled) : scaled).backward();
+  }
+
+  void optimizer_step() {
+    const double lr = scheduled_lr(config_.optimizer, config_.schedule, state_.step, plan_.total_steps);
+    set_lr(*trainee_.optimizer, lr);
+    if (!apply_step(ctx_)) ++skipped_steps_;
+    ++state_.step;
+    ++window_steps_;
+    window_samples_ += state_.batch_size * plan_.accum;
+    if (state_.step % std::max<std::int64_t>(1, config_.log_every_steps) == 0 || state_.step == plan_.total_steps) {
+      log_step(lr);
+    }
+    if (state_.batch_in_epoch >= loader_.batches_per_epoch()) {
+      state_.batch_in_epoch = 0;
+      ++state_.epoch;
+    }
+  }
+
+  // Evaluates when eval.every_steps says so; true when early stopping's patience has run out.
+  bool evaluate_if_due() {
+    if (config_.eval.every_steps <= 0 || state_.step % config_.eval.every_steps != 0 || data_.eval.size() <= 0) return false;
+    auto r = evaluate(ctx_, data_.eval, loader_.local_batch());
+    last_eval_ = r.loss;
+    nlohmann::json fields = {{"step", state_.step}, {"loss", r.loss}};
+    if (r.accuracy) fields["accuracy"] = *r.accuracy;
+    if (r.loss < state_.best_eval - config_.eval.min_delta) {
+      state_.best_eval = r.loss;
+      state_.evals_without_improvement = 0;
+    } else {
+      ++state_.evals_without_improvement;
+    }
+    fields["best_loss"] = state_.best_eval;
+    events_.emit("eval", fields);
+    return config_.eval.early_stopping_patience > 0 &&
+           state_.evals_without_improvement >= config_.eval.early_stopping_patience;
+  }
+
+  // The step record of the window since the last one (loss, rate, data wait, GPU), and the advice it prompts.
+  void log_step(double lr) {
+    const auto now = std::chrono::steady_clock::now();
+    const double seconds = std::chrono::duration<double>(now - window_start_).count();
+    StepRecord rec;
+    rec.step = state_.step;
+    rec.epoch = state_.epoch;
+    rec.loss = loss_accum_.item<double>() / static_cast<double>(std::max<std::int64_t>(1, window_steps_));
+    rec.lr = lr;
+    rec.samples_per_s = seconds > 0 ? static_cast<double>(window_samples_) / seconds : 0.0;
+    rec.data_wait_fraction = seconds > 0 ? std::min(1.0, window_wait_ / seconds) : 0.0;
+    rec.step_time_s = seconds / static_cast<double>(std::max<std::int64_t>(1, window_steps_));
+    if (trainee_.scaler) {
+      rec.loss_scale = trainee_.scaler->current_scale();
+      rec.skipped_steps = skipped_steps_;
+    }
+    if (nvml_) {
+      if (auto sample = nvml_->sample(device_.index())) rec.gpus.push_back(*sample);
+    }
+    last_loss_ = rec.loss;
+    events_.emit(rec);
+    AdviceSample sample;
+    sample.time_s = std::chrono::duration<double>(now - monotonic_start_).count();
+    sample.data_wait_fraction = rec.data_wait_fraction;
+    if (!rec.gpus.empty()) sample.gpu_util_percent = rec.gpus.front().utilization_percent;
+    if (auto advice = advisor_.observe(sample); advice && rank0_) events_.emit(*advice);
+    loss_accum_.zero_();
+    window_wait_ = 0;
+    window_samples_ = 0;
+    window_steps_ = 0;
+    window_start_ = std::chrono::steady_clock::now();
+  }
+
+  // Rank 0 writes the checkpoint; false (with an error event) when it could not.
+  bool save(const std::string& reason) {
+    if (!rank0_) return true;
+    CheckpointData ck;
+    ck.meta["loop"] = loop_meta(state_);
+    ck.meta["config"] = to_json(config_);
+    if (trainee_.scaler)
+      ck.meta["scaler"] = {{"scale", trainee_.scaler->current_scale()}, {"growth_tracker", trainee_.scaler->growth_tracker()}};
+    add_model_state(ck, *trainee_.model);
+    add_optimizer_state(ck, *trainee_.optimizer, *trainee_.model);
+    add_rng_state(ck, cuda_index_);
+    const auto path = checkpoint_path(ckpt_dir_, state_.step);
+    if (auto r = write_checkpoint(path, ck); !r) {
+      events_.emit("error", {{"stage", "checkpoint"}, {"message", r.error()}});
+      return false;
+    }
+    prune_checkpoints(ckpt_dir_, config_.checkpoint.keep_last);
+    events_.emit("checkpoint", {{"step", state_.step}, {"path", path.string()}, {"reason", reason}});
+    return true;
+  }
+
+  // The stop signal any rank got, so that every rank stops at the same step.
+  int stop_requested() {
+    int sig = g_stop_signal.load();
+    if (group_) {
+      auto flag = torch::full({1}, static_cast<float>(sig), torch::TensorOptions().dtype(torch::kFloat).device(device_));
+      group_->max_inplace(flag);
+      sig = static_cast<int>(flag.item<float>());
+    }
+    return sig;
+  }
+
+  int interrupted(int sig) {
+    save(sig == SIGINT ? "sigint" : "sigterm");
+    events_.emit("interrupted", {{"step", state_.step}, {"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
+    events_.write_plot();
+    return sig == SIGINT ? kExitSigint : kExitSigterm;
+  }
+
+  const TrainConfig& config_;
+  EventStream& events_;
+  const bool rank0_;
+  LoopState state_;
+  Trainee& trainee_;
+  const torch::Device device_;
+  ProcessGroupHandle* const group_;
+  const DataSplit& data_;
+  const StepPlan& plan_;
+  BatchLoader loader_;
+  StepContext ctx_;
+  const std::filesystem::path ckpt_dir_;
+  const int cuda_index_;
+
+  // The window since the last step record.
+  double window_wait_ = 0;
+  std::int64_t window_samples_ = 0, window_steps_ = 0;
+  std::chrono::steady_clock::time_point window_start_ = std::chrono::steady_clock::now();
+  torch::Tensor loss_accum_;
+
+  std::int64_t skipped_steps_ = 0;
+  std::optional<double> last_loss_, last_eval_;
+  std::string finish_reason_;
+  std::optional<Nvml> nvml_;
+  DataStarvationAdvisor advisor_;
+  const std::chrono::steady_clock::time_point monotonic_start_ = std::chrono::steady_clock::now();
+};
+
+// on_complete's command and webhook, on rank 0, with the `done` event. The model is saved either
+// way; a distinct status lets callers (ferry train) still pull the outputs while scripts notice
+// that the notification never went out.
+int run_on_complete(const OnCompleteConfig& on_complete, const nlohmann::json& done, EventStream& events, bool rank0) {
+  bool hook_failed = false;
+  auto hook_error = [&](const std::string& message) {
+    events.emit("error", {{"stage", "on_complete"}, {"message", message}});
+    hook_failed = true;
+  };
+  if (rank0) {
+    nlohmann::json done_event = done;
+    done_event["event"] = "done";
+    const auto done_json = done_event.dump();
+    if (on_complete.command) {
+      auto rc = run_shell_command(*on_complete.command, done_json);
+      if (!rc) {
+        hook_error(rc.error());
+      } else if (*rc != 0) {
+        hook_error("on_complete command exited with " + std::to_string(*rc));
+      }
+    }
+    if (on_complete.webhook_env) {
+      const char* url_text = std::getenv(on_complete.webhook_env->c_str());
+      if (!url_text || !*url_text) {
+        hook_error("webhook: environment variable " + *on_complete.webhook_env + " is not set");
+      } else if (auto url = parse_http_url(url_text); !url) {
+        hook_error(url.error());
+      } else if (auto status = http_post_json(*url, done_json, std::chrono::seconds(10)); !status) {
+        hook_error(status.error());
+      } else if (*status >= 300) {
+        hook_error("webhook " + url->redacted() + " answered HTTP " + std::to_string(*status));
+      }
+    }
+  }
+  return hook_failed ? kExitOnCompleteFailed : kExitOk;
+}
+
+// The run once the distributed environment is known: device, process group, data, resume point,
+// batch size, model, the loop, on_complete. Returns the exit status.
+int train_with(const TrainConfig& config, const RunOptions& options, const DistributedEnv& env, const Reporter& report,
+               std::chrono::steady_clock::time_point started) {
+  auto device = choose_device(config, env.local_rank, report);
+  if (!device) return device.error();
+  if (config.threads > 0) set_compute_threads(config.threads);
+
+  std::unique_ptr<ProcessGroupHandle> group;
+  if (env.world_size > 1) {
+    auto connected = ProcessGroupHandle::connect(env, device->is_cuda());
+    if (!connected) return report.fail("distributed", connected.error());
+    group = std::move(*connected);
+  }
+
+  auto data = load_data(config);
+  if (!data) return report.bad_config("data", "/data", data.error());
+
+  LoopState state;
+  std::optional<CheckpointData> resume_from;
+  if (options.resume) {
+    auto loaded = latest_checkpoint(checkpoint_dir(config));
+    if (!loaded) return report.fail("resume", loaded.error());
+    resume_from = std::move(*loaded);
+    state = loop_state_from(resume_from->meta.at("loop"));
+  }
+  auto batch = choose_batch_size(state.batch_size, config, data->train, *device, env.world_size, report);
+  if (!batch) return batch.error();
+  state.batch_size = *batch;
+
+  torch::manual_seed(config.seed);
+  Trainee trainee(config, *device);
+  if (resume_from) {
+    if (auto r = trainee.restore(*resume_from, device->is_cuda() ? device->index() : -1); !r) return report.fail("resume", r.error());
+  }
+  auto plan = plan_steps(config, state.batch_size, env, *device, data->train, report);
+  if (!plan) return plan.error();
+
+  const bool rank0 = env.rank == 0;
+  TrainingLoop loop(config, report, rank0, state, trainee, *device, group.get(), *data, *plan);
+  loop.emit_start(options.resume);
+  if (auto stopped = loop.train()) return *stopped;
+  auto done = loop.finish(started);
+  if (!done) return done.error();
+  return run_on_complete(config.on_complete, *done, report.events, rank0);
+}
+
 }  // namespace
 
 void install_stop_handlers() {
@@ -308,363 +796,19 @@ double scheduled_lr(const OptimizerConfig& optimizer, const ScheduleConfig& sche
 
 int run_training(TrainConfig config, const RunOptions& options, EventStream& events) {
   const auto started = std::chrono::steady_clock::now();
-  if (options.output_dir) config.output_dir = *options.output_dir;
-  if (options.device) config.device = *options.device;
-  if (options.max_steps) {
-    config.max_steps = *options.max_steps;
-    config.epochs.reset();
-  }
+  apply_overrides(config, options);
   auto env = distributed_env_from_environment();
   if (!env) {
     events.emit("error", {{"stage", "distributed"}, {"message", env.error()}});
     return kExitBadConfig;
   }
-  const bool rank0 = env->rank == 0;
-  events.set_stdout(rank0);
-  if (rank0) events.open_output(config.output_dir, options.resume);
-
-  auto fail = [&](const std::string& stage, const std::string& message) {
-    events.emit("error", {{"stage", stage}, {"message", message}, {"rank", env->rank}});
-    return kExitFailure;
-  };
-
+  events.set_stdout(env->rank == 0);
+  if (env->rank == 0) events.open_output(config.output_dir, options.resume);
+  const Reporter report{events, env->rank};
   try {
-    auto device = resolve_device(config.device, env->local_rank);
-    if (!device) {
-      events.emit("error", {{"stage", "device"}, {"pointer", "/device"}, {"message", device.error()}});
-      return kExitBadConfig;
-    }
-    if (config.precision == Precision::fp16 && !device->is_cuda()) {
-      events.emit("error", {{"stage", "config"}, {"pointer", "/precision"},
-                            {"message", "fp16 needs a CUDA device; use bf16 on CPU"}});
-      return kExitBadConfig;
-    }
-    if (config.threads > 0) set_compute_threads(config.threads);
-
-    std::unique_ptr<ProcessGroupHandle> group;
-    if (env->world_size > 1) {
-      auto connected = ProcessGroupHandle::connect(*env, device->is_cuda());
-      if (!connected) return fail("distributed", connected.error());
-      group = std::move(*connected);
-    }
-
-    auto data = load_data(config);
-    if (!data) {
-      events.emit("error", {{"stage", "data"}, {"pointer", "/data"}, {"message", data.error()}});
-      return kExitBadConfig;
-    }
-
-    LoopState state;
-    std::optional<CheckpointData> resume_from;
-    const auto ckpt_dir = checkpoint_dir(config);
-    if (options.resume) {
-      auto all = list_checkpoints(ckpt_dir);
-      if (all.empty()) return fail("resume", "no checkpoint in " + ckpt_dir.string());
-      auto loaded = read_checkpoint(all.back());
-      if (!loaded) return fail("resume", loaded.error());
-      resume_from = std::move(*loaded);
-      const auto& loop = resume_from->meta.at("loop");
-      state.step = loop.at("step").get<std::int64_t>();
-      state.epoch = loop.at("epoch").get<std::int64_t>();
-      state.batch_in_epoch = loop.at("batch_in_epoch").get<std::int64_t>();
-      if (!loop.at("best_eval").is_null()) state.best_eval = loop.at("best_eval").get<double>();
-      state.evals_without_improvement = loop.at("evals_without_improvement").get<int>();
-      state.batch_size = loop.at("batch_size").get<std::int64_t>();
-    }
-
-    // Batch size: fixed, from the checkpoint on resume, or searched with real probes.
-    if (state.batch_size == 0) {
-      if (!config.batch_size.automatic) {
-        state.batch_size = config.batch_size.value;
-      } else {
-        BatchSearchOptions search;
-        search.max_batch = std::max(1, config.batch_size.max / env->world_size);
-        search.granularity = 8;
-        search.verify_probes = 3;  // on an H200 the main search alone landed at 0.95 of the budget's maximum
-        if (device->is_cuda()) {
-          auto info = cuda_memory_info(device->index());
-          if (!info) return fail("auto_batch", "cannot read CUDA memory info");
-          search.budget_bytes = static_cast<std::int64_t>(static_cast<double>(info->first) * config.batch_size.memory_fraction);
-        } else {
-          if (!config.batch_size.cpu_memory_limit_bytes) {
-            events.emit("error", {{"stage", "config"}, {"pointer", "/batch_size"},
-                                  {"message", "batch_size \"auto\" on CPU needs cpu_memory_limit"}});
-            return kExitBadConfig;
-          }
-          search.budget_bytes = *config.batch_size.cpu_memory_limit_bytes;
-        }
-        auto found = search_batch_size(
-            [&](int b) { return run_probe(config, data->train, *device, b); }, search);
-        if (!found) {
-          nlohmann::json probes = nlohmann::json::array();
-          for (const auto& p : found.error().probes) probes.push_back(to_json(p));
-          events.emit("error", {{"stage", "auto_batch"}, {"message", found.error().message}, {"probes", probes}});
-          return kExitFailure;
-        }
-        events.emit("auto_batch", {{"result", to_json(*found)}, {"device", device->str()}});
-        state.batch_size = static_cast<std::int64_t>(found->batch) * env->world_size;
-      }
-    }
-    if (state.batch_size % env->world_size != 0) {
-      events.emit("error", {{"stage", "config"}, {"pointer", "/batch_size"},
-                            {"message", "batch_size must be a multiple of the number of processes"}});
-      return kExitBadConfig;
-    }
-
-    torch::manual_seed(config.seed);
-    auto model = make_model(config.model);
-    model->to(*device);
-    model->train();
-    auto params = model->parameters();
-    auto optimizer = make_optimizer(config.optimizer, params);
-    std::optional<LossScaler> scaler;
-    if (config.precision == Precision::fp16) scaler.emplace(LossScaler::Options{}, *device);
-    const int cuda_index = device->is_cuda() ? device->index() : -1;
-
-    if (resume_from) {
-      if (auto r = load_model_state(*resume_from, *model); !r) return fail("resume", r.error());
-      if (auto r = load_optimizer_state(*resume_from, *optimizer, *model); !r) return fail("resume", r.error());
-      if (auto r = load_rng_state(*resume_from, cuda_index); !r) return fail("resume", r.error());
-      if (scaler && resume_from->meta.contains("scaler")) {
-        scaler->restore(resume_from->meta["scaler"].at("scale").get<double>(),
-                        resume_from->meta["scaler"].at("growth_tracker").get<std::int64_t>());
-      }
-    }
-
-    LoaderOptions lo;
-    lo.global_batch = state.batch_size;
-    lo.rank = env->rank;
-    lo.world_size = env->world_size;
-    lo.workers = config.data.workers;
-    lo.prefetch = std::max(1, config.data.prefetch);
-    lo.shuffle = config.data.shuffle;
-    lo.seed = config.seed;
-    lo.pin_memory = device->is_cuda();
-    BatchLoader probe_count(data->train, lo);
-    const std::int64_t accum = std::max(1, config.grad_accum_steps);
-    const std::int64_t steps_per_epoch = probe_count.batches_per_epoch() / accum;
-    if (steps_per_epoch == 0) {
-      events.emit("error", {{"stage", "config"}, {"pointer", "/batch_size"},
-                            {"message", "dataset has fewer samples than one step needs (batch_size x grad_accum_steps)"}});
-      return kExitBadConfig;
-    }
-    lo.batches_per_epoch_cap = steps_per_epoch * accum;
-    BatchLoader loader(data->train, lo);
-    const std::int64_t total_steps = config.max_steps ? *config.max_steps : *config.epochs * steps_per_epoch;
-
-    StepContext ctx{*model, *optimizer, *device, config.data.task, config.precision, scaler ? &*scaler : nullptr,
-                    group.get(), config.grad_clip_norm, params};
-
-    events.emit("start", {{"resumed", options.resume},
-                          {"step", state.step},
-                          {"total_steps", total_steps},
-                          {"steps_per_epoch", steps_per_epoch},
-                          {"batch_size", state.batch_size},
-                          {"grad_accum_steps", accum},
-                          {"device", device->str()},
-                          {"precision", precision_name(config.precision)},
-                          {"parameters", parameter_count(*model)},
-                          {"world_size", env->world_size},
-                          {"backend", group ? group->backend() : "none"},
-                          {"threads", at::get_num_threads()},
-                          {"workers", config.data.workers},
-                          {"torch", torch_version_string()},
-                          {"config", to_json(config)}});
-
-    auto save = [&](const std::string& reason) -> bool {
-      if (!rank0) return true;
-      CheckpointData ck;
-      ck.meta["loop"] = loop_meta(state);
-      ck.meta["config"] = to_json(config);
-      if (scaler) ck.meta["scaler"] = {{"scale", scaler->current_scale()}, {"growth_tracker", scaler->growth_tracker()}};
-      add_model_state(ck, *model);
-      add_optimizer_state(ck, *optimizer, *model);
-      add_rng_state(ck, cuda_index);
-      const auto path = checkpoint_path(ckpt_dir, state.step);
-      if (auto r = write_checkpoint(path, ck); !r) {
-        events.emit("error", {{"stage", "checkpoint"}, {"message", r.error()}});
-        return false;
-      }
-      prune_checkpoints(ckpt_dir, config.checkpoint.keep_last);
-      events.emit("checkpoint", {{"step", state.step}, {"path", path.string()}, {"reason", reason}});
-      return true;
-    };
-
-    auto stop_requested = [&]() -> int {
-      int sig = g_stop_signal.load();
-      if (group) {
-        auto flag = torch::full({1}, static_cast<float>(sig), torch::TensorOptions().dtype(torch::kFloat).device(*device));
-        group->max_inplace(flag);
-        sig = static_cast<int>(flag.item<float>());
-      }
-      return sig;
-    };
-
-    const bool non_blocking = device->is_cuda();
-    double window_wait = 0;
-    std::int64_t window_samples = 0, window_steps = 0, skipped_steps = 0;
-    auto window_start = std::chrono::steady_clock::now();
-    torch::Tensor loss_accum = torch::zeros({}, torch::TensorOptions().device(*device));
-    std::optional<double> last_loss, last_eval;
-    std::string finish_reason = config.max_steps ? "max_steps" : "epochs";
-    bool finished = state.step >= total_steps;
-
-    // GPU fields come from NVML when the driver library is there; CPU runs simply have none.
-    std::optional<Nvml> nvml = device->is_cuda() && rank0 ? Nvml::load() : std::nullopt;
-    DataStarvationAdvisor advisor(AdviceContext{config.data.workers, config.data.source, device->is_cuda()});
-    const auto monotonic_start = std::chrono::steady_clock::now();
-    auto log_step = [&](double lr) {
-      const auto now = std::chrono::steady_clock::now();
-      const double seconds = std::chrono::duration<double>(now - window_start).count();
-      StepRecord rec;
-      rec.step = state.step;
-      rec.epoch = state.epoch;
-      rec.loss = loss_accum.item<double>() / static_cast<double>(std::max<std::int64_t>(1, window_steps));
-      rec.lr = lr;
-      rec.samples_per_s = seconds > 0 ? static_cast<double>(window_samples) / seconds : 0.0;
-      rec.data_wait_fraction = seconds > 0 ? std::min(1.0, window_wait / seconds) : 0.0;
-      rec.step_time_s = seconds / static_cast<double>(std::max<std::int64_t>(1, window_steps));
-      if (scaler) {
-        rec.loss_scale = scaler->current_scale();
-        rec.skipped_steps = skipped_steps;
-      }
-      if (nvml) {
-        if (auto sample = nvml->sample(device->index())) rec.gpus.push_back(*sample);
-      }
-      last_loss = rec.loss;
-      events.emit(rec);
-      AdviceSample sample;
-      sample.time_s = std::chrono::duration<double>(now - monotonic_start).count();
-      sample.data_wait_fraction = rec.data_wait_fraction;
-      if (!rec.gpus.empty()) sample.gpu_util_percent = rec.gpus.front().utilization_percent;
-      if (auto advice = advisor.observe(sample); advice && rank0) events.emit(*advice);
-      loss_accum.zero_();
-      window_wait = 0;
-      window_samples = 0;
-      window_steps = 0;
-      window_start = std::chrono::steady_clock::now();
-    };
-
-    while (!finished) {
-      if (config.epochs && state.epoch >= *config.epochs) break;
-      loader.start_epoch(state.epoch, state.batch_in_epoch);
-      std::int64_t micro = 0;
-      double waited = 0;
-      while (auto batch = loader.next(&waited)) {
-        window_wait += waited;
-        auto loss = forward_loss(ctx, *batch, non_blocking);
-        loss_accum += loss.detach().to(torch::kFloat) / static_cast<double>(accum);
-        auto scaled = accum > 1 ? loss / static_cast<double>(accum) : loss;
-        (scaler ? scaler->scale(scaled) : scaled).backward();
-        ++state.batch_in_epoch;
-        if (++micro % accum != 0) continue;
-
-        const double lr = scheduled_lr(config.optimizer, config.schedule, state.step, total_steps);
-        set_lr(*optimizer, lr);
-        if (!apply_step(ctx)) ++skipped_steps;
-        ++state.step;
-        ++window_steps;
-        window_samples += state.batch_size * accum;
-        if (state.step % std::max<std::int64_t>(1, config.log_every_steps) == 0 || state.step == total_steps) {
-          log_step(lr);
-        }
-        if (state.batch_in_epoch >= loader.batches_per_epoch()) {
-          state.batch_in_epoch = 0;
-          ++state.epoch;
-        }
-
-        bool stop_early = false;
-        if (config.eval.every_steps > 0 && state.step % config.eval.every_steps == 0 && data->eval.size() > 0) {
-          auto r = evaluate(ctx, data->eval, loader.local_batch());
-          last_eval = r.loss;
-          nlohmann::json fields = {{"step", state.step}, {"loss", r.loss}};
-          if (r.accuracy) fields["accuracy"] = *r.accuracy;
-          if (r.loss < state.best_eval - config.eval.min_delta) {
-            state.best_eval = r.loss;
-            state.evals_without_improvement = 0;
-          } else {
-            ++state.evals_without_improvement;
-          }
-          fields["best_loss"] = state.best_eval;
-          events.emit("eval", fields);
-          if (config.eval.early_stopping_patience > 0 &&
-              state.evals_without_improvement >= config.eval.early_stopping_patience) {
-            stop_early = true;
-          }
-        }
-        if (config.checkpoint.every_steps > 0 && state.step % config.checkpoint.every_steps == 0 &&
-            state.step < total_steps) {
-          save("periodic");
-        }
-        if (const int sig = stop_requested(); sig != 0) {
-          save(sig == SIGINT ? "sigint" : "sigterm");
-          events.emit("interrupted", {{"step", state.step}, {"signal", sig == SIGINT ? "SIGINT" : "SIGTERM"}});
-          events.write_plot();
-          return sig == SIGINT ? kExitSigint : kExitSigterm;
-        }
-        if (stop_early) {
-          finish_reason = "early_stopping";
-          finished = true;
-          break;
-        }
-        if (state.step >= total_steps) {
-          finished = true;
-          break;
-        }
-      }
-      if (!finished && state.batch_in_epoch == 0 && micro == 0) break;  // empty epoch: nothing to do
-    }
-
-    if (window_steps > 0) log_step(scheduled_lr(config.optimizer, config.schedule, std::max<std::int64_t>(0, state.step - 1), total_steps));
-    if (!save("final")) return kExitFailure;
-    if (group) group->barrier();
-    const auto hash = parameter_hash(*model);
-    nlohmann::json done = {{"step", state.step},
-                           {"epoch", state.epoch},
-                           {"reason", finish_reason},
-                           {"param_hash", hash},
-                           {"elapsed_s", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}};
-    if (last_loss) done["final_loss"] = *last_loss;
-    if (last_eval) done["eval_loss"] = *last_eval;
-    if (scaler) done["skipped_steps"] = skipped_steps;
-    events.emit("done", done);
-    events.write_plot();
-
-    // The model is saved either way; a distinct status lets callers (ferry train) still pull the outputs
-    // while scripts notice that the notification never went out.
-    bool hook_failed = false;
-    auto hook_error = [&](const std::string& message) {
-      events.emit("error", {{"stage", "on_complete"}, {"message", message}});
-      hook_failed = true;
-    };
-    if (rank0) {
-      nlohmann::json done_event = done;
-      done_event["event"] = "done";
-      const auto done_json = done_event.dump();
-      if (config.on_complete.command) {
-        auto rc = run_shell_command(*config.on_complete.command, done_json);
-        if (!rc) {
-          hook_error(rc.error());
-        } else if (*rc != 0) {
-          hook_error("on_complete command exited with " + std::to_string(*rc));
-        }
-      }
-      if (config.on_complete.webhook_env) {
-        const char* url_text = std::getenv(config.on_complete.webhook_env->c_str());
-        if (!url_text || !*url_text) {
-          hook_error("webhook: environment variable " + *config.on_complete.webhook_env + " is not set");
-        } else if (auto url = parse_http_url(url_text); !url) {
-          hook_error(url.error());
-        } else if (auto status = http_post_json(*url, done_json, std::chrono::seconds(10)); !status) {
-          hook_error(status.error());
-        } else if (*status >= 300) {
-          hook_error("webhook " + url->redacted() + " answered HTTP " + std::to_string(*status));
-        }
-      }
-    }
-    return hook_failed ? kExitOnCompleteFailed : kExitOk;
+    return train_with(config, options, *env, report, started);
   } catch (const std::exception& e) {
-    return fail("train", e.what());
+    return report.fail("train", e.what());
   }
 }
 

@@ -241,6 +241,168 @@ class Relay {
   }
 };
 
+// The FIFOs, output.log and the SIGCHLD signalfd the relay polls.
+std::expected<void, std::string> open_run_files(const RunFiles& run, Relay& relay) {
+  if (::mkfifo(run.stdin_fifo().c_str(), 0600) != 0 || ::mkfifo(run.control_fifo().c_str(), 0600) != 0)
+    return std::unexpected(errno_text("mkfifo in " + run.dir.string()));
+  // O_RDWR: the supervisor is a writer too, so agents opening and closing the FIFO never
+  // make it see EOF.
+  relay.fifo = ::open(run.stdin_fifo().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  relay.control = ::open(run.control_fifo().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  relay.log = ::open(run.output().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (relay.fifo < 0 || relay.control < 0 || relay.log < 0)
+    return std::unexpected(errno_text("open the run's files in " + run.dir.string()));
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
+  relay.sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  return {};
+}
+
+// The command's ends of its stdio: a pty slave, or three pipe ends.
+struct ChildStdio {
+  int in = -1, out = -1, err = -1, slave = -1;
+  void close_all() {
+    close_fd(slave);
+    close_fd(in);
+    close_fd(out);
+    close_fd(err);
+  }
+};
+
+// Makes the command's stdio and gives the relay its ends (non-blocking).
+std::expected<ChildStdio, std::string> make_stdio(const Spec& spec, Relay& relay) {
+  ChildStdio child;
+  if (spec.tty) {
+    winsize ws{spec.rows, spec.cols, 0, 0};
+    int master = -1;
+    if (::openpty(&master, &child.slave, nullptr, nullptr, &ws) != 0) return std::unexpected(errno_text("openpty"));
+    ::fcntl(master, F_SETFD, FD_CLOEXEC);
+    ::fcntl(child.slave, F_SETFD, FD_CLOEXEC);
+    set_nonblocking(master);
+    relay.out = relay.in = master;
+    return child;
+  }
+  int in_p[2], out_p[2], err_p[2];
+  if (::pipe2(in_p, O_CLOEXEC) != 0 || ::pipe2(out_p, O_CLOEXEC) != 0 || ::pipe2(err_p, O_CLOEXEC) != 0)
+    return std::unexpected(errno_text("pipe"));
+  child.in = in_p[0];
+  relay.in = in_p[1];
+  relay.out = out_p[0];
+  child.out = out_p[1];
+  relay.err = err_p[0];
+  child.err = err_p[1];
+  set_nonblocking(relay.in);
+  set_nonblocking(relay.out);
+  set_nonblocking(relay.err);
+  return child;
+}
+
+// In the forked child: default signals, its own process group (a session on the pty with a
+// tty), stdio, cwd, exec. A failed chdir or exec is written to `fail_fd` for the supervisor.
+[[noreturn]] void exec_command(const Spec& spec, const ChildStdio& stdio, char* const* argv, char* const* envp, int fail_fd) {
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig : {SIGHUP, SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGCHLD}) ::signal(sig, SIG_DFL);
+  if (spec.tty) {
+    ::setsid();  // a new session is also a new group with pgid == pid
+    ::ioctl(stdio.slave, TIOCSCTTY, 0);
+    ::dup2(stdio.slave, STDIN_FILENO);
+    ::dup2(stdio.slave, STDOUT_FILENO);
+    ::dup2(stdio.slave, STDERR_FILENO);
+  } else {
+    ::setpgid(0, 0);
+    ::dup2(stdio.in, STDIN_FILENO);
+    ::dup2(stdio.out, STDOUT_FILENO);
+    ::dup2(stdio.err, STDERR_FILENO);
+  }
+  ChildFailure failure{1, 0};
+  if (::chdir(spec.cwd.c_str()) == 0) {
+    ::execve(spec.program.c_str(), argv, envp);
+    failure.stage = 2;
+  }
+  failure.error = errno;
+  [[maybe_unused]] auto w = ::write(fail_fd, &failure, sizeof failure);
+  ::_exit(127);
+}
+
+// Forks the command as a process-group leader and waits until it has exec'd (or failed to).
+std::expected<pid_t, std::string> start_command(Spec& spec, ChildStdio& stdio) {
+  int fail_pipe[2];
+  if (::pipe2(fail_pipe, O_CLOEXEC) != 0) return std::unexpected(errno_text("pipe"));
+  std::vector<char*> argv;
+  for (auto& a : spec.argv) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (auto& e : spec.env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  pid_t pid = ::fork();
+  if (pid < 0) return std::unexpected(errno_text("fork"));
+  if (pid == 0) exec_command(spec, stdio, argv.data(), envp.data(), fail_pipe[1]);
+  if (!spec.tty) ::setpgid(pid, pid);  // both sides set it, so no signal can race the child's call
+  stdio.close_all();
+  ::close(fail_pipe[1]);
+  ChildFailure failure{0, 0};
+  ssize_t got;
+  while ((got = ::read(fail_pipe[0], &failure, sizeof failure)) < 0 && errno == EINTR) {
+  }
+  ::close(fail_pipe[0]);
+  if (got == static_cast<ssize_t>(sizeof failure)) {
+    ::waitpid(pid, nullptr, 0);
+    std::string what = failure.stage == 1 ? "cannot enter " + spec.cwd : "cannot execute " + spec.program;
+    return std::unexpected(what + ": " + std::strerror(failure.error));
+  }
+  return pid;
+}
+
+// meta.json: what run/list shows (env keys only, never values).
+json run_meta(const RunFiles& run, const Spec& spec, const json& spec_json, pid_t pid) {
+  json meta{{"id", run.id},
+            {"argv", spec.argv},
+            {"cwd", spec_json.value("cwd", ".")},
+            {"root", spec_json.value("root", "")},
+            {"env", spec_json.value("envKeys", json::array())},
+            {"tty", spec.tty},
+            {"pid", static_cast<long long>(pid)},
+            {"pgid", static_cast<long long>(pid)},
+            {"startedAt", spec_json.value("startedAt", "")},
+            {"supervisorPid", static_cast<long long>(::getpid())}};
+  // Runs that belong together (the ranks of one `ferry train --hosts`) say so in their environment;
+  // run/list shows it, so `ferry runs` can group them.
+  for (const auto& var : spec.env) {
+    if (var.starts_with("FERRY_RUN_GROUP=")) meta["group"] = var.substr(16);
+    if (var.starts_with("FERRY_RUN_LABEL=")) meta["label"] = var.substr(16);
+  }
+  if (spec.tty) {
+    meta["cols"] = spec.cols;
+    meta["rows"] = spec.rows;
+  }
+  return meta;
+}
+
+// exit.json (temp + rename) after the log is on disk; false when it could not be written.
+bool record_exit(const RunFiles& run, int log, int status) {
+  ::fsync(log);
+  struct stat st {};
+  ::fstat(log, &st);
+  json exit_json{{"endedAt", iso_utc_ms(std::chrono::system_clock::now())},
+                 {"logBytes", static_cast<long long>(st.st_size)}};
+  if (WIFSIGNALED(status)) exit_json["signal"] = WTERMSIG(status);
+  else exit_json["exitCode"] = WEXITSTATUS(status);
+  const bool recorded = write_json_atomic(run.exit(), exit_json);
+  if (!recorded) std::cerr << errno_text("write " + run.exit().string()) << "\n";
+  return recorded;
+}
+
+// The launch failed before the command ran: the agent gets the reason on the report pipe.
+int report_failure(const std::string& error) {
+  report(json{{"error", error}});
+  return 1;
+}
+
 }  // namespace
 
 std::expected<LaunchReport, LaunchError> launch_supervisor(const RunFiles& run, std::chrono::milliseconds timeout) {
@@ -289,165 +451,29 @@ int supervise(const fs::path& run_dir) {
   RunFiles run{run_dir.filename().string(), run_dir};
   auto spec_json = read_json_file(run.spec());
   ::unlink(run.spec().c_str());  // env values may be secrets: gone as soon as they are read
-  if (!spec_json) {
-    report(json{{"error", "cannot read " + run.spec().string()}});
-    return 1;
-  }
+  if (!spec_json) return report_failure("cannot read " + run.spec().string());
   auto spec = parse_spec(*spec_json);
-  if (!spec) {
-    report(json{{"error", spec.error()}});
-    return 1;
-  }
-  if (::mkfifo(run.stdin_fifo().c_str(), 0600) != 0 || ::mkfifo(run.control_fifo().c_str(), 0600) != 0) {
-    report(json{{"error", errno_text("mkfifo in " + run.dir.string())}});
-    return 1;
-  }
+  if (!spec) return report_failure(spec.error());
+
   Relay relay;
   relay.tty = spec->tty;
-  // O_RDWR: the supervisor is a writer too, so agents opening and closing the FIFO never
-  // make it see EOF.
-  relay.fifo = ::open(run.stdin_fifo().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-  relay.control = ::open(run.control_fifo().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-  relay.log = ::open(run.output().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (relay.fifo < 0 || relay.control < 0 || relay.log < 0) {
-    report(json{{"error", errno_text("open the run's files in " + run.dir.string())}});
-    return 1;
+  if (auto opened = open_run_files(run, relay); !opened) return report_failure(opened.error());
+  auto stdio = make_stdio(*spec, relay);
+  if (!stdio) return report_failure(stdio.error());
+  auto pid = start_command(*spec, *stdio);
+  if (!pid) return report_failure(pid.error());
+  if (!write_json_atomic(run.meta(), run_meta(run, *spec, *spec_json, *pid))) {
+    const std::string error = errno_text("write " + run.meta().string());
+    ::kill(-*pid, SIGKILL);
+    ::waitpid(*pid, nullptr, 0);
+    return report_failure(error);
   }
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  ::sigprocmask(SIG_BLOCK, &chld, nullptr);
-  relay.sigfd = ::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  report(json{{"pid", *pid}, {"pgid", *pid}, {"supervisorPid", ::getpid()}});
 
-  int child_in = -1, child_out = -1, child_err = -1, slave = -1;
-  if (spec->tty) {
-    winsize ws{spec->rows, spec->cols, 0, 0};
-    int master = -1;
-    if (::openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {
-      report(json{{"error", errno_text("openpty")}});
-      return 1;
-    }
-    ::fcntl(master, F_SETFD, FD_CLOEXEC);
-    ::fcntl(slave, F_SETFD, FD_CLOEXEC);
-    set_nonblocking(master);
-    relay.out = relay.in = master;
-  } else {
-    int in_p[2], out_p[2], err_p[2];
-    if (::pipe2(in_p, O_CLOEXEC) != 0 || ::pipe2(out_p, O_CLOEXEC) != 0 || ::pipe2(err_p, O_CLOEXEC) != 0) {
-      report(json{{"error", errno_text("pipe")}});
-      return 1;
-    }
-    child_in = in_p[0];
-    relay.in = in_p[1];
-    relay.out = out_p[0];
-    child_out = out_p[1];
-    relay.err = err_p[0];
-    child_err = err_p[1];
-    set_nonblocking(relay.in);
-    set_nonblocking(relay.out);
-    set_nonblocking(relay.err);
-  }
-  int fail_pipe[2];
-  if (::pipe2(fail_pipe, O_CLOEXEC) != 0) {
-    report(json{{"error", errno_text("pipe")}});
-    return 1;
-  }
-  std::vector<char*> argv;
-  for (auto& a : spec->argv) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : spec->env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    report(json{{"error", errno_text("fork")}});
-    return 1;
-  }
-  if (pid == 0) {
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGHUP, SIGPIPE, SIGINT, SIGQUIT, SIGTERM, SIGCHLD}) ::signal(sig, SIG_DFL);
-    if (spec->tty) {
-      ::setsid();  // a new session is also a new group with pgid == pid
-      ::ioctl(slave, TIOCSCTTY, 0);
-      ::dup2(slave, STDIN_FILENO);
-      ::dup2(slave, STDOUT_FILENO);
-      ::dup2(slave, STDERR_FILENO);
-    } else {
-      ::setpgid(0, 0);
-      ::dup2(child_in, STDIN_FILENO);
-      ::dup2(child_out, STDOUT_FILENO);
-      ::dup2(child_err, STDERR_FILENO);
-    }
-    ChildFailure failure{1, 0};
-    if (::chdir(spec->cwd.c_str()) == 0) {
-      ::execve(spec->program.c_str(), argv.data(), envp.data());
-      failure.stage = 2;
-    }
-    failure.error = errno;
-    [[maybe_unused]] auto w = ::write(fail_pipe[1], &failure, sizeof failure);
-    ::_exit(127);
-  }
-  if (!spec->tty) ::setpgid(pid, pid);  // both sides set it, so no signal can race the child's call
-  close_fd(slave);
-  close_fd(child_in);
-  close_fd(child_out);
-  close_fd(child_err);
-  ::close(fail_pipe[1]);
-  ChildFailure failure{0, 0};
-  ssize_t got;
-  while ((got = ::read(fail_pipe[0], &failure, sizeof failure)) < 0 && errno == EINTR) {
-  }
-  ::close(fail_pipe[0]);
-  if (got == static_cast<ssize_t>(sizeof failure)) {
-    ::waitpid(pid, nullptr, 0);
-    std::string what = failure.stage == 1 ? "cannot enter " + spec->cwd : "cannot execute " + spec->program;
-    report(json{{"error", what + ": " + std::strerror(failure.error)}});
-    return 1;
-  }
-  json meta{{"id", run.id},
-            {"argv", spec->argv},
-            {"cwd", spec_json->value("cwd", ".")},
-            {"root", spec_json->value("root", "")},
-            {"env", spec_json->value("envKeys", json::array())},
-            {"tty", spec->tty},
-            {"pid", static_cast<long long>(pid)},
-            {"pgid", static_cast<long long>(pid)},
-            {"startedAt", spec_json->value("startedAt", "")},
-            {"supervisorPid", static_cast<long long>(::getpid())}};
-  // Runs that belong together (the ranks of one `ferry train --hosts`) say so in their environment;
-  // run/list shows it, so `ferry runs` can group them.
-  for (const auto& var : spec->env) {
-    if (var.starts_with("FERRY_RUN_GROUP=")) meta["group"] = var.substr(16);
-    if (var.starts_with("FERRY_RUN_LABEL=")) meta["label"] = var.substr(16);
-  }
-  if (spec->tty) {
-    meta["cols"] = spec->cols;
-    meta["rows"] = spec->rows;
-  }
-  if (!write_json_atomic(run.meta(), meta)) {
-    ::kill(-pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-    report(json{{"error", errno_text("write " + run.meta().string())}});
-    return 1;
-  }
-  report(json{{"pid", pid}, {"pgid", pid}, {"supervisorPid", ::getpid()}});
-
-  relay.child = pid;
-  int status = relay.run();
-
-  ::fsync(relay.log);
-  struct stat st {};
-  ::fstat(relay.log, &st);
-  json exit_json{{"endedAt", iso_utc_ms(std::chrono::system_clock::now())},
-                 {"logBytes", static_cast<long long>(st.st_size)}};
-  if (WIFSIGNALED(status)) exit_json["signal"] = WTERMSIG(status);
-  else exit_json["exitCode"] = WEXITSTATUS(status);
-  const bool recorded = write_json_atomic(run.exit(), exit_json);
-  if (!recorded) std::cerr << errno_text("write " + run.exit().string()) << "\n";
-  end_leftovers(pid);  // after exit.json, so the run's end is reported without this wait
+  relay.child = *pid;
+  const int status = relay.run();
+  const bool recorded = record_exit(run, relay.log, status);
+  end_leftovers(*pid);  // after exit.json, so the run's end is reported without this wait
   return recorded ? 0 : 1;
 }
 
