@@ -12,10 +12,14 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
 #include "protocol/delta/delta.hpp"
+#include "protocol/payload_codec.hpp"
 
 namespace ferry::sync {
 using namespace engine_parts;
+namespace method = wire::method;
 
 PushPipeline::PushPipeline(Context context, std::uint64_t total_bytes) : c_(std::move(context)) {
   prog_.manifest = &c_.manifest;
@@ -23,123 +27,98 @@ PushPipeline::PushPipeline(Context context, std::uint64_t total_bytes) : c_(std:
   prog_.options = &c_.options;
   prog_.total = total_bytes;
   cache_dir_ = c_.root / ".ferry" / "sent";
+  mutations_at_start_ = c_.client.mutations();
 }
 
 // --- The agent calls ---------------------------------------------------------------------
 
-PushPipeline::Reply PushPipeline::call_delete(const std::vector<std::string>& paths) {
-  ++mutations_;
-  return c_.endpoint.call("sync/delete", json{{"base", c_.base}, {"paths", paths}});
+wire::Where PushPipeline::where() const { return wire::Where::at_base(c_.base); }
+
+wire::FileAttrs PushPipeline::attrs_of(const FileMeta& m) { return wire::FileAttrs{m.size, *m.hash, m.mode, m.mtime_ns}; }
+
+PushPipeline::Results PushPipeline::call_delete(const std::vector<std::string>& paths) {
+  return c_.client.remove(wire::DeleteParams{where(), paths, {}, {}});
 }
 
-PushPipeline::Reply PushPipeline::call_delete(const std::vector<std::string>& paths, const std::vector<std::string>& dirs,
-                                              json expect) {
-  ++mutations_;
-  return c_.endpoint.call("sync/delete", json{{"base", c_.base}, {"paths", paths}, {"dirs", dirs}, {"expect", std::move(expect)}});
+PushPipeline::Results PushPipeline::call_delete(const std::vector<std::string>& paths, const std::vector<std::string>& dirs,
+                                                std::map<std::string, wire::Expect> expect) {
+  return c_.client.remove(wire::DeleteParams{where(), paths, dirs, std::move(expect)});
 }
 
-PushPipeline::Reply PushPipeline::call_mkdir(json dirs) {
-  ++mutations_;
-  return c_.endpoint.call("sync/mkdir", json{{"base", c_.base}, {"dirs", std::move(dirs)}});
+PushPipeline::Results PushPipeline::call_mkdir(std::vector<wire::MkdirEntry> dirs) {
+  return c_.client.mkdir(wire::MkdirParams{where(), std::move(dirs)});
 }
 
-PushPipeline::Reply PushPipeline::call_write_batch(json files) {
-  ++mutations_;
-  return c_.endpoint.call("sync/writeBatch", json{{"base", c_.base}, {"files", std::move(files)}}, kBigCallTimeout);
+PushPipeline::Results PushPipeline::call_write_batch(std::vector<wire::WriteFile> files) {
+  return c_.client.write_batch(wire::WriteBatchParams{where(), std::move(files)}, kBigCallTimeout);
 }
 
-PushPipeline::Reply PushPipeline::call_symlink(json links) {
-  ++mutations_;
-  return c_.endpoint.call("sync/symlink", json{{"base", c_.base}, {"links", std::move(links)}});
+PushPipeline::Results PushPipeline::call_symlink(std::vector<wire::SymlinkEntry> links) {
+  return c_.client.symlink(wire::SymlinkParams{where(), std::move(links)});
 }
 
-PushPipeline::Reply PushPipeline::call_set_attrs(json entries) {
-  ++mutations_;
-  return c_.endpoint.call("sync/setAttrs", json{{"base", c_.base}, {"entries", std::move(entries)}});
+PushPipeline::Results PushPipeline::call_set_attrs(std::vector<wire::SetAttrsEntry> entries) {
+  return c_.client.set_attrs(wire::SetAttrsParams{where(), std::move(entries)});
 }
 
-PushPipeline::Reply PushPipeline::call_file_begin(const Transfer& t) {
-  return c_.endpoint.call("sync/fileBegin", json{{"base", c_.base},
-                                                 {"path", t.path},
-                                                 {"size", t.local.size},
-                                                 {"hash", hash_binary(*t.local.hash)},
-                                                 {"mode", t.local.mode},
-                                                 {"mtimeNs", t.local.mtime_ns},
-                                                 {"expect", expect_for(c_.remote, t.path)}});
+std::expected<wire::FileBeginResult, ResponseError> PushPipeline::call_file_begin(const Transfer& t) {
+  return c_.client.file_begin(wire::FileBeginParams{where(), t.path, attrs_of(t.local), expect_of(c_.remote, t.path)});
 }
 
-PushPipeline::Reply PushPipeline::call_file_part(std::size_t lane, const std::string& path, const std::string& temp,
-                                                 std::uint64_t offset, std::size_t raw_size,
-                                                 const std::vector<std::uint8_t>& packed) {
-  return c_.endpoint.call_lane(lane, "sync/filePart",
-                               json{{"base", c_.base}, {"path", path}, {"temp", temp}, {"offset", offset},
-                                    {"rawSize", raw_size}, {"data", as_binary(std::vector<std::uint8_t>(packed))}},
-                               kBigCallTimeout);
+std::expected<void, ResponseError> PushPipeline::call_file_part(std::size_t lane, const std::string& path, const std::string& temp,
+                                                                std::uint64_t offset, std::size_t raw_size,
+                                                                const std::vector<std::uint8_t>& packed) {
+  return c_.client.file_part(lane, wire::FilePartParams{where(), path, temp, offset, raw_size, packed}, kBigCallTimeout);
 }
 
-PushPipeline::Reply PushPipeline::call_file_append(json append) {
-  return c_.endpoint.call("sync/fileAppend", std::move(append), kBigCallTimeout);
+std::expected<wire::FileAppendResult, ResponseError> PushPipeline::call_file_append(wire::FileAppendParams append) {
+  return c_.client.file_append(append, kBigCallTimeout);
 }
 
-PushPipeline::Reply PushPipeline::call_file_abort(const json& handle) {
-  return c_.endpoint.call("sync/fileAbort", json{{"base", c_.base}, {"handle", handle}});
+std::expected<void, ResponseError> PushPipeline::call_file_abort(std::int64_t handle) { return c_.client.file_abort(where(), handle); }
+
+std::expected<wire::PathOk, ResponseError> PushPipeline::call_file_commit(std::int64_t handle) {
+  return c_.client.file_commit(where(), handle, kBigCallTimeout);
 }
 
-PushPipeline::Reply PushPipeline::call_file_commit(const json& handle) {
-  ++mutations_;
-  return c_.endpoint.call("sync/fileCommit", json{{"base", c_.base}, {"handle", handle}}, kBigCallTimeout);
+PushPipeline::Signature PushPipeline::call_signature(const std::string& path) {
+  return c_.client.signature(wire::SignatureParams{where(), path, std::nullopt, std::nullopt, std::nullopt}, kBigCallTimeout);
 }
 
-PushPipeline::Reply PushPipeline::call_signature(const std::string& path) {
-  return c_.endpoint.call("sync/signature", json{{"base", c_.base}, {"path", path}}, kBigCallTimeout);
+PushPipeline::Signature PushPipeline::call_coarse_signature(const std::string& path) {
+  return c_.client.signature(wire::SignatureParams{where(), path, kCoarseBlock, 8, std::nullopt}, kBigCallTimeout);
 }
 
-PushPipeline::Reply PushPipeline::call_coarse_signature(const std::string& path) {
-  return c_.endpoint.call("sync/signature", json{{"base", c_.base}, {"path", path}, {"blockSize", kCoarseBlock}, {"strongLen", 8}},
-                          kBigCallTimeout);
+PushPipeline::Signature PushPipeline::call_fine_signatures(const std::string& path, std::vector<wire::Range> ranges) {
+  return c_.client.signature(wire::SignatureParams{where(), path, kFineBlock, 8, std::move(ranges)}, kBigCallTimeout);
 }
 
-PushPipeline::Reply PushPipeline::call_fine_signatures(const std::string& path, json ranges) {
-  return c_.endpoint.call("sync/signature",
-                          json{{"base", c_.base}, {"path", path}, {"blockSize", kFineBlock}, {"strongLen", 8}, {"ranges", std::move(ranges)}},
-                          kBigCallTimeout);
-}
-
-PushPipeline::Reply PushPipeline::call_apply_delta(const Transfer& t, std::vector<std::uint8_t> packed, std::uint64_t delta_size) {
-  ++mutations_;
-  return c_.endpoint.call("sync/applyDelta",
-                          json{{"base", c_.base},
-                               {"path", t.path},
-                               {"size", t.local.size},
-                               {"hash", hash_binary(*t.local.hash)},
-                               {"mode", t.local.mode},
-                               {"mtimeNs", t.local.mtime_ns},
-                               {"delta", as_binary(std::move(packed))},
-                               {"deltaSize", delta_size},
-                               {"expect", expect_for(c_.remote, t.path)}},
-                          kBigCallTimeout);
+std::expected<wire::PathOk, ResponseError> PushPipeline::call_apply_delta(const Transfer& t, std::vector<std::uint8_t> packed,
+                                                                          std::uint64_t delta_size) {
+  return c_.client.apply_delta(
+      wire::ApplyDeltaParams{where(), t.path, attrs_of(t.local), expect_of(c_.remote, t.path), std::move(packed), delta_size},
+      kBigCallTimeout);
 }
 
 // --- What every job shares ---------------------------------------------------------------
 
 // A reply with per-path results: `on_ok` for each written path, conflicts and failures into
 // the summary; a failed request is one error.
-void PushPipeline::results_of(const char* method, const Reply& reply, const std::function<void(const std::string&)>& on_ok) {
+void PushPipeline::results_of(std::string_view method, const Results& reply, const std::function<void(const std::string&)>& on_ok) {
   if (!reply) {
     prog_.note_no_space(reply.error());
     prog_.error(fmt::format("{}: {}", method, reply.error().message));
     return;
   }
-  for (const auto& r : reply->value("results", json::array())) {
-    const std::string path = r.value("path", "");
-    if (r.value("ok", false)) {
-      on_ok(path);
-    } else if (r.value("code", "") == "conflict") {
+  for (const auto& r : reply->results) {
+    if (r.ok) {
+      on_ok(r.path);
+    } else if (r.code == "conflict") {
       std::lock_guard lock(prog_.mu);
-      c_.summary.conflicts.push_back({path, ConflictKind::changed_remotely, r.value("message", "changed on the remote during the sync")});
+      c_.summary.conflicts.push_back({r.path, ConflictKind::changed_remotely, r.message.value_or("changed on the remote during the sync")});
     } else {
       prog_.note_no_space(r);
-      prog_.error(fmt::format("{} '{}': {}", method, path, r.value("message", "failed")));
+      prog_.error(fmt::format("{} '{}': {}", method, r.path, r.message.value_or("failed")));
     }
   }
 }
@@ -174,7 +153,7 @@ void PushPipeline::unstable(const std::string& path) {
 void PushPipeline::replace(const std::vector<std::string>& paths) {
   if (paths.empty()) return;
   auto reply = call_delete(paths);
-  results_of("sync/delete", reply, [&](const std::string& p) {
+  results_of(method::kDelete, reply, [&](const std::string& p) {
     std::lock_guard lock(prog_.mu);
     c_.manifest.forget(p);
   });
@@ -187,10 +166,11 @@ void PushPipeline::replace(const std::vector<std::string>& paths) {
 void PushPipeline::queue_mkdirs(const std::vector<std::string>& dirs) {
   if (dirs.empty()) return;
   jobs_.push_back([this, &dirs] {
-    json list = json::array();
-    for (const auto& d : dirs) list.push_back({{"path", d}, {"mode", c_.local.at(d).mode}});
+    std::vector<wire::MkdirEntry> list;
+    list.reserve(dirs.size());
+    for (const auto& d : dirs) list.push_back({d, c_.local.at(d).mode});
     auto reply = call_mkdir(std::move(list));
-    results_of("sync/mkdir", reply, [&](const std::string& p) {
+    results_of(method::kMkdir, reply, [&](const std::string& p) {
       record(p, c_.local.at(p));
       std::lock_guard lock(prog_.mu);
       ++c_.summary.dirs_made;
@@ -205,7 +185,7 @@ void PushPipeline::queue_whole(const std::vector<Transfer>& files) {
   std::uint64_t batch_bytes = 0;
   // Bulk lanes (a long link) open while the first jobs run, so they are up for the big files.
   if (std::any_of(files.begin(), files.end(), [&](const Transfer& t) { return t.local.size > stream_above; }))
-    (void)c_.endpoint.bulk_lanes();
+    (void)c_.client.bulk_lanes();
   for (const auto& t : files) {
     if (t.local.size > stream_above) {
       jobs_.push_back([this, tp = &t] { stream_file(*tp); });
@@ -231,10 +211,11 @@ void PushPipeline::queue_deltas(const std::vector<Transfer>& files) {
 void PushPipeline::queue_symlinks(const std::vector<Transfer>& links) {
   if (links.empty()) return;
   jobs_.push_back([this, &links] {
-    json list = json::array();
-    for (const auto& t : links) list.push_back({{"path", t.path}, {"target", t.local.link_target}});
+    std::vector<wire::SymlinkEntry> list;
+    list.reserve(links.size());
+    for (const auto& t : links) list.push_back({t.path, t.local.link_target});
     auto reply = call_symlink(std::move(list));
-    results_of("sync/symlink", reply, [&](const std::string& p) {
+    results_of(method::kSymlink, reply, [&](const std::string& p) {
       record(p, c_.local.at(p));
       std::lock_guard lock(prog_.mu);
       ++c_.summary.files_sent;
@@ -245,13 +226,12 @@ void PushPipeline::queue_symlinks(const std::vector<Transfer>& links) {
 void PushPipeline::queue_metadata(const std::vector<Transfer>& entries) {
   if (entries.empty()) return;
   jobs_.push_back([this, &entries] {
-    json list = json::array();
+    std::vector<wire::SetAttrsEntry> list;
+    list.reserve(entries.size());
     for (const auto& t : entries)
-      list.push_back({{"path", t.path},
-                      {"mode", t.local.mode},
-                      {"mtimeNs", t.local.kind == EntryKind::file ? json(t.local.mtime_ns) : json(nullptr)}});
+      list.push_back({t.path, t.local.mode, t.local.kind == EntryKind::file ? std::optional(t.local.mtime_ns) : std::nullopt});
     auto reply = call_set_attrs(std::move(list));
-    results_of("sync/setAttrs", reply, [&](const std::string& p) {
+    results_of(method::kSetAttrs, reply, [&](const std::string& p) {
       record(p, c_.local.at(p));
       std::lock_guard lock(prog_.mu);
       ++c_.summary.metadata_only;
@@ -267,13 +247,13 @@ void PushPipeline::run() {
   const json& space = *prog_.no_space;
   c_.summary.no_space = SyncSummary::NoSpace{space.value("path", c_.remote_root), space.value("availableBytes", std::uint64_t{0}),
                                              space.value("totalBytes", std::uint64_t{0}), prog_.total, prog_.no_space_paths};
-  c_.summary.errors.insert(c_.summary.errors.begin(), no_space_advice(c_.endpoint.description(), space, prog_.total));
+  c_.summary.errors.insert(c_.summary.errors.begin(), no_space_advice(c_.client.endpoint().description(), space, prog_.total));
 }
 
 // --- Whole files in batches ----------------------------------------------------------------
 
 void PushPipeline::send_batch(const std::vector<const Transfer*>& batch) {
-  json files = json::array();
+  std::vector<wire::WriteFile> files;
   std::vector<const Transfer*> sent;
   std::vector<FileMeta> metas;  // as sent: with the hash taken while reading, if the scan had none
   std::vector<std::vector<std::uint8_t>> kept;
@@ -306,7 +286,7 @@ void PushPipeline::send_batch(const std::vector<const Transfer*>& batch) {
       }
       read = std::move(*bytes);
     }
-    auto packed = zstd_compress(read.data(), read.size());
+    auto packed = protocol::compress_payload(read.data(), read.size());
     if (packed.size() > kMaxRequestPayload) {
       prog_.error(fmt::format("'{}' ({}) compresses to more than one request may carry (lower stream_above)", t->path,
                               human_bytes(t->local.size)));
@@ -314,13 +294,7 @@ void PushPipeline::send_batch(const std::vector<const Transfer*>& batch) {
     }
     raw += read.size();
     wire += packed.size();
-    files.push_back({{"path", t->path},
-                     {"size", meta.size},
-                     {"hash", hash_binary(*meta.hash)},
-                     {"mode", meta.mode},
-                     {"mtimeNs", meta.mtime_ns},
-                     {"data", as_binary(std::move(packed))},
-                     {"expect", expect_for(c_.remote, t->path)}});
+    files.push_back({t->path, attrs_of(meta), expect_of(c_.remote, t->path), std::move(packed), std::nullopt});
     sent.push_back(t);
     metas.push_back(std::move(meta));
     kept.push_back(t->local.size >= c_.delta_min_size ? std::move(read) : std::vector<std::uint8_t>{});
@@ -330,7 +304,7 @@ void PushPipeline::send_batch(const std::vector<const Transfer*>& batch) {
   auto reply = call_write_batch(std::move(files));
   spdlog::debug("sync: batch of {} answered", sent.size());
   add_wire(wire);
-  results_of("sync/writeBatch", reply, [&](const std::string& p) {
+  results_of(method::kWriteBatch, reply, [&](const std::string& p) {
     for (std::size_t i = 0; i < sent.size(); ++i) {
       if (sent[i]->path != p) continue;
       record(p, metas[i]);
@@ -349,7 +323,7 @@ void PushPipeline::send_batch(const std::vector<const Transfer*>& batch) {
 struct PushPipeline::Stream {
   const Transfer& t;
   int fd;
-  json handle;
+  std::int64_t handle;
   std::string temp;  // the agent's temp file, where lanes write their chunks in place
   std::atomic<std::uint64_t> next{0}, sent{0}, wire{0};
   std::atomic<bool> failed{false};
@@ -360,16 +334,15 @@ struct PushPipeline::Stream {
 // Each worker reads, compresses and sends its own chunk, so reading, compressing (on every
 // core) and the link overlap instead of taking turns.
 void PushPipeline::stream_file(const Transfer& t) {
-  const int fd = ::open((c_.root / t.path).c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  const posix::UniqueFd file(::open((c_.root / t.path).c_str(), O_RDONLY | O_CLOEXEC));
+  if (!file) {
     const int e = errno;
     return prog_.read_failed(t.path, e == ENOENT ? "missing" : std::strerror(e));
   }
-  const AtExit close_fd{[fd] { ::close(fd); }};
   auto begun = call_file_begin(t);
   if (!begun) {
     prog_.note_no_space(begun.error());
-    return prog_.error(agent_error("sync/fileBegin", t.path, begun.error().message));
+    return prog_.error(agent_error(method::kFileBegin, t.path, begun.error().message));
   }
   spdlog::debug("sync: stream {} begun", t.path);
   // On a long link the endpoint has bulk lanes: the first workers each own one and send their
@@ -379,8 +352,8 @@ void PushPipeline::stream_file(const Transfer& t) {
   // No .ferry/sent copy of a streamed file: most big whole sends (datasets, checkpoints, first
   // pushes) are never edited, and copying 256 MiB cost ~3% of an initial sync. The first delta
   // of such a file fetches a signature; that send keeps the copy (keep_copy).
-  Stream s{t, fd, begun->at("handle"), begun->value("temp", std::string())};
-  const std::size_t lanes = s.temp.empty() ? 0 : c_.endpoint.bulk_lanes();
+  Stream s{t, file.get(), begun->handle, begun->temp};
+  const std::size_t lanes = s.temp.empty() ? 0 : c_.client.bulk_lanes();
   {
     std::vector<std::jthread> pool;
     const auto chunks = (t.local.size + kReadChunk - 1) / kReadChunk;
@@ -402,20 +375,15 @@ void PushPipeline::stream_chunks(Stream& s, std::optional<std::size_t> lane) {
     const std::uint64_t offset = s.next.fetch_add(kReadChunk);
     if (offset >= t.local.size) return;
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(kReadChunk, t.local.size - offset));
-    std::size_t got = 0;
-    while (got < want) {
-      const ssize_t k = ::pread(s.fd, buf.data() + got, want - got, static_cast<off_t>(offset + got));
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) break;
-      got += static_cast<std::size_t>(k);
-    }
+    const ssize_t read = posix::pread_full(s.fd, buf.data(), want, offset);
+    const auto got = static_cast<std::size_t>(std::max<ssize_t>(read, 0));
     if (got != want) {
       s.failed = true;  // shrank while being sent: counted as unstable by commit_stream
       return;
     }
-    auto packed = zstd_compress(buf.data(), got, stream_level(buf.data(), got));
+    auto packed = protocol::compress_payload(buf.data(), got, stream_level(buf.data(), got));
     s.wire += packed.size();
-    json append{{"base", c_.base}, {"handle", s.handle}, {"offset", offset}, {"rawSize", got}};
+    wire::FileAppendParams append{where(), s.handle, offset, got, false, std::nullopt};
     bool placed = false;
     if (lane) {
       // Sent on the lane, or over the main agent when the lane is not up.
@@ -423,13 +391,13 @@ void PushPipeline::stream_chunks(Stream& s, std::optional<std::size_t> lane) {
       if (!part) spdlog::debug("sync: {} chunk at {}: lane {}: {}; over the main agent", t.path, offset, *lane, part.error().message);
       placed = part.has_value();
     }
-    if (placed) append["placed"] = true;
-    else append["data"] = as_binary(std::move(packed));
+    if (placed) append.placed = true;
+    else append.data = std::move(packed);
     auto appended = call_file_append(std::move(append));
     if (!appended) {
       if (!s.failed.exchange(true)) {
         prog_.note_no_space(appended.error());
-        prog_.error(agent_error("sync/fileAppend", t.path, appended.error().message));
+        prog_.error(agent_error(method::kFileAppend, t.path, appended.error().message));
       }
       return;
     }
@@ -440,12 +408,12 @@ void PushPipeline::stream_chunks(Stream& s, std::optional<std::size_t> lane) {
 
 // All chunks sent: commit (the agent checks the hash). Otherwise aborted: a file that shrank
 // while being sent is unstable, a failed append is already reported.
-void PushPipeline::commit_stream(const Transfer& t, const json& handle, std::uint64_t sent) {
+void PushPipeline::commit_stream(const Transfer& t, std::int64_t handle, std::uint64_t sent) {
   if (sent != t.local.size) {
     (void)call_file_abort(handle);
     std::lock_guard lock(prog_.mu);
     const bool reported = std::any_of(c_.summary.errors.begin(), c_.summary.errors.end(),
-                                      [&](const std::string& e) { return e.starts_with("sync/fileAppend '" + t.path + "'"); });
+                                      [&](const std::string& e) { return e.starts_with(std::string(method::kFileAppend) + " '" + t.path + "'"); });
     if (!cancelled() && !reported) c_.summary.unstable.push_back(t.path);  // shrank while being sent
     return;
   }
@@ -458,7 +426,7 @@ void PushPipeline::commit_stream(const Transfer& t, const json& handle, std::uin
     std::lock_guard lock(prog_.mu);
     if (code == "conflict") c_.summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, committed.error().message});
     else if (code == "hash_mismatch") c_.summary.unstable.push_back(t.path);  // changed while being read
-    else c_.summary.errors.push_back(agent_error("sync/fileCommit", t.path, committed.error().message));
+    else c_.summary.errors.push_back(agent_error(method::kFileCommit, t.path, committed.error().message));
     return;
   }
   record(t.path, t.local);
@@ -476,7 +444,7 @@ void PushPipeline::send_delta(const Transfer& t) {
                         fs::exists(cache_dir_ / to_hex(*m->second.hash));
   // Without a copy of its own the helper needs the agent's coarse signature: asked for now,
   // so the agent reads its copy while the helper reads this one (a 1 GiB file: ~0.4 s each).
-  std::future<Reply> coarse_ahead;
+  std::future<Signature> coarse_ahead;
   if (!own_base && t.remote_base && t.remote_base->size >= kTwoLevelAbove)
     coarse_ahead = std::async(std::launch::async, [this, &t] { return call_coarse_signature(t.path); });
   auto read = FileBytes::read(c_.root / t.path);
@@ -489,7 +457,7 @@ void PushPipeline::send_delta(const Transfer& t) {
   auto stats = make_delta(t, bytes, own_base, coarse_ahead, d, wire);
   if (!stats) return prog_.error(stats.error());
   spdlog::debug("sync: delta {}: delta ready", t.path);
-  auto packed = zstd_compress(d.data(), d.size());
+  auto packed = protocol::compress_payload(d.data(), d.size());
   wire += packed.size();
   auto reply = call_apply_delta(t, std::move(packed), d.size());
   spdlog::debug("sync: delta {}: applied", t.path);
@@ -500,7 +468,7 @@ void PushPipeline::send_delta(const Transfer& t) {
       c_.summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, reply.error().message});
     } else {
       prog_.note_no_space(reply.error());
-      prog_.error(agent_error("sync/applyDelta", t.path, reply.error().message));
+      prog_.error(agent_error(method::kApplyDelta, t.path, reply.error().message));
     }
     return;
   }
@@ -520,7 +488,7 @@ void PushPipeline::send_delta(const Transfer& t) {
 // else its plain signature. Signature bytes are counted into `wire`. The error is the message
 // for the summary.
 std::expected<delta::DeltaStats, std::string> PushPipeline::make_delta(const Transfer& t, std::span<const std::uint8_t> bytes,
-                                                                       bool own_base, std::future<Reply>& coarse_ahead,
+                                                                       bool own_base, std::future<Signature>& coarse_ahead,
                                                                        std::vector<std::uint8_t>& d, std::uint64_t& wire) {
   std::expected<delta::DeltaStats, delta::DeltaError> stats = std::unexpected(delta::DeltaError{});
   if (own_base) {
@@ -533,8 +501,9 @@ std::expected<delta::DeltaStats, std::string> PushPipeline::make_delta(const Tra
     two_level_delta(t, bytes, coarse_ahead.valid() ? coarse_ahead.get() : call_coarse_signature(t.path), d, stats, wire);
   if (stats) return *stats;
   auto sig = call_signature(t.path);
-  if (!sig) return std::unexpected(agent_error("sync/signature", t.path, sig.error().message));
-  const auto& sig_bytes = sig->at("signature").get_binary();
+  if (!sig) return std::unexpected(agent_error(method::kSignature, t.path, sig.error().message));
+  if (!sig->signature) return std::unexpected(agent_error(method::kSignature, t.path, "no signature in the reply"));
+  const auto& sig_bytes = *sig->signature;
   wire += sig_bytes.size();
   auto view = delta::SignatureView::parse(sig_bytes);
   if (!view) return std::unexpected(fmt::format("signature of '{}' rejected: {}", t.path, view.error().message));
@@ -547,12 +516,12 @@ std::expected<delta::DeltaStats, std::string> PushPipeline::make_delta(const Tra
 // Two levels: 1 MiB blocks first, then 1 KiB blocks over only the base ranges no coarse block
 // matched (a 1-byte edit in 1 GiB: ~25 KiB instead of ~400 KiB). Leaves `stats` an error when
 // neither level gave a delta.
-void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8_t> bytes, Reply coarse_sig,
+void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8_t> bytes, Signature coarse_sig,
                                    std::vector<std::uint8_t>& d, std::expected<delta::DeltaStats, delta::DeltaError>& stats,
                                    std::uint64_t& wire) {
   spdlog::debug("sync: delta {}: coarse signature", t.path);
-  if (!coarse_sig) return;
-  const auto& cs = coarse_sig->at("signature").get_binary();
+  if (!coarse_sig || !coarse_sig->signature) return;
+  const auto& cs = *coarse_sig->signature;
   wire += cs.size();
   auto view = delta::SignatureView::parse(cs);
   std::vector<std::uint8_t> coarse;
@@ -570,16 +539,17 @@ void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8
     stats = cstats;
     return;
   }
-  json rs = json::array();
-  for (const auto& r : *ranges) rs.push_back(json::array({r.offset, r.length}));
+  std::vector<protocol::sync_wire::Range> rs;  // (`wire` here is the byte count)
+  rs.reserve(ranges->size());
+  for (const auto& r : *ranges) rs.emplace_back(r.offset, r.length);
   auto fine_sig = call_fine_signatures(t.path, std::move(rs));
   spdlog::debug("sync: delta {}: fine signatures", t.path);
-  if (!fine_sig || !fine_sig->contains("signatures")) return;
+  if (!fine_sig || !fine_sig->signatures) return;
   std::vector<delta::SignatureView> views;
   bool ok = true;
-  for (const auto& f : fine_sig->at("signatures")) {
-    wire += f.get_binary().size();
-    auto v = delta::SignatureView::parse(f.get_binary());
+  for (const auto& f : *fine_sig->signatures) {
+    wire += f.size();
+    auto v = delta::SignatureView::parse(f);
     if (!v) ok = false;
     else views.push_back(*v);
   }
@@ -593,11 +563,11 @@ void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8
 void PushPipeline::delete_stale(const std::vector<std::string>& deletes, const std::vector<std::string>& rmdirs) {
   if (cancelled() || (deletes.empty() && rmdirs.empty())) return;
   // Each file must still be what ferry wrote (or, listed, what the listing saw).
-  json expect = json::object();
+  std::map<std::string, wire::Expect> expect;
   for (const auto& d : deletes)
-    if (auto it = c_.remote.find(d); it != c_.remote.end() && it->second.kind == EntryKind::file) expect[d] = expect_for(c_.remote, d);
+    if (auto it = c_.remote.find(d); it != c_.remote.end() && it->second.kind == EntryKind::file) expect[d] = expect_of(c_.remote, d);
   auto reply = call_delete(deletes, rmdirs, std::move(expect));
-  results_of("sync/delete", reply, [&](const std::string& p) {
+  results_of(method::kDelete, reply, [&](const std::string& p) {
     std::lock_guard lock(prog_.mu);
     c_.manifest.forget(p);
     if (!c_.local.contains(p) && std::find(deletes.begin(), deletes.end(), p) != deletes.end()) ++c_.summary.files_deleted;

@@ -12,15 +12,14 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "helper/remote/endpoint.hpp"
+#include "helper/sync/sync_client.hpp"
 #include "helper/sync/sync_engine_state.hpp"
 #include "protocol/delta/delta.hpp"
 
@@ -28,12 +27,12 @@ namespace ferry::sync {
 
 class PushPipeline {
  public:
-  using json = nlohmann::json;
-  using Reply = std::expected<json, protocol::ResponseError>;
+  using Results = std::expected<wire::PathResults, ResponseError>;
+  using Signature = std::expected<wire::SignatureResult, ResponseError>;
 
   // What the jobs read and write; all of it outlives the pipeline.
   struct Context {
-    remote::Endpoint& endpoint;
+    SyncClient& client;              // the mapping's endpoint, typed
     std::filesystem::path root;      // the mapping's local folder
     std::string base;                // the mapping's directory under the agent's root
     std::string remote_root;         // as configured: the no-space report's default path
@@ -68,32 +67,37 @@ class PushPipeline {
   bool cancelled() const { return c_.options.cancelled && c_.options.cancelled(); }
   // Requests that changed the remote: the end of the push checks the agent's generation
   // moved by exactly this many.
-  std::uint64_t mutations() const { return mutations_.load(); }
+  std::uint64_t mutations() const { return c_.client.mutations() - mutations_at_start_; }
   // Hashes the batches took while reading files the walk left unhashed.
   std::vector<std::pair<std::string, Hash128>> take_late_hashes() { return std::move(late_hashes_); }
 
  private:
   // The agent calls, one each; the ones that change the remote count as mutations.
-  Reply call_delete(const std::vector<std::string>& paths);
-  Reply call_delete(const std::vector<std::string>& paths, const std::vector<std::string>& dirs, json expect);
-  Reply call_mkdir(json dirs);
-  Reply call_write_batch(json files);
-  Reply call_symlink(json links);
-  Reply call_set_attrs(json entries);
-  Reply call_file_begin(const Transfer& t);
-  Reply call_file_part(std::size_t lane, const std::string& path, const std::string& temp, std::uint64_t offset,
-                       std::size_t raw_size, const std::vector<std::uint8_t>& packed);
-  Reply call_file_append(json append);
-  Reply call_file_abort(const json& handle);
-  Reply call_file_commit(const json& handle);
-  Reply call_signature(const std::string& path);
-  Reply call_coarse_signature(const std::string& path);
-  Reply call_fine_signatures(const std::string& path, json ranges);
-  Reply call_apply_delta(const Transfer& t, std::vector<std::uint8_t> packed, std::uint64_t delta_size);
+  // (SyncClient counts those.)
+  wire::Where where() const;
+  static wire::FileAttrs attrs_of(const FileMeta& meta);  // meta.hash set
+  Results call_delete(const std::vector<std::string>& paths);
+  Results call_delete(const std::vector<std::string>& paths, const std::vector<std::string>& dirs,
+                      std::map<std::string, wire::Expect> expect);
+  Results call_mkdir(std::vector<wire::MkdirEntry> dirs);
+  Results call_write_batch(std::vector<wire::WriteFile> files);
+  Results call_symlink(std::vector<wire::SymlinkEntry> links);
+  Results call_set_attrs(std::vector<wire::SetAttrsEntry> entries);
+  std::expected<wire::FileBeginResult, ResponseError> call_file_begin(const Transfer& t);
+  std::expected<void, ResponseError> call_file_part(std::size_t lane, const std::string& path, const std::string& temp,
+                                                    std::uint64_t offset, std::size_t raw_size, const std::vector<std::uint8_t>& packed);
+  std::expected<wire::FileAppendResult, ResponseError> call_file_append(wire::FileAppendParams append);
+  std::expected<void, ResponseError> call_file_abort(std::int64_t handle);
+  std::expected<wire::PathOk, ResponseError> call_file_commit(std::int64_t handle);
+  Signature call_signature(const std::string& path);
+  Signature call_coarse_signature(const std::string& path);
+  Signature call_fine_signatures(const std::string& path, std::vector<wire::Range> ranges);
+  std::expected<wire::PathOk, ResponseError> call_apply_delta(const Transfer& t, std::vector<std::uint8_t> packed,
+                                                              std::uint64_t delta_size);
 
   struct Stream;
   struct DeltaResult;
-  void results_of(const char* method, const Reply& reply, const std::function<void(const std::string&)>& on_ok);
+  void results_of(std::string_view method, const Results& reply, const std::function<void(const std::string&)>& on_ok);
   void record(const std::string& path, const FileMeta& meta);
   void keep_copy(const FileMeta& local, std::span<const std::uint8_t> bytes);
   void add_wire(std::uint64_t bytes);
@@ -101,19 +105,19 @@ class PushPipeline {
   void send_batch(const std::vector<const Transfer*>& batch);
   void stream_file(const Transfer& t);
   void stream_chunks(Stream& s, std::optional<std::size_t> lane);
-  void commit_stream(const Transfer& t, const json& handle, std::uint64_t sent);
+  void commit_stream(const Transfer& t, std::int64_t handle, std::uint64_t sent);
   void send_delta(const Transfer& t);
   std::expected<delta::DeltaStats, std::string> make_delta(const Transfer& t, std::span<const std::uint8_t> bytes, bool own_base,
-                                                           std::future<Reply>& coarse_ahead, std::vector<std::uint8_t>& d,
+                                                           std::future<Signature>& coarse_ahead, std::vector<std::uint8_t>& d,
                                                            std::uint64_t& wire);
-  void two_level_delta(const Transfer& t, std::span<const std::uint8_t> bytes, Reply coarse_sig, std::vector<std::uint8_t>& d,
+  void two_level_delta(const Transfer& t, std::span<const std::uint8_t> bytes, Signature coarse_sig, std::vector<std::uint8_t>& d,
                        std::expected<delta::DeltaStats, delta::DeltaError>& stats, std::uint64_t& wire);
 
   Context c_;
   engine_parts::Progress prog_;
   std::filesystem::path cache_dir_;  // .ferry/sent: the copies of what was sent, the next deltas' bases
   std::vector<std::function<void()>> jobs_;
-  std::atomic<std::uint64_t> mutations_{0};
+  std::uint64_t mutations_at_start_ = 0;  // the client's count when this push's transfer began
   std::vector<std::pair<std::string, Hash128>> late_hashes_;  // under prog_.mu
 };
 

@@ -2,8 +2,9 @@
 // typed, as run::RunClient is for run/*. Stateless apart from a count of mutating requests, so
 // any number of threads may share one client (the endpoint keeps all their calls in flight).
 //
-// Which SyncEngine call each method replaces (helper/sync/sync_engine.cpp, sync_pull.cpp; the
-// engine still sends these by name until the switch-over):
+// Which request of the sync engine each method carries (helper/sync/sync_engine.cpp,
+// push_pipeline.cpp, sync_pull.cpp call them through one SyncClient per endpoint; the names below
+// are those of the engine before the switch-over, kept as a map from the old code):
 //   state        push_locked's endpoint_.call("sync/state", {base}) at the start of a push and
 //                again after the transfer (the generation check).
 //   list         list_remote_paged's pages (its `params`, then {base|source, cursor});

@@ -23,6 +23,9 @@
 #include <spdlog/spdlog.h>
 #include <zstd.h>
 
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/atomic_file.hpp"
 #include "helper/sync/file_index.hpp"
@@ -98,33 +101,26 @@ int stream_level(const std::uint8_t* data, std::size_t size) {
 std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashing(const fs::path& root, const std::string& rel,
                                                                                  FileMeta& meta, FileIndex& index) {
   const std::int64_t hashed_at = now_ns();
-  const int fd = ::open((root / rel).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
+  const posix::UniqueFd file(::open((root / rel).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!file) {
     if (errno == ENOENT || errno == ELOOP) return std::unexpected(std::string("missing"));
     return std::unexpected(fmt::format("cannot open {}: {}", rel, std::strerror(errno)));
   }
-  const AtExit close_fd{[fd] { ::close(fd); }};
-  auto mtime_of = [](const struct stat& st) { return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec; };
-  auto ctime_of = [](const struct stat& st) { return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec; };
+  const int fd = file.get();
+  using posix::ctime_of, posix::mtime_of;
   struct stat before {}, after {};
   if (::fstat(fd, &before) != 0) return std::unexpected(fmt::format("cannot stat {}: {}", rel, std::strerror(errno)));
   if (!S_ISREG(before.st_mode) || static_cast<std::uint64_t>(before.st_size) != meta.size || mtime_of(before) != meta.mtime_ns ||
       static_cast<std::uint32_t>(before.st_mode & 07777) != meta.mode)
     return std::nullopt;
   std::vector<std::uint8_t> out(meta.size);
-  std::size_t got = 0;
-  for (;;) {
-    std::uint8_t probe;  // past the size: must be EOF
-    const bool full = got == out.size();
-    const ssize_t n = full ? ::read(fd, &probe, 1) : ::read(fd, out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected(fmt::format("cannot read {}: {}", rel, std::strerror(errno)));
-    if (n == 0) break;
-    if (full) return std::nullopt;  // grew while read
-    got += static_cast<std::size_t>(n);
-  }
-  if (got != out.size() || ::fstat(fd, &after) != 0 || after.st_ino != before.st_ino || after.st_size != before.st_size ||
-      mtime_of(after) != mtime_of(before) || ctime_of(after) != ctime_of(before))
+  const ssize_t got = posix::read_full(fd, out.data(), out.size());
+  std::uint8_t probe;  // past the size: must be EOF
+  const ssize_t more = got == static_cast<ssize_t>(out.size()) ? posix::read_full(fd, &probe, 1) : 0;
+  if (got < 0 || more < 0) return std::unexpected(fmt::format("cannot read {}: {}", rel, std::strerror(errno)));
+  if (more > 0) return std::nullopt;  // grew while read
+  if (static_cast<std::size_t>(got) != out.size() || ::fstat(fd, &after) != 0 || after.st_ino != before.st_ino ||
+      after.st_size != before.st_size || mtime_of(after) != mtime_of(before) || ctime_of(after) != ctime_of(before))
     return std::nullopt;
   meta.hash = delta::hash128(out);
   index.store(rel, IndexKey{meta.size, meta.mtime_ns, meta.mode, static_cast<std::uint64_t>(after.st_ino)}, *meta.hash, hashed_at);
@@ -132,29 +128,6 @@ std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashin
 }
 
 }  // namespace engine_parts
-
-std::vector<std::uint8_t> zstd_compress(const std::uint8_t* data, std::size_t size, int level) {
-  // One context per thread: a fresh one per call (ZSTD_compress) costs its table setup for
-  // every small file, a large share of the CPU of a batch of tiny files.
-  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
-  std::vector<std::uint8_t> out(ZSTD_compressBound(size));
-  std::size_t n = cctx ? ZSTD_compressCCtx(cctx.get(), out.data(), out.size(), data, size, level)
-                       : ZSTD_compress(out.data(), out.size(), data, size, level);
-  out.resize(ZSTD_isError(n) ? 0 : n);
-  return out;
-}
-
-std::expected<std::vector<std::uint8_t>, std::string> zstd_decompress(const std::uint8_t* data, std::size_t size,
-                                                                      std::uint64_t expected_size) {
-  if (expected_size > kMaxRequestPayload) return std::unexpected("chunk larger than the limit");
-  unsigned long long claimed = ZSTD_getFrameContentSize(data, size);
-  if (claimed == ZSTD_CONTENTSIZE_ERROR) return std::unexpected("not a zstd frame");
-  if (claimed != ZSTD_CONTENTSIZE_UNKNOWN && claimed != expected_size) return std::unexpected("zstd frame size mismatch");
-  std::vector<std::uint8_t> out(expected_size);
-  std::size_t n = ZSTD_decompress(out.data(), out.size(), data, size);
-  if (ZSTD_isError(n) || n != expected_size) return std::unexpected("zstd frame does not decompress to the declared size");
-  return out;
-}
 
 std::string engine_parts::no_space_advice(const std::string& where, const json& space, std::uint64_t needed) {
   const std::string path = space.value("path", std::string("the mapping root"));
@@ -173,42 +146,40 @@ std::string engine_parts::no_space_advice(const std::string& where, const json& 
   return out;
 }
 
-std::expected<RemoteListing, std::string> engine_parts::list_remote_paged(remote::Endpoint& endpoint, json params,
+std::string engine_parts::list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e) {
+  return std::string(wire::method::kList) + " on " + endpoint.description() + ": " + e.message;
+}
+
+std::expected<RemoteListing, std::string> engine_parts::list_remote_paged(SyncClient& client, wire::ListParams params,
                                                                         const SyncOptions& o) {
-  const std::string base = params.value("base", "");
-  const std::string source = params.value("source", "");
   // A continuation names the same place as the first page (a read-only source or a base).
-  auto where = [&] { return source.empty() ? json{{"base", base}} : json{{"source", source}}; };
-  params["pageEntries"] = std::max<std::size_t>(o.list_page_entries, 1);
-  params["pageMs"] = kListPageMs;
+  const wire::Where where = params.where;
+  params.page_entries = static_cast<std::int64_t>(std::max<std::size_t>(o.list_page_entries, 1));
+  params.page_ms = kListPageMs;
   RemoteListing out;
   std::uint64_t listed = 0;
   std::size_t mounts_logged = 0;
   for (;;) {
-    auto page = endpoint.call("sync/list", std::move(params), kBigCallTimeout);
-    if (!page) return std::unexpected("sync/list on " + endpoint.description() + ": " + page.error().message);
-    for (auto& [path, meta] : from_listing(*page)) out.entries.insert_or_assign(path, std::move(meta));
-    listed = page->value("listed", listed + page->at("entries").size());
-    if (auto m = page->find("otherFilesystems"); m != page->end() && m->is_array())
-      for (const auto& path : *m)
-        if (path.is_string() && mounts_logged++ < 20)
-          spdlog::warn("sync: {} on {} is another filesystem (a mount point): listed as a directory, not walked",
-                       path.get<std::string>(), endpoint.description());
+    auto page = client.list(params, kBigCallTimeout);
+    if (!page) return std::unexpected(list_failed(client.endpoint(), page.error()));
+    for (auto& [path, meta] : tree_state_of(page->entries)) out.entries.insert_or_assign(path, std::move(meta));
+    listed = page->listed.value_or(listed + page->entries.size());
+    if (page->other_filesystems)
+      for (const auto& path : *page->other_filesystems)
+        if (mounts_logged++ < 20)
+          spdlog::warn("sync: {} on {} is another filesystem (a mount point): listed as a directory, not walked", path,
+                       client.endpoint().description());
     if (o.listing_progress) o.listing_progress(listed);
-    auto cursor = page->find("cursor");
-    if (cursor == page->end() || !cursor->is_number_integer()) return out;
+    if (!page->cursor) return out;
     if (o.cancelled && o.cancelled()) {
       // The agent frees the walk's directories now rather than when newer listings push it out.
-      json cancel = where();
-      cancel["cursor"] = *cursor;
-      cancel["cancel"] = true;
-      (void)endpoint.call("sync/list", std::move(cancel),
-                          std::chrono::seconds(30));
+      (void)client.cancel_listing(where, *page->cursor, std::chrono::seconds(30));
       out.cancelled = true;
       return out;
     }
-    params = where();
-    params["cursor"] = *cursor;
+    params = wire::ListParams{};
+    params.where = where;
+    params.cursor = page->cursor;
   }
 }
 
@@ -222,7 +193,7 @@ std::string SyncSummary::one_line() const {
 
 
 SyncEngine::SyncEngine(remote::Endpoint& endpoint, SyncTarget target)
-    : endpoint_(endpoint), target_(std::move(target)), state_(std::make_unique<State>()) {
+    : endpoint_(endpoint), client_(std::make_unique<SyncClient>(endpoint)), target_(std::move(target)), state_(std::make_unique<State>()) {
   state_->persister = std::thread([this] {
     State& st = *state_;
     std::unique_lock lock(st.persist_mu);
@@ -392,13 +363,13 @@ void SyncEngine::prepare_push(const SyncOptions& o) {
 namespace {
 
 // The agent calls of the push's own stages (the transfer's are PushPipeline's).
-std::expected<json, protocol::ResponseError> call_state(remote::Endpoint& endpoint, const std::string& base) {
-  return endpoint.call("sync/state", json{{"base", base}});
+std::expected<wire::StateResult, protocol::ResponseError> call_state(SyncClient& client, const std::string& base) {
+  return client.state(wire::Where::at_base(base));
 }
 
 // One unpaged sync/list: a save's few paths, or the hashes of files to verify.
-std::expected<json, protocol::ResponseError> call_list(remote::Endpoint& endpoint, json params) {
-  return endpoint.call("sync/list", std::move(params), kBigCallTimeout);
+std::expected<wire::ListResult, protocol::ResponseError> call_list(SyncClient& client, const wire::ListParams& params) {
+  return client.list(params, kBigCallTimeout);
 }
 
 // Sync on save: the plan sees only the saved paths, so nothing else looks deleted.
@@ -601,14 +572,14 @@ std::expected<void, std::string> SyncEngine::push_read_remote(PushRun& run) {
   run.manifest = &*st.manifest;
   Manifest* manifest = run.manifest;
   manifest->remote_root = target_.remote_root;
-  if (auto stamp = call_state(endpoint_, target_.remote_base); stamp) {
-    run.start_epoch = stamp->value("epoch", "");
-    run.start_generation = stamp->value("generation", std::uint64_t{0});
+  if (auto stamp = call_state(*client_, target_.remote_base); stamp) {
+    run.start_epoch = stamp->epoch;
+    run.start_generation = stamp->generation;
     run.stamp_known = true;
   } else if (stamp.error().code != protocol::error_code::kMethodNotFound) {
     if (stamp.error().data && stamp.error().data->value("code", "") == "no_space")
       return std::unexpected(no_space_advice(endpoint_.description(), stamp.error().data->value("space", json::object()), 0));
-    return std::unexpected("sync/state on " + endpoint_.description() + ": " + stamp.error().message);
+    return std::unexpected(std::string(wire::method::kState) + " on " + endpoint_.description() + ": " + stamp.error().message);
   }
   // Nobody wrote since the manifest was last complete: plan against it, list nothing. A file
   // changed behind ferry's back that this push writes or deletes is still caught, by the
@@ -651,21 +622,25 @@ std::expected<void, std::string> SyncEngine::list_remote(PushRun& run) {
   const SyncOptions& o = run.o;
   const Manifest* manifest = run.manifest;
   const std::string& base = target_.remote_base;
-  json known = json::array();
+  std::vector<std::string> known;
   if (!run.save) {
+    known.reserve(manifest->entries.size());
     for (const auto& [p, m] : manifest->entries) known.push_back(p);
   } else {
     for (const auto& p : o.only_paths)
       if (manifest->entries.contains(p)) known.push_back(p);
   }
-  json list_params{{"base", base}, {"known", std::move(known)}, {"sweep", !o.dry_run && !run.save}};
+  wire::ListParams list_params;
+  list_params.where = wire::Where::at_base(base);
+  list_params.known = std::move(known);
+  list_params.sweep = !o.dry_run && !run.save;
   if (run.save) {
-    list_params["only"] = o.only_paths;  // sync on save: a few stats, not a walk
-    auto listed = call_list(endpoint_, std::move(list_params));
-    if (!listed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + listed.error().message);
-    run.remote = from_listing(*listed);
+    list_params.only = o.only_paths;  // sync on save: a few stats, not a walk
+    auto listed = call_list(*client_, list_params);
+    if (!listed) return std::unexpected(list_failed(endpoint_, listed.error()));
+    run.remote = tree_state_of(listed->entries);
   } else {
-    auto listed = list_remote_paged(endpoint_, std::move(list_params), o);
+    auto listed = list_remote_paged(*client_, std::move(list_params), o);
     if (!listed) return std::unexpected(listed.error());
     if (listed->cancelled) {
       run.listing_cancelled = true;
@@ -677,7 +652,7 @@ std::expected<void, std::string> SyncEngine::list_remote(PushRun& run) {
   // written by a push whose manifest never reached the disk (a crash). Their hashes tell
   // "ours, already there" (adopted) from "changed behind ferry's back" (conflict).
   const TreeState& local = run.scanned.entries;
-  json verify = json::array();
+  std::vector<std::string> verify;
   for (const auto& [p, r] : run.remote) {
     if (r.kind != EntryKind::file || r.hash) continue;
     auto m = manifest->entries.find(p);
@@ -687,9 +662,13 @@ std::expected<void, std::string> SyncEngine::list_remote(PushRun& run) {
       verify.push_back(p);
   }
   if (verify.empty()) return {};
-  auto hashed = call_list(endpoint_, json{{"base", base}, {"known", json::array()}, {"only", std::move(verify)}});
-  if (!hashed) return std::unexpected("sync/list on " + endpoint_.description() + ": " + hashed.error().message);
-  for (auto& [p, h] : from_listing(*hashed)) {
+  wire::ListParams verify_params;
+  verify_params.where = wire::Where::at_base(base);
+  verify_params.known = std::vector<std::string>{};
+  verify_params.only = std::move(verify);
+  auto hashed = call_list(*client_, verify_params);
+  if (!hashed) return std::unexpected(list_failed(endpoint_, hashed.error()));
+  for (auto& [p, h] : tree_state_of(hashed->entries)) {
     auto it = run.remote.find(p);
     if (h.hash && it != run.remote.end() && it->second.size == h.size && it->second.mtime_ns == h.mtime_ns) it->second.hash = h.hash;
   }
@@ -773,7 +752,7 @@ std::uint64_t SyncEngine::push_transfer(PushRun& run) {
   const Plan& plan = run.plan;
   std::uint64_t total = plan.whole_bytes();
   for (const auto& t : plan.send_delta) total += t.local.size;
-  PushPipeline pipeline(PushPipeline::Context{endpoint_, target_.local_root, target_.remote_base, target_.remote_root,
+  PushPipeline pipeline(PushPipeline::Context{*client_, target_.local_root, target_.remote_base, target_.remote_root,
                                               run.scanned.entries, run.remote, run.plan_manifest, *run.manifest, *st.index,
                                               run.summary, o, run.popt.delta_min_size},
                         total);
@@ -810,9 +789,9 @@ void SyncEngine::push_commit_manifest(PushRun& run, std::uint64_t ours) {
   if (run.stamp_known && (run.fast || !run.save)) {
     if (ours == 0) {
       end_epoch = run.start_epoch, end_generation = run.start_generation, end_known = !run.start_epoch.empty();
-    } else if (auto stamp = call_state(endpoint_, target_.remote_base); stamp) {
-      end_epoch = stamp->value("epoch", "");
-      end_generation = stamp->value("generation", std::uint64_t{0});
+    } else if (auto stamp = call_state(*client_, target_.remote_base); stamp) {
+      end_epoch = stamp->epoch;
+      end_generation = stamp->generation;
       end_known = !end_epoch.empty() && (run.start_epoch.empty() || end_epoch == run.start_epoch) &&
                   end_generation == run.start_generation + ours;
     }

@@ -28,6 +28,7 @@ class Endpoint;
 namespace ferry::sync {
 
 class TreeWatcher;
+class SyncClient;
 
 // Where a push goes and what governs it.
 struct SyncTarget {
@@ -171,13 +172,9 @@ class SyncEngine {
   std::expected<void, std::string> load_local_state(State& st);
   std::expected<ScanResult, std::string> walk_for_push(State& st, const SyncOptions& options);
   remote::Endpoint& endpoint_;
+  std::unique_ptr<SyncClient> client_;  // endpoint_'s agent sync methods (and its bulk lanes), typed
   SyncTarget target_;
   std::unique_ptr<State> state_;
 };
-
-// zstd helpers shared by the engine and its tests.
-std::vector<std::uint8_t> zstd_compress(const std::uint8_t* data, std::size_t size, int level = 3);
-std::expected<std::vector<std::uint8_t>, std::string> zstd_decompress(const std::uint8_t* data, std::size_t size,
-                                                                      std::uint64_t expected_size);
 
 }  // namespace ferry::sync

@@ -26,12 +26,16 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
 #include "helper/sync/atomic_file.hpp"
 #include "helper/sync/file_index.hpp"
 #include "helper/sync/manifest.hpp"
+#include "helper/sync/sync_client.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/watcher.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "protocol/sync_wire.hpp"
 
 namespace ferry::sync {
 namespace engine_parts {
@@ -93,29 +97,10 @@ inline bool under(const std::string& path, const std::string& prefix) {
          (path.starts_with(prefix) && path.size() > prefix.size() && path[prefix.size()] == '/');
 }
 
-inline TreeState from_listing(const json& result) {
-  TreeState out;
-  for (const auto& row : result.at("entries")) {
-    FileMeta m;
-    m.kind = static_cast<EntryKind>(row.at(1).get<int>());
-    m.mode = row.at(2).get<std::uint32_t>();
-    m.size = row.at(3).get<std::uint64_t>();
-    m.mtime_ns = row.at(4).get<std::int64_t>();
-    m.link_target = row.at(5).get<std::string>();
-    if (row.size() > 6 && row.at(6).is_binary() && row.at(6).get_binary().size() == 16) {
-      Hash128 h{};
-      std::memcpy(h.data(), row.at(6).get_binary().data(), 16);
-      m.hash = h;
-    }
-    out.emplace(row.at(0).get<std::string>(), std::move(m));
-  }
-  return out;
-}
-
 // "METHOD 'PATH': MESSAGE" for a request about one path that failed; the agent's own errors
 // already start that way, and are not prefixed twice.
-inline std::string agent_error(const std::string& method, const std::string& path, const std::string& message) {
-  const std::string prefix = method + " '" + path + "'";
+inline std::string agent_error(std::string_view method, const std::string& path, const std::string& message) {
+  const std::string prefix = std::string(method) + " '" + path + "'";
   return message.starts_with(prefix) ? message : prefix + ": " + message;
 }
 
@@ -147,7 +132,10 @@ struct RemoteListing {
 // remote tree reports listing_progress and stops when cancelled, instead of one request that
 // may run for minutes. An agent that does not page answers everything at once. Mount points the
 // agent did not enter (another filesystem) are logged.
-std::expected<RemoteListing, std::string> list_remote_paged(remote::Endpoint& endpoint, json params, const SyncOptions& options);
+std::expected<RemoteListing, std::string> list_remote_paged(SyncClient& client, protocol::sync_wire::ListParams params,
+                                                            const SyncOptions& options);
+// "sync/list on ENDPOINT: MESSAGE".
+std::string list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e);
 
 // A big file's bytes read into an anonymous mapping populated in one go (MAP_POPULATE) rather
 // than a std::vector, which first zeroes its buffer by faulting 4 KiB pages in one at a time and
@@ -167,9 +155,9 @@ class FileBytes {
   std::span<const std::uint8_t> bytes() const { return {static_cast<const std::uint8_t*>(data_), size_}; }
 
   static std::expected<FileBytes, std::string> read(const fs::path& file) {
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return std::unexpected(errno == ENOENT ? std::string("missing") : fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
-    const AtExit close_fd{[fd] { ::close(fd); }};
+    const posix::UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!owned) return std::unexpected(errno == ENOENT ? std::string("missing") : fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
+    const int fd = owned.get();
     struct stat st {};
     if (::fstat(fd, &st) != 0) return std::unexpected(fmt::format("cannot stat {}: {}", file.string(), std::strerror(errno)));
     FileBytes b;
@@ -179,13 +167,9 @@ class FileBytes {
     b.data_ = p;
     auto* out = static_cast<std::uint8_t*>(p);
     const auto want = static_cast<std::size_t>(std::max<off_t>(st.st_size, 0));
-    while (b.size_ < want) {
-      const ssize_t n = ::read(fd, out + b.size_, want - b.size_);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return std::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
-      if (n == 0) break;
-      b.size_ += static_cast<std::size_t>(n);
-    }
+    const ssize_t n = posix::read_full(fd, out, want);
+    if (n < 0) return std::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
+    b.size_ = static_cast<std::size_t>(n);
     return b;
   }
 
@@ -199,34 +183,19 @@ class FileBytes {
 // and copied: 60% of the helper's CPU for a 1-byte edit.) Errors as read_whole_file's
 // ("missing" when it is gone); a file that grows meanwhile is read to its end.
 inline std::expected<std::vector<std::uint8_t>, std::string> read_bytes(const fs::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::unexpected(errno == ENOENT ? std::string("missing") : fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
-  const AtExit close_fd{[fd] { ::close(fd); }};
+  const posix::UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!owned) return std::unexpected(errno == ENOENT ? std::string("missing") : fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
+  const int fd = owned.get();
   struct stat st {};
   if (::fstat(fd, &st) != 0) return std::unexpected(fmt::format("cannot stat {}: {}", file.string(), std::strerror(errno)));
   std::vector<std::uint8_t> out(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)));
-  std::size_t got = 0;
-  std::uint8_t probe[4096];  // past the stat size: EOF (the usual case) costs no larger buffer
-  for (;;) {
-    const bool full = got == out.size();
-    const ssize_t n = full ? ::read(fd, probe, sizeof probe) : ::read(fd, out.data() + got, out.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
-    if (n == 0) break;
-    if (full) {
-      out.resize(std::max<std::size_t>(out.size() * 2, sizeof probe));
-      std::memcpy(out.data() + got, probe, static_cast<std::size_t>(n));
-    }
-    got += static_cast<std::size_t>(n);
-  }
-  out.resize(got);
+  const ssize_t got = posix::read_full(fd, out.data(), out.size());
+  std::string grown;  // past the stat size: EOF (the usual case) costs one empty read
+  if (got < 0 || (static_cast<std::size_t>(got) == out.size() && !posix::read_to_end(fd, grown)))
+    return std::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
+  out.resize(static_cast<std::size_t>(got));
+  out.insert(out.end(), grown.begin(), grown.end());
   return out;
-}
-
-inline json expect_for(const TreeState& remote, const std::string& path) {
-  auto it = remote.find(path);
-  if (it == remote.end()) return json{{"exists", false}};
-  return json{{"exists", true}, {"size", it->second.size}, {"mtimeNs", it->second.mtime_ns}};
 }
 
 // What push and pull share while they run: the manifest and the summary, behind one lock.
@@ -264,6 +233,13 @@ struct Progress {
     return true;
   }
   bool note_no_space(const protocol::ResponseError& e) { return e.data && note_no_space(*e.data); }
+  bool note_no_space(const protocol::sync_wire::PathResult& r) {
+    if (r.code != "no_space") return false;
+    std::lock_guard lock(mu);
+    no_space = r.space.value_or(json::object());
+    ++no_space_paths;
+    return true;
+  }
   // A file that vanished between the scan and the read is not a failure (the user deleted or
   // renamed it): like a file changed mid-read, the next sync settles it, as rsync's "vanished".
   void read_failed(const std::string& path, const std::string& why) {

@@ -8,16 +8,20 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <random>
 
 #include <spdlog/spdlog.h>
 
+#include "common/dir_reader.hpp"
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
+#include "common/temp_name.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/project_lock.hpp"
 #include "helper/sync/sync_engine_state.hpp"
 #include "protocol/delta/delta.hpp"
 #include "protocol/delta/patch.hpp"
 #include "protocol/delta/signature.hpp"
+#include "protocol/payload_codec.hpp"
 #include "protocol/python_sources.hpp"
 
 namespace ferry::sync {
@@ -34,26 +38,7 @@ constexpr std::uint64_t kMaxPullDelta = 128u << 20;
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-std::int64_t mtime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec;
-}
-
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      if (fd >= 0) ::close(fd);
-      fd = std::exchange(o.fd, -1);
-    }
-    return *this;
-  }
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+using posix::mtime_of;
 
 std::string dir_of(const std::string& rel) {
   auto slash = rel.rfind('/');
@@ -67,9 +52,9 @@ std::string name_of(const std::string& rel) {
 // The directory `rel` under the root, opened one component at a time with O_NOFOLLOW: a local
 // symlink (or file) anywhere on the way is refused, never followed. Missing components are made
 // when `create` (0755), else the error is "missing".
-std::expected<Fd, std::string> open_dir_chain(const fs::path& root, const std::string& rel, bool create) {
-  Fd cur(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (cur.fd < 0) return std::unexpected(errno_text(("open " + root.string()).c_str()));
+std::expected<posix::UniqueFd, std::string> open_dir_chain(const fs::path& root, const std::string& rel, bool create) {
+  posix::UniqueFd cur(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (cur.get() < 0) return std::unexpected(errno_text(("open " + root.string()).c_str()));
   std::size_t start = 0;
   while (start < rel.size()) {
     std::size_t end = rel.find('/', start);
@@ -78,42 +63,31 @@ std::expected<Fd, std::string> open_dir_chain(const fs::path& root, const std::s
     start = end + 1;
     if (comp.empty() || comp == ".") continue;
     if (comp == "..") return std::unexpected("'..' in a path");
-    int next = ::openat(cur.fd, comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int next = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (next < 0 && errno == ENOENT) {
       if (!create) return std::unexpected(std::string("missing"));
-      if (::mkdirat(cur.fd, comp.c_str(), 0755) != 0 && errno != EEXIST) return std::unexpected(errno_text(("mkdir " + comp).c_str()));
-      next = ::openat(cur.fd, comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) return std::unexpected(errno_text(("mkdir " + comp).c_str()));
+      next = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (next < 0) {
       if (errno == ELOOP || errno == ENOTDIR)
         return std::unexpected(fmt::format("'{}' is a symlink or a file locally; pull never writes through it", rel.substr(0, end)));
       return std::unexpected(fmt::format("open {}: {}", rel.substr(0, end), std::strerror(errno)));
     }
-    cur = Fd(next);
+    cur.reset(next);
   }
   return cur;
 }
 
-// pread until `n` bytes or the end; the count read.
+// posix::pread_full / pwrite_full with the failure as a message: the count read (fewer at the end).
 std::expected<std::size_t, std::string> pread_full(int fd, std::uint8_t* buf, std::size_t n, std::uint64_t offset) {
-  std::size_t got = 0;
-  while (got < n) {
-    const ssize_t k = ::pread(fd, buf + got, n - got, static_cast<off_t>(offset + got));
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) return std::unexpected(errno_text("read"));
-    if (k == 0) break;
-    got += static_cast<std::size_t>(k);
-  }
-  return got;
+  const ssize_t k = posix::pread_full(fd, buf, n, offset);
+  if (k < 0) return std::unexpected(errno_text("read"));
+  return static_cast<std::size_t>(k);
 }
 
 std::expected<void, std::string> pwrite_full(int fd, const std::uint8_t* buf, std::size_t n, std::uint64_t offset) {
-  for (std::size_t done = 0; done < n;) {
-    const ssize_t k = ::pwrite(fd, buf + done, n - done, static_cast<off_t>(offset + done));
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) return std::unexpected(errno_text("write"));
-    done += static_cast<std::size_t>(k);
-  }
+  if (posix::pwrite_full(fd, buf, n, offset) < 0) return std::unexpected(errno_text("write"));
   return {};
 }
 
@@ -153,7 +127,7 @@ std::expected<std::vector<std::uint8_t>, std::string> sign_range(int fd, std::ui
 struct TempFile {
   int dir_fd = -1;
   std::string name;
-  Fd fd;
+  posix::UniqueFd fd;
   bool kept = false;
   ~TempFile() {
     if (!name.empty() && !kept) ::unlinkat(dir_fd, name.c_str(), 0);
@@ -161,14 +135,13 @@ struct TempFile {
 };
 
 std::expected<void, std::string> make_temp(TempFile& t, int dir_fd, const std::string& target_name) {
-  static thread_local std::mt19937_64 rng(std::random_device{}());
   t.dir_fd = dir_fd;
   for (int attempt = 0; attempt < 16; ++attempt) {
-    std::string name = fmt::format(".ferry-tmp.{}.{:08x}", target_name.substr(0, 200), static_cast<std::uint32_t>(rng()));
+    std::string name = posix::temp_name(target_name);
     int fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) {
       t.name = std::move(name);
-      t.fd = Fd(fd);
+      t.fd = posix::UniqueFd(fd);
       return {};
     }
     if (errno != EEXIST) return std::unexpected(errno_text("create temp file"));
@@ -193,19 +166,11 @@ Fetched failed(Fetched::Status s, std::string message, std::uint64_t wire = 0) {
 }
 
 // A reply's agent error: vanished or changed remotely is the next pull's business (unstable).
-Fetched from_agent_error(const char* method, const protocol::ResponseError& e, std::uint64_t wire) {
+Fetched from_agent_error(std::string_view method, const protocol::ResponseError& e, std::uint64_t wire) {
   const std::string code = e.data ? e.data->value("code", "") : "";
   if (code == "not_found" || e.message.find("changed while being read") != std::string::npos)
     return failed(Fetched::Status::unstable, e.message, wire);
   return failed(Fetched::Status::error, std::string(method) + ": " + e.message, wire);
-}
-
-std::optional<Hash128> hash_of(const json& reply) {
-  auto it = reply.find("hash");
-  if (it == reply.end() || !it->is_binary() || it->get_binary().size() != 16) return std::nullopt;
-  Hash128 h{};
-  std::memcpy(h.data(), it->get_binary().data(), 16);
-  return h;
 }
 
 // Writes `delta` (the agent's, hostile until checked) applied to `base_fd` into `out_fd`:
@@ -269,15 +234,15 @@ void mirror_deletes(const fs::path& local_root, const TreeState& remote, const s
     const FileMeta recorded = manifest.entries.at(path);
     auto dir = open_dir_chain(local_root, dir_of(path), false);
     struct stat st {};
-    if (!dir || ::fstatat(dir->fd, name_of(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (!dir || ::fstatat(dir->get(), name_of(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (!dry_run) manifest.forget(path);  // already gone locally
       continue;
     }
     std::optional<Hash128> local;
     if (S_ISREG(st.st_mode)) {
-      Fd fd(::openat(dir->fd, name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-      if (fd.fd >= 0)
-        if (auto h = hash_fd(fd.fd, static_cast<std::uint64_t>(st.st_size))) local = *h;
+      posix::UniqueFd fd(::openat(dir->get(), name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+      if (fd.get() >= 0)
+        if (auto h = hash_fd(fd.get(), static_cast<std::uint64_t>(st.st_size))) local = *h;
     }
     if (!local || !recorded.hash || *local != *recorded.hash) {
       summary.conflicts.push_back({path, ConflictKind::changed_remotely, "changed locally since ferry mirrored it; left as it is"});
@@ -285,7 +250,7 @@ void mirror_deletes(const fs::path& local_root, const TreeState& remote, const s
     }
     ++summary.files_deleted;
     if (dry_run) continue;
-    if (::unlinkat(dir->fd, name_of(path).c_str(), 0) != 0 && errno != ENOENT) {
+    if (::unlinkat(dir->get(), name_of(path).c_str(), 0) != 0 && errno != ENOENT) {
       summary.errors.push_back(errno_text(("delete " + path).c_str()));
       continue;
     }
@@ -325,21 +290,20 @@ struct PullFile {
 
 // What one pull carries from stage to stage.
 struct PullRun {
-  PullRun(remote::Endpoint& e, const SyncTarget& t, const SyncOptions& options, Manifest& m, FileIndex& i)
-      : endpoint(e), target(t), o(options), manifest(m), index(i) {
+  PullRun(SyncClient& c, const SyncTarget& t, const SyncOptions& options, Manifest& m, FileIndex& i)
+      : client(c), endpoint(c.endpoint()), target(t), o(options), manifest(m), index(i) {
     summary.dry_run = o.dry_run;
     prog.manifest = &manifest;
     prog.summary = &summary;
     prog.options = &o;
   }
   // Where every request reads: the mapping (base) or a read-only source outside it.
-  json where(json extra) const {
-    if (!target.remote_source.empty()) extra["source"] = target.remote_source;
-    else extra["base"] = target.remote_base;
-    return extra;
+  wire::Where where() const {
+    return target.remote_source.empty() ? wire::Where::at_base(target.remote_base) : wire::Where::at_source(target.remote_source);
   }
   bool cancelled() const { return o.cancelled && o.cancelled(); }
 
+  SyncClient& client;
   remote::Endpoint& endpoint;
   const SyncTarget& target;
   const SyncOptions& o;
@@ -354,20 +318,24 @@ struct PullRun {
 };
 
 // The agent calls of a pull.
-std::expected<json, protocol::ResponseError> call_read_delta(PullRun& run, const json& req) {
-  return run.endpoint.call("sync/readDelta", req, kBigCallTimeout);
+std::expected<wire::ReadDeltaResult, protocol::ResponseError> call_read_delta(PullRun& run, const wire::ReadDeltaParams& req) {
+  return run.client.read_delta(req, kBigCallTimeout);
 }
 
-std::expected<json, protocol::ResponseError> call_read(PullRun& run, const std::string& path, std::uint64_t offset) {
-  return run.endpoint.call("sync/read", run.where(json{{"path", path}, {"offset", offset}, {"length", kReadChunk}}), kBigCallTimeout);
+std::expected<wire::ReadResult, protocol::ResponseError> call_read(PullRun& run, const std::string& path, std::uint64_t offset) {
+  return run.client.read(wire::ReadParams{run.where(), path, offset, kReadChunk}, kBigCallTimeout);
 }
 
 // 1. The remote listing (hashes under the pulled paths), less what a read-only source may not
 // serve and what pull_leave_out leaves out. False: cancelled between its pages.
 std::expected<bool, std::string> list_for_pull(PullRun& run) {
-  json known = json::array();
-  for (const auto& [p, m] : run.manifest.entries) known.push_back(p);
-  auto listed = list_remote_paged(run.endpoint, run.where(json{{"known", std::move(known)}, {"hashUnder", run.paths}}), run.o);
+  wire::ListParams params;
+  params.where = run.where();
+  params.known.emplace();
+  params.known->reserve(run.manifest.entries.size());
+  for (const auto& [p, m] : run.manifest.entries) params.known->push_back(p);
+  params.hash_under = run.paths;
+  auto listed = list_remote_paged(run.client, std::move(params), run.o);
   if (!listed) return std::unexpected(listed.error());
   if (listed->cancelled) return false;
   run.remote = std::move(listed->entries);
@@ -390,7 +358,7 @@ void pull_directory(PullRun& run, const std::string& path, const FileMeta& R, bo
   } else if (!exists && !run.o.dry_run) {
     auto made = open_dir_chain(run.target.local_root, path, true);
     if (!made) run.summary.errors.push_back("mkdir '" + path + "': " + made.error());
-    else ::fchmod(made->fd, R.mode & 07777);
+    else ::fchmod(made->get(), R.mode & 07777);
     ++run.summary.dirs_made;
   }
 }
@@ -399,9 +367,7 @@ void pull_directory(PullRun& run, const std::string& path, const FileMeta& R, bo
 void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int parent_fd, bool exists, const struct stat& st) {
   const std::string name = name_of(path);
   if (exists && S_ISLNK(st.st_mode)) {
-    std::string cur(static_cast<std::size_t>(st.st_size) + 1, '\0');
-    const ssize_t n = ::readlinkat(parent_fd, name.c_str(), cur.data(), cur.size());
-    if (n >= 0 && static_cast<std::string::size_type>(n) == R.link_target.size() && cur.compare(0, n, R.link_target) == 0) return;
+    if (posix::read_link_at(parent_fd, name.c_str(), static_cast<std::size_t>(st.st_size)) == R.link_target) return;
   }
   if (exists && !S_ISLNK(st.st_mode) && !run.o.force) {
     run.summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a symlink"});
@@ -414,11 +380,10 @@ void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int 
     run.summary.errors.push_back("symlink '" + path + "': " + dir.error());
     return;
   }
-  const std::string tmp = ".ferry-tmp." + name;
-  ::unlinkat(dir->fd, tmp.c_str(), 0);
-  if (::symlinkat(R.link_target.c_str(), dir->fd, tmp.c_str()) != 0 || ::renameat(dir->fd, tmp.c_str(), dir->fd, name.c_str()) != 0) {
+  const std::string tmp = posix::temp_name(name);
+  if (::symlinkat(R.link_target.c_str(), dir->get(), tmp.c_str()) != 0 || ::renameat(dir->get(), tmp.c_str(), dir->get(), name.c_str()) != 0) {
     run.summary.errors.push_back("symlink '" + path + "': " + std::strerror(errno));
-    ::unlinkat(dir->fd, tmp.c_str(), 0);
+    ::unlinkat(dir->get(), tmp.c_str(), 0);
   } else {
     run.manifest.record(path, R);
   }
@@ -429,13 +394,13 @@ void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int 
 // move while read (the index is trusted later).
 std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int parent_fd, const struct stat& st) {
   std::optional<Hash128> local_hash = run.index.lookup(path, key_of(st));
-  Fd fd(local_hash ? -1 : ::openat(parent_fd, name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  posix::UniqueFd fd(local_hash ? -1 : ::openat(parent_fd, name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   struct stat after {};
   const std::int64_t hashed_at = now_ns();
-  if (fd.fd >= 0)
-    if (auto h = hash_fd(fd.fd, static_cast<std::uint64_t>(st.st_size))) {
+  if (fd.get() >= 0)
+    if (auto h = hash_fd(fd.get(), static_cast<std::uint64_t>(st.st_size))) {
       local_hash = *h;
-      if (::fstat(fd.fd, &after) == 0 && key_of(after) == key_of(st)) {
+      if (::fstat(fd.get(), &after) == 0 && key_of(after) == key_of(st)) {
         run.index.store(path, key_of(st), *h, hashed_at);
         run.index_changed = true;
       }
@@ -496,10 +461,10 @@ void plan_pull(PullRun& run) {
       continue;
     }
     struct stat st {};
-    const bool exists = parent && ::fstatat(parent->fd, name_of(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    const bool exists = parent && ::fstatat(parent->get(), name_of(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (R.kind == EntryKind::dir) pull_directory(run, path, R, exists, st);
-    else if (R.kind == EntryKind::symlink) pull_symlink(run, path, R, parent ? parent->fd : -1, exists, st);
-    else plan_pull_file(run, path, R, parent ? parent->fd : -1, exists, st);
+    else if (R.kind == EntryKind::symlink) pull_symlink(run, path, R, parent ? parent->get() : -1, exists, st);
+    else plan_pull_file(run, path, R, parent ? parent->get() : -1, exists, st);
   }
   for (const auto& p : run.paths)
     if (!p.empty() && !run.remote.contains(p) && matched_any == 0)
@@ -541,13 +506,13 @@ void PullPipeline::receive(const PullFile& f) {
   auto dir = open_dir_chain(run_.target.local_root, dir_of(f.path), true);
   if (!dir) return prog.error(fmt::format("pull '{}': {}", f.path, dir.error()));
   TempFile tmp;
-  if (auto made = make_temp(tmp, dir->fd, name); !made) return prog.error(fmt::format("pull '{}': {}", f.path, made.error()));
-  Fetched r = f.delta ? fetch_delta(f, dir->fd, tmp.fd.fd) : failed(Fetched::Status::fallback, "");
+  if (auto made = make_temp(tmp, dir->get(), name); !made) return prog.error(fmt::format("pull '{}': {}", f.path, made.error()));
+  Fetched r = f.delta ? fetch_delta(f, dir->get(), tmp.fd.get()) : failed(Fetched::Status::fallback, "");
   if (r.status == Fetched::Status::fallback) {
     if (f.delta) spdlog::debug("pull '{}': whole file ({})", f.path, r.message);
     const std::uint64_t spent = r.wire;
-    if (::ftruncate(tmp.fd.fd, 0) != 0) return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("truncate")));
-    r = fetch_whole(f, tmp.fd.fd);
+    if (::ftruncate(tmp.fd.get(), 0) != 0) return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("truncate")));
+    r = fetch_whole(f, tmp.fd.get());
     r.wire += spent;
   } else if (r.status == Fetched::Status::ok) {
     prog.advance(f.remote.size);
@@ -556,7 +521,7 @@ void PullPipeline::receive(const PullFile& f) {
     std::lock_guard lock(prog.mu);
     run_.summary.bytes_on_wire += r.wire;
   }
-  if (!still_as_planned(f, dir->fd)) {
+  if (!still_as_planned(f, dir->get())) {
     std::lock_guard lock(prog.mu);
     run_.summary.conflicts.push_back({f.path, ConflictKind::changed_remotely, "the local file changed during the pull; it was left as it is"});
     return;
@@ -568,7 +533,7 @@ void PullPipeline::receive(const PullFile& f) {
     return;
   }
   if (r.status != Fetched::Status::ok) return prog.error(fmt::format("pull '{}': {}", f.path, r.message));
-  install(f, dir->fd, tmp, r);
+  install(f, dir->get(), tmp, r);
 }
 
 // The local target is still what was planned against (a user edit during the pull is not).
@@ -584,15 +549,14 @@ bool PullPipeline::still_as_planned(const PullFile& f, int dir_fd) {
 void PullPipeline::install(const PullFile& f, int dir_fd, TempFile& tmp, const Fetched& r) {
   Progress& prog = run_.prog;
   const std::string name = name_of(f.path);
-  const timespec times[2] = {{0, UTIME_OMIT},
-                             {static_cast<time_t>(r.got.mtime_ns / 1'000'000'000), static_cast<long>(r.got.mtime_ns % 1'000'000'000)}};
-  if (::fchmod(tmp.fd.fd, r.got.mode) != 0 || ::futimens(tmp.fd.fd, times) != 0 || ::fsync(tmp.fd.fd) != 0)
+  const timespec times[2] = {{0, UTIME_OMIT}, posix::to_timespec(r.got.mtime_ns)};
+  if (::fchmod(tmp.fd.get(), r.got.mode) != 0 || ::futimens(tmp.fd.get(), times) != 0 || ::fsync(tmp.fd.get()) != 0)
     return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("set attributes")));
   if (::renameat(dir_fd, tmp.name.c_str(), dir_fd, name.c_str()) != 0)
     return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("rename")));
   tmp.kept = true;
   ::fsync(dir_fd);  // best effort, as write_file_atomically
-  if (struct stat done {}; ::fstat(tmp.fd.fd, &done) == 0) {
+  if (struct stat done {}; ::fstat(tmp.fd.get(), &done) == 0) {
     run_.index.store(f.path, key_of(done), *r.got.hash, now_ns());
     run_.index_changed = true;
   }
@@ -607,58 +571,53 @@ void PullPipeline::install(const PullFile& f, int dir_fd, TempFile& tmp, const F
 // agent's delta back, patched from the local file into `tmp`.
 Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   const std::string name = name_of(f.path);
-  Fd base_fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (base_fd.fd < 0) return failed(Fetched::Status::fallback, errno_text("open the local copy"));
+  posix::UniqueFd base_fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (base_fd.get() < 0) return failed(Fetched::Status::fallback, errno_text("open the local copy"));
   const bool two_level = f.local_size >= kTwoLevelAbove;
   const delta::SignatureParams params = two_level ? delta::SignatureParams{kCoarseBlock, 8} : delta::default_params(f.local_size);
-  auto sig = sign_range(base_fd.fd, f.local_size, params, 0, f.local_size);
+  auto sig = sign_range(base_fd.get(), f.local_size, params, 0, f.local_size);
   if (!sig) return failed(Fetched::Status::fallback, sig.error());
-  std::uint64_t wire = sig->size();
-  json req = run_.where(json{{"path", f.path}, {"signature", as_binary(*sig)}, {"maxDelta", kMaxPullDelta}});
-  if (two_level) req["rangesOnly"] = true;
+  const std::string method(wire::method::kReadDelta);
+  wire::ReadDeltaParams req{run_.where(), f.path, std::move(*sig), std::nullopt, two_level, kMaxPullDelta};
+  std::uint64_t wire_bytes = req.signature.size();
   auto reply = call_read_delta(run_, req);
   if (!reply) {
-    if (reply.error().code == protocol::error_code::kMethodNotFound) return failed(Fetched::Status::fallback, "an agent without sync/readDelta");
-    return from_agent_error("sync/readDelta", reply.error(), wire);
+    if (reply.error().code == protocol::error_code::kMethodNotFound) return failed(Fetched::Status::fallback, "an agent without " + method);
+    return from_agent_error(method, reply.error(), wire_bytes);
   }
-  if (reply->contains("ranges")) {
+  if (reply->ranges) {
     // The second level: fine signatures of the ranges no coarse block matched.
-    json fine = json::array();
-    for (const auto& rg : reply->at("ranges")) {
-      if (!rg.is_array() || rg.size() != 2 || !rg[0].is_number_unsigned() || !rg[1].is_number_unsigned())
-        return failed(Fetched::Status::error, "sync/readDelta: malformed ranges", wire);
-      const std::uint64_t off = rg[0].get<std::uint64_t>(), len = rg[1].get<std::uint64_t>();
+    std::vector<wire::Bytes> fine;
+    for (const auto& [off, len] : *reply->ranges) {
       if (off > f.local_size || len > f.local_size - off || len == 0)
-        return failed(Fetched::Status::error, "sync/readDelta: a range outside the local file", wire);
-      auto fsig = sign_range(base_fd.fd, f.local_size, delta::SignatureParams{kFineBlock, 8}, off, len);
-      if (!fsig) return failed(Fetched::Status::fallback, fsig.error(), wire);
-      wire += fsig->size();
-      fine.push_back(as_binary(std::move(*fsig)));
+        return failed(Fetched::Status::error, method + ": a range outside the local file", wire_bytes);
+      auto fsig = sign_range(base_fd.get(), f.local_size, delta::SignatureParams{kFineBlock, 8}, off, len);
+      if (!fsig) return failed(Fetched::Status::fallback, fsig.error(), wire_bytes);
+      wire_bytes += fsig->size();
+      fine.push_back(std::move(*fsig));
     }
-    wire += sig->size();  // the coarse signature goes again: the agent keeps no state between requests
-    req.erase("rangesOnly");
-    req["fine"] = std::move(fine);
+    wire_bytes += req.signature.size();  // the coarse signature goes again: the agent keeps no state between requests
+    req.ranges_only = false;
+    req.fine = std::move(fine);
     reply = call_read_delta(run_, req);
-    if (!reply) return from_agent_error("sync/readDelta", reply.error(), wire);
+    if (!reply) return from_agent_error(method, reply.error(), wire_bytes);
   }
-  if (reply->value("tooBig", false)) return failed(Fetched::Status::fallback, "delta larger than the file is worth", wire);
-  if (!reply->contains("delta") || !reply->at("delta").is_binary())
-    return failed(Fetched::Status::error, "sync/readDelta: no delta in the reply", wire);
-  const auto& packed = reply->at("delta").get_binary();
-  wire += packed.size();
+  if (reply->too_big) return failed(Fetched::Status::fallback, "delta larger than the file is worth", wire_bytes);
+  if (!reply->delta) return failed(Fetched::Status::error, method + ": no delta in the reply", wire_bytes);
+  const auto& packed = *reply->delta;
+  wire_bytes += packed.size();
   Fetched out;
-  out.wire = wire;
+  out.wire = wire_bytes;
   out.got = f.remote;
-  out.got.size = reply->value("size", std::uint64_t{0});
-  out.got.mtime_ns = reply->value("mtimeNs", std::int64_t{0});
-  out.got.mode = reply->value("mode", f.remote.mode) & 07777;
-  out.got.hash = hash_of(*reply);
-  if (!out.got.hash) return failed(Fetched::Status::error, "sync/readDelta: no hash in the reply", wire);
-  auto d = zstd_decompress(packed.data(), packed.size(), reply->value("deltaSize", std::uint64_t{0}));
-  if (!d) return failed(Fetched::Status::error, "sync/readDelta: " + d.error(), wire);
+  out.got.size = reply->size;
+  out.got.mtime_ns = reply->mtime_ns;
+  out.got.mode = reply->mode & 07777;
+  out.got.hash = reply->hash;
+  auto d = protocol::decompress_payload(packed.data(), packed.size(), reply->delta_size, kMaxRequestPayload);
+  if (!d) return failed(Fetched::Status::error, method + ": " + d.error(), wire_bytes);
   delta::DeltaHeader expect{f.local_size, out.got.size, *out.got.hash};
-  auto stats = patch_to_fd(*d, base_fd.fd, f.local_size, tmp_fd, expect);
-  if (!stats) return failed(Fetched::Status::error, stats.error(), wire);
+  auto stats = patch_to_fd(*d, base_fd.get(), f.local_size, tmp_fd, expect);
+  if (!stats) return failed(Fetched::Status::error, stats.error(), wire_bytes);
   out.literal = stats->literal_bytes;
   out.matched = stats->copied_bytes;
   return out;
@@ -711,26 +670,27 @@ Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
 }
 
 // One chunk at `offset` read and written into the temp file; the failure, if any.
-std::optional<Fetched> PullPipeline::fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire,
+std::optional<Fetched> PullPipeline::fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire_bytes,
                                                  std::mutex& mu, std::optional<std::uint32_t>& mode) {
   const std::uint64_t size = f.remote.size;
   auto chunk = call_read(run_, f.path, offset);
-  if (!chunk) return from_agent_error("sync/read", chunk.error(), 0);
-  const auto& data = chunk->at("data").get_binary();
-  wire += data.size();
+  const std::string_view method = wire::method::kRead;
+  if (!chunk) return from_agent_error(method, chunk.error(), 0);
+  const auto& data = chunk->data;
+  wire_bytes += data.size();
   // Every chunk must come from the file the listing saw: else the parts could be of different
   // versions, and the next pull settles it.
-  if (chunk->value("size", std::uint64_t{0}) != size || chunk->value("mtimeNs", std::int64_t{0}) != f.remote.mtime_ns)
+  if (chunk->size != size || chunk->mtime_ns != f.remote.mtime_ns)
     return failed(Fetched::Status::unstable, "changed on the remote since it was listed");
   const std::uint64_t want = std::min<std::uint64_t>(kReadChunk, size - std::min(size, offset));
-  const std::uint64_t raw_size = chunk->value("rawSize", std::uint64_t{0});
-  if (raw_size != want) return failed(Fetched::Status::error, fmt::format("sync/read: {} bytes at {}, {} expected", raw_size, offset, want));
-  auto raw = zstd_decompress(data.data(), data.size(), raw_size);
-  if (!raw) return failed(Fetched::Status::error, "sync/read: " + raw.error());
+  const std::uint64_t raw_size = chunk->raw_size;
+  if (raw_size != want) return failed(Fetched::Status::error, fmt::format("{}: {} bytes at {}, {} expected", method, raw_size, offset, want));
+  auto raw = protocol::decompress_payload(data.data(), data.size(), raw_size, kMaxRequestPayload);
+  if (!raw) return failed(Fetched::Status::error, fmt::format("{}: {}", method, raw.error()));
   if (auto w = pwrite_full(tmp_fd, raw->data(), raw->size(), offset); !w) return failed(Fetched::Status::error, w.error());
   {
     std::lock_guard lock(mu);
-    mode = chunk->value("mode", f.remote.mode);
+    mode = chunk->mode;
   }
   run_.prog.advance(raw->size());
   return std::nullopt;
@@ -759,7 +719,7 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
     if (!index) spdlog::warn("sync: index unreadable ({}); rehashing", index.error());
     state_->index.emplace(index ? std::move(*index) : FileIndex{});
   }
-  PullRun run(endpoint_, target_, o, *state_->manifest, *state_->index);
+  PullRun run(*client_, target_, o, *state_->manifest, *state_->index);
   run.paths = std::move(*paths);
   auto listed = list_for_pull(run);
   if (!listed) return std::unexpected(listed.error());

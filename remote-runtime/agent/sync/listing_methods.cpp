@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <chrono>
 
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
 #include "protocol/delta/delta_types.hpp"
 #include "protocol/python_sources.hpp"
 #include "remote-runtime/agent/sync/sync_bindings.hpp"
@@ -85,7 +88,7 @@ std::optional<wire::ListEntry> stat_row(const Target& t, const std::string& path
   if (kind < 0) return std::nullopt;
   wire::ListEntry row{path, kind, static_cast<std::uint32_t>(st.st_mode & 07777), 0, 0, {}, std::nullopt};
   row.size = S_ISDIR(st.st_mode) ? 0 : static_cast<std::uint64_t>(st.st_size);
-  row.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec;
+  row.mtime_ns = posix::mtime_of(st);
   if (kind == 2) {
     row.link_target.resize(static_cast<std::size_t>(st.st_size) + 1);
     ssize_t n = ::readlink(resolved->absolute.c_str(), row.link_target.data(), row.link_target.size());
@@ -93,18 +96,10 @@ std::optional<wire::ListEntry> stat_row(const Target& t, const std::string& path
     row.size = row.link_target.size();
   }
   if (kind == 0 && opt.hash_if(path)) {
-    int fd = ::open(resolved->absolute.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
+    const posix::UniqueFd fd(::open(resolved->absolute.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd) {
       std::vector<std::uint8_t> bytes(row.size);
-      std::uint64_t got = 0;
-      while (got < row.size) {
-        ssize_t n = ::pread(fd, bytes.data() + got, row.size - got, static_cast<off_t>(got));
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<std::uint64_t>(n);
-      }
-      ::close(fd);
-      if (got == row.size) row.hash = ferry::delta::hash128(bytes);
+      if (posix::pread_full(fd.get(), bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(row.size)) row.hash = ferry::delta::hash128(bytes);
     }
   }
   return row;

@@ -9,6 +9,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
 #include "protocol/payload_codec.hpp"
 #include "remote-runtime/agent/sync/read_delta.hpp"
 #include "remote-runtime/agent/sync/sync_bindings.hpp"
@@ -28,14 +31,8 @@ wire::Bytes compress(const std::vector<std::uint8_t>& bytes) { return protocol::
 // Up to `n` bytes at `offset` (fewer at the end of the file).
 std::vector<std::uint8_t> read_at(int fd, std::uint64_t offset, std::uint64_t n) {
   std::vector<std::uint8_t> buf(n);
-  std::uint64_t got = 0;
-  while (got < n) {
-    ssize_t k = ::pread(fd, buf.data() + got, n - got, static_cast<off_t>(offset + got));
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    got += static_cast<std::uint64_t>(k);
-  }
-  buf.resize(got);
+  const ssize_t got = posix::pread_full(fd, buf.data(), buf.size(), offset);
+  buf.resize(static_cast<std::size_t>(std::max<ssize_t>(got, 0)));  // a read error: what a short read gives
   return buf;
 }
 
@@ -49,31 +46,27 @@ Reply<wire::ReadResult> read(SyncContext& ctx, const wire::ReadParams& p, CallCo
   if (auto refused = t->source_refuses(p.path, 0)) return std::unexpected(*refused);
   const std::string what = c.method() + " '" + p.path + "'";
   // O_NOFOLLOW: a symlink at the final component is never read through.
-  int fd = ::open(resolved->absolute.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) {
+  const posix::UniqueFd file(::open(resolved->absolute.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const int fd = file.get();
+  if (!file) {
     int err = errno;
     return std::unexpected(ResponseError{err == ENOENT ? ec::kInvalidParams : ec::kIoError, what + ": " + std::strerror(err),
                                          json{{"code", err == ENOENT ? "not_found" : "io"}}});
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
     return std::unexpected(invalid_params(what, "not a regular file", json{{"code", "wrong_kind"}}));
   }
   const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
-  if (auto refused = t->source_refuses(p.path, size)) {
-    ::close(fd);
-    return std::unexpected(*refused);
-  }
+  if (auto refused = t->source_refuses(p.path, size)) return std::unexpected(*refused);
   auto bytes = read_at(fd, offset, offset >= size ? 0 : std::min<std::uint64_t>(length, size - offset));
-  ::close(fd);
   wire::ReadResult out;
   out.path = p.path;
   out.offset = offset;
   out.raw_size = bytes.size();
   out.data = compress(bytes);
   out.size = size;
-  out.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000LL + st.st_mtim.tv_nsec;
+  out.mtime_ns = posix::mtime_of(st);
   out.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
   out.eof = offset + bytes.size() >= size;
   return out;

@@ -40,6 +40,7 @@ struct Fixture {
   fs::path sandbox = t.path() / "sandbox";
   fs::path remote_dir = sandbox / "proj";
   std::unique_ptr<LocalEndpoint> ep;
+  std::unique_ptr<SyncClient> client;  // as the engine has: one per endpoint
   TreeState local_tree, remote_tree;
   Manifest plan_manifest, manifest;
   FileIndex index;
@@ -55,6 +56,7 @@ struct Fixture {
     ep = std::make_unique<LocalEndpoint>(o);
     auto info = ep->connect();
     BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    client = std::make_unique<SyncClient>(*ep);
   }
   void scan_local() {
     auto r = scan_tree(local, IgnoreMatcher::for_tree(local, {}), nullptr);
@@ -62,7 +64,7 @@ struct Fixture {
     local_tree = r->entries;
   }
   std::unique_ptr<PushPipeline> pipeline(std::uint64_t total = 0) {
-    return std::make_unique<PushPipeline>(PushPipeline::Context{*ep, local, "proj", "~/proj", local_tree, remote_tree, plan_manifest,
+    return std::make_unique<PushPipeline>(PushPipeline::Context{*client, local, "proj", "~/proj", local_tree, remote_tree, plan_manifest,
                                                                 manifest, index, summary, options, PlanOptions{}.delta_min_size},
                                           total);
   }

@@ -19,6 +19,7 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "protocol/payload_codec.hpp"
 #include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -370,7 +371,7 @@ BOOST_AUTO_TEST_CASE(the_agent_rejects_paths_that_leave_its_root) {
   fs::create_directories(f.t.path() / "outside");
   fs::create_directories(f.sandbox);
   fs::create_symlink(f.t.path() / "outside", f.sandbox / "escape");
-  const auto data = zstd_compress(reinterpret_cast<const std::uint8_t*>("pwn"), 3);
+  const auto data = ferry::protocol::compress_payload(reinterpret_cast<const std::uint8_t*>("pwn"), 3);
   auto file = [&](const std::string& path) {
     Hash128 h = ferry::delta::hash128(ferry::delta::Bytes(reinterpret_cast<const std::uint8_t*>("pwn"), 3));
     return json{{"path", path},
@@ -452,7 +453,7 @@ BOOST_AUTO_TEST_CASE(files_over_the_stream_threshold_go_in_chunks) {
   auto begun = f.ep->call("sync/fileBegin", json{{"path", "x.bin"}, {"size", 2}, {"mode", 0644}, {"mtimeNs", 0},
                                                  {"hash", json::binary_t(std::vector<std::uint8_t>(h.begin(), h.end()))}});
   BOOST_REQUIRE(begun.has_value());
-  auto data = zstd_compress(reinterpret_cast<const std::uint8_t*>("abc"), 3);
+  auto data = ferry::protocol::compress_payload(reinterpret_cast<const std::uint8_t*>("abc"), 3);
   auto too_much = f.ep->call("sync/fileAppend", json{{"handle", (*begun)["handle"]}, {"rawSize", 3}, {"data", json::binary_t(data)}});
   BOOST_TEST(!too_much.has_value());
   BOOST_TEST(!f.ep->call("sync/fileCommit", json{{"handle", (*begun)["handle"]}}).has_value());
@@ -495,7 +496,7 @@ BOOST_AUTO_TEST_CASE(file_appends_at_offsets) {
     return (*b)["handle"];
   };
   auto append = [&](const json& handle, std::optional<std::size_t> at, std::size_t from, std::size_t n) {
-    auto data = zstd_compress(content.data() + from, n);
+    auto data = ferry::protocol::compress_payload(content.data() + from, n);
     json p{{"handle", handle}, {"rawSize", n}, {"data", json::binary_t(data)}};
     if (at) p["offset"] = *at;
     return f.ep->call("sync/fileAppend", p);

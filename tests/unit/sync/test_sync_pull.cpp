@@ -15,6 +15,7 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/file_index.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "protocol/payload_codec.hpp"
 #include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -63,12 +64,12 @@ class CorruptingEndpoint : public ferry::remote::Endpoint {
     auto r = real_.call(method, std::move(params), t);
     if (method != "sync/readDelta" || !r || !r->contains("delta")) return r;
     const auto& packed = r->at("delta").get_binary();
-    auto d = zstd_decompress(packed.data(), packed.size(), r->at("deltaSize").get<std::uint64_t>());
+    auto d = ferry::protocol::decompress_payload(packed.data(), packed.size(), r->at("deltaSize").get<std::uint64_t>());
     BOOST_REQUIRE(d.has_value());
     if (damage_ == Damage::truncate) d->resize(d->size() / 2);
     else (*d)[d->size() / 2] ^= 0x40;  // inside the literal: only the whole-file hash can tell
     (*r)["deltaSize"] = d->size();
-    (*r)["delta"] = json::binary_t(zstd_compress(d->data(), d->size()));
+    (*r)["delta"] = json::binary_t(ferry::protocol::compress_payload(d->data(), d->size()));
     ++corrupted;
     return r;
   }
