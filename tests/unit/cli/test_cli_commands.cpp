@@ -147,7 +147,7 @@ BOOST_AUTO_TEST_CASE(every_command_has_help) {
 // The exit-status table (helper/cli/exit_codes.hpp) is in `ferry --help`.
 BOOST_AUTO_TEST_CASE(help_lists_the_exit_statuses) {
   TempDir t;
-  auto r = run_ferry(t.path, "--help");
+  auto r = run_ferry(t.path(), "--help");
   BOOST_TEST(r.out.find("Exit status: 0 ok; 1 failed; 2 bad arguments or ferry.json; 3 done") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("130 interrupted") != std::string::npos, r.out);
   BOOST_TEST(r.out.find("255 when ferry itself failed") != std::string::npos, r.out);

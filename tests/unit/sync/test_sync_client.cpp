@@ -191,7 +191,10 @@ BOOST_AUTO_TEST_CASE(signature_apply_delta_and_read_delta) {
   auto stats = ferry::delta::generate_delta(*view, next, d);
   BOOST_TEST_REQUIRE(stats.has_value());
   BOOST_TEST(stats->literal_bytes < 10'000u);
-  auto listed = a.client.list(wire::ListParams{a.at, {}, false, {}, {}, {}, std::vector<std::string>{"m.bin"}});
+  wire::ListParams only_m;
+  only_m.where = a.at;
+  only_m.only = std::vector<std::string>{"m.bin"};
+  auto listed = a.client.list(only_m);
   BOOST_TEST_REQUIRE(listed.has_value());
   BOOST_TEST_REQUIRE(listed->entries.size() == 1u);
   const wire::Expect expect{true, listed->entries[0].size, listed->entries[0].mtime_ns};
