@@ -9,6 +9,7 @@ namespace ferry::protocol::sync_wire {
 namespace {
 
 json binary(const Bytes& b) { return json::binary_t(b); }
+json binary(Bytes&& b) { return json::binary(std::move(b)); }
 json binary(const Hash128& h) { return json::binary_t(Bytes(h.begin(), h.end())); }
 
 // Reads the fields of one object, first error sticky (ObjectReader's rules, plus the unsigned,
@@ -417,11 +418,12 @@ std::optional<DecodeError> from_json(const json& j, SignatureResult& out, const 
 
 // --- writes -------------------------------------------------------------------------------------
 
-json to_json(const ApplyDeltaParams& p) {
+json to_json(const ApplyDeltaParams& p) { return to_json(ApplyDeltaParams(p)); }
+json to_json(ApplyDeltaParams&& p) {
   json j = where_json(p.where);
   j["path"] = p.path;
   put_attrs(j, p.attrs);
-  j["delta"] = binary(p.delta);
+  j["delta"] = binary(std::move(p.delta));
   j["deltaSize"] = p.delta_size;
   j["expect"] = p.expect ? to_json(*p.expect) : json(nullptr);
   return j;
@@ -437,8 +439,9 @@ std::optional<DecodeError> from_json(const json& j, ApplyDeltaParams& out, const
   return f.error();
 }
 
-json to_json(const WriteFile& w) {
-  json j{{"path", w.path}, {"data", binary(w.data)}};
+json to_json(const WriteFile& w) { return to_json(WriteFile(w)); }
+json to_json(WriteFile&& w) {
+  json j{{"path", w.path}, {"data", binary(std::move(w.data))}};
   put_attrs(j, w.attrs);
   j["expect"] = w.expect ? to_json(*w.expect) : json(nullptr);
   return j;
@@ -455,6 +458,13 @@ std::optional<DecodeError> from_json(const json& j, WriteFile& out, const std::s
 json to_json(const WriteBatchParams& p) {
   json j = where_json(p.where);
   j["files"] = array_of(p.files);
+  return j;
+}
+json to_json(WriteBatchParams&& p) {
+  json j = where_json(p.where);
+  json files = json::array();
+  for (auto& f : p.files) files.push_back(to_json(std::move(f)));
+  j["files"] = std::move(files);
   return j;
 }
 std::optional<DecodeError> from_json(const json& j, WriteBatchParams& out, const std::string& ptr) {
@@ -500,13 +510,14 @@ std::optional<DecodeError> from_json(const json& j, FileBeginResult& out, const 
   return f.error();
 }
 
-json to_json(const FilePartParams& p) {
+json to_json(const FilePartParams& p) { return to_json(FilePartParams(p)); }
+json to_json(FilePartParams&& p) {
   json j = where_json(p.where);
   j["path"] = p.path;
   j["temp"] = p.temp;
   j["offset"] = p.offset;
   j["rawSize"] = p.raw_size;
-  j["data"] = binary(p.data);
+  j["data"] = binary(std::move(p.data));
   return j;
 }
 std::optional<DecodeError> from_json(const json& j, FilePartParams& out, const std::string& ptr) {
@@ -520,13 +531,14 @@ std::optional<DecodeError> from_json(const json& j, FilePartParams& out, const s
   return f.error();
 }
 
-json to_json(const FileAppendParams& p) {
+json to_json(const FileAppendParams& p) { return to_json(FileAppendParams(p)); }
+json to_json(FileAppendParams&& p) {
   json j = where_json(p.where);
   j["handle"] = p.handle;
   if (p.offset) j["offset"] = *p.offset;
   j["rawSize"] = p.raw_size;
   if (p.placed) j["placed"] = true;
-  if (p.data) j["data"] = binary(*p.data);
+  if (p.data) j["data"] = binary(std::move(*p.data));
   return j;
 }
 std::optional<DecodeError> from_json(const json& j, FileAppendParams& out, const std::string& ptr) {

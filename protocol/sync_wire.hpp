@@ -325,4 +325,12 @@ FERRY_SYNC_WIRE_CODEC(SetAttrsParams)
 FERRY_SYNC_WIRE_CODEC(DeleteParams)
 #undef FERRY_SYNC_WIRE_CODEC
 
+// The params that carry file bytes also encode from an rvalue, moving the bytes into the JSON
+// instead of copying them: a push's batches and chunks are most of its memory traffic.
+json to_json(ApplyDeltaParams&& v);
+json to_json(WriteFile&& v);
+json to_json(WriteBatchParams&& v);
+json to_json(FilePartParams&& v);
+json to_json(FileAppendParams&& v);
+
 }  // namespace ferry::protocol::sync_wire

@@ -72,7 +72,7 @@ std::expected<void, ResponseError> PushPipeline::call_file_part(std::size_t lane
 }
 
 std::expected<wire::FileAppendResult, ResponseError> PushPipeline::call_file_append(wire::FileAppendParams append) {
-  return c_.client.file_append(append, kBigCallTimeout);
+  return c_.client.file_append(std::move(append), kBigCallTimeout);
 }
 
 std::expected<void, ResponseError> PushPipeline::call_file_abort(std::int64_t handle) { return c_.client.file_abort(where(), handle); }

@@ -13,9 +13,9 @@ std::optional<protocol::DecodeError> from_json(const protocol::json&, Ignored&, 
 }  // namespace
 
 template <class R, class P>
-std::expected<R, ResponseError> SyncClient::call(std::string_view m, const P& params, Timeout timeout) {
+std::expected<R, ResponseError> SyncClient::call(std::string_view m, P&& params, Timeout timeout) {
   if (wire::is_mutating(m)) ++mutations_;
-  auto reply = endpoint_.call(m, to_json(params), timeout);
+  auto reply = endpoint_.call(m, to_json(std::forward<P>(params)), timeout);
   if (!reply) return std::unexpected(std::move(reply.error()));
   R out{};
   if (auto bad = from_json(*reply, out, ""))
@@ -53,12 +53,12 @@ std::expected<wire::SignatureResult, ResponseError> SyncClient::signature(const 
   return call<wire::SignatureResult>(method::kSignature, params, timeout);
 }
 
-std::expected<wire::PathOk, ResponseError> SyncClient::apply_delta(const wire::ApplyDeltaParams& params, Timeout timeout) {
-  return call<wire::PathOk>(method::kApplyDelta, params, timeout);
+std::expected<wire::PathOk, ResponseError> SyncClient::apply_delta(wire::ApplyDeltaParams params, Timeout timeout) {
+  return call<wire::PathOk>(method::kApplyDelta, std::move(params), timeout);
 }
 
-std::expected<wire::PathResults, ResponseError> SyncClient::write_batch(const wire::WriteBatchParams& params, Timeout timeout) {
-  return call<wire::PathResults>(method::kWriteBatch, params, timeout);
+std::expected<wire::PathResults, ResponseError> SyncClient::write_batch(wire::WriteBatchParams params, Timeout timeout) {
+  return call<wire::PathResults>(method::kWriteBatch, std::move(params), timeout);
 }
 
 std::expected<wire::PathOk, ResponseError> SyncClient::file_commit(const wire::Where& where, std::int64_t handle, Timeout timeout) {
@@ -85,14 +85,14 @@ std::expected<wire::FileBeginResult, ResponseError> SyncClient::file_begin(const
   return call<wire::FileBeginResult>(method::kFileBegin, params, timeout);
 }
 
-std::expected<void, ResponseError> SyncClient::file_part(std::size_t lane, const wire::FilePartParams& params, Timeout timeout) {
-  auto reply = endpoint_.call_lane(lane, method::kFilePart, to_json(params), timeout);
+std::expected<void, ResponseError> SyncClient::file_part(std::size_t lane, wire::FilePartParams params, Timeout timeout) {
+  auto reply = endpoint_.call_lane(lane, method::kFilePart, to_json(std::move(params)), timeout);
   if (!reply) return std::unexpected(std::move(reply.error()));
   return {};
 }
 
-std::expected<wire::FileAppendResult, ResponseError> SyncClient::file_append(const wire::FileAppendParams& params, Timeout timeout) {
-  return call<wire::FileAppendResult>(method::kFileAppend, params, timeout);
+std::expected<wire::FileAppendResult, ResponseError> SyncClient::file_append(wire::FileAppendParams params, Timeout timeout) {
+  return call<wire::FileAppendResult>(method::kFileAppend, std::move(params), timeout);
 }
 
 std::expected<void, ResponseError> SyncClient::file_abort(const wire::Where& where, std::int64_t handle, Timeout timeout) {

@@ -70,8 +70,8 @@ class SyncClient {
                                                                 Timeout timeout = kDefaultTimeout);
 
   // Mutating requests (each counted in mutations(), sent or not).
-  std::expected<wire::PathOk, ResponseError> apply_delta(const wire::ApplyDeltaParams& params, Timeout timeout = kDefaultTimeout);
-  std::expected<wire::PathResults, ResponseError> write_batch(const wire::WriteBatchParams& params,
+  std::expected<wire::PathOk, ResponseError> apply_delta(wire::ApplyDeltaParams params, Timeout timeout = kDefaultTimeout);
+  std::expected<wire::PathResults, ResponseError> write_batch(wire::WriteBatchParams params,
                                                               Timeout timeout = kDefaultTimeout);
   std::expected<wire::PathOk, ResponseError> file_commit(const wire::Where& where, std::int64_t handle,
                                                          Timeout timeout = kDefaultTimeout);
@@ -85,9 +85,9 @@ class SyncClient {
                                                                  Timeout timeout = kDefaultTimeout);
   // On bulk lane `lane` (an extra agent); kAgentUnavailable while that lane is not up, so the
   // caller sends the chunk as a data fileAppend instead.
-  std::expected<void, ResponseError> file_part(std::size_t lane, const wire::FilePartParams& params,
+  std::expected<void, ResponseError> file_part(std::size_t lane, wire::FilePartParams params,
                                                Timeout timeout = kDefaultTimeout);
-  std::expected<wire::FileAppendResult, ResponseError> file_append(const wire::FileAppendParams& params,
+  std::expected<wire::FileAppendResult, ResponseError> file_append(wire::FileAppendParams params,
                                                                    Timeout timeout = kDefaultTimeout);
   std::expected<void, ResponseError> file_abort(const wire::Where& where, std::int64_t handle, Timeout timeout = kDefaultTimeout);
 
@@ -99,7 +99,7 @@ class SyncClient {
 
  private:
   template <class R, class P>
-  std::expected<R, ResponseError> call(std::string_view method, const P& params, Timeout timeout);
+  std::expected<R, ResponseError> call(std::string_view method, P&& params, Timeout timeout);
   remote::Endpoint& endpoint_;
   std::atomic<std::uint64_t> mutations_{0};
 };
