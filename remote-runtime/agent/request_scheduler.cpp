@@ -30,6 +30,13 @@ bool RequestScheduler::failed() const {
 
 void RequestScheduler::run(const protocol::Message& message) {
   const auto* request = std::get_if<protocol::Request>(&message);
+  // A request read before the helper went away (its frames were still in the pipe) is dropped:
+  // no one can learn its answer, and a write landing after the helper reconnected would look
+  // like someone else's change to the push that follows.
+  if (request && failed()) {
+    spdlog::debug("request {} dropped: its reply has nowhere to go", request->method);
+    return;
+  }
   if (request) spdlog::debug("request {} begins", request->method);
   auto reply = handler_(message);
   if (request) spdlog::debug("request {} done", request->method);

@@ -33,7 +33,7 @@ class RequestScheduler {
  public:
   using Handler = std::function<std::optional<protocol::Response>(const protocol::Message&)>;
   // Sends one reply; called from the reader or a worker thread (must be thread-safe). False:
-  // the wire is gone (the scheduler stops taking work and failed() turns true).
+  // the wire is gone: failed() turns true and every request not yet begun is dropped unrun.
   using Reply = std::function<bool(const protocol::Response&)>;
   using Classify = std::function<RequestLane(const protocol::Request&)>;
 

@@ -1,6 +1,7 @@
 // The agent's request scheduler with a scripted handler: parallel requests overlap and are
 // answered out of order, keyed inline requests wait for their parallel ones only, barriers wait
-// for all, and nothing queued is lost when the scheduler ends. Every wait has a deadline.
+// for all, nothing queued is lost when the scheduler ends, and nothing not yet begun runs once a
+// reply could not be written. Every wait has a deadline.
 #define BOOST_TEST_MODULE request_scheduler
 #include <boost/test/unit_test.hpp>
 
@@ -160,4 +161,36 @@ BOOST_AUTO_TEST_CASE(without_workers_everything_runs_inline_in_order) {
   BOOST_TEST(s.at("reply one") >= 0);  // answered before submit returned
   sched.submit(req(2, "quick", "two", "barrier"));
   BOOST_TEST(s.at("reply one") < s.at("reply two"));
+}
+
+// The helper went away with requests still in the pipe: once a reply cannot be written, the
+// requests not yet begun are never run (a write landing after a reconnect would look like a
+// remote change), on the reader and on the workers alike.
+BOOST_AUTO_TEST_CASE(once_a_reply_cannot_be_written_later_requests_do_not_run) {
+  for (unsigned workers : {0u, 1u}) {
+    Script s;
+    {
+      RequestScheduler sched(
+          workers, 4,
+          [&s](const Message& m) -> std::optional<Response> {
+            const auto& r = std::get<Request>(m);
+            s.log(std::string("start ").append(r.params.value("name", "")));
+            return make_result(r.id, json{{"name", r.params.value("name", "")}});
+          },
+          [](const Response& r) { return std::get<json>(r.outcome)["name"] != "lost"; },
+          [](const Request& r) {
+            RequestLane l;
+            l.kind = r.params.value("lane", "inline") == "parallel" ? RequestLane::parallel : RequestLane::inline_now;
+            return l;
+          });
+      sched.submit(req(1, "quick", "lost", "inline"));
+      BOOST_TEST(sched.failed());
+      sched.submit(req(2, "quick", "late-inline", "inline"));
+      sched.submit(req(3, "quick", "late-parallel", "parallel", "batch"));
+      sched.drain();
+    }
+    BOOST_TEST(s.at("start lost") >= 0);
+    BOOST_TEST(s.at("start late-inline") == -1, workers << " workers");
+    BOOST_TEST(s.at("start late-parallel") == -1, workers << " workers");
+  }
 }
