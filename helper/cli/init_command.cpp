@@ -12,6 +12,7 @@
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
+#include "helper/sync/atomic_file.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -58,23 +59,9 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
     return exit_status::kUsage;
   }
   // Temp file + rename: an interrupted init never leaves half a ferry.json behind.
-  fs::path tmp = dir / (".ferry.json.tmp." + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << doc.dump(2) << "\n";
-    out.close();
-    if (!out) {
-      const int err = errno;  // ofstream keeps no reason of its own; the failed call left it here
-      fs::remove(tmp, ec);
-      std::cerr << "ferry init: cannot write " << tmp.string() << ": " << std::strerror(err)
-                << " (ferry.json goes in the project directory: check that you may write there, or pass --project DIR)\n";
-      return exit_status::kFailed;
-    }
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    std::cerr << "ferry init: cannot create " << file.string() << ": " << ec.message() << "\n";
+  if (auto w = sync::write_file_atomically(file, doc.dump(2) + "\n"); !w) {
+    std::cerr << "ferry init: cannot write " << file.string() << ": " << w.error()
+              << " (ferry.json goes in the project directory: check that you may write there, or pass --project DIR)\n";
     return exit_status::kFailed;
   }
   std::cout << "Wrote " << file.string() << "\n"

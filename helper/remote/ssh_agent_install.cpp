@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <fstream>
-#include <random>
 
 #include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
+#include "common/temp_name.hpp"
 #include "ferry/version.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/shell_quote.hpp"
@@ -67,8 +67,7 @@ std::expected<std::string, ResponseError> SshEndpoint::install_agent(ssh::SshCon
   std::string target = abs_dir + "/" + agent_file_name();
   // Upload under a name no other helper uses, verify, then rename over the old one: two helpers
   // installing at once each rename a complete, identical file.
-  std::random_device rd;
-  std::string tmp = abs_dir + "/.ferry-agent." + std::to_string(::getpid()) + "." + std::to_string(rd()) + ".tmp";
+  std::string tmp = abs_dir + "/" + posix::temp_name(agent_file_name());
   spdlog::info("installing ferry-agent {} at {}:{}", kVersion, description(), target);
   auto up = c.write_file(tmp, agent_bytes_, 0700, std::max<std::chrono::milliseconds>(left(), 60s));
   if (!up) return std::unexpected(unavailable("uploading ferry-agent to " + description() + ": " + up.error().message));
