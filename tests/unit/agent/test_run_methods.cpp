@@ -305,7 +305,10 @@ BOOST_AUTO_TEST_CASE(what_a_run_leaves_in_its_group_ends_with_it_but_not_a_new_s
   Agent a(s.root, s.state);
   std::string id = a.start(
       "sleep 300 >/dev/null 2>&1 & echo $! > left.pid; "
-      "setsid sleep 300 >/dev/null 2>&1 & echo $! > own.pid; echo started");
+      "setsid sleep 300 >/dev/null 2>&1 & p=$!; echo $p > own.pid; "
+      // The run may end only once that child has left its group (field 6 of stat: its session
+      // is its own pid); before its setsid it is still the run's and rightly ends with it.
+      "while [ \"$(cut -d' ' -f6 /proc/$p/stat)\" != \"$p\" ]; do :; done; echo started");
   json e = a.exited_after_attach(id);
   BOOST_TEST(e["exitCode"] == 0);
   const pid_t left = std::stoi(read_file(s.root / "left.pid"));
