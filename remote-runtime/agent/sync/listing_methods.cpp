@@ -20,12 +20,7 @@
 namespace ferry::agent::sync {
 namespace {
 
-using protocol::BindingTable;
-using protocol::CallContext;
-template <class R>
-using Reply = std::expected<R, ResponseError>;
-
-std::expected<wire::StateResult, ResponseError> state(SyncContext& ctx, const wire::StateParams& p, CallContext& c) {
+Reply<wire::StateResult> state(SyncContext& ctx, const wire::StateParams& p, CallContext& c) {
   auto t = ctx.open(c.method(), p.where);
   if (!t) return std::unexpected(t.error());
   auto g = read_generation(t->w());

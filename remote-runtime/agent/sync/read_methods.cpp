@@ -19,12 +19,8 @@
 namespace ferry::agent::sync {
 namespace {
 
-using protocol::BindingTable;
-using protocol::CallContext;
 using protocol::json;
 namespace ec = protocol::error_code;
-template <class R>
-using Reply = std::expected<R, ResponseError>;
 
 wire::Bytes compress(const std::vector<std::uint8_t>& bytes) { return protocol::compress_payload(bytes.data(), bytes.size()); }
 

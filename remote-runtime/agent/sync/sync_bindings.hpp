@@ -4,10 +4,18 @@
 // ops (mkdir, symlink, setAttrs, delete).
 #pragma once
 
+#include <expected>
+
 #include "protocol/binding_table.hpp"
 #include "remote-runtime/agent/sync/sync_context.hpp"
 
 namespace ferry::agent::sync {
+
+using protocol::BindingTable;
+using protocol::CallContext;
+// What each method's function answers: its typed result, or the error the table sends.
+template <class R>
+using Reply = std::expected<R, ResponseError>;
 
 void bind_listing_methods(protocol::BindingTable& table, SyncContext& ctx);
 void bind_read_methods(protocol::BindingTable& table, SyncContext& ctx);

@@ -5,11 +5,6 @@
 namespace ferry::agent::sync {
 namespace {
 
-using protocol::BindingTable;
-using protocol::CallContext;
-template <class R>
-using Reply = std::expected<R, ResponseError>;
-
 wire::PathResult outcome(const Target& t, const std::string& path, const std::expected<void, WriteError>& done) {
   return done ? ok_entry(path) : t.error_entry(path, done.error());
 }

@@ -12,11 +12,6 @@
 namespace ferry::agent::sync {
 namespace {
 
-using protocol::BindingTable;
-using protocol::CallContext;
-template <class R>
-using Reply = std::expected<R, ResponseError>;
-
 FileAttrs attrs_of(const wire::FileAttrs& a) { return FileAttrs{a.size, a.hash, a.mode, a.mtime_ns}; }
 
 std::optional<Precondition> precondition_of(const std::optional<wire::Expect>& e) {
