@@ -7,17 +7,18 @@
 
 #include <filesystem>
 #include <mutex>
-#include <random>
 
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/push_pipeline.hpp"
 #include "helper/sync/scanner.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
 using ferry::remote::LocalEndpoint;
 using ferry::remote::LocalEndpointOptions;
+using ferry::test::random_bytes;
 using ferry::test::read_bytes;
 using ferry::test::TempDir;
 using ferry::test::write_file;
@@ -26,12 +27,6 @@ using Buf = std::vector<std::uint8_t>;
 namespace {
 
 Buf text(const std::string& s) { return Buf(s.begin(), s.end()); }
-Buf random_bytes(std::size_t n, unsigned seed) {
-  Buf b(n);
-  std::mt19937_64 rng(seed);
-  for (auto& x : b) x = static_cast<std::uint8_t>(rng());
-  return b;
-}
 
 // A project, a sandbox agent, and what a pipeline needs around it; the mapping is <sandbox>/proj.
 struct Fixture {
