@@ -122,8 +122,9 @@ class TrainService {
     t->session = std::make_unique<training::TrainSession>(t->link->endpoint(), *t->engine, sinks);
     Training* raw = t.get();
     t->states = t->link->on_state([raw](const remote::HostState& s) {
-      if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting) raw->session->link_lost();
-      else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected) raw->session->link_restored();
+      const auto state = protocol::link_state_from_string(s.state);
+      if (state == protocol::LinkState::reconnecting) raw->session->link_lost();
+      else if (state == protocol::LinkState::connected) raw->session->link_restored();
     });
 
     training::TrainRequest request;
