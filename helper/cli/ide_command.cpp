@@ -27,6 +27,7 @@
 #include "helper/ide/vscode_files.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/sync/atomic_file.hpp"
 #include "helper/sync/mapping_target.hpp"
 
 namespace ferry::cli {
@@ -141,35 +142,6 @@ ide::ExistingFiles existing_files(const fs::path& root) {
   return out;
 }
 
-// Temp file beside it, fsync, rename: the IDE never reads half a file. An existing file keeps its
-// mode; a new one gets 0644 like any project file.
-std::expected<void, std::string> write_atomically(const fs::path& file, const std::string& text) {
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  if (ec) return std::unexpected("cannot create " + file.parent_path().string() + ": " + ec.message());
-  struct stat st {};
-  const mode_t mode = ::stat(file.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
-  std::string tmpl = (file.parent_path() / ("." + file.filename().string() + ".ferry-XXXXXX")).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) return std::unexpected("cannot create a temp file beside " + file.string() + ": " + std::strerror(errno));
-  std::string error;
-  if (::fchmod(fd, mode) != 0) error = std::strerror(errno);
-  for (std::size_t done = 0; error.empty() && done < text.size();) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) error = std::strerror(errno);
-    else done += static_cast<std::size_t>(n);
-  }
-  if (error.empty() && ::fsync(fd) != 0) error = std::strerror(errno);
-  if (::close(fd) != 0 && error.empty()) error = std::strerror(errno);
-  if (error.empty() && ::rename(tmpl.c_str(), file.c_str()) != 0) error = std::strerror(errno);
-  if (!error.empty()) {
-    ::unlink(tmpl.c_str());
-    return std::unexpected("cannot write " + file.string() + ": " + error);
-  }
-  return {};
-}
-
 // Writes what changed and prints every file's fate; false when a file could not be written or merged.
 bool apply(const fs::path& root, const ide::IdePlan& plan, const std::string& who) {
   bool ok = true, changed = false;
@@ -180,7 +152,7 @@ bool apply(const fs::path& root, const ide::IdePlan& plan, const std::string& wh
       continue;
     }
     if (f.change != ide::Change::unchanged) {
-      if (auto w = write_atomically(root / f.path, f.text); !w) {
+      if (auto w = sync::write_project_file_atomically(root / f.path, f.text); !w) {
         std::cerr << who << ": " << w.error() << "\n";
         ok = false;
         continue;
@@ -214,7 +186,7 @@ bool wire_vscode_interpreter(const fs::path& root, const std::string& who) {
   if (merged->changed) {
     std::error_code ec;
     fs::create_directories(file.parent_path(), ec);
-    if (auto w = write_atomically(file, merged->text); !w) {
+    if (auto w = sync::write_project_file_atomically(file, merged->text); !w) {
       std::cerr << who << ": " << w.error() << "\n";
       return false;
     }

@@ -59,7 +59,7 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
     return exit_status::kUsage;
   }
   // Temp file + rename: an interrupted init never leaves half a ferry.json behind.
-  if (auto w = sync::write_file_atomically(file, doc.dump(2) + "\n"); !w) {
+  if (auto w = sync::write_project_file_atomically(file, doc.dump(2) + "\n"); !w) {
     std::cerr << "ferry init: cannot write " << file.string() << ": " << w.error()
               << " (ferry.json goes in the project directory: check that you may write there, or pass --project DIR)\n";
     return exit_status::kFailed;

@@ -2,6 +2,7 @@
 #include "helper/sync/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -23,7 +24,7 @@ std::string errno_text(const char* what, const std::filesystem::path& p) {
 
 }  // namespace
 
-std::expected<void, std::string> write_file_atomically(const std::filesystem::path& file, std::string_view bytes) {
+std::expected<void, std::string> write_file_atomically(const std::filesystem::path& file, std::string_view bytes, mode_t mode) {
   const std::filesystem::path dir = file.has_parent_path() ? file.parent_path() : ".";
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -37,6 +38,7 @@ std::expected<void, std::string> write_file_atomically(const std::filesystem::pa
     ::unlink(tmpl.c_str());
     return std::unexpected(msg);
   };
+  if (mode != 0600 && ::fchmod(fd.get(), mode) != 0) return fail("cannot set the mode of");
   if (posix::write_full(fd.get(), bytes.data(), bytes.size()) < 0) return fail("cannot write");
   if (::fsync(fd.get()) != 0) return fail("cannot fsync");
   if (fd.close() != 0) {
@@ -52,6 +54,12 @@ std::expected<void, std::string> write_file_atomically(const std::filesystem::pa
     ::fsync(dfd.get());  // best effort: some filesystems refuse fsync on directories
   }
   return {};
+}
+
+std::expected<void, std::string> write_project_file_atomically(const std::filesystem::path& file, std::string_view bytes) {
+  struct stat st {};
+  const mode_t mode = ::stat(file.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
+  return write_file_atomically(file, bytes, mode);
 }
 
 std::expected<std::string, std::string> read_whole_file(const std::filesystem::path& file) {

@@ -175,6 +175,21 @@ BOOST_AUTO_TEST_CASE(corrupt_or_foreign_index_files_are_errors) {
   BOOST_TEST(!FileIndex::load(t.path() / "other.bin").has_value());
 }
 
+// ferry's own state is 0600; a project file (ferry.json, IDE files) keeps its mode, or is 0644 new.
+BOOST_AUTO_TEST_CASE(atomic_writes_give_state_0600_and_project_files_their_own_mode) {
+  TempDir t;
+  auto mode = [](const fs::path& f) { return fs::status(f).permissions() & fs::perms::mask; };
+  BOOST_REQUIRE(write_file_atomically(t.path() / "state.bin", "s").has_value());
+  BOOST_TEST((mode(t.path() / "state.bin") == (fs::perms::owner_read | fs::perms::owner_write)));
+  BOOST_REQUIRE(write_project_file_atomically(t.path() / "new.json", "{}").has_value());
+  BOOST_TEST((mode(t.path() / "new.json") ==
+              (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read)));
+  fs::permissions(t.path() / "new.json", fs::perms::owner_all | fs::perms::group_read);
+  BOOST_REQUIRE(write_project_file_atomically(t.path() / "new.json", "{\"a\": 1}").has_value());
+  BOOST_TEST((mode(t.path() / "new.json") == (fs::perms::owner_all | fs::perms::group_read)));
+  BOOST_TEST(ferry::test::read_file(t.path() / "new.json") == "{\"a\": 1}");
+}
+
 BOOST_AUTO_TEST_CASE(file_changing_while_hashed_is_unstable) {
   TempDir t;
   const fs::path r = t.path() / "proj";
