@@ -2,35 +2,10 @@
 // typed, as run::RunClient is for run/*. Stateless apart from a count of mutating requests, so
 // any number of threads may share one client (the endpoint keeps all their calls in flight).
 //
-// Which request of the sync engine each method carries (helper/sync/sync_engine.cpp,
-// push_pipeline.cpp, sync_pull.cpp call them through one SyncClient per endpoint; the names below
-// are those of the engine before the switch-over, kept as a map from the old code):
-//   state        push_locked's endpoint_.call("sync/state", {base}) at the start of a push and
-//                again after the transfer (the generation check).
-//   list         list_remote_paged's pages (its `params`, then {base|source, cursor});
-//                push_locked's list_remote: sync on save ({base, known, sweep, only}) and the
-//                verify call ({base, known: [], only}); pull's first page (via list_remote_paged).
-//   cancel_listing  list_remote_paged's {cursor, cancel: true} when the sync is cancelled.
-//   signature    push's coarse signature ({blockSize: kCoarseBlock, strongLen: 8}), the fine
-//                range signatures ({blockSize: kFineBlock, strongLen: 8, ranges}) and the plain
-//                whole-file signature ({base, path}).
-//   apply_delta  push's mutate("sync/applyDelta", ...).
-//   write_batch  push's mutate("sync/writeBatch", {base, files}).
-//   file_begin   push's stream_file: endpoint_.call("sync/fileBegin", ...).
-//   file_part    stream_file's send_on_lane: endpoint_.call_lane(lane, "sync/filePart", ...).
-//   file_append  stream_file's worker: endpoint_.call("sync/fileAppend", ...) (placed or data).
-//   file_commit  stream_file's mutate("sync/fileCommit", {base, handle}).
-//   file_abort   stream_file's endpoint_.call("sync/fileAbort", {base, handle}).
-//   mkdir        push's mutate("sync/mkdir", {base, dirs}).
-//   symlink      push's mutate("sync/symlink", {base, links}).
-//   set_attrs    push's mutate("sync/setAttrs", {base, entries}).
-//   remove       push's mutate("sync/delete", ...): the replace step ({base, paths}) and the
-//                final deletes ({base, paths, dirs, expect}).
-//   read         sync_pull.cpp's fetch_whole: endpoint_.call("sync/read", where({path, offset, length})).
-//   read_delta   sync_pull.cpp's fetch_delta: both endpoint_.call("sync/readDelta", req) calls.
-//   bulk_lanes   endpoint_.bulk_lanes() (stream_file and the push's warm-up).
-// mutations() replaces push_locked's `mutations` counter kept by its `mutate` lambda;
-// tree_state_of replaces sync_engine_state.hpp's from_listing, expect_of its expect_for.
+// Who calls what: the push's stages (sync_engine.cpp) call state and list; PushPipeline
+// (push_pipeline.cpp) the writes, signatures, deletes and the streamed file methods, file_part on
+// the bulk lanes; the pull (sync_pull.cpp) list, read and read_delta. mutations() counts every
+// mutating request, which the push compares with the agent's generation at its end.
 #pragma once
 
 #include <atomic>
