@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/common/text_tree.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 
 extern char** environ;
@@ -78,38 +79,8 @@ double percentile(std::vector<double> v, double p) {
 }
 double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
-// Text-like bytes (lowercase words and newlines): compressible about as much as source code.
-void fill_text(std::string& buf, std::mt19937_64& rng) {
-  for (std::size_t i = 0; i < buf.size(); ++i) {
-    std::uint64_t r = rng();
-    buf[i] = (r & 15) == 0 ? ((r >> 4) & 7) == 0 ? '\n' : ' ' : static_cast<char>('a' + (r >> 8) % 26);
-  }
-}
-
-void write_file(const fs::path& p, const std::string& content) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p, std::ios::binary | std::ios::trunc) << content;
-}
-
-void make_small_tree(const fs::path& root, std::uint64_t files, std::size_t max_size, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::string buf;
-  for (std::uint64_t i = 0; i < files; ++i) {
-    buf.resize(64 + rng() % max_size);
-    fill_text(buf, rng);
-    write_file(root / fmt::format("d{:03}/s{:02}/f{}.py", i % 100, (i / 100) % 10, i), buf);
-  }
-}
-
-void make_big_file(const fs::path& p, std::uint64_t bytes, unsigned seed) {
-  std::mt19937_64 rng(seed);
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  std::string buf(1u << 20, '\0');
-  for (std::uint64_t done = 0; done < bytes; done += buf.size()) {
-    fill_text(buf, rng);
-    out.write(buf.data(), static_cast<std::streamsize>(std::min<std::uint64_t>(buf.size(), bytes - done)));
-  }
-}
+using ferry::bench::make_small_tree;
+using ferry::bench::write_file;
 
 // Moves mtime to a later whole second, so rsync's quick check (whole seconds) sees every edit.
 void bump_mtime(const fs::path& p) {
@@ -306,7 +277,7 @@ int main() {
       log("building " + tree.string());
       fs::remove_all(tree);
       make_small_tree(tree, n_small, 4096, 1);
-      make_big_file(tree / "big.bin", big_mb << 20, 2);
+      ferry::bench::make_big_text_file(tree / "big.bin", big_mb << 20, 2);
       write_file(tree / ".built", "");
     }
     env.project(tree, (remote / "init-ferry").string());
@@ -473,7 +444,7 @@ int main() {
       log("building " + tree.string());
       fs::remove_all(tree);
       fs::create_directories(tree);
-      make_big_file(file, edit_mb << 20, 5);
+      ferry::bench::make_big_text_file(file, edit_mb << 20, 5);
       write_file(tree / ".built", "");
     }
     const fs::path rdest = remote / fmt::format("edit-{}-rsync", edit_mb);
@@ -506,7 +477,7 @@ int main() {
       {
         std::mt19937_64 rng(static_cast<unsigned>(::time(nullptr)));
         std::string head(1u << 20, '\0');
-        fill_text(head, rng);
+        ferry::bench::fill_text(head, rng);
         std::ofstream out(tmp, std::ios::binary);
         out << head;
         std::ifstream in(file, std::ios::binary);

@@ -4,7 +4,7 @@
 # bench/results/wan.md.
 #   bench/wan/run.sh [--record]
 # FERRY_BUILD_DIR picks the build (default build/); FERRY_WAN_MB (1024), FERRY_WAN_RTTS (0,50,150),
-# FERRY_WAN_ONLY (push,pull,tunnel): see wan_bench.cpp's header.
+# FERRY_WAN_ONLY (push,pull,tunnel,tree): see wan_bench.cpp's header.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$(cd "${FERRY_BUILD_DIR:-$ROOT/build}" && pwd)"

@@ -1,11 +1,14 @@
 // bench/wan: ferry against scp, rsync and ssh -L on a long link, simulated on loopback by a delay
 // relay (bench/wan/delay_relay.hpp) in front of tests/integration's sshd. For each round-trip time
 // it measures, each in the same run as its peers: push and pull of a new big file (ferry sync /
-// ferry pull vs scp and rsync) and a tunnel download (ferry tunnel vs ssh -L). Prints one markdown
+// ferry pull vs scp and rsync), a tunnel download (ferry tunnel vs ssh -L) and the initial sync of
+// bench/sync_vs_rsync's tree (ferry sync vs rsync). Prints one markdown
 // table of times and speedups (peer time / ferry time: higher is better). Environment:
 //   FERRY_WAN_MB (1024)          size of the file and of the tunnel download
 //   FERRY_WAN_RTTS (0,50,150)    round-trip times in ms (0: straight to sshd, no relay)
-//   FERRY_WAN_ONLY (all)         comma list of push, pull, tunnel
+//   FERRY_WAN_ONLY (all)         comma list of push, pull, tunnel, tree
+//   FERRY_WAN_TREE_FILES (20000) FERRY_WAN_TREE_BIG_MB (256)  the initial-sync tree (bench/sync_vs_rsync's:
+//                                small text files plus one big text file), ferry sync vs rsync -a
 //   FERRY_WAN_DIR (/dev/shm/ferry-wan-bench)  files and remote copies (all removed after use)
 //   FERRY_WAN_FERRY_ARGS ("")    put before ferry's sub-command (e.g. "--log-level debug")
 #include <arpa/inet.h>
@@ -31,6 +34,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/common/text_tree.hpp"
 #include "bench/wan/delay_relay.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 
@@ -75,6 +79,11 @@ void make_random_file(const fs::path& p, std::uint64_t bytes) {
     for (auto& w : buf) w = rng();
     out.write(reinterpret_cast<const char*>(buf.data()), static_cast<std::streamsize>(std::min<std::uint64_t>(buf.size() * 8, bytes - done)));
   }
+}
+
+bool same_tree(const fs::path& a, const fs::path& b) {
+  return ferry::test::run_command("diff -rq --exclude=.ferry --exclude=ferry.json " + q(a.string()) + " " + q(b.string()) +
+                                  " >/dev/null 2>&1 && echo same") == "same\n";
 }
 
 bool same_file(const fs::path& a, const fs::path& b) {
@@ -236,6 +245,24 @@ int main() {
   fs::create_directories(remote / "pull");
   fs::copy_file(src, remote / "pull" / "big.bin");
   SourceServer source(bytes);
+  {
+    // The agent is installed once per box; every measurement below is of a box that has it, as a
+    // user's is after the first connect.
+    const fs::path warm = dir / "warm-project";
+    fs::create_directories(warm);
+    std::ofstream(warm / "ferry.json") << fmt::format(R"({{"name":"warm","host":"{}","sshConfig":"{}","mappings":[{{"local":".","remote":"{}"}}]}})",
+                                                      sshd.alias(), cfg.string(), (remote / "warm").string());
+    log("installing the agent");
+    ferry::test::run_command(fmt::format("{} --project {} sync --yes --json >/dev/null", ferry, q(warm.string())));
+    fs::remove_all(warm);
+  }
+  const std::uint64_t tree_files = env_num("FERRY_WAN_TREE_FILES", 20000), tree_big_mb = env_num("FERRY_WAN_TREE_BIG_MB", 256);
+  const fs::path tree = dir / "tree";
+  if (part("tree")) {
+    log(fmt::format("building a tree of {} files + {} MiB", tree_files, tree_big_mb));
+    ferry::bench::make_small_tree(tree, tree_files, 4096, 1);
+    ferry::bench::make_big_text_file(tree / "big.bin", tree_big_mb << 20, 2);
+  }
 
   std::printf("| RTT | what (%llu MiB, incompressible) | ferry | scp / ssh -L | rsync | ferry speedup vs scp / ssh -L | vs rsync |\n",
               static_cast<unsigned long long>(mb));
@@ -253,11 +280,14 @@ int main() {
       std::ofstream(sshd.known_hosts(), std::ios::app) << "[127.0.0.1]:" << relay->port() << known << "\n";
     }
     const std::string ssh = "ssh -F " + cfg.string();
+    auto project_in = [&](const fs::path& p, const fs::path& mapped) {
+      std::ofstream(p / "ferry.json") << fmt::format(R"({{"name":"wan","host":"{}","sshConfig":"{}","mappings":[{{"local":".","remote":"{}"}}]}})",
+                                                     alias, cfg.string(), mapped.string());
+    };
     auto project = [&](const fs::path& p, const fs::path& mapped) {
       fs::remove_all(p);
       fs::create_directories(p);
-      std::ofstream(p / "ferry.json") << fmt::format(R"({{"name":"wan","host":"{}","sshConfig":"{}","mappings":[{{"local":".","remote":"{}"}}]}})",
-                                                     alias, cfg.string(), mapped.string());
+      project_in(p, mapped);
     };
     if (part("push")) {
       log(fmt::format("{} ms: push", rtt));
@@ -300,6 +330,28 @@ int main() {
       fs::remove_all(p);
       std::printf("| %d ms | pull a new file%s | %s | %s | %s | %s | %s |\n", rtt, ok_f && ok_s && ok_r ? "" : " (A COPY DIFFERS)",
                   secs(tf).c_str(), secs(ts).c_str(), secs(tr).c_str(), speedup(ts, tf).c_str(), speedup(tr, tf).c_str());
+      std::fflush(stdout);
+    }
+    if (part("tree")) {
+      log(fmt::format("{} ms: initial sync of {} files + {} MiB", rtt, tree_files, tree_big_mb));
+      const fs::path out = remote / "tree";
+      auto clean = [&] {
+        fs::remove_all(out);
+        fs::remove_all(tree / ".ferry");
+        fs::create_directories(out);
+      };
+      clean();
+      project_in(tree, out);
+      double tf = timed(fmt::format("{} --project {} sync --yes --json >/dev/null", ferry, q(tree.string())));
+      bool ok_f = same_tree(tree, out);
+      clean();
+      double tr = timed(fmt::format("rsync -a --exclude=/.ferry --exclude=/ferry.json -e {} {}/ {}:{}/", q(ssh), q(tree.string()), alias,
+                                    q(out.string())));
+      bool ok_r = same_tree(tree, out);
+      clean();
+      std::printf("| %d ms | initial sync, %llu files + %llu MiB of text%s | %s | - | %s | - | %s |\n", rtt,
+                  static_cast<unsigned long long>(tree_files), static_cast<unsigned long long>(tree_big_mb),
+                  ok_f && ok_r ? "" : " (A COPY DIFFERS)", secs(tf).c_str(), secs(tr).c_str(), speedup(tr, tf).c_str());
       std::fflush(stdout);
     }
     if (part("tunnel")) {
