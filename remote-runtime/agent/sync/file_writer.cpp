@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,11 +20,12 @@
 
 
 #include "common/file_times.hpp"
+#include "common/copy_range.hpp"
 #include "common/full_io.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"
-#include "protocol/delta/patch.hpp"
 #include "remote-runtime/agent/root_path.hpp"
+#include "remote-runtime/agent/sync/file_writer_parent.hpp"
 
 namespace ferry::agent::sync {
 namespace {
@@ -33,17 +33,6 @@ namespace {
 using Fd = ferry::posix::UniqueFd;
 using ferry::posix::mtime_of;
 using ferry::posix::to_timespec;
-
-// A directory descriptor shared by the files of a batch that live in it; closed with the last.
-class DirRef {
- public:
-  DirRef() = default;
-  explicit DirRef(Fd fd) : fd_(std::make_shared<Fd>(std::move(fd))) {}
-  int get() const { return fd_ ? fd_->get() : -1; }
-
- private:
-  std::shared_ptr<Fd> fd_;
-};
 
 std::unexpected<WriteError> fail(WriteErrc code, std::string message) {
   return std::unexpected(WriteError{code, std::move(message)});
@@ -102,12 +91,6 @@ std::expected<Fd, WriteError> walk_dirs(int from, const std::string& dir_rel, st
 
 }  // namespace
 
-struct FileWriter::Parent {
-  DirRef dir;
-  std::string name;  // final component
-  std::string rel;   // normalised path
-};
-
 struct FileWriter::DirCache {
   std::mutex mu;
   std::unordered_map<std::string, DirRef> dirs;  // by normalised relative path, "" = the root
@@ -153,16 +136,34 @@ std::expected<void, WriteError> PendingFile::write(Bytes bytes) {
 }
 
 std::expected<void, WriteError> PendingFile::write_at(std::uint64_t offset, Bytes bytes) {
-  return record(offset, bytes.size(), bytes.data());
+  return record(offset, bytes.size(), bytes.data(), bytes.data());
 }
 
 std::expected<void, WriteError> PendingFile::mark_placed(std::uint64_t offset, std::uint64_t length) {
-  return record(offset, length, nullptr);
+  return record(offset, length, nullptr, nullptr);
+}
+
+std::expected<void, WriteError> PendingFile::copy_from(int base_fd, std::uint64_t base_offset, const std::uint8_t* base_bytes,
+                                                       std::uint64_t offset, std::uint64_t n, ferry::posix::RangeCopier& copier) {
+  if (!state_) return fail(WriteErrc::io, "write after commit or abort");
+  State& s = *state_;
+  // Bounds and overlap first (as record checks them), so nothing lands outside the file.
+  if (offset > s.attrs.size || n > s.attrs.size - offset)
+    return fail(WriteErrc::bad_delta, s.rel + ": a copy reaches past the announced " + std::to_string(s.attrs.size) + " bytes");
+  auto next = s.ranges.upper_bound(offset);
+  auto prev = next == s.ranges.begin() ? s.ranges.end() : std::prev(next);
+  if ((prev != s.ranges.end() && prev->second > offset) || (next != s.ranges.end() && next->first < offset + n))
+    return fail(WriteErrc::bad_delta, s.rel + ": a copy overlaps bytes already written");
+  const ssize_t got = copier.copy(base_fd, base_offset, s.fd.get(), offset, static_cast<std::size_t>(n));
+  if (got < 0) return sys_fail("copy into " + s.rel);
+  if (static_cast<std::uint64_t>(got) != n) return fail(WriteErrc::io, s.rel + ": the old file shrank while the delta was applied");
+  return record(offset, n, nullptr, base_bytes);
 }
 
 std::string PendingFile::temp_name() const { return state_ ? state_->tmp : std::string(); }
 
-std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes) {
+std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes,
+                                                    const std::uint8_t* hash_from) {
   if (!state_) return fail(WriteErrc::io, "write after commit or abort");
   State& s = *state_;
   if (offset > s.attrs.size || n > s.attrs.size - offset) {
@@ -194,8 +195,8 @@ std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::u
   s.append_at = std::max(s.append_at, end);
   // Hash what is now contiguous from the hashed prefix: these bytes from memory, any that
   // arrived earlier (or were placed by a sibling) and now join the prefix read back from the file.
-  if (bytes && offset == s.hashed) {
-    s.hash.update(Bytes(bytes, static_cast<std::size_t>(n)));
+  if (hash_from && offset == s.hashed) {
+    s.hash.update(Bytes(hash_from, static_cast<std::size_t>(n)));
     s.hashed = end;
   }
   if (start <= s.hashed && s.hashed < stop) {
@@ -283,12 +284,14 @@ std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondi
 }
 
 FileWriter::FileWriter(FileWriter&& o) noexcept
-    : root_(std::move(o.root_)), root_fd_(std::exchange(o.root_fd_, -1)), hook_(std::move(o.hook_)) {}
+    : root_(std::move(o.root_)), root_fd_(std::exchange(o.root_fd_, -1)), hook_(std::move(o.hook_)),
+      kernel_copy_(std::move(o.kernel_copy_)) {}
 FileWriter& FileWriter::operator=(FileWriter&& o) noexcept {
   if (root_fd_ >= 0) ::close(root_fd_);
   root_ = std::move(o.root_);
   root_fd_ = std::exchange(o.root_fd_, -1);
   hook_ = std::move(o.hook_);
+  kernel_copy_ = std::move(o.kernel_copy_);
   return *this;
 }
 FileWriter::~FileWriter() {
@@ -495,51 +498,6 @@ std::vector<std::expected<void, WriteError>> FileWriter::write_batch(std::span<c
   for (const Fd& d : dirs)
     if (d) ::fsync(d.get());
   return results;
-}
-
-std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
-                                                        const std::optional<Precondition>& expect) {
-  auto parent = open_parent(rel, false);
-  if (!parent) return std::unexpected(parent.error());
-  Fd base(::openat(parent->dir.get(), parent->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!base) return sys_fail("open delta base " + parent->rel);
-  struct stat st {};
-  if (::fstat(base.get(), &st) != 0) return sys_fail("stat " + parent->rel);
-  if (!S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is not a regular file");
-  if (expect && (!expect->exists || static_cast<std::uint64_t>(st.st_size) != expect->size ||
-                 mtime_of(st) != expect->mtime_ns)) {
-    return fail(WriteErrc::conflict, parent->rel + " changed on the remote since the sync was planned");
-  }
-  const auto size = static_cast<std::size_t>(st.st_size);
-  void* map = nullptr;
-  if (size > 0) {
-    map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, base.get(), 0);
-    if (map == MAP_FAILED) return sys_fail("map " + parent->rel);
-  }
-  struct Unmap {
-    void* p;
-    std::size_t n;
-    ~Unmap() {
-      if (p) ::munmap(p, n);
-    }
-  } unmap{map, size};
-  const Bytes base_bytes(static_cast<const std::uint8_t*>(map), size);
-
-  auto f = begin_file(rel, attrs);
-  if (!f) return std::unexpected(f.error());
-  std::optional<WriteError> sink_error;
-  ferry::delta::Patcher patcher(base_bytes, [&](Bytes out) {
-    auto ok = f->write(out);
-    if (!ok) sink_error = ok.error();
-    return ok.has_value();
-  });
-  auto fed = patcher.feed(delta);
-  if (fed) fed = patcher.finish();
-  if (!fed) {
-    if (sink_error) return std::unexpected(*sink_error);
-    return fail(WriteErrc::bad_delta, parent->rel + ": " + fed.error().message);
-  }
-  return f->commit(expect);
 }
 
 std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(

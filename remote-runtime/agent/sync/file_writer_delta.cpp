@@ -1,0 +1,116 @@
+// FileWriter::apply_delta: a pushed delta rebuilt against the file the agent holds, into a temp
+// file committed like any other write (see file_writer.hpp). The unchanged ranges go from the old
+// file to the temp file in the kernel (RangeCopier: a reflink on btrfs/xfs, else
+// copy_file_range); the whole-file xxh3-128 is still computed over every output byte, once:
+// literal bytes as they are written, copied ones from the old file's read-only mapping. (The
+// old file's block hashes cannot stand in for that: a whole-file hash does not compose from
+// block hashes, and it is what catches a base that is not what the helper thinks it is.)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "common/copy_range.hpp"
+#include "common/file_times.hpp"
+#include "common/unique_fd.hpp"
+#include "protocol/delta/patch.hpp"
+#include "remote-runtime/agent/sync/file_writer.hpp"
+#include "remote-runtime/agent/sync/file_writer_parent.hpp"
+
+namespace ferry::agent::sync {
+namespace {
+
+// Copies are cut into pieces this big so the hash reads what the kernel has just copied while it
+// is still in the CPU's caches, and a test's kill hook can stop a process half-way.
+constexpr std::uint64_t kCopyPiece = 8u << 20;
+
+std::unexpected<WriteError> fail(WriteErrc code, std::string message) { return std::unexpected(WriteError{code, std::move(message)}); }
+
+std::unexpected<WriteError> sys_fail(const std::string& what) {
+  const int e = errno;
+  const WriteErrc code = e == ENOENT ? WriteErrc::not_found : e == ENOSPC || e == EDQUOT ? WriteErrc::no_space : WriteErrc::io;
+  return fail(code, what + ": " + std::strerror(e));
+}
+
+// The old file mapped read-only for hashing the ranges the kernel copies.
+struct Mapping {
+  void* p = nullptr;
+  std::size_t n = 0;
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() {
+    if (p) ::munmap(p, n);
+  }
+  const std::uint8_t* bytes() const { return static_cast<const std::uint8_t*>(p); }
+};
+
+}  // namespace
+
+std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
+                                                        const std::optional<Precondition>& expect) {
+  auto parent = open_parent(rel, false);
+  if (!parent) return std::unexpected(parent.error());
+  ferry::posix::UniqueFd base(::openat(parent->dir.get(), parent->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!base) return sys_fail("open delta base " + parent->rel);
+  struct stat st {};
+  if (::fstat(base.get(), &st) != 0) return sys_fail("stat " + parent->rel);
+  if (!S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is not a regular file");
+  if (expect && (!expect->exists || static_cast<std::uint64_t>(st.st_size) != expect->size ||
+                 ferry::posix::mtime_of(st) != expect->mtime_ns)) {
+    return fail(WriteErrc::conflict, parent->rel + " changed on the remote since the sync was planned");
+  }
+  const auto base_size = static_cast<std::uint64_t>(st.st_size);
+  auto reader = ferry::delta::DeltaReader::open(delta);
+  if (!reader) return fail(WriteErrc::bad_delta, parent->rel + ": " + reader.error().message);
+  const ferry::delta::DeltaHeader& head = reader->header();
+  if (head.base_size != base_size)
+    return fail(WriteErrc::bad_delta, parent->rel + ": the delta was made against a " + std::to_string(head.base_size) +
+                                          "-byte file, the remote one has " + std::to_string(base_size));
+  if (head.output_size != attrs.size || head.output_hash != attrs.hash)
+    return fail(WriteErrc::bad_delta, parent->rel + ": the delta does not produce the announced file");
+  Mapping map;
+  if (base_size > 0) {
+    map.n = static_cast<std::size_t>(base_size);
+    map.p = ::mmap(nullptr, map.n, PROT_READ, MAP_SHARED, base.get(), 0);
+    if (map.p == MAP_FAILED) {
+      map.p = nullptr;
+      return sys_fail("map " + parent->rel);
+    }
+    ::madvise(map.p, map.n, MADV_SEQUENTIAL);
+  }
+
+  auto f = begin_file(rel, attrs);
+  if (!f) return std::unexpected(f.error());
+  ferry::posix::RangeCopier copier(kernel_copy_);
+  std::uint64_t out_at = 0;
+  for (;;) {
+    auto op = reader->next();
+    if (!op) return fail(WriteErrc::bad_delta, parent->rel + ": " + op.error().message);
+    if (!*op) break;
+    const ferry::delta::DeltaOp& o = **op;
+    if (o.length > head.output_size - out_at) return fail(WriteErrc::bad_delta, parent->rel + ": the delta writes past its declared size");
+    if (o.kind == ferry::delta::DeltaOp::Kind::literal) {
+      if (auto ok = f->write_at(out_at, o.data); !ok) return ok;
+      out_at += o.length;
+      continue;
+    }
+    if (o.offset > base_size || o.length > base_size - o.offset)
+      return fail(WriteErrc::bad_delta, parent->rel + ": a copy outside the old file");
+    for (std::uint64_t done = 0; done < o.length;) {
+      const std::uint64_t n = std::min(kCopyPiece, o.length - done);
+      if (auto ok = f->copy_from(base.get(), o.offset + done, map.bytes() + o.offset + done, out_at, n, copier); !ok) return ok;
+      out_at += n;
+      done += n;
+    }
+  }
+  if (out_at != head.output_size) return fail(WriteErrc::bad_delta, parent->rel + ": the delta ends before its declared size");
+  return f->commit(expect);
+}
+
+}  // namespace ferry::agent::sync
