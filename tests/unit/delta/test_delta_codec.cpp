@@ -412,3 +412,62 @@ BOOST_AUTO_TEST_CASE(hostile_signatures_fail_cleanly) {
   BOOST_TEST((SignatureView::parse(bad).error().code == DeltaErrc::bad_parameters));
   BOOST_TEST(!write_signature(base, 1, base.size(), {512, 8}, sig).has_value());
 }
+
+// A caller that already hashed the new data passes the hash: the delta is byte for byte the one
+// computed without it; a wrong hash gives a delta the patcher refuses, never a wrong file.
+BOOST_AUTO_TEST_CASE(a_known_new_hash_gives_the_same_delta_and_a_wrong_one_is_refused) {
+  const Buf base = structured_bytes(300001, 5);
+  Buf next = base;
+  next[150000] ^= 0x10;
+  next.insert(next.begin() + 1000, {7, 7, 7, 7});
+  const Buf sig = sign(base, {1024, 8}, SIZE_MAX);
+  auto view = SignatureView::parse(sig);
+  BOOST_REQUIRE(view.has_value());
+  Buf plain, known, from_base_plain, from_base_known;
+  BOOST_REQUIRE(generate_delta(*view, next, plain).has_value());
+  BOOST_REQUIRE(generate_delta(*view, next, known, hash128(next)).has_value());
+  BOOST_TEST((plain == known));
+  BOOST_REQUIRE(generate_delta_from_base(base, next, 1024, from_base_plain).has_value());
+  BOOST_REQUIRE(generate_delta_from_base(base, next, 1024, from_base_known, hash128(next)).has_value());
+  BOOST_TEST((from_base_plain == from_base_known));
+  Buf lying;
+  BOOST_REQUIRE(generate_delta(*view, next, lying, hash128(base)).has_value());
+  auto out = apply_delta(base, lying, 1u << 20);
+  BOOST_REQUIRE(!out.has_value());
+  BOOST_TEST((out.error().code == DeltaErrc::hash_mismatch));
+  // refine_delta checks the coarse delta against the given hash, and writes it into its header.
+  const Buf coarse_sig = sign(base, {64u << 10, 8}, SIZE_MAX);
+  auto coarse_view = SignatureView::parse(coarse_sig);
+  BOOST_REQUIRE(coarse_view.has_value());
+  Buf coarse;
+  BOOST_REQUIRE(generate_delta(*coarse_view, next, coarse, hash128(next)).has_value());
+  std::vector<SignatureView> none;
+  Buf refined;
+  BOOST_TEST(!refine_delta(coarse, none, next, refined, hash128(base)).has_value());
+  refined.clear();
+  BOOST_REQUIRE(refine_delta(coarse, none, next, refined, hash128(next)).has_value());
+  auto rebuilt = apply_delta(base, refined, 1u << 20);
+  BOOST_REQUIRE(rebuilt.has_value());
+  BOOST_TEST((*rebuilt == next));
+}
+
+// An unchanged run after a copy is matched by strong hash at the continuation; a block moved
+// elsewhere still needs the weak search: both give exact output and only the edited block as literal.
+BOOST_AUTO_TEST_CASE(continuation_and_search_both_find_their_blocks) {
+  const Buf base = random_bytes(64u * 1024 + 100, 11);
+  Buf next(base.begin() + 8 * 1024, base.end());            // the first 8 blocks moved to the end
+  next.insert(next.end(), base.begin(), base.begin() + 8 * 1024);
+  next[20 * 1024 + 5] ^= 1;                                    // and one byte edited
+  const Buf sig = sign(base, {1024, 8}, SIZE_MAX);
+  auto view = SignatureView::parse(sig);
+  BOOST_REQUIRE(view.has_value());
+  for (int from_base = 0; from_base < 2; ++from_base) {
+    Buf d;
+    auto s = from_base ? generate_delta_from_base(base, next, 1024, d) : generate_delta(*view, next, d);
+    BOOST_REQUIRE(s.has_value());
+    BOOST_TEST(s->literal_bytes <= 1024u + 100u);  // the edited block, and the short tail moved inside
+    auto out = apply_delta(base, d, 1u << 20);
+    BOOST_REQUIRE(out.has_value());
+    BOOST_TEST((*out == next));
+  }
+}
