@@ -447,10 +447,12 @@ void PushPipeline::send_delta(const Transfer& t) {
   std::future<Signature> coarse_ahead;
   if (!own_base && t.remote_base && t.remote_base->size >= kTwoLevelAbove)
     coarse_ahead = std::async(std::launch::async, [this, &t] { return call_coarse_signature(t.path); });
-  auto read = FileBytes::read(c_.root / t.path);
+  Hash128 read_hash{};
+  auto read = FileBytes::read(c_.root / t.path, &read_hash);
   if (!read) return prog_.read_failed(t.path, read.error());
   const std::span<const std::uint8_t> bytes = read->bytes();
-  if (!t.local.hash || delta::hash128(bytes) != *t.local.hash) return unstable(t.path);
+  // Hashed while read: the delta's header takes this hash instead of hashing the bytes again.
+  if (!t.local.hash || read_hash != *t.local.hash) return unstable(t.path);
   spdlog::debug("sync: delta {}: read and verified", t.path);
   std::vector<std::uint8_t> d;
   std::uint64_t wire = 0;
@@ -495,7 +497,7 @@ std::expected<delta::DeltaStats, std::string> PushPipeline::make_delta(const Tra
     const Hash128 h = *c_.plan_manifest.entries.at(t.path).hash;
     auto base_bytes = read_bytes(cache_dir_ / to_hex(h));
     if (base_bytes && delta::hash128(*base_bytes) == h)
-      stats = delta::generate_delta_from_base(*base_bytes, bytes, delta::choose_block_size(base_bytes->size()), d);
+      stats = delta::generate_delta_from_base(*base_bytes, bytes, delta::choose_block_size(base_bytes->size()), d, t.local.hash);
   }
   if (!stats && t.remote_base && t.remote_base->size >= kTwoLevelAbove)
     two_level_delta(t, bytes, coarse_ahead.valid() ? coarse_ahead.get() : call_coarse_signature(t.path), d, stats, wire);
@@ -508,7 +510,7 @@ std::expected<delta::DeltaStats, std::string> PushPipeline::make_delta(const Tra
   auto view = delta::SignatureView::parse(sig_bytes);
   if (!view) return std::unexpected(fmt::format("signature of '{}' rejected: {}", t.path, view.error().message));
   d.clear();
-  stats = delta::generate_delta(*view, bytes, d);
+  stats = delta::generate_delta(*view, bytes, d, t.local.hash);
   if (!stats) return std::unexpected(fmt::format("delta for '{}': {}", t.path, stats.error().message));
   return *stats;
 }
@@ -526,7 +528,7 @@ void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8
   auto view = delta::SignatureView::parse(cs);
   std::vector<std::uint8_t> coarse;
   std::expected<delta::DeltaStats, delta::DeltaError> cstats = std::unexpected(delta::DeltaError{});
-  if (view) cstats = delta::generate_delta(*view, bytes, coarse);
+  if (view) cstats = delta::generate_delta(*view, bytes, coarse, t.local.hash);
   spdlog::debug("sync: delta {}: coarse delta", t.path);
   auto ranges = cstats ? delta::unreferenced_base_ranges(coarse) : std::unexpected(delta::DeltaError{});
   if (!ranges) return;
@@ -555,7 +557,7 @@ void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8
   }
   if (!ok) return;
   d.clear();
-  stats = delta::refine_delta(coarse, views, bytes, d);
+  stats = delta::refine_delta(coarse, views, bytes, d, t.local.hash);
 }
 
 // --- 5c --------------------------------------------------------------------------------------
