@@ -16,6 +16,7 @@
 #include "common/full_io.hpp"
 #include "common/temp_name.hpp"
 #include "helper/remote/endpoint.hpp"
+#include "helper/sync/patch_file.hpp"
 #include "helper/sync/project_lock.hpp"
 #include "helper/sync/sync_engine_state.hpp"
 #include "protocol/delta/delta.hpp"
@@ -171,55 +172,6 @@ Fetched from_agent_error(std::string_view method, const protocol::ResponseError&
   if (code == "not_found" || e.message.find("changed while being read") != std::string::npos)
     return failed(Fetched::Status::unstable, e.message, wire);
   return failed(Fetched::Status::error, std::string(method) + ": " + e.message, wire);
-}
-
-// Writes `delta` (the agent's, hostile until checked) applied to `base_fd` into `out_fd`:
-// COPYs read the base with pread (so the base never sits in memory whole), bounds and the
-// declared size are checked op by op, and the output must hash to the declared value.
-std::expected<delta::DeltaStats, std::string> patch_to_fd(const std::vector<std::uint8_t>& d, int base_fd, std::uint64_t base_size,
-                                                          int out_fd, const delta::DeltaHeader& expect) {
-  auto reader = delta::DeltaReader::open(d);
-  if (!reader) return std::unexpected("delta: " + reader.error().message);
-  const auto& h = reader->header();
-  if (h.base_size != base_size) return std::unexpected(std::string("delta: made against another base size"));
-  if (h.output_size != expect.output_size || h.output_hash != expect.output_hash)
-    return std::unexpected(std::string("delta: its header disagrees with the file the agent described"));
-  delta::DeltaStats stats;
-  delta::Hash128Stream hash;
-  std::uint64_t out_at = 0;
-  std::vector<std::uint8_t> buf;
-  for (;;) {
-    auto op = reader->next();
-    if (!op) return std::unexpected("delta: " + op.error().message);
-    if (!*op) break;
-    const delta::DeltaOp& o = **op;
-    if (o.length > h.output_size - out_at) return std::unexpected(std::string("delta: output beyond the declared size"));
-    if (o.kind == delta::DeltaOp::Kind::literal) {
-      if (auto w = pwrite_full(out_fd, o.data.data(), o.data.size(), out_at); !w) return std::unexpected(w.error());
-      hash.update(delta::Bytes(o.data.data(), o.data.size()));
-      out_at += o.data.size();
-      stats.literal_bytes += o.data.size();
-      ++stats.literal_ops;
-      continue;
-    }
-    if (o.offset > base_size || o.length > base_size - o.offset) return std::unexpected(std::string("delta: a copy outside the base"));
-    buf.resize(std::min<std::uint64_t>(o.length, kIoBlock));
-    for (std::uint64_t done = 0; done < o.length;) {
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
-      auto got = pread_full(base_fd, buf.data(), n, o.offset + done);
-      if (!got) return std::unexpected(got.error());
-      if (*got != n) return std::unexpected(std::string("the local file shrank during the pull"));
-      if (auto w = pwrite_full(out_fd, buf.data(), n, out_at); !w) return std::unexpected(w.error());
-      hash.update(delta::Bytes(buf.data(), n));
-      out_at += n;
-      done += n;
-    }
-    stats.copied_bytes += o.length;
-    ++stats.copy_ops;
-  }
-  if (out_at != h.output_size) return std::unexpected(std::string("delta: output shorter than declared"));
-  if (hash.digest() != h.output_hash) return std::unexpected(std::string("delta: the result does not hash to the declared value"));
-  return stats;
 }
 
 // A mirror's deletes: files an earlier pull wrote (the manifest) under `paths` that the remote
