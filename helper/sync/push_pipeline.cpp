@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 #include "common/unique_fd.hpp"
+#include "helper/sync/mapped_file.hpp"
 #include "protocol/delta/delta.hpp"
 #include "protocol/payload_codec.hpp"
 
@@ -437,6 +439,17 @@ void PushPipeline::commit_stream(const Transfer& t, std::int64_t handle, std::ui
 
 // --- Deltas ----------------------------------------------------------------------------------
 
+namespace {
+
+// The file is still at the size and mtime the scan hashed it at.
+bool still_as_scanned(const fs::path& file, const FileMeta& scanned) {
+  struct stat st {};
+  return ::stat(file.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == scanned.size &&
+         posix::mtime_of(st) == scanned.mtime_ns;
+}
+
+}  // namespace
+
 void PushPipeline::send_delta(const Transfer& t) {
   // plan_manifest: a snapshot nobody writes while jobs run (the manifest itself is being recorded into).
   auto m = c_.plan_manifest.entries.find(t.path);
@@ -447,17 +460,20 @@ void PushPipeline::send_delta(const Transfer& t) {
   std::future<Signature> coarse_ahead;
   if (!own_base && t.remote_base && t.remote_base->size >= kTwoLevelAbove)
     coarse_ahead = std::async(std::launch::async, [this, &t] { return call_coarse_signature(t.path); });
-  Hash128 read_hash{};
-  auto read = FileBytes::read(c_.root / t.path, &read_hash);
-  if (!read) return prog_.read_failed(t.path, read.error());
-  const std::span<const std::uint8_t> bytes = read->bytes();
-  // Hashed while read: the delta's header takes this hash instead of hashing the bytes again.
-  if (!t.local.hash || read_hash != *t.local.hash) return unstable(t.path);
-  spdlog::debug("sync: delta {}: read and verified", t.path);
+  // Mapped, not read into a buffer, and not hashed again: the scan hashed these bytes, and a file
+  // still at the size and mtime the scan saw (before and after the delta is made) is taken to
+  // hold them, as the hash index takes it between syncs. Should it not, the agent's whole-file
+  // check refuses the result (hash_mismatch, below: unstable, the next sync sends it).
+  auto mapped = MappedFile::open(c_.root / t.path);
+  if (!mapped) return prog_.read_failed(t.path, mapped.error());
+  if (!t.local.hash || mapped->size() != t.local.size || mapped->mtime_ns() != t.local.mtime_ns) return unstable(t.path);
+  const std::span<const std::uint8_t> bytes = mapped->bytes();
+  spdlog::debug("sync: delta {}: mapped", t.path);
   std::vector<std::uint8_t> d;
   std::uint64_t wire = 0;
   auto stats = make_delta(t, bytes, own_base, coarse_ahead, d, wire);
   if (!stats) return prog_.error(stats.error());
+  if (mapped->truncated() || !still_as_scanned(c_.root / t.path, t.local)) return unstable(t.path);
   spdlog::debug("sync: delta {}: delta ready", t.path);
   auto packed = protocol::compress_payload(d.data(), d.size());
   wire += packed.size();
@@ -465,9 +481,12 @@ void PushPipeline::send_delta(const Transfer& t) {
   spdlog::debug("sync: delta {}: applied", t.path);
   add_wire(wire);
   if (!reply) {
-    if (reply.error().data && reply.error().data->value("code", "") == "conflict") {
+    const std::string code = reply.error().data ? reply.error().data->value("code", "") : "";
+    if (code == "conflict") {
       std::lock_guard lock(prog_.mu);
       c_.summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, reply.error().message});
+    } else if (code == "hash_mismatch") {
+      unstable(t.path);  // the bytes were not the ones the scan hashed: changed while being read
     } else {
       prog_.note_no_space(reply.error());
       prog_.error(agent_error(method::kApplyDelta, t.path, reply.error().message));
@@ -475,7 +494,7 @@ void PushPipeline::send_delta(const Transfer& t) {
     return;
   }
   record(t.path, t.local);
-  keep_copy(t.local, bytes);
+  if (!mapped->truncated()) keep_copy(t.local, bytes);
   {
     std::lock_guard lock(prog_.mu);
     ++c_.summary.files_sent;
