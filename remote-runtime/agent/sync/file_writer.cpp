@@ -107,6 +107,10 @@ struct PendingFile::State {
   std::map<std::uint64_t, std::uint64_t> ranges;
   std::uint64_t received = 0, append_at = 0, hashed = 0;
   bool half_reported = false;
+  // Set by apply_delta, which hashes the output beside the writes: the digest is handed in
+  // before commit (outside_digest) instead of being computed here.
+  bool outside_hash = false;
+  std::optional<Hash128> outside_digest;
   FileWriter::StepHook hook;
 
   ~State() {
@@ -143,8 +147,16 @@ std::expected<void, WriteError> PendingFile::mark_placed(std::uint64_t offset, s
   return record(offset, length, nullptr, nullptr);
 }
 
-std::expected<void, WriteError> PendingFile::copy_from(int base_fd, std::uint64_t base_offset, const std::uint8_t* base_bytes,
-                                                       std::uint64_t offset, std::uint64_t n, ferry::posix::RangeCopier& copier) {
+void PendingFile::hash_outside() {
+  if (state_) state_->outside_hash = true;
+}
+
+void PendingFile::set_outside_digest(const Hash128& digest) {
+  if (state_) state_->outside_digest = digest;
+}
+
+std::expected<void, WriteError> PendingFile::copy_from(int base_fd, std::uint64_t base_offset, std::uint64_t offset, std::uint64_t n,
+                                                       ferry::posix::RangeCopier& copier) {
   if (!state_) return fail(WriteErrc::io, "write after commit or abort");
   State& s = *state_;
   // Bounds and overlap first (as record checks them), so nothing lands outside the file.
@@ -157,7 +169,7 @@ std::expected<void, WriteError> PendingFile::copy_from(int base_fd, std::uint64_
   const ssize_t got = copier.copy(base_fd, base_offset, s.fd.get(), offset, static_cast<std::size_t>(n));
   if (got < 0) return sys_fail("copy into " + s.rel);
   if (static_cast<std::uint64_t>(got) != n) return fail(WriteErrc::io, s.rel + ": the old file shrank while the delta was applied");
-  return record(offset, n, nullptr, base_bytes);
+  return record(offset, n, nullptr, nullptr);
 }
 
 std::string PendingFile::temp_name() const { return state_ ? state_->tmp : std::string(); }
@@ -195,11 +207,13 @@ std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::u
   s.append_at = std::max(s.append_at, end);
   // Hash what is now contiguous from the hashed prefix: these bytes from memory, any that
   // arrived earlier (or were placed by a sibling) and now join the prefix read back from the file.
-  if (hash_from && offset == s.hashed) {
+  if (s.outside_hash) {
+    // apply_delta hashes the output on a thread of its own; nothing to do here.
+  } else if (hash_from && offset == s.hashed) {
     s.hash.update(Bytes(hash_from, static_cast<std::size_t>(n)));
     s.hashed = end;
   }
-  if (start <= s.hashed && s.hashed < stop) {
+  if (!s.outside_hash && start <= s.hashed && s.hashed < stop) {
     std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(stop - s.hashed, 1u << 20)));
     while (s.hashed < stop) {
       const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), stop - s.hashed));
@@ -227,7 +241,9 @@ std::expected<void, WriteError> PendingFile::finish() {
     return fail(WriteErrc::hash_mismatch, s.rel + ": " + std::to_string(s.received) + " of " + std::to_string(s.attrs.size) +
                                               " bytes received (first missing byte at " + std::to_string(first_gap) + ")");
   }
-  if (s.hashed != s.attrs.size || s.hash.digest() != s.attrs.hash) {
+  const bool hash_ok = s.outside_hash ? s.outside_digest == s.attrs.hash
+                                      : s.hashed == s.attrs.size && s.hash.digest() == s.attrs.hash;
+  if (!hash_ok) {
     return fail(WriteErrc::hash_mismatch, s.rel + ": written bytes do not match the announced size and xxh3-128");
   }
   if (::fchmod(s.fd.get(), s.attrs.mode & 07777) != 0) return sys_fail("chmod " + s.rel);

@@ -112,9 +112,13 @@ class PendingFile {
   std::expected<void, WriteError> record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes,
                                          const std::uint8_t* hash_from);
   // A delta's COPY: base[base_offset, +n) copied into the file at `offset` by the kernel (no pass
-  // through user space) and hashed from `base_bytes`, the same range mapped in memory.
-  std::expected<void, WriteError> copy_from(int base_fd, std::uint64_t base_offset, const std::uint8_t* base_bytes,
-                                            std::uint64_t offset, std::uint64_t n, ferry::posix::RangeCopier& copier);
+  // through user space). Only after hash_outside(): the caller hashes the output itself.
+  std::expected<void, WriteError> copy_from(int base_fd, std::uint64_t base_offset, std::uint64_t offset, std::uint64_t n,
+                                            ferry::posix::RangeCopier& copier);
+  // From now on bytes are recorded unhashed; commit() compares the digest given here (none given:
+  // hash_mismatch) with the announced hash.
+  void hash_outside();
+  void set_outside_digest(const Hash128& digest);
   std::expected<void, WriteError> sync_data();
   std::expected<void, WriteError> publish(const std::optional<Precondition>& expect);  // rename, no dir fsync
   int dir_fd() const;

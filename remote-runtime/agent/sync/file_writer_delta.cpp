@@ -1,16 +1,20 @@
 // FileWriter::apply_delta: a pushed delta rebuilt against the file the agent holds, into a temp
 // file committed like any other write (see file_writer.hpp). The unchanged ranges go from the old
 // file to the temp file in the kernel (RangeCopier: a reflink on btrfs/xfs, else
-// copy_file_range); the whole-file xxh3-128 is still computed over every output byte, once:
-// literal bytes as they are written, copied ones from the old file's read-only mapping. (The
-// old file's block hashes cannot stand in for that: a whole-file hash does not compose from
-// block hashes, and it is what catches a base that is not what the helper thinks it is.)
+// copy_file_range); the whole-file xxh3-128 is still computed over every output byte, once, on a
+// second thread while the first writes: literal bytes from the delta, copied ones from the old
+// file's read-only mapping (the output is what the ops say, so it is hashed from its sources).
+// The old file's block hashes cannot stand in for that pass: a whole-file hash does not compose
+// from block hashes, and it is what catches a base that is not what the helper thinks it is.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <future>
+#include <optional>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -50,6 +54,29 @@ struct Mapping {
   const std::uint8_t* bytes() const { return static_cast<const std::uint8_t*>(p); }
 };
 
+// The xxh3-128 of what `delta` builds from `base` (size `base_size`), computed from the sources;
+// nullopt for a delta that does not read (the writing loop reports why). Stops early on `stop`.
+std::optional<Hash128> hash_output(Bytes delta, const std::uint8_t* base, std::uint64_t base_size, const std::atomic<bool>& stop) {
+  auto reader = ferry::delta::DeltaReader::open(delta);
+  if (!reader) return std::nullopt;
+  ferry::delta::Hash128Stream h;
+  for (;;) {
+    auto op = reader->next();
+    if (!op) return std::nullopt;
+    if (!*op) return h.digest();
+    const ferry::delta::DeltaOp& o = **op;
+    if (o.kind == ferry::delta::DeltaOp::Kind::literal) {
+      h.update(o.data);
+      continue;
+    }
+    if (o.offset > base_size || o.length > base_size - o.offset) return std::nullopt;
+    for (std::uint64_t done = 0; done < o.length; done += kCopyPiece) {
+      if (stop.load(std::memory_order_relaxed)) return std::nullopt;
+      h.update(Bytes(base + o.offset + done, static_cast<std::size_t>(std::min(kCopyPiece, o.length - done))));
+    }
+  }
+}
+
 }  // namespace
 
 std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
@@ -87,6 +114,16 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
 
   auto f = begin_file(rel, attrs);
   if (!f) return std::unexpected(f.error());
+  f->hash_outside();
+  // Declared after `map`: any return joins the hashing thread before the mapping goes.
+  std::atomic<bool> stop{false};
+  struct Stop {
+    std::atomic<bool>& flag;
+    ~Stop() { flag = true; }
+  };
+  std::future<std::optional<Hash128>> hashed =
+      std::async(std::launch::async, [&] { return hash_output(delta, map.bytes(), base_size, stop); });
+  const Stop stop_on_return{stop};  // destroyed before `hashed`: an early return stops the hashing
   ferry::posix::RangeCopier copier(kernel_copy_);
   std::uint64_t out_at = 0;
   for (;;) {
@@ -104,12 +141,13 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
       return fail(WriteErrc::bad_delta, parent->rel + ": a copy outside the old file");
     for (std::uint64_t done = 0; done < o.length;) {
       const std::uint64_t n = std::min(kCopyPiece, o.length - done);
-      if (auto ok = f->copy_from(base.get(), o.offset + done, map.bytes() + o.offset + done, out_at, n, copier); !ok) return ok;
+      if (auto ok = f->copy_from(base.get(), o.offset + done, out_at, n, copier); !ok) return ok;
       out_at += n;
       done += n;
     }
   }
   if (out_at != head.output_size) return fail(WriteErrc::bad_delta, parent->rel + ": the delta ends before its declared size");
+  if (auto digest = hashed.get()) f->set_outside_digest(*digest);
   return f->commit(expect);
 }
 
