@@ -22,6 +22,7 @@
 #include "common/file_times.hpp"
 #include "common/copy_range.hpp"
 #include "common/full_io.hpp"
+#include "protocol/delta/parallel_signature.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"
 #include "remote-runtime/agent/root_path.hpp"
@@ -532,24 +533,19 @@ std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
     return fail(WriteErrc::bad_delta, parent->rel + ": signature range beyond the end of the file");
   const std::uint64_t length = range ? range->second : size;
   std::vector<std::uint8_t> out;
-  auto builder = ferry::delta::SignatureBuilder::create(params.value_or(ferry::delta::default_params(size)), offset, length,
-                                                        size, out);
-  if (!builder) return fail(WriteErrc::bad_delta, builder.error().message);
-  std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(1u << 20, std::max<std::uint64_t>(length, 1))));
-  std::uint64_t total = 0;
-  for (;;) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), length - std::min(total, length)));
-    if (want == 0) break;
-    const ssize_t n = ferry::posix::pread_full(fd.get(), buf.data(), want, offset + total);
-    if (n < 0) return sys_fail("read " + parent->rel);
-    if (n == 0) break;
-    total += static_cast<std::uint64_t>(n);
-    if (total > length) return fail(WriteErrc::conflict, parent->rel + " grew while being signed");
-    if (auto ok = builder->update(Bytes(buf.data(), static_cast<std::size_t>(n))); !ok) {
-      return fail(WriteErrc::bad_delta, ok.error().message);
-    }
+  // Signing 1 GiB is the longest step of a big-file push: shares of it on several threads.
+  const int fd_num = fd.get();
+  const auto read_at = [fd_num](std::uint64_t at, std::uint8_t* buf, std::size_t n) { return ferry::posix::pread_full(fd_num, buf, n, at); };
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  auto signed_ok = ferry::delta::sign_in_parallel(read_at, params.value_or(ferry::delta::default_params(size)), offset, length, size,
+                                                  threads, out);
+  if (!signed_ok) {
+    if (signed_ok.error().code == ferry::delta::DeltaErrc::truncated) return fail(WriteErrc::conflict, parent->rel + " shrank while being signed");
+    if (signed_ok.error().code == ferry::delta::DeltaErrc::sink_failed) return fail(WriteErrc::io, parent->rel + ": " + signed_ok.error().message);
+    return fail(WriteErrc::bad_delta, signed_ok.error().message);
   }
-  if (auto ok = builder->finish(); !ok) return fail(WriteErrc::conflict, parent->rel + " shrank while being signed");
+  struct stat after {};
+  if (::fstat(fd.get(), &after) != 0 || after.st_size != st.st_size) return fail(WriteErrc::conflict, parent->rel + " changed while being signed");
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "protocol/delta/delta.hpp"
+#include "protocol/delta/parallel_signature.hpp"
 #include "protocol/delta/patch.hpp"
 #include "protocol/delta/signature.hpp"
 #include "tests/support/random_bytes.hpp"
@@ -470,4 +471,47 @@ BOOST_AUTO_TEST_CASE(continuation_and_search_both_find_their_blocks) {
     BOOST_REQUIRE(out.has_value());
     BOOST_TEST((*out == next));
   }
+}
+
+// sign_in_parallel writes exactly the bytes one builder would, for any share count; a failing
+// read and a file that ends early are errors, not short signatures.
+BOOST_AUTO_TEST_CASE(parallel_signatures_equal_the_sequential_ones) {
+  const Buf base = random_bytes((5u << 20) + 321, 77);
+  for (std::uint32_t block : {512u, 64u << 10, 1u << 20}) {
+    for (std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{block} * 3}) {
+      const std::uint64_t length = base.size() - offset - 1000;
+      Buf one;
+      BOOST_REQUIRE(write_signature(Bytes(base).subspan(offset, length), offset, base.size(), {block, 8}, one).has_value());
+      for (unsigned threads : {1u, 2u, 3u, 8u}) {
+        BOOST_TEST_CONTEXT("block=" << block << " offset=" << offset << " threads=" << threads) {
+          auto read_at = [&](std::uint64_t at, std::uint8_t* buf, std::size_t n) -> ssize_t {
+            const std::size_t k = std::min<std::size_t>(n, base.size() - at);
+            std::memcpy(buf, base.data() + at, k);
+            return static_cast<ssize_t>(k);
+          };
+          Buf par = {0xEE};  // appended after what is there
+          BOOST_REQUIRE(sign_in_parallel(read_at, {block, 8}, offset, length, base.size(), threads, par).has_value());
+          BOOST_TEST((Buf(par.begin() + 1, par.end()) == one));
+        }
+      }
+    }
+  }
+  auto failing = [](std::uint64_t, std::uint8_t*, std::size_t) -> ssize_t {
+    errno = EIO;
+    return -1;
+  };
+  Buf out;
+  auto r = sign_in_parallel(failing, {1024, 8}, 0, 100000, 100000, 2, out);
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST((r.error().code == DeltaErrc::sink_failed));
+  BOOST_TEST(out.empty());
+  auto shrunk = [&](std::uint64_t at, std::uint8_t* buf, std::size_t n) -> ssize_t {
+    if (at >= 50000) return 0;
+    const std::size_t k = std::min<std::size_t>(n, 50000 - at);
+    std::memcpy(buf, base.data() + at, k);
+    return static_cast<ssize_t>(k);
+  };
+  r = sign_in_parallel(shrunk, {1024, 8}, 0, 100000, 100000, 3, out);
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST((r.error().code == DeltaErrc::truncated));
 }
