@@ -2,7 +2,7 @@
 // temp file: what `ferry pull` does with a big file the box changed a little. The unchanged
 // ranges go from the local file to the temp file in the kernel (RangeCopier: a reflink on
 // btrfs/xfs, else copy_file_range, else read/write); every output byte is hashed once against
-// the delta's declared whole-file xxh3-128.
+// the delta's declared whole-file xxh3-128, on a second thread while the first writes.
 #pragma once
 
 #include <cstdint>

@@ -18,6 +18,8 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "common/copy_range.hpp"
 #include "common/file_times.hpp"
@@ -53,6 +55,17 @@ struct Mapping {
   }
   const std::uint8_t* bytes() const { return static_cast<const std::uint8_t*>(p); }
 };
+
+// The old file, renamed over, lives on only through `fd` and `map`: dropping them frees all its
+// pages (a 1 GiB file: ~0.4 s of kernel time on tmpfs), which need not delay the reply.
+void release_later(ferry::posix::UniqueFd fd, Mapping& map) {
+  void* p = std::exchange(map.p, nullptr);
+  const std::size_t n = map.n;
+  std::thread([fd = std::move(fd), p, n]() mutable {
+    if (p) ::munmap(p, n);
+    fd.reset();
+  }).detach();
+}
 
 // The xxh3-128 of what `delta` builds from `base` (size `base_size`), computed from the sources;
 // nullopt for a delta that does not read (the writing loop reports why). Stops early on `stop`.
@@ -148,7 +161,9 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
   }
   if (out_at != head.output_size) return fail(WriteErrc::bad_delta, parent->rel + ": the delta ends before its declared size");
   if (auto digest = hashed.get()) f->set_outside_digest(*digest);
-  return f->commit(expect);
+  auto committed = f->commit(expect);
+  if (committed) release_later(std::move(base), map);
+  return committed;
 }
 
 }  // namespace ferry::agent::sync
