@@ -16,6 +16,7 @@
 #include "common/full_io.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/sync/mapped_file.hpp"
+#include "helper/sync/sent_copy.hpp"
 #include "protocol/delta/delta.hpp"
 #include "protocol/payload_codec.hpp"
 
@@ -477,6 +478,14 @@ void PushPipeline::send_delta(const Transfer& t) {
   spdlog::debug("sync: delta {}: delta ready", t.path);
   auto packed = protocol::compress_payload(d.data(), d.size());
   wire += packed.size();
+  // While the agent applies the delta, the next sent copy is built from the previous one and the
+  // same delta (unchanged ranges copied in the kernel), not written whole afterwards.
+  std::future<std::expected<PendingSentCopy, std::string>> next_copy;
+  if (own_base && t.local.size >= c_.delta_min_size && t.local.size <= c_.options.cache_max_bytes / 4)
+    next_copy = std::async(std::launch::async, [&] {
+      return PendingSentCopy::build(cache_dir_ / to_hex(*m->second.hash), cache_dir_ / to_hex(*t.local.hash), d, *t.local.hash,
+                                    t.local.size);
+    });
   auto reply = call_apply_delta(t, std::move(packed), d.size());
   spdlog::debug("sync: delta {}: applied", t.path);
   add_wire(wire);
@@ -494,7 +503,11 @@ void PushPipeline::send_delta(const Transfer& t) {
     return;
   }
   record(t.path, t.local);
-  if (!mapped->truncated()) keep_copy(t.local, bytes);
+  if (!mapped->truncated()) {
+    auto built = next_copy.valid() ? next_copy.get() : std::unexpected(std::string("no previous copy"));
+    const bool kept = built && built->commit();
+    if (!kept) keep_copy(t.local, bytes);
+  }
   {
     std::lock_guard lock(prog_.mu);
     ++c_.summary.files_sent;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "helper/remote/local_endpoint.hpp"
+#include "helper/sync/file_meta.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/payload_codec.hpp"
@@ -210,6 +211,18 @@ BOOST_AUTO_TEST_CASE(one_byte_edit_of_a_large_file_goes_as_a_small_delta) {
   BOOST_TEST(s2.bytes_matched > big.size() - 64u * 1024);
   BOOST_TEST(s2.bytes_on_wire < 64u * 1024);
   BOOST_TEST((read_bytes(f.remote / "model.bin") == big));
+  // The sent copy of the new version was built from the old one and the delta: exact, named by
+  // its hash, and the base of the next edit (again no signature: a few KiB on the wire).
+  const fs::path copy = f.local / ".ferry" / "sent" / to_hex(ferry::delta::hash128(big));
+  BOOST_REQUIRE(fs::exists(copy));
+  BOOST_TEST((read_bytes(copy) == big));
+  big[3'000'000] ^= 0x33;
+  write_file(f.local / "model.bin", big);
+  SyncSummary s2b = f.push();
+  BOOST_TEST(s2b.errors.empty());
+  BOOST_TEST(s2b.bytes_on_wire < 16u * 1024);
+  BOOST_TEST((read_bytes(f.remote / "model.bin") == big));
+  BOOST_TEST((read_bytes(f.local / ".ferry" / "sent" / to_hex(ferry::delta::hash128(big))) == big));
 
   // Without the helper's copy the agent's signature is the base: still a delta.
   fs::remove_all(f.local / ".ferry" / "sent");
