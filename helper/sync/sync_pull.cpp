@@ -527,6 +527,7 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   const delta::SignatureParams params = two_level ? delta::SignatureParams{kCoarseBlock, 8} : delta::default_params(f.local_size);
   auto sig = sign_range(base_fd.get(), f.local_size, params, 0, f.local_size);
   if (!sig) return failed(Fetched::Status::fallback, sig.error());
+  spdlog::debug("pull '{}': local copy signed", f.path);
   const std::string method(wire::method::kReadDelta);
   wire::ReadDeltaParams req{run_.where(), f.path, std::move(*sig), std::nullopt, two_level, kMaxPullDelta};
   std::uint64_t wire_bytes = req.signature.size();
@@ -535,6 +536,7 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
     if (reply.error().code == protocol::error_code::kMethodNotFound) return failed(Fetched::Status::fallback, "an agent without " + method);
     return from_agent_error(method, reply.error(), wire_bytes);
   }
+  spdlog::debug("pull '{}': first readDelta answered", f.path);
   if (reply->ranges) {
     // The second level: fine signatures of the ranges no coarse block matched.
     std::vector<wire::Bytes> fine;
@@ -566,8 +568,10 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   auto d = protocol::decompress_payload(packed.data(), packed.size(), reply->delta_size, kMaxRequestPayload);
   if (!d) return failed(Fetched::Status::error, method + ": " + d.error(), wire_bytes);
   delta::DeltaHeader expect{f.local_size, out.got.size, *out.got.hash};
+  spdlog::debug("pull '{}': delta received", f.path);
   auto stats = patch_to_fd(*d, base_fd.get(), f.local_size, tmp_fd, expect);
   if (!stats) return failed(Fetched::Status::error, stats.error(), wire_bytes);
+  spdlog::debug("pull '{}': patched", f.path);
   out.literal = stats->literal_bytes;
   out.matched = stats->copied_bytes;
   return out;
@@ -673,12 +677,14 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   run.paths = std::move(*paths);
   auto listed = list_for_pull(run);
   if (!listed) return std::unexpected(listed.error());
+  spdlog::debug("pull: remote listed");
   if (!*listed) {
     run.summary.cancelled = true;
     run.summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return std::move(run.summary);
   }
   plan_pull(run);
+  spdlog::debug("pull: planned, {} files", run.files.size());
   if (o.before_transfer && !o.dry_run) o.before_transfer();
   PullPipeline pipeline(run);
   pipeline.run();

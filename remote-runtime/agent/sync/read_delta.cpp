@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <atomic>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <string>
 
@@ -71,18 +73,40 @@ class FileImage {
   std::size_t n_;
 };
 
-// Reads [0, size) into `into`, hashing each piece as it arrives (one pass over the file).
+// Reads [0, size) into `into` on a second thread while this one hashes what has arrived: one
+// pass over the file, the copy and the hash side by side.
 std::expected<Hash128, WriteError> read_hashing(int fd, std::uint8_t* into, std::size_t size) {
   constexpr std::size_t kPiece = 4u << 20;
+  std::atomic<std::size_t> ready{0};
+  std::atomic<int> failed{0};  // errno, or -1: the file ended early
+  auto reader = std::async(std::launch::async, [&] {
+    for (std::size_t at = 0; at < size;) {
+      const std::size_t want = std::min(kPiece, size - at);
+      const ssize_t n = ferry::posix::pread_full(fd, into + at, want, at);
+      if (n < 0 || static_cast<std::size_t>(n) < want) failed.store(n < 0 ? errno : -1);
+      if (failed.load() != 0) break;
+      at += want;
+      ready.store(at, std::memory_order_release);
+      ready.notify_one();
+    }
+    ready.store(size + 1, std::memory_order_release);  // done (size + 1: never a count)
+    ready.notify_one();
+  });
   delta::Hash128Stream h;
-  for (std::size_t at = 0; at < size;) {
-    const std::size_t want = std::min(kPiece, size - at);
-    const ssize_t n = ferry::posix::pread_full(fd, into + at, want, at);
-    if (n < 0) return std::unexpected(WriteError{WriteErrc::io, std::string("read: ") + std::strerror(errno)});
-    if (static_cast<std::size_t>(n) < want) return std::unexpected(WriteError{WriteErrc::io, "changed while being read (shrank)"});
-    h.update(Bytes(into + at, want));
-    at += want;
+  for (std::size_t hashed = 0;;) {
+    const std::size_t r = ready.load(std::memory_order_acquire);
+    if (r == hashed) {
+      ready.wait(r);
+      continue;
+    }
+    const std::size_t upto = std::min(r, size);
+    h.update(Bytes(into + hashed, upto - hashed));
+    hashed = upto;
+    if (r > size) break;
   }
+  reader.get();
+  if (const int e = failed.load(); e > 0) return std::unexpected(WriteError{WriteErrc::io, std::string("read: ") + std::strerror(e)});
+  if (failed.load() < 0) return std::unexpected(WriteError{WriteErrc::io, "changed while being read (shrank)"});
   return h.digest();
 }
 
