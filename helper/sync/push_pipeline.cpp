@@ -15,7 +15,7 @@
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
 #include "common/unique_fd.hpp"
-#include "helper/sync/mapped_file.hpp"
+#include "common/mapped_file.hpp"
 #include "helper/sync/sent_copy.hpp"
 #include "protocol/delta/delta.hpp"
 #include "protocol/payload_codec.hpp"
@@ -465,7 +465,7 @@ void PushPipeline::send_delta(const Transfer& t) {
   // still at the size and mtime the scan saw (before and after the delta is made) is taken to
   // hold them, as the hash index takes it between syncs. Should it not, the agent's whole-file
   // check refuses the result (hash_mismatch, below: unstable, the next sync sends it).
-  auto mapped = MappedFile::open(c_.root / t.path);
+  auto mapped = posix::MappedFile::open(c_.root / t.path);
   if (!mapped) return prog_.read_failed(t.path, mapped.error());
   if (!t.local.hash || mapped->size() != t.local.size || mapped->mtime_ns() != t.local.mtime_ns) return unstable(t.path);
   const std::span<const std::uint8_t> bytes = mapped->bytes();

@@ -33,11 +33,11 @@ std::expected<std::vector<std::uint8_t>, DeltaError> sign_share(const ReadAt& re
   return out;
 }
 
-}  // namespace
-
-std::expected<void, DeltaError> sign_in_parallel(const ReadAt& read_at, SignatureParams params, std::uint64_t base_offset,
-                                                 std::uint64_t range_length, std::uint64_t file_size, unsigned threads,
-                                                 std::vector<std::uint8_t>& out) {
+// The shares of the block range signed by `share(offset, length)` on up to `threads` threads,
+// appended to `out` after the whole range's header.
+template <typename Share>
+std::expected<void, DeltaError> sign_shares(SignatureParams params, std::uint64_t base_offset, std::uint64_t range_length,
+                                            std::uint64_t file_size, unsigned threads, std::vector<std::uint8_t>& out, Share share) {
   // The header, exactly as one builder over the whole range writes it.
   const std::size_t start = out.size();
   auto header = SignatureBuilder::create(params, base_offset, range_length, file_size, out);
@@ -51,7 +51,7 @@ std::expected<void, DeltaError> sign_in_parallel(const ReadAt& read_at, Signatur
       const std::uint64_t first = blocks * i / shares, last = blocks * (i + 1) / shares;
       const std::uint64_t off = first * params.block_size;
       const std::uint64_t len = std::min(range_length, last * params.block_size) - off;
-      auto work = [&, i, off, len] { parts[i] = sign_share(read_at, params, base_offset + off, len, file_size); };
+      auto work = [&, i, off, len] { parts[i] = share(base_offset + off, len); };
       if (i + 1 == shares) work();  // the last share on this thread
       else pool.emplace_back(work);
     }
@@ -64,6 +64,28 @@ std::expected<void, DeltaError> sign_in_parallel(const ReadAt& read_at, Signatur
     out.insert(out.end(), (*p)->begin(), (*p)->end());
   }
   return {};
+}
+
+}  // namespace
+
+std::expected<void, DeltaError> sign_in_parallel(const ReadAt& read_at, SignatureParams params, std::uint64_t base_offset,
+                                                 std::uint64_t range_length, std::uint64_t file_size, unsigned threads,
+                                                 std::vector<std::uint8_t>& out) {
+  return sign_shares(params, base_offset, range_length, file_size, threads, out, [&](std::uint64_t off, std::uint64_t len) {
+    return sign_share(read_at, params, off, len, file_size);
+  });
+}
+
+std::expected<void, DeltaError> sign_in_parallel(Bytes range, SignatureParams params, std::uint64_t base_offset,
+                                                 std::uint64_t file_size, unsigned threads, std::vector<std::uint8_t>& out) {
+  return sign_shares(params, base_offset, range.size(), file_size, threads, out,
+                     [&](std::uint64_t off, std::uint64_t len) -> std::expected<std::vector<std::uint8_t>, DeltaError> {
+                       std::vector<std::uint8_t> part;
+                       const Bytes piece = range.subspan(static_cast<std::size_t>(off - base_offset), static_cast<std::size_t>(len));
+                       if (auto ok = write_signature(piece, off, file_size, params, part); !ok) return std::unexpected(ok.error());
+                       part.erase(part.begin(), part.begin() + static_cast<std::ptrdiff_t>(kSignatureHeaderSize));
+                       return part;
+                     });
 }
 
 }  // namespace ferry::delta

@@ -27,4 +27,8 @@ std::expected<void, DeltaError> sign_in_parallel(const ReadAt& read_at, Signatur
                                                  std::uint64_t range_length, std::uint64_t file_size, unsigned threads,
                                                  std::vector<std::uint8_t>& out);
 
+// The same over bytes already in memory (a mapped file): `range` is base[base_offset, +size).
+std::expected<void, DeltaError> sign_in_parallel(Bytes range, SignatureParams params, std::uint64_t base_offset,
+                                                 std::uint64_t file_size, unsigned threads, std::vector<std::uint8_t>& out);
+
 }  // namespace ferry::delta

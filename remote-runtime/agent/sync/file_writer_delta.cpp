@@ -3,11 +3,10 @@
 // file to the temp file in the kernel (RangeCopier: a reflink on btrfs/xfs, else
 // copy_file_range); the whole-file xxh3-128 is still computed over every output byte, once, on a
 // second thread while the first writes: literal bytes from the delta, copied ones from the old
-// file's read-only mapping (the output is what the ops say, so it is hashed from its sources).
+// file's read-only mapping (common/mapped_file: a truncation reads zeros, never SIGBUS) (the output is what the ops say, so it is hashed from its sources).
 // The old file's block hashes cannot stand in for that pass: a whole-file hash does not compose
 // from block hashes, and it is what catches a base that is not what the helper thinks it is.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include <utility>
 
 #include "common/copy_range.hpp"
+#include "common/mapped_file.hpp"
 #include "common/file_times.hpp"
 #include "common/unique_fd.hpp"
 #include "protocol/delta/patch.hpp"
@@ -43,26 +43,11 @@ std::unexpected<WriteError> sys_fail(const std::string& what) {
   return fail(code, what + ": " + std::strerror(e));
 }
 
-// The old file mapped read-only for hashing the ranges the kernel copies.
-struct Mapping {
-  void* p = nullptr;
-  std::size_t n = 0;
-  Mapping() = default;
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (p) ::munmap(p, n);
-  }
-  const std::uint8_t* bytes() const { return static_cast<const std::uint8_t*>(p); }
-};
-
 // The old file, renamed over, lives on only through `fd` and `map`: dropping them frees all its
 // pages (a 1 GiB file: ~0.4 s of kernel time on tmpfs), which need not delay the reply.
-void release_later(ferry::posix::UniqueFd fd, Mapping& map) {
-  void* p = std::exchange(map.p, nullptr);
-  const std::size_t n = map.n;
-  std::thread([fd = std::move(fd), p, n]() mutable {
-    if (p) ::munmap(p, n);
+void release_later(ferry::posix::UniqueFd fd, std::optional<ferry::posix::MappedFile> map) {
+  std::thread([fd = std::move(fd), map = std::move(map)]() mutable {
+    map.reset();
     fd.reset();
   }).detach();
 }
@@ -114,16 +99,16 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
                                           "-byte file, the remote one has " + std::to_string(base_size));
   if (head.output_size != attrs.size || head.output_hash != attrs.hash)
     return fail(WriteErrc::bad_delta, parent->rel + ": the delta does not produce the announced file");
-  Mapping map;
+  // Read-only, for hashing the ranges the kernel copies; a truncation meanwhile reads zeros (and
+  // fails the hash) instead of SIGBUS.
+  std::optional<ferry::posix::MappedFile> map;
   if (base_size > 0) {
-    map.n = static_cast<std::size_t>(base_size);
-    map.p = ::mmap(nullptr, map.n, PROT_READ, MAP_SHARED, base.get(), 0);
-    if (map.p == MAP_FAILED) {
-      map.p = nullptr;
-      return sys_fail("map " + parent->rel);
-    }
-    ::madvise(map.p, map.n, MADV_SEQUENTIAL);
+    auto m = ferry::posix::MappedFile::map(base.get());
+    if (!m) return fail(WriteErrc::io, "map " + parent->rel + ": " + m.error());
+    if (m->size() != base_size) return fail(WriteErrc::conflict, parent->rel + " changed while the delta was applied");
+    map.emplace(std::move(*m));
   }
+  const std::uint8_t* base_bytes = map ? map->bytes().data() : nullptr;
 
   auto f = begin_file(rel, attrs);
   if (!f) return std::unexpected(f.error());
@@ -135,7 +120,7 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
     ~Stop() { flag = true; }
   };
   std::future<std::optional<Hash128>> hashed =
-      std::async(std::launch::async, [&] { return hash_output(delta, map.bytes(), base_size, stop); });
+      std::async(std::launch::async, [&] { return hash_output(delta, base_bytes, base_size, stop); });
   const Stop stop_on_return{stop};  // destroyed before `hashed`: an early return stops the hashing
   ferry::posix::RangeCopier copier(kernel_copy_);
   std::uint64_t out_at = 0;
@@ -162,7 +147,7 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
   if (out_at != head.output_size) return fail(WriteErrc::bad_delta, parent->rel + ": the delta ends before its declared size");
   if (auto digest = hashed.get()) f->set_outside_digest(*digest);
   auto committed = f->commit(expect);
-  if (committed) release_later(std::move(base), map);
+  if (committed) release_later(std::move(base), std::move(map));
   return committed;
 }
 

@@ -17,6 +17,7 @@
 
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/mapped_file.hpp"
 #include "common/unique_fd.hpp"
 #include "protocol/delta/patch.hpp"
 
@@ -52,6 +53,9 @@ struct CoarseEntry {
 std::mutex coarse_mu;
 std::deque<CoarseEntry> coarse_cache;
 constexpr std::size_t kCoarseCacheEntries = 8;
+// Where a delta's header holds the output's xxh3-128 (FORMAT.md: magic, version, flags, base and
+// output sizes, then the hash).
+constexpr std::size_t kHeaderHashAt = 24;
 
 // The file's bytes, or only the ones a refinement looks at: an anonymous mapping, so pages
 // never written cost nothing (no 1 GiB memset as a std::vector would do).
@@ -164,22 +168,42 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
         break;
       }
   }
-  FileImage image(size);
-  if (!image.data()) return std::unexpected(WriteError{WriteErrc::io, std::string("cannot allocate for the file: ") + std::strerror(errno)});
-  if (file_hash) {
-    // Unchanged since the first request (same inode, size, mtime and ctime): its literal runs are
-    // all the refinement reads.
-    if (auto ok = place_literals(coarse, image.data(), size); !ok) return std::unexpected(ok.error());
-  } else {
-    auto h = read_hashing(fd, image.data(), size);
-    if (!h) return std::unexpected(h.error());
-    file_hash = *h;
+  // The bytes: a mapping of the file (no copy; a truncation meanwhile reads zeros and is caught
+  // below), else read into memory; on the refining request only the coarse delta's literals.
+  std::optional<ferry::posix::MappedFile> mapped;
+  std::optional<FileImage> image;
+  std::future<Hash128> hashing;  // the mapped file's hash, beside the coarse match
+  if (!file_hash) {
+    if (auto m = ferry::posix::MappedFile::map(fd); m && m->size() == size) {
+      mapped.emplace(std::move(*m));
+      hashing = std::async(std::launch::async, [b = mapped->bytes()] { return delta::hash128(b); });
+    }
+  }
+  if (!mapped) {
+    image.emplace(size);
+    if (!image->data()) return std::unexpected(WriteError{WriteErrc::io, std::string("cannot allocate for the file: ") + std::strerror(errno)});
+    if (file_hash) {
+      // Unchanged since the first request (same inode, size, mtime and ctime): its literal runs are
+      // all the refinement reads.
+      if (auto ok = place_literals(coarse, image->data(), size); !ok) return std::unexpected(ok.error());
+    } else {
+      auto h = read_hashing(fd, image->data(), size);
+      if (!h) return std::unexpected(h.error());
+      file_hash = *h;
+    }
+  }
+  const Bytes data = mapped ? mapped->bytes() : Bytes(image->data(), size);
+  std::expected<delta::DeltaStats, delta::DeltaError> stats = delta::DeltaStats{};
+  // Against a mapping the header's hash is filled in once the hashing thread is done.
+  if (coarse.empty()) stats = delta::generate_delta(*sig, data, coarse, file_hash.value_or(Hash128{}));
+  if (hashing.valid()) {
+    file_hash = hashing.get();
+    if (stats) std::copy(file_hash->begin(), file_hash->end(), coarse.begin() + kHeaderHashAt);
   }
   struct stat after {};
-  if (::fstat(fd, &after) != 0 || after.st_size != before.st_size || mtime_of(after) != mtime_of(before) ||
-      ctime_of(after) != ctime_of(before))
+  if ((mapped && mapped->truncated()) || ::fstat(fd, &after) != 0 || after.st_size != before.st_size ||
+      mtime_of(after) != mtime_of(before) || ctime_of(after) != ctime_of(before))
     return std::unexpected(WriteError{WriteErrc::io, "changed while being read"});
-  const Bytes data(image.data(), size);
 
   ReadDeltaResult out;
   out.size = size;
@@ -187,8 +211,6 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
   out.mode = static_cast<std::uint32_t>(before.st_mode & 07777);
   out.hash = *file_hash;
 
-  std::expected<delta::DeltaStats, delta::DeltaError> stats = delta::DeltaStats{};
-  if (coarse.empty()) stats = delta::generate_delta(*sig, data, coarse, out.hash);
   if (!stats) return std::unexpected(bad("delta: " + stats.error().message));
 
   auto finish = [&](std::vector<std::uint8_t> d, delta::DeltaStats s) -> std::expected<ReadDeltaResult, WriteError> {

@@ -492,6 +492,9 @@ BOOST_AUTO_TEST_CASE(parallel_signatures_equal_the_sequential_ones) {
           Buf par = {0xEE};  // appended after what is there
           BOOST_REQUIRE(sign_in_parallel(read_at, {block, 8}, offset, length, base.size(), threads, par).has_value());
           BOOST_TEST((Buf(par.begin() + 1, par.end()) == one));
+          Buf mem;
+          BOOST_REQUIRE(sign_in_parallel(Bytes(base).subspan(offset, length), {block, 8}, offset, base.size(), threads, mem).has_value());
+          BOOST_TEST((mem == one));
         }
       }
     }

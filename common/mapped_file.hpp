@@ -12,11 +12,13 @@
 #include <span>
 #include <string>
 
-namespace ferry::sync {
+namespace ferry::posix {
 
 class MappedFile {
  public:
   static std::expected<MappedFile, std::string> open(const std::filesystem::path& file);
+  // A regular file the caller opened (for reading); the descriptor may be closed afterwards.
+  static std::expected<MappedFile, std::string> map(int fd);
   MappedFile(MappedFile&& o) noexcept;
   MappedFile& operator=(MappedFile&& o) noexcept;
   MappedFile(const MappedFile&) = delete;
@@ -39,4 +41,4 @@ class MappedFile {
   int slot_ = -1;  // in the SIGBUS handler's table
 };
 
-}  // namespace ferry::sync
+}  // namespace ferry::posix

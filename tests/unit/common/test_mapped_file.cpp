@@ -13,11 +13,11 @@
 #include <numeric>
 #include <vector>
 
-#include "helper/sync/mapped_file.hpp"
+#include "common/mapped_file.hpp"
 #include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 
-using ferry::sync::MappedFile;
+using ferry::posix::MappedFile;
 using ferry::test::TempDir;
 
 BOOST_AUTO_TEST_CASE(an_untouched_file_reads_whole_and_is_not_truncated) {

@@ -2,7 +2,7 @@
 // reads a fixed table of lock-free slots and calls mmap (a plain system call on Linux), so it is
 // safe to run at any point of any thread. A SIGBUS outside every slot goes to the handler that
 // was there before (or the default action: the process dies as it would have).
-#include "helper/sync/mapped_file.hpp"
+#include "common/mapped_file.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,7 +20,7 @@
 #include "common/file_times.hpp"
 #include "common/unique_fd.hpp"
 
-namespace ferry::sync {
+namespace ferry::posix {
 namespace {
 
 struct Slot {
@@ -70,14 +70,20 @@ void install_handler() {
 }  // namespace
 
 std::expected<MappedFile, std::string> MappedFile::open(const std::filesystem::path& file) {
-  const posix::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  const UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) return std::unexpected(errno == ENOENT ? std::string("missing") : "cannot open " + file.string() + ": " + std::strerror(errno));
+  auto m = map(fd.get());
+  if (!m) return std::unexpected(file.string() + ": " + m.error());
+  return m;
+}
+
+std::expected<MappedFile, std::string> MappedFile::map(int fd) {
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return std::unexpected("cannot stat " + file.string() + ": " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) return std::unexpected(file.string() + " is not a regular file");
+  if (::fstat(fd, &st) != 0) return std::unexpected(std::string("cannot stat: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return std::unexpected(std::string("not a regular file"));
   MappedFile m;
   m.size_ = static_cast<std::size_t>(st.st_size);
-  m.mtime_ns_ = posix::mtime_of(st);
+  m.mtime_ns_ = mtime_of(st);
   if (m.size_ == 0) return m;
   {
     std::lock_guard lock(slots_mu);
@@ -91,16 +97,17 @@ std::expected<MappedFile, std::string> MappedFile::open(const std::filesystem::p
   }
   if (m.slot_ < 0) return std::unexpected(std::string("too many files mapped at once"));
   m.mapped_ = m.size_;
-  m.data_ = ::mmap(nullptr, m.mapped_, PROT_READ, MAP_SHARED, fd.get(), 0);
+  Slot& s = slots[static_cast<std::size_t>(m.slot_)];
+  s.hit.store(false);
+  // Populated at once: one pass through the page tables instead of a fault per few pages later.
+  // (A page already gone is then simply not populated; reading it faults into the handler.)
+  m.data_ = ::mmap(nullptr, m.mapped_, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (m.data_ == MAP_FAILED) {
     m.data_ = nullptr;
     const int e = errno;
     m.release();
-    return std::unexpected("cannot map " + file.string() + ": " + std::strerror(e));
+    return std::unexpected(std::string("cannot map: ") + std::strerror(e));
   }
-  ::madvise(m.data_, m.mapped_, MADV_SEQUENTIAL);
-  Slot& s = slots[static_cast<std::size_t>(m.slot_)];
-  s.hit.store(false);
   s.begin.store(reinterpret_cast<std::uintptr_t>(m.data_), std::memory_order_release);
   s.end.store(reinterpret_cast<std::uintptr_t>(m.data_) + m.mapped_, std::memory_order_release);
   return m;
@@ -139,4 +146,4 @@ bool MappedFile::truncated() const {
   return slot_ >= 0 && slots[static_cast<std::size_t>(slot_)].hit.load(std::memory_order_acquire);
 }
 
-}  // namespace ferry::sync
+}  // namespace ferry::posix
