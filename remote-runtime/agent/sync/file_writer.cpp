@@ -32,6 +32,9 @@
 namespace ferry::agent::sync {
 namespace {
 
+// Signatures of ranges this big (and at least half their file) are made from a mapping.
+constexpr std::uint64_t kMapAtLeast = 16u << 20;
+
 using Fd = ferry::posix::UniqueFd;
 using ferry::posix::mtime_of;
 using ferry::posix::to_timespec;
@@ -541,7 +544,9 @@ std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
   const auto read_at = [fd_num](std::uint64_t at, std::uint8_t* buf, std::size_t n) { return ferry::posix::pread_full(fd_num, buf, n, at); };
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   const auto sig_params = params.value_or(ferry::delta::default_params(size));
-  auto mapped = ferry::posix::MappedFile::map(fd_num);
+  // Only for a large share of the file: mapping populates the page tables of all of it.
+  auto mapped = length >= kMapAtLeast && length * 2 >= size ? ferry::posix::MappedFile::map(fd_num)
+                                                            : std::unexpected(std::string("read instead"));
   auto signed_ok = mapped && mapped->size() == size
                        ? ferry::delta::sign_in_parallel(mapped->bytes().subspan(offset, length), sig_params, offset, size, threads, out)
                        : ferry::delta::sign_in_parallel(read_at, sig_params, offset, length, size, threads, out);
