@@ -675,3 +675,25 @@ BOOST_AUTO_TEST_CASE(a_batch_killed_at_any_step_leaves_every_file_old_or_new) {
     }
   }
 }
+
+// sync/signature of a big file is made from a mapping on several threads, of a small range by
+// reads: both byte for byte the signature computed in memory.
+BOOST_AUTO_TEST_CASE(signatures_from_a_mapping_and_from_reads_equal_the_in_memory_ones) {
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
+  const Buf content = random_bytes((20u << 20) + 12345, 51);
+  BOOST_REQUIRE(w.write_file("big.bin", content, attrs_for(content)).has_value());
+  const ferry::delta::SignatureParams coarse{1u << 20, 8}, fine{1024, 8};
+  auto whole = w.signature("big.bin", coarse);
+  BOOST_REQUIRE(whole.has_value());
+  Buf expect;
+  BOOST_REQUIRE(ferry::delta::write_signature(content, 0, content.size(), coarse, expect).has_value());
+  BOOST_TEST((*whole == expect));
+  auto part = w.signature("big.bin", fine, std::pair<std::uint64_t, std::uint64_t>{3'000'000, 1u << 20});
+  BOOST_REQUIRE(part.has_value());
+  Buf expect_part;
+  BOOST_REQUIRE(ferry::delta::write_signature(std::span(content).subspan(3'000'000, 1u << 20), 3'000'000, content.size(), fine,
+                                              expect_part)
+                    .has_value());
+  BOOST_TEST((*part == expect_part));
+}
