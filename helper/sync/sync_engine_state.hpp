@@ -154,9 +154,7 @@ class FileBytes {
   }
   std::span<const std::uint8_t> bytes() const { return {static_cast<const std::uint8_t*>(data_), size_}; }
 
-  // With `hash`, the bytes are hashed as they arrive, each piece while it is still in the CPU's
-  // caches: one pass over a big file instead of a read and then a hash.
-  static std::expected<FileBytes, std::string> read(const fs::path& file, Hash128* hash = nullptr) {
+  static std::expected<FileBytes, std::string> read(const fs::path& file) {
     const posix::UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
     if (!owned) return std::unexpected(errno == ENOENT ? std::string("missing") : fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
     const int fd = owned.get();
@@ -169,18 +167,9 @@ class FileBytes {
     b.data_ = p;
     auto* out = static_cast<std::uint8_t*>(p);
     const auto want = static_cast<std::size_t>(std::max<off_t>(st.st_size, 0));
-    constexpr std::size_t kPiece = 4u << 20;
-    delta::Hash128Stream stream;
-    std::size_t n = 0;
-    while (n < want) {
-      const ssize_t got = posix::read_full(fd, out + n, std::min(kPiece, want - n));
-      if (got < 0) return std::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
-      if (got == 0) break;
-      if (hash) stream.update(delta::Bytes(out + n, static_cast<std::size_t>(got)));
-      n += static_cast<std::size_t>(got);
-    }
-    b.size_ = n;
-    if (hash) *hash = stream.digest();
+    const ssize_t n = posix::read_full(fd, out, want);
+    if (n < 0) return std::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
+    b.size_ = static_cast<std::size_t>(n);
     return b;
   }
 
