@@ -12,8 +12,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 #include "common/unique_fd.hpp"
+#include "common/mapped_file.hpp"
+#include "helper/sync/sent_copy.hpp"
 #include "protocol/delta/delta.hpp"
 #include "protocol/payload_codec.hpp"
 
@@ -437,6 +440,17 @@ void PushPipeline::commit_stream(const Transfer& t, std::int64_t handle, std::ui
 
 // --- Deltas ----------------------------------------------------------------------------------
 
+namespace {
+
+// The file is still at the size and mtime the scan hashed it at.
+bool still_as_scanned(const fs::path& file, const FileMeta& scanned) {
+  struct stat st {};
+  return ::stat(file.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == scanned.size &&
+         posix::mtime_of(st) == scanned.mtime_ns;
+}
+
+}  // namespace
+
 void PushPipeline::send_delta(const Transfer& t) {
   // plan_manifest: a snapshot nobody writes while jobs run (the manifest itself is being recorded into).
   auto m = c_.plan_manifest.entries.find(t.path);
@@ -447,25 +461,41 @@ void PushPipeline::send_delta(const Transfer& t) {
   std::future<Signature> coarse_ahead;
   if (!own_base && t.remote_base && t.remote_base->size >= kTwoLevelAbove)
     coarse_ahead = std::async(std::launch::async, [this, &t] { return call_coarse_signature(t.path); });
-  auto read = FileBytes::read(c_.root / t.path);
-  if (!read) return prog_.read_failed(t.path, read.error());
-  const std::span<const std::uint8_t> bytes = read->bytes();
-  if (!t.local.hash || delta::hash128(bytes) != *t.local.hash) return unstable(t.path);
-  spdlog::debug("sync: delta {}: read and verified", t.path);
+  // Mapped, not read into a buffer, and not hashed again: the scan hashed these bytes, and a file
+  // still at the size and mtime the scan saw (before and after the delta is made) is taken to
+  // hold them, as the hash index takes it between syncs. Should it not, the agent's whole-file
+  // check refuses the result (hash_mismatch, below: unstable, the next sync sends it).
+  auto mapped = posix::MappedFile::open(c_.root / t.path);
+  if (!mapped) return prog_.read_failed(t.path, mapped.error());
+  if (!t.local.hash || mapped->size() != t.local.size || mapped->mtime_ns() != t.local.mtime_ns) return unstable(t.path);
+  const std::span<const std::uint8_t> bytes = mapped->bytes();
+  spdlog::debug("sync: delta {}: mapped", t.path);
   std::vector<std::uint8_t> d;
   std::uint64_t wire = 0;
   auto stats = make_delta(t, bytes, own_base, coarse_ahead, d, wire);
   if (!stats) return prog_.error(stats.error());
+  if (mapped->truncated() || !still_as_scanned(c_.root / t.path, t.local)) return unstable(t.path);
   spdlog::debug("sync: delta {}: delta ready", t.path);
   auto packed = protocol::compress_payload(d.data(), d.size());
   wire += packed.size();
+  // While the agent applies the delta, the next sent copy is built from the previous one and the
+  // same delta (unchanged ranges copied in the kernel), not written whole afterwards.
+  std::future<std::expected<PendingSentCopy, std::string>> next_copy;
+  if (own_base && t.local.size >= c_.delta_min_size && t.local.size <= c_.options.cache_max_bytes / 4)
+    next_copy = std::async(std::launch::async, [&] {
+      return PendingSentCopy::build(cache_dir_ / to_hex(*m->second.hash), cache_dir_ / to_hex(*t.local.hash), d, *t.local.hash,
+                                    t.local.size);
+    });
   auto reply = call_apply_delta(t, std::move(packed), d.size());
   spdlog::debug("sync: delta {}: applied", t.path);
   add_wire(wire);
   if (!reply) {
-    if (reply.error().data && reply.error().data->value("code", "") == "conflict") {
+    const std::string code = reply.error().data ? reply.error().data->value("code", "") : "";
+    if (code == "conflict") {
       std::lock_guard lock(prog_.mu);
       c_.summary.conflicts.push_back({t.path, ConflictKind::changed_remotely, reply.error().message});
+    } else if (code == "hash_mismatch") {
+      unstable(t.path);  // the bytes were not the ones the scan hashed: changed while being read
     } else {
       prog_.note_no_space(reply.error());
       prog_.error(agent_error(method::kApplyDelta, t.path, reply.error().message));
@@ -473,7 +503,11 @@ void PushPipeline::send_delta(const Transfer& t) {
     return;
   }
   record(t.path, t.local);
-  keep_copy(t.local, bytes);
+  if (!mapped->truncated()) {
+    auto built = next_copy.valid() ? next_copy.get() : std::unexpected(std::string("no previous copy"));
+    const bool kept = built && built->commit();
+    if (!kept) keep_copy(t.local, bytes);
+  }
   {
     std::lock_guard lock(prog_.mu);
     ++c_.summary.files_sent;
@@ -495,7 +529,7 @@ std::expected<delta::DeltaStats, std::string> PushPipeline::make_delta(const Tra
     const Hash128 h = *c_.plan_manifest.entries.at(t.path).hash;
     auto base_bytes = read_bytes(cache_dir_ / to_hex(h));
     if (base_bytes && delta::hash128(*base_bytes) == h)
-      stats = delta::generate_delta_from_base(*base_bytes, bytes, delta::choose_block_size(base_bytes->size()), d);
+      stats = delta::generate_delta_from_base(*base_bytes, bytes, delta::choose_block_size(base_bytes->size()), d, t.local.hash);
   }
   if (!stats && t.remote_base && t.remote_base->size >= kTwoLevelAbove)
     two_level_delta(t, bytes, coarse_ahead.valid() ? coarse_ahead.get() : call_coarse_signature(t.path), d, stats, wire);
@@ -508,7 +542,7 @@ std::expected<delta::DeltaStats, std::string> PushPipeline::make_delta(const Tra
   auto view = delta::SignatureView::parse(sig_bytes);
   if (!view) return std::unexpected(fmt::format("signature of '{}' rejected: {}", t.path, view.error().message));
   d.clear();
-  stats = delta::generate_delta(*view, bytes, d);
+  stats = delta::generate_delta(*view, bytes, d, t.local.hash);
   if (!stats) return std::unexpected(fmt::format("delta for '{}': {}", t.path, stats.error().message));
   return *stats;
 }
@@ -526,7 +560,7 @@ void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8
   auto view = delta::SignatureView::parse(cs);
   std::vector<std::uint8_t> coarse;
   std::expected<delta::DeltaStats, delta::DeltaError> cstats = std::unexpected(delta::DeltaError{});
-  if (view) cstats = delta::generate_delta(*view, bytes, coarse);
+  if (view) cstats = delta::generate_delta(*view, bytes, coarse, t.local.hash);
   spdlog::debug("sync: delta {}: coarse delta", t.path);
   auto ranges = cstats ? delta::unreferenced_base_ranges(coarse) : std::unexpected(delta::DeltaError{});
   if (!ranges) return;
@@ -555,7 +589,7 @@ void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8
   }
   if (!ok) return;
   d.clear();
-  stats = delta::refine_delta(coarse, views, bytes, d);
+  stats = delta::refine_delta(coarse, views, bytes, d, t.local.hash);
 }
 
 // --- 5c --------------------------------------------------------------------------------------

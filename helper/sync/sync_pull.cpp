@@ -7,18 +7,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "common/dir_reader.hpp"
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/mapped_file.hpp"
 #include "common/temp_name.hpp"
 #include "helper/remote/endpoint.hpp"
+#include "helper/sync/patch_file.hpp"
 #include "helper/sync/project_lock.hpp"
 #include "helper/sync/sync_engine_state.hpp"
 #include "protocol/delta/delta.hpp"
+#include "protocol/delta/parallel_signature.hpp"
 #include "protocol/delta/patch.hpp"
 #include "protocol/delta/signature.hpp"
 #include "protocol/payload_codec.hpp"
@@ -105,21 +110,22 @@ std::expected<Hash128, std::string> hash_fd(int fd, std::uint64_t size) {
   return h.digest();
 }
 
-// Signs bytes [offset, offset + length) of the local file, reading it in blocks.
+// Signs bytes [offset, offset + length) of the local file, reading it in blocks, in shares on
+// several threads (a 1 GiB coarse signature is the pull's longest step on this side).
 std::expected<std::vector<std::uint8_t>, std::string> sign_range(int fd, std::uint64_t file_size, delta::SignatureParams params,
                                                                  std::uint64_t offset, std::uint64_t length) {
   std::vector<std::uint8_t> out;
-  auto b = delta::SignatureBuilder::create(params, offset, length, file_size, out);
-  if (!b) return std::unexpected("signature: " + b.error().message);
-  std::vector<std::uint8_t> buf(std::min<std::uint64_t>(std::max<std::uint64_t>(length, 1), kIoBlock));
-  for (std::uint64_t at = 0; at < length;) {
-    auto got = pread_full(fd, buf.data(), std::min<std::uint64_t>(buf.size(), length - at), offset + at);
-    if (!got) return std::unexpected(got.error());
-    if (*got == 0) return std::unexpected(std::string("the local file shrank while being signed"));
-    if (auto ok = b->update(delta::Bytes(buf.data(), *got)); !ok) return std::unexpected("signature: " + ok.error().message);
-    at += *got;
-  }
-  if (auto ok = b->finish(); !ok) return std::unexpected("signature: " + ok.error().message);
+  const auto read_at = [fd](std::uint64_t at, std::uint8_t* buf, std::size_t n) { return posix::pread_full(fd, buf, n, at); };
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  // The whole file (the coarse level) from a mapping, no copy into buffers; a truncation
+  // meanwhile reads zeros and is reported.
+  auto mapped = length * 2 >= file_size && length >= (16u << 20) ? posix::MappedFile::map(fd) : std::unexpected(std::string("read"));
+  auto ok = mapped && mapped->size() == file_size
+                ? delta::sign_in_parallel(mapped->bytes().subspan(offset, length), params, offset, file_size, threads, out)
+                : delta::sign_in_parallel(read_at, params, offset, length, file_size, threads, out);
+  if (mapped && mapped->truncated()) return std::unexpected(std::string("the local file shrank while being signed"));
+  if (!ok && ok.error().code == delta::DeltaErrc::truncated) return std::unexpected(std::string("the local file shrank while being signed"));
+  if (!ok) return std::unexpected("signature: " + ok.error().message);
   return out;
 }
 
@@ -171,55 +177,6 @@ Fetched from_agent_error(std::string_view method, const protocol::ResponseError&
   if (code == "not_found" || e.message.find("changed while being read") != std::string::npos)
     return failed(Fetched::Status::unstable, e.message, wire);
   return failed(Fetched::Status::error, std::string(method) + ": " + e.message, wire);
-}
-
-// Writes `delta` (the agent's, hostile until checked) applied to `base_fd` into `out_fd`:
-// COPYs read the base with pread (so the base never sits in memory whole), bounds and the
-// declared size are checked op by op, and the output must hash to the declared value.
-std::expected<delta::DeltaStats, std::string> patch_to_fd(const std::vector<std::uint8_t>& d, int base_fd, std::uint64_t base_size,
-                                                          int out_fd, const delta::DeltaHeader& expect) {
-  auto reader = delta::DeltaReader::open(d);
-  if (!reader) return std::unexpected("delta: " + reader.error().message);
-  const auto& h = reader->header();
-  if (h.base_size != base_size) return std::unexpected(std::string("delta: made against another base size"));
-  if (h.output_size != expect.output_size || h.output_hash != expect.output_hash)
-    return std::unexpected(std::string("delta: its header disagrees with the file the agent described"));
-  delta::DeltaStats stats;
-  delta::Hash128Stream hash;
-  std::uint64_t out_at = 0;
-  std::vector<std::uint8_t> buf;
-  for (;;) {
-    auto op = reader->next();
-    if (!op) return std::unexpected("delta: " + op.error().message);
-    if (!*op) break;
-    const delta::DeltaOp& o = **op;
-    if (o.length > h.output_size - out_at) return std::unexpected(std::string("delta: output beyond the declared size"));
-    if (o.kind == delta::DeltaOp::Kind::literal) {
-      if (auto w = pwrite_full(out_fd, o.data.data(), o.data.size(), out_at); !w) return std::unexpected(w.error());
-      hash.update(delta::Bytes(o.data.data(), o.data.size()));
-      out_at += o.data.size();
-      stats.literal_bytes += o.data.size();
-      ++stats.literal_ops;
-      continue;
-    }
-    if (o.offset > base_size || o.length > base_size - o.offset) return std::unexpected(std::string("delta: a copy outside the base"));
-    buf.resize(std::min<std::uint64_t>(o.length, kIoBlock));
-    for (std::uint64_t done = 0; done < o.length;) {
-      const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
-      auto got = pread_full(base_fd, buf.data(), n, o.offset + done);
-      if (!got) return std::unexpected(got.error());
-      if (*got != n) return std::unexpected(std::string("the local file shrank during the pull"));
-      if (auto w = pwrite_full(out_fd, buf.data(), n, out_at); !w) return std::unexpected(w.error());
-      hash.update(delta::Bytes(buf.data(), n));
-      out_at += n;
-      done += n;
-    }
-    stats.copied_bytes += o.length;
-    ++stats.copy_ops;
-  }
-  if (out_at != h.output_size) return std::unexpected(std::string("delta: output shorter than declared"));
-  if (hash.digest() != h.output_hash) return std::unexpected(std::string("delta: the result does not hash to the declared value"));
-  return stats;
 }
 
 // A mirror's deletes: files an earlier pull wrote (the manifest) under `paths` that the remote
@@ -577,6 +534,7 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   const delta::SignatureParams params = two_level ? delta::SignatureParams{kCoarseBlock, 8} : delta::default_params(f.local_size);
   auto sig = sign_range(base_fd.get(), f.local_size, params, 0, f.local_size);
   if (!sig) return failed(Fetched::Status::fallback, sig.error());
+  spdlog::debug("pull '{}': local copy signed", f.path);
   const std::string method(wire::method::kReadDelta);
   wire::ReadDeltaParams req{run_.where(), f.path, std::move(*sig), std::nullopt, two_level, kMaxPullDelta};
   std::uint64_t wire_bytes = req.signature.size();
@@ -585,6 +543,7 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
     if (reply.error().code == protocol::error_code::kMethodNotFound) return failed(Fetched::Status::fallback, "an agent without " + method);
     return from_agent_error(method, reply.error(), wire_bytes);
   }
+  spdlog::debug("pull '{}': first readDelta answered", f.path);
   if (reply->ranges) {
     // The second level: fine signatures of the ranges no coarse block matched.
     std::vector<wire::Bytes> fine;
@@ -616,8 +575,10 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   auto d = protocol::decompress_payload(packed.data(), packed.size(), reply->delta_size, kMaxRequestPayload);
   if (!d) return failed(Fetched::Status::error, method + ": " + d.error(), wire_bytes);
   delta::DeltaHeader expect{f.local_size, out.got.size, *out.got.hash};
+  spdlog::debug("pull '{}': delta received", f.path);
   auto stats = patch_to_fd(*d, base_fd.get(), f.local_size, tmp_fd, expect);
   if (!stats) return failed(Fetched::Status::error, stats.error(), wire_bytes);
+  spdlog::debug("pull '{}': patched", f.path);
   out.literal = stats->literal_bytes;
   out.matched = stats->copied_bytes;
   return out;
@@ -723,12 +684,14 @@ std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::
   run.paths = std::move(*paths);
   auto listed = list_for_pull(run);
   if (!listed) return std::unexpected(listed.error());
+  spdlog::debug("pull: remote listed");
   if (!*listed) {
     run.summary.cancelled = true;
     run.summary.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     return std::move(run.summary);
   }
   plan_pull(run);
+  spdlog::debug("pull: planned, {} files", run.files.size());
   if (o.before_transfer && !o.dry_run) o.before_transfer();
   PullPipeline pipeline(run);
   pipeline.run();

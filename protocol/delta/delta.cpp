@@ -87,6 +87,16 @@ class BlockIndex {
     return nullptr;
   }
 
+  // The full block at exactly `offset` when it equals `window`, checked by its strong hash (or the
+  // base bytes) alone: the guess that the data simply continues where the last copy ended.
+  const BlockRef* at_offset(std::uint64_t offset, const std::uint8_t* window) const {
+    auto it = std::lower_bound(full_.begin(), full_.end(), offset,
+                               [](const BlockRef& b, std::uint64_t off) { return b.offset < off; });
+    std::optional<std::array<std::uint8_t, 16>> strong;
+    if (it != full_.end() && it->offset == offset && confirm(*it, window, block_size_, strong)) return &*it;
+    return nullptr;
+  }
+
   bool confirm(const BlockRef& b, const std::uint8_t* data, std::size_t len,
                std::optional<std::array<std::uint8_t, 16>>& strong) const {
     if (!b.strong) return std::memcmp(base_.data() + b.offset, data, len) == 0;
@@ -171,19 +181,22 @@ class OpWriter {
   DeltaStats stats_;
 };
 
-void write_header(std::vector<std::uint8_t>& out, std::uint64_t base_size, Bytes new_data) {
+void write_header(std::vector<std::uint8_t>& out, std::uint64_t base_size, Bytes new_data, const std::optional<Hash128>& known) {
   out.insert(out.end(), kDeltaMagic.begin(), kDeltaMagic.end());
   wire::put_u16(out, kFormatVersion);
   wire::put_u16(out, 0);
   wire::put_u64(out, base_size);
   wire::put_u64(out, new_data.size());
-  const Hash128 h = hash128(new_data);
+  const Hash128 h = known ? *known : hash128(new_data);
   out.insert(out.end(), h.begin(), h.end());
 }
 
 // Greedy match of one segment of the new file: at each position take the first block whose
-// weak and strong checksums agree, else slide one byte.
-void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops) {
+// weak and strong checksums agree, else slide one byte. Where the last copy ended (or, at the
+// segment's start, at the same offset in the base: `seg_offset` is where the segment sits in the
+// new file) the next block is first tried by its strong hash alone, without the weak one: an
+// unchanged big file costs one strong hash per block instead of a weak and a strong.
+void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops, std::uint64_t seg_offset = 0) {
   const std::size_t n = seg.size();
   const std::size_t b = index.block_size();
   const std::uint8_t* d = seg.data();
@@ -191,8 +204,23 @@ void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops) {
   if (!index.empty() && n >= b) {
     const RollingHash roller(b);
     std::size_t p = 0;
-    std::uint64_t h = RollingHash::compute(d, b);
+    std::uint64_t h = 0;
+    bool have_h = false;
     for (;;) {
+      if (p == literal_start && !have_h) {
+        const std::uint64_t guess = ops.copy_end().value_or(seg_offset + p);
+        if (const BlockRef* hit = index.at_offset(guess, d + p)) {
+          ops.copy(hit->offset, b);
+          p += b;
+          literal_start = p;
+          if (p + b > n) break;
+          continue;
+        }
+      }
+      if (!have_h) {
+        h = RollingHash::compute(d + p, b);
+        have_h = true;
+      }
       const std::uint32_t weak = RollingHash::fold(h);
       const BlockRef* hit = index.may_contain(weak) ? index.find(weak, d + p, ops.copy_end()) : nullptr;
       if (hit) {
@@ -201,7 +229,7 @@ void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops) {
         p += b;
         literal_start = p;
         if (p + b > n) break;
-        h = RollingHash::compute(d + p, b);
+        have_h = false;
         continue;
       }
       if (p + b >= n) break;
@@ -232,11 +260,11 @@ void add_signature(BlockIndex& index, const SignatureView& sig) {
 }  // namespace
 
 std::expected<DeltaStats, DeltaError> generate_delta(const SignatureView& signature, Bytes new_data,
-                                                     std::vector<std::uint8_t>& out) {
+                                                     std::vector<std::uint8_t>& out, std::optional<Hash128> new_hash) {
   BlockIndex index(signature.params().block_size, signature.params().strong_len, {});
   add_signature(index, signature);
   index.build();
-  write_header(out, signature.file_size(), new_data);
+  write_header(out, signature.file_size(), new_data, new_hash);
   OpWriter ops(out);
   match_segment(index, new_data, ops);
   return ops.finish();
@@ -244,7 +272,7 @@ std::expected<DeltaStats, DeltaError> generate_delta(const SignatureView& signat
 
 std::expected<DeltaStats, DeltaError> generate_delta_from_base(Bytes base, Bytes new_data,
                                                                std::uint32_t block_size,
-                                                               std::vector<std::uint8_t>& out) {
+                                                               std::vector<std::uint8_t>& out, std::optional<Hash128> new_hash) {
   if (block_size == 0) block_size = choose_block_size(base.size());
   if (auto ok = validate_params(SignatureParams{block_size, 8}); !ok) return std::unexpected(ok.error());
   BlockIndex index(block_size, 8, base);
@@ -253,7 +281,7 @@ std::expected<DeltaStats, DeltaError> generate_delta_from_base(Bytes base, Bytes
     index.add(BlockRef{block_weak(base.subspan(off, len)), len, off, nullptr});
   }
   index.build();
-  write_header(out, base.size(), new_data);
+  write_header(out, base.size(), new_data, new_hash);
   OpWriter ops(out);
   match_segment(index, new_data, ops);
   return ops.finish();
@@ -285,10 +313,11 @@ std::expected<std::vector<ByteRange>, DeltaError> unreferenced_base_ranges(Bytes
 }
 
 std::expected<DeltaStats, DeltaError> refine_delta(Bytes coarse, std::span<const SignatureView> fine,
-                                                   Bytes new_data, std::vector<std::uint8_t>& out) {
+                                                   Bytes new_data, std::vector<std::uint8_t>& out, std::optional<Hash128> new_hash) {
   auto reader = DeltaReader::open(coarse);
   if (!reader) return std::unexpected(reader.error());
-  if (reader->header().output_size != new_data.size() || reader->header().output_hash != hash128(new_data)) {
+  if (!new_hash) new_hash = hash128(new_data);
+  if (reader->header().output_size != new_data.size() || reader->header().output_hash != *new_hash) {
     return std::unexpected(DeltaError{DeltaErrc::base_mismatch, "coarse delta was made for other data"});
   }
   const std::uint64_t base_size = reader->header().base_size;
@@ -302,7 +331,7 @@ std::expected<DeltaStats, DeltaError> refine_delta(Bytes coarse, std::span<const
     add_signature(index, s);
   }
   index.build();
-  write_header(out, base_size, new_data);
+  write_header(out, base_size, new_data, new_hash);
   OpWriter ops(out);
   // Consecutive literals (split at kMaxLiteralOp) are re-matched as one run.
   std::uint64_t at = 0, run_start = 0;
@@ -310,7 +339,7 @@ std::expected<DeltaStats, DeltaError> refine_delta(Bytes coarse, std::span<const
     auto op = reader->next();
     if (!op) return std::unexpected(op.error());
     if (!*op || (*op)->kind == DeltaOp::Kind::copy) {
-      match_segment(index, new_data.subspan(run_start, at - run_start), ops);
+      match_segment(index, new_data.subspan(run_start, at - run_start), ops, run_start);
       if (!*op) break;
     }
     const DeltaOp& o = **op;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -27,17 +28,23 @@ struct DeltaStats {
   std::uint64_t literal_bytes = 0;
 };
 
+// `new_hash` in the functions below: hash128(new_data) when the caller already has it (it read
+// and hashed the data once), so a 1 GiB file is not hashed again for the header. A wrong one
+// makes a delta every receiver rejects (its output fails the header's hash), never a wrong file.
+
 // Appends to `out` a delta turning the signed base into `new_data`. A false strong-hash match
 // (astronomically rare) yields a delta whose output fails the header's whole-file hash, so
 // the receiver rejects it instead of writing a wrong file.
 std::expected<DeltaStats, DeltaError> generate_delta(const SignatureView& signature, Bytes new_data,
-                                                     std::vector<std::uint8_t>& out);
+                                                     std::vector<std::uint8_t>& out,
+                                                     std::optional<Hash128> new_hash = std::nullopt);
 
 // Appends a delta from `base` (bytes the caller holds) to `new_data`; matches are confirmed
 // byte for byte. `block_size` 0 picks one from the base size.
 std::expected<DeltaStats, DeltaError> generate_delta_from_base(Bytes base, Bytes new_data,
                                                                std::uint32_t block_size,
-                                                               std::vector<std::uint8_t>& out);
+                                                               std::vector<std::uint8_t>& out,
+                                                               std::optional<Hash128> new_hash = std::nullopt);
 
 struct ByteRange {
   std::uint64_t offset = 0;
@@ -51,6 +58,7 @@ std::expected<std::vector<ByteRange>, DeltaError> unreferenced_base_ranges(Bytes
 // Second level of a two-level sync: re-matches every LITERAL of `coarse` against `fine`
 // signatures (one block size, covering ranges of the same base) and appends the finer delta.
 std::expected<DeltaStats, DeltaError> refine_delta(Bytes coarse, std::span<const SignatureView> fine,
-                                                   Bytes new_data, std::vector<std::uint8_t>& out);
+                                                   Bytes new_data, std::vector<std::uint8_t>& out,
+                                                   std::optional<Hash128> new_hash = std::nullopt);
 
 }  // namespace ferry::delta

@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,29 +20,24 @@
 
 
 #include "common/file_times.hpp"
+#include "common/copy_range.hpp"
 #include "common/full_io.hpp"
+#include "common/mapped_file.hpp"
+#include "protocol/delta/parallel_signature.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"
-#include "protocol/delta/patch.hpp"
 #include "remote-runtime/agent/root_path.hpp"
+#include "remote-runtime/agent/sync/file_writer_parent.hpp"
 
 namespace ferry::agent::sync {
 namespace {
 
+// Signatures of ranges this big (and at least half their file) are made from a mapping.
+constexpr std::uint64_t kMapAtLeast = 16u << 20;
+
 using Fd = ferry::posix::UniqueFd;
 using ferry::posix::mtime_of;
 using ferry::posix::to_timespec;
-
-// A directory descriptor shared by the files of a batch that live in it; closed with the last.
-class DirRef {
- public:
-  DirRef() = default;
-  explicit DirRef(Fd fd) : fd_(std::make_shared<Fd>(std::move(fd))) {}
-  int get() const { return fd_ ? fd_->get() : -1; }
-
- private:
-  std::shared_ptr<Fd> fd_;
-};
 
 std::unexpected<WriteError> fail(WriteErrc code, std::string message) {
   return std::unexpected(WriteError{code, std::move(message)});
@@ -102,12 +96,6 @@ std::expected<Fd, WriteError> walk_dirs(int from, const std::string& dir_rel, st
 
 }  // namespace
 
-struct FileWriter::Parent {
-  DirRef dir;
-  std::string name;  // final component
-  std::string rel;   // normalised path
-};
-
 struct FileWriter::DirCache {
   std::mutex mu;
   std::unordered_map<std::string, DirRef> dirs;  // by normalised relative path, "" = the root
@@ -124,6 +112,10 @@ struct PendingFile::State {
   std::map<std::uint64_t, std::uint64_t> ranges;
   std::uint64_t received = 0, append_at = 0, hashed = 0;
   bool half_reported = false;
+  // Set by apply_delta, which hashes the output beside the writes: the digest is handed in
+  // before commit (outside_digest) instead of being computed here.
+  bool outside_hash = false;
+  std::optional<Hash128> outside_digest;
   FileWriter::StepHook hook;
 
   ~State() {
@@ -153,16 +145,42 @@ std::expected<void, WriteError> PendingFile::write(Bytes bytes) {
 }
 
 std::expected<void, WriteError> PendingFile::write_at(std::uint64_t offset, Bytes bytes) {
-  return record(offset, bytes.size(), bytes.data());
+  return record(offset, bytes.size(), bytes.data(), bytes.data());
 }
 
 std::expected<void, WriteError> PendingFile::mark_placed(std::uint64_t offset, std::uint64_t length) {
-  return record(offset, length, nullptr);
+  return record(offset, length, nullptr, nullptr);
+}
+
+void PendingFile::hash_outside() {
+  if (state_) state_->outside_hash = true;
+}
+
+void PendingFile::set_outside_digest(const Hash128& digest) {
+  if (state_) state_->outside_digest = digest;
+}
+
+std::expected<void, WriteError> PendingFile::copy_from(int base_fd, std::uint64_t base_offset, std::uint64_t offset, std::uint64_t n,
+                                                       ferry::posix::RangeCopier& copier) {
+  if (!state_) return fail(WriteErrc::io, "write after commit or abort");
+  State& s = *state_;
+  // Bounds and overlap first (as record checks them), so nothing lands outside the file.
+  if (offset > s.attrs.size || n > s.attrs.size - offset)
+    return fail(WriteErrc::bad_delta, s.rel + ": a copy reaches past the announced " + std::to_string(s.attrs.size) + " bytes");
+  auto next = s.ranges.upper_bound(offset);
+  auto prev = next == s.ranges.begin() ? s.ranges.end() : std::prev(next);
+  if ((prev != s.ranges.end() && prev->second > offset) || (next != s.ranges.end() && next->first < offset + n))
+    return fail(WriteErrc::bad_delta, s.rel + ": a copy overlaps bytes already written");
+  const ssize_t got = copier.copy(base_fd, base_offset, s.fd.get(), offset, static_cast<std::size_t>(n));
+  if (got < 0) return sys_fail("copy into " + s.rel);
+  if (static_cast<std::uint64_t>(got) != n) return fail(WriteErrc::io, s.rel + ": the old file shrank while the delta was applied");
+  return record(offset, n, nullptr, nullptr);
 }
 
 std::string PendingFile::temp_name() const { return state_ ? state_->tmp : std::string(); }
 
-std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes) {
+std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes,
+                                                    const std::uint8_t* hash_from) {
   if (!state_) return fail(WriteErrc::io, "write after commit or abort");
   State& s = *state_;
   if (offset > s.attrs.size || n > s.attrs.size - offset) {
@@ -194,11 +212,13 @@ std::expected<void, WriteError> PendingFile::record(std::uint64_t offset, std::u
   s.append_at = std::max(s.append_at, end);
   // Hash what is now contiguous from the hashed prefix: these bytes from memory, any that
   // arrived earlier (or were placed by a sibling) and now join the prefix read back from the file.
-  if (bytes && offset == s.hashed) {
-    s.hash.update(Bytes(bytes, static_cast<std::size_t>(n)));
+  if (s.outside_hash) {
+    // apply_delta hashes the output on a thread of its own; nothing to do here.
+  } else if (hash_from && offset == s.hashed) {
+    s.hash.update(Bytes(hash_from, static_cast<std::size_t>(n)));
     s.hashed = end;
   }
-  if (start <= s.hashed && s.hashed < stop) {
+  if (!s.outside_hash && start <= s.hashed && s.hashed < stop) {
     std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(stop - s.hashed, 1u << 20)));
     while (s.hashed < stop) {
       const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), stop - s.hashed));
@@ -226,7 +246,9 @@ std::expected<void, WriteError> PendingFile::finish() {
     return fail(WriteErrc::hash_mismatch, s.rel + ": " + std::to_string(s.received) + " of " + std::to_string(s.attrs.size) +
                                               " bytes received (first missing byte at " + std::to_string(first_gap) + ")");
   }
-  if (s.hashed != s.attrs.size || s.hash.digest() != s.attrs.hash) {
+  const bool hash_ok = s.outside_hash ? s.outside_digest == s.attrs.hash
+                                      : s.hashed == s.attrs.size && s.hash.digest() == s.attrs.hash;
+  if (!hash_ok) {
     return fail(WriteErrc::hash_mismatch, s.rel + ": written bytes do not match the announced size and xxh3-128");
   }
   if (::fchmod(s.fd.get(), s.attrs.mode & 07777) != 0) return sys_fail("chmod " + s.rel);
@@ -283,12 +305,14 @@ std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondi
 }
 
 FileWriter::FileWriter(FileWriter&& o) noexcept
-    : root_(std::move(o.root_)), root_fd_(std::exchange(o.root_fd_, -1)), hook_(std::move(o.hook_)) {}
+    : root_(std::move(o.root_)), root_fd_(std::exchange(o.root_fd_, -1)), hook_(std::move(o.hook_)),
+      kernel_copy_(std::move(o.kernel_copy_)) {}
 FileWriter& FileWriter::operator=(FileWriter&& o) noexcept {
   if (root_fd_ >= 0) ::close(root_fd_);
   root_ = std::move(o.root_);
   root_fd_ = std::exchange(o.root_fd_, -1);
   hook_ = std::move(o.hook_);
+  kernel_copy_ = std::move(o.kernel_copy_);
   return *this;
 }
 FileWriter::~FileWriter() {
@@ -497,51 +521,6 @@ std::vector<std::expected<void, WriteError>> FileWriter::write_batch(std::span<c
   return results;
 }
 
-std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
-                                                        const std::optional<Precondition>& expect) {
-  auto parent = open_parent(rel, false);
-  if (!parent) return std::unexpected(parent.error());
-  Fd base(::openat(parent->dir.get(), parent->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  if (!base) return sys_fail("open delta base " + parent->rel);
-  struct stat st {};
-  if (::fstat(base.get(), &st) != 0) return sys_fail("stat " + parent->rel);
-  if (!S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is not a regular file");
-  if (expect && (!expect->exists || static_cast<std::uint64_t>(st.st_size) != expect->size ||
-                 mtime_of(st) != expect->mtime_ns)) {
-    return fail(WriteErrc::conflict, parent->rel + " changed on the remote since the sync was planned");
-  }
-  const auto size = static_cast<std::size_t>(st.st_size);
-  void* map = nullptr;
-  if (size > 0) {
-    map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, base.get(), 0);
-    if (map == MAP_FAILED) return sys_fail("map " + parent->rel);
-  }
-  struct Unmap {
-    void* p;
-    std::size_t n;
-    ~Unmap() {
-      if (p) ::munmap(p, n);
-    }
-  } unmap{map, size};
-  const Bytes base_bytes(static_cast<const std::uint8_t*>(map), size);
-
-  auto f = begin_file(rel, attrs);
-  if (!f) return std::unexpected(f.error());
-  std::optional<WriteError> sink_error;
-  ferry::delta::Patcher patcher(base_bytes, [&](Bytes out) {
-    auto ok = f->write(out);
-    if (!ok) sink_error = ok.error();
-    return ok.has_value();
-  });
-  auto fed = patcher.feed(delta);
-  if (fed) fed = patcher.finish();
-  if (!fed) {
-    if (sink_error) return std::unexpected(*sink_error);
-    return fail(WriteErrc::bad_delta, parent->rel + ": " + fed.error().message);
-  }
-  return f->commit(expect);
-}
-
 std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
     std::string_view rel, std::optional<ferry::delta::SignatureParams> params,
     std::optional<std::pair<std::uint64_t, std::uint64_t>> range) {
@@ -558,24 +537,27 @@ std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
     return fail(WriteErrc::bad_delta, parent->rel + ": signature range beyond the end of the file");
   const std::uint64_t length = range ? range->second : size;
   std::vector<std::uint8_t> out;
-  auto builder = ferry::delta::SignatureBuilder::create(params.value_or(ferry::delta::default_params(size)), offset, length,
-                                                        size, out);
-  if (!builder) return fail(WriteErrc::bad_delta, builder.error().message);
-  std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(1u << 20, std::max<std::uint64_t>(length, 1))));
-  std::uint64_t total = 0;
-  for (;;) {
-    const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), length - std::min(total, length)));
-    if (want == 0) break;
-    const ssize_t n = ferry::posix::pread_full(fd.get(), buf.data(), want, offset + total);
-    if (n < 0) return sys_fail("read " + parent->rel);
-    if (n == 0) break;
-    total += static_cast<std::uint64_t>(n);
-    if (total > length) return fail(WriteErrc::conflict, parent->rel + " grew while being signed");
-    if (auto ok = builder->update(Bytes(buf.data(), static_cast<std::size_t>(n))); !ok) {
-      return fail(WriteErrc::bad_delta, ok.error().message);
-    }
+  // Signing 1 GiB is the longest step of a big-file push: shares of it on several threads, from
+  // a mapping of the file (no copy into buffers; a truncation meanwhile reads zeros and is caught
+  // below), or read in pieces when it cannot be mapped.
+  const int fd_num = fd.get();
+  const auto read_at = [fd_num](std::uint64_t at, std::uint8_t* buf, std::size_t n) { return ferry::posix::pread_full(fd_num, buf, n, at); };
+  const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
+  const auto sig_params = params.value_or(ferry::delta::default_params(size));
+  // Only for a large share of the file: mapping populates the page tables of all of it.
+  auto mapped = length >= kMapAtLeast && length * 2 >= size ? ferry::posix::MappedFile::map(fd_num)
+                                                            : std::unexpected(std::string("read instead"));
+  auto signed_ok = mapped && mapped->size() == size
+                       ? ferry::delta::sign_in_parallel(mapped->bytes().subspan(offset, length), sig_params, offset, size, threads, out)
+                       : ferry::delta::sign_in_parallel(read_at, sig_params, offset, length, size, threads, out);
+  if (mapped && mapped->truncated()) return fail(WriteErrc::conflict, parent->rel + " shrank while being signed");
+  if (!signed_ok) {
+    if (signed_ok.error().code == ferry::delta::DeltaErrc::truncated) return fail(WriteErrc::conflict, parent->rel + " shrank while being signed");
+    if (signed_ok.error().code == ferry::delta::DeltaErrc::sink_failed) return fail(WriteErrc::io, parent->rel + ": " + signed_ok.error().message);
+    return fail(WriteErrc::bad_delta, signed_ok.error().message);
   }
-  if (auto ok = builder->finish(); !ok) return fail(WriteErrc::conflict, parent->rel + " shrank while being signed");
+  struct stat after {};
+  if (::fstat(fd.get(), &after) != 0 || after.st_size != st.st_size) return fail(WriteErrc::conflict, parent->rel + " changed while being signed");
   return out;
 }
 

@@ -10,6 +10,8 @@
 // directory renamed out of the root meanwhile gets none of the batch's files.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -25,6 +27,10 @@
 #include "common/temp_name.hpp"
 #include "protocol/delta/delta_types.hpp"
 #include "protocol/delta/signature.hpp"
+
+namespace ferry::posix {
+class RangeCopier;
+}
 
 namespace ferry::agent::sync {
 
@@ -101,8 +107,18 @@ class PendingFile {
   // The stages of commit(), which write_batch runs across many files at once.
   std::expected<void, WriteError> finish();  // verify, mode, mtime
   // write_at's bookkeeping: checks the range, then (with `bytes` when they are not yet in the file)
-  // records it and extends the hashed prefix.
-  std::expected<void, WriteError> record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes);
+  // records it and extends the hashed prefix, hashing from `hash_from` (the same bytes in memory)
+  // when given, else reading them back from the file.
+  std::expected<void, WriteError> record(std::uint64_t offset, std::uint64_t n, const std::uint8_t* bytes,
+                                         const std::uint8_t* hash_from);
+  // A delta's COPY: base[base_offset, +n) copied into the file at `offset` by the kernel (no pass
+  // through user space). Only after hash_outside(): the caller hashes the output itself.
+  std::expected<void, WriteError> copy_from(int base_fd, std::uint64_t base_offset, std::uint64_t offset, std::uint64_t n,
+                                            ferry::posix::RangeCopier& copier);
+  // From now on bytes are recorded unhashed; commit() compares the digest given here (none given:
+  // hash_mismatch) with the announced hash.
+  void hash_outside();
+  void set_outside_digest(const Hash128& digest);
   std::expected<void, WriteError> sync_data();
   std::expected<void, WriteError> publish(const std::optional<Precondition>& expect);  // rename, no dir fsync
   int dir_fd() const;
@@ -129,6 +145,10 @@ class FileWriter {
   ~FileWriter();
 
   void set_step_hook(StepHook hook) { hook_ = std::move(hook); }
+  // Replaces copy_file_range(2) for apply_delta's unchanged ranges: tests make it fail (EXDEV) to
+  // exercise the read/write fallback. Empty: the system call.
+  using KernelCopy = std::function<ssize_t(int, std::uint64_t, int, std::uint64_t, std::size_t)>;
+  void set_kernel_copy(KernelCopy copy) { kernel_copy_ = std::move(copy); }
 
   // Missing parents are created (0755).
   std::expected<PendingFile, WriteError> begin_file(std::string_view rel, const FileAttrs& attrs);
@@ -139,7 +159,10 @@ class FileWriter {
   // directory fsynced once (the crash argument is at the definition). `threads` write and
   // fsync concurrently. One result per file, in order; one failure fails only its file.
   std::vector<std::expected<void, WriteError>> write_batch(std::span<const BatchFile> files, unsigned threads = 1);
-  // Applies a ferry delta against the current file at `rel` into a temp file, then commits.
+  // Applies a ferry delta against the current file at `rel` into a temp file, then commits. The
+  // unchanged ranges (COPY) are copied by the kernel (reflinked where the file system can) and
+  // hashed from the old file's mapping; literal bytes are written and hashed as they come: the
+  // result is hashed once, its bytes never pass through a user-space buffer twice.
   std::expected<void, WriteError> apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
                                               const std::optional<Precondition>& expect = std::nullopt);
   // The signature the helper needs to delta against the file at `rel`: of the whole file, or
@@ -187,6 +210,7 @@ class FileWriter {
   std::filesystem::path root_;
   int root_fd_ = -1;
   StepHook hook_;
+  KernelCopy kernel_copy_;
 };
 
 }  // namespace ferry::agent::sync

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "protocol/delta/delta.hpp"
+#include "protocol/delta/parallel_signature.hpp"
 #include "protocol/delta/patch.hpp"
 #include "protocol/delta/signature.hpp"
 #include "tests/support/random_bytes.hpp"
@@ -411,4 +412,109 @@ BOOST_AUTO_TEST_CASE(hostile_signatures_fail_cleanly) {
   bad[27] = 0x7f;  // range length far beyond the file size
   BOOST_TEST((SignatureView::parse(bad).error().code == DeltaErrc::bad_parameters));
   BOOST_TEST(!write_signature(base, 1, base.size(), {512, 8}, sig).has_value());
+}
+
+// A caller that already hashed the new data passes the hash: the delta is byte for byte the one
+// computed without it; a wrong hash gives a delta the patcher refuses, never a wrong file.
+BOOST_AUTO_TEST_CASE(a_known_new_hash_gives_the_same_delta_and_a_wrong_one_is_refused) {
+  const Buf base = structured_bytes(300001, 5);
+  Buf next = base;
+  next[150000] ^= 0x10;
+  next.insert(next.begin() + 1000, {7, 7, 7, 7});
+  const Buf sig = sign(base, {1024, 8}, SIZE_MAX);
+  auto view = SignatureView::parse(sig);
+  BOOST_REQUIRE(view.has_value());
+  Buf plain, known, from_base_plain, from_base_known;
+  BOOST_REQUIRE(generate_delta(*view, next, plain).has_value());
+  BOOST_REQUIRE(generate_delta(*view, next, known, hash128(next)).has_value());
+  BOOST_TEST((plain == known));
+  BOOST_REQUIRE(generate_delta_from_base(base, next, 1024, from_base_plain).has_value());
+  BOOST_REQUIRE(generate_delta_from_base(base, next, 1024, from_base_known, hash128(next)).has_value());
+  BOOST_TEST((from_base_plain == from_base_known));
+  Buf lying;
+  BOOST_REQUIRE(generate_delta(*view, next, lying, hash128(base)).has_value());
+  auto out = apply_delta(base, lying, 1u << 20);
+  BOOST_REQUIRE(!out.has_value());
+  BOOST_TEST((out.error().code == DeltaErrc::hash_mismatch));
+  // refine_delta checks the coarse delta against the given hash, and writes it into its header.
+  const Buf coarse_sig = sign(base, {64u << 10, 8}, SIZE_MAX);
+  auto coarse_view = SignatureView::parse(coarse_sig);
+  BOOST_REQUIRE(coarse_view.has_value());
+  Buf coarse;
+  BOOST_REQUIRE(generate_delta(*coarse_view, next, coarse, hash128(next)).has_value());
+  std::vector<SignatureView> none;
+  Buf refined;
+  BOOST_TEST(!refine_delta(coarse, none, next, refined, hash128(base)).has_value());
+  refined.clear();
+  BOOST_REQUIRE(refine_delta(coarse, none, next, refined, hash128(next)).has_value());
+  auto rebuilt = apply_delta(base, refined, 1u << 20);
+  BOOST_REQUIRE(rebuilt.has_value());
+  BOOST_TEST((*rebuilt == next));
+}
+
+// An unchanged run after a copy is matched by strong hash at the continuation; a block moved
+// elsewhere still needs the weak search: both give exact output and only the edited block as literal.
+BOOST_AUTO_TEST_CASE(continuation_and_search_both_find_their_blocks) {
+  const Buf base = random_bytes(64u * 1024 + 100, 11);
+  Buf next(base.begin() + 8 * 1024, base.end());            // the first 8 blocks moved to the end
+  next.insert(next.end(), base.begin(), base.begin() + 8 * 1024);
+  next[20 * 1024 + 5] ^= 1;                                    // and one byte edited
+  const Buf sig = sign(base, {1024, 8}, SIZE_MAX);
+  auto view = SignatureView::parse(sig);
+  BOOST_REQUIRE(view.has_value());
+  for (int from_base = 0; from_base < 2; ++from_base) {
+    Buf d;
+    auto s = from_base ? generate_delta_from_base(base, next, 1024, d) : generate_delta(*view, next, d);
+    BOOST_REQUIRE(s.has_value());
+    BOOST_TEST(s->literal_bytes <= 1024u + 100u);  // the edited block, and the short tail moved inside
+    auto out = apply_delta(base, d, 1u << 20);
+    BOOST_REQUIRE(out.has_value());
+    BOOST_TEST((*out == next));
+  }
+}
+
+// sign_in_parallel writes exactly the bytes one builder would, for any share count; a failing
+// read and a file that ends early are errors, not short signatures.
+BOOST_AUTO_TEST_CASE(parallel_signatures_equal_the_sequential_ones) {
+  const Buf base = random_bytes((5u << 20) + 321, 77);
+  for (std::uint32_t block : {512u, 64u << 10, 1u << 20}) {
+    for (std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{block} * 3}) {
+      const std::uint64_t length = base.size() - offset - 1000;
+      Buf one;
+      BOOST_REQUIRE(write_signature(Bytes(base).subspan(offset, length), offset, base.size(), {block, 8}, one).has_value());
+      for (unsigned threads : {1u, 2u, 3u, 8u}) {
+        BOOST_TEST_CONTEXT("block=" << block << " offset=" << offset << " threads=" << threads) {
+          auto read_at = [&](std::uint64_t at, std::uint8_t* buf, std::size_t n) -> ssize_t {
+            const std::size_t k = std::min<std::size_t>(n, base.size() - at);
+            std::memcpy(buf, base.data() + at, k);
+            return static_cast<ssize_t>(k);
+          };
+          Buf par = {0xEE};  // appended after what is there
+          BOOST_REQUIRE(sign_in_parallel(read_at, {block, 8}, offset, length, base.size(), threads, par).has_value());
+          BOOST_TEST((Buf(par.begin() + 1, par.end()) == one));
+          Buf mem;
+          BOOST_REQUIRE(sign_in_parallel(Bytes(base).subspan(offset, length), {block, 8}, offset, base.size(), threads, mem).has_value());
+          BOOST_TEST((mem == one));
+        }
+      }
+    }
+  }
+  auto failing = [](std::uint64_t, std::uint8_t*, std::size_t) -> ssize_t {
+    errno = EIO;
+    return -1;
+  };
+  Buf out;
+  auto r = sign_in_parallel(failing, {1024, 8}, 0, 100000, 100000, 2, out);
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST((r.error().code == DeltaErrc::sink_failed));
+  BOOST_TEST(out.empty());
+  auto shrunk = [&](std::uint64_t at, std::uint8_t* buf, std::size_t n) -> ssize_t {
+    if (at >= 50000) return 0;
+    const std::size_t k = std::min<std::size_t>(n, 50000 - at);
+    std::memcpy(buf, base.data() + at, k);
+    return static_cast<ssize_t>(k);
+  };
+  r = sign_in_parallel(shrunk, {1024, 8}, 0, 100000, 100000, 3, out);
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST((r.error().code == DeltaErrc::truncated));
 }

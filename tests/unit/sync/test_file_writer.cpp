@@ -134,6 +134,110 @@ BOOST_AUTO_TEST_CASE(deltas_apply_against_the_existing_file) {
   BOOST_TEST(temp_files_in(w.root()) == 0u);
 }
 
+// Deltas of every shape rebuild the file byte for byte, through the kernel copy (the real
+// copy_file_range) and through the read/write fallback (copy_file_range refused with EXDEV, as
+// across file systems).
+BOOST_AUTO_TEST_CASE(deltas_of_every_shape_are_byte_exact_with_and_without_kernel_copies) {
+  TempDir t("ferry-writer");
+  const Buf base = random_bytes((3u << 20) + 4321, 31);  // not a multiple of any block size
+  const std::size_t n = base.size();
+  std::vector<std::pair<std::string, Buf>> cases;
+  auto edited = [&](std::size_t at) {
+    Buf b = base;
+    b[at] ^= 0x41;
+    return b;
+  };
+  cases.emplace_back("1 byte at the start", edited(0));
+  cases.emplace_back("1 byte in the middle", edited(n / 2 + 17));
+  cases.emplace_back("1 byte at the end", edited(n - 1));
+  {
+    Buf b = random_bytes(1u << 20, 32);
+    b.insert(b.end(), base.begin(), base.end());
+    cases.emplace_back("1 MiB inserted at the start", std::move(b));
+  }
+  {
+    Buf b = base;
+    b.insert(b.begin() + static_cast<std::ptrdiff_t>(n / 3), {1, 2, 3, 4, 5, 6, 7});
+    cases.emplace_back("7 bytes inserted in the middle", std::move(b));
+  }
+  {
+    Buf b = base;
+    b.erase(b.begin() + 1000, b.begin() + 70000);
+    cases.emplace_back("69000 bytes deleted near the start", std::move(b));
+  }
+  {
+    Buf b = base;
+    b.resize(n - 3000);
+    b.insert(b.end(), {9, 9});
+    cases.emplace_back("truncated, then a short tail", std::move(b));
+  }
+  cases.emplace_back("emptied", Buf{});
+  for (bool refuse : {false, true}) {
+    for (const auto& [what, next] : cases) {
+      BOOST_TEST_CONTEXT(what << (refuse ? ", copy_file_range refused" : "")) {
+        FileWriter w = open_writer(t.path() / "root");
+        int kernel_calls = 0;
+        if (refuse)
+          w.set_kernel_copy([&](int, std::uint64_t, int, std::uint64_t, std::size_t) -> ssize_t {
+            ++kernel_calls;
+            errno = EXDEV;
+            return -1;
+          });
+        BOOST_REQUIRE(w.write_file("m.bin", base, attrs_for(base)).has_value());
+        Buf delta;
+        auto stats = ferry::delta::generate_delta_from_base(base, next, 0, delta);
+        BOOST_REQUIRE(stats.has_value());
+        auto ok = w.apply_delta("m.bin", delta, attrs_for(next));
+        BOOST_REQUIRE_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
+        BOOST_TEST((slurp(w.root() / "m.bin") == next));
+        BOOST_TEST(temp_files_in(w.root()) == 0u);
+        // Refused once, the kernel copy is not asked again for the same file.
+        if (refuse) BOOST_TEST(kernel_calls == (stats->copy_ops > 0 ? 1 : 0));
+      }
+    }
+  }
+}
+
+// A delta that lies (a COPY past the old file, an output longer than announced, a header for
+// another file) is refused before anything is installed.
+BOOST_AUTO_TEST_CASE(hostile_deltas_leave_the_old_file) {
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
+  const Buf base = random_bytes(200000, 41);
+  BOOST_REQUIRE(w.write_file("m.bin", base, attrs_for(base)).has_value());
+  Buf next = base;
+  next[5] ^= 1;
+  Buf good;
+  BOOST_REQUIRE(ferry::delta::generate_delta_from_base(base, next, 0, good).has_value());
+  // Another file announced than the delta builds.
+  auto r = w.apply_delta("m.bin", good, attrs_for(random_bytes(200000, 42)));
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST((r.error().code == WriteErrc::bad_delta));
+  // A hand-made delta: header for `next`, then one COPY reaching past the old file's end.
+  Buf evil(good.begin(), good.begin() + ferry::delta::kDeltaHeaderSize);
+  evil.push_back(ferry::delta::kOpCopy);
+  ferry::delta::wire::put_varint(evil, 100000);
+  ferry::delta::wire::put_varint(evil, 150000);
+  evil.push_back(ferry::delta::kOpEnd);
+  r = w.apply_delta("m.bin", evil, attrs_for(next));
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST((r.error().code == WriteErrc::bad_delta));
+  // Copies that add up to the right size but the wrong bytes: the whole-file hash refuses them.
+  Buf shuffled(good.begin(), good.begin() + ferry::delta::kDeltaHeaderSize);
+  shuffled.push_back(ferry::delta::kOpCopy);
+  ferry::delta::wire::put_varint(shuffled, 100000);
+  ferry::delta::wire::put_varint(shuffled, 100000);
+  shuffled.push_back(ferry::delta::kOpCopy);
+  ferry::delta::wire::put_varint(shuffled, 0);
+  ferry::delta::wire::put_varint(shuffled, 100000);
+  shuffled.push_back(ferry::delta::kOpEnd);
+  r = w.apply_delta("m.bin", shuffled, attrs_for(next));
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST((r.error().code == WriteErrc::hash_mismatch));
+  BOOST_TEST((slurp(w.root() / "m.bin") == base));
+  BOOST_TEST(temp_files_in(w.root()) == 0u);
+}
+
 BOOST_AUTO_TEST_CASE(preconditions_catch_remote_changes) {
   TempDir t("ferry-writer");
   FileWriter w = open_writer(t.path() / "root");
@@ -214,9 +318,14 @@ BOOST_AUTO_TEST_CASE(killed_mid_write_leaves_old_or_new_never_torn) {
     FileWriter w = open_writer(root);
     BOOST_REQUIRE(w.write_file("ckpt/model.pt", old_content, attrs_for(old_content)).has_value());
   }
-  Buf delta;
+  // Two deltas: all literal (a new file), and mostly COPYs (a 1-byte edit: the kernel-copy path).
+  Buf edited = old_content;
+  edited[edited.size() / 2] ^= 0x5a;
+  Buf delta, copy_delta;
   BOOST_REQUIRE(ferry::delta::generate_delta_from_base(old_content, new_content, 0, delta).has_value());
-  for (bool use_delta : {false, true}) {
+  BOOST_REQUIRE(ferry::delta::generate_delta_from_base(old_content, edited, 0, copy_delta).has_value());
+  for (int use_delta : {0, 1, 2}) {
+    const Buf& target = use_delta == 2 ? edited : new_content;
     for (WriteStep kill_at : {WriteStep::temp_created, WriteStep::half_written, WriteStep::before_fsync,
                               WriteStep::before_rename, WriteStep::after_rename}) {
       BOOST_TEST_CONTEXT("delta=" << use_delta << " step=" << static_cast<int>(kill_at)) {
@@ -233,7 +342,7 @@ BOOST_AUTO_TEST_CASE(killed_mid_write_leaves_old_or_new_never_torn) {
           w->set_step_hook([kill_at](WriteStep s) {
             if (s == kill_at) ::raise(SIGKILL);
           });
-          auto r = use_delta ? w->apply_delta("ckpt/model.pt", delta, attrs_for(new_content))
+          auto r = use_delta ? w->apply_delta("ckpt/model.pt", use_delta == 2 ? copy_delta : delta, attrs_for(target))
                              : w->write_file("ckpt/model.pt", new_content, attrs_for(new_content));
           ::_exit(r ? 0 : 4);
         }
@@ -242,7 +351,7 @@ BOOST_AUTO_TEST_CASE(killed_mid_write_leaves_old_or_new_never_torn) {
         BOOST_TEST(WIFSIGNALED(status));  // the step was reached and the process died there
         BOOST_TEST(WTERMSIG(status) == SIGKILL);
         const Buf now = slurp(root / "ckpt/model.pt");
-        const bool is_old = now == old_content, is_new = now == new_content;
+        const bool is_old = now == old_content, is_new = now == target;
         BOOST_TEST((is_old || is_new));
         BOOST_TEST(is_new == (kill_at == WriteStep::after_rename));
         // The next sync sweeps the leftover temp file and finishes the job.
@@ -565,4 +674,26 @@ BOOST_AUTO_TEST_CASE(a_batch_killed_at_any_step_leaves_every_file_old_or_new) {
       }
     }
   }
+}
+
+// sync/signature of a big file is made from a mapping on several threads, of a small range by
+// reads: both byte for byte the signature computed in memory.
+BOOST_AUTO_TEST_CASE(signatures_from_a_mapping_and_from_reads_equal_the_in_memory_ones) {
+  TempDir t("ferry-writer");
+  FileWriter w = open_writer(t.path() / "root");
+  const Buf content = random_bytes((20u << 20) + 12345, 51);
+  BOOST_REQUIRE(w.write_file("big.bin", content, attrs_for(content)).has_value());
+  const ferry::delta::SignatureParams coarse{1u << 20, 8}, fine{1024, 8};
+  auto whole = w.signature("big.bin", coarse);
+  BOOST_REQUIRE(whole.has_value());
+  Buf expect;
+  BOOST_REQUIRE(ferry::delta::write_signature(content, 0, content.size(), coarse, expect).has_value());
+  BOOST_TEST((*whole == expect));
+  auto part = w.signature("big.bin", fine, std::pair<std::uint64_t, std::uint64_t>{3'000'000, 1u << 20});
+  BOOST_REQUIRE(part.has_value());
+  Buf expect_part;
+  BOOST_REQUIRE(ferry::delta::write_signature(std::span(content).subspan(3'000'000, 1u << 20), 3'000'000, content.size(), fine,
+                                              expect_part)
+                    .has_value());
+  BOOST_TEST((*part == expect_part));
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "helper/remote/local_endpoint.hpp"
+#include "helper/sync/file_meta.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/payload_codec.hpp"
@@ -210,6 +212,18 @@ BOOST_AUTO_TEST_CASE(one_byte_edit_of_a_large_file_goes_as_a_small_delta) {
   BOOST_TEST(s2.bytes_matched > big.size() - 64u * 1024);
   BOOST_TEST(s2.bytes_on_wire < 64u * 1024);
   BOOST_TEST((read_bytes(f.remote / "model.bin") == big));
+  // The sent copy of the new version was built from the old one and the delta: exact, named by
+  // its hash, and the base of the next edit (again no signature: a few KiB on the wire).
+  const fs::path copy = f.local / ".ferry" / "sent" / to_hex(ferry::delta::hash128(big));
+  BOOST_REQUIRE(fs::exists(copy));
+  BOOST_TEST((read_bytes(copy) == big));
+  big[3'000'000] ^= 0x33;
+  write_file(f.local / "model.bin", big);
+  SyncSummary s2b = f.push();
+  BOOST_TEST(s2b.errors.empty());
+  BOOST_TEST(s2b.bytes_on_wire < 16u * 1024);
+  BOOST_TEST((read_bytes(f.remote / "model.bin") == big));
+  BOOST_TEST((read_bytes(f.local / ".ferry" / "sent" / to_hex(ferry::delta::hash128(big))) == big));
 
   // Without the helper's copy the agent's signature is the base: still a delta.
   fs::remove_all(f.local / ".ferry" / "sent");
@@ -336,6 +350,31 @@ BOOST_AUTO_TEST_CASE(pull_brings_remote_outputs_back_and_guards_local_edits) {
   BOOST_TEST((read_bytes(f.local / "outputs/log.txt") == text("epoch 2\n")));
 
   BOOST_TEST(!f.engine().pull({"../escape"}, {}).has_value());
+}
+
+// A big file changed on the box comes back as a two-level delta (16 MiB and more): the local
+// copy is signed from a mapping, the agent maps and hashes its file, the local file is rebuilt
+// with kernel copies; byte-exact, for an edit in the middle and a block-unaligned insertion.
+BOOST_AUTO_TEST_CASE(a_big_file_changed_remotely_is_pulled_as_a_small_delta) {
+  Fixture f;
+  Buf big = random_bytes((24u << 20) + 4321, 9);
+  write_file(f.local / "out/model.bin", big);
+  SyncSummary first = f.push();
+  BOOST_TEST(first.errors.empty());
+  for (int round = 0; round < 2; ++round) {
+    BOOST_TEST_CONTEXT("round " << round) {
+      if (round == 0) big[big.size() / 3] ^= 0x21;
+      else big.insert(big.begin() + 5'000'001, {1, 2, 3, 4, 5});
+      write_file(f.remote / "out/model.bin", big);
+      fs::last_write_time(f.remote / "out/model.bin", fs::last_write_time(f.remote / "out/model.bin") + std::chrono::seconds(5 + round));
+      auto s = f.engine().pull({"out/model.bin"}, {});
+      BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+      BOOST_TEST(s->errors.empty());
+      BOOST_TEST(s->files_sent == 1u);
+      BOOST_TEST(s->bytes_on_wire < 256u * 1024);  // signatures + a few KiB of literal, not 24 MiB
+      BOOST_TEST((read_bytes(f.local / "out/model.bin") == big));
+    }
+  }
 }
 
 BOOST_AUTO_TEST_CASE(sync_on_save_pushes_just_that_path) {

@@ -1,0 +1,106 @@
+// Applying a pulled delta to a local file: see patch_file.hpp.
+#include "helper/sync/patch_file.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/full_io.hpp"
+
+namespace ferry::sync {
+namespace {
+
+constexpr std::size_t kIoBlock = 1u << 20;
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// The xxh3-128 of what `d` builds from the base, from its sources: literals from the delta,
+// copies read from the base. The writing loop reports malformed deltas; this one just stops.
+std::expected<ferry::delta::Hash128, std::string> hash_output(std::span<const std::uint8_t> d, int base_fd, std::uint64_t base_size,
+                                                              const std::atomic<bool>& stop) {
+  namespace delta = ferry::delta;
+  auto reader = delta::DeltaReader::open(d);
+  if (!reader) return std::unexpected("delta: " + reader.error().message);
+  delta::Hash128Stream hash;
+  std::vector<std::uint8_t> buf;
+  for (;;) {
+    auto op = reader->next();
+    if (!op) return std::unexpected("delta: " + op.error().message);
+    if (!*op) return hash.digest();
+    const delta::DeltaOp& o = **op;
+    if (o.kind == delta::DeltaOp::Kind::literal) {
+      hash.update(o.data);
+      continue;
+    }
+    if (o.offset > base_size || o.length > base_size - o.offset) return std::unexpected(std::string("delta: a copy outside the base"));
+    buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(o.length, kIoBlock)));
+    for (std::uint64_t done = 0; done < o.length;) {
+      if (stop.load(std::memory_order_relaxed)) return std::unexpected(std::string("stopped"));
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
+      const ssize_t got = ferry::posix::pread_full(base_fd, buf.data(), n, o.offset + done);
+      if (got < 0) return std::unexpected(errno_text("read"));
+      if (static_cast<std::size_t>(got) != n) return std::unexpected(std::string("the local file shrank during the pull"));
+      hash.update(delta::Bytes(buf.data(), n));
+      done += n;
+    }
+  }
+}
+
+}  // namespace
+
+std::expected<ferry::delta::DeltaStats, std::string> patch_to_fd(std::span<const std::uint8_t> d, int base_fd,
+                                                                 std::uint64_t base_size, int out_fd,
+                                                                 const ferry::delta::DeltaHeader& expect,
+                                                                 ferry::posix::RangeCopier::KernelCopy kernel_copy) {
+  namespace delta = ferry::delta;
+  auto reader = delta::DeltaReader::open(d);
+  if (!reader) return std::unexpected("delta: " + reader.error().message);
+  const auto& h = reader->header();
+  if (h.base_size != base_size) return std::unexpected(std::string("delta: made against another base size"));
+  if (h.output_size != expect.output_size || h.output_hash != expect.output_hash)
+    return std::unexpected(std::string("delta: its header disagrees with the file the agent described"));
+  // The output's hash on a second thread, from its sources (the delta's literals, preads of the
+  // base), while this one writes literals and has the kernel copy the rest.
+  std::atomic<bool> stop{false};
+  std::future<std::expected<delta::Hash128, std::string>> hashed =
+      std::async(std::launch::async, [&] { return hash_output(d, base_fd, base_size, stop); });
+  struct Stop {
+    std::atomic<bool>& flag;
+    ~Stop() { flag = true; }
+  } const stop_on_return{stop};
+  delta::DeltaStats stats;
+  ferry::posix::RangeCopier copier(std::move(kernel_copy));
+  std::uint64_t out_at = 0;
+  for (;;) {
+    auto op = reader->next();
+    if (!op) return std::unexpected("delta: " + op.error().message);
+    if (!*op) break;
+    const delta::DeltaOp& o = **op;
+    if (o.length > h.output_size - out_at) return std::unexpected(std::string("delta: output beyond the declared size"));
+    if (o.kind == delta::DeltaOp::Kind::literal) {
+      if (ferry::posix::pwrite_full(out_fd, o.data.data(), o.data.size(), out_at) < 0) return std::unexpected(errno_text("write"));
+      out_at += o.data.size();
+      stats.literal_bytes += o.data.size();
+      ++stats.literal_ops;
+      continue;
+    }
+    if (o.offset > base_size || o.length > base_size - o.offset) return std::unexpected(std::string("delta: a copy outside the base"));
+    // Not written from user space (on btrfs/xfs not written at all: the extents are shared).
+    const ssize_t copied = copier.copy(base_fd, o.offset, out_fd, out_at, static_cast<std::size_t>(o.length));
+    if (copied < 0) return std::unexpected(errno_text("copy"));
+    if (static_cast<std::uint64_t>(copied) != o.length) return std::unexpected(std::string("the local file shrank during the pull"));
+    out_at += o.length;
+    stats.copied_bytes += o.length;
+    ++stats.copy_ops;
+  }
+  if (out_at != h.output_size) return std::unexpected(std::string("delta: output shorter than declared"));
+  auto digest = hashed.get();
+  if (!digest) return std::unexpected(digest.error());
+  if (*digest != h.output_hash) return std::unexpected(std::string("delta: the result does not hash to the declared value"));
+  return stats;
+}
+
+}  // namespace ferry::sync

@@ -1,0 +1,154 @@
+// FileWriter::apply_delta: a pushed delta rebuilt against the file the agent holds, into a temp
+// file committed like any other write (see file_writer.hpp). The unchanged ranges go from the old
+// file to the temp file in the kernel (RangeCopier: a reflink on btrfs/xfs, else
+// copy_file_range); the whole-file xxh3-128 is still computed over every output byte, once, on a
+// second thread while the first writes: literal bytes from the delta, copied ones from the old
+// file's read-only mapping (common/mapped_file: a truncation reads zeros, never SIGBUS) (the output is what the ops say, so it is hashed from its sources).
+// The old file's block hashes cannot stand in for that pass: a whole-file hash does not compose
+// from block hashes, and it is what catches a base that is not what the helper thinks it is.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <optional>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "common/copy_range.hpp"
+#include "common/mapped_file.hpp"
+#include "common/file_times.hpp"
+#include "common/unique_fd.hpp"
+#include "protocol/delta/patch.hpp"
+#include "remote-runtime/agent/sync/file_writer.hpp"
+#include "remote-runtime/agent/sync/file_writer_parent.hpp"
+
+namespace ferry::agent::sync {
+namespace {
+
+// Copies are cut into pieces this big so the hash reads what the kernel has just copied while it
+// is still in the CPU's caches, and a test's kill hook can stop a process half-way.
+constexpr std::uint64_t kCopyPiece = 8u << 20;
+
+std::unexpected<WriteError> fail(WriteErrc code, std::string message) { return std::unexpected(WriteError{code, std::move(message)}); }
+
+std::unexpected<WriteError> sys_fail(const std::string& what) {
+  const int e = errno;
+  const WriteErrc code = e == ENOENT ? WriteErrc::not_found : e == ENOSPC || e == EDQUOT ? WriteErrc::no_space : WriteErrc::io;
+  return fail(code, what + ": " + std::strerror(e));
+}
+
+// The old file, renamed over, lives on only through `fd` and `map`: dropping them frees all its
+// pages (a 1 GiB file: ~0.4 s of kernel time on tmpfs), which need not delay the reply.
+void release_later(ferry::posix::UniqueFd fd, std::optional<ferry::posix::MappedFile> map) {
+  std::thread([fd = std::move(fd), map = std::move(map)]() mutable {
+    map.reset();
+    fd.reset();
+  }).detach();
+}
+
+// The xxh3-128 of what `delta` builds from `base` (size `base_size`), computed from the sources;
+// nullopt for a delta that does not read (the writing loop reports why). Stops early on `stop`.
+std::optional<Hash128> hash_output(Bytes delta, const std::uint8_t* base, std::uint64_t base_size, const std::atomic<bool>& stop) {
+  auto reader = ferry::delta::DeltaReader::open(delta);
+  if (!reader) return std::nullopt;
+  ferry::delta::Hash128Stream h;
+  for (;;) {
+    auto op = reader->next();
+    if (!op) return std::nullopt;
+    if (!*op) return h.digest();
+    const ferry::delta::DeltaOp& o = **op;
+    if (o.kind == ferry::delta::DeltaOp::Kind::literal) {
+      h.update(o.data);
+      continue;
+    }
+    if (o.offset > base_size || o.length > base_size - o.offset) return std::nullopt;
+    for (std::uint64_t done = 0; done < o.length; done += kCopyPiece) {
+      if (stop.load(std::memory_order_relaxed)) return std::nullopt;
+      h.update(Bytes(base + o.offset + done, static_cast<std::size_t>(std::min(kCopyPiece, o.length - done))));
+    }
+  }
+}
+
+}  // namespace
+
+std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
+                                                        const std::optional<Precondition>& expect) {
+  auto parent = open_parent(rel, false);
+  if (!parent) return std::unexpected(parent.error());
+  ferry::posix::UniqueFd base(::openat(parent->dir.get(), parent->name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!base) return sys_fail("open delta base " + parent->rel);
+  struct stat st {};
+  if (::fstat(base.get(), &st) != 0) return sys_fail("stat " + parent->rel);
+  if (!S_ISREG(st.st_mode)) return fail(WriteErrc::wrong_kind, parent->rel + " is not a regular file");
+  if (expect && (!expect->exists || static_cast<std::uint64_t>(st.st_size) != expect->size ||
+                 ferry::posix::mtime_of(st) != expect->mtime_ns)) {
+    return fail(WriteErrc::conflict, parent->rel + " changed on the remote since the sync was planned");
+  }
+  const auto base_size = static_cast<std::uint64_t>(st.st_size);
+  auto reader = ferry::delta::DeltaReader::open(delta);
+  if (!reader) return fail(WriteErrc::bad_delta, parent->rel + ": " + reader.error().message);
+  const ferry::delta::DeltaHeader& head = reader->header();
+  if (head.base_size != base_size)
+    return fail(WriteErrc::bad_delta, parent->rel + ": the delta was made against a " + std::to_string(head.base_size) +
+                                          "-byte file, the remote one has " + std::to_string(base_size));
+  if (head.output_size != attrs.size || head.output_hash != attrs.hash)
+    return fail(WriteErrc::bad_delta, parent->rel + ": the delta does not produce the announced file");
+  // Read-only, for hashing the ranges the kernel copies; a truncation meanwhile reads zeros (and
+  // fails the hash) instead of SIGBUS.
+  std::optional<ferry::posix::MappedFile> map;
+  if (base_size > 0) {
+    auto m = ferry::posix::MappedFile::map(base.get());
+    if (!m) return fail(WriteErrc::io, "map " + parent->rel + ": " + m.error());
+    if (m->size() != base_size) return fail(WriteErrc::conflict, parent->rel + " changed while the delta was applied");
+    map.emplace(std::move(*m));
+  }
+  const std::uint8_t* base_bytes = map ? map->bytes().data() : nullptr;
+
+  auto f = begin_file(rel, attrs);
+  if (!f) return std::unexpected(f.error());
+  f->hash_outside();
+  // Declared after `map`: any return joins the hashing thread before the mapping goes.
+  std::atomic<bool> stop{false};
+  struct Stop {
+    std::atomic<bool>& flag;
+    ~Stop() { flag = true; }
+  };
+  std::future<std::optional<Hash128>> hashed =
+      std::async(std::launch::async, [&] { return hash_output(delta, base_bytes, base_size, stop); });
+  const Stop stop_on_return{stop};  // destroyed before `hashed`: an early return stops the hashing
+  ferry::posix::RangeCopier copier(kernel_copy_);
+  std::uint64_t out_at = 0;
+  for (;;) {
+    auto op = reader->next();
+    if (!op) return fail(WriteErrc::bad_delta, parent->rel + ": " + op.error().message);
+    if (!*op) break;
+    const ferry::delta::DeltaOp& o = **op;
+    if (o.length > head.output_size - out_at) return fail(WriteErrc::bad_delta, parent->rel + ": the delta writes past its declared size");
+    if (o.kind == ferry::delta::DeltaOp::Kind::literal) {
+      if (auto ok = f->write_at(out_at, o.data); !ok) return ok;
+      out_at += o.length;
+      continue;
+    }
+    if (o.offset > base_size || o.length > base_size - o.offset)
+      return fail(WriteErrc::bad_delta, parent->rel + ": a copy outside the old file");
+    for (std::uint64_t done = 0; done < o.length;) {
+      const std::uint64_t n = std::min(kCopyPiece, o.length - done);
+      if (auto ok = f->copy_from(base.get(), o.offset + done, out_at, n, copier); !ok) return ok;
+      out_at += n;
+      done += n;
+    }
+  }
+  if (out_at != head.output_size) return fail(WriteErrc::bad_delta, parent->rel + ": the delta ends before its declared size");
+  if (auto digest = hashed.get()) f->set_outside_digest(*digest);
+  auto committed = f->commit(expect);
+  if (committed) release_later(std::move(base), std::move(map));
+  return committed;
+}
+
+}  // namespace ferry::agent::sync

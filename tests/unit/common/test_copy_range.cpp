@@ -1,0 +1,176 @@
+// RangeCopier: byte-exact range copies through the real copy_file_range(2) (same file system and
+// across file systems: /dev/shm to the temp directory), and through the pread/pwrite fallback
+// when the kernel copy is refused (an injected EXDEV/EINVAL) — the real call runs everywhere else.
+#define BOOST_TEST_MODULE copy_range
+#include <boost/test/unit_test.hpp>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/copy_range.hpp"
+#include "common/full_io.hpp"
+#include "common/unique_fd.hpp"
+
+namespace fs = std::filesystem;
+namespace posix = ferry::posix;
+using posix::RangeCopier;
+using posix::UniqueFd;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const fs::path& under) {
+    std::string tmpl = (under / "ferry-copy-range-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp under " + under.string());
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::vector<std::uint8_t> random_bytes(std::size_t n, unsigned seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::uint8_t> v(n);
+  for (auto& b : v) b = static_cast<std::uint8_t>(rng());
+  return v;
+}
+
+UniqueFd make_file(const fs::path& p, const std::vector<std::uint8_t>& bytes) {
+  UniqueFd fd(::open(p.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) throw std::runtime_error("open " + p.string());
+  if (!bytes.empty() && posix::pwrite_full(fd.get(), bytes.data(), bytes.size(), 0) < 0) throw std::runtime_error("write");
+  return fd;
+}
+
+std::vector<std::uint8_t> contents(int fd) {
+  struct stat st {};
+  ::fstat(fd, &st);
+  std::vector<std::uint8_t> v(static_cast<std::size_t>(st.st_size));
+  if (posix::pread_full(fd, v.data(), v.size(), 0) != static_cast<ssize_t>(v.size())) throw std::runtime_error("read");
+  return v;
+}
+
+// Copies [in_off, in_off + n) of `src` to `out_off` in an empty destination and checks every byte
+// against the same copy done in memory.
+void copy_and_check(RangeCopier& copier, int in, int out, const std::vector<std::uint8_t>& src, std::uint64_t in_off,
+                    std::uint64_t out_off, std::size_t n, std::vector<std::uint8_t>& expect) {
+  BOOST_TEST_REQUIRE(copier.copy(in, in_off, out, out_off, n) == static_cast<ssize_t>(n));
+  if (expect.size() < out_off + n) expect.resize(out_off + n, 0);
+  std::copy(src.begin() + static_cast<std::ptrdiff_t>(in_off), src.begin() + static_cast<std::ptrdiff_t>(in_off + n),
+            expect.begin() + static_cast<std::ptrdiff_t>(out_off));
+  BOOST_TEST_REQUIRE(contents(out) == expect, "destination differs after copying " << n << " bytes at " << in_off);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(same_file_system_goes_through_the_kernel_and_is_exact) {
+  TempDir dir(fs::temp_directory_path());
+  const auto src = random_bytes((3u << 20) + 777, 1);
+  UniqueFd in = make_file(dir.path / "in", src), out = make_file(dir.path / "out", {});
+  RangeCopier copier;
+  std::vector<std::uint8_t> expect;
+  // Aligned (a clone candidate), unaligned on both sides, a length that is not a block multiple,
+  // and one reaching the source's last byte.
+  copy_and_check(copier, in.get(), out.get(), src, 0, 0, 1u << 20, expect);
+  copy_and_check(copier, in.get(), out.get(), src, 12345, (1u << 20) + 3, 65537, expect);
+  copy_and_check(copier, in.get(), out.get(), src, src.size() - 5000, (2u << 20), 5000, expect);
+  BOOST_TEST(copier.counts().user == 0u, "a same-file-system copy fell back to user space");
+  BOOST_TEST(copier.counts().kernel + copier.counts().cloned == (1u << 20) + 65537u + 5000u);
+}
+
+BOOST_AUTO_TEST_CASE(across_file_systems_the_bytes_are_exact) {
+  if (!fs::is_directory("/dev/shm")) BOOST_FAIL("/dev/shm is missing: this test needs a second file system");
+  TempDir a("/dev/shm"), b(fs::temp_directory_path());
+  const auto src = random_bytes((2u << 20) + 99, 2);
+  UniqueFd in = make_file(a.path / "in", src), out = make_file(b.path / "out", {});
+  RangeCopier copier;
+  std::vector<std::uint8_t> expect;
+  copy_and_check(copier, in.get(), out.get(), src, 0, 0, src.size(), expect);
+  copy_and_check(copier, in.get(), out.get(), src, 4097, src.size() + 11, 300000, expect);
+}
+
+BOOST_AUTO_TEST_CASE(a_refused_kernel_copy_falls_back_to_read_and_write_once) {
+  TempDir dir(fs::temp_directory_path());
+  const auto src = random_bytes((2u << 20) + 5, 3);
+  UniqueFd in = make_file(dir.path / "in", src), out = make_file(dir.path / "out", {});
+  for (int refusal : {EXDEV, EINVAL, ENOSYS, EOPNOTSUPP}) {
+    int calls = 0;
+    RangeCopier copier(
+        [&](int, std::uint64_t, int, std::uint64_t, std::size_t) -> ssize_t {
+          ++calls;
+          errno = refusal;
+          return -1;
+        },
+        false);
+    BOOST_TEST_REQUIRE(::ftruncate(out.get(), 0) == 0);
+    std::vector<std::uint8_t> expect;
+    copy_and_check(copier, in.get(), out.get(), src, 0, 0, 1u << 20, expect);
+    copy_and_check(copier, in.get(), out.get(), src, 1000, 1u << 20, src.size() - 1000, expect);
+    BOOST_TEST(calls == 1, "the refused method was asked again");
+    BOOST_TEST(copier.counts().kernel == 0u);
+    BOOST_TEST(copier.counts().user == (1u << 20) + src.size() - 1000);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_kernel_copy_refused_half_way_finishes_in_user_space) {
+  TempDir dir(fs::temp_directory_path());
+  const auto src = random_bytes(3u << 20, 4);
+  UniqueFd in = make_file(dir.path / "in", src), out = make_file(dir.path / "out", {});
+  int calls = 0;
+  // The real system call for the first 1 MiB, then EXDEV.
+  RangeCopier copier(
+      [&](int in_fd, std::uint64_t in_off, int out_fd, std::uint64_t out_off, std::size_t n) -> ssize_t {
+        if (calls++ > 0) {
+          errno = EXDEV;
+          return -1;
+        }
+        auto i = static_cast<off64_t>(in_off), o = static_cast<off64_t>(out_off);
+        return ::copy_file_range(in_fd, &i, out_fd, &o, std::min<std::size_t>(n, 1u << 20), 0);
+      },
+      false);
+  std::vector<std::uint8_t> expect;
+  copy_and_check(copier, in.get(), out.get(), src, 7, 0, src.size() - 7, expect);
+  BOOST_TEST(copier.counts().kernel == (1u << 20));
+  BOOST_TEST(copier.counts().user == src.size() - 7 - (1u << 20));
+}
+
+BOOST_AUTO_TEST_CASE(an_io_error_is_reported_not_papered_over) {
+  TempDir dir(fs::temp_directory_path());
+  const auto src = random_bytes(100000, 5);
+  UniqueFd in = make_file(dir.path / "in", src), out = make_file(dir.path / "out", {});
+  RangeCopier copier(
+      [](int, std::uint64_t, int, std::uint64_t, std::size_t) -> ssize_t {
+        errno = EIO;
+        return -1;
+      },
+      false);
+  errno = 0;
+  BOOST_TEST(copier.copy(in.get(), 0, out.get(), 0, 1000) == -1);
+  BOOST_TEST(errno == EIO);
+  BOOST_TEST(copier.counts().user == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_short_source_copies_what_it_has) {
+  TempDir dir(fs::temp_directory_path());
+  const auto src = random_bytes(10000, 6);
+  UniqueFd in = make_file(dir.path / "in", src), out = make_file(dir.path / "out", {});
+  RangeCopier kernel;
+  BOOST_TEST(kernel.copy(in.get(), 9000, out.get(), 0, 5000) == 1000);
+  RangeCopier user([](int, std::uint64_t, int, std::uint64_t, std::size_t) -> ssize_t {
+    errno = EXDEV;
+    return -1;
+  });
+  BOOST_TEST(user.copy(in.get(), 9500, out.get(), 0, 5000) == 500);
+  BOOST_TEST(kernel.copy(in.get(), 20000, out.get(), 0, 10) == 0);
+}
