@@ -148,12 +148,14 @@ std::unexpected<InvalidMessage> bad_body(std::string message) {
 
 }  // namespace
 
-std::string encode_agent_frame(const Message& message) {
-  std::vector<std::uint8_t> cbor = json::to_cbor(to_json(message));
+std::string encode_agent_value_frame(const json& value) {
+  std::vector<std::uint8_t> cbor = json::to_cbor(value);
   return encode_frame(std::string_view(reinterpret_cast<const char*>(cbor.data()), cbor.size()));
 }
 
-std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body) {
+std::string encode_agent_frame(const Message& message) { return encode_agent_value_frame(to_json(message)); }
+
+std::expected<json, InvalidMessage> decode_agent_value(std::string_view body) {
   // No exceptions escape: a peer's bytes must never crash either end.
   json j;
   DepthLimitedSax sax(j);
@@ -174,7 +176,13 @@ std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body) 
     return bad_body("agent frame body is not valid CBOR (" + std::to_string(body.size()) + " bytes)" +
                     (sax.error().empty() ? "" : ": " + sax.error()));
   }
-  return parse_message(j);
+  return j;
+}
+
+std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body) {
+  auto j = decode_agent_value(body);
+  if (!j) return std::unexpected(std::move(j.error()));
+  return parse_message(*j);
 }
 
 std::string agent_magic_line(int protocol_version, std::string_view agent_version) {

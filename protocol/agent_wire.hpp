@@ -25,6 +25,13 @@ inline FrameLimits agent_frame_limits() { return FrameLimits{kMaxAgentBody, kMax
 // Encodes one message as a CBOR body inside an LSP frame.
 std::string encode_agent_frame(const Message& message);
 
+// The same for a message (or batch) already shaped as JSON, as the Dispatcher sends it.
+std::string encode_agent_value_frame(const json& value);
+
+// Decodes one frame body (CBOR) into a JSON value, for the Dispatcher's handle_value. Bad CBOR
+// (or nesting too deep) yields a parse error with a null id.
+std::expected<json, InvalidMessage> decode_agent_value(std::string_view body);
+
 // Decodes one frame body (CBOR) into a message. Errors carry the id when one could be read,
 // as parse_message does; bad CBOR yields a parse error with a null id.
 std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body);

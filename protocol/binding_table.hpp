@@ -104,7 +104,10 @@ class BindingTable {
       const bool none = params.is_array() && params.empty();
       if (params.is_array() && !none)
         return std::unexpected(invalid_params_error(method, DecodeError{"", "expected an object, not an array"}));
-      if (auto err = from_json(none ? json() : params, p, ""))
+      // A reference, not `none ? json() : params` (a copy of megabytes of sync data). Params
+      // types may keep pointers into it for the call (the agent's raw adapter does).
+      static const json kNone;
+      if (auto err = from_json(none ? kNone : params, p, ""))
         return std::unexpected(invalid_params_error(method, *err));
       auto r = fn(p, ctx);
       if (!r) return std::unexpected(std::move(r.error()));

@@ -185,9 +185,10 @@ void Dispatcher::handle_request(Request req, const Deliver& deliver) {
                   [this](const std::string& method, json params) { notify(method, std::move(params)); });
 
   // initialize always runs inline: the lifecycle must have moved on before the next message.
-  if (entry->execution == Execution::inline_ || !hooks_.post || m == method::kInitialize) {
+  const bool lifecycle_step = options_.lsp_lifecycle && m == method::kInitialize;
+  if (!hooks_.schedule && (entry->execution == Execution::inline_ || !hooks_.post || lifecycle_step)) {
     auto out = run_request(*entry, req.params, ctx);
-    if (options_.lsp_lifecycle && m == method::kInitialize && out) lifecycle_ = Lifecycle::running;
+    if (lifecycle_step && out) lifecycle_ = Lifecycle::running;
     reply(std::move(out));
     return;
   }
@@ -200,13 +201,18 @@ void Dispatcher::handle_request(Request req, const Deliver& deliver) {
     ReplyOnce reply;
   };
   auto task = std::make_shared<Task>(Task{entry, std::move(req.params), std::move(ctx), std::move(reply)});
-  hooks_.post([this, task] {
+  auto run = [this, task, lifecycle_step] {
     if (task->ctx.cancelled()) {
       task->reply(std::unexpected(cancelled_error(task->entry->name)));
       return;
     }
-    task->reply(run_request(*task->entry, task->params, task->ctx));
-  });
+    auto out = run_request(*task->entry, task->params, task->ctx);
+    if (lifecycle_step && out) lifecycle_ = Lifecycle::running;
+    task->reply(std::move(out));
+  };
+  if (lifecycle_step) return run();
+  if (hooks_.schedule) return hooks_.schedule(m, task->params, entry->execution, std::move(run));
+  hooks_.post(std::move(run));
 }
 
 void Dispatcher::run_notification(const MethodEntry& entry, const json& params) {

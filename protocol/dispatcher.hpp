@@ -1,8 +1,8 @@
 // The dispatch state machine, free of I/O so either wire (JSON to the IDE, CBOR to the agent)
 // and the fuzzer can drive it: decodes bodies, answers batches, enforces the LSP lifecycle,
 // routes to the binding table, tracks in-flight requests for $/cancelRequest and replies to
-// each request exactly once. The transport supplies the hooks (how to send, where to run
-// worker handlers, what to do on exit).
+// each request exactly once. The transport supplies the hooks (how to send, where and when to
+// run handlers, what to do on exit).
 #pragma once
 
 #include <atomic>
@@ -31,6 +31,15 @@ struct DispatcherHooks {
   // Runs a task on a worker. The transport must run (or drain) every posted task before it
   // destroys the dispatcher.
   std::function<void(std::function<void()> task)> post;
+  // Where and when a request runs, for a transport with ordering rules of its own (the agent's
+  // RequestScheduler: lanes by method and params). Unset: inline or on `post`, by the entry's
+  // Execution. Set: called on the reading thread for every request (initialize excepted) with
+  // its method, its params (valid for this call only) and the task that runs the handler and
+  // replies; the hook runs the task now, later on any thread, or drops it (a dropped task
+  // answers -32603 when destroyed, so the id is not left in flight).
+  std::function<void(const std::string& method, const json& params, Execution execution,
+                     std::function<void()> task)>
+      schedule;
   // The `exit` notification arrived; the code is 0 after `shutdown`, else 1 (LSP).
   std::function<void(int exit_code)> on_exit;
   std::function<void(LogLevel, const std::string&)> log;

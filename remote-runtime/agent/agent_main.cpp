@@ -1,5 +1,5 @@
-// ferry-agent: magic line on stdout, then CBOR JSON-RPC frames on stdin/stdout until EOF or
-// agent/shutdown. Stdout belongs to the wire (one FrameWriter, shared with the run streams);
+// ferry-agent: magic line on stdout, then CBOR JSON-RPC frames on stdin/stdout, served by
+// protocol's Dispatcher, until EOF or agent/shutdown. Stdout belongs to the wire (one FrameWriter, shared with the run streams);
 // logs go to stderr. `--supervise RUNDIR` is the hidden run-supervisor mode (run/supervisor.hpp).
 #include <malloc.h>
 #include <fcntl.h>
@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,9 @@
 
 #include "ferry/version.hpp"
 #include "protocol/agent_wire.hpp"
+#include "protocol/binding_table.hpp"
+#include "protocol/dispatcher.hpp"
+#include "protocol/messages_agent.hpp"
 #include "remote-runtime/agent/agent_service.hpp"
 #include "remote-runtime/agent/autostop/autostop_methods.hpp"
 #include "remote-runtime/agent/autostop/cloud_events.hpp"
@@ -50,6 +55,138 @@ void usage(std::ostream& out) {
 // how many such requests may wait for one before the reader stops reading.
 constexpr unsigned kRequestWorkers = 3;
 constexpr std::size_t kMaxQueuedRequests = 8;
+
+namespace agent = ferry::agent;
+namespace protocol = ferry::protocol;
+
+// Sync writes run on a few workers and are answered when done (out of order); the rest runs on
+// the reader thread in arrival order. The ordering argument is at classify_sync_request
+// (sync_methods.hpp). FERRY_AGENT_WORKERS=0 serves everything on the reader thread (the old
+// agent: for benchmarks and for ruling the workers out when chasing a problem).
+unsigned request_workers() {
+  if (const char* w = std::getenv("FERRY_AGENT_WORKERS"); w && *w >= '0' && *w <= '9' && w[1] == '\0')
+    return static_cast<unsigned>(*w - '0');
+  return kRequestWorkers;
+}
+
+agent::RequestLane classify(const std::string& method, const protocol::json& params) {
+  if (method == protocol::method::kAgentShutdown) return agent::RequestLane{agent::RequestLane::barrier, {}};
+  return agent::classify_sync_request(method, params);
+}
+
+void log_line(protocol::LogLevel level, const std::string& line) {
+  switch (level) {
+    case protocol::LogLevel::debug: spdlog::debug("{}", line); break;
+    case protocol::LogLevel::info: spdlog::info("{}", line); break;
+    case protocol::LogLevel::warn: spdlog::warn("{}", line); break;
+    case protocol::LogLevel::error: spdlog::error("{}", line); break;
+  }
+}
+
+// Frames from stdin into the dispatcher until EOF, a fatal frame, a reply that could not be
+// written, or agent/shutdown. Returns the exit code.
+int read_loop(protocol::Dispatcher& dispatcher, const agent::RequestScheduler& scheduler, agent::run::FrameWriter& writer,
+              agent::run::RunMethods& runs, const agent::AgentService& service) {
+  protocol::FrameDecoder decoder(protocol::agent_frame_limits());
+  std::string buf(1 << 16, '\0');
+  while (true) {
+    ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("read stdin: {}", std::strerror(errno));
+      return 1;
+    }
+    if (n == 0) {
+      if (decoder.mid_frame()) spdlog::warn("helper closed the link mid-frame");
+      return 0;
+    }
+    decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    while (auto frame = decoder.next()) {
+      if (scheduler.failed()) return 1;
+      std::optional<protocol::Response> reply;
+      if (!*frame) {
+        const auto& issue = frame->error();
+        spdlog::error("bad frame from the helper: {}", issue.message);
+        // A body over the cap was skipped (-32099, the link goes on); a broken header cannot be
+        // resynchronised: parse error, and the link ends.
+        reply = protocol::make_error(nullptr, issue.fatal ? protocol::error_code::kParseError
+                                                          : protocol::error_code::kMessageTooLarge, issue.message);
+        if (issue.fatal) {
+          writer.send(*reply);
+          return 1;
+        }
+      } else if (auto value = protocol::decode_agent_value(**frame); !value) {
+        spdlog::warn("bad message from the helper: {}", value.error().error.message);
+        reply = protocol::Response{value.error().id, value.error().error};
+      } else {
+        dispatcher.handle_value(*value);
+      }
+      if (reply && !writer.send(*reply)) {
+        spdlog::error("write stdout: {}", std::strerror(errno));
+        return 1;
+      }
+      if (scheduler.failed()) return 1;
+      // Streams asked for by run/attach start only now that its reply is written (run/* runs
+      // on this thread, so handle_value has answered it).
+      runs.start_pending_streams();
+      if (service.shutdown_requested()) return 0;
+    }
+  }
+}
+
+// Serves the agent wire on stdin/stdout: every method family bound into one BindingTable,
+// served by protocol's Dispatcher (CBOR, no LSP lifecycle) with the RequestScheduler as its
+// schedule hook.
+int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
+  auto writer = std::make_shared<agent::run::FrameWriter>(STDOUT_FILENO);
+  protocol::BindingTable table;
+  agent::AgentService service(root);
+  service.bind(table);
+  agent::SyncMethods sync_methods(root);
+  sync_methods.bind(table);
+  auto run_methods = std::make_shared<agent::run::RunMethods>(root, state_dir, writer);
+  run_methods->bind(table);
+  // FERRY_NVML_LIBRARY: an NVML outside the loader's path (and the tests' stand-in).
+  const char* nvml_env = std::getenv("FERRY_NVML_LIBRARY");
+  agent::bind_gpu_methods(table, {nvml_env && *nvml_env ? nvml_env : "libnvidia-ml.so.1", state_dir, "/proc"});
+  // This agent counts as a connected helper for autostop while it serves; an armed autostop whose
+  // watchdog is gone (a reboot, a kill) gets one again from the next agent.
+  const agent::autostop::Paths autostop_paths{state_dir};
+  agent::autostop::ConnectionMark connection_mark(autostop_paths);
+  agent::autostop::ensure_watchdog(autostop_paths);
+  agent::autostop::bind_autostop_methods(table, autostop_paths);
+  agent::spot::ensure_watcher(state_dir);  // a spot watch armed before a restart goes on
+  agent::spot::bind_spot_methods(table, state_dir);
+  // Streams end (threads joined) on every way out of the loop; the runs themselves go on.
+  struct StopStreams {
+    std::shared_ptr<agent::run::RunMethods> runs;
+    ~StopStreams() { runs->stop_all(); }
+  } stop_streams{run_methods};
+
+  if (!writer->send_raw(protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) + "\n")) return 1;
+  // What the spot watcher and the autostop watchdog record from now on reaches the helper.
+  agent::autostop::CloudEventTail cloud_events(
+      state_dir, [writer](const protocol::json& params) { writer->send_notification("cloud/event", params); });
+
+  agent::RequestScheduler scheduler(request_workers(), kMaxQueuedRequests, classify);
+  protocol::DispatcherHooks hooks;
+  hooks.send = [&writer, &scheduler](const protocol::json& message) {
+    if (writer->send_value(message)) return;
+    spdlog::error("write stdout: {}", std::strerror(errno));
+    scheduler.mark_failed();
+  };
+  hooks.schedule = [&scheduler](const std::string& method, const protocol::json& params, protocol::Execution,
+                                std::function<void()> task) { scheduler.schedule(method, params, std::move(task)); };
+  hooks.log = log_line;
+  protocol::Dispatcher dispatcher(table, std::move(hooks), protocol::DispatcherOptions{protocol::Encoding::cbor, false});
+  // Queued tasks call into the dispatcher: they finish before it goes (the scheduler's own end
+  // would drain them too late).
+  struct DrainFirst {
+    agent::RequestScheduler& scheduler;
+    ~DrainFirst() { scheduler.drain(); }
+  } drain_first{scheduler};
+  return read_loop(dispatcher, scheduler, *writer, *run_methods, service);
+}
 
 }  // namespace
 
@@ -104,99 +241,5 @@ int main(int argc, char** argv) {
   // Absolute: supervisors run from "/" and find their run directory by this path.
   std::filesystem::path state_dir = std::filesystem::absolute(
       state_dir_arg.empty() ? ferry::agent::run::default_state_dir() : std::filesystem::path(state_dir_arg), ec);
-  auto writer = std::make_shared<ferry::agent::run::FrameWriter>(STDOUT_FILENO);
-  auto sync_methods = std::make_shared<ferry::agent::SyncMethods>(*root);
-  auto run_methods = std::make_shared<ferry::agent::run::RunMethods>(*root, state_dir, writer);
-  ferry::agent::AgentService service(std::move(*root));
-  service.add_methods([sync_methods](const ferry::protocol::Request& r) { return sync_methods->handle(r); });
-  // FERRY_NVML_LIBRARY: an NVML outside the loader's path (and the tests' stand-in).
-  const char* nvml_env = std::getenv("FERRY_NVML_LIBRARY");
-  ferry::agent::GpuMethodOptions gpu_options{nvml_env && *nvml_env ? nvml_env : "libnvidia-ml.so.1", state_dir, "/proc"};
-  service.add_methods([gpu_options](const ferry::protocol::Request& r) { return ferry::agent::handle_gpu_method(r, gpu_options); });
-  service.add_methods([run_methods](const ferry::protocol::Request& r) { return run_methods->handle(r); });
-  // This agent counts as a connected helper for autostop while it serves; an armed autostop whose
-  // watchdog is gone (a reboot, a kill) gets one again from the next agent.
-  const ferry::agent::autostop::Paths autostop_paths{state_dir};
-  ferry::agent::autostop::ConnectionMark connection_mark(autostop_paths);
-  ferry::agent::autostop::ensure_watchdog(autostop_paths);
-  service.add_methods([&autostop_paths](const ferry::protocol::Request& r) {
-    return ferry::agent::autostop::handle_autostop_method(r, autostop_paths);
-  });
-  ferry::agent::spot::ensure_watcher(state_dir);  // a spot watch armed before a restart goes on
-  service.add_methods([state_dir](const ferry::protocol::Request& r) { return ferry::agent::spot::handle_spot_method(r, state_dir); });
-  // Streams end (threads joined) on every way out of the loop; the runs themselves go on.
-  struct StopStreams {
-    std::shared_ptr<ferry::agent::run::RunMethods> runs;
-    ~StopStreams() { runs->stop_all(); }
-  } stop_streams{run_methods};
-
-  if (!writer->send_raw(ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) + "\n"))
-    return 1;
-  // What the spot watcher and the autostop watchdog record from now on reaches the helper.
-  ferry::agent::autostop::CloudEventTail cloud_events(
-      state_dir, [writer](const ferry::protocol::json& params) { writer->send_notification("cloud/event", params); });
-
-  // Sync writes run on a few workers and are answered when done (out of order); the rest runs
-  // here in arrival order. The ordering argument is at classify_sync_request (sync_methods.hpp).
-  // FERRY_AGENT_WORKERS=0 serves everything on the reader thread (the old agent: for
-  // benchmarks and for ruling the workers out when chasing a problem).
-  unsigned workers = kRequestWorkers;
-  if (const char* w = std::getenv("FERRY_AGENT_WORKERS"); w && *w >= '0' && *w <= '9' && w[1] == '\0')
-    workers = static_cast<unsigned>(*w - '0');
-  ferry::agent::RequestScheduler scheduler(
-      workers, kMaxQueuedRequests,
-      [&service](const ferry::protocol::Message& m) { return service.handle(m); },
-      [&writer](const ferry::protocol::Response& r) {
-        if (writer->send(r)) return true;
-        spdlog::error("write stdout: {}", std::strerror(errno));
-        return false;
-      },
-      [](const ferry::protocol::Request& r) {
-        if (r.method == "agent/shutdown") return ferry::agent::RequestLane{ferry::agent::RequestLane::barrier, {}};
-        return ferry::agent::classify_sync_request(r);
-      });
-  ferry::protocol::FrameDecoder decoder(ferry::protocol::agent_frame_limits());
-  std::string buf(1 << 16, '\0');
-  while (true) {
-    ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      spdlog::error("read stdin: {}", std::strerror(errno));
-      return 1;
-    }
-    if (n == 0) {
-      if (decoder.mid_frame()) spdlog::warn("helper closed the link mid-frame");
-      return 0;
-    }
-    decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
-    while (auto frame = decoder.next()) {
-      std::optional<ferry::protocol::Response> reply;
-      if (scheduler.failed()) return 1;
-      if (!*frame) {
-        const auto& issue = frame->error();
-        spdlog::error("bad frame from the helper: {}", issue.message);
-        reply = ferry::protocol::make_error(nullptr, ferry::protocol::error_code::kMessageTooLarge, issue.message);
-        if (issue.fatal) {
-          reply->outcome = ferry::protocol::ResponseError{ferry::protocol::error_code::kParseError, issue.message, {}};
-          writer->send(*reply);
-          return 1;
-        }
-      } else {
-        auto message = ferry::protocol::decode_agent_body(**frame);
-        if (!message) {
-          spdlog::warn("bad message from the helper: {}", message.error().error.message);
-          reply = ferry::protocol::Response{message.error().id, message.error().error};
-        } else {
-          scheduler.submit(std::move(*message));
-        }
-      }
-      if (reply && !writer->send(*reply)) {
-        spdlog::error("write stdout: {}", std::strerror(errno));
-        return 1;
-      }
-      if (scheduler.failed()) return 1;
-      run_methods->start_pending_streams();
-      if (service.shutdown_requested()) return 0;
-    }
-  }
+  return serve(*root, state_dir);
 }

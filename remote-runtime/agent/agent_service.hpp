@@ -1,12 +1,12 @@
-// The agent's methods: one message in, at most one reply out. No I/O on the wire here, so the
-// same service can sit behind stdio (LocalEndpoint, SSH exec channel) or a test harness.
+// The agent's own methods (agent/hello, agent/ping, fs/stat, agent/shutdown), bound typed
+// (protocol/messages_agent.hpp) into the one BindingTable the agent's Dispatcher serves, beside
+// the sync, run, gpu, autostop and spot families. No I/O on the wire here.
 #pragma once
 
-#include <functional>
-#include <optional>
-#include <vector>
+#include <atomic>
 
-#include "protocol/jsonrpc.hpp"
+#include "protocol/binding_table.hpp"
+#include "protocol/messages_agent.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 
 namespace ferry::agent {
@@ -14,25 +14,23 @@ namespace ferry::agent {
 class AgentService {
  public:
   explicit AgentService(RootPath root) : root_(std::move(root)) {}
+  AgentService(const AgentService&) = delete;
+  AgentService& operator=(const AgentService&) = delete;
 
-  // More methods (e.g. SyncMethods): asked in order for any method not built in; nullopt = not theirs.
-  using MethodHandler = std::function<std::optional<protocol::Response>(const protocol::Request&)>;
-  void add_methods(MethodHandler handler) { extra_.push_back(std::move(handler)); }
+  // Binds the four methods; `this` must outlive the table's use.
+  void bind(protocol::BindingTable& table);
 
-  // A reply for requests (and for messages that could not be identified), nothing otherwise.
-  std::optional<protocol::Response> handle(const protocol::Message& message);
+  // Set once agent/shutdown has been handled (its reply is written before the dispatcher
+  // returns): the reader then drains and exits.
+  bool shutdown_requested() const { return shutdown_.load(); }
 
-  // Set once agent/shutdown has been answered: the caller flushes and exits.
-  bool shutdown_requested() const { return shutdown_; }
+  const RootPath& root() const { return root_; }
 
  private:
-  protocol::Response dispatch(const protocol::Request& request);
   RootPath root_;
-  bool shutdown_ = false;
-  std::vector<MethodHandler> extra_;
+  std::atomic<bool> shutdown_{false};
 };
 
-// Upper bound on agent/ping's delayMs, so a peer cannot park the agent for long.
-inline constexpr int kMaxPingDelayMs = 60'000;
+inline constexpr std::int64_t kMaxPingDelayMs = protocol::kMaxAgentPingDelayMs;
 
 }  // namespace ferry::agent

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "remote-runtime/agent/host_stats.hpp"
+#include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
 #include "remote-runtime/train/nvml.hpp"
 
@@ -108,6 +109,11 @@ std::optional<protocol::Response> handle_gpu_method(const protocol::Request& req
   json result{{"available", true}, {"gpus", gpus}, {"host", host}};
   if (auto hint = bottleneck_hint(gpus, host["cpu"]["percent"].get<double>())) result["hint"] = *hint;
   return protocol::make_result(request.id, std::move(result));
+}
+
+void bind_gpu_methods(protocol::BindingTable& table, GpuMethodOptions options) {
+  bind_raw_family(table, {"gpu/status"},
+                  [options = std::move(options)](const protocol::Request& r) { return handle_gpu_method(r, options); });
 }
 
 }  // namespace ferry::agent

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "protocol/binding_table.hpp"
 #include "protocol/jsonrpc.hpp"
 
 namespace ferry::agent {
@@ -24,5 +25,8 @@ inline std::optional<protocol::Response> handle_gpu_method(const protocol::Reque
                                                            const std::string& nvml_library = "libnvidia-ml.so.1") {
   return handle_gpu_method(request, GpuMethodOptions{nvml_library, {}, "/proc"});
 }
+
+// Binds gpu/status into the agent's table (raw params: it takes none).
+void bind_gpu_methods(protocol::BindingTable& table, GpuMethodOptions options);
 
 }  // namespace ferry::agent

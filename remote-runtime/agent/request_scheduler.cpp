@@ -1,15 +1,12 @@
 // The agent's request scheduler: see request_scheduler.hpp.
 #include "remote-runtime/agent/request_scheduler.hpp"
 
-#include <variant>
-
 #include <spdlog/spdlog.h>
 
 namespace ferry::agent {
 
-RequestScheduler::RequestScheduler(unsigned workers, std::size_t max_queued, Handler handler, Reply reply,
-                                   Classify classify)
-    : handler_(std::move(handler)), reply_(std::move(reply)), classify_(std::move(classify)), max_queued_(max_queued) {
+RequestScheduler::RequestScheduler(unsigned workers, std::size_t max_queued, Classify classify)
+    : classify_(std::move(classify)), max_queued_(max_queued) {
   for (unsigned i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
@@ -23,27 +20,28 @@ RequestScheduler::~RequestScheduler() {
   for (auto& t : workers_) t.join();
 }
 
+void RequestScheduler::mark_failed() {
+  std::lock_guard lock(mu_);
+  failed_ = true;
+}
+
 bool RequestScheduler::failed() const {
   std::lock_guard lock(mu_);
   return failed_;
 }
 
-void RequestScheduler::run(const protocol::Message& message) {
-  const auto* request = std::get_if<protocol::Request>(&message);
+void RequestScheduler::run(Task& task, const std::string& method) {
   // A request read before the helper went away (its frames were still in the pipe) is dropped:
   // no one can learn its answer, and a write landing after the helper reconnected would look
   // like someone else's change to the push that follows.
-  if (request && failed()) {
-    spdlog::debug("request {} dropped: its reply has nowhere to go", request->method);
+  if (failed()) {
+    spdlog::debug("request {} dropped: its reply has nowhere to go", method);
+    Task dropped = std::move(task);  // destroyed here, on this thread: its reply is -32603, unwritable anyway
     return;
   }
-  if (request) spdlog::debug("request {} begins", request->method);
-  auto reply = handler_(message);
-  if (request) spdlog::debug("request {} done", request->method);
-  if (reply && !reply_(*reply)) {
-    std::lock_guard lock(mu_);
-    failed_ = true;
-  }
+  spdlog::debug("request {} begins", method);
+  task();
+  spdlog::debug("request {} done", method);
 }
 
 void RequestScheduler::wait_for(const std::string* key) {
@@ -57,16 +55,15 @@ void RequestScheduler::wait_for(const std::string* key) {
 
 void RequestScheduler::drain() { wait_for(nullptr); }
 
-void RequestScheduler::submit(protocol::Message message) {
-  const auto* request = std::get_if<protocol::Request>(&message);
-  const RequestLane lane = request && !workers_.empty() ? classify_(*request) : RequestLane{};
+void RequestScheduler::schedule(const std::string& method, const protocol::json& params, Task task) {
+  const RequestLane lane = workers_.empty() ? RequestLane{} : classify_(method, params);
   switch (lane.kind) {
     case RequestLane::parallel: {
       std::unique_lock lock(mu_);
       done_cv_.wait(lock, [&] { return queue_.size() < max_queued_; });
       ++outstanding_;
       ++by_key_[lane.key];
-      queue_.push_back(Job{std::move(message), lane.key});
+      queue_.push_back(Job{std::move(task), lane.key, method});
       lock.unlock();
       work_cv_.notify_one();
       return;
@@ -78,7 +75,7 @@ void RequestScheduler::submit(protocol::Message message) {
       if (!lane.key.empty()) wait_for(&lane.key);
       break;
   }
-  run(message);
+  run(task, method);
 }
 
 void RequestScheduler::worker_loop() {
@@ -88,9 +85,10 @@ void RequestScheduler::worker_loop() {
     if (queue_.empty()) return;  // stop_, and nothing left
     Job job = std::move(queue_.front());
     queue_.pop_front();
-    done_cv_.notify_all();  // room in the queue for a blocked submit
+    done_cv_.notify_all();  // room in the queue for a blocked schedule()
     lock.unlock();
-    run(job.message);
+    run(job.task, job.method);
+    job.task = nullptr;  // a dropped task answers as it is destroyed: before the job counts as done
     lock.lock();
     --outstanding_;
     if (auto it = by_key_.find(job.key); it != by_key_.end() && --it->second == 0) by_key_.erase(it);

@@ -1,12 +1,16 @@
-// Runs the agent's incoming messages: most on the reader thread in arrival order, the ones a
-// classifier marks independent (sync writes) on a few worker threads, each answered when it is
-// done, so replies may come out of order (the helper matches them by id). Ordering rules are
-// the classifier's (see sync_methods.hpp's classify_sync_request for the sync ones):
+// Runs the agent's requests, as protocol::Dispatcher's `schedule` hook: most on the reader
+// thread in arrival order, the ones a classifier marks independent (sync writes) on a few worker
+// threads, each answered when it is done, so replies may come out of order (the helper matches
+// them by id). Ordering rules are the classifier's (see sync_methods.hpp's
+// classify_sync_request for the sync ones):
 //   inline    runs on the reader thread now; with a key, only after every earlier parallel
 //             request with that key has finished (e.g. a file's commit after its appends)
 //   parallel  queued for a worker; may overlap other parallel requests and inline ones
 //   barrier   runs on the reader thread after every earlier parallel request has finished
 //             (whole-tree readers and deletes, shutdown)
+// Tasks are opaque (the dispatcher's closures run the handler and write the reply); the
+// transport tells the scheduler when a reply could not be written (mark_failed), and from then
+// on no task that has not begun runs.
 #pragma once
 
 #include <condition_variable>
@@ -15,7 +19,6 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,37 +34,36 @@ struct RequestLane {
 
 class RequestScheduler {
  public:
-  using Handler = std::function<std::optional<protocol::Response>(const protocol::Message&)>;
-  // Sends one reply; called from the reader or a worker thread (must be thread-safe). False:
-  // the wire is gone: failed() turns true and every request not yet begun is dropped unrun.
-  using Reply = std::function<bool(const protocol::Response&)>;
-  using Classify = std::function<RequestLane(const protocol::Request&)>;
+  using Task = std::function<void()>;
+  using Classify = std::function<RequestLane(const std::string& method, const protocol::json& params)>;
 
-  // `max_queued`: parallel requests waiting for a worker beyond which submit() blocks the
+  // `max_queued`: parallel requests waiting for a worker beyond which schedule() blocks the
   // reader, so a flood of big frames cannot pile up in memory.
-  RequestScheduler(unsigned workers, std::size_t max_queued, Handler handler, Reply reply, Classify classify);
-  ~RequestScheduler();  // finishes every queued request, then joins the workers
+  RequestScheduler(unsigned workers, std::size_t max_queued, Classify classify);
+  ~RequestScheduler();  // finishes every queued task, then joins the workers
   RequestScheduler(const RequestScheduler&) = delete;
   RequestScheduler& operator=(const RequestScheduler&) = delete;
 
-  // Called by the reader thread only, in arrival order.
-  void submit(protocol::Message message);
-  // Waits until no parallel request is queued or running.
+  // Called by the reader thread only, in arrival order (the Dispatcher's `schedule` hook).
+  // `params` are read only during the call.
+  void schedule(const std::string& method, const protocol::json& params, Task task);
+  // Waits until no parallel task is queued or running.
   void drain();
-  // A reply could not be written.
+  // A reply could not be written (the wire is gone): every task not yet begun is dropped
+  // unrun. Thread-safe.
+  void mark_failed();
   bool failed() const;
 
  private:
   struct Job {
-    protocol::Message message;
+    Task task;
     std::string key;
+    std::string method;  // for the log
   };
   void worker_loop();
-  void run(const protocol::Message& message);
+  void run(Task& task, const std::string& method);
   void wait_for(const std::string* key);
 
-  Handler handler_;
-  Reply reply_;
   Classify classify_;
   std::size_t max_queued_;
 

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "protocol/sync_wire.hpp"
+#include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/sync/sync_bindings.hpp"
 #include "remote-runtime/agent/sync/sync_context.hpp"
 
@@ -12,17 +13,15 @@ namespace ferry::agent {
 namespace {
 
 using protocol::json;
-namespace ec = protocol::error_code;
 namespace method = protocol::sync_wire::method;
 
 }  // namespace
 
-RequestLane classify_sync_request(const protocol::Request& r) {
-  const std::string& m = r.method;
+RequestLane classify_sync_request(const std::string& m, const json& params) {
   if (m == method::kWriteBatch) return {RequestLane::parallel, "batch"};
   if (m == method::kFilePart) return {RequestLane::parallel, "part"};
   if (m == method::kFileAppend || m == method::kFileCommit || m == method::kFileAbort) {
-    const json* handle = r.params.is_object() && r.params.contains("handle") ? &r.params["handle"] : nullptr;
+    const json* handle = params.is_object() && params.contains("handle") ? &params["handle"] : nullptr;
     // A request without a usable handle is refused by the method itself, on the reader thread.
     if (!handle || !handle->is_number_integer()) return {};
     std::string key = "upload:" + std::to_string(handle->get<std::int64_t>());
@@ -41,27 +40,20 @@ SyncMethods::SyncMethods(RootPath root) : ctx_(std::make_unique<sync::SyncContex
 
 SyncMethods::~SyncMethods() = default;
 
-std::optional<protocol::Response> SyncMethods::handle(const protocol::Request& r) {
-  if (!r.method.starts_with("sync/")) return std::nullopt;
-  const protocol::MethodEntry* entry = table_.find(r.method);
-  if (!entry || entry->is_notification)
-    return protocol::make_error(r.id, ec::kMethodNotFound, "the agent has no method '" + r.method + "'");
-  // Checked before the params are decoded: whatever else is wrong with a write, the answer that
-  // helps is that it may not name a read-only source.
-  if (r.params.is_object() && r.params.contains("source") && !protocol::sync_wire::allows_source(r.method)) {
-    auto e = sync::source_not_allowed(r.method);
-    return protocol::make_error(r.id, e.code, std::move(e.message));
-  }
-  // The agent's reader and scheduler own ordering and threads (classify_sync_request), so the
-  // table's entry runs here directly; there is no $/cancelRequest on this wire.
-  protocol::CallContext call(r.method, r.id, protocol::CancellationToken(), json(), {});
-  try {
-    auto result = entry->request(r.params, call);
-    if (!result) return protocol::make_error(r.id, result.error().code, std::move(result.error().message), std::move(result.error().data));
-    return protocol::make_result(r.id, std::move(*result));
-  } catch (const std::exception& e) {
-    // A bug, not bad input (params are decoded without throwing): answered, and the agent lives on.
-    return protocol::make_error(r.id, ec::kInternalError, r.method + ": internal error: " + e.what());
+void SyncMethods::bind(protocol::BindingTable& agent_table) const {
+  for (const auto& name : table_.method_names()) {
+    const protocol::MethodEntry* entry = table_.find(name);
+    if (!entry || entry->is_notification) continue;
+    agent_table.request<RawParams, json>(
+        name, [entry](const RawParams& p, protocol::CallContext& call) -> std::expected<json, protocol::ResponseError> {
+          // Checked before the params are decoded: whatever else is wrong with a write, the
+          // answer that helps is that it may not name a read-only source.
+          const json& params = p.get();
+          if (params.is_object() && params.contains("source") && !protocol::sync_wire::allows_source(entry->name))
+            return std::unexpected(sync::source_not_allowed(entry->name));
+          // Ordering and threads are the agent's RequestScheduler's (classify_sync_request).
+          return entry->request(params, call);
+        });
   }
 }
 

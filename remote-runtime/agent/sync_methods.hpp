@@ -39,7 +39,8 @@ class SyncContext;
 // - everything else (fileBegin, mkdir, symlink, setAttrs, applyDelta, signature, read,
 //   readDelta) runs on the reader thread in arrival order, as before.
 // Non-sync methods: inline (the caller decides about its own, e.g. agent/shutdown).
-RequestLane classify_sync_request(const protocol::Request& request);
+// (RequestScheduler's classifier; it sees the params before they are decoded.)
+RequestLane classify_sync_request(const std::string& method, const protocol::json& params);
 
 class SyncMethods {
  public:
@@ -48,10 +49,12 @@ class SyncMethods {
   SyncMethods(const SyncMethods&) = delete;
   SyncMethods& operator=(const SyncMethods&) = delete;
 
-  // A reply for sync/* methods, nullopt for any other method. Thread-safe: requests classified
-  // parallel by classify_sync_request run on several threads at once. Params are decoded by the
-  // binding table (protocol/sync_wire.hpp): bad ones get -32602 naming the field, never a throw.
-  std::optional<protocol::Response> handle(const protocol::Request& request);
+  // Binds every sync/* method into the agent's table (the one its Dispatcher serves), each
+  // behind the read-only source check, which comes before the params are decoded. Thread-safe
+  // once bound: requests classified parallel by classify_sync_request run on several threads at
+  // once. Params are decoded by this family's own table (protocol/sync_wire.hpp): bad ones get
+  // -32602 naming the field, never a throw. `this` must outlive `agent_table`'s use.
+  void bind(protocol::BindingTable& agent_table) const;
 
   // The methods bound (for tests and capability lists).
   std::vector<std::string> method_names() const { return table_.method_names(); }

@@ -7,6 +7,7 @@
 
 #include "protocol/jsonrpc.hpp"
 #include "remote-runtime/agent/autostop/watchdog.hpp"
+#include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
 #include "remote-runtime/train/url_redaction.hpp"
 
@@ -61,6 +62,11 @@ std::optional<p::Response> handle_autostop_method(const p::Request& request, con
   }
   if (request.method == "autostop/status") return p::make_result(request.id, status_json(paths));
   return std::nullopt;
+}
+
+void bind_autostop_methods(protocol::BindingTable& table, const Paths& paths) {
+  bind_raw_family(table, {"autostop/set", "autostop/cancel", "autostop/status"},
+                  [paths](const p::Request& r) { return handle_autostop_method(r, paths); });
 }
 
 }  // namespace ferry::agent::autostop

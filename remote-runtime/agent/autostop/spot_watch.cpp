@@ -17,6 +17,7 @@
 
 #include "common/unique_fd.hpp"
 #include "remote-runtime/agent/autostop/autostop_state.hpp"
+#include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
 
@@ -210,6 +211,11 @@ std::optional<protocol::Response> handle_spot_method(const protocol::Request& r,
     return p::make_result(r.id, j);
   }
   return std::nullopt;
+}
+
+void bind_spot_methods(protocol::BindingTable& table, const fs::path& state_dir) {
+  bind_raw_family(table, {"spot/watch", "spot/cancel", "spot/status"},
+                  [state_dir](const protocol::Request& r) { return handle_spot_method(r, state_dir); });
 }
 
 }  // namespace ferry::agent::spot

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/binding_table.hpp"
 #include "protocol/jsonrpc.hpp"
 
 namespace ferry::agent::spot {
@@ -47,5 +48,7 @@ std::vector<std::pair<std::string, long long>> training_runs(const fs::path& sta
 int watch(const fs::path& state_dir);  // watcher side
 bool ensure_watcher(const fs::path& state_dir);  // agent side: start one if settings exist
 std::optional<protocol::Response> handle_spot_method(const protocol::Request& request, const fs::path& state_dir);
+// Binds spot/watch, spot/cancel and spot/status into the agent's table (raw params).
+void bind_spot_methods(protocol::BindingTable& table, const fs::path& state_dir);
 
 }  // namespace ferry::agent::spot

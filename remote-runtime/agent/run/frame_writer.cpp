@@ -35,6 +35,13 @@ bool FrameWriter::send(const protocol::Message& message) {
   return write_locked(frame);
 }
 
+bool FrameWriter::send_value(const protocol::json& value) {
+  if (broken_) return false;
+  std::string frame = protocol::encode_agent_value_frame(value);
+  std::lock_guard lock(mutex_);
+  return write_locked(frame);
+}
+
 bool FrameWriter::send_notification(std::string method, protocol::json params) {
   return send(protocol::Notification{std::move(method), std::move(params)});
 }

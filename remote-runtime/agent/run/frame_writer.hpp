@@ -18,6 +18,8 @@ class FrameWriter {
   // later send fails at once, so streaming threads end instead of retrying).
   bool send(const protocol::Message& message);
   bool send_notification(std::string method, protocol::json params);
+  // A message (or batch) already shaped as JSON: what the agent's Dispatcher sends.
+  bool send_value(const protocol::json& value);
   // Raw bytes, also under the lock (the magic line before the first frame).
   bool send_raw(std::string_view bytes);
 

@@ -19,6 +19,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/run/output_log.hpp"
 #include "remote-runtime/agent/run/supervisor.hpp"
 
@@ -306,24 +307,23 @@ std::expected<void, std::string> RunMethods::check_offset_cached(const std::stri
   return ok;
 }
 
-std::optional<Response> RunMethods::handle(const protocol::Request& r) {
-  if (!r.method.starts_with("run/")) return std::nullopt;
-  if (r.params.is_null()) {  // absent params mean {} (run/list needs none)
-    protocol::Request with_params = r;
-    with_params.params = json::object();
-    return handle(with_params);
+void RunMethods::bind(protocol::BindingTable& table) {
+  using Member = Response (RunMethods::*)(const protocol::Request&);
+  static constexpr std::pair<std::string_view, Member> kMethods[] = {
+      {"run/start", &RunMethods::start},   {"run/attach", &RunMethods::attach}, {"run/detach", &RunMethods::detach},
+      {"run/input", &RunMethods::input},   {"run/signal", &RunMethods::signal}, {"run/resize", &RunMethods::resize},
+      {"run/list", &RunMethods::list},     {"run/read", &RunMethods::read},     {"run/remove", &RunMethods::remove},
+  };
+  for (const auto& [name, member] : kMethods) {
+    bind_raw(table, name, [this, member](const protocol::Request& r) -> Response {
+      if (r.params.is_null()) {  // absent params mean {} (run/list needs none)
+        protocol::Request with_params{r.id, r.method, json::object()};
+        return (this->*member)(with_params);
+      }
+      if (!r.params.is_object()) return bad(r, "params must be an object");
+      return (this->*member)(r);
+    });
   }
-  if (!r.params.is_object()) return bad(r, "params must be an object");
-  if (r.method == "run/start") return start(r);
-  if (r.method == "run/attach") return attach(r);
-  if (r.method == "run/detach") return detach(r);
-  if (r.method == "run/input") return input(r);
-  if (r.method == "run/signal") return signal(r);
-  if (r.method == "run/resize") return resize(r);
-  if (r.method == "run/list") return list(r);
-  if (r.method == "run/read") return read(r);
-  if (r.method == "run/remove") return remove(r);
-  return std::nullopt;
 }
 
 Response RunMethods::start(const protocol::Request& r) {

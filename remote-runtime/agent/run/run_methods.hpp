@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "protocol/binding_table.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 #include "remote-runtime/agent/run/frame_writer.hpp"
@@ -26,8 +27,10 @@ class RunMethods {
   RunMethods(const RunMethods&) = delete;
   RunMethods& operator=(const RunMethods&) = delete;
 
-  // All methods run on the agent's main thread; nullopt for methods that are not run/*.
-  std::optional<protocol::Response> handle(const protocol::Request& request);
+  // Binds run/start, attach, detach, input, signal, resize, list, read and remove (raw params
+  // for now: each method reads its own). They run on the agent's reader thread (the inline
+  // lane); `this` must outlive the table's use.
+  void bind(protocol::BindingTable& table);
 
   // Call after each reply is written: streams asked for by run/attach start only then, so the
   // attach reply reaches the helper before the first run/output.

@@ -1,5 +1,7 @@
-// The agent's methods in-process, and the ferry-agent binary fed raw bytes: bad CBOR is answered
-// with an error and the agent goes on; a broken frame header ends it; EOF ends it cleanly.
+// The agent's own methods in-process behind a real Dispatcher (as the agent serves them), and the
+// ferry-agent binary fed raw bytes: bad CBOR is answered with an error and the agent goes on; a
+// broken frame header ends it; EOF ends it cleanly; the codes of the one Dispatcher's answers
+// (unknown method, bad params with their pointer, a source on a write) are the wire's.
 #define BOOST_TEST_MODULE agent_service
 #include <boost/test/unit_test.hpp>
 
@@ -12,6 +14,8 @@
 #include "helper/remote/byte_stream.hpp"
 #include "helper/remote/child_process.hpp"
 #include "protocol/agent_wire.hpp"
+#include "protocol/binding_table.hpp"
+#include "protocol/dispatcher.hpp"
 #include "remote-runtime/agent/agent_service.hpp"
 
 namespace fs = std::filesystem;
@@ -32,10 +36,32 @@ struct TempRoot {
   }
 };
 
-Response ask(ferry::agent::AgentService& s, std::string method, json params) {
-  auto r = s.handle(Request{1, std::move(method), std::move(params)});
-  BOOST_REQUIRE(r.has_value());
-  return *r;
+// AgentService's methods bound into a table and served by a Dispatcher on the agent's options;
+// what it sends is collected.
+struct InProcess {
+  BindingTable table;
+  ferry::agent::AgentService service;
+  std::vector<json> sent;
+  Dispatcher dispatcher;
+  explicit InProcess(const fs::path& root)
+      : service(*ferry::agent::RootPath::open(root)),
+        dispatcher(table, hooks(), DispatcherOptions{Encoding::cbor, false}) {
+    service.bind(table);
+  }
+  DispatcherHooks hooks() {
+    DispatcherHooks h;
+    h.send = [this](const json& m) { sent.push_back(m); };
+    return h;
+  }
+};
+
+Response ask(InProcess& s, std::string method, json params) {
+  s.sent.clear();
+  s.dispatcher.handle_value(to_json(Request{1, std::move(method), std::move(params)}));
+  BOOST_REQUIRE(s.sent.size() == 1u);
+  auto m = parse_message(s.sent[0]);
+  BOOST_REQUIRE(m.has_value());
+  return std::get<Response>(*m);
 }
 
 // The real binary on pipes, read frame by frame with a deadline.
@@ -88,7 +114,7 @@ struct AgentProcess {
 
 BOOST_AUTO_TEST_CASE(hello_checks_the_protocol_version) {
   TempRoot t;
-  ferry::agent::AgentService s(*ferry::agent::RootPath::open(t.path));
+  InProcess s(t.path);
   auto ok = ask(s, "agent/hello", {{"protocolVersion", ferry::kAgentProtocolVersion}, {"helperVersion", "test"}});
   BOOST_REQUIRE(ok.ok());
   const json& info = std::get<json>(ok.outcome);
@@ -107,17 +133,26 @@ BOOST_AUTO_TEST_CASE(hello_checks_the_protocol_version) {
 
 BOOST_AUTO_TEST_CASE(ping_and_params_validation) {
   TempRoot t;
-  ferry::agent::AgentService s(*ferry::agent::RootPath::open(t.path));
+  InProcess s(t.path);
   auto pong = ask(s, "agent/ping", {{"echo", json::binary({1, 2, 3})}});
   BOOST_TEST(std::get<json>(pong.outcome)["echo"] == json::binary({1, 2, 3}));
   for (json bad : {json{{"delayMs", -1}}, json{{"delayMs", ferry::agent::kMaxPingDelayMs + 1}}, json{{"delayMs", "1"}}})
     BOOST_TEST(std::get<ResponseError>(ask(s, "agent/ping", bad).outcome).code == error_code::kInvalidParams);
-  BOOST_TEST(std::get<ResponseError>(ask(s, "fs/stat", json::object()).outcome).code == error_code::kInvalidParams);
+  auto no_path = std::get<ResponseError>(ask(s, "fs/stat", json::object()).outcome);
+  BOOST_TEST(no_path.code == error_code::kInvalidParams);
+  BOOST_TEST(no_path.data.value_or(json())["pointer"] == "/path");
   BOOST_TEST(std::get<ResponseError>(ask(s, "fs/stat", {{"path", "/etc"}}).outcome).code == error_code::kInvalidParams);
-  BOOST_TEST(!s.handle(Notification{"$/cancelRequest", {{"id", 1}}}).has_value());  // no reply to notifications
-  BOOST_TEST(!s.shutdown_requested());
+  auto here = ask(s, "fs/stat", {{"path", "."}});
+  BOOST_REQUIRE(here.ok());
+  BOOST_TEST(std::get<json>(here.outcome)["type"] == "dir");
+  BOOST_TEST(std::get<json>(ask(s, "fs/stat", {{"path", "nope"}}).outcome) == json({{"exists", false}, {"path", "nope"}}));
+  s.sent.clear();
+  s.dispatcher.handle_value(to_json(Notification{"$/cancelRequest", {{"id", 1}}}));
+  BOOST_TEST(s.sent.empty());  // no reply to notifications
+  BOOST_TEST(std::get<ResponseError>(ask(s, "agent/nope", nullptr).outcome).code == error_code::kMethodNotFound);
+  BOOST_TEST(!s.service.shutdown_requested());
   BOOST_TEST(ask(s, "agent/shutdown", nullptr).ok());
-  BOOST_TEST(s.shutdown_requested());
+  BOOST_TEST(s.service.shutdown_requested());
 }
 
 BOOST_AUTO_TEST_CASE(binary_answers_bad_cbor_and_carries_on) {
@@ -149,6 +184,45 @@ BOOST_AUTO_TEST_CASE(binary_answers_bad_cbor_and_carries_on) {
   BOOST_TEST(WIFEXITED(*status));
   BOOST_TEST(WEXITSTATUS(*status) == 0);
   BOOST_TEST(fs::is_directory(t.path / "root"));  // --root was created
+}
+
+// Every family behind the binary's one Dispatcher: the codes the helper relies on, and
+// agent/shutdown answered before a clean exit.
+BOOST_AUTO_TEST_CASE(binary_answers_every_family_through_one_dispatcher) {
+  TempRoot t;
+  AgentProcess a(t.path);
+  auto call = [&](int id, const std::string& method, json params) {
+    BOOST_REQUIRE(a.stream->write_all(encode_agent_frame(Request{id, method, std::move(params)})).has_value());
+    auto m = a.next();
+    BOOST_REQUIRE(m.has_value());
+    auto& r = std::get<Response>(*m);
+    BOOST_TEST(r.id == id);
+    return r;
+  };
+  auto code = [](const Response& r) { return r.ok() ? 0 : std::get<ResponseError>(r.outcome).code; };
+  BOOST_TEST(code(call(1, "nope/nothing", json::object())) == error_code::kMethodNotFound);
+  BOOST_TEST(code(call(2, "sync/nothing", json::object())) == error_code::kMethodNotFound);
+  auto bad = call(3, "fs/stat", {{"path", 7}});
+  BOOST_TEST(code(bad) == error_code::kInvalidParams);
+  BOOST_TEST(std::get<ResponseError>(bad.outcome).data.value_or(json())["pointer"] == "/path");
+  // The read-only source check comes before the params are decoded (these are otherwise empty).
+  auto source = call(4, "sync/writeBatch", {{"source", "python"}});
+  BOOST_TEST(code(source) == error_code::kInvalidParams);
+  BOOST_TEST(std::get<ResponseError>(source.outcome).message.find("read-only pull source") != std::string::npos);
+  BOOST_TEST(code(call(5, "sync/state", json::object())) == 0);
+  BOOST_TEST(code(call(6, "run/list", nullptr)) == 0);
+  BOOST_TEST(code(call(7, "run/list", json::array({1}))) == error_code::kInvalidParams);
+  BOOST_TEST(code(call(8, "autostop/status", nullptr)) == 0);
+  BOOST_TEST(code(call(9, "spot/status", nullptr)) == 0);
+  BOOST_TEST(code(call(10, "gpu/status", nullptr)) == 0);
+  auto old = call(11, "agent/hello", {{"protocolVersion", ferry::kAgentProtocolVersion + 1}});
+  BOOST_TEST(code(old) == error_code::kAgentVersionMismatch);
+  BOOST_TEST(std::get<ResponseError>(old.outcome).data.value_or(json())["agentProtocolVersion"] == ferry::kAgentProtocolVersion);
+  BOOST_TEST(code(call(12, "agent/shutdown", nullptr)) == 0);
+  BOOST_TEST(!a.next().has_value());
+  auto status = a.child.wait_for(10s);
+  BOOST_REQUIRE(status.has_value());
+  BOOST_TEST(WEXITSTATUS(*status) == 0);
 }
 
 BOOST_AUTO_TEST_CASE(binary_exits_on_an_unrecoverable_frame) {

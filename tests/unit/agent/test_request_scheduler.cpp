@@ -1,5 +1,5 @@
-// The agent's request scheduler with a scripted handler: parallel requests overlap and are
-// answered out of order, keyed inline requests wait for their parallel ones only, barriers wait
+// The agent's request scheduler with scripted tasks (and once behind a real Dispatcher): parallel
+// requests overlap and are answered out of order, keyed inline requests wait for their parallel ones only, barriers wait
 // for all, nothing queued is lost when the scheduler ends, and nothing not yet begun runs once a
 // reply could not be written. Every wait has a deadline.
 #define BOOST_TEST_MODULE request_scheduler
@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "protocol/binding_table.hpp"
+#include "protocol/dispatcher.hpp"
 #include "remote-runtime/agent/request_scheduler.hpp"
 
 using namespace ferry::protocol;
@@ -55,37 +57,42 @@ struct Script {
   }
 };
 
-// Methods: "gated:<name>" waits for the gate; anything else returns at once. The lane comes
-// from params {"lane": "parallel"|"barrier"|"inline", "key": ...}.
-RequestScheduler make(Script& s, unsigned workers) {
-  return RequestScheduler(
-      workers, 4,
-      [&s](const Message& m) -> std::optional<Response> {
-        const auto& r = std::get<Request>(m);
-        const std::string name = r.params.value("name", "");
-        s.log(std::string("start ") + name);
-        bool ok = true;
-        if (r.method == "gated") ok = s.wait_gate();
-        s.log(std::string("end ") + name);
-        return make_result(r.id, json{{"name", name}, {"ok", ok}});
-      },
-      [&s](const Response& r) {
-        const json& result = std::get<json>(r.outcome);
-        BOOST_TEST(result["ok"].get<bool>(), "request " << result["name"] << " gave up waiting for its gate");
-        s.log(std::string("reply ") + result["name"].get<std::string>());
-        return true;
-      },
-      [](const Request& r) {
-        const std::string lane = r.params.value("lane", "inline");
-        RequestLane l;
-        l.key = r.params.value("key", "");
-        l.kind = lane == "parallel" ? RequestLane::parallel : lane == "barrier" ? RequestLane::barrier : RequestLane::inline_now;
-        return l;
-      });
-}
+// A scripted scheduler and its requests: "gated" tasks wait for the gate, others return at
+// once; a task logs its start, end and reply, as the dispatcher's closures would run the handler
+// and write the reply. The lane comes from params {"lane": "parallel"|"barrier"|"inline", "key"}.
+struct Sched {
+  Script& s;
+  RequestScheduler sched;
+  Sched(Script& script, unsigned workers)
+      : s(script), sched(workers, 4, [](const std::string&, const json& params) {
+          const std::string lane = params.value("lane", "inline");
+          RequestLane l;
+          l.key = params.value("key", "");
+          l.kind = lane == "parallel" ? RequestLane::parallel : lane == "barrier" ? RequestLane::barrier : RequestLane::inline_now;
+          return l;
+        }) {}
 
-Request req(int id, std::string method, std::string name, std::string lane, std::string key = "") {
-  return Request{id, std::move(method), json{{"name", std::move(name)}, {"lane", std::move(lane)}, {"key", std::move(key)}}};
+  void submit(int, const std::string& method, const std::string& name, const std::string& lane, const std::string& key = "") {
+    json params{{"name", name}, {"lane", lane}, {"key", key}};
+    sched.schedule(method, params, [this, method, name] {
+      s.log("start " + name);
+      bool ok = true;
+      if (method == "gated") ok = s.wait_gate();
+      s.log("end " + name);
+      BOOST_TEST(ok, "request " << name << " gave up waiting for its gate");
+      s.log("reply " + name);
+    });
+  }
+};
+
+// Params of the dispatcher test's methods.
+struct Lane {
+  std::string name;
+};
+std::optional<DecodeError> from_json(const json& j, Lane& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.required("name", out.name);
+  return r.error();
 }
 
 }  // namespace
@@ -93,10 +100,10 @@ Request req(int id, std::string method, std::string name, std::string lane, std:
 BOOST_AUTO_TEST_CASE(parallel_requests_overlap_and_are_answered_out_of_order) {
   Script s;
   {
-    RequestScheduler sched = make(s, 2);
+    Sched sched(s, 2);
     // "slow" cannot finish until "fast", sent after it, has been answered.
-    sched.submit(req(1, "gated", "slow", "parallel", "a"));
-    sched.submit(req(2, "quick", "fast", "parallel", "b"));
+    sched.submit(1, "gated", "slow", "parallel", "a");
+    sched.submit(2, "quick", "fast", "parallel", "b");
     BOOST_REQUIRE(s.wait_event("reply fast"));
     s.open_gate();
     BOOST_REQUIRE(s.wait_event("reply slow"));
@@ -106,14 +113,14 @@ BOOST_AUTO_TEST_CASE(parallel_requests_overlap_and_are_answered_out_of_order) {
 
 BOOST_AUTO_TEST_CASE(keyed_inline_request_waits_for_its_parallel_ones_only) {
   Script s;
-  RequestScheduler sched = make(s, 2);
+  Sched sched(s, 2);
   // The reader: an append of upload 1 (held at the gate), an append of upload 2, a commit of
   // upload 2 (must not wait for upload 1), then the commit of upload 1 (must wait).
   std::jthread reader([&] {
-    sched.submit(req(1, "gated", "append1", "parallel", "upload:1"));
-    sched.submit(req(2, "quick", "append2", "parallel", "upload:2"));
-    sched.submit(req(3, "quick", "commit2", "inline", "upload:2"));
-    sched.submit(req(4, "quick", "commit1", "inline", "upload:1"));
+    sched.submit(1, "gated", "append1", "parallel", "upload:1");
+    sched.submit(2, "quick", "append2", "parallel", "upload:2");
+    sched.submit(3, "quick", "commit2", "inline", "upload:2");
+    sched.submit(4, "quick", "commit1", "inline", "upload:1");
   });
   BOOST_REQUIRE(s.wait_event("reply commit2"));
   BOOST_TEST(s.at("end append1") == -1);  // commit2 ran while upload 1's append was still running
@@ -126,12 +133,12 @@ BOOST_AUTO_TEST_CASE(keyed_inline_request_waits_for_its_parallel_ones_only) {
 
 BOOST_AUTO_TEST_CASE(barrier_waits_for_every_earlier_parallel_request) {
   Script s;
-  RequestScheduler sched = make(s, 3);
+  Sched sched(s, 3);
   std::jthread reader([&] {
-    sched.submit(req(1, "gated", "write1", "parallel", "batch"));
-    sched.submit(req(2, "gated", "write2", "parallel", "upload:7"));
-    sched.submit(req(3, "quick", "state", "barrier"));
-    sched.submit(req(4, "quick", "after", "parallel", "batch"));
+    sched.submit(1, "gated", "write1", "parallel", "batch");
+    sched.submit(2, "gated", "write2", "parallel", "upload:7");
+    sched.submit(3, "quick", "state", "barrier");
+    sched.submit(4, "quick", "after", "parallel", "batch");
   });
   BOOST_REQUIRE(s.wait_event("start write1"));
   BOOST_REQUIRE(s.wait_event("start write2"));
@@ -147,19 +154,19 @@ BOOST_AUTO_TEST_CASE(barrier_waits_for_every_earlier_parallel_request) {
 BOOST_AUTO_TEST_CASE(ending_the_scheduler_answers_everything_queued) {
   Script s;
   {
-    RequestScheduler sched = make(s, 1);
+    Sched sched(s, 1);
     s.open_gate();
-    for (int i = 0; i < 20; ++i) sched.submit(req(i, "gated", std::string("w").append(std::to_string(i)), "parallel", "batch"));
+    for (int i = 0; i < 20; ++i) sched.submit(i, "gated", std::string("w").append(std::to_string(i)), "parallel", "batch");
   }
   for (int i = 0; i < 20; ++i) BOOST_TEST(s.at(std::string("reply w").append(std::to_string(i))) >= 0, "w" << i << " was never answered");
 }
 
 BOOST_AUTO_TEST_CASE(without_workers_everything_runs_inline_in_order) {
   Script s;
-  RequestScheduler sched = make(s, 0);
-  sched.submit(req(1, "quick", "one", "parallel", "batch"));
+  Sched sched(s, 0);
+  sched.submit(1, "quick", "one", "parallel", "batch");
   BOOST_TEST(s.at("reply one") >= 0);  // answered before submit returned
-  sched.submit(req(2, "quick", "two", "barrier"));
+  sched.submit(2, "quick", "two", "barrier");
   BOOST_TEST(s.at("reply one") < s.at("reply two"));
 }
 
@@ -170,27 +177,75 @@ BOOST_AUTO_TEST_CASE(once_a_reply_cannot_be_written_later_requests_do_not_run) {
   for (unsigned workers : {0u, 1u}) {
     Script s;
     {
-      RequestScheduler sched(
-          workers, 4,
-          [&s](const Message& m) -> std::optional<Response> {
-            const auto& r = std::get<Request>(m);
-            s.log(std::string("start ").append(r.params.value("name", "")));
-            return make_result(r.id, json{{"name", r.params.value("name", "")}});
-          },
-          [](const Response& r) { return std::get<json>(r.outcome)["name"] != "lost"; },
-          [](const Request& r) {
-            RequestLane l;
-            l.kind = r.params.value("lane", "inline") == "parallel" ? RequestLane::parallel : RequestLane::inline_now;
-            return l;
-          });
-      sched.submit(req(1, "quick", "lost", "inline"));
+      RequestScheduler sched(workers, 4, [](const std::string&, const json& params) {
+        RequestLane l;
+        l.kind = params.value("lane", "inline") == "parallel" ? RequestLane::parallel : RequestLane::inline_now;
+        return l;
+      });
+      auto submit = [&](const std::string& name, const std::string& lane) {
+        sched.schedule("quick", json{{"lane", lane}}, [&, name] {
+          s.log("start " + name);
+          if (name == "lost") sched.mark_failed();  // its reply could not be written
+        });
+      };
+      submit("lost", "inline");
       BOOST_TEST(sched.failed());
-      sched.submit(req(2, "quick", "late-inline", "inline"));
-      sched.submit(req(3, "quick", "late-parallel", "parallel", "batch"));
+      submit("late-inline", "inline");
+      submit("late-parallel", "parallel");
       sched.drain();
     }
     BOOST_TEST(s.at("start lost") >= 0);
     BOOST_TEST(s.at("start late-inline") == -1, workers << " workers");
     BOOST_TEST(s.at("start late-parallel") == -1, workers << " workers");
   }
+}
+
+// The scheduler as the Dispatcher's schedule hook, as the agent wires it: parallel requests are
+// answered out of order through the dispatcher, and a request dropped after a failed write still
+// leaves the dispatcher with nothing in flight (its task answers -32603 as it is destroyed).
+BOOST_AUTO_TEST_CASE(as_the_dispatchers_schedule_hook) {
+  Script s;
+  BindingTable table;
+  table.request<Lane, json>("gated", [&s](const Lane& l, CallContext&) -> std::expected<json, ResponseError> {
+    s.log("start " + l.name);
+    bool ok = s.wait_gate();
+    return json{{"ok", ok}};
+  });
+  table.request<Lane, json>("quick", [&s](const Lane& l, CallContext&) -> std::expected<json, ResponseError> {
+    s.log("start " + l.name);
+    return json{{"ok", true}};
+  });
+  std::mutex mu;
+  std::vector<json> replies;
+  RequestScheduler sched(2, 4, [](const std::string&, const json& params) {
+    return RequestLane{params.value("lane", "") == "parallel" ? RequestLane::parallel : RequestLane::inline_now, "k"};
+  });
+  DispatcherHooks hooks;
+  hooks.send = [&](const json& m) {
+    std::lock_guard lock(mu);
+    replies.push_back(m);
+    if (m["id"] == 3) sched.mark_failed();  // the wire broke on this reply
+    s.log("reply " + m["id"].dump());
+  };
+  hooks.schedule = [&](const std::string& method, const json& params, Execution, std::function<void()> task) {
+    sched.schedule(method, params, std::move(task));
+  };
+  Dispatcher d(table, hooks, DispatcherOptions{Encoding::cbor, false});
+  auto request = [](int id, const char* method, const char* name, const char* lane) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", {{"name", name}, {"lane", lane}}}};
+  };
+  d.handle_value(request(1, "gated", "slow", "parallel"));
+  d.handle_value(request(2, "quick", "fast", "parallel"));
+  BOOST_REQUIRE(s.wait_event("reply 2"));
+  s.open_gate();
+  BOOST_REQUIRE(s.wait_event("reply 1"));
+  sched.drain();
+  BOOST_TEST(s.at("reply 2") < s.at("reply 1"));
+  d.handle_value(request(3, "quick", "lost", "inline"));
+  d.handle_value(request(4, "quick", "late", "inline"));
+  BOOST_TEST(s.at("start late") == -1);
+  BOOST_TEST(d.in_flight() == 0u);
+  std::lock_guard lock(mu);
+  BOOST_REQUIRE(replies.size() == 4u);
+  BOOST_TEST(replies[3]["error"]["code"] == error_code::kInternalError);
 }

@@ -1,5 +1,5 @@
 // Dispatcher: lifecycle gating, routing, batches, reply-exactly-once, cancellation and
-// progress, driven directly with an inline or a queued executor (no I/O).
+// progress, driven directly with an inline or a queued executor or a schedule hook (no I/O).
 #define BOOST_TEST_MODULE dispatcher
 #include <boost/test/unit_test.hpp>
 
@@ -240,4 +240,53 @@ BOOST_AUTO_TEST_CASE(cbor_bodies_dispatch_the_same) {
   BOOST_TEST(sent[0]["result"]["payload"] == 2);
   d.handle_body("\xff\xff");
   BOOST_TEST(error_code_of(sent.back()) == error_code::kParseError);
+}
+
+// The schedule hook (the agent's RequestScheduler): every request reaches it with its method,
+// params and Execution, inline ones too; it decides when the task runs, a cancel that arrives
+// before answers -32800 without running, and a dropped task answers -32603 so no id stays in
+// flight.
+BOOST_AUTO_TEST_CASE(schedule_hook_decides_where_every_request_runs) {
+  BindingTable table;
+  int runs = 0;
+  table.request<PingParams, PingResult>(method::kPing, [&runs](const PingParams& p, CallContext&) {
+    ++runs;
+    return std::expected<PingResult, ResponseError>(PingResult{p.payload});
+  });
+  std::vector<json> sent;
+  std::vector<std::string> seen;  // "method payload execution"
+  std::deque<std::function<void()>> held;
+  DispatcherHooks hooks;
+  hooks.send = [&](const json& m) { sent.push_back(m); };
+  hooks.post = [](std::function<void()>) { BOOST_FAIL("post is not used when schedule is set"); };
+  hooks.schedule = [&](const std::string& m, const json& params, Execution e, std::function<void()> task) {
+    seen.push_back(m + " " + params["payload"].dump() + (e == Execution::inline_ ? " inline" : " worker"));
+    held.push_back(std::move(task));
+  };
+  Dispatcher d(table, hooks, DispatcherOptions{Encoding::cbor, false});
+  auto ping = [](int id) {
+    return json{{"jsonrpc", "2.0"}, {"id", id}, {"method", "ferry/ping"}, {"params", {{"payload", id}}}};
+  };
+  d.handle_value(ping(1));
+  d.handle_value(ping(2));
+  d.handle_value(ping(3));
+  BOOST_TEST(seen == std::vector<std::string>({"ferry/ping 1 inline", "ferry/ping 2 inline", "ferry/ping 3 inline"}));
+  BOOST_TEST(sent.empty());  // nothing runs until the hook says
+  BOOST_TEST(d.in_flight() == 3u);
+  d.handle_value(json{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", 2}}}});
+  held[0]();
+  held[1]();
+  held.pop_front();
+  held.pop_front();
+  held.clear();  // dropped unrun
+  BOOST_REQUIRE_EQUAL(sent.size(), 3u);
+  BOOST_TEST(sent[0]["result"]["payload"] == 1);
+  BOOST_TEST(error_code_of(sent[1]) == error_code::kRequestCancelled);
+  BOOST_TEST(error_code_of(sent[2]) == error_code::kInternalError);
+  BOOST_TEST(runs == 1);
+  BOOST_TEST(d.in_flight() == 0u);
+  // Unknown methods never reach the hook.
+  d.handle_value(json{{"jsonrpc", "2.0"}, {"id", 4}, {"method", "nope"}});
+  BOOST_TEST(seen.size() == 3u);
+  BOOST_TEST(error_code_of(sent.back()) == error_code::kMethodNotFound);
 }
