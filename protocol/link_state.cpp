@@ -14,6 +14,8 @@ std::string_view to_string(LinkState s) {
   return "unknown";
 }
 
+std::string_view to_string(ForwardState s) { return s == ForwardState::active ? "active" : "waiting"; }
+
 LinkState link_state_from_string(std::string_view s) {
   for (auto state : {LinkState::connecting, LinkState::connected, LinkState::reconnecting, LinkState::disconnected})
     if (s == to_string(state)) return state;

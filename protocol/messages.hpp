@@ -13,6 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/json_reader.hpp"
+#include "protocol/messages_cost.hpp"
+#include "protocol/messages_env.hpp"
+#include "protocol/messages_gpu.hpp"
+#include "protocol/messages_host.hpp"
+#include "protocol/messages_lsp.hpp"
+#include "protocol/messages_project.hpp"
 #include "protocol/messages_run.hpp"
 #include "protocol/messages_sync.hpp"
 #include "protocol/messages_train.hpp"

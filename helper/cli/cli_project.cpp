@@ -30,7 +30,7 @@ sync::ProjectEndpointOptions cli_endpoint_options(const GlobalOptions& g) {
   o.passphrase = ssh::terminal_passphrase_provider();
   o.reconnect = false;
   o.on_state = [](const remote::HostState& s) {
-    if (protocol::link_state_from_string(s.state) == protocol::LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
+    if (s.state == protocol::LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
   };
   return o;
 }

@@ -41,7 +41,7 @@ remote::SshEndpointOptions endpoint_options(const SshTarget& t) {
   o.session.passphrase = ssh::terminal_passphrase_provider();
   o.reconnect = false;
   o.on_state = [](const remote::HostState& s) {
-    if (protocol::link_state_from_string(s.state) == protocol::LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
+    if (s.state == protocol::LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
   };
   return o;
 }

@@ -68,14 +68,14 @@ struct ProjectLink {
 
 void on_link_state(LinkNotes& notes, const remote::HostState& s) {
   std::lock_guard lock(notes.mutex);
-  if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected) {
+  if (s.state == protocol::LinkState::connected) {
     if (notes.was_connected && notes.down) {
       std::cerr << "ferry: reconnected to " << s.host << "; resuming the output\n";
       if (notes.follower) notes.follower->link_restored();
     }
     notes.was_connected = true;
     notes.down = false;
-  } else if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting && notes.was_connected && !notes.down) {
+  } else if (s.state == protocol::LinkState::reconnecting && notes.was_connected && !notes.down) {
     notes.down = true;
     std::cerr << "ferry: lost the connection to " << s.host << (s.message.empty() ? "" : " (" + s.message + ")")
               << "; the run goes on, reconnecting...\n";

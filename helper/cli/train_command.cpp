@@ -93,10 +93,10 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   eo.reconnect = true;
   eo.on_state = [&live](const remote::HostState& s) {
     auto* session = live.load();
-    if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting) {
+    if (s.state == protocol::LinkState::reconnecting) {
       std::cerr << "ferry train: link to " << s.host << " lost (" << s.message << "); the run goes on, reconnecting\n";
       if (session) session->link_lost();
-    } else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected && session) {
+    } else if (s.state == protocol::LinkState::connected && session) {
       session->link_restored();
     }
   };

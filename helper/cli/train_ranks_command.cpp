@@ -96,8 +96,8 @@ std::expected<std::vector<std::unique_ptr<HostLink>>, std::string> open_hosts(co
     eo.on_state = [raw, &ranks](const remote::HostState& s) {
       for (auto i : raw->ranks) {
         if (!ranks[i].session) continue;
-        if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting) ranks[i].session->link_lost();
-        else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected) ranks[i].session->link_restored();
+        if (s.state == protocol::LinkState::reconnecting) ranks[i].session->link_lost();
+        else if (s.state == protocol::LinkState::connected) ranks[i].session->link_restored();
       }
     };
     auto made = sync::make_project_endpoint(link->project, eo);

@@ -81,7 +81,7 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
   eo.reconnect = true;
   eo.on_state = [](const remote::HostState& s) {
     using protocol::LinkState;
-    const LinkState state = protocol::link_state_from_string(s.state);
+    const LinkState state = s.state;
     if (state == LinkState::connecting) std::cerr << "ferry: connecting to " << s.message << "\n";
     else if (state == LinkState::reconnecting)
       std::cerr << "ferry: link down" << (s.message.empty() ? "" : " (" + s.message + ")") << "; reconnecting"

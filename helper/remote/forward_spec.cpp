@@ -132,7 +132,7 @@ protocol::TunnelInfo tunnel_info(const ForwardInfo& info) {
   t.remote_port = local ? s.remote_port : info.bound_port;
   t.remote_host = s.remote_host;
   t.local_host = s.local_host;
-  t.state = info.state;
+  t.state = protocol::to_string(info.state);
   t.error = info.error;
   t.accepted = info.accepted;
   t.live = info.live;

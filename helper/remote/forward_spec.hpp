@@ -9,6 +9,7 @@
 
 #include "helper/deploy/project_config.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "protocol/link_state.hpp"
 #include "protocol/messages_tunnel.hpp"
 
 namespace ferry::remote {
@@ -33,7 +34,7 @@ struct ForwardInfo {
   int id = 0;
   ForwardSpec spec;
   int bound_port = 0;          // the port that listens: here (kLocal) or on the host (kReverse)
-  std::string state;           // "active", "waiting" (link down: restored after the reconnect)
+  protocol::ForwardState state = protocol::ForwardState::waiting;
   std::string error;           // why the last restore failed, if it did
   std::uint64_t accepted = 0;  // connections so far
   std::uint64_t live = 0;      // connections open now

@@ -151,7 +151,7 @@ std::expected<ForwardInfo, ResponseError> LocalEndpoint::open_forward(const Forw
   ForwardInfo info;
   info.spec = spec;
   info.bound_port = listener->port();
-  info.state = "active";
+  info.state = protocol::ForwardState::active;
   auto relay = std::make_unique<TcpRelay>(std::move(*listener), local ? spec.remote_host : spec.local_host,
                                           local ? spec.remote_port : spec.local_port);
   std::lock_guard lk(forwards_mutex_);

@@ -95,11 +95,30 @@ class SshByteStream final : public ByteStream {
 }  // namespace
 
 json to_json(const HostState& s) {
-  json j{{"state", s.state}, {"host", s.host}};
+  json j{{"state", protocol::to_string(s.state)}, {"host", s.host}};
   if (s.attempt) j["attempt"] = s.attempt;
   if (s.retry_in_ms) j["retryInMs"] = s.retry_in_ms;
   if (!s.message.empty()) j["message"] = s.message;
   return j;
+}
+
+HostState host_state_from_json(const json& params) {
+  HostState s;
+  if (!params.is_object()) return s;
+  auto text = [&params](const char* key) {
+    auto it = params.find(key);
+    return it != params.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto number = [&params](const char* key) {
+    auto it = params.find(key);
+    return it != params.end() && it->is_number_integer() ? it->get<long long>() : 0LL;
+  };
+  s.state = protocol::link_state_from_string(text("state"));
+  s.host = text("host");
+  s.attempt = static_cast<int>(number("attempt"));
+  s.retry_in_ms = number("retryInMs");
+  s.message = text("message");
+  return s;
 }
 
 bool is_idempotent_method(std::string_view method) {
@@ -125,7 +144,7 @@ std::string SshEndpoint::description() const {
 void SshEndpoint::emit(HostState state) {
   state.host = options_.host;
   if (options_.on_state) options_.on_state(state);
-  else spdlog::info("{}: {} {}", options_.host, state.state, state.message);
+  else spdlog::info("{}: {} {}", options_.host, protocol::to_string(state.state), state.message);
 }
 
 // The bulk lanes of one link: agents on channels of their own, opened one after another by a
@@ -373,10 +392,10 @@ std::expected<AgentInfo, ResponseError> SshEndpoint::connect(std::chrono::millis
   auto resolved = ssh::resolve_host(options_.host, options_.ssh_config);
   if (!resolved) return std::unexpected(ResponseError{ec::kProjectInvalid, resolved.error().to_string(), json{{"kind", "sshConfig"}}});
   host_ = *resolved;
-  emit(HostState{"connecting", {}, 0, 0, description()});
+  emit(HostState{protocol::LinkState::connecting, {}, 0, 0, description()});
   auto link = establish(Clock::now() + timeout);
   if (!link) {
-    emit(HostState{"disconnected", {}, 0, 0, link.error().message});
+    emit(HostState{protocol::LinkState::disconnected, {}, 0, 0, link.error().message});
     return std::unexpected(link.error());
   }
   {
@@ -385,7 +404,7 @@ std::expected<AgentInfo, ResponseError> SshEndpoint::connect(std::chrono::millis
     if (!link_->agent->alive()) broken_ = true;
   }
   restore_forwards(*link);
-  emit(HostState{"connected", {}, 0, 0, description()});
+  emit(HostState{protocol::LinkState::connected, {}, 0, 0, description()});
   if (options_.reconnect) monitor_ = std::thread([this] { monitor_loop(); });
   return info_;
 }
@@ -406,7 +425,7 @@ void SshEndpoint::monitor_loop() {
     }
     auto backoff = options_.backoff_initial;
     int attempt = 0;
-    emit(HostState{"reconnecting", {}, 0, 0, why});
+    emit(HostState{protocol::LinkState::reconnecting, {}, 0, 0, why});
     lk.lock();
     while (!closing_) {
       ++attempt;
@@ -428,13 +447,13 @@ void SshEndpoint::monitor_loop() {
         // Tunnels first, so whoever waits for the reconnect finds them forwarding again.
         restore_forwards(*link);
         ++reconnects_;
-        emit(HostState{"connected", {}, 0, 0, description()});
+        emit(HostState{protocol::LinkState::connected, {}, 0, 0, description()});
         lk.lock();
         break;
       }
       auto message = link.error().message;
       lk.unlock();
-      emit(HostState{"reconnecting", {}, attempt, static_cast<long long>(backoff.count()), message});
+      emit(HostState{protocol::LinkState::reconnecting, {}, attempt, static_cast<long long>(backoff.count()), message});
       lk.lock();
       broken_reason_ = message;
       cv_.wait_for(lk, backoff, [&] { return closing_; });
@@ -516,14 +535,14 @@ bool SshEndpoint::start_forward(Forward& f, const std::shared_ptr<Link>& link) {
   }
   if (!r) {
     f.info.error = r.error().message;
-    f.info.state = "waiting";
+    f.info.state = protocol::ForwardState::waiting;
     f.active = {};
     return false;
   }
   if (spec.kind == ForwardKind::kReverse) f.info.bound_port = r->bound_port;
   f.active = *r;
   f.link = link;
-  f.info.state = "active";
+  f.info.state = protocol::ForwardState::active;
   f.info.error.clear();
   return true;
 }
@@ -581,7 +600,7 @@ std::vector<ForwardInfo> SshEndpoint::list_forwards() const {
   for (const auto& [id, f] : forwards_) {
     ForwardInfo info = f.info;
     bool live_link = !f.link.expired() && !f.active.forward.expired();
-    if (info.state == "active" && !live_link) info.state = "waiting";
+    if (info.state == protocol::ForwardState::active && !live_link) info.state = protocol::ForwardState::waiting;
     if (f.active.counters) {
       info.accepted = f.active.counters->accepted.load();
       info.live = f.active.counters->live.load();
@@ -614,7 +633,7 @@ void SshEndpoint::close() {
   link->agent->close_write();
   link->agent->stop();
   link.reset();
-  emit(HostState{"disconnected", {}, 0, 0, "closed"});
+  emit(HostState{protocol::LinkState::disconnected, {}, 0, 0, "closed"});
 }
 
 }  // namespace ferry::remote

@@ -22,18 +22,21 @@
 #include "helper/remote/endpoint.hpp"
 #include "helper/remote/loopback_listener.hpp"
 #include "helper/ssh/ssh_connection.hpp"
+#include "protocol/link_state.hpp"
 
 namespace ferry::remote {
 
-// host/stateChanged's params.
+// host/stateChanged's params; the state's word is spelled only at the wire (to_json, from_json).
 struct HostState {
-  std::string state;  // "connecting", "connected", "reconnecting", "disconnected"
+  protocol::LinkState state = protocol::LinkState::unknown;
   std::string host;
   int attempt = 0;              // reconnect attempt number (0 while connected)
   long long retry_in_ms = 0;    // when the next attempt starts ("reconnecting")
   std::string message;          // why the link dropped or the last attempt failed
 };
 json to_json(const HostState& state);
+// A host/stateChanged's params back (missing fields stay empty, an unknown word is `unknown`).
+HostState host_state_from_json(const json& params);
 
 struct SshEndpointOptions {
   std::string host;                       // ssh config alias, or user@host:port

@@ -94,14 +94,15 @@ std::vector<CodeLens> code_lenses(DocumentKind kind, std::string_view text, cons
   return out;
 }
 
-nlohmann::json to_json(const std::vector<CodeLens>& lenses) {
-  nlohmann::json out = nlohmann::json::array();
+std::vector<protocol::CodeLens> to_lsp(const std::vector<CodeLens>& lenses) {
+  std::vector<protocol::CodeLens> out;
   for (const auto& l : lenses) {
-    nlohmann::json range{{"start", {{"line", l.line}, {"character", 0}}}, {"end", {{"line", l.line}, {"character", 0}}}};
-    out.push_back({{"range", range},
-                   {"command", {{"title", l.title}, {"command", l.command}, {"arguments", l.arguments}}}});
+    const protocol::Position at{l.line, 0};
+    out.push_back({{at, at}, protocol::Command{l.title, l.command, l.arguments}});
   }
   return out;
 }
+
+nlohmann::json to_json(const std::vector<CodeLens>& lenses) { return protocol::to_json(protocol::CodeLensResult{to_lsp(lenses)}); }
 
 }  // namespace ferry::server

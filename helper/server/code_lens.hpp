@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/messages_lsp.hpp"
+
 namespace ferry::server {
 
 enum class DocumentKind { other, python, project_file, train_config };
@@ -30,7 +32,8 @@ struct CodeLens {
 std::vector<CodeLens> code_lenses(DocumentKind kind, std::string_view text, const std::string& uri,
                                   const std::string& host);
 
-// LSP's CodeLens objects.
+// LSP's CodeLens objects (textDocument/codeLens's result), and that result's JSON.
+std::vector<protocol::CodeLens> to_lsp(const std::vector<CodeLens>& lenses);
 nlohmann::json to_json(const std::vector<CodeLens>& lenses);
 
 }  // namespace ferry::server

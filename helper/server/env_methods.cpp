@@ -14,6 +14,7 @@
 #include "helper/server/host_methods.hpp"
 #include "helper/server/server_context.hpp"
 #include "protocol/json_reader.hpp"
+#include "protocol/messages_env.hpp"
 
 namespace ferry::server {
 
@@ -56,7 +57,7 @@ std::optional<p::DecodeError> from_json(const json& j, EnvSyncParams& out, const
 
 p::ResponseError env_error(const std::string& message) { return {p::error_code::kAgentUnavailable, message, std::nullopt}; }
 
-std::expected<json, p::ResponseError> run_env_sync(ProjectLink& link, const EnvSyncParams& params, const std::function<bool()>& cancelled,
+std::expected<p::EnvSyncResult, p::ResponseError> run_env_sync(ProjectLink& link, const EnvSyncParams& params, const std::function<bool()>& cancelled,
                                                    const std::function<void(const std::string&)>& report) {
   const auto config = link.config();
   auto info = env::probe_env(link.endpoint(), config.interpreter, false);
@@ -69,12 +70,12 @@ std::expected<json, p::ResponseError> run_env_sync(ProjectLink& link, const EnvS
   o.entry_started = report;
   auto done = env::sync_env(link.endpoint(), *info, o);
   if (!done) return std::unexpected(env_error("env/sync: " + done.error()));
-  json out = done->to_json();
-  out["venvPython"] = nullptr;
+  p::EnvSyncResult out;
+  out.report = done->to_json();
   if (params.venv)
     if (auto state = env::read_mirror_state(done->mirror)) {
-      if (auto venv = env::write_project_venv(config.root, *state, params.local_python)) out["venvPython"] = venv->string();
-      else out["venvError"] = venv.error();
+      if (auto venv = env::write_project_venv(config.root, *state, params.local_python)) out.venv_python = venv->string();
+      else out.venv_error = venv.error();
     }
   return out;
 }
@@ -128,19 +129,19 @@ void keep_env_mirror_fresh(ProjectLink& link, std::stop_token stop) {
 }
 
 void bind_env_methods(p::BindingTable& table, const ServerContext& ctx) {
-  table.request<EnvInfoParams, json>(
-      "env/info",
-      [&ctx](const EnvInfoParams& params, p::CallContext& call) -> std::expected<json, p::ResponseError> {
+  table.request<EnvInfoParams, p::EnvInfoResult>(
+      p::method::kEnvInfo,
+      [&ctx](const EnvInfoParams& params, p::CallContext& call) -> std::expected<p::EnvInfoResult, p::ResponseError> {
         auto link = ctx.link(params.path, call.cancellation());
         if (!link) return std::unexpected(link.error());
         auto info = env::probe_env((*link)->endpoint(), (*link)->config().interpreter, params.torch);
         if (!info) return std::unexpected(env_error("env/info: " + info.error()));
-        return env::to_json(*info);
+        return p::EnvInfoResult{env::to_json(*info)};
       },
       p::Execution::worker);
-  table.request<EnvSyncParams, json>(
-      "env/sync",
-      [&ctx](const EnvSyncParams& params, p::CallContext& call) -> std::expected<json, p::ResponseError> {
+  table.request<EnvSyncParams, p::EnvSyncResult>(
+      p::method::kEnvSync,
+      [&ctx](const EnvSyncParams& params, p::CallContext& call) -> std::expected<p::EnvSyncResult, p::ResponseError> {
         auto link = ctx.link(params.path, call.cancellation());
         if (!link) return std::unexpected(link.error());
         auto progress = call.progress();
@@ -148,7 +149,7 @@ void bind_env_methods(p::BindingTable& table, const ServerContext& ctx) {
         auto out = run_env_sync(**link, params, [&call] { return call.cancelled(); },
                                 [&progress](const std::string& entry) { progress.report(entry); });
         if (call.cancelled()) return std::unexpected(p::cancelled_error(call.method()));
-        progress.end(out ? std::optional<std::string>(out->value("filesReceived", 0) ? "updated" : "up to date") : std::nullopt);
+        progress.end(out ? std::optional<std::string>(out->report.value("filesReceived", 0) ? "updated" : "up to date") : std::nullopt);
         return out;
       },
       p::Execution::worker);

@@ -11,6 +11,7 @@
 
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/server/host_methods.hpp"
+#include "protocol/messages_gpu.hpp"
 #include "protocol/messages_run.hpp"
 
 namespace ferry::server {
@@ -20,46 +21,31 @@ using json = nlohmann::json;
 
 namespace {
 
-struct GpuWatchParams {
-  int interval_ms = 1000;
-};
-std::optional<p::DecodeError> from_json(const json& j, GpuWatchParams& out, const std::string&) {
-  if (j.is_null()) return std::nullopt;
-  if (!j.is_object()) return p::DecodeError{"", "expected {intervalMs?}"};
-  if (auto it = j.find("intervalMs"); it != j.end()) {
-    if (!it->is_number_integer() || it->get<int>() < 200 || it->get<int>() > 3600000)
-      return p::DecodeError{"/intervalMs", "expected milliseconds between samples, from 200 to 3600000"};
-    out.interval_ms = it->get<int>();
-  }
-  return std::nullopt;
-}
-
 // The agent's answer plus the money: usdPerHour and each running run's cost so far.
-std::expected<json, p::ResponseError> gpu_status(const ServerContext& ctx, const p::CancellationToken& cancel) {
+std::expected<p::GpuStatusResult, p::ResponseError> gpu_status(const ServerContext& ctx, const p::CancellationToken& cancel) {
   auto link = ctx.link(std::nullopt, cancel);
   if (!link) return std::unexpected(link.error());
-  auto status = (*link)->endpoint().call("gpu/status", json::object());
+  auto status = (*link)->endpoint().call(std::string(p::method::kGpuStatus), json::object());
   if (!status) return std::unexpected(status.error());
+  p::GpuStatusResult out{std::move(*status), std::nullopt, std::nullopt};
   const auto config = (*link)->config();
-  if (!config.price) return *status;
+  if (!config.price) return out;
   auto catalog = cloud::effective_catalog(config.gpu_catalog);
   auto rate = catalog ? cloud::host_rate(*config.price, *catalog) : std::unexpected(catalog.error());
-  if (!rate) return *status;
+  if (!rate) return out;
   const double per_hour = cloud::billed_usd_per_hour(*rate, *config.price);
-  (*status)["usdPerHour"] = per_hour;
-  json runs = json::array();
+  out.usd_per_hour = per_hour;
+  auto& runs = out.runs.emplace();
   if (auto list = (*link)->endpoint().call("run/list", json::object()); list && list->contains("runs")) {
     const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     for (const auto& r : (*list)["runs"]) {
       if (protocol::run_state_from_string(r.value("state", "")) != protocol::RunState::running) continue;
       auto start = cloud::parse_iso_utc(r.value("startedAt", ""));
       if (!start) continue;
-      runs.push_back({{"id", r.value("id", "")},
-                      {"costUsd", static_cast<double>(cloud::cost_cents(per_hour, (now - *start) / 3600)) / 100.0}});
+      runs.push_back({r.value("id", ""), static_cast<double>(cloud::cost_cents(per_hour, (now - *start) / 3600)) / 100.0});
     }
   }
-  (*status)["runs"] = std::move(runs);
-  return *status;
+  return out;
 }
 
 // One sampling thread per server; stopped by gpu/unwatch, a new gpu/watch or destruction.
@@ -90,10 +76,12 @@ class GpuWatcher {
     while (!stopping_) {
       lock.unlock();
       auto status = gpu_status(ctx_, {});
-      if (status) ctx_.client.notify("gpu/sample", *status);
-      else ctx_.client.notify("gpu/sample", json{{"error", status.error().message}});
+      p::GpuSampleParams sample;
+      if (status) sample.status = std::move(*status);
+      else sample.error = status.error().message;
+      ctx_.client.notify(std::string(p::method::kGpuSample), to_json(sample));
       lock.lock();
-      if (!status) break;  // no link: the IDE watches again after host/connect
+      if (!sample.status) break;  // no link: the IDE watches again after host/connect
       wake_.wait_for(lock, std::chrono::milliseconds(interval_ms), [this] { return stopping_; });
     }
   }
@@ -108,20 +96,20 @@ class GpuWatcher {
 
 void bind_gpu_methods(p::BindingTable& table, const ServerContext& ctx) {
   auto watcher = std::make_shared<GpuWatcher>(ctx);
-  table.request<p::EmptyParams, json>(
-      "gpu/status", [&ctx](const p::EmptyParams&, p::CallContext& call) { return gpu_status(ctx, call.cancellation()); },
+  table.request<p::EmptyParams, p::GpuStatusResult>(
+      p::method::kGpuStatus, [&ctx](const p::EmptyParams&, p::CallContext& call) { return gpu_status(ctx, call.cancellation()); },
       p::Execution::worker);
-  table.request<GpuWatchParams, json>(
-      "gpu/watch",
-      [watcher](const GpuWatchParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
+  table.request<p::GpuWatchParams, p::GpuWatchResult>(
+      p::method::kGpuWatch,
+      [watcher](const p::GpuWatchParams& params, p::CallContext&) -> std::expected<p::GpuWatchResult, p::ResponseError> {
         watcher->start(params.interval_ms);
-        return json{{"watching", true}, {"intervalMs", params.interval_ms}};
+        return p::GpuWatchResult{true, params.interval_ms};
       },
       p::Execution::worker);
-  table.request<p::EmptyParams, json>(
-      "gpu/unwatch",
-      [watcher](const p::EmptyParams&, p::CallContext&) -> std::expected<json, p::ResponseError> {
-        return json{{"wasWatching", watcher->stop()}};
+  table.request<p::EmptyParams, p::GpuUnwatchResult>(
+      p::method::kGpuUnwatch,
+      [watcher](const p::EmptyParams&, p::CallContext&) -> std::expected<p::GpuUnwatchResult, p::ResponseError> {
+        return p::GpuUnwatchResult{watcher->stop()};
       },
       p::Execution::worker);
 }

@@ -5,6 +5,7 @@
 
 #include "helper/server/host_methods.hpp"
 #include "protocol/messages.hpp"
+#include "protocol/messages_host.hpp"
 
 namespace ferry::server {
 
@@ -31,26 +32,26 @@ void bind_host_methods(p::BindingTable& table, const ServerContext& ctx) {
       p::Execution::worker);
   // Closes the project's link (its runs go on on the box; tunnels close); the next request that
   // needs the host links again.
-  table.request<p::HostConnectParams, p::json>(
-      "host/disconnect",
-      [&ctx](const p::HostConnectParams& params, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
+  table.request<p::HostConnectParams, p::HostDisconnectResult>(
+      p::method::kHostDisconnect,
+      [&ctx](const p::HostConnectParams& params, p::CallContext&) -> std::expected<p::HostDisconnectResult, p::ResponseError> {
         auto config = lookup_project(params.path, ctx.workspace);
         if (!config) return std::unexpected(config.error());
         const bool was = ctx.sessions.disconnect(config->root);
         if (was && !ctx.questions.traits().ferry)
           ctx.questions.show(MessageType::info, "ferry: disconnected from " + config->host + " (runs go on there)");
-        return p::json{{"host", config->host}, {"disconnected", was}};
+        return p::HostDisconnectResult{config->host, was};
       },
       p::Execution::worker);
   if (ctx.options.test_methods) {
     // The transcripts' way to make the server ask host/confirmHostKey without an SSH server:
     // params are the question, the result is the client's decision.
-    table.request<p::ConfirmHostKeyParams, p::json>(
+    table.request<p::ConfirmHostKeyParams, p::ConfirmHostKeyResult>(
         p::method::kTestConfirmHostKey,
-        [&ctx](const p::ConfirmHostKeyParams& params, p::CallContext& call) -> std::expected<p::json, p::ResponseError> {
+        [&ctx](const p::ConfirmHostKeyParams& params, p::CallContext& call) -> std::expected<p::ConfirmHostKeyResult, p::ResponseError> {
           auto decision = ctx.questions.confirm_host_key(params.host, params.key_type, params.fingerprint, call.cancellation());
           if (!decision) return std::unexpected(decision.error());
-          return p::json{{"accept", *decision}};
+          return p::ConfirmHostKeyResult{*decision};
         },
         p::Execution::worker);
   }

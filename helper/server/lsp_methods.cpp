@@ -14,6 +14,7 @@
 #include "helper/server/document_diagnostics.hpp"
 #include "helper/server/server_state.hpp"
 #include "protocol/file_uri.hpp"
+#include "protocol/messages_lsp.hpp"
 
 namespace ferry::server {
 
@@ -24,8 +25,9 @@ using p::ResponseError;
 
 namespace {
 
-// LSP params are read field by field by each handler: any object is accepted here, so a client
-// sending more than ferry reads is never refused.
+// The notifications' params are read field by field by each handler, skipping what is not as
+// expected: any object is accepted here, so a client sending more than ferry reads is never
+// refused. The requests take protocol/messages_lsp.hpp's types.
 struct LspParams {
   json value;
 };
@@ -103,16 +105,16 @@ void on_workspace_folders(ServerState& s, const json& params) {
   each("added", [&](const fs::path& f) { s.workspace.add_folder(f); });
 }
 
-std::expected<json, ResponseError> code_lens(const json& params) {
-  auto path = document_path(params, "textDocument/codeLens");
-  if (!path) return std::unexpected(path.error());
+std::expected<p::CodeLensResult, ResponseError> code_lens(const p::CodeLensParams& params) {
+  auto path = p::file_uri_to_path(params.text_document.uri);
+  if (!path) return std::unexpected(ResponseError{p::error_code::kInvalidParams, std::string(p::method::kCodeLens) + ": " + path.error(), {}});
   auto text = read_text(*path);
-  if (!text) return json::array();
-  const auto kind = document_kind(path->filename().string(), *text);
-  if (kind == DocumentKind::other) return json::array();
+  if (!text) return p::CodeLensResult{};
+  const auto kind = document_kind(fs::path(*path).filename().string(), *text);
+  if (kind == DocumentKind::other) return p::CodeLensResult{};
   auto config = project_of_file(*path);
-  if (!config) return json::array();  // not in a ferry project: nothing to offer
-  return to_json(code_lenses(kind, *text, p::path_to_file_uri(path->string()), config->host));
+  if (!config) return p::CodeLensResult{};  // not in a ferry project: nothing to offer
+  return p::CodeLensResult{to_lsp(code_lenses(kind, *text, p::path_to_file_uri(*path), config->host))};
 }
 
 }  // namespace
@@ -149,23 +151,14 @@ void bind_lsp_methods(p::BindingTable& table, ServerState& state) {
     const json& token = params.value.contains("token") ? params.value["token"] : json();
     if (token.is_string()) s->progress.cancel(token.get<std::string>());
   });
-  table.request<LspParams, json>(
-      "textDocument/codeLens", [](const LspParams& params, p::CallContext&) { return code_lens(params.value); },
+  table.request<p::CodeLensParams, p::CodeLensResult>(
+      p::method::kCodeLens, [](const p::CodeLensParams& params, p::CallContext&) { return code_lens(params); },
       p::Execution::worker);
-  table.request<LspParams, json>(
-      "workspace/executeCommand",
-      [s](const LspParams& params, p::CallContext& call) -> std::expected<json, ResponseError> {
-        const json& v = params.value;
-        if (!v.contains("command") || !v["command"].is_string())
-          return std::unexpected(ResponseError{p::error_code::kInvalidParams,
-                                               "invalid params for workspace/executeCommand: /command: expected a string",
-                                               json{{"pointer", "/command"}}});
-        json args = v.contains("arguments") ? v["arguments"] : json::array();
-        if (!args.is_array())
-          return std::unexpected(ResponseError{p::error_code::kInvalidParams,
-                                               "invalid params for workspace/executeCommand: /arguments: expected an array",
-                                               json{{"pointer", "/arguments"}}});
-        return execute_command(*s, v["command"].get<std::string>(), args, call);
+  // The result is LSP's LSPAny (each command answers its own shape, lsp_commands.cpp): json.
+  table.request<p::ExecuteCommandParams, json>(
+      p::method::kExecuteCommand,
+      [s](const p::ExecuteCommandParams& params, p::CallContext& call) {
+        return execute_command(*s, params.command, params.arguments, call);
       },
       p::Execution::worker);
 }

@@ -6,6 +6,7 @@
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server.hpp"
 #include "protocol/messages.hpp"
+#include "protocol/messages_project.hpp"
 
 namespace ferry::server {
 
@@ -102,12 +103,12 @@ std::expected<deploy::ProjectConfig, p::ResponseError> project_of_file(const fs:
 }
 
 void bind_project_methods(p::BindingTable& table, const Workspace& workspace) {
-  table.request<p::ProjectLoadParams, p::json>(
+  table.request<p::ProjectLoadParams, p::ProjectLoadResult>(
       p::method::kProjectLoad,
-      [&workspace](const p::ProjectLoadParams& params, p::CallContext&) -> std::expected<p::json, p::ResponseError> {
+      [&workspace](const p::ProjectLoadParams& params, p::CallContext&) -> std::expected<p::ProjectLoadResult, p::ResponseError> {
         auto config = lookup_project(params.path, workspace);
         if (!config) return std::unexpected(config.error());
-        return deploy::to_json(*config);
+        return p::ProjectLoadResult{deploy::to_json(*config)};
       },
       p::Execution::worker);
 }

@@ -37,12 +37,14 @@ struct LinkEvents {
       questions.client().notify(std::string(p::method::kHostStateChanged), params);
     } else {
       // A plain LSP client has no host/stateChanged: its log shows the link instead.
-      std::string line = "ferry: " + s.host + " " + s.state + (s.message.empty() ? "" : ": " + s.message);
+      std::string line = "ferry: " + s.host + " " + std::string(protocol::to_string(s.state)) + (s.message.empty() ? "" : ": " + s.message);
       questions.client().notify("window/logMessage", json{{"type", static_cast<int>(MessageType::info)}, {"message", line}});
     }
     {
       std::lock_guard lock(mutex);
-      if (report) report(protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting ? "reconnecting (attempt " + std::to_string(s.attempt) + ")" : s.state);
+      if (report)
+        report(s.state == protocol::LinkState::reconnecting ? "reconnecting (attempt " + std::to_string(s.attempt) + ")"
+                                                            : std::string(protocol::to_string(s.state)));
     }
     states->deliver(p::Notification{std::string(p::method::kHostStateChanged), std::move(params)});
   }
@@ -138,12 +140,7 @@ run::RunClient& ProjectLink::runs() {
 remote::Subscription ProjectLink::on_state(std::function<void(const remote::HostState&)> handler) {
   auto& states = events_->states;
   auto id = states->add([handler = std::move(handler)](const p::Notification& n) {
-    remote::HostState s;
-    s.state = n.params.value("state", "");
-    s.host = n.params.value("host", "");
-    s.attempt = n.params.value("attempt", 0);
-    s.message = n.params.value("message", "");
-    handler(s);
+    handler(remote::host_state_from_json(n.params));
   });
   return remote::Subscription(states, id);
 }

@@ -225,8 +225,8 @@ void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id
   // The stream stops with the link and resumes at the next byte on the new one.
   Followed* raw = f.get();
   f->states = link->on_state([raw](const remote::HostState& s) {
-    if (protocol::link_state_from_string(s.state) == protocol::LinkState::reconnecting && !raw->down.exchange(true)) raw->follower->link_lost();
-    else if (protocol::link_state_from_string(s.state) == protocol::LinkState::connected && raw->down.exchange(false)) raw->follower->link_restored();
+    if (s.state == protocol::LinkState::reconnecting && !raw->down.exchange(true)) raw->follower->link_lost();
+    else if (s.state == protocol::LinkState::connected && raw->down.exchange(false)) raw->follower->link_restored();
   });
   f->thread = std::thread([this, raw] { follow_loop(*raw); });
   followed_[id] = f;

@@ -149,7 +149,7 @@ std::expected<p::SyncResult, ResponseError> SyncService::run(const std::optional
   // agent going away (-32097: reconnect and retry) rather than an I/O failure (-32094).
   std::atomic<bool> link_dropped{false};
   auto watch = (*link)->on_state([&link_dropped](const remote::HostState& st) {
-    const auto state = protocol::link_state_from_string(st.state);
+    const auto state = st.state;
     if (state == protocol::LinkState::reconnecting || state == protocol::LinkState::disconnected) link_dropped = true;
   });
   auto s = fn(**link, *engine);

@@ -122,7 +122,7 @@ class TrainService {
     t->session = std::make_unique<training::TrainSession>(t->link->endpoint(), *t->engine, sinks);
     Training* raw = t.get();
     t->states = t->link->on_state([raw](const remote::HostState& s) {
-      const auto state = protocol::link_state_from_string(s.state);
+      const auto state = s.state;
       if (state == protocol::LinkState::reconnecting) raw->session->link_lost();
       else if (state == protocol::LinkState::connected) raw->session->link_restored();
     });

@@ -29,7 +29,7 @@ struct StateLog {
     std::unique_lock lk(m);
     return cv.wait_for(lk, timeout, [&] {
       for (std::size_t i = after; i < states.size(); ++i)
-        if (states[i].state == state) return true;
+        if (protocol::to_string(states[i].state) == state) return true;
       return false;
     });
   }

@@ -211,7 +211,7 @@ BOOST_AUTO_TEST_CASE(backoff_doubles_up_to_the_cap_and_never_gives_up) {
   {
     std::lock_guard lk(log.m);
     for (std::size_t i = before; i < log.states.size(); ++i)
-      if (log.states[i].state == "reconnecting" && log.states[i].attempt > 0) delays.push_back(log.states[i].retry_in_ms);
+      if (log.states[i].state == ferry::protocol::LinkState::reconnecting && log.states[i].attempt > 0) delays.push_back(log.states[i].retry_in_ms);
   }
   BOOST_REQUIRE(delays.size() >= 6u);
   std::vector<long long> expect{50, 100, 200, 200, 200, 200};

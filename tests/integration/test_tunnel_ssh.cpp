@@ -108,7 +108,7 @@ BOOST_AUTO_TEST_CASE(http_server_on_the_remote_through_a_local_tunnel) {
   auto info = c.endpoint->open_forward(local_to(http_port));
   BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? std::string() : info.error().message));
   BOOST_TEST(info->bound_port > 0);  // port 0 asked for an ephemeral one
-  BOOST_TEST(info->state == "active");
+  BOOST_TEST((info->state == ferry::protocol::ForwardState::active));
   BOOST_TEST(describe(*info) == "127.0.0.1:" + std::to_string(info->bound_port) + " → remote 127.0.0.1:" + std::to_string(http_port));
 
   int fd = tcp_connect("127.0.0.1", info->bound_port);
@@ -316,5 +316,5 @@ BOOST_AUTO_TEST_CASE(tunnels_come_back_after_a_reconnect) {
     BOOST_TEST(read_to_eof(early, 20s) == "queued");
     ::close(early);
   }
-  for (const auto& f : c.endpoint->list_forwards()) BOOST_TEST(f.state == "active");
+  for (const auto& f : c.endpoint->list_forwards()) BOOST_TEST((f.state == ferry::protocol::ForwardState::active));
 }

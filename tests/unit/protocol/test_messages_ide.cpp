@@ -97,6 +97,11 @@ BOOST_AUTO_TEST_CASE(link_states_round_trip_and_unknown_words_stay_unknown) {
   BOOST_TEST((link_state_from_string("Connected") == LinkState::unknown));
 }
 
+BOOST_AUTO_TEST_CASE(forward_states_have_the_tunnel_list_words) {
+  BOOST_TEST(to_string(ForwardState::active) == "active");
+  BOOST_TEST(to_string(ForwardState::waiting) == "waiting");
+}
+
 BOOST_AUTO_TEST_CASE(train_messages) {
   TrainStopParams stop;
   BOOST_TEST(from_json(json::parse(R"({"runId":"r","signal":"HUP"})"), stop)->pointer == "/signal");

@@ -70,11 +70,11 @@ BOOST_AUTO_TEST_CASE(reverse_specs_put_the_remote_port_first) {
 }
 
 BOOST_AUTO_TEST_CASE(descriptions_name_both_ends) {
-  ForwardInfo local{1, *parse_forward_spec("9000:localhost:8888", ForwardKind::kLocal), 9000, "active", "", 0, 0};
+  ForwardInfo local{1, *parse_forward_spec("9000:localhost:8888", ForwardKind::kLocal), 9000, ferry::protocol::ForwardState::active, "", 0, 0};
   BOOST_TEST(describe(local) == "127.0.0.1:9000 → remote localhost:8888");
-  ForwardInfo ephemeral{2, *parse_forward_spec("0:localhost:8888", ForwardKind::kLocal), 41234, "active", "", 0, 0};
+  ForwardInfo ephemeral{2, *parse_forward_spec("0:localhost:8888", ForwardKind::kLocal), 41234, ferry::protocol::ForwardState::active, "", 0, 0};
   BOOST_TEST(describe(ephemeral) == "127.0.0.1:41234 → remote localhost:8888");
-  ForwardInfo reverse{3, *parse_forward_spec("5678", ForwardKind::kReverse), 5678, "active", "", 0, 0};
+  ForwardInfo reverse{3, *parse_forward_spec("5678", ForwardKind::kReverse), 5678, ferry::protocol::ForwardState::active, "", 0, 0};
   BOOST_TEST(describe(reverse) == "remote 127.0.0.1:5678 → 127.0.0.1:5678 here");
   auto j = to_json(ephemeral);
   BOOST_TEST(j["localPort"] == 41234);
