@@ -38,7 +38,8 @@ std::expected<EnvInfo, Error> probe_env(remote::Endpoint& endpoint, const std::s
                                   : interpreter + " on " + endpoint.description() + " did not answer the probe (exit " +
                                         std::to_string(status) + "): " + info.error();
   if (!err.empty()) why += "; it said: " + err.substr(0, 400);
-  // The interpreter ferry.json names is not the box's Python 3: fixed in ferry.json.
+  // The interpreter ferry.json names is not the box's Python 3 (parse_probe_output only checks
+  // its report, and keeps string errors): invalid_project, fixed in ferry.json.
   return std::unexpected(Error{ErrorKind::invalid_project, why + fix});
 }
 

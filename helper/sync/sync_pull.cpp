@@ -702,7 +702,7 @@ std::expected<SyncSummary, Error> SyncEngine::pull(const std::vector<std::string
   auto lock = ProjectLock::acquire(target_.local_root, o.waiting, o.cancelled);
   if (!lock) return std::unexpected(lock.error());
   const auto t0 = Clock::now();
-  auto paths = normalize_pull_paths(paths_in);
+  auto paths = normalize_pull_paths(paths_in);  // checks the caller's paths only: its string is invalid_input
   if (!paths) return std::unexpected(Error{ErrorKind::invalid_input, std::move(paths.error())});
 
   std::lock_guard state_lock(state_->mu);
