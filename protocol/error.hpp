@@ -1,6 +1,8 @@
 // ferry::Error: one error type with a kind, for every layer (engines, remote, server, CLI). The
-// kind says what went wrong in terms a caller can act on; helper/server/error_codes.hpp maps it
-// to the IDE wire's JSON-RPC codes in one table, and the CLI to its exit codes.
+// kind says what went wrong in terms a caller can act on. The one table from kinds to the IDE
+// wire's JSON-RPC codes and back is here (error.cpp), so an engine turns an endpoint's
+// ResponseError into its kind without depending on the server; helper/server/error_codes.hpp
+// makes responses from it, and the CLI maps kinds to its exit codes.
 #pragma once
 
 #include <optional>
@@ -11,6 +13,10 @@
 #include <nlohmann/json.hpp>
 
 namespace ferry {
+
+namespace protocol {
+struct ResponseError;
+}
 
 // One kind per thing the caller does differently; a sync conflict is not an error (it is
 // reported in the result, and nothing is overwritten).
@@ -38,5 +44,16 @@ struct Error {
   std::string message;                  // says what happened and how to fix it
   std::optional<nlohmann::json> data;   // structured detail for the IDE (a pointer, a path)
 };
+
+// The kind's JSON-RPC code (protocol/spec/protocol.md, "Error codes") and back; a code no kind
+// has is internal.
+int error_code_of(ErrorKind kind);
+ErrorKind error_kind_of(int code);
+
+// A ResponseError (an endpoint's, an agent's) as an Error of its code's kind.
+Error error_of(const protocol::ResponseError& e);
+// Its kind under an engine's own words about it (the data stays behind: it described the
+// agent's message, not this one).
+Error error_of(const protocol::ResponseError& e, std::string message);
 
 }  // namespace ferry

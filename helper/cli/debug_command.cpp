@@ -216,7 +216,7 @@ int flush_sync(ProjectLink& link) {
   so.waiting = waiting_note("ferry debug");
   auto s = engine.push(so);
   if (!s) {
-    std::cerr << "ferry debug: sync failed: " << s.error() << "\n";
+    std::cerr << "ferry debug: sync failed: " << s.error().message << "\n";
     return kFailure;
   }
   for (const auto& c : s->conflicts) std::cerr << "ferry debug: sync conflict (not overwritten): " << c.path << "\n";

@@ -65,7 +65,7 @@ void run_demo_sync(const deploy::ProjectConfig& config, remote::Endpoint& endpoi
   for (const char* label : {"first", "second"}) {
     auto s = engine.push({});
     if (!s) {
-      std::cout << "  " << label << ": failed: " << s.error() << "\n";
+      std::cout << "  " << label << ": failed: " << s.error().message << "\n";
       return;
     }
     std::cout << fmt::format("  {:<12}{}\n", std::string(label) + " sync", s->one_line());
@@ -102,12 +102,12 @@ void run_demo_train(const deploy::ProjectConfig& config, remote::Endpoint& endpo
   const auto t0 = std::chrono::steady_clock::now();
   auto id = session.start(request);
   if (!id) {
-    std::cout << "  failed: " << id.error() << "\n\n";
+    std::cout << "  failed: " << id.error().message << "\n\n";
     return;
   }
   auto exit = session.follow();
   if (!exit) {
-    std::cout << "  failed: " << exit.error() << "\n\n";
+    std::cout << "  failed: " << exit.error().message << "\n\n";
     return;
   }
   const auto pulled = session.pull_outputs();

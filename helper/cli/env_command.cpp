@@ -67,8 +67,8 @@ int run_env_info(const GlobalOptions& g, const EnvCliOptions& o) {
   auto info = env::probe_env(*link.endpoint, project.interpreter, true);
   link.endpoint->close();
   if (!info) {
-    std::cerr << "ferry env: " << info.error() << "\n";
-    return exit_status::kFailed;
+    std::cerr << "ferry env: " << info.error().message << "\n";
+    return exit_status::exit_status_of(info.error().kind);
   }
   if (o.json) std::cout << env::to_json(*info).dump(2) << "\n";
   else print_info_table(*info);
@@ -81,8 +81,8 @@ int run_env_sync(const GlobalOptions& g, const EnvCliOptions& o) {
   auto& [project, link] = *opened;
   auto info = env::probe_env(*link.endpoint, project.interpreter, false);
   if (!info) {
-    std::cerr << "ferry env sync: " << info.error() << "\n";
-    return exit_status::kFailed;
+    std::cerr << "ferry env sync: " << info.error().message << "\n";
+    return exit_status::exit_status_of(info.error().kind);
   }
   env::EnvSyncOptions so;
   so.host = link.host;
@@ -93,8 +93,8 @@ int run_env_sync(const GlobalOptions& g, const EnvCliOptions& o) {
   auto report = env::sync_env(*link.endpoint, *info, so);
   link.endpoint->close();
   if (!report) {
-    std::cerr << "ferry env sync: " << report.error() << "\n";
-    return exit_status::kFailed;
+    std::cerr << "ferry env sync: " << report.error().message << "\n";
+    return exit_status::exit_status_of(report.error().kind);
   }
   std::optional<std::string> venv;
   std::string venv_error;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "helper/run/run_exit.hpp"
+#include "protocol/error.hpp"
 
 namespace ferry::cli::exit_status {
 
@@ -14,6 +15,20 @@ inline constexpr int kUsage = run::kUsageFailure;  // 2: bad arguments, no or a 
 inline constexpr int kAttention = 3;     // done, but something needs you: sync conflicts or held deletes, debugpy missing
 inline constexpr int kInterrupted = 130; // Ctrl-C (128 + SIGINT)
 inline constexpr int kFerryFailure = run::kFerryFailure;  // 255: run, train, debug, logs when ferry itself failed
+
+// A failed command's status from its error's kind: 2 when the fix is in the arguments or
+// ferry.json, 130 when cancelled (Ctrl-C while waiting), 3 for a missing debugpy, else 1 (the
+// table gives a lost agent and an I/O failure no status of their own: stderr says which).
+inline constexpr int exit_status_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::invalid_input:
+    case ErrorKind::project_not_found:
+    case ErrorKind::invalid_project: return kUsage;
+    case ErrorKind::cancelled: return kInterrupted;
+    case ErrorKind::debugpy_missing: return kAttention;
+    default: return kFailed;
+  }
+}
 
 // The table as `ferry --help` prints it.
 inline constexpr const char* kHelpText =

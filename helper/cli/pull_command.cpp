@@ -43,8 +43,8 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
       auto s = engine.pull(o->paths, so);
       if (bar) bar->clear();  // before the summary line
       if (!s) {
-        std::cerr << "ferry pull: " << s.error() << "\n";
-        return exit_status::kFailed;
+        std::cerr << "ferry pull: " << s.error().message << "\n";
+        return exit_status::exit_status_of(s.error().kind);
       }
       const int rc = print_summary(*s, o->json, where);
       return s->cancelled ? 128 + SIGINT : rc;

@@ -123,7 +123,7 @@ bool bring_checkpoint(const GlobalOptions& g, const deploy::ProjectConfig& proje
   auto pulled = engine.pull(*paths, so);
   endpoint->close();
   if (!pulled) {
-    std::cerr << who << ": pulling the checkpoint from " << project.host << ": " << pulled.error() << "\n";
+    std::cerr << who << ": pulling the checkpoint from " << project.host << ": " << pulled.error().message << "\n";
     return false;
   }
   for (const auto& e : pulled->errors) std::cerr << who << ": " << e << "\n";

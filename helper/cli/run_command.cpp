@@ -341,7 +341,7 @@ bool flush_sync(ProjectLink& link) {
   so.waiting = waiting_note("ferry run");
   auto s = engine.push(so);
   if (!s) {
-    std::cerr << "ferry run: sync failed: " << s.error() << " (--no-sync runs what is already there)\n";
+    std::cerr << "ferry run: sync failed: " << s.error().message << " (--no-sync runs what is already there)\n";
     return false;
   }
   for (const auto& c : s->conflicts) std::cerr << "ferry run: sync conflict (not overwritten): " << c.path << ": " << c.message << "\n";

@@ -206,8 +206,8 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
       auto s = engine.push(so);
       if (bar) bar->clear();  // before the summary line, which replaces it
       if (!s) {
-        std::cerr << "ferry sync: " << s.error() << "\n";
-        return exit_status::kFailed;
+        std::cerr << "ferry sync: " << s.error().message << "\n";
+        return exit_status::exit_status_of(s.error().kind);
       }
       const int rc = print_summary(*s, o->json, where);
       return s->cancelled ? 128 + SIGINT : rc;

@@ -126,7 +126,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   request.env = inputs->env;
   auto id = session.start(request);
   if (!id) {
-    std::cerr << who << ": " << id.error() << "\n";
+    std::cerr << who << ": " << id.error().message << "\n";
     return run::kFerryFailure;
   }
   live = &session;
@@ -159,7 +159,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     auto step = escalation.next(*id);
     auto sent = session.signal(step.signal);
     if (!sent) {
-      view.note("sending SIG" + step.signal + ": " + sent.error());
+      view.note("sending SIG" + step.signal + ": " + sent.error().message);
     } else if (escalation.presses() == 1) {
       const std::string again = o.launch.empty() ? o.config : "--launch " + o.launch;
       view.note("sent SIGINT to ferry-train (run " + *id + "): it writes a checkpoint and exits 130; `ferry train " + again +
@@ -175,7 +175,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   live = nullptr;
   view.finish();
   if (!followed) {
-    std::cerr << who << ": " << followed.error() << "\n";
+    std::cerr << who << ": " << followed.error().message << "\n";
     return run::kFerryFailure;
   }
   const int status = run::exit_status(*followed);

@@ -52,9 +52,9 @@ struct RankRun {
 // What the follower threads report to the supervising loop.
 struct RankEvents {
   std::mutex mu;
-  std::deque<std::pair<std::size_t, std::expected<run::RunExit, std::string>>> exits;
+  std::deque<std::pair<std::size_t, std::expected<run::RunExit, Error>>> exits;
   int wake[2] = {-1, -1};
-  void push(std::size_t i, std::expected<run::RunExit, std::string> e) {
+  void push(std::size_t i, std::expected<run::RunExit, Error> e) {
     {
       std::lock_guard lock(mu);
       exits.emplace_back(i, std::move(e));
@@ -115,7 +115,7 @@ void signal_ranks(std::vector<RankRun>& ranks, const std::vector<bool>& ended, c
                   TerminalView& view) {
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (i == except || ended[i] || !ranks[i].session) continue;
-    if (auto r = ranks[i].session->signal(signal); !r) view.note("SIG" + signal + " to " + rank_name(ranks[i].slot) + ": " + r.error());
+    if (auto r = ranks[i].session->signal(signal); !r) view.note("SIG" + signal + " to " + rank_name(ranks[i].slot) + ": " + r.error().message);
   }
 }
 
@@ -158,7 +158,7 @@ std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, 
         out.ended_at = exit->ended_at;
         out.description = run::describe(*exit);
       } else {
-        out.description = exit.error();
+        out.description = exit.error().message;
       }
       // After Ctrl-C the ranks end 130/143 on their own, rank 0 after its checkpoint: no SIGTERM
       // may cut that short.
@@ -219,7 +219,7 @@ std::expected<void, std::string> start_ranks(const TrainCliOptions& o, const Tra
     request.env["FERRY_RUN_GROUP"] = group;
     request.env["FERRY_RUN_LABEL"] = "rank " + std::to_string(r.slot.rank) + " of " + std::to_string(world) + " on " + r.slot.host;
     auto id = r.session->start(request);
-    if (!id) return std::unexpected(rank_name(r.slot) + ": " + id.error());
+    if (!id) return std::unexpected(rank_name(r.slot) + ": " + id.error().message);
     r.run_id = *id;
     std::cerr << fmt::format("run {}: {} of {} (on {})\n", *id, rank_name(r.slot), world, r.link->made.endpoint->description());
   }

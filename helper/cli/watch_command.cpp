@@ -106,7 +106,7 @@ void add_watch_command(CLI::App& app, GlobalOptions& g) {
         auto s = engine.push(so);
         if (bar) bar->clear();
         if (!s) {
-          std::cerr << "ferry watch: " << s.error() << "\n";  // the link may come back: keep watching
+          std::cerr << "ferry watch: " << s.error().message << "\n";  // the link may come back: keep watching
           return false;
         }
         report(*s, *o, what);

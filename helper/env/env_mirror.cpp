@@ -140,14 +140,14 @@ std::set<std::string> leave_out_over_cap(const std::vector<std::pair<std::string
   return out;
 }
 
-std::expected<EnvSyncReport, std::string> sync_env(remote::Endpoint& endpoint, const EnvInfo& info, const EnvSyncOptions& o) {
+std::expected<EnvSyncReport, Error> sync_env(remote::Endpoint& endpoint, const EnvInfo& info, const EnvSyncOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   EnvSyncReport report;
   const fs::path cache = o.cache_root.empty() ? default_cache_root() : o.cache_root;
   report.mirror = mirror_dir(cache, o.host, o.interpreter);
   std::error_code ec;
   fs::create_directories(report.mirror, ec);
-  if (ec) return std::unexpected("cannot create the mirror " + report.mirror.string() + ": " + ec.message());
+  if (ec) return std::unexpected(Error{ErrorKind::io, "cannot create the mirror " + report.mirror.string() + ": " + ec.message()});
   std::uint64_t budget = o.cap_bytes;
   std::set<std::string> wanted_dirs;
   for (const auto& entry : info.sys_path) {
@@ -180,7 +180,9 @@ std::expected<EnvSyncReport, std::string> sync_env(remote::Endpoint& endpoint, c
     auto done = engine.pull({""}, so);
     engine.finish();
     if (!done) {
-      report.errors.push_back(entry.path + ": " + done.error());
+      // The agent gone: no other entry mirrors either, and the caller reconnects and retries.
+      if (done.error().kind == ErrorKind::agent_lost) return std::unexpected(Error{ErrorKind::agent_lost, entry.path + ": " + done.error().message});
+      report.errors.push_back(entry.path + ": " + done.error().message);
       continue;
     }
     budget -= std::min(budget, kept);

@@ -71,8 +71,10 @@ std::set<std::string> leave_out_over_cap(const std::vector<std::pair<std::string
                                          std::vector<std::pair<std::string, std::uint64_t>>& dropped);
 
 // Mirrors `info`'s site entries from the endpoint's box, then writes <mirror>/mirror.json (the
-// report, the info and when) for `ferry doctor` and the venv.
-std::expected<EnvSyncReport, std::string> sync_env(remote::Endpoint& endpoint, const EnvInfo& info, const EnvSyncOptions& options);
+// report, the info and when) for `ferry doctor` and the venv. One entry's failed pull is in the
+// report's errors (the others still mirror), except when the agent went away: the others cannot
+// mirror either, so that is the error (agent_lost); io when the mirror folder cannot be made.
+std::expected<EnvSyncReport, Error> sync_env(remote::Endpoint& endpoint, const EnvInfo& info, const EnvSyncOptions& options);
 
 // What the last sync left in <mirror>/mirror.json (nullopt: never synced).
 struct MirrorState {

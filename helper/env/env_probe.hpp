@@ -15,6 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/error.hpp"
+
 namespace ferry::remote {
 class Endpoint;
 }
@@ -59,8 +61,10 @@ std::string probe_command(const std::string& interpreter, bool with_torch);
 std::expected<EnvInfo, std::string> parse_probe_output(const std::string& stdout_text, const std::string& interpreter);
 
 // Runs the probe on the endpoint's box: over SSH through the link's exec channel, on host
-// "local" as a local process. The error says what to fix (interpreter missing, not Python 3).
-std::expected<EnvInfo, std::string> probe_env(remote::Endpoint& endpoint, const std::string& interpreter, bool with_torch,
-                                             std::chrono::milliseconds timeout = std::chrono::seconds(60));
+// "local" as a local process. The error says what to fix: invalid_project when the interpreter
+// ferry.json names is missing or no Python 3 (parse_probe_output's reasons, wrapped), the
+// link's kind when the exec failed (agent_lost: the link is down), io when no process starts.
+std::expected<EnvInfo, Error> probe_env(remote::Endpoint& endpoint, const std::string& interpreter, bool with_torch,
+                                       std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 }  // namespace ferry::env

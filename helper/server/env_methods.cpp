@@ -11,6 +11,7 @@
 
 #include "helper/env/env_mirror.hpp"
 #include "helper/env/env_probe.hpp"
+#include "helper/server/error_codes.hpp"
 #include "helper/server/host_methods.hpp"
 #include "helper/server/server_context.hpp"
 #include "protocol/json_reader.hpp"
@@ -55,13 +56,11 @@ std::optional<p::DecodeError> from_json(const json& j, EnvSyncParams& out, const
   return r.error();
 }
 
-p::ResponseError env_error(const std::string& message) { return {p::error_code::kAgentUnavailable, message, std::nullopt}; }
-
 std::expected<p::EnvSyncResult, p::ResponseError> run_env_sync(ProjectLink& link, const EnvSyncParams& params, const std::function<bool()>& cancelled,
                                                    const std::function<void(const std::string&)>& report) {
   const auto config = link.config();
   auto info = env::probe_env(link.endpoint(), config.interpreter, false);
-  if (!info) return std::unexpected(env_error("env/sync: " + info.error()));
+  if (!info) return std::unexpected(response_error(info.error(), "env/sync"));
   env::EnvSyncOptions o;
   o.host = link.host();
   o.interpreter = config.interpreter;
@@ -69,7 +68,7 @@ std::expected<p::EnvSyncResult, p::ResponseError> run_env_sync(ProjectLink& link
   o.cancelled = cancelled;
   o.entry_started = report;
   auto done = env::sync_env(link.endpoint(), *info, o);
-  if (!done) return std::unexpected(env_error("env/sync: " + done.error()));
+  if (!done) return std::unexpected(response_error(done.error(), "env/sync"));
   p::EnvSyncResult out;
   out.report = done->to_json();
   if (params.venv)
@@ -92,7 +91,7 @@ void refresh_env_mirror_if_stale(ProjectLink& link) {
   const auto config = link.config();
   auto info = env::probe_env(link.endpoint(), config.interpreter, false);
   if (!info) {
-    spdlog::info("env: not mirroring the box's packages: {}", info.error());
+    spdlog::info("env: not mirroring the box's packages: {}", info.error().message);
     return;
   }
   const auto mirror = env::mirror_dir(env::default_cache_root(), link.host(), config.interpreter);
@@ -135,7 +134,7 @@ void bind_env_methods(p::BindingTable& table, const ServerContext& ctx) {
         auto link = ctx.link(params.path, call.cancellation());
         if (!link) return std::unexpected(link.error());
         auto info = env::probe_env((*link)->endpoint(), (*link)->config().interpreter, params.torch);
-        if (!info) return std::unexpected(env_error("env/info: " + info.error()));
+        if (!info) return std::unexpected(response_error(info.error(), "env/info"));
         return p::EnvInfoResult{env::to_json(*info)};
       },
       p::Execution::worker);

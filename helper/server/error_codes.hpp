@@ -1,6 +1,5 @@
-// The one table from ferry::Error's kinds to the IDE wire's JSON-RPC error codes
-// (protocol/spec/protocol.md, "Error codes"), and back for errors that arrive as codes (an
-// endpoint's ResponseError). Every server method turns its engine's Error into a response here.
+// Every server method turns its engine's Error into a JSON-RPC error response here, by the one
+// table from kinds to codes (protocol/error.hpp, where the engines find it too).
 #pragma once
 
 #include <string_view>
@@ -10,12 +9,11 @@
 
 namespace ferry::server {
 
-int error_code_of(ErrorKind kind);
-ErrorKind error_kind_of(int code);
+using ferry::error_code_of;
+using ferry::error_kind_of;
+using ferry::error_of;
 
 // "METHOD: message" with the kind's code (the message as is when `method` is empty).
 protocol::ResponseError response_error(const Error& e, std::string_view method = {});
-// A ResponseError as an Error (its code's kind), e.g. from the remote layer.
-Error error_of(const protocol::ResponseError& e);
 
 }  // namespace ferry::server

@@ -127,7 +127,7 @@ std::shared_ptr<sync::SyncEngine> ProjectLink::engine() {
   engine_ = std::make_shared<sync::SyncEngine>(*link_.endpoint, link_.target);
   // A live engine watches its tree: a no-op push then walks nothing (docs/sync.md).
   if (auto w = engine_->watch_local_tree(); !w)
-    spdlog::warn("sync: no watch of {} ({}); every push walks the tree", link_.target.local_root.string(), w.error());
+    spdlog::warn("sync: no watch of {} ({}); every push walks the tree", link_.target.local_root.string(), w.error().message);
   return engine_;
 }
 

@@ -1,7 +1,6 @@
 // sync/push, sync/pull, sync/status, sync/flush and the sync/fileSaved notification over the
 // SyncService (sync_service.hpp). Pushes and pulls of one project run one at a time inside its
 // engine; saves are coalesced (kSaveCoalesce) by the saver thread.
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -17,7 +16,6 @@
 #include "helper/server/sync_service.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "protocol/file_uri.hpp"
-#include "protocol/link_state.hpp"
 
 namespace ferry::server {
 
@@ -145,21 +143,12 @@ std::expected<p::SyncResult, ResponseError> SyncService::run(const std::optional
     std::lock_guard lock(save_mu_);
     ++running_;
   }
-  // The engine's errors are strings; whether the link went down meanwhile says if it was the
-  // agent going away (-32097: reconnect and retry) rather than an I/O failure (-32094).
-  std::atomic<bool> link_dropped{false};
-  auto watch = (*link)->on_state([&link_dropped](const remote::HostState& st) {
-    const auto state = st.state;
-    if (state == protocol::LinkState::reconnecting || state == protocol::LinkState::disconnected) link_dropped = true;
-  });
   auto s = fn(**link, *engine);
-  watch.reset();
   std::lock_guard lock(save_mu_);
   --running_;
-  if (!s) {
-    const bool lost = link_dropped || !(*link)->endpoint().connected();
-    return std::unexpected(response_error(Error{lost ? ErrorKind::agent_lost : ErrorKind::io, s.error()}, call.method()));
-  }
+  // The engine's error carries its kind: an agent gone away mid-sync is agent_lost (-32097:
+  // reconnect and retry), a failed read or write io (-32094).
+  if (!s) return std::unexpected(response_error(s.error(), call.method()));
   if (work) progress.report(s->one_line());
   else progress.end(s->one_line());
   if (s->cancelled) return std::unexpected(p::cancelled_error(call.method()));
@@ -210,7 +199,7 @@ std::string SyncService::push_saved(const fs::path& project_file, const std::vec
     return ctx_.questions.confirm_mass_delete(reason, n, root.string(), p::CancellationToken{});
   };
   auto s = (*link)->engine()->push(o);
-  if (!s) return s.error();
+  if (!s) return s.error().message;
   summary = sync_result(*s);
   return {};
 }

@@ -137,11 +137,9 @@ class TrainService {
     request.env = config->env;
     auto id = t->session->start(request);
     if (*build_begun) build_progress->end(id || t->session->trainer() ? "ferry-train built" : "building ferry-train failed");
-    if (!id) {
-      // A start that failed because the link went down is the agent's loss, not bad params.
-      const ErrorKind kind = t->link->endpoint().connected() ? ErrorKind::invalid_input : ErrorKind::agent_lost;
-      return std::unexpected(response_error({kind, id.error()}, p::method::kTrainStart));
-    }
+    // The session's error carries its kind: the link going down is agent_lost, a bad config
+    // invalid_input.
+    if (!id) return std::unexpected(response_error(id.error(), p::method::kTrainStart));
     {
       std::lock_guard lock(*id_mu);
       *run_id = *id;
@@ -165,7 +163,7 @@ class TrainService {
     for (auto& t : trainings_) {
       if (t->session && t->session->run_id() == params.run_id && !t->finished) {
         auto sent = t->session->signal(params.signal);
-        if (!sent) return std::unexpected(error("train/stop: " + sent.error()));
+        if (!sent) return std::unexpected(response_error(sent.error(), p::method::kTrainStop));
         return p::EmptyResult{};
       }
     }
@@ -183,7 +181,7 @@ class TrainService {
     p::TrainExitedParams done;
     done.run_id = id;
     if (!exit) {
-      done.error = exit.error();
+      done.error = exit.error().message;
     } else {
       done.exit_code = exit->exit_code;
       done.signal = exit->signal;

@@ -44,27 +44,27 @@ std::string ProjectLock::describe_self() {
   return name + " (pid " + std::to_string(::getpid()) + ")";
 }
 
-std::expected<ProjectLock, std::string> ProjectLock::acquire(const fs::path& local_root,
-                                                             const std::function<void(const std::string&)>& waiting,
-                                                             const std::function<bool()>& cancelled) {
+std::expected<ProjectLock, Error> ProjectLock::acquire(const fs::path& local_root,
+                                                       const std::function<void(const std::string&)>& waiting,
+                                                       const std::function<bool()>& cancelled) {
   const fs::path dir = local_root / ".ferry";
   std::error_code ec;
   fs::create_directories(dir, ec);
   const fs::path file = dir / "sync.lock";
   ferry::posix::UniqueFd held(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   const int fd = held.get();
-  if (fd < 0) return std::unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
+  if (fd < 0) return std::unexpected(Error{ErrorKind::io, "cannot open " + file.string() + ": " + std::strerror(errno)});
   bool told = false;
   while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EINTR) continue;
     if (errno != EWOULDBLOCK) {
-      return std::unexpected("cannot lock " + file.string() + ": " + std::strerror(errno));
+      return std::unexpected(Error{ErrorKind::io, "cannot lock " + file.string() + ": " + std::strerror(errno)});
     }
     if (!told && waiting) waiting(read_holder(fd));
     told = true;
     if (cancelled && cancelled()) {
       std::string holder = read_holder(fd);
-      return std::unexpected("cancelled while waiting for " + holder);
+      return std::unexpected(Error{ErrorKind::cancelled, "cancelled while waiting for " + holder});
     }
     std::this_thread::sleep_for(kPollWhileHeld);
   }

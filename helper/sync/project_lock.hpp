@@ -14,14 +14,16 @@
 #include <utility>
 
 #include "common/unique_fd.hpp"
+#include "protocol/error.hpp"
 
 namespace ferry::sync {
 
 class ProjectLock {
  public:
   // Takes the lock, waiting as long as another process (or engine) holds it: `waiting` is
-  // called once with the holder's description, `cancelled` is polled while waiting.
-  static std::expected<ProjectLock, std::string> acquire(const std::filesystem::path& local_root,
+  // called once with the holder's description, `cancelled` is polled while waiting. Errors:
+  // io (the lock file cannot be opened or locked), cancelled.
+  static std::expected<ProjectLock, Error> acquire(const std::filesystem::path& local_root,
                                                          const std::function<void(const std::string& holder)>& waiting = {},
                                                          const std::function<bool()>& cancelled = {});
   ProjectLock(ProjectLock&& other) noexcept = default;

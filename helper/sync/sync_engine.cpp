@@ -58,14 +58,20 @@ void apply_dirty(TreeState& entries, const std::vector<std::string>& dirty, Tree
   for (auto& [p, m] : reread) entries.insert_or_assign(p, std::move(m));
 }
 
+// A failure of the local tree's reading (a scan, the manifest): io, in its own words.
+template <class T>
+std::expected<T, Error> local_io(std::expected<T, std::string> r) {
+  if (!r) return std::unexpected(Error{ErrorKind::io, std::move(r.error())});
+  return std::move(*r);
+}
+
 // Hashes these paths of a walk now (a re-read with the scanner's stability checks), in place; the
 // ones caught mid-change join `scanned.unstable` and are returned.
-std::expected<std::vector<std::string>, std::string> hash_now(const fs::path& root, const IgnoreMatcher& ignore,
-                                                              FileIndex& index, ScanResult& scanned,
-                                                              const std::vector<std::string>& paths) {
+std::expected<std::vector<std::string>, Error> hash_now(const fs::path& root, const IgnoreMatcher& ignore, FileIndex& index,
+                                                        ScanResult& scanned, const std::vector<std::string>& paths) {
   if (paths.empty()) return std::vector<std::string>{};
   auto part = scan_paths(root, ignore, &index, paths);
-  if (!part) return std::unexpected("scan " + root.string() + ": " + part.error());
+  if (!part) return std::unexpected(Error{ErrorKind::io, "scan " + root.string() + ": " + part.error()});
   apply_dirty(scanned.entries, paths, std::move(part->entries));
   scanned.unstable.insert(scanned.unstable.end(), part->unstable.begin(), part->unstable.end());
   scanned.stats.hashed += part->stats.hashed;
@@ -146,12 +152,12 @@ std::string engine_parts::no_space_advice(const std::string& where, const json& 
   return out;
 }
 
-std::string engine_parts::list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e) {
-  return std::string(wire::method::kList) + " on " + endpoint.description() + ": " + e.message;
+Error engine_parts::list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e) {
+  return error_of(e, std::string(wire::method::kList) + " on " + endpoint.description() + ": " + e.message);
 }
 
-std::expected<RemoteListing, std::string> engine_parts::list_remote_paged(SyncClient& client, wire::ListParams params,
-                                                                        const SyncOptions& o) {
+std::expected<RemoteListing, Error> engine_parts::list_remote_paged(SyncClient& client, wire::ListParams params,
+                                                                  const SyncOptions& o) {
   // A continuation names the same place as the first page (a read-only source or a base).
   const wire::Where where = params.where;
   params.page_entries = static_cast<std::int64_t>(std::max<std::size_t>(o.list_page_entries, 1));
@@ -262,11 +268,11 @@ void SyncEngine::persist_now() {
     spdlog::debug("sync: state saved in {:.1f} ms", std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
 }
 
-std::expected<void, std::string> SyncEngine::watch_local_tree() {
+std::expected<void, Error> SyncEngine::watch_local_tree() {
   std::lock_guard lock(state_->mu);
   if (state_->watcher) return {};
   auto w = TreeWatcher::open(target_.local_root, target_.exclude);
-  if (!w) return std::unexpected(w.error());
+  if (!w) return std::unexpected(Error{ErrorKind::io, w.error()});
   state_->watcher = std::move(*w);
   state_->known_local.reset();  // what was read before the watch began proves nothing
   return {};
@@ -281,7 +287,7 @@ fs::path SyncEngine::manifest_path() const {
   return default_manifest_path(target_.local_root, target_.host, target_.remote_root);
 }
 
-std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
+std::expected<SyncSummary, Error> SyncEngine::push(const SyncOptions& o) {
   auto lock = ProjectLock::acquire(target_.local_root, o.waiting, o.cancelled);
   if (!lock) return std::unexpected(lock.error());
   auto result = push_locked(o);
@@ -297,7 +303,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push(const SyncOptions& o) {
 // big enough to stream (fileBegin announces the hash). The rest, new to the remote unless the
 // listing says otherwise (then they are hashed before the plan), are hashed by the batch that
 // reads them for sending: one read of each new file instead of two.
-std::expected<ScanResult, std::string> SyncEngine::walk_for_push(State& st, const SyncOptions& o) {
+std::expected<ScanResult, Error> SyncEngine::walk_for_push(State& st, const SyncOptions& o) {
   ScanOptions scan_options;
   if (!o.dry_run) {
     const auto& written = st.manifest->entries;
@@ -306,7 +312,7 @@ std::expected<ScanResult, std::string> SyncEngine::walk_for_push(State& st, cons
       return size > stream_above || written.contains(path);
     };
   }
-  return scan_tree(target_.local_root, *st.ignore, &*st.index, scan_options);
+  return local_io(scan_tree(target_.local_root, *st.ignore, &*st.index, scan_options));
 }
 
 // The hash index: a cache, so an unreadable one means rehashing.
@@ -318,11 +324,11 @@ void SyncEngine::load_index(State& st) {
 }
 
 // The hash index and the manifest (unreadable is an error).
-std::expected<void, std::string> SyncEngine::load_local_state(State& st) {
+std::expected<void, Error> SyncEngine::load_local_state(State& st) {
   load_index(st);
   if (!st.manifest) {
     auto loaded = load_manifest(manifest_path());
-    if (!loaded) return std::unexpected(loaded.error());
+    if (!loaded) return std::unexpected(Error{ErrorKind::io, std::move(loaded.error())});
     st.manifest = std::move(*loaded);
   }
   return {};
@@ -428,7 +434,7 @@ struct SyncEngine::PushRun {
   Plan plan;
 };
 
-std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOptions& o) {
+std::expected<SyncSummary, Error> SyncEngine::push_locked(const SyncOptions& o) {
   PushRun run(o, target_.protect);
   std::lock_guard state_lock(state_->mu);
   State& st = *state_;
@@ -471,7 +477,7 @@ std::expected<SyncSummary, std::string> SyncEngine::push_locked(const SyncOption
 
 // 1. The local side: the rules, the index and manifest, and a read of the tree (the watcher's
 // changes to the last read, a walk prepare_push made, or a walk now).
-std::expected<void, std::string> SyncEngine::push_read_local(PushRun& run) {
+std::expected<void, Error> SyncEngine::push_read_local(PushRun& run) {
   State& st = *state_;
   const SyncOptions& o = run.o;
   const fs::path& root = target_.local_root;
@@ -493,8 +499,8 @@ std::expected<void, std::string> SyncEngine::push_read_local(PushRun& run) {
     run.summary.local_scan = "prepared";
   } else if (!run.from_watch) {
     spdlog::debug("sync: scan begins");
-    auto scanned = run.save ? scan_paths(root, *st.ignore, &*st.index, o.only_paths) : walk_for_push(st, o);
-    if (!scanned) return std::unexpected("scan " + root.string() + ": " + scanned.error());
+    auto scanned = run.save ? local_io(scan_paths(root, *st.ignore, &*st.index, o.only_paths)) : walk_for_push(st, o);
+    if (!scanned) return std::unexpected(Error{ErrorKind::io, "scan " + root.string() + ": " + scanned.error().message});
     run.scanned = std::move(*scanned);
     spdlog::debug("sync: scan done, {} entries, {} hashed", run.scanned.entries.size(), run.scanned.stats.hashed);
   }
@@ -566,7 +572,7 @@ void SyncEngine::take_watched_changes(PushRun& run) {
 
 // 2. What ferry last wrote (kept in memory, loaded above), 3. whether anyone wrote since, and
 // if so, what is there now.
-std::expected<void, std::string> SyncEngine::push_read_remote(PushRun& run) {
+std::expected<void, Error> SyncEngine::push_read_remote(PushRun& run) {
   State& st = *state_;
   const SyncOptions& o = run.o;
   run.manifest = &*st.manifest;
@@ -578,8 +584,10 @@ std::expected<void, std::string> SyncEngine::push_read_remote(PushRun& run) {
     run.stamp_known = true;
   } else if (stamp.error().code != protocol::error_code::kMethodNotFound) {
     if (stamp.error().data && stamp.error().data->value("code", "") == "no_space")
-      return std::unexpected(no_space_advice(endpoint_.description(), stamp.error().data->value("space", json::object()), 0));
-    return std::unexpected(std::string(wire::method::kState) + " on " + endpoint_.description() + ": " + stamp.error().message);
+      return std::unexpected(
+          Error{ErrorKind::io, no_space_advice(endpoint_.description(), stamp.error().data->value("space", json::object()), 0)});
+    return std::unexpected(
+        error_of(stamp.error(), std::string(wire::method::kState) + " on " + endpoint_.description() + ": " + stamp.error().message));
   }
   // Nobody wrote since the manifest was last complete: plan against it, list nothing. A file
   // changed behind ferry's back that this push writes or deletes is still caught, by the
@@ -618,7 +626,7 @@ std::expected<void, std::string> SyncEngine::push_read_remote(PushRun& run) {
 
 // The remote's entries into run.remote: a save's few paths, else the whole tree page by page
 // (run.listing_cancelled when cancelled between pages).
-std::expected<void, std::string> SyncEngine::list_remote(PushRun& run) {
+std::expected<void, Error> SyncEngine::list_remote(PushRun& run) {
   const SyncOptions& o = run.o;
   const Manifest* manifest = run.manifest;
   const std::string& base = target_.remote_base;
@@ -679,7 +687,7 @@ std::expected<void, std::string> SyncEngine::list_remote(PushRun& run) {
 // content (adopt, conflict or delta), so they are read now, as a save would read them.
 // (Not only after this push's walk: a watched engine's kept read may hold a file an earlier
 // push left unhashed and then failed to send.)
-std::expected<void, std::string> SyncEngine::hash_listed(PushRun& run) {
+std::expected<void, Error> SyncEngine::hash_listed(PushRun& run) {
   State& st = *state_;
   std::vector<std::string> paths;
   for (const auto& [p, m] : run.scanned.entries)
@@ -694,7 +702,7 @@ std::expected<void, std::string> SyncEngine::hash_listed(PushRun& run) {
 }
 
 // 4. The plan (and the listing a fast plan turns out to need, and the mass-delete question).
-std::expected<void, std::string> SyncEngine::push_plan(PushRun& run) {
+std::expected<void, Error> SyncEngine::push_plan(PushRun& run) {
   State& st = *state_;
   const SyncOptions& o = run.o;
   const Manifest& manifest = *run.manifest;

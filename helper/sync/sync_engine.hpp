@@ -20,6 +20,7 @@
 
 #include "helper/sync/planner.hpp"
 #include "helper/sync/scanner.hpp"
+#include "protocol/error.hpp"
 
 namespace ferry::remote {
 class Endpoint;
@@ -127,7 +128,11 @@ class SyncEngine {
   SyncEngine(const SyncEngine&) = delete;
   SyncEngine& operator=(const SyncEngine&) = delete;
 
-  std::expected<SyncSummary, std::string> push(const SyncOptions& options);
+  // Errors carry their kind (protocol/error.hpp): an agent's or endpoint's as its code says
+  // (agent_lost when the link went away), local reads and writes io, bad pull paths
+  // invalid_input, a cancelled wait for the project's lock cancelled. A cancelled push or pull
+  // is no error: its summary says cancelled.
+  std::expected<SyncSummary, Error> push(const SyncOptions& options);
   // The local half of a full push, done ahead: loads the rules, index and manifest and walks
   // the tree. The next push with the same options plans from this walk instead of walking
   // again; `ferry sync` runs it while the link connects, as tar | ssh reads while ssh does.
@@ -136,7 +141,7 @@ class SyncEngine {
   void prepare_push(const SyncOptions& options);
   // Brings these remote paths (files or directories, relative to the mapping) into the local
   // tree. A local file changed since ferry last synced it is a conflict unless forced.
-  std::expected<SyncSummary, std::string> pull(const std::vector<std::string>& paths, const SyncOptions& options);
+  std::expected<SyncSummary, Error> pull(const std::vector<std::string>& paths, const SyncOptions& options);
 
   std::filesystem::path manifest_path() const;
   const SyncTarget& target() const { return target_; }
@@ -150,27 +155,27 @@ class SyncEngine {
   // For an engine that lives on (`ferry serve`): watches the local tree with inotify, so a full
   // push after one that read the tree re-reads only what changed, and a no-op walks nothing.
   // Without it (or after any doubt about the watch) every full push walks the tree.
-  std::expected<void, std::string> watch_local_tree();
+  std::expected<void, Error> watch_local_tree();
   // Tests: the live watcher (nullptr when none).
   TreeWatcher* watcher_for_test();
 
  private:
   struct State;
   struct PushRun;  // one push's state, passed from stage to stage (sync_engine.cpp)
-  std::expected<SyncSummary, std::string> push_locked(const SyncOptions& options);
+  std::expected<SyncSummary, Error> push_locked(const SyncOptions& options);
   // The push's stages, in order (their comments in sync_engine.cpp say why each does what).
-  std::expected<void, std::string> push_read_local(PushRun& run);
+  std::expected<void, Error> push_read_local(PushRun& run);
   void take_watched_changes(PushRun& run);
-  std::expected<void, std::string> push_read_remote(PushRun& run);
-  std::expected<void, std::string> list_remote(PushRun& run);
-  std::expected<void, std::string> hash_listed(PushRun& run);
-  std::expected<void, std::string> push_plan(PushRun& run);
+  std::expected<void, Error> push_read_remote(PushRun& run);
+  std::expected<void, Error> list_remote(PushRun& run);
+  std::expected<void, Error> hash_listed(PushRun& run);
+  std::expected<void, Error> push_plan(PushRun& run);
   std::uint64_t push_transfer(PushRun& run);
   void push_commit_manifest(PushRun& run, std::uint64_t mutations);
   void trim_sent_cache(const SyncOptions& options);
   void load_index(State& st);
-  std::expected<void, std::string> load_local_state(State& st);
-  std::expected<ScanResult, std::string> walk_for_push(State& st, const SyncOptions& options);
+  std::expected<void, Error> load_local_state(State& st);
+  std::expected<ScanResult, Error> walk_for_push(State& st, const SyncOptions& options);
   remote::Endpoint& endpoint_;
   std::unique_ptr<SyncClient> client_;  // endpoint_'s agent sync methods (and its bulk lanes), typed
   SyncTarget target_;

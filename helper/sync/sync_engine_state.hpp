@@ -132,10 +132,10 @@ struct RemoteListing {
 // remote tree reports listing_progress and stops when cancelled, instead of one request that
 // may run for minutes. An agent that does not page answers everything at once. Mount points the
 // agent did not enter (another filesystem) are logged.
-std::expected<RemoteListing, std::string> list_remote_paged(SyncClient& client, protocol::sync_wire::ListParams params,
-                                                            const SyncOptions& options);
-// "sync/list on ENDPOINT: MESSAGE".
-std::string list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e);
+std::expected<RemoteListing, Error> list_remote_paged(SyncClient& client, protocol::sync_wire::ListParams params,
+                                                      const SyncOptions& options);
+// "sync/list on ENDPOINT: MESSAGE", of the agent's error's kind.
+Error list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e);
 
 // A big file's bytes read into an anonymous mapping populated in one go (MAP_POPULATE) rather
 // than a std::vector, which first zeroes its buffer by faulting 4 KiB pages in one at a time and

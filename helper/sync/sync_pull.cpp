@@ -285,7 +285,7 @@ std::expected<wire::ReadResult, protocol::ResponseError> call_read(PullRun& run,
 
 // 1. The remote listing (hashes under the pulled paths), less what a read-only source may not
 // serve and what pull_leave_out leaves out. False: cancelled between its pages.
-std::expected<bool, std::string> list_for_pull(PullRun& run) {
+std::expected<bool, Error> list_for_pull(PullRun& run) {
   wire::ListParams params;
   params.where = run.where();
   params.known.emplace();
@@ -659,17 +659,17 @@ std::optional<Fetched> PullPipeline::fetch_chunk(const PullFile& f, int tmp_fd, 
 
 }  // namespace
 
-std::expected<SyncSummary, std::string> SyncEngine::pull(const std::vector<std::string>& paths_in, const SyncOptions& o) {
+std::expected<SyncSummary, Error> SyncEngine::pull(const std::vector<std::string>& paths_in, const SyncOptions& o) {
   auto lock = ProjectLock::acquire(target_.local_root, o.waiting, o.cancelled);
   if (!lock) return std::unexpected(lock.error());
   const auto t0 = Clock::now();
-  auto paths = normalize_pull_paths(paths_in);
-  if (!paths) return std::unexpected(paths.error());
+  auto paths = normalize_pull_paths(paths_in);  // checks the caller's paths only: its string is invalid_input
+  if (!paths) return std::unexpected(Error{ErrorKind::invalid_input, std::move(paths.error())});
 
   std::lock_guard state_lock(state_->mu);
   if (!state_->manifest) {
     auto loaded = load_manifest(manifest_path());
-    if (!loaded) return std::unexpected(loaded.error());
+    if (!loaded) return std::unexpected(Error{ErrorKind::io, std::move(loaded.error())});
     state_->manifest = std::move(*loaded);
   }
   state_->manifest->remote_root = target_.remote_root;

@@ -20,18 +20,26 @@ TrainSession::~TrainSession() {
   client_.reset();
 }
 
-std::expected<std::string, std::string> TrainSession::start(const TrainRequest& request) {
+namespace {
+
+// find_local_train_binary, make_train_launch and join_inside only check what the user gave (the
+// config's place, $FERRY_TRAIN): their string errors are invalid_input here.
+Error bad_input(std::string message) { return Error{ErrorKind::invalid_input, std::move(message)}; }
+
+}  // namespace
+
+std::expected<std::string, Error> TrainSession::start(const TrainRequest& request) {
   std::ifstream in(request.config);
-  if (!in) return std::unexpected("cannot read " + request.config.string());
+  if (!in) return std::unexpected(bad_input("cannot read " + request.config.string()));
   config_ = nlohmann::json::parse(in, nullptr, false);
   if (config_.is_discarded() || !config_.is_object())
-    return std::unexpected(request.config.string() + " is not a JSON object (ferry-train CONFIG --validate says where)");
+    return std::unexpected(bad_input(request.config.string() + " is not a JSON object (ferry-train CONFIG --validate says where)"));
 
   std::string binary = request.binary;
   if (binary.empty()) {
     if (request.local_host) {
       auto found = find_local_train_binary();
-      if (!found) return std::unexpected(found.error());
+      if (!found) return std::unexpected(bad_input(std::move(found.error())));
       binary = found->string();
     } else if (auto* ssh = dynamic_cast<remote::SshEndpoint*>(&endpoint_)) {
       TrainerInstallOptions options;
@@ -39,7 +47,9 @@ std::expected<std::string, std::string> TrainSession::start(const TrainRequest& 
       options.env = request.env;
       options.on_progress = sinks_.on_build;
       auto installed = ensure_trainer(*ssh, options);
-      if (!installed) return std::unexpected(installed.error());
+      // ensure_trainer's errors are strings (trainer_install.hpp): one that came as the link went
+      // down is the agent's loss, any other a failed probe or build on the box.
+      if (!installed) return std::unexpected(Error{endpoint_.connected() ? ErrorKind::io : ErrorKind::agent_lost, std::move(installed.error())});
       trainer_ = std::move(*installed);
       binary = trainer_->path;
     } else {
@@ -47,32 +57,34 @@ std::expected<std::string, std::string> TrainSession::start(const TrainRequest& 
     }
   }
   auto launch = make_train_launch(request.config, engine_.target().local_root, binary, request.resume);
-  if (!launch) return std::unexpected(launch.error());
+  if (!launch) return std::unexpected(bad_input(std::move(launch.error())));
   launch_ = std::move(*launch);
   local_host_ = request.local_host;
 
   if (request.sync) {
     auto pushed = engine_.push({});
-    if (!pushed) return std::unexpected("sync before training failed: " + pushed.error());
+    if (!pushed) return std::unexpected(Error{pushed.error().kind, "sync before training failed: " + pushed.error().message});
     sync_summary_ = std::move(*pushed);
   }
 
   run::RunSpec spec;
   spec.argv = launch_.argv;
   auto cwd = join_inside(engine_.target().remote_base, launch_.cwd);
-  if (!cwd) return std::unexpected("the config's directory leaves the mapping");
+  if (!cwd) return std::unexpected(bad_input("the config's directory leaves the mapping"));
   spec.cwd = *cwd;
   spec.env = request.env;
   client_ = std::make_unique<run::RunClient>(endpoint_);
   auto started = client_->start(spec);
   if (!started) {
-    std::string message = "starting " + binary + " on " + endpoint_.description() + ": " + started.error().message;
+    Error e = error_of(started.error(), "starting " + binary + " on " + endpoint_.description() + ": " + started.error().message);
     if (started.error().message.find("not found") != std::string::npos) {
-      message += request.local_host
-                     ? " (build ferry-train next to ferry, or set $FERRY_TRAIN)"
-                     : " (check --trainer or ferry.json's trainer; without either ferry builds ferry-train on the box itself)";
+      // The trainer named (--trainer, ferry.json, $FERRY_TRAIN) is not there: the user's to fix.
+      e.kind = ErrorKind::invalid_input;
+      e.message += request.local_host
+                       ? " (build ferry-train next to ferry, or set $FERRY_TRAIN)"
+                       : " (check --trainer or ferry.json's trainer; without either ferry builds ferry-train on the box itself)";
     }
-    return std::unexpected(message);
+    return std::unexpected(std::move(e));
   }
   run_id_ = started->id;
   follower_ = std::make_unique<run::RunFollower>(*client_, run_id_, 0, [this](const run::OutputRecord& r) { on_record(r); });
@@ -101,29 +113,30 @@ void TrainSession::on_record(const run::OutputRecord& record) {
   });
 }
 
-std::expected<run::RunExit, std::string> TrainSession::follow(int interrupt_fd, const std::function<void()>& on_interrupt,
-                                                             const std::function<bool()>& abandon) {
-  if (!follower_) return std::unexpected("no run started");
+std::expected<run::RunExit, Error> TrainSession::follow(int interrupt_fd, const std::function<void()>& on_interrupt,
+                                                       const std::function<bool()>& abandon) {
+  if (!follower_) return std::unexpected(Error{ErrorKind::internal, "no run started"});
   for (;;) {
     if (follower_->finished()) break;
-    if (auto failed = follower_->failed()) return std::unexpected("following run " + run_id_ + ": " + *failed);
+    if (auto failed = follower_->failed()) return std::unexpected(Error{ErrorKind::io, "following run " + run_id_ + ": " + *failed});
     if (follower_->needs_attach()) {
       auto attached = follower_->attach();
-      if (!attached && follower_->failed()) return std::unexpected("attaching to run " + run_id_ + ": " + attached.error().message);
+      if (!attached && follower_->failed())
+        return std::unexpected(error_of(attached.error(), "attaching to run " + run_id_ + ": " + attached.error().message));
       continue;
     }
     pollfd fds[2] = {{follower_->wake_fd(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
     const int n = ::poll(fds, interrupt_fd >= 0 ? 2 : 1, 1000);
-    if (n < 0 && errno != EINTR) return std::unexpected(std::string("poll: ") + std::strerror(errno));
+    if (n < 0 && errno != EINTR) return std::unexpected(Error{ErrorKind::io, std::string("poll: ") + std::strerror(errno)});
     if (n > 0 && (fds[0].revents & POLLIN)) follower_->drain();
     if (n > 0 && interrupt_fd >= 0 && (fds[1].revents & POLLIN)) {
       if (on_interrupt) on_interrupt();
-      if (abandon && abandon()) return std::unexpected("stopped following run " + run_id_ + " (it goes on)");
+      if (abandon && abandon()) return std::unexpected(Error{ErrorKind::cancelled, "stopped following run " + run_id_ + " (it goes on)"});
     }
     // A dead local agent never comes back (an SSH link does: link_lost/link_restored), so stop waiting.
     if (local_host_ && !endpoint_.connected() && !follower_->link_down() && !follower_->finished())
-      return std::unexpected("lost the agent on " + endpoint_.description() + " while following run " + run_id_ +
-                             " (it goes on; `ferry attach " + run_id_ + "` resumes)");
+      return std::unexpected(Error{ErrorKind::agent_lost, "lost the agent on " + endpoint_.description() + " while following run " +
+                                                              run_id_ + " (it goes on; `ferry attach " + run_id_ + "` resumes)"});
   }
   stdout_lines_.finish([this](std::string_view line) {
     if (sinks_.on_other_stdout && !line.empty()) sinks_.on_other_stdout(line);
@@ -131,10 +144,10 @@ std::expected<run::RunExit, std::string> TrainSession::follow(int interrupt_fd, 
   return *follower_->exit();
 }
 
-std::expected<void, std::string> TrainSession::signal(const std::string& name) {
-  if (!client_ || run_id_.empty()) return std::unexpected("no run started");
+std::expected<void, Error> TrainSession::signal(const std::string& name) {
+  if (!client_ || run_id_.empty()) return std::unexpected(Error{ErrorKind::invalid_input, "no run started"});
   auto r = client_->signal(run_id_, name);
-  if (!r) return std::unexpected(r.error().message);
+  if (!r) return std::unexpected(error_of(r.error()));
   return {};
 }
 
@@ -170,7 +183,7 @@ PulledOutputs TrainSession::pull_outputs() {
   options.force = true;
   auto pulled = engine_.pull(outputs->files, options);
   if (!pulled) {
-    out.notes.push_back("pulling the outputs failed: " + pulled.error());
+    out.notes.push_back("pulling the outputs failed: " + pulled.error().message);
     return out;
   }
   for (const auto& e : pulled->errors) out.notes.push_back(e);

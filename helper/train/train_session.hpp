@@ -21,6 +21,7 @@
 #include "helper/train/train_event.hpp"
 #include "helper/train/train_launch.hpp"
 #include "helper/train/trainer_install.hpp"
+#include "protocol/error.hpp"
 
 namespace ferry::training {
 
@@ -57,8 +58,10 @@ class TrainSession {
   TrainSession& operator=(const TrainSession&) = delete;
 
   // Pushes (unless request.sync is false), then run/start. Returns the run id; errors say how
-  // to fix them (ferry-train missing on the box, config outside the mapping, ...).
-  std::expected<std::string, std::string> start(const TrainRequest& request);
+  // to fix them (ferry-train missing on the box, config outside the mapping, ...) and carry
+  // their kind: invalid_input for the config and the trainer's whereabouts, the push's or the
+  // agent's own (agent_lost when the link went away), io for a trainer build that failed.
+  std::expected<std::string, Error> start(const TrainRequest& request);
   const std::optional<sync::SyncSummary>& sync_summary() const { return sync_summary_; }
   const TrainLaunch& launch() const { return launch_; }
   // The box's trainer as start() found or built it (not set for --trainer or the local host).
@@ -67,10 +70,11 @@ class TrainSession {
 
   // Follows the run to its exit. When `interrupt_fd` (-1: none) becomes readable,
   // `on_interrupt` runs on this thread (it may call signal()); if `abandon` then says true,
-  // following stops (the run goes on) with an error.
-  std::expected<run::RunExit, std::string> follow(int interrupt_fd = -1, const std::function<void()>& on_interrupt = {},
-                                                  const std::function<bool()>& abandon = {});
-  std::expected<void, std::string> signal(const std::string& name);
+  // following stops (the run goes on) with a cancelled error. A local agent that died is
+  // agent_lost; an agent that refuses the stream (an unknown id, a log it cannot send) io.
+  std::expected<run::RunExit, Error> follow(int interrupt_fd = -1, const std::function<void()>& on_interrupt = {},
+                                            const std::function<bool()>& abandon = {});
+  std::expected<void, Error> signal(const std::string& name);
 
   // SshEndpoint's on_state: the stream stops with the link and is re-attached on the new one.
   void link_lost();

@@ -122,7 +122,7 @@ BOOST_AUTO_TEST_CASE(a_slow_link_gets_lanes_and_big_files_cross_it_byte_exact_bo
   {
     sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "far", "~/project", {}, {}});
     auto s = engine.push(so);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
   }
   BOOST_TEST((read_file(remote / "ckpt.bin") == big));
@@ -136,7 +136,7 @@ BOOST_AUTO_TEST_CASE(a_slow_link_gets_lanes_and_big_files_cross_it_byte_exact_bo
   {
     sync::SyncEngine engine(ep, sync::SyncTarget{back, "", "far", "~/project", {}, {}});
     auto s = engine.pull({"out/model.pt"}, so);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
   }
   BOOST_TEST((read_file(back / "out" / "model.pt") == out));

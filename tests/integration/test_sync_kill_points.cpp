@@ -169,7 +169,7 @@ void converge(const test::SshdFixture& f, const fs::path& local, const fs::path&
   {
     sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
     auto s = engine.push(push_options());
-    BOOST_REQUIRE_MESSAGE(s.has_value(), when << ": " << (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), when << ": " << (s ? "" : s.error().message));
     BOOST_TEST_CONTEXT(when << ": " << s->one_line()) {
       BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
       BOOST_TEST(s->conflicts.empty(), (s->conflicts.empty() ? "" : s->conflicts.front().path + ": " + s->conflicts.front().message));
@@ -295,7 +295,7 @@ BOOST_AUTO_TEST_CASE(killed_link_or_agent_never_tears_a_file_and_the_next_sync_c
         const auto t0 = std::chrono::steady_clock::now();
         auto s = engine.push(o);  // fails or reports errors: the link died under it
         const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        BOOST_TEST_MESSAGE("  cut push: " << (s ? s->one_line() : s.error()) << "; " << counting.calls() << " agent requests");
+        BOOST_TEST_MESSAGE("  cut push: " << (s ? s->one_line() : s.error().message) << "; " << counting.calls() << " agent requests");
         // Known: a request being sent when the agent dies can wait ~60 s for the link to notice.
         if (took > 10) BOOST_TEST_MESSAGE("  WARNING: the cut push took " << took << " s to fail (seed " << seed << ", point " << point << ")");
       }
@@ -433,7 +433,7 @@ BOOST_AUTO_TEST_CASE(files_rewritten_during_the_push_never_reach_the_remote_half
     std::size_t unstable = 0;
     for (int round = 0; round < 3; ++round) {
       auto s = engine.push(push_options());
-      BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+      BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
       BOOST_TEST_MESSAGE("push while writing: " << s->one_line() << ", unstable " << s->unstable.size());
       BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
       BOOST_TEST(s->conflicts.empty());

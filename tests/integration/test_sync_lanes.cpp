@@ -106,7 +106,7 @@ void converge(const test::SshdFixture& f, const fs::path& local, const fs::path&
   {
     sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
     auto s = engine.push(push_options());
-    BOOST_REQUIRE_MESSAGE(s.has_value(), when << ": " << (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), when << ": " << (s ? "" : s.error().message));
     BOOST_TEST(s->errors.empty(), when << ": " << (s->errors.empty() ? "" : s->errors.front()));
     BOOST_TEST(s->conflicts.empty(), when);
   }
@@ -129,7 +129,7 @@ BOOST_AUTO_TEST_CASE(a_big_file_over_the_lanes_arrives_byte_exact) {
   {
     sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
     auto s = engine.push(push_options());
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
     BOOST_TEST(s->files_sent == 2u);
   }
@@ -169,7 +169,7 @@ BOOST_AUTO_TEST_CASE(a_lane_killed_mid_transfer_costs_only_its_chunks) {
   {
     sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
     auto s = engine.push(o);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
     BOOST_TEST(s->unstable.empty());
   }
@@ -224,7 +224,7 @@ BOOST_AUTO_TEST_CASE(kill_points_in_a_multi_lane_transfer_never_tear_the_file_an
         sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
         auto s = engine.push(o);  // fails or reports errors: the link or its agent died under it
         cut = !s || !s->errors.empty();
-        BOOST_TEST_MESSAGE("  cut push: " << (s ? s->one_line() + (s->errors.empty() ? std::string() : "; " + s->errors.front()) : s.error()));
+        BOOST_TEST_MESSAGE("  cut push: " << (s ? s->one_line() + (s->errors.empty() ? std::string() : "; " + s->errors.front()) : s.error().message));
         fired += done_kill;
         ep.close();
       }

@@ -1,7 +1,9 @@
 // An agent that goes away in the middle of a sync/push reaches the IDE as -32097 (AgentUnavailable:
 // reconnect and retry), not -32094 (IoError): through a real server on pipes and the local
 // sandbox's real agent, stopped (SIGSTOP) once connected so the push's first request waits in
-// its pipe, then killed (SIGKILL) while the push waits for the answer.
+// its pipe, then killed (SIGKILL) while the push waits for the answer. The kind is the engine's
+// own (the endpoint's code), not read off the link's state: a push that fails locally while
+// the link is up is -32094 through the same server.
 #define BOOST_TEST_MODULE sync_agent_lost
 #include <boost/test/unit_test.hpp>
 
@@ -77,4 +79,25 @@ BOOST_AUTO_TEST_CASE(an_agent_killed_mid_push_is_agent_unavailable) {
   auto again = client.call("sync/push", json::object());
   BOOST_REQUIRE_MESSAGE(again.contains("result"), again.dump());
   BOOST_TEST(again["result"]["filesSent"].get<int>() >= 20, again.dump());
+}
+
+BOOST_AUTO_TEST_CASE(a_push_that_cannot_write_its_local_state_is_io_error) {
+  ferry::test::TempDir dir("ferry-sync-io-kind");
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+  ::setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
+  ferry::test::write_file(dir / "proj" / "ferry.json", R"({"name": "io", "host": "local"})");
+  ferry::test::write_file(dir / "proj" / "train.py", "print(1)\n");
+  // .ferry is a file: the project's sync lock (.ferry/sync.lock) cannot be made (as root, a
+  // read-only mode would not stop the write).
+  ferry::test::write_file(dir / "proj" / ".ferry", "not a folder\n");
+  ServeClient client(dir / "proj");
+  auto connected = client.call("host/connect", json::object());
+  BOOST_REQUIRE_MESSAGE(connected.contains("result"), connected.dump());
+  auto r = client.call("sync/push", json::object());
+  BOOST_REQUIRE_MESSAGE(r.contains("error"), r.dump());
+  BOOST_TEST(r["error"]["code"] == -32094, r.dump());
+  BOOST_TEST(r["error"]["message"].get<std::string>().starts_with("sync/push: cannot open "), r.dump());
+  // The link is still up: the failure was local, and says so.
+  auto status = client.call("sync/status", json::object());
+  BOOST_TEST(status["result"]["connected"] == true, status.dump());
 }

@@ -86,7 +86,8 @@ BOOST_AUTO_TEST_CASE(a_cancelled_wait_gives_up_and_says_for_whom) {
   std::atomic<bool> cancel{false};
   auto lock = ProjectLock::acquire(dir.path(), [&](const std::string&) { cancel = true; }, [&] { return cancel.load(); });
   BOOST_REQUIRE(!lock.has_value());
-  BOOST_TEST(lock.error().find("cancelled while waiting for") != std::string::npos, lock.error());
+  BOOST_TEST(lock.error().message.find("cancelled while waiting for") != std::string::npos, lock.error().message);
+  BOOST_TEST((lock.error().kind == ferry::ErrorKind::cancelled));
 }
 
 BOOST_AUTO_TEST_CASE(released_locks_are_taken_at_once_by_the_same_process) {

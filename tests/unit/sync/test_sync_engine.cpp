@@ -82,7 +82,7 @@ struct Fixture {
   }
   SyncSummary push(SyncOptions o = {}, std::vector<std::string> protect = {}) {
     auto s = engine(std::move(protect)).push(o);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     for (const auto& e : s->errors) BOOST_TEST_MESSAGE("sync error: " << e);
     return *s;
   }
@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(a_walk_prepared_while_connecting_plans_the_push_and_changes
   write_file(f.local / "late.py", text("print('after the walk')\n"));
   write_file(f.local / "with space/a b.py", text("x = 1  # and more, so the size changes\n"));
   auto s = e.push({});
-  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
   BOOST_TEST(s->local_scan == "prepared");
   BOOST_TEST(s->errors.empty());
   BOOST_TEST(s->files_sent >= 300u);
@@ -323,7 +323,7 @@ BOOST_AUTO_TEST_CASE(pull_brings_remote_outputs_back_and_guards_local_edits) {
   fs::create_symlink("ckpt.pt", f.remote / "outputs/latest");
 
   auto s = f.engine().pull({"outputs"}, {});
-  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
   BOOST_TEST(s->errors.empty());
   BOOST_TEST(s->files_sent == 3u);
   BOOST_TEST((read_bytes(f.local / "outputs/ckpt.pt") == ckpt));

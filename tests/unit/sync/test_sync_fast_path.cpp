@@ -99,7 +99,7 @@ struct Fixture {
   }
   SyncSummary push(SyncEngine& e, SyncOptions o = {}) {
     auto s = e.push(o);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     for (const auto& x : s->errors) BOOST_TEST_MESSAGE("sync error: " << x);
     return *s;
   }

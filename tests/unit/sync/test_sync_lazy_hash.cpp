@@ -54,7 +54,7 @@ struct Fixture {
   SyncSummary push(SyncOptions o = {}) {
     SyncEngine engine(*ep, target());
     auto s = engine.push(o);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     return *s;
   }
   Manifest manifest() const {

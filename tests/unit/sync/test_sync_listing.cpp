@@ -72,7 +72,7 @@ BOOST_AUTO_TEST_CASE(a_big_remote_listing_comes_in_pages_with_progress) {
   o.list_page_entries = 300;
   o.listing_progress = [&](std::uint64_t listed) { seen.push_back(listed); };
   auto s = f.engine().push(o);
-  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
   BOOST_TEST(!s->cancelled);
   BOOST_TEST(s->files_sent == 1u);  // the plan saw the whole remote: nothing else is new
   BOOST_TEST(seen.size() == (kRemoteEntries + 299) / 300);
@@ -97,7 +97,7 @@ BOOST_AUTO_TEST_CASE(a_sync_cancelled_during_the_listing_stops_it_and_the_agent_
     if (seen.size() == 2) cancel = true;
   };
   auto s = f.engine().push(o);
-  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
   BOOST_TEST(s->cancelled);
   BOOST_TEST(seen.size() == 2u);  // no page was asked for after the cancel
   BOOST_TEST(s->files_sent == 0u);
@@ -109,7 +109,7 @@ BOOST_AUTO_TEST_CASE(a_sync_cancelled_during_the_listing_stops_it_and_the_agent_
   SyncOptions again;
   again.list_page_entries = 300;
   auto s2 = f.engine().push(again);
-  BOOST_REQUIRE_MESSAGE(s2.has_value(), (s2 ? "" : s2.error()));
+  BOOST_REQUIRE_MESSAGE(s2.has_value(), (s2 ? "" : s2.error().message));
   BOOST_TEST(!s2->cancelled);
   BOOST_TEST(s2->files_sent == 1u);
   BOOST_TEST(fs::exists(f.sandbox / "proj/train.py"));
@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(the_agent_listing_does_not_walk_into_a_mount_under_the_root
   o.deletes = DeleteMode::mirror;
   o.confirm_mass_delete = [](const std::string&, std::size_t) { return false; };
   auto s = f.engine().push(o);
-  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
   BOOST_TEST(s->errors.empty());
   for (const auto& held : s->held_deletes) BOOST_TEST(!held.starts_with("data/"), held);
 }

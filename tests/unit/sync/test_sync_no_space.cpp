@@ -60,7 +60,7 @@ BOOST_AUTO_TEST_CASE(a_full_disk_keeps_the_old_files_and_the_error_says_how_much
   SyncEngine engine(ep, SyncTarget{local, "proj", "local", "~/proj", {}, {}});
 
   auto first = engine.push({});
-  BOOST_REQUIRE_MESSAGE(first.has_value(), (first ? "" : first.error()));
+  BOOST_REQUIRE_MESSAGE(first.has_value(), (first ? "" : first.error().message));
   BOOST_REQUIRE(first->errors.empty());
   BOOST_REQUIRE(first->files_sent == 2u);
 
@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(a_full_disk_keeps_the_old_files_and_the_error_says_how_much
   write_file(local / "model.pt", new_model);
   write_file(local / "train.py", "print('v2')\n");
   auto full = engine.push({});
-  BOOST_REQUIRE_MESSAGE(full.has_value(), (full ? "" : full.error()));
+  BOOST_REQUIRE_MESSAGE(full.has_value(), (full ? "" : full.error().message));
   BOOST_REQUIRE(full->no_space.has_value());
   const auto& ns = *full->no_space;
   BOOST_TEST(ns.total_bytes == 1u << 20);                       // the tmpfs's size, from statvfs
@@ -101,7 +101,7 @@ BOOST_AUTO_TEST_CASE(a_full_disk_keeps_the_old_files_and_the_error_says_how_much
   // The failed temp copy is gone: once the checkpoint is small again, it fits.
   write_file(local / "model.pt", random_bytes(600 << 10, 3));
   auto again = engine.push({});
-  BOOST_REQUIRE_MESSAGE(again.has_value(), (again ? "" : again.error()));
+  BOOST_REQUIRE_MESSAGE(again.has_value(), (again ? "" : again.error().message));
   BOOST_TEST(again->errors.empty());
   BOOST_TEST(!again->no_space.has_value());
 }

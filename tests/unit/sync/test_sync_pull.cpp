@@ -109,7 +109,7 @@ struct Fixture {
   }
   SyncSummary pull(std::vector<std::string> paths, SyncOptions o = {}, ferry::remote::Endpoint* via = nullptr) {
     auto s = engine(via).pull(paths, o);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     for (const auto& e : s->errors) BOOST_TEST_MESSAGE("pull error: " << e);
     return *s;
   }

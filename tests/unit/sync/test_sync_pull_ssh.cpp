@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_comes_back_as_a_delta_over_ssh) {
   write_file(remote / "outputs/log.txt", "epoch 1\n");
   SyncEngine engine(ep, SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
   auto first = engine.pull({"outputs"}, {});
-  BOOST_REQUIRE_MESSAGE(first.has_value(), (first ? "" : first.error()));
+  BOOST_REQUIRE_MESSAGE(first.has_value(), (first ? "" : first.error().message));
   BOOST_TEST(first->errors.empty());
   BOOST_TEST(first->files_sent == 2u);
   BOOST_TEST((read_file(local / "outputs/ckpt.pt") == ckpt));
@@ -61,7 +61,7 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_comes_back_as_a_delta_over_ssh) {
   ckpt[20'000'000] ^= 0x21;
   write_file(remote / "outputs/ckpt.pt", ckpt);
   auto second = engine.pull({"outputs"}, {});
-  BOOST_REQUIRE_MESSAGE(second.has_value(), (second ? "" : second.error()));
+  BOOST_REQUIRE_MESSAGE(second.has_value(), (second ? "" : second.error().message));
   BOOST_TEST(second->errors.empty());
   BOOST_TEST(second->files_sent == 1u);
   BOOST_TEST_MESSAGE("1-byte change in 32 MiB over ssh: " << second->bytes_on_wire << " bytes on the wire");

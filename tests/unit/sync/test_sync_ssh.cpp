@@ -58,7 +58,7 @@ BOOST_AUTO_TEST_CASE(push_and_pull_over_ssh) {
 
   SyncEngine engine(ep, SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
   auto s1 = engine.push({});
-  BOOST_REQUIRE_MESSAGE(s1.has_value(), (s1 ? "" : s1.error()));
+  BOOST_REQUIRE_MESSAGE(s1.has_value(), (s1 ? "" : s1.error().message));
   BOOST_TEST(s1->errors.empty());
   BOOST_TEST(s1->files_sent == 5u);
   auto a = scan(local), b = scan(remote);
@@ -80,7 +80,7 @@ BOOST_AUTO_TEST_CASE(push_and_pull_over_ssh) {
 
   write_file(remote / "outputs/metrics.csv", "step,loss\n1,0.5\n");
   auto p = engine.pull({"outputs"}, {});
-  BOOST_REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error()));
+  BOOST_REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().message));
   BOOST_TEST(p->files_sent == 1u);
   BOOST_TEST(read_file(local / "outputs/metrics.csv") == "step,loss\n1,0.5\n");
   ep.close();

@@ -46,7 +46,7 @@ struct Fixture {
     BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
     engine = std::make_unique<SyncEngine>(*ep, SyncTarget{local, "proj", "local", "~/proj", {}, {}});
     auto watching = engine->watch_local_tree();
-    BOOST_REQUIRE_MESSAGE(watching.has_value(), (watching ? "" : watching.error()));
+    BOOST_REQUIRE_MESSAGE(watching.has_value(), (watching ? "" : watching.error().message));
     // The first push walks (nothing read since the watch began) and makes the promise.
     SyncSummary first = push();
     BOOST_REQUIRE(first.local_scan == "full");
@@ -54,7 +54,7 @@ struct Fixture {
   }
   SyncSummary push(SyncOptions o = {}) {
     auto s = engine->push(o);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     BOOST_REQUIRE_MESSAGE(s->errors.empty(), s->errors.front());
     return *s;
   }
@@ -195,7 +195,7 @@ BOOST_AUTO_TEST_CASE(a_watched_no_op_costs_no_walk_at_any_size) {
   const SyncTarget target{local, "proj", "local", "~/proj", {}, {}};
   auto timed = [](SyncEngine& e) {
     auto s = e.push({});
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     BOOST_REQUIRE(s->files_sent == 0u);
     return *s;
   };
