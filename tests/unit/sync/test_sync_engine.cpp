@@ -368,7 +368,7 @@ BOOST_AUTO_TEST_CASE(a_big_file_changed_remotely_is_pulled_as_a_small_delta) {
       write_file(f.remote / "out/model.bin", big);
       fs::last_write_time(f.remote / "out/model.bin", fs::last_write_time(f.remote / "out/model.bin") + std::chrono::seconds(5 + round));
       auto s = f.engine().pull({"out/model.bin"}, {});
-      BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+      BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
       BOOST_TEST(s->errors.empty());
       BOOST_TEST(s->files_sent == 1u);
       BOOST_TEST(s->bytes_on_wire < 256u * 1024);  // signatures + a few KiB of literal, not 24 MiB
