@@ -20,6 +20,11 @@ namespace ec = protocol::error_code;
 using namespace std::chrono_literals;
 
 constexpr std::chrono::milliseconds kDefaultKeepalive{4'000};
+// Lanes by default on a long link: kAutoBulkLanes up to a 50 ms round trip, then one more per
+// 6.25 ms up to 16 (from 100 ms), since each lane carries at most its 2 MiB window per round trip
+// (16 lanes pushed 256 MiB 1.3x faster than 8 at 150 ms; at 50 ms 4, 8 or 16 were the same).
+constexpr std::size_t kMaxAutoBulkLanes = 16;
+constexpr std::chrono::microseconds kRttPerAutoBulkLane{6'250};
 constexpr std::string_view kInstallMarker = "FERRY-INSTALL-NEEDED";
 
 // "~/x" -> "$HOME"/'x' so the remote shell expands the home directory and nothing else.
@@ -171,7 +176,9 @@ SshEndpoint::Link::~Link() {
 std::size_t SshEndpoint::wanted_lanes(const Link& link) const {
   if (options_.bulk_lanes >= 0) return static_cast<std::size_t>(options_.bulk_lanes);
   if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) return std::strtoul(v, nullptr, 10);
-  return link.connection && link.connection->rtt() >= kBulkLaneMinRtt ? kAutoBulkLanes : 0;
+  if (!link.connection || link.connection->rtt() < kBulkLaneMinRtt) return 0;
+  const auto by_rtt = static_cast<std::size_t>(link.connection->rtt() / kRttPerAutoBulkLane);
+  return std::clamp<std::size_t>(by_rtt, kAutoBulkLanes, kMaxAutoBulkLanes);
 }
 
 std::size_t SshEndpoint::wanted_lane_connections(std::size_t lanes) const {
