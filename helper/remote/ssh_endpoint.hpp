@@ -59,9 +59,14 @@ struct SshEndpointOptions {
   // Bulk lanes (Endpoint::bulk_lanes): -1 = FERRY_BULK_LANES if set, else kAutoBulkLanes when the
   // link's round trip is kBulkLaneMinRtt or more (a window-bound link) and none on a fast one.
   int bulk_lanes = -1;
+  // Extra SSH connections the lanes are spread over (lane i on connection i % N; at most one per
+  // lane): -1 = FERRY_BULK_CONNECTIONS if set, else kAutoBulkConnections. 0: every lane is a
+  // channel of the link's own connection.
+  int bulk_connections = -1;
 };
 
 inline constexpr int kAutoBulkLanes = 8;
+inline constexpr int kAutoBulkConnections = 4;
 inline constexpr std::chrono::milliseconds kBulkLaneMinRtt{10};  // as ssh::kMinWindowRtt
 
 // Read-only methods (hello, ping, stat, list, read, status, signatures...) are safe to repeat.
@@ -99,8 +104,9 @@ class SshEndpoint final : public Endpoint {
   std::size_t bulk_lanes() override;
   std::expected<json, ResponseError> call_lane(std::size_t lane, std::string_view method, json params,
                                                std::chrono::milliseconds timeout) override;
-  // Lanes up now, and calls the lanes answered (tests).
+  // Lanes up now, extra connections with a lane up now, and calls the lanes answered (tests).
   std::size_t live_lanes() const;
+  std::size_t live_lane_connections() const;
   std::uint64_t lane_calls() const { return lane_calls_.load(); }
 
   // Runs a shell command on the box over the current connection (doctor, the trainer's install,
@@ -125,7 +131,18 @@ class SshEndpoint final : public Endpoint {
     std::shared_ptr<Lanes> lanes;  // once bulk_lanes() asked; destroyed before `connection`
     ~Link();
   };
+  struct Keepalive {
+    std::chrono::milliseconds interval;
+    int count_max;
+  };
+  Keepalive keepalive() const;  // from the options, else the ssh config, else 4 s x 3
   std::size_t wanted_lanes(const Link& link) const;
+  std::size_t wanted_lane_connections(std::size_t lanes) const;
+  std::unique_ptr<ssh::SshConnection> open_lane_connection(const ssh::HostConfig& host, ssh::SessionOptions so,
+                                                           const std::string& fingerprint, Keepalive keepalive,
+                                                           std::size_t slot) const;
+  std::unique_ptr<AgentLink> open_lane_agent(ssh::SshConnection& conn, const std::string& launch, std::size_t lane) const;
+  std::shared_ptr<Lanes> current_lanes() const;
   std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
   std::expected<void, ResponseError> load_local_agent();
   std::string agent_file_name() const;  // ferry-agent-<first 16 hex digits of its sha256>

@@ -1,13 +1,15 @@
 // Bulk lanes (docs/sync.md, "Long links") over the real sshd: one big file pushed over the main
-// agent and three lanes arrives byte-exact, and the lanes carried parts of it; a lane's agent killed
-// mid-transfer costs only its chunks, which go over the main agent (the push still succeeds,
-// byte-exact); kill points in the middle of a multi-lane transfer (the session's sshd, every
+// agent and three lanes (on three extra SSH connections) arrives byte-exact, and the lanes carried
+// parts of it; a lane's agent killed mid-transfer, or one lane connection of several dropped (its
+// sshd killed), costs only its chunks, which go over the main agent (the push still succeeds,
+// byte-exact, and the next push converges); kill points in the middle of a multi-lane transfer (the session's sshd, every
 // agent, or the main agent alone) leave the old file or the new one, never a torn one, and the
 // next push converges.
 #define BOOST_TEST_MODULE sync_lanes
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -136,6 +138,9 @@ BOOST_AUTO_TEST_CASE(a_big_file_over_the_lanes_arrives_byte_exact) {
   BOOST_TEST(ep.live_lanes() == static_cast<std::size_t>(kLanes));
   BOOST_TEST(ep.lane_calls() > 0u, "no chunk went over a lane");
   BOOST_TEST(agents(f).size() == static_cast<std::size_t>(kLanes + 1));
+  // One lane per extra connection (kAutoBulkConnections is more than kLanes): an sshd each.
+  BOOST_TEST(ep.live_lane_connections() == static_cast<std::size_t>(kLanes));
+  BOOST_TEST(sessions(f).size() == static_cast<std::size_t>(kLanes + 1));
   ep.close();
   BOOST_TEST((read_file(remote / "ckpt.bin") == big));
   BOOST_TEST(read_file(remote / "train.py") == "print('hi')\n");
@@ -177,6 +182,61 @@ BOOST_AUTO_TEST_CASE(a_lane_killed_mid_transfer_costs_only_its_chunks) {
   BOOST_TEST(ep.live_lanes() == static_cast<std::size_t>(kLanes - 1));
   ep.close();
   BOOST_TEST((read_file(remote / "ckpt.bin") == big), "the remote file differs");
+  BOOST_TEST(!has_temp_files(remote));
+}
+
+BOOST_AUTO_TEST_CASE(a_lane_connection_dropped_mid_transfer_costs_only_its_chunks) {
+  std::mt19937_64 rng(22);
+  test::SshdFixture f;
+  f.trust_host_key();
+  const fs::path local = f.dir() / "local", remote = f.home() / "project";
+  const std::string big = random_bytes<std::string>(rng, kBigBytes * 2);
+  write_file(local / "ckpt.bin", big);
+  remote::SshEndpointOptions options = lane_options(f);
+  options.bulk_lanes = 4;
+  options.bulk_connections = 2;  // two lanes on each of two extra connections
+  remote::SshEndpoint ep(options);
+  auto info = ep.connect(30s);
+  BOOST_REQUIRE(info.has_value());
+  const pid_t main_agent = static_cast<pid_t>(info->pid);
+  std::mutex mu;
+  std::vector<pid_t> killed;
+  std::size_t connections_before = 0;
+  sync::SyncOptions o = push_options();
+  o.progress = [&](std::uint64_t done, std::uint64_t total) {
+    std::lock_guard lock(mu);
+    // Once a quarter is sent and both lane connections are up (the lanes' first chunks wait for
+    // them), one connection's sshd processes die; its agents lose their channel with them.
+    if (!killed.empty() || done * 4 < total || ep.live_lane_connections() < 2) return;
+    connections_before = ep.live_lane_connections();
+    for (pid_t s : sessions(f)) {
+      auto tree = test::process_tree(s);
+      bool main_here = std::find(tree.begin(), tree.end(), main_agent) != tree.end();
+      bool lane_here = std::any_of(tree.begin(), tree.end(), [](pid_t p) { return comm_of(p).starts_with("ferry-agent"); });
+      if (main_here || !lane_here) continue;
+      for (pid_t p : tree)
+        if (comm_of(p).starts_with("sshd") && ::kill(p, SIGKILL) == 0) killed.push_back(p);
+      return;
+    }
+  };
+  {
+    sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
+    auto s = engine.push(o);
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
+    BOOST_TEST(s->unstable.empty());
+  }
+  BOOST_TEST(!killed.empty(), "no lane connection was there to drop");
+  BOOST_TEST(connections_before == 2u);
+  BOOST_TEST(ep.connected(), "the main link went down with a lane connection");
+  BOOST_TEST(ep.live_lane_connections() == 1u);
+  BOOST_TEST(ep.live_lanes() == 2u);
+  ep.close();
+  BOOST_TEST((read_file(remote / "ckpt.bin") == big), "the remote file differs");
+  BOOST_TEST(!has_temp_files(remote));
+  // The next push (a changed file, over a fresh link with its lane connections) converges.
+  write_file(local / "ckpt.bin", random_bytes<std::string>(rng, kBigBytes));
+  converge(f, local, remote, "ckpt.bin", "after the dropped lane connection");
   BOOST_TEST(!has_temp_files(remote));
 }
 
