@@ -19,7 +19,7 @@ std::expected<EnvInfo, Error> probe_env(remote::Endpoint& endpoint, const std::s
   int status = 0;
   if (auto* ssh = dynamic_cast<remote::SshEndpoint*>(&endpoint)) {
     auto r = ssh->exec(command, timeout);
-    if (!r) return std::unexpected(error_of(r.error(), "asking " + interpreter + " on " + endpoint.description() + ": " + r.error().message));
+    if (!r) return std::unexpected(remote::call_error(r.error(), "asking " + interpreter + " on " + endpoint.description() + ": " + r.error().message));
     out = std::move(r->out);
     err = std::move(r->err);
     status = r->exit_status;

@@ -3,6 +3,12 @@
 
 namespace ferry::remote {
 
+Error call_error(const ResponseError& e, std::string message) {
+  Error out = error_of(e, std::move(message));
+  if (e.code == protocol::error_code::kRequestCancelled) out.kind = ErrorKind::agent_lost;
+  return out;
+}
+
 std::uint64_t NotificationFanout::add(NotificationHandler handler) {
   std::lock_guard lock(mutex_);
   const std::uint64_t id = next_id_++;

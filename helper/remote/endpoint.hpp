@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "helper/remote/forward_spec.hpp"
+#include "protocol/error.hpp"
 #include "protocol/jsonrpc.hpp"
 
 namespace ferry::remote {
@@ -37,6 +38,11 @@ struct AgentInfo {
 };
 
 using NotificationHandler = std::function<void(const protocol::Notification&)>;
+
+// A failed Endpoint::call as an Error under the engine's own words. A call takes no cancellation
+// token, so its -32800 means no reply in time (or a link still reconnecting): to the caller the
+// agent is lost (reconnect and retry), not a request the user cancelled.
+Error call_error(const ResponseError& e, std::string message);
 
 // The agent's notifications go to every subscriber: one link serves the runs, trainings and
 // debug sessions of a project at once (`ferry serve` opens one per project).

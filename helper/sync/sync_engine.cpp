@@ -153,7 +153,7 @@ std::string engine_parts::no_space_advice(const std::string& where, const json& 
 }
 
 Error engine_parts::list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e) {
-  return error_of(e, std::string(wire::method::kList) + " on " + endpoint.description() + ": " + e.message);
+  return remote::call_error(e, std::string(wire::method::kList) + " on " + endpoint.description() + ": " + e.message);
 }
 
 std::expected<RemoteListing, Error> engine_parts::list_remote_paged(SyncClient& client, wire::ListParams params,
@@ -587,7 +587,7 @@ std::expected<void, Error> SyncEngine::push_read_remote(PushRun& run) {
       return std::unexpected(
           Error{ErrorKind::io, no_space_advice(endpoint_.description(), stamp.error().data->value("space", json::object()), 0)});
     return std::unexpected(
-        error_of(stamp.error(), std::string(wire::method::kState) + " on " + endpoint_.description() + ": " + stamp.error().message));
+        remote::call_error(stamp.error(), std::string(wire::method::kState) + " on " + endpoint_.description() + ": " + stamp.error().message));
   }
   // Nobody wrote since the manifest was last complete: plan against it, list nothing. A file
   // changed behind ferry's back that this push writes or deletes is still caught, by the

@@ -76,7 +76,7 @@ std::expected<std::string, Error> TrainSession::start(const TrainRequest& reques
   client_ = std::make_unique<run::RunClient>(endpoint_);
   auto started = client_->start(spec);
   if (!started) {
-    Error e = error_of(started.error(), "starting " + binary + " on " + endpoint_.description() + ": " + started.error().message);
+    Error e = remote::call_error(started.error(), "starting " + binary + " on " + endpoint_.description() + ": " + started.error().message);
     if (started.error().message.find("not found") != std::string::npos) {
       // The trainer named (--trainer, ferry.json, $FERRY_TRAIN) is not there: the user's to fix.
       e.kind = ErrorKind::invalid_input;
@@ -122,7 +122,7 @@ std::expected<run::RunExit, Error> TrainSession::follow(int interrupt_fd, const 
     if (follower_->needs_attach()) {
       auto attached = follower_->attach();
       if (!attached && follower_->failed())
-        return std::unexpected(error_of(attached.error(), "attaching to run " + run_id_ + ": " + attached.error().message));
+        return std::unexpected(remote::call_error(attached.error(), "attaching to run " + run_id_ + ": " + attached.error().message));
       continue;
     }
     pollfd fds[2] = {{follower_->wake_fd(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
@@ -147,7 +147,7 @@ std::expected<run::RunExit, Error> TrainSession::follow(int interrupt_fd, const 
 std::expected<void, Error> TrainSession::signal(const std::string& name) {
   if (!client_ || run_id_.empty()) return std::unexpected(Error{ErrorKind::invalid_input, "no run started"});
   auto r = client_->signal(run_id_, name);
-  if (!r) return std::unexpected(error_of(r.error()));
+  if (!r) return std::unexpected(remote::call_error(r.error(), r.error().message));
   return {};
 }
 

@@ -85,7 +85,7 @@ void log_line(protocol::LogLevel level, const std::string& line) {
 
 // Frames from stdin into the dispatcher until EOF, a fatal frame, a reply that could not be
 // written, or agent/shutdown. Returns the exit code.
-int read_loop(protocol::Dispatcher& dispatcher, const agent::RequestScheduler& scheduler, agent::run::FrameWriter& writer,
+int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& scheduler, agent::run::FrameWriter& writer,
               agent::run::RunMethods& runs, const agent::AgentService& service) {
   protocol::FrameDecoder decoder(protocol::agent_frame_limits());
   std::string buf(1 << 16, '\0');
@@ -98,6 +98,10 @@ int read_loop(protocol::Dispatcher& dispatcher, const agent::RequestScheduler& s
     }
     if (n == 0) {
       if (decoder.mid_frame()) spdlog::warn("helper closed the link mid-frame");
+      // A helper that waits for its replies closes only after the last one; EOF with writes still
+      // queued means it went away (a dropped link). Writes not yet begun are dropped like after a
+      // failed reply: run late, they would change files under the next agent's sync.
+      scheduler.mark_failed();
       return 0;
     }
     decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));

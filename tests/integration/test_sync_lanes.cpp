@@ -222,7 +222,7 @@ BOOST_AUTO_TEST_CASE(a_lane_connection_dropped_mid_transfer_costs_only_its_chunk
   {
     sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "ferry-test", "~/project", {}, {}});
     auto s = engine.push(o);
-    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error()));
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
     BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
     BOOST_TEST(s->unstable.empty());
   }

@@ -1,5 +1,6 @@
 // The Endpoint's notification fan-out: every subscriber gets every notification, in order, until
 // its Subscription goes; a subscription may outlive its endpoint; remove() waits out a delivery.
+// And call_error: a call's timeout reaches engines as a lost agent, other codes as their kind.
 #define BOOST_TEST_MODULE endpoint
 #include <boost/test/unit_test.hpp>
 
@@ -107,4 +108,16 @@ BOOST_AUTO_TEST_CASE(remove_returns_only_after_a_delivery_in_progress_has_finish
   reader.join();
   BOOST_TEST(finished_when_removed);
   BOOST_TEST(fanout.size() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(a_call_that_timed_out_is_a_lost_agent_and_other_codes_keep_their_kind) {
+  namespace ec = ferry::protocol::error_code;
+  using ferry::ErrorKind;
+  auto timed_out = ferry::remote::call_error({ec::kRequestCancelled, "sync/state: no reply from the agent within 50 ms", {}},
+                                             "sync/state on box: no reply from the agent within 50 ms");
+  BOOST_TEST((timed_out.kind == ErrorKind::agent_lost));
+  BOOST_TEST(timed_out.message == "sync/state on box: no reply from the agent within 50 ms");
+  BOOST_TEST((ferry::remote::call_error({ec::kAgentUnavailable, "gone", {}}, "m").kind == ErrorKind::agent_lost));
+  BOOST_TEST((ferry::remote::call_error({ec::kIoError, "disk full", {}}, "m").kind == ErrorKind::io));
+  BOOST_TEST((ferry::remote::call_error({ec::kInvalidParams, "bad", {}}, "m").kind == ErrorKind::invalid_input));
 }
