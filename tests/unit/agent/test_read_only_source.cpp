@@ -10,6 +10,7 @@
 
 #include "helper/remote/local_endpoint.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/sandbox_agent.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -32,12 +33,7 @@ struct Fixture {
     ferry::test::write_file(site / "pkg-1.0.dist-info" / "METADATA", "Name: pkg\n");
     ferry::test::write_file(t / "secret.py", "KEY = 'do not serve'\n");
     fs::create_symlink(t / "secret.py", site / "pkg" / "leak.py");
-    LocalEndpointOptions o;
-    o.agent = FERRY_AGENT_PATH;
-    o.root = sandbox;
-    ep = std::make_unique<LocalEndpoint>(o);
-    auto info = ep->connect();
-    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    ep = ferry::test::connect_sandbox_agent(FERRY_AGENT_PATH, sandbox);
   }
   std::expected<json, ferry::remote::ResponseError> call(const std::string& method, json params) {
     return ep->call(method, std::move(params), std::chrono::seconds(30));

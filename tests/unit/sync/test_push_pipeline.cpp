@@ -13,6 +13,7 @@
 #include "helper/sync/scanner.hpp"
 #include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/sandbox_agent.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -45,12 +46,7 @@ struct Fixture {
   Fixture() {
     fs::create_directories(local);
     fs::create_directories(remote_dir);
-    LocalEndpointOptions o;
-    o.agent = FERRY_AGENT_PATH;
-    o.root = sandbox;
-    ep = std::make_unique<LocalEndpoint>(o);
-    auto info = ep->connect();
-    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    ep = ferry::test::connect_sandbox_agent(FERRY_AGENT_PATH, sandbox);
     client = std::make_unique<SyncClient>(*ep);
   }
   void scan_local() {

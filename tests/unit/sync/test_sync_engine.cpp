@@ -24,6 +24,7 @@
 #include "protocol/payload_codec.hpp"
 #include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/sandbox_agent.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -70,12 +71,7 @@ struct Fixture {
 
   Fixture() {
     fs::create_directories(local);
-    LocalEndpointOptions o;
-    o.agent = FERRY_AGENT_PATH;
-    o.root = sandbox;
-    ep = std::make_unique<LocalEndpoint>(o);
-    auto info = ep->connect();
-    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    ep = ferry::test::connect_sandbox_agent(FERRY_AGENT_PATH, sandbox);
   }
   SyncEngine engine(std::vector<std::string> protect = {}) {
     return SyncEngine(*ep, SyncTarget{local, "proj", "local", "~/proj", {}, std::move(protect)});

@@ -10,6 +10,7 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/sandbox_agent.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -29,12 +30,7 @@ struct Fixture {
 
   Fixture() {
     write_file(local / "train.py", "print(1)\n");
-    LocalEndpointOptions o;
-    o.agent = FERRY_AGENT_PATH;
-    o.root = sandbox;
-    ep = std::make_unique<LocalEndpoint>(o);
-    auto info = ep->connect();
-    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    ep = ferry::test::connect_sandbox_agent(FERRY_AGENT_PATH, sandbox);
   }
 };
 

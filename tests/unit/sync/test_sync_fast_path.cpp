@@ -20,6 +20,7 @@
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/sandbox_agent.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -86,12 +87,7 @@ struct Fixture {
 
   Fixture() {
     fs::create_directories(local);
-    LocalEndpointOptions o;
-    o.agent = FERRY_AGENT_PATH;
-    o.root = sandbox;
-    real = std::make_unique<LocalEndpoint>(o);
-    auto info = real->connect();
-    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    real = ferry::test::connect_sandbox_agent(FERRY_AGENT_PATH, sandbox);
     ep = std::make_unique<CountingEndpoint>(*real);
   }
   std::unique_ptr<SyncEngine> engine(const fs::path& root) {

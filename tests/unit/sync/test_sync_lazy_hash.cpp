@@ -20,6 +20,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/delta/delta_types.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/sandbox_agent.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -43,12 +44,7 @@ struct Fixture {
 
   Fixture() {
     fs::create_directories(local);
-    ferry::remote::LocalEndpointOptions o;
-    o.agent = FERRY_AGENT_PATH;
-    o.root = sandbox;
-    ep = std::make_unique<ferry::remote::LocalEndpoint>(o);
-    auto info = ep->connect();
-    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    ep = ferry::test::connect_sandbox_agent(FERRY_AGENT_PATH, sandbox);
   }
   SyncTarget target() const { return SyncTarget{local, "proj", "local", "~/proj", {}, {}}; }
   SyncSummary push(SyncOptions o = {}) {

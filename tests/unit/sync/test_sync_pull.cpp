@@ -18,6 +18,7 @@
 #include "protocol/payload_codec.hpp"
 #include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/sandbox_agent.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -97,12 +98,7 @@ struct Fixture {
   Fixture() {
     fs::create_directories(local);
     fs::create_directories(remote);
-    LocalEndpointOptions o;
-    o.agent = FERRY_AGENT_PATH;
-    o.root = sandbox;
-    ep = std::make_unique<LocalEndpoint>(o);
-    auto info = ep->connect();
-    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    ep = ferry::test::connect_sandbox_agent(FERRY_AGENT_PATH, sandbox);
   }
   SyncEngine engine(ferry::remote::Endpoint* via = nullptr) {
     return SyncEngine(via ? *via : *ep, SyncTarget{local, "proj", "local", "~/proj", {}, {}});

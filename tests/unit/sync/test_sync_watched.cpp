@@ -16,6 +16,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/watcher.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/sandbox_agent.hpp"
 
 using namespace ferry::sync;
 namespace fs = std::filesystem;
@@ -38,12 +39,7 @@ struct Fixture {
   Fixture() {
     for (int i = 0; i < 300; ++i) write_file(local / fmt::format("pkg{}/m{}.py", i % 10, i), fmt::format("x = {}\n", i));
     write_file(local / "train.py", "import torch\n");
-    LocalEndpointOptions o;
-    o.agent = FERRY_AGENT_PATH;
-    o.root = sandbox;
-    ep = std::make_unique<LocalEndpoint>(o);
-    auto info = ep->connect();
-    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    ep = ferry::test::connect_sandbox_agent(FERRY_AGENT_PATH, sandbox);
     engine = std::make_unique<SyncEngine>(*ep, SyncTarget{local, "proj", "local", "~/proj", {}, {}});
     auto watching = engine->watch_local_tree();
     BOOST_REQUIRE_MESSAGE(watching.has_value(), (watching ? "" : watching.error().message));
