@@ -4,7 +4,6 @@
 #pragma once
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -136,47 +135,6 @@ std::expected<RemoteListing, Error> list_remote_paged(SyncClient& client, protoc
                                                       const SyncOptions& options);
 // "sync/list on ENDPOINT: MESSAGE", of the agent's error's kind.
 Error list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e);
-
-// A big file's bytes read into an anonymous mapping populated in one go (MAP_POPULATE) rather
-// than a std::vector, which first zeroes its buffer by faulting 4 KiB pages in one at a time and
-// then has read() overwrite it: reading and hashing a 1 GiB file, 0.62 s became ~0.5 s. Reads the size fstat
-// gives (fewer if the file shrank); a change since the scan is the caller's hash check's job.
-class FileBytes {
- public:
-  FileBytes() = default;
-  FileBytes(FileBytes&& o) noexcept : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), mapped_(o.mapped_) {}
-  FileBytes& operator=(FileBytes&& o) noexcept {
-    std::swap(data_, o.data_), std::swap(size_, o.size_), std::swap(mapped_, o.mapped_);
-    return *this;
-  }
-  ~FileBytes() {
-    if (data_) ::munmap(data_, mapped_);
-  }
-  std::span<const std::uint8_t> bytes() const { return {static_cast<const std::uint8_t*>(data_), size_}; }
-
-  static std::expected<FileBytes, std::string> read(const fs::path& file) {
-    const posix::UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!owned) return std::unexpected(errno == ENOENT ? std::string("missing") : fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
-    const int fd = owned.get();
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) return std::unexpected(fmt::format("cannot stat {}: {}", file.string(), std::strerror(errno)));
-    FileBytes b;
-    b.mapped_ = std::max<std::size_t>(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)), 1);
-    void* p = ::mmap(nullptr, b.mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    if (p == MAP_FAILED) return std::unexpected(fmt::format("cannot allocate {} bytes for {}: {}", b.mapped_, file.string(), std::strerror(errno)));
-    b.data_ = p;
-    auto* out = static_cast<std::uint8_t*>(p);
-    const auto want = static_cast<std::size_t>(std::max<off_t>(st.st_size, 0));
-    const ssize_t n = posix::read_full(fd, out, want);
-    if (n < 0) return std::unexpected(fmt::format("cannot read {}: {}", file.string(), std::strerror(errno)));
-    b.size_ = static_cast<std::size_t>(n);
-    return b;
-  }
-
- private:
-  void* data_ = nullptr;
-  std::size_t size_ = 0, mapped_ = 0;
-};
 
 // A whole file in one allocation of its size, read straight into it. (Through read_whole_file,
 // a string grown by doubling and then copied, a 1 GiB file cost ~4 GiB of fresh pages zeroed

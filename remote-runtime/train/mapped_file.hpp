@@ -1,4 +1,6 @@
-// A read-only memory map of a whole file (the .ftensor, .npy and IDX readers share it).
+// A read-only memory map of a whole file (the .ftensor, .npy and IDX readers share it). Not
+// common/mapped_file: ferry-train builds on the box from its own sources alone (the trainer pack,
+// helper/train/CMakeLists.txt), and it maps only files it owns, so it needs no truncation guard.
 #pragma once
 
 #include <cstddef>
