@@ -104,7 +104,9 @@ class SshEndpoint final : public Endpoint {
   std::size_t bulk_lanes() override;
   std::expected<json, ResponseError> call_lane(std::size_t lane, std::string_view method, json params,
                                                std::chrono::milliseconds timeout) override;
-  // Lanes up now, extra connections with a lane up now, and calls the lanes answered (tests).
+  // Whether this link's lanes were asked for; lanes up now, extra connections with a lane up
+  // now, and calls the lanes answered (tests).
+  bool lanes_asked() const { return current_lanes() != nullptr; }
   std::size_t live_lanes() const;
   std::size_t live_lane_connections() const;
   std::uint64_t lane_calls() const { return lane_calls_.load(); }

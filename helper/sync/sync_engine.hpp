@@ -172,6 +172,7 @@ class SyncEngine {
   std::expected<void, Error> push_plan(PushRun& run);
   std::uint64_t push_transfer(PushRun& run);
   void push_commit_manifest(PushRun& run, std::uint64_t mutations);
+  void warm_bulk_lanes(const PushRun& run);
   void trim_sent_cache(const SyncOptions& options);
   void load_index(State& st);
   std::expected<void, Error> load_local_state(State& st);

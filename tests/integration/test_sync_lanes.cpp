@@ -159,6 +159,43 @@ BOOST_AUTO_TEST_CASE(a_big_file_over_the_lanes_arrives_byte_exact) {
   BOOST_TEST(!has_temp_files(remote));
 }
 
+// The lanes are asked for as soon as the link is up when a file over stream_above is new to the
+// manifest (their connections then open while the remote is listed); a push whose big files the
+// manifest already has asks for none, so a no-op or a small change on a long link opens nothing.
+BOOST_AUTO_TEST_CASE(lanes_are_opened_only_for_a_big_file_new_to_the_manifest) {
+  std::mt19937_64 rng(23);
+  test::SshdFixture f;
+  f.trust_host_key();
+  const fs::path local = f.dir() / "local", remote = f.home() / "project";
+  const std::string big = random_bytes<std::string>(rng, 3u << 20);
+  write_file(local / "ckpt.bin", big);
+  const sync::SyncTarget target{local, "", "ferry-test", "~/project", {}, {}};
+  auto push = [&](remote::SshEndpoint& ep) {
+    sync::SyncEngine engine(ep, target);
+    auto s = engine.push(push_options());
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
+    BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
+    BOOST_TEST(s->files_sent == 1u);
+  };
+  {
+    remote::SshEndpoint ep(lane_options(f));
+    BOOST_REQUIRE(ep.connect(30s).has_value());
+    push(ep);
+    BOOST_TEST(ep.lanes_asked());
+    BOOST_TEST(ep.lane_calls() > 0u);
+    ep.close();
+  }
+  write_file(local / "notes.txt", "a small new file\n");
+  remote::SshEndpoint ep(lane_options(f));
+  BOOST_REQUIRE(ep.connect(30s).has_value());
+  push(ep);
+  BOOST_TEST(!ep.lanes_asked(), "a push with no big file to stream asked for lanes");
+  BOOST_TEST(ep.lane_calls() == 0u);
+  ep.close();
+  BOOST_TEST((read_file(remote / "ckpt.bin") == big));
+  BOOST_TEST(read_file(remote / "notes.txt") == "a small new file\n");
+}
+
 BOOST_AUTO_TEST_CASE(a_lane_killed_mid_transfer_costs_only_its_chunks) {
   std::mt19937_64 rng(20);
   test::SshdFixture f;
