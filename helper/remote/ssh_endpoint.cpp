@@ -249,6 +249,8 @@ std::size_t SshEndpoint::bulk_lanes() {
   std::lock_guard lk(link->lanes_mutex);
   if (!link->lanes) {
     const std::size_t k = wanted_lane_connections(n), slots = std::max<std::size_t>(k, 1);
+    spdlog::debug("{}: round trip {:.1f} ms: {} bulk lanes on {} connections", options_.host,
+                  std::chrono::duration<double, std::milli>(link->connection->rtt()).count(), n, k);
     auto lanes = std::make_shared<Lanes>();
     lanes->agents.resize(n);
     lanes->settled.resize(n, false);

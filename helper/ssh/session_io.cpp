@@ -3,6 +3,8 @@
 // every sender finishes first. All on the session's strand.
 #include <utility>  // before asio on GCC 12
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -49,6 +51,13 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
       return -errno;
     }
     if (n == 0) return 0;
+    // ACK at once, not up to 40 ms later: sshd sends without TCP_NODELAY until a session's
+    // command starts, so a small packet right after another (the first channel open's
+    // confirmation) waited for this side's delayed ACK. Channel opens time the link, so loopback
+    // and LANs were timed at 40+ ms and got long-link windows and bulk lanes
+    // (test_ssh_session). Linux leaves quick-ACK mode by itself: asked again after each read.
+    const int one = 1;
+    (void)::setsockopt(socket, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
     // A short read emptied the kernel's queue (TCP copies until the queue and its backlog are
     // empty or the buffer is full), so the next recv() would say EAGAIN: remember that now
     // rather than ask, which cost one recv() per packet burst. Bytes arriving later end the next

@@ -4,7 +4,9 @@
 #define BOOST_TEST_MODULE ssh_session
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <future>
+#include <sstream>
 #include <set>
 #include <fstream>
 
@@ -62,6 +64,29 @@ BOOST_AUTO_TEST_CASE(connects_by_alias_and_runs_commands) {
   auto home = c.exec("printf %s \"$HOME\"", 10s);
   BOOST_REQUIRE(home.has_value());
   BOOST_TEST(home->out == f.home().string());
+}
+
+// sshd sends without TCP_NODELAY until a session's command starts, so the first channel open's
+// confirmation (right after its post-auth hostkeys notice) used to wait for this side's delayed
+// ACK, ~40 ms, in some connects: loopback was then timed as a long link (24 MiB windows, bulk
+// lanes). Ten fresh connections: none may time loopback at 25 ms or more.
+BOOST_AUTO_TEST_CASE(a_fresh_connection_times_loopback_as_a_short_link) {
+  SshdFixture f;
+  f.trust_host_key();
+  std::vector<double> ms;
+  for (int i = 0; i < 10; ++i) {
+    SshConnection c;
+    auto r = c.connect(resolve(f, f.alias()), no_agent());
+    BOOST_REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
+    auto e = c.exec("true", 10s);
+    BOOST_REQUIRE(e.has_value());
+    ms.push_back(std::chrono::duration<double, std::milli>(c.rtt()).count());
+  }
+  std::ostringstream all;
+  for (double m : ms) all << m << " ";
+  BOOST_TEST_MESSAGE("round trips timed (ms): " << all.str());
+  BOOST_TEST(*std::max_element(ms.begin(), ms.end()) < 25.0, "round trips timed (ms): " << all.str());
+  BOOST_TEST(*std::min_element(ms.begin(), ms.end()) > 0.0);
 }
 
 BOOST_AUTO_TEST_CASE(large_output_and_input_cross_the_channel_window) {
