@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -148,10 +149,41 @@ std::unexpected<InvalidMessage> bad_body(std::string message) {
 
 }  // namespace
 
-std::string encode_agent_value_frame(const json& value) {
-  std::vector<std::uint8_t> cbor = json::to_cbor(value);
-  return encode_frame(std::string_view(reinterpret_cast<const char*>(cbor.data()), cbor.size()));
+namespace {
+
+// About the CBOR size of `v` (its byte and text strings, a few bytes per node), so the frame's
+// buffer is reserved once instead of grown by copies. Deep values are only underestimated.
+std::size_t cbor_size_hint(const json& v, int depth = 0) {
+  if (v.is_binary()) return v.get_binary().size() + 9;
+  if (v.is_string()) return v.get_ref<const std::string&>().size() + 9;
+  if (!v.is_structured() || depth > 8) return 9;
+  std::size_t n = 9;
+  if (v.is_object())
+    for (const auto& [k, x] : v.items()) n += k.size() + 9 + cbor_size_hint(x, depth + 1);
+  else
+    for (const auto& x : v) n += cbor_size_hint(x, depth + 1);
+  return n;
 }
+
+// "Content-Length: " + up to 20 digits + "\r\n\r\n".
+constexpr std::size_t kHeaderRoom = 48;
+
+}  // namespace
+
+AgentFrame encode_agent_frame_buffer(const json& value) {
+  std::vector<std::uint8_t> buffer;
+  buffer.reserve(kHeaderRoom + cbor_size_hint(value));
+  buffer.resize(kHeaderRoom);
+  json::to_cbor(value, buffer);  // appends after the room
+  const std::string header = "Content-Length: " + std::to_string(buffer.size() - kHeaderRoom) + "\r\n\r\n";
+  const std::size_t begin = kHeaderRoom - header.size();
+  std::memcpy(buffer.data() + begin, header.data(), header.size());
+  return AgentFrame(std::move(buffer), begin);
+}
+
+AgentFrame encode_agent_frame_buffer(Message&& message) { return encode_agent_frame_buffer(to_json(std::move(message))); }
+
+std::string encode_agent_value_frame(const json& value) { return std::string(encode_agent_frame_buffer(value).bytes()); }
 
 std::string encode_agent_frame(const Message& message) { return encode_agent_value_frame(to_json(message)); }
 

@@ -84,6 +84,24 @@ json to_json(const Message& m) {
   return std::visit([](const auto& x) { return to_json(x); }, m);
 }
 
+json to_json(Message&& m) {
+  if (auto* r = std::get_if<Request>(&m)) {
+    json j{{"jsonrpc", "2.0"}, {"id", r->id}, {"method", r->method}};
+    if (!r->params.is_null()) j["params"] = std::move(r->params);
+    return j;
+  }
+  if (auto* n = std::get_if<Notification>(&m)) {
+    json j{{"jsonrpc", "2.0"}, {"method", n->method}};
+    if (!n->params.is_null()) j["params"] = std::move(n->params);
+    return j;
+  }
+  auto& r = std::get<Response>(m);
+  if (!r.ok()) return to_json(r);
+  json j{{"jsonrpc", "2.0"}, {"id", r.id}};
+  j["result"] = std::move(std::get<json>(r.outcome));
+  return j;
+}
+
 Response make_error(RequestId id, int code, std::string message, std::optional<json> data) {
   return Response{std::move(id), ResponseError{code, std::move(message), std::move(data)}};
 }

@@ -73,6 +73,8 @@ json to_json(const Request& r);
 json to_json(const Notification& n);
 json to_json(const Response& r);
 json to_json(const Message& m);
+// The same, moving params and results instead of copying them (agent frames carry megabytes).
+json to_json(Message&& m);
 json to_json(const ResponseError& e);
 
 Response make_error(RequestId id, int code, std::string message, std::optional<json> data = std::nullopt);

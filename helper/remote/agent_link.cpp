@@ -100,10 +100,10 @@ std::expected<AgentInfo, ResponseError> AgentLink::handshake(Clock::time_point d
   return info;
 }
 
-std::expected<void, ResponseError> AgentLink::send(const protocol::Message& message) {
-  std::string frame = protocol::encode_agent_frame(message);
+std::expected<void, ResponseError> AgentLink::send(protocol::Message message) {
+  const protocol::AgentFrame frame = protocol::encode_agent_frame_buffer(std::move(message));
   std::lock_guard lock(write_mutex_);
-  if (auto w = stream_->write_all(frame); !w) return std::unexpected(unavailable(w.error()));
+  if (auto w = stream_->write_all(frame.bytes()); !w) return std::unexpected(unavailable(w.error()));
   return {};
 }
 

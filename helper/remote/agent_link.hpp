@@ -55,7 +55,7 @@ class AgentLink {
   void reader_loop();
   void deliver(const protocol::Message& message);
   void fail_all(const std::string& why);
-  std::expected<void, ResponseError> send(const protocol::Message& message);
+  std::expected<void, ResponseError> send(protocol::Message message);  // moved into the frame
 
   std::unique_ptr<ByteStream> stream_;
   protocol::FrameDecoder decoder_;

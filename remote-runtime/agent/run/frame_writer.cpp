@@ -30,16 +30,16 @@ bool FrameWriter::send_raw(std::string_view bytes) {
 
 bool FrameWriter::send(const protocol::Message& message) {
   if (broken_) return false;
-  std::string frame = protocol::encode_agent_frame(message);
+  const protocol::AgentFrame frame = protocol::encode_agent_frame_buffer(protocol::to_json(message));
   std::lock_guard lock(mutex_);
-  return write_locked(frame);
+  return write_locked(frame.bytes());
 }
 
 bool FrameWriter::send_value(const protocol::json& value) {
   if (broken_) return false;
-  std::string frame = protocol::encode_agent_value_frame(value);
+  const protocol::AgentFrame frame = protocol::encode_agent_frame_buffer(value);
   std::lock_guard lock(mutex_);
-  return write_locked(frame);
+  return write_locked(frame.bytes());
 }
 
 bool FrameWriter::send_notification(std::string method, protocol::json params) {
