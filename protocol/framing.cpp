@@ -20,6 +20,8 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
+constexpr std::size_t kReserveAtMost = 64u << 20;
+
 }  // namespace
 
 void FrameDecoder::feed(std::string_view bytes) {
@@ -103,7 +105,13 @@ std::optional<std::expected<std::string, FrameIssue>> FrameDecoder::next() {
                                           std::to_string(limits_.max_body) + " bytes",
                                       false});
   }
-  if (buffer_.size() - body_start < *length) return std::nullopt;
+  if (buffer_.size() - body_start < *length) {
+    // Room for the whole frame at once: an 8 MiB body fed in pipe-sized pieces otherwise grew
+    // the buffer by doubling, copying it into fresh pages each time. (Capped: a header alone
+    // does not get to claim the whole body limit.)
+    buffer_.reserve(body_start + std::min<std::size_t>(*length, kReserveAtMost));
+    return std::nullopt;
+  }
   std::string body = buffer_.substr(body_start, *length);
   pos_ = body_start + *length;
   compact();
