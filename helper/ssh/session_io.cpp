@@ -56,8 +56,10 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
     // confirmation) waited for this side's delayed ACK. Channel opens time the link, so loopback
     // and LANs were timed at 40+ ms and got long-link windows and bulk lanes
     // (test_ssh_session). Linux leaves quick-ACK mode by itself: asked again after each read.
+#ifdef TCP_QUICKACK
     const int one = 1;
     (void)::setsockopt(socket, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+#endif
     // A short read emptied the kernel's queue (TCP copies until the queue and its backlog are
     // empty or the buffer is full), so the next recv() would say EAGAIN: remember that now
     // rather than ask, which cost one recv() per packet burst. Bytes arriving later end the next
