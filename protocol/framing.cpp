@@ -36,6 +36,13 @@ void FrameDecoder::feed(std::string_view bytes) {
   buffer_.append(bytes.data() + i, bytes.size() - i);
 }
 
+void FrameDecoder::release_spare() {
+  if (mid_frame()) return;
+  buffer_.clear();
+  pos_ = 0;
+  buffer_.shrink_to_fit();
+}
+
 void FrameDecoder::compact() {
   if (pos_ > 0 && (pos_ > 65536 || pos_ * 2 > buffer_.size())) {
     buffer_.erase(0, pos_);

@@ -45,6 +45,9 @@ class FrameDecoder {
   // True while part of a frame is buffered or being skipped: at EOF that means the peer
   // closed mid-frame.
   bool mid_frame() const { return skipping_ || buffer_.size() > pos_; }
+  // Gives back the buffer's spare capacity (megabytes after a big frame) when no frame is
+  // partly read; for a reader that goes idle.
+  void release_spare();
   bool failed() const { return failed_; }
 
  private:

@@ -3,6 +3,7 @@
 // logs go to stderr. `--supervise RUNDIR` is the hidden run-supervisor mode (run/supervisor.hpp).
 #include <malloc.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -55,6 +56,9 @@ void usage(std::ostream& out) {
 // how many such requests may wait for one before the reader stops reading.
 constexpr unsigned kRequestWorkers = 3;
 constexpr std::size_t kMaxQueuedRequests = 8;
+// After this much input, an agent idle on stdin for kIdleTrimMs gives its freed heap back.
+constexpr std::uint64_t kTrimAfterBytes = 1u << 20;
+constexpr int kIdleTrimMs = 1000;
 
 namespace agent = ferry::agent;
 namespace protocol = ferry::protocol;
@@ -89,7 +93,19 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
               agent::run::RunMethods& runs, const agent::AgentService& service) {
   protocol::FrameDecoder decoder(protocol::agent_frame_limits());
   std::string buf(1 << 16, '\0');
+  std::uint64_t since_trim = 0;
   while (true) {
+    if (since_trim >= kTrimAfterBytes) {
+      // Megabytes went through: once the helper has been quiet for a second, give the freed
+      // heap back (mallopt above keeps 64 MiB per arena for the next burst). A bulk lane's agent
+      // otherwise held ~95 MB for the life of the link, and a long link has up to 16 of them.
+      pollfd ready{STDIN_FILENO, POLLIN, 0};
+      if (::poll(&ready, 1, kIdleTrimMs) == 0) {
+        decoder.release_spare();
+        ::malloc_trim(0);
+        since_trim = 0;
+      }
+    }
     ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -104,6 +120,7 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
       scheduler.mark_failed();
       return 0;
     }
+    since_trim += static_cast<std::uint64_t>(n);
     decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
     while (auto frame = decoder.next()) {
       if (scheduler.failed()) return 1;

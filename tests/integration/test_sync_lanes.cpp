@@ -19,6 +19,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/test/unit_test.hpp>
@@ -103,6 +104,14 @@ std::vector<pid_t> sessions(const test::SshdFixture& f) {
   return out;
 }
 
+// Resident memory of a process in KiB (0 once it is gone).
+std::uint64_t rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("VmRSS:")) return std::stoull(line.substr(6));
+  return 0;
+}
+
 bool has_temp_files(const fs::path& root) {
   for (auto& e : fs::recursive_directory_iterator(root))
     if (e.path().filename().string().starts_with(".ferry-tmp.")) return true;
@@ -153,6 +162,23 @@ BOOST_AUTO_TEST_CASE(a_big_file_over_the_lanes_arrives_byte_exact) {
   // One lane per extra connection (kAutoBulkConnections is more than kLanes): an sshd each.
   BOOST_TEST(ep.live_lane_connections() == static_cast<std::size_t>(kLanes));
   BOOST_TEST(sessions(f).size() == static_cast<std::size_t>(kLanes + 1));
+  // Idle after megabytes, each agent gives its freed heap back (lanes live as long as the link):
+  // every one of them ends under 48 MiB resident (they held ~95 MB each before).
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  std::ostringstream rss;
+  for (bool all_small = false; !all_small;) {
+    rss.str("");
+    all_small = true;
+    for (pid_t p : agents(f)) {
+      const std::uint64_t kib = rss_kib(p);
+      rss << kib / 1024 << " MiB ";
+      all_small = all_small && kib < (48u << 10);
+    }
+    if (!all_small && std::chrono::steady_clock::now() > deadline) break;
+    if (!all_small) std::this_thread::sleep_for(100ms);  // polling a condition, with a deadline
+  }
+  BOOST_TEST_MESSAGE("agents' resident memory after going idle: " << rss.str());
+  for (pid_t p : agents(f)) BOOST_TEST(rss_kib(p) < (48u << 10), "agent " << p << " still holds " << rss_kib(p) / 1024 << " MiB");
   ep.close();
   BOOST_TEST((read_file(remote / "ckpt.bin") == big));
   BOOST_TEST(read_file(remote / "train.py") == "print('hi')\n");
