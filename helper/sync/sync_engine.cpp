@@ -570,13 +570,13 @@ void SyncEngine::take_watched_changes(PushRun& run) {
   st.known_local.reset();  // taken above or stale: the events it needed are consumed
 }
 
-// 2. What ferry last wrote (kept in memory, loaded above), 3. whether anyone wrote since, and
-// if so, what is there now.
 // A push that will likely stream a file (one over stream_above the manifest does not have) asks
 // for the bulk lanes now, so their connections open while the remote is read and the plan made:
 // on a long link they take several round trips (0.3-0.4 s at 50 ms) the file would wait for.
 // A file the manifest has goes as a delta (main agent) or not at all: a no-op opens nothing.
-// On a short link bulk_lanes() opens nothing either.
+// On a short link bulk_lanes() opens nothing either. Only a push that lists calls this: one
+// planned against a trusted manifest plans at once (and a watched no-op must not walk 100k
+// entries here: that cost 10 ms of its 1 ms).
 void SyncEngine::warm_bulk_lanes(const PushRun& run) {
   if (run.o.dry_run) return;
   for (const auto& [path, meta] : run.scanned.entries)
@@ -586,6 +586,8 @@ void SyncEngine::warm_bulk_lanes(const PushRun& run) {
     }
 }
 
+// 2. What ferry last wrote (kept in memory, loaded above), 3. whether anyone wrote since, and
+// if so, what is there now.
 std::expected<void, Error> SyncEngine::push_read_remote(PushRun& run) {
   State& st = *state_;
   const SyncOptions& o = run.o;
@@ -603,7 +605,6 @@ std::expected<void, Error> SyncEngine::push_read_remote(PushRun& run) {
     return std::unexpected(
         remote::call_error(stamp.error(), std::string(wire::method::kState) + " on " + endpoint_.description() + ": " + stamp.error().message));
   }
-  warm_bulk_lanes(run);  // after the first call: the link is up, its round trip known
   // Nobody wrote since the manifest was last complete: plan against it, list nothing. A file
   // changed behind ferry's back that this push writes or deletes is still caught, by the
   // agent, from the expected size+mtime every write carries. Mirror deletes need to see
@@ -627,6 +628,7 @@ std::expected<void, Error> SyncEngine::push_read_remote(PushRun& run) {
     run.plan_manifest = *manifest;
   }
   if (!run.fast) {
+    warm_bulk_lanes(run);  // the link is up (state answered), its round trip known
     if (auto ok = list_remote(run); !ok) return std::unexpected(ok.error());
     if (run.listing_cancelled) return {};
     if (auto ok = hash_listed(run); !ok) return std::unexpected(ok.error());
