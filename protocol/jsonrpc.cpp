@@ -59,47 +59,43 @@ json to_json(const ResponseError& e) {
   return j;
 }
 
-json to_json(const Request& r) {
-  json j{{"jsonrpc", "2.0"}, {"id", r.id}, {"method", r.method}};
-  if (!r.params.is_null()) j["params"] = r.params;
+// Each message kind is built once, from a message the caller gives up (params and results are
+// moved); the const overloads copy the message first.
+namespace {
+
+json from(Request&& r) {
+  json j{{"jsonrpc", "2.0"}, {"id", std::move(r.id)}, {"method", std::move(r.method)}};
+  if (!r.params.is_null()) j["params"] = std::move(r.params);
   return j;
 }
 
-json to_json(const Notification& n) {
-  json j{{"jsonrpc", "2.0"}, {"method", n.method}};
-  if (!n.params.is_null()) j["params"] = n.params;
+json from(Notification&& n) {
+  json j{{"jsonrpc", "2.0"}, {"method", std::move(n.method)}};
+  if (!n.params.is_null()) j["params"] = std::move(n.params);
   return j;
 }
 
-json to_json(const Response& r) {
-  json j{{"jsonrpc", "2.0"}, {"id", r.id}};
+json from(Response&& r) {
+  json j{{"jsonrpc", "2.0"}, {"id", std::move(r.id)}};
   if (r.ok())
-    j["result"] = std::get<json>(r.outcome);
+    j["result"] = std::move(std::get<json>(r.outcome));
   else
     j["error"] = to_json(std::get<ResponseError>(r.outcome));
   return j;
 }
+
+}  // namespace
+
+json to_json(const Request& r) { return from(Request(r)); }
+json to_json(const Notification& n) { return from(Notification(n)); }
+json to_json(const Response& r) { return from(Response(r)); }
 
 json to_json(const Message& m) {
   return std::visit([](const auto& x) { return to_json(x); }, m);
 }
 
 json to_json(Message&& m) {
-  if (auto* r = std::get_if<Request>(&m)) {
-    json j{{"jsonrpc", "2.0"}, {"id", r->id}, {"method", r->method}};
-    if (!r->params.is_null()) j["params"] = std::move(r->params);
-    return j;
-  }
-  if (auto* n = std::get_if<Notification>(&m)) {
-    json j{{"jsonrpc", "2.0"}, {"method", n->method}};
-    if (!n->params.is_null()) j["params"] = std::move(n->params);
-    return j;
-  }
-  auto& r = std::get<Response>(m);
-  if (!r.ok()) return to_json(r);
-  json j{{"jsonrpc", "2.0"}, {"id", r.id}};
-  j["result"] = std::move(std::get<json>(r.outcome));
-  return j;
+  return std::visit([](auto& x) { return from(std::move(x)); }, m);
 }
 
 Response make_error(RequestId id, int code, std::string message, std::optional<json> data) {

@@ -333,7 +333,8 @@ struct PushPipeline::Stream {
 };
 
 // A file too large for one request: begin, 8 MiB compressed chunks at their offsets with
-// kStreamInFlight in flight (kStreamersPerLane per bulk lane on a long link), commit (the agent checks every byte arrived once, and the hash).
+// kStreamInFlight in flight (kStreamersPerLane per bulk lane on a long link), commit (the agent
+// checks every byte arrived once, and the hash).
 // Each worker reads, compresses and sends its own chunk, so reading, compressing (on every
 // core) and the link overlap instead of taking turns.
 void PushPipeline::stream_file(const Transfer& t) {

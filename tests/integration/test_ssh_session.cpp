@@ -67,9 +67,8 @@ BOOST_AUTO_TEST_CASE(connects_by_alias_and_runs_commands) {
 }
 
 // sshd sends without TCP_NODELAY until a session's command starts, so the first channel open's
-// confirmation (right after its post-auth hostkeys notice) used to wait for this side's delayed
-// ACK, ~40 ms, in some connects: loopback was then timed as a long link (24 MiB windows, bulk
-// lanes). Ten fresh connections: none may time loopback at 25 ms or more.
+// confirmation used to wait for this side's delayed ACK, ~40 ms (every connect here): loopback
+// was then timed as a long link (24 MiB windows, bulk lanes). Ten fresh connections: none may time loopback at 25 ms or more.
 BOOST_AUTO_TEST_CASE(a_fresh_connection_times_loopback_as_a_short_link) {
   SshdFixture f;
   f.trust_host_key();
