@@ -251,12 +251,6 @@ BOOST_AUTO_TEST_CASE(closing_a_tunnel_ends_its_connections_and_leaks_no_fds) {
     BOOST_TEST(echo_once(warm->bound_port, "warm") == "warm");
     BOOST_REQUIRE(c.endpoint->close_forward(warm->id).has_value());
   }
-  auto settle = [](std::size_t want) {
-    auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (open_fd_count() > want && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(10ms);  // fds close on the io thread: wait for the count, bounded
-    return open_fd_count();
-  };
   std::size_t before = open_fd_count();
   auto info = c.endpoint->open_forward(local_to(echo.port()));
   BOOST_REQUIRE(info.has_value());
@@ -280,7 +274,7 @@ BOOST_AUTO_TEST_CASE(closing_a_tunnel_ends_its_connections_and_leaks_no_fds) {
   BOOST_TEST(tcp_connect("127.0.0.1", info->bound_port) == -ECONNREFUSED);
   BOOST_TEST(c.endpoint->list_forwards().empty());
   // A leak shows as more fds; fewer is the warm-up's last connection closing late.
-  BOOST_TEST(settle(before) <= before);
+  BOOST_TEST(settle_fd_count(before) <= before);
   BOOST_TEST(!c.endpoint->close_forward(info->id).has_value());
 }
 

@@ -176,4 +176,13 @@ inline std::size_t open_fd_count() {
   return n;
 }
 
+// Fds of a closed connection close on other threads (a relay's io thread, the echo server's
+// worker): waits, bounded, until the count is at most `want`, and returns the last count.
+inline std::size_t settle_fd_count(std::size_t want, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (open_fd_count() > want && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return open_fd_count();
+}
+
 }  // namespace ferry::test
