@@ -87,6 +87,13 @@ void log_line(protocol::LogLevel level, const std::string& line) {
   }
 }
 
+// False once no one reads stdout (the helper's sshd died, the pipe's reader is gone): a pipe
+// then polls as POLLERR, a socket as POLLHUP. One poll per request, not per byte.
+bool replies_can_reach_the_helper() {
+  pollfd out{STDOUT_FILENO, 0, 0};
+  return !(::poll(&out, 1, 0) > 0 && (out.revents & (POLLERR | POLLHUP)));
+}
+
 // Frames from stdin into the dispatcher until EOF, a fatal frame, a reply that could not be
 // written, or agent/shutdown. Returns the exit code.
 int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& scheduler, agent::run::FrameWriter& writer,
@@ -190,6 +197,7 @@ int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
       state_dir, [writer](const protocol::json& params) { writer->send_notification("cloud/event", params); });
 
   agent::RequestScheduler scheduler(request_workers(), kMaxQueuedRequests, classify);
+  scheduler.set_link_probe(replies_can_reach_the_helper);
   protocol::DispatcherHooks hooks;
   hooks.send = [&writer, &scheduler](const protocol::json& message) {
     if (writer->send_value(message)) return;

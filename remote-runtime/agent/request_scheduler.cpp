@@ -34,6 +34,7 @@ void RequestScheduler::run(Task& task, const std::string& method) {
   // A request read before the helper went away (its frames were still in the pipe) is dropped:
   // no one can learn its answer, and a write landing after the helper reconnected would look
   // like someone else's change to the push that follows.
+  if (!failed() && link_alive_ && !link_alive_()) mark_failed();
   if (failed()) {
     spdlog::debug("request {} dropped: its reply has nowhere to go", method);
     Task dropped = std::move(task);  // destroyed here, on this thread: its reply is -32603, unwritable anyway

@@ -9,8 +9,9 @@
 //   barrier   runs on the reader thread after every earlier parallel request has finished
 //             (whole-tree readers and deletes, shutdown)
 // Tasks are opaque (the dispatcher's closures run the handler and write the reply); the
-// transport tells the scheduler when a reply could not be written (mark_failed), and from then
-// on no task that has not begun runs.
+// transport tells the scheduler when a reply could not be written (mark_failed), or answers its
+// link probe that the reader of the replies is gone, and from then on no task that has not begun
+// runs.
 #pragma once
 
 #include <condition_variable>
@@ -53,6 +54,10 @@ class RequestScheduler {
   // unrun. Thread-safe.
   void mark_failed();
   bool failed() const;
+  // Asked before each task begins (false: the wire is gone, as if a reply had failed). The
+  // reader may be blocked behind a full queue and not see the EOF while workers would still
+  // begin what it had queued. Set before the first schedule().
+  void set_link_probe(std::function<bool()> alive) { link_alive_ = std::move(alive); }
 
  private:
   struct Job {
@@ -66,6 +71,7 @@ class RequestScheduler {
 
   Classify classify_;
   std::size_t max_queued_;
+  std::function<bool()> link_alive_;
 
   mutable std::mutex mu_;
   std::condition_variable work_cv_;  // workers: a job or stop

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <chrono>
 
+#include <spdlog/spdlog.h>
+
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
 #include "common/unique_fd.hpp"
@@ -20,9 +22,20 @@
 namespace ferry::agent::sync {
 namespace {
 
+// How long a push's first look waits for another agent's writes to finish.
+constexpr std::chrono::milliseconds kWriterWait{10'000};
+
+// A push starts by looking at the tree: writes still running for a helper that went away land
+// first, not between this look and the push's plan (sync_generation.hpp's write gate).
+void wait_out_writers(const Target& t) {
+  if (t.source) return;
+  if (!wait_for_writers(t.w(), kWriterWait)) spdlog::warn("{}: another agent kept writing under '{}' for {} s; looking anyway", t.method, t.base, kWriterWait.count() / 1000);
+}
+
 Reply<wire::StateResult> state(SyncContext& ctx, const wire::StateParams& p, CallContext& c) {
   auto t = ctx.open(c.method(), p.where);
   if (!t) return std::unexpected(t.error());
+  wait_out_writers(*t);
   auto g = read_generation(t->w());
   if (!g) return std::unexpected(t->io_error(t->base, g.error()));
   return wire::StateResult{g->epoch, g->generation};
@@ -121,6 +134,7 @@ Reply<wire::ListResult> list(SyncContext& ctx, const wire::ListParams& p, CallCo
   auto t = ctx.open(c.method(), p.where);
   if (!t) return std::unexpected(t.error());
   if (p.cursor) return continue_listing(ctx, p);
+  wait_out_writers(*t);
   if (t->source && (p.only || p.sweep)) return std::unexpected(invalid_params(c.method(), "'only' and 'sweep' do not apply to a read-only source"));
   std::uint64_t swept = 0;
   if (p.sweep)

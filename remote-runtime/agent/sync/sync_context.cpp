@@ -87,6 +87,10 @@ json space_at(const std::filesystem::path& root) {
               {"availableInodes", static_cast<std::uint64_t>(v.f_favail)}};
 }
 
+GenerationBump::GenerationBump(const Target& t) : w_(t.writer.get()) {
+  if (w_) gate_ = enter_write_gate(*w_);
+}
+
 GenerationBump::~GenerationBump() {
   if (w_) (void)bump_generation(*w_);
 }

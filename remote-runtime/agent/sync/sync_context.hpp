@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/unique_fd.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/payload_codec.hpp"
 #include "protocol/sync_wire.hpp"
@@ -74,17 +75,19 @@ wire::PathResult ok_entry(const std::string& path);
 // it into "N free of M; this push writes K" instead of a bare "No space left on device".
 protocol::json space_at(const std::filesystem::path& root);
 
-// Bumps the base's generation when a request that can change the tree is done (also when it
-// failed: the count only has to tell the helper whether anyone else wrote).
+// Holds the base's write gate while a request that can change the tree runs, and bumps the
+// base's generation when it is done (also when it failed: the count only has to tell the helper
+// whether anyone else wrote).
 class GenerationBump {
  public:
-  explicit GenerationBump(const Target& t) : w_(t.writer.get()) {}
+  explicit GenerationBump(const Target& t);
   ~GenerationBump();
   GenerationBump(const GenerationBump&) = delete;
   GenerationBump& operator=(const GenerationBump&) = delete;
 
  private:
   FileWriter* w_;
+  posix::UniqueFd gate_;  // the write gate (sync_generation.hpp), let go after the bump
 };
 
 // A listing taken in pages (sync/list with pageEntries or pageMs, continued by cursor): the

@@ -58,8 +58,8 @@ std::string read_all(int fd) {
   return out;
 }
 
-// The state file, opened without following a symlink at either component.
-std::expected<int, WriteError> open_state(FileWriter& writer, bool create) {
+// A file in .ferry, opened without following a symlink at either component.
+std::expected<int, WriteError> open_state(FileWriter& writer, bool create, std::string_view name = kSyncStateFile) {
   if (create) {
     if (auto made = writer.make_dirs(kSyncStateDir, 0700); !made) return std::unexpected(made.error());
   }
@@ -71,10 +71,10 @@ std::expected<int, WriteError> open_state(FileWriter& writer, bool create) {
     return io_fail("open .ferry");
   }
   int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
-  int fd = ::openat(dir.get(), std::string(kSyncStateFile).c_str(), flags, 0600);
+  int fd = ::openat(dir.get(), std::string(name).c_str(), flags, 0600);
   if (fd < 0) {
     if (errno == ENOENT && !create) return -1;
-    return io_fail("open .ferry/sync-state");
+    return io_fail("open .ferry/" + std::string(name));
   }
   return fd;
 }
@@ -106,6 +106,32 @@ std::expected<SyncGeneration, WriteError> bump_generation(FileWriter& writer) {
   if (::ftruncate(f.get(), static_cast<off_t>(line.size())) != 0) return io_fail("truncate .ferry/sync-state");
   ::fdatasync(f.get());
   return g;
+}
+
+UniqueFd enter_write_gate(FileWriter& writer) {
+  auto fd = open_state(writer, true, kWriteGateFile);
+  if (!fd || *fd < 0) return UniqueFd();
+  UniqueFd gate(*fd);
+  int rc;
+  while ((rc = ::flock(gate.get(), LOCK_SH)) != 0 && errno == EINTR) {
+  }
+  return rc == 0 ? std::move(gate) : UniqueFd();
+}
+
+bool wait_for_writers(FileWriter& writer, std::chrono::milliseconds cap) {
+  auto fd = open_state(writer, false, kWriteGateFile);
+  if (!fd || *fd < 0) return true;  // no gate: nothing ever wrote here through one
+  const UniqueFd gate(*fd);
+  // Polled, not a blocking LOCK_EX: a writer that never lets go (another helper's endless
+  // stream of batches) must cost this push a bounded wait, not all of it.
+  const auto deadline = std::chrono::steady_clock::now() + cap;
+  while (::flock(gate.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    ::usleep(2000);
+  }
+  ::flock(gate.get(), LOCK_UN);
+  return true;
 }
 
 }  // namespace ferry::agent::sync

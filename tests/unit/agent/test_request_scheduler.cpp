@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -198,6 +199,26 @@ BOOST_AUTO_TEST_CASE(once_a_reply_cannot_be_written_later_requests_do_not_run) {
     BOOST_TEST(s.at("start late-inline") == -1, workers << " workers");
     BOOST_TEST(s.at("start late-parallel") == -1, workers << " workers");
   }
+}
+
+// The reader can be blocked (a full queue, a barrier) while the helper is gone: the link probe,
+// asked before each task begins, drops what is queued as a failed reply would.
+BOOST_AUTO_TEST_CASE(a_dead_link_probe_keeps_queued_requests_from_beginning) {
+  Script s;
+  std::atomic<bool> alive{true};
+  {
+    Sched q(s, 1);
+    q.sched.set_link_probe([&] { return alive.load(); });
+    q.submit(1, "gated", "running", "parallel");
+    BOOST_REQUIRE(s.wait_event("start running"));
+    q.submit(2, "quick", "queued", "parallel");
+    alive = false;  // the helper's sshd died while "queued" waited for the worker
+    s.open_gate();
+    q.sched.drain();
+    BOOST_TEST(q.sched.failed());
+  }
+  BOOST_TEST(s.at("end running") >= 0);  // begun before: finishes
+  BOOST_TEST(s.at("start queued") == -1);
 }
 
 // The scheduler as the Dispatcher's schedule hook, as the agent wires it: parallel requests are

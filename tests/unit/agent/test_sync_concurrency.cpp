@@ -6,6 +6,8 @@
 #define BOOST_TEST_MODULE sync_concurrency
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +24,7 @@
 
 #include "protocol/agent_wire.hpp"
 #include "protocol/delta/delta_types.hpp"
+#include "common/unique_fd.hpp"
 #include "tests/support/raw_agent.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -130,7 +133,7 @@ void pipelined_writes_land_exactly(const std::string& workers) {
   BOOST_TEST(order.back() == list_id);
   BOOST_TEST((std::find(order.begin(), order.end(), commit_id) != order.end()));
   std::size_t listed_files = 0;
-  for (const auto& row : listing["entries"]) listed_files += row[1] == 0 && row[0] != ".ferry/sync-state";
+  for (const auto& row : listing["entries"]) listed_files += row[1] == 0 && !row[0].get<std::string>().starts_with(".ferry/");
   BOOST_TEST(listed_files == small.size() + 1);
 
   BOOST_TEST(ferry::test::read_file(root / "big.bin") == big);
@@ -149,3 +152,27 @@ void pipelined_writes_land_exactly(const std::string& workers) {
 
 BOOST_AUTO_TEST_CASE(pipelined_sync_writes_on_workers) { pipelined_writes_land_exactly("3"); }
 BOOST_AUTO_TEST_CASE(pipelined_sync_writes_on_the_reader_thread) { pipelined_writes_land_exactly("0"); }
+
+// Another agent's write still running (its helper's link dropped mid-push, say) holds the base's
+// write gate; a push's first look at the tree (sync/state, sync/list) waits for it, so the write
+// lands before the look and not between the look and the push's plan.
+BOOST_AUTO_TEST_CASE(a_push_looks_at_the_tree_only_once_other_writes_are_done) {
+  ferry::test::TempDir tmp;
+  const fs::path root = tmp.path() / "root";
+  Agent agent(root, "3");
+  const std::string bytes = "print('hi')\n";
+  agent.send(Request{1, "sync/writeBatch", json{{"files", json::array({json{{"path", "a.py"}, {"size", bytes.size()}, {"hash", hash_of(bytes)},
+                                                                         {"mode", 0644}, {"mtimeNs", 1}, {"data", packed(bytes)}}})}}});
+  BOOST_REQUIRE(agent.next().ok());
+  BOOST_REQUIRE(fs::exists(root / ".ferry" / "writing"));  // the gate that write held
+
+  for (const std::string method : {"sync/state", "sync/list"}) {
+    ferry::posix::UniqueFd other(::open((root / ".ferry" / "writing").c_str(), O_RDONLY | O_CLOEXEC));
+    BOOST_REQUIRE(::flock(other.get(), LOCK_SH) == 0);  // as a running write of another agent holds it
+    agent.send(Request{2, method, json::object()});
+    BOOST_CHECK_THROW(agent.raw->next(1s), std::runtime_error);  // no answer while the write runs
+    other.reset();
+    Response r = agent.next();
+    BOOST_TEST(r.ok(), method);
+  }
+}
