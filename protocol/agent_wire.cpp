@@ -214,7 +214,7 @@ std::expected<json, InvalidMessage> decode_agent_value(std::string_view body) {
 std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body) {
   auto j = decode_agent_value(body);
   if (!j) return std::unexpected(std::move(j.error()));
-  return parse_message(*j);
+  return parse_message(std::move(*j));
 }
 
 std::string agent_magic_line(int protocol_version, std::string_view agent_version) {

@@ -67,13 +67,13 @@ void Dispatcher::handle_body(std::string_view body) {
     if (hooks_.send) hooks_.send(to_json(make_error(nullptr, error_code::kParseError, "parse error: " + value.error())));
     return;
   }
-  handle_value(*value);
+  handle_value(std::move(*value));
 }
 
-void Dispatcher::handle_value(const json& value) {
+void Dispatcher::handle_value(json value) {
   try {
     if (!value.is_array()) {
-      handle_one(value, [this](json r) {
+      handle_one(std::move(value), [this](json r) {
         if (hooks_.send) hooks_.send(r);
       });
       return;
@@ -88,8 +88,8 @@ void Dispatcher::handle_value(const json& value) {
     auto send = [this](const json& m) {
       if (hooks_.send) hooks_.send(m);
     };
-    for (const auto& element : value) {
-      bool answers = handle_one(element, [batch, send](json r) { finish_batch_element(batch, std::move(r), send); });
+    for (auto& element : value) {
+      bool answers = handle_one(std::move(element), [batch, send](json r) { finish_batch_element(batch, std::move(r), send); });
       if (!answers) finish_batch_element(batch, std::nullopt, send);
     }
     finish_batch_element(batch, std::nullopt, send);
@@ -98,8 +98,8 @@ void Dispatcher::handle_value(const json& value) {
   }
 }
 
-bool Dispatcher::handle_one(const json& value, const Deliver& deliver) {
-  auto message = parse_message(value);
+bool Dispatcher::handle_one(json&& value, const Deliver& deliver) {
+  auto message = parse_message(std::move(value));
   if (!message) {
     deliver(to_json(make_error(message.error().id, message.error().error.code,
                                "invalid request: " + message.error().error.message)));

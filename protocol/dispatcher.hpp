@@ -65,8 +65,9 @@ class Dispatcher {
 
   // One framed body from the peer. Never throws; every problem becomes a reply or a log line.
   void handle_body(std::string_view body);
-  // An already-decoded message or batch.
-  void handle_value(const json& value);
+  // An already-decoded message or batch (moved into the handlers: a sync write's bytes are not
+  // copied on the way).
+  void handle_value(json value);
 
   // Sends a notification to the peer.
   void notify(const std::string& method, json params);
@@ -83,7 +84,7 @@ class Dispatcher {
  private:
   using Deliver = std::function<void(json)>;
   // Handles one element; returns true when it will deliver a response.
-  bool handle_one(const json& value, const Deliver& deliver);
+  bool handle_one(json&& value, const Deliver& deliver);
   void handle_request(Request req, const Deliver& deliver);
   void handle_notification(Notification note);
   std::expected<json, ResponseError> run_request(const MethodEntry& entry, const json& params, CallContext& ctx);

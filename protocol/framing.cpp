@@ -36,6 +36,14 @@ void FrameDecoder::feed(std::string_view bytes) {
   buffer_.append(bytes.data() + i, bytes.size() - i);
 }
 
+// Bytes just read into the buffer at `from` that belong to a body being skipped are dropped.
+void FrameDecoder::skip_filled(std::size_t from) {
+  const std::size_t n = std::min(skip_remaining_, buffer_.size() - from);
+  buffer_.erase(from, n);
+  skip_remaining_ -= n;
+  if (skip_remaining_ == 0) skipping_ = false;
+}
+
 void FrameDecoder::release_spare() {
   if (mid_frame()) return;
   buffer_.clear();
@@ -51,6 +59,14 @@ void FrameDecoder::compact() {
 }
 
 std::optional<std::expected<std::string, FrameIssue>> FrameDecoder::next() {
+  auto v = next_view();
+  if (!v) return std::nullopt;
+  if (!*v) return std::unexpected(std::move(v->error()));
+  return std::string(**v);
+}
+
+std::optional<std::expected<std::string_view, FrameIssue>> FrameDecoder::next_view() {
+  compact();  // here, not after a frame: the view handed out last is no longer needed
   if (failed_ || skipping_) return std::nullopt;
   std::string_view avail(buffer_.data() + pos_, buffer_.size() - pos_);
   auto end = avail.find("\r\n\r\n");
@@ -119,9 +135,8 @@ std::optional<std::expected<std::string, FrameIssue>> FrameDecoder::next() {
     buffer_.reserve(body_start + std::min<std::size_t>(*length, kReserveAtMost));
     return std::nullopt;
   }
-  std::string body = buffer_.substr(body_start, *length);
+  std::string_view body(buffer_.data() + body_start, *length);
   pos_ = body_start + *length;
-  compact();
   return body;
 }
 

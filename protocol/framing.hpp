@@ -4,6 +4,7 @@
 // says the stream is unrecoverable.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <expected>
 #include <optional>
@@ -38,9 +39,17 @@ class FrameDecoder {
   explicit FrameDecoder(FrameLimits limits = {}) : limits_(limits) {}
 
   void feed(std::string_view bytes);
+  // Reads straight into the buffer (no copy through a caller's buffer): calls
+  // `read(char* into, std::size_t room)` once with room for up to `max` bytes; it returns how
+  // many bytes it wrote there (0: none). Returns that count.
+  template <class Read>
+  std::size_t fill(std::size_t max, Read&& read);
 
   // The next complete body, an issue, or nullopt when more bytes are needed.
   std::optional<std::expected<std::string, FrameIssue>> next();
+  // The same, the body as a view into the buffer: valid until the next call to any member.
+  // Spares a reader of big frames one copy of each.
+  std::optional<std::expected<std::string_view, FrameIssue>> next_view();
 
   // True while part of a frame is buffered or being skipped: at EOF that means the peer
   // closed mid-frame.
@@ -58,7 +67,25 @@ class FrameDecoder {
   bool skipping_ = false;
   bool failed_ = false;
   void compact();
+  void skip_filled(std::size_t from);
 };
+
+template <class Read>
+std::size_t FrameDecoder::fill(std::size_t max, Read&& read) {
+  if (failed_) return 0;
+  compact();
+  const std::size_t old = buffer_.size();
+  // Within the room a big frame's body reserved: growing past it would copy the whole body.
+  if (const std::size_t room = buffer_.capacity() - old; room >= (16u << 10)) max = std::min(max, room);
+  std::size_t got = 0;
+  // resize_and_overwrite: the room is not zeroed first (megabytes per big frame).
+  buffer_.resize_and_overwrite(old + max, [&](char* p, std::size_t) {
+    got = read(p + old, max);
+    return old + got;
+  });
+  if (skipping_) skip_filled(old);
+  return got;
+}
 
 // Frames a body. content_type is written only when non-empty.
 std::string encode_frame(std::string_view body, std::string_view content_type = {});

@@ -12,7 +12,9 @@ bool valid_id(const json& id) { return id.is_string() || id.is_number_integer() 
 
 }  // namespace
 
-std::expected<Message, InvalidMessage> parse_message(const json& j) {
+std::expected<Message, InvalidMessage> parse_message(const json& j) { return parse_message(json(j)); }
+
+std::expected<Message, InvalidMessage> parse_message(json&& j) {
   if (!j.is_object()) return invalid(nullptr, "a JSON-RPC message must be an object");
   RequestId id = nullptr;
   auto id_it = j.find("id");
@@ -31,7 +33,7 @@ std::expected<Message, InvalidMessage> parse_message(const json& j) {
     json params = nullptr;
     if (auto p = j.find("params"); p != j.end()) {
       if (!p->is_object() && !p->is_array()) return invalid(id, "\"params\" must be an object or an array");
-      params = *p;
+      params = std::move(*p);
     }
     if (id_it == j.end()) return Notification{method_it->get<std::string>(), std::move(params)};
     if (id.is_null()) return invalid(nullptr, "a request \"id\" must not be null");
@@ -44,12 +46,12 @@ std::expected<Message, InvalidMessage> parse_message(const json& j) {
   auto err = j.find("error");
   if ((res == j.end()) == (err == j.end()))
     return invalid(id, "a response must have exactly one of \"result\" and \"error\"");
-  if (res != j.end()) return Response{std::move(id), *res};
+  if (res != j.end()) return Response{std::move(id), std::move(*res)};
   if (!err->is_object() || !err->contains("code") || !(*err)["code"].is_number_integer() ||
       !err->contains("message") || !(*err)["message"].is_string())
     return invalid(id, "\"error\" must be an object with an integer \"code\" and a string \"message\"");
   ResponseError e{(*err)["code"].get<int>(), (*err)["message"].get<std::string>(), std::nullopt};
-  if (auto d = err->find("data"); d != err->end()) e.data = *d;
+  if (auto d = err->find("data"); d != err->end()) e.data = std::move(*d);
   return Response{std::move(id), std::move(e)};
 }
 

@@ -68,6 +68,7 @@ struct InvalidMessage {
   ResponseError error;
 };
 std::expected<Message, InvalidMessage> parse_message(const json& j);
+std::expected<Message, InvalidMessage> parse_message(json&& j);  // params and results moved out
 
 json to_json(const Request& r);
 json to_json(const Notification& n);

@@ -7,6 +7,16 @@
 
 namespace ferry::protocol {
 
+int payload_level_for(const std::uint8_t* data, std::size_t size, int level) {
+  constexpr std::size_t kSample = 64u << 10;
+  if (size < 4 * kSample) return level;
+  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
+  std::vector<std::uint8_t> out(ZSTD_compressBound(kSample));
+  const std::size_t n = cctx ? ZSTD_compressCCtx(cctx.get(), out.data(), out.size(), data, kSample, 1)
+                             : ZSTD_compress(out.data(), out.size(), data, kSample, 1);
+  return !ZSTD_isError(n) && n * 100 > kSample * 97 ? kIncompressibleLevel : level;
+}
+
 std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level) {
   thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
   std::vector<std::uint8_t> out(ZSTD_compressBound(size));

@@ -16,6 +16,14 @@ inline constexpr std::size_t kMaxSyncPayload = 256u << 20;
 // zstd's level for payloads when the sender has no better idea.
 inline constexpr int kPayloadLevel = 3;
 
+// zstd's fastest level: on data that does not compress it still makes a valid frame (raw
+// blocks) at near-copy speed.
+inline constexpr int kIncompressibleLevel = -20;
+
+// `level`, unless a 64 KiB sample of `data` does not compress (below 3 %: media, archives,
+// checkpoints of random-looking floats); then kIncompressibleLevel. Small payloads keep `level`.
+int payload_level_for(const std::uint8_t* data, std::size_t size, int level);
+
 // One zstd frame of `size` bytes (empty on a zstd failure, which only a failed allocation causes).
 // A context per thread: a fresh one per call costs its table setup for every small file.
 std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level = kPayloadLevel);

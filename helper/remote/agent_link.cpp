@@ -170,8 +170,8 @@ std::string AgentLink::failure() const {
   return failure_;
 }
 
-void AgentLink::deliver(const protocol::Message& message) {
-  if (const auto* resp = std::get_if<protocol::Response>(&message)) {
+void AgentLink::deliver(protocol::Message&& message) {
+  if (auto* resp = std::get_if<protocol::Response>(&message)) {
     if (!resp->id.is_number_integer()) {
       if (!resp->ok()) spdlog::warn("agent error without a request id: {}", std::get<ResponseError>(resp->outcome).message);
       return;
@@ -180,9 +180,9 @@ void AgentLink::deliver(const protocol::Message& message) {
     auto it = pending_.find(resp->id.get<std::int64_t>());
     if (it == pending_.end()) return;  // timed out already
     if (resp->ok())
-      it->second->outcome = std::get<json>(resp->outcome);
+      it->second->outcome = std::move(std::get<json>(resp->outcome));
     else
-      it->second->outcome = std::unexpected(std::get<ResponseError>(resp->outcome));
+      it->second->outcome = std::unexpected(std::move(std::get<ResponseError>(resp->outcome)));
     pending_.erase(it);
     cv_.notify_all();
     return;
@@ -210,9 +210,11 @@ void AgentLink::fail_all(const std::string& why) {
 }
 
 void AgentLink::reader_loop() {
-  std::array<char, 1 << 16> buf{};
+  // Read straight into the frame decoder, bodies decoded from views into it: a pull's chunks
+  // are not copied on their way to the CBOR parser.
+  constexpr std::size_t kReadAtMost = 1u << 20;
   while (true) {
-    while (auto frame = decoder_.next()) {
+    while (auto frame = decoder_.next_view()) {
       if (!*frame) {
         if (frame->error().fatal) {
           fail_all("the agent sent a malformed frame: " + frame->error().message);
@@ -228,12 +230,15 @@ void AgentLink::reader_loop() {
         if (bad.id.is_number_integer()) deliver(protocol::Response{bad.id, bad.error});
         continue;
       }
-      deliver(*message);
+      deliver(std::move(*message));
     }
-    auto r = stream_->read_some(buf, std::nullopt);
+    ReadResult r;
+    decoder_.fill(kReadAtMost, [&](char* into, std::size_t room) {
+      r = stream_->read_some(std::span<char>(into, room), std::nullopt);
+      return r.status == ReadStatus::data ? r.bytes : 0;
+    });
     switch (r.status) {
       case ReadStatus::data:
-        decoder_.feed(std::string_view(buf.data(), r.bytes));
         break;
       case ReadStatus::eof: {
         std::function<std::string()> describe;

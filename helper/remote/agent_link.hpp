@@ -53,7 +53,7 @@ class AgentLink {
     std::optional<std::expected<json, ResponseError>> outcome;
   };
   void reader_loop();
-  void deliver(const protocol::Message& message);
+  void deliver(protocol::Message&& message);  // a reply's result is moved to its caller
   void fail_all(const std::string& why);
   std::expected<void, ResponseError> send(protocol::Message message);  // moved into the frame
 

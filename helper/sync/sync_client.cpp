@@ -10,6 +10,16 @@ namespace ec = protocol::error_code;
 struct Ignored {};
 std::optional<protocol::DecodeError> from_json(const protocol::json&, Ignored&, const std::string&) { return std::nullopt; }
 
+// The typed decode copies byte strings; a reply's file bytes (a pull's 8 MiB chunks) are moved
+// out of it first, leaving an empty byte string for the decode to check, and put back after.
+wire::Bytes take_bytes(protocol::json& reply, const char* key) {
+  auto it = reply.is_object() ? reply.find(key) : reply.end();
+  if (it == reply.end() || !it->is_binary()) return {};
+  wire::Bytes out = std::move(static_cast<wire::Bytes&>(it->get_binary()));
+  *it = protocol::json::binary_t{};
+  return out;
+}
+
 }  // namespace
 
 template <class R, class P>
@@ -17,9 +27,12 @@ std::expected<R, ResponseError> SyncClient::call(std::string_view m, P&& params,
   if (wire::is_mutating(m)) ++mutations_;
   auto reply = endpoint_.call(m, to_json(std::forward<P>(params)), timeout);
   if (!reply) return std::unexpected(std::move(reply.error()));
+  wire::Bytes data;
+  if constexpr (std::is_same_v<R, wire::ReadResult>) data = take_bytes(*reply, "data");
   R out{};
   if (auto bad = from_json(*reply, out, ""))
     return std::unexpected(ResponseError{ec::kInternalError, std::string(m) + ": malformed reply from the agent: " + bad->to_string(), {}});
+  if constexpr (std::is_same_v<R, wire::ReadResult>) out.data = std::move(data);
   return out;
 }
 

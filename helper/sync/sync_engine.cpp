@@ -21,7 +21,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <zstd.h>
 
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
@@ -89,16 +88,7 @@ std::string human_bytes(std::uint64_t n) {
   return fmt::format("{:.2f} GiB", n / 1073741824.0);
 }
 
-// The zstd level of one streamed chunk: kStreamLevel, unless a 64 KiB sample of it does not
-// compress (media, archives, checkpoints of random-looking floats), where zstd's fastest
-// level still makes a valid frame for the agent at near-copy speed.
-int stream_level(const std::uint8_t* data, std::size_t size) {
-  constexpr std::size_t kSample = 64u << 10;
-  if (size < 4 * kSample) return kStreamLevel;
-  std::vector<std::uint8_t> out(ZSTD_compressBound(kSample));
-  const std::size_t n = ZSTD_compress(out.data(), out.size(), data, kSample, 1);
-  return !ZSTD_isError(n) && n * 100 > kSample * 97 ? kIncompressibleLevel : kStreamLevel;
-}
+int stream_level(const std::uint8_t* data, std::size_t size) { return protocol::payload_level_for(data, size, kStreamLevel); }
 
 // A file the scan left unhashed (new to the remote, so it goes whole), read once for both its
 // bytes and its hash. Held to the scanner's rules: still what the scan saw (size, mtime,

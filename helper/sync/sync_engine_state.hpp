@@ -34,6 +34,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/watcher.hpp"
 #include "protocol/jsonrpc.hpp"
+#include "protocol/payload_codec.hpp"
 #include "protocol/sync_wire.hpp"
 
 namespace ferry::sync {
@@ -60,7 +61,7 @@ inline constexpr unsigned kStreamInFlight = 4;
 // main agent: 6.3-7.1 s; three: no better).
 inline constexpr unsigned kStreamersPerLane = 2;
 inline constexpr int kStreamLevel = 1;
-inline constexpr int kIncompressibleLevel = -20;
+using protocol::kIncompressibleLevel;
 // Deltas against the agent's signature go in two levels above this size.
 inline constexpr std::uint64_t kTwoLevelAbove = 16u << 20;
 inline constexpr std::uint32_t kCoarseBlock = 1u << 20;

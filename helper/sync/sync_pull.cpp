@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -109,6 +111,53 @@ std::expected<Hash128, std::string> hash_fd(int fd, std::uint64_t size) {
   }
   return h.digest();
 }
+
+// The whole-file hash of a pull's chunks as they land. Workers take chunks in order, so most
+// complete the hashed prefix and are hashed from memory; one that came early waits and is read
+// back from the temp file once the gap before it fills. Spares the read of the whole file again
+// after its last chunk (a 1 GiB pull: ~0.3 s more on its critical path).
+class PrefixHash {
+ public:
+  explicit PrefixHash(int fd) : fd_(fd) {}
+  // Bytes [offset, offset + n) have been written; an error when reading back failed.
+  std::optional<std::string> add(std::uint64_t offset, const std::uint8_t* data, std::size_t n) {
+    std::lock_guard lock(mu_);
+    if (offset != next_) {
+      early_[offset] = n;
+      return std::nullopt;
+    }
+    h_.update(delta::Bytes(data, n));
+    next_ += n;
+    for (auto it = early_.find(next_); it != early_.end(); it = early_.find(next_)) {
+      std::vector<std::uint8_t> buf(std::min<std::uint64_t>(it->second, kIoBlock));
+      for (std::uint64_t at = next_, end = next_ + it->second; at < end;) {
+        auto got = pread_full(fd_, buf.data(), std::min<std::uint64_t>(buf.size(), end - at), at);
+        if (!got) return got.error();
+        if (*got == 0) return std::string("the temp file shrank while being hashed");
+        h_.update(delta::Bytes(buf.data(), *got));
+        at += *got;
+      }
+      next_ += it->second;
+      early_.erase(it);
+    }
+    return std::nullopt;
+  }
+  std::uint64_t hashed() const {
+    std::lock_guard lock(mu_);
+    return next_;
+  }
+  Hash128 digest() const {
+    std::lock_guard lock(mu_);
+    return h_.digest();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  int fd_;
+  delta::Hash128Stream h_;
+  std::uint64_t next_ = 0;
+  std::map<std::uint64_t, std::uint64_t> early_;  // offset -> length, written but not yet hashed
+};
 
 // Signs bytes [offset, offset + length) of the local file, reading it in blocks, in shares on
 // several threads (a 1 GiB coarse signature is the pull's longest step on this side).
@@ -450,7 +499,7 @@ class PullPipeline {
   Fetched fetch_delta(const PullFile& f, int dir_fd, int tmp_fd);
   Fetched fetch_whole(const PullFile& f, int tmp_fd);
   std::optional<Fetched> fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire,
-                                     std::mutex& mu, std::optional<std::uint32_t>& mode);
+                                     std::mutex& mu, std::optional<std::uint32_t>& mode, PrefixHash& hash);
 
   PullRun& run_;
 };
@@ -593,6 +642,7 @@ Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
   std::mutex mu;
   std::optional<Fetched> failure;
   std::optional<std::uint32_t> mode;
+  PrefixHash prefix(tmp_fd);
   auto worker = [&] {
     for (std::uint64_t i; (i = next.fetch_add(1)) < chunks;) {
       {
@@ -600,7 +650,7 @@ Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
         if (failure) return;
       }
       auto fail = run_.cancelled() ? std::optional(failed(Fetched::Status::cancelled, "cancelled"))
-                                   : fetch_chunk(f, tmp_fd, i * kReadChunk, wire, mu, mode);
+                                   : fetch_chunk(f, tmp_fd, i * kReadChunk, wire, mu, mode, prefix);
       if (fail) {
         std::lock_guard lock(mu);
         if (!failure) failure = std::move(*fail);
@@ -618,7 +668,7 @@ Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
     failure->wire = wire.load();
     return *failure;
   }
-  auto h = hash_fd(tmp_fd, size);
+  auto h = prefix.hashed() == size ? std::expected<Hash128, std::string>(prefix.digest()) : hash_fd(tmp_fd, size);
   if (!h) return failed(Fetched::Status::error, h.error(), wire.load());
   if (f.remote.hash && *h != *f.remote.hash) return failed(Fetched::Status::unstable, "changed on the remote while being read", wire.load());
   Fetched out;
@@ -632,7 +682,7 @@ Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
 
 // One chunk at `offset` read and written into the temp file; the failure, if any.
 std::optional<Fetched> PullPipeline::fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire_bytes,
-                                                 std::mutex& mu, std::optional<std::uint32_t>& mode) {
+                                                 std::mutex& mu, std::optional<std::uint32_t>& mode, PrefixHash& hash) {
   const std::uint64_t size = f.remote.size;
   auto chunk = call_read(run_, f.path, offset);
   const std::string_view method = wire::method::kRead;
@@ -648,7 +698,9 @@ std::optional<Fetched> PullPipeline::fetch_chunk(const PullFile& f, int tmp_fd, 
   if (raw_size != want) return failed(Fetched::Status::error, fmt::format("{}: {} bytes at {}, {} expected", method, raw_size, offset, want));
   auto raw = protocol::decompress_payload(data.data(), data.size(), raw_size, kMaxRequestPayload);
   if (!raw) return failed(Fetched::Status::error, fmt::format("{}: {}", method, raw.error()));
+  wire::Bytes().swap(chunk->data);  // freed before the write: four chunks in flight hold one copy each, not two
   if (auto w = pwrite_full(tmp_fd, raw->data(), raw->size(), offset); !w) return failed(Fetched::Status::error, w.error());
+  if (auto bad = hash.add(offset, raw->data(), raw->size())) return failed(Fetched::Status::error, *bad);
   {
     std::lock_guard lock(mu);
     mode = chunk->mode;

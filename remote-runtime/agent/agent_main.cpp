@@ -99,7 +99,9 @@ bool replies_can_reach_the_helper() {
 int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& scheduler, agent::run::FrameWriter& writer,
               agent::run::RunMethods& runs, const agent::AgentService& service) {
   protocol::FrameDecoder decoder(protocol::agent_frame_limits());
-  std::string buf(1 << 16, '\0');
+  // Read straight into the decoder, bodies parsed from views into it: a pushed chunk is not
+  // copied on its way to the CBOR parser.
+  constexpr std::size_t kReadAtMost = 1u << 20;
   std::uint64_t since_trim = 0;
   while (true) {
     if (since_trim >= kTrimAfterBytes) {
@@ -113,10 +115,16 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
         since_trim = 0;
       }
     }
-    ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+    ssize_t n = 0;
+    int read_errno = 0;
+    decoder.fill(kReadAtMost, [&](char* into, std::size_t room) {
+      n = ::read(STDIN_FILENO, into, room);
+      read_errno = errno;
+      return n > 0 ? static_cast<std::size_t>(n) : std::size_t{0};
+    });
     if (n < 0) {
-      if (errno == EINTR) continue;
-      spdlog::error("read stdin: {}", std::strerror(errno));
+      if (read_errno == EINTR) continue;
+      spdlog::error("read stdin: {}", std::strerror(read_errno));
       return 1;
     }
     if (n == 0) {
@@ -128,8 +136,7 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
       return 0;
     }
     since_trim += static_cast<std::uint64_t>(n);
-    decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
-    while (auto frame = decoder.next()) {
+    while (auto frame = decoder.next_view()) {
       if (scheduler.failed()) return 1;
       std::optional<protocol::Response> reply;
       if (!*frame) {
@@ -147,7 +154,7 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
         spdlog::warn("bad message from the helper: {}", value.error().error.message);
         reply = protocol::Response{value.error().id, value.error().error};
       } else {
-        dispatcher.handle_value(*value);
+        dispatcher.handle_value(std::move(*value));
       }
       if (reply && !writer.send(*reply)) {
         spdlog::error("write stdout: {}", std::strerror(errno));

@@ -282,7 +282,11 @@ BOOST_AUTO_TEST_CASE(a_whole_file_pull_keeps_memory_bounded) {
   BOOST_TEST(s.errors.empty());
   BOOST_TEST(s.files_sent == 1u);
   BOOST_TEST_MESSAGE("whole-file pull of 256 MiB: peak RSS grew by " << (peak - before) / 1024 << " MiB");
-  BOOST_TEST((peak - before) * 1024 < kSize / 4);  // the old pull held the whole file (+256 MiB)
+  // Bounded by the chunks in flight, not the file: four 8 MiB chunks, each briefly held both
+  // compressed and raw, replies waiting for their worker, the frame buffer (58-81 MiB measured
+  // since replies are moved rather than copied and come faster; 43-58 before). The old pull held
+  // the whole file (+256 MiB).
+  BOOST_TEST((peak - before) * 1024 < kSize * 7 / 16);
   BOOST_TEST(fs::file_size(f.local / "ckpt.bin") == kSize);
   std::ifstream a(f.local / "ckpt.bin", std::ios::binary), b(f.remote / "ckpt.bin", std::ios::binary);
   std::vector<char> x(1u << 20), y(1u << 20);
