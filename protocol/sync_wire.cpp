@@ -285,6 +285,7 @@ json to_json(const ListResult& r) {
   if (r.other_filesystems) j["otherFilesystems"] = *r.other_filesystems;
   if (r.cursor) j["cursor"] = *r.cursor;
   if (r.cancelled) j["cancelled"] = true;
+  if (r.stamp) j["stamp"] = to_json(*r.stamp);
   return j;
 }
 std::optional<DecodeError> from_json(const json& j, ListResult& out, const std::string& ptr) {
@@ -295,6 +296,7 @@ std::optional<DecodeError> from_json(const json& j, ListResult& out, const std::
   f.opt("otherFilesystems", out.other_filesystems);
   f.opt("cursor", out.cursor);
   f.opt("cancelled", out.cancelled);
+  f.opt("stamp", out.stamp);
   return f.error();
 }
 

@@ -136,6 +136,9 @@ struct ListResult {
   std::optional<std::vector<std::string>> other_filesystems;
   std::optional<std::int64_t> cursor;  // set while more pages remain
   bool cancelled = false;
+  // The base's sync/state, read right before the walk began (first page of a base's listing):
+  // a push that lists anyway needs no sync/state round trip of its own.
+  std::optional<StateResult> stamp;
 };
 
 // --- sync/read --------------------------------------------------------------------------------

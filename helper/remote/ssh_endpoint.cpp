@@ -719,7 +719,8 @@ void SshEndpoint::close() {
   }
   if (monitor_.joinable()) monitor_.join();
   if (!link) return;
-  if (link->agent->alive()) (void)link->agent->call("agent/shutdown", json::object(), 500ms);
+  // EOF, not agent/shutdown and a wait for its answer: every request was answered, and at EOF
+  // the agent ends the same way (a round trip less at every close: 50 ms at 50 ms).
   link->agent->close_write();
   link->agent->stop();
   link.reset();

@@ -27,6 +27,7 @@ std::expected<R, ResponseError> SyncClient::call(std::string_view m, P&& params,
   if (wire::is_mutating(m)) ++mutations_;
   auto reply = endpoint_.call(m, to_json(std::forward<P>(params)), timeout);
   if (!reply) return std::unexpected(std::move(reply.error()));
+  if (wire::is_mutating(m)) note_write_stamp(*reply);
   wire::Bytes data;
   if constexpr (std::is_same_v<R, wire::ReadResult>) data = take_bytes(*reply, "data");
   R out{};
@@ -34,6 +35,27 @@ std::expected<R, ResponseError> SyncClient::call(std::string_view m, P&& params,
     return std::unexpected(ResponseError{ec::kInternalError, std::string(m) + ": malformed reply from the agent: " + bad->to_string(), {}});
   if constexpr (std::is_same_v<R, wire::ReadResult>) out.data = std::move(data);
   return out;
+}
+
+void SyncClient::note_write_stamp(const protocol::json& reply) {
+  if (!reply.is_object() || !reply.contains("stamp")) return;
+  wire::StateResult s;
+  if (from_json(reply["stamp"], s, "/stamp")) return;
+  std::lock_guard lock(stamp_mu_);
+  if (write_stamp_ && write_stamp_->epoch != s.epoch) stamp_epochs_differ_ = true;
+  if (!write_stamp_ || s.generation > write_stamp_->generation) write_stamp_ = std::move(s);
+}
+
+void SyncClient::reset_write_stamp() {
+  std::lock_guard lock(stamp_mu_);
+  write_stamp_.reset();
+  stamp_epochs_differ_ = false;
+}
+
+std::optional<wire::StateResult> SyncClient::write_stamp() const {
+  std::lock_guard lock(stamp_mu_);
+  if (stamp_epochs_differ_) return std::nullopt;
+  return write_stamp_;
 }
 
 std::expected<wire::StateResult, ResponseError> SyncClient::state(const wire::Where& where, Timeout timeout) {

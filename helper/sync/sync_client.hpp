@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdint>
 #include <expected>
+#include <mutex>
+#include <optional>
 
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/file_meta.hpp"
@@ -70,6 +72,10 @@ class SyncClient {
   std::size_t bulk_lanes() { return endpoint_.bulk_lanes(); }
   // Mutating requests sent so far: the push compares the agent's generation with its own count.
   std::uint64_t mutations() const { return mutations_.load(); }
+  // The highest stamp the write replies carried since the reset (each write's reply has the
+  // base's stamp right after its own bump); nullopt when none did or their epochs differed.
+  void reset_write_stamp();
+  std::optional<wire::StateResult> write_stamp() const;
   remote::Endpoint& endpoint() { return endpoint_; }
 
  private:
@@ -77,6 +83,10 @@ class SyncClient {
   std::expected<R, ResponseError> call(std::string_view method, P&& params, Timeout timeout);
   remote::Endpoint& endpoint_;
   std::atomic<std::uint64_t> mutations_{0};
+  void note_write_stamp(const protocol::json& reply);
+  mutable std::mutex stamp_mu_;
+  std::optional<wire::StateResult> write_stamp_;
+  bool stamp_epochs_differ_ = false;
 };
 
 // A listing's rows as the planner's TreeState (rows of a kind this helper does not know are left

@@ -158,6 +158,7 @@ std::expected<RemoteListing, Error> engine_parts::list_remote_paged(SyncClient& 
   for (;;) {
     auto page = client.list(params, kBigCallTimeout);
     if (!page) return std::unexpected(list_failed(client.endpoint(), page.error()));
+    if (!params.cursor) out.stamp = page->stamp;
     for (auto& [path, meta] : tree_state_of(page->entries)) out.entries.insert_or_assign(path, std::move(meta));
     listed = page->listed.value_or(listed + page->entries.size());
     if (page->other_filesystems)
@@ -414,6 +415,7 @@ struct SyncEngine::PushRun {
   std::string start_epoch;
   std::uint64_t start_generation = 0;
   bool stamp_known = false;
+  bool stamp_from_listing = false;  // no sync/state: the listing's first page carries the stamp
   bool fast = false;            // nobody wrote since the manifest: plan against it, list nothing
   bool alias_manifest = false;  // a full fast push plans straight against st.manifest
   TreeState remote;
@@ -454,6 +456,7 @@ std::expected<SyncSummary, Error> SyncEngine::push_locked(const SyncOptions& o) 
     run.summary.seconds = run.elapsed();
     return std::move(run.summary);
   }
+  client_->reset_write_stamp();
   const std::uint64_t mutations = push_transfer(run);
   push_commit_manifest(run, mutations);
   run.summary.seconds = run.elapsed();
@@ -576,15 +579,10 @@ void SyncEngine::warm_bulk_lanes(const PushRun& run) {
     }
 }
 
-// 2. What ferry last wrote (kept in memory, loaded above), 3. whether anyone wrote since, and
-// if so, what is there now.
-std::expected<void, Error> SyncEngine::push_read_remote(PushRun& run) {
-  State& st = *state_;
-  const SyncOptions& o = run.o;
-  run.manifest = &*st.manifest;
-  Manifest* manifest = run.manifest;
-  manifest->remote_root = target_.remote_root;
-  if (auto stamp = call_state(*client_, target_.remote_base); stamp) {
+// The base's sync/state into run.start_*; an agent without the method leaves the stamp unknown.
+std::expected<void, Error> SyncEngine::read_stamp(PushRun& run) {
+  auto stamp = call_state(*client_, target_.remote_base);
+  if (stamp) {
     run.start_epoch = stamp->epoch;
     run.start_generation = stamp->generation;
     run.stamp_known = true;
@@ -595,6 +593,22 @@ std::expected<void, Error> SyncEngine::push_read_remote(PushRun& run) {
     return std::unexpected(
         remote::call_error(stamp.error(), std::string(wire::method::kState) + " on " + endpoint_.description() + ": " + stamp.error().message));
   }
+  return {};
+}
+
+// 2. What ferry last wrote (kept in memory, loaded above), 3. whether anyone wrote since, and
+// if so, what is there now.
+std::expected<void, Error> SyncEngine::push_read_remote(PushRun& run) {
+  State& st = *state_;
+  const SyncOptions& o = run.o;
+  run.manifest = &*st.manifest;
+  Manifest* manifest = run.manifest;
+  manifest->remote_root = target_.remote_root;
+  // A push that lists whatever the stamp says (a first push, --force, a mirror) takes the stamp
+  // from its listing's first page: one round trip less (a connect's dozen at 50 ms is 0.6 s).
+  run.stamp_from_listing = !run.save && (manifest->entries.empty() || o.force || o.deletes == DeleteMode::mirror);
+  if (!run.stamp_from_listing)
+    if (auto read = read_stamp(run); !read) return read;
   // Nobody wrote since the manifest was last complete: plan against it, list nothing. A file
   // changed behind ferry's back that this push writes or deletes is still caught, by the
   // agent, from the expected size+mtime every write carries. Mirror deletes need to see
@@ -662,6 +676,11 @@ std::expected<void, Error> SyncEngine::list_remote(PushRun& run) {
       return {};
     }
     run.remote = std::move(listed->entries);
+    if (run.stamp_from_listing && listed->stamp) {
+      run.start_epoch = listed->stamp->epoch;
+      run.start_generation = listed->stamp->generation;
+      run.stamp_known = true;
+    }
   }
   // Files the manifest describes differently but that match the local size: most likely
   // written by a push whose manifest never reached the disk (a crash). Their hashes tell
@@ -801,14 +820,21 @@ void SyncEngine::push_commit_manifest(PushRun& run, std::uint64_t ours) {
   std::string end_epoch;
   std::uint64_t end_generation = 0;
   bool end_known = false;
+  // Our writes alone moved the stamp from the start's by `ours`: else someone else wrote too.
+  auto only_ours = [&](const wire::StateResult& s) {
+    return !s.epoch.empty() && (run.start_epoch.empty() || s.epoch == run.start_epoch) && s.generation == run.start_generation + ours;
+  };
   if (run.stamp_known && (run.fast || !run.save)) {
     if (ours == 0) {
       end_epoch = run.start_epoch, end_generation = run.start_generation, end_known = !run.start_epoch.empty();
+    } else if (auto seen = client_->write_stamp(); seen && only_ours(*seen)) {
+      // The last write's reply says so: no sync/state round trip (a foreign write after it only
+      // makes the next push list).
+      end_epoch = seen->epoch, end_generation = seen->generation, end_known = true;
     } else if (auto stamp = call_state(*client_, target_.remote_base); stamp) {
       end_epoch = stamp->epoch;
       end_generation = stamp->generation;
-      end_known = !end_epoch.empty() && (run.start_epoch.empty() || end_epoch == run.start_epoch) &&
-                  end_generation == run.start_generation + ours;
+      end_known = only_ours(*stamp);
     }
   }
   if (end_known != !manifest->remote_epoch.empty() || end_epoch != manifest->remote_epoch ||

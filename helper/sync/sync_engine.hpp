@@ -167,6 +167,7 @@ class SyncEngine {
   std::expected<void, Error> push_read_local(PushRun& run);
   void take_watched_changes(PushRun& run);
   std::expected<void, Error> push_read_remote(PushRun& run);
+  std::expected<void, Error> read_stamp(PushRun& run);
   std::expected<void, Error> list_remote(PushRun& run);
   std::expected<void, Error> hash_listed(PushRun& run);
   std::expected<void, Error> push_plan(PushRun& run);

@@ -132,6 +132,7 @@ std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashin
 struct RemoteListing {
   TreeState entries;
   bool cancelled = false;
+  std::optional<wire::StateResult> stamp;  // the first page's (an agent before 0.1 sends none)
 };
 // sync/list with `params`, taken page by page (pageEntries, pageMs, then by cursor) so that a big
 // remote tree reports listing_progress and stops when cancelled, instead of one request that

@@ -52,7 +52,14 @@ void SyncMethods::bind(protocol::BindingTable& agent_table) const {
           if (params.is_object() && params.contains("source") && !protocol::sync_wire::allows_source(entry->name))
             return std::unexpected(sync::source_not_allowed(entry->name));
           // Ordering and threads are the agent's RequestScheduler's (classify_sync_request).
-          return entry->request(params, call);
+          (void)sync::GenerationBump::take_last_on_this_thread();
+          auto reply = entry->request(params, call);
+          // A write's reply carries the base's stamp right after its own bump: a push whose
+          // replies end at its start stamp plus its writes knows nobody else wrote, no
+          // sync/state needed (protocol.md, sync/state).
+          if (auto g = sync::GenerationBump::take_last_on_this_thread(); g && reply && reply->is_object())
+            (*reply)["stamp"] = protocol::sync_wire::to_json(protocol::sync_wire::StateResult{g->epoch, g->generation});
+          return reply;
         });
   }
 }

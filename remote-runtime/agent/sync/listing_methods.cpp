@@ -153,6 +153,11 @@ Reply<wire::ListResult> list(SyncContext& ctx, const wire::ListParams& p, CallCo
     out.swept = swept;
     return out;
   }
+  // The stamp as of the walk's start (no ferry write runs now: the gate was waited out, and this
+  // agent's own writes before this barrier are done).
+  std::optional<wire::StateResult> stamp;
+  if (!t->source)
+    if (auto g = read_generation(t->w())) stamp = wire::StateResult{g->epoch, g->generation};
   auto lister = TreeLister::open(t->w(), std::move(opt));
   if (!lister) return std::unexpected(t->io_error(t->base, lister.error()));
   if (!p.page_entries && !p.page_ms) {
@@ -167,13 +172,16 @@ Reply<wire::ListResult> list(SyncContext& ctx, const wire::ListParams& p, CallCo
     out.entries = rows(all, listing->python_only);
     out.swept = swept;
     out.other_filesystems = lister->take_other_filesystems();
+    out.stamp = std::move(stamp);
     return out;
   }
   listing->page_entries = static_cast<std::size_t>(std::clamp<std::int64_t>(p.page_entries.value_or(kMaxListPageEntries), 1, kMaxListPageEntries));
   listing->page_ms = std::clamp<std::int64_t>(p.page_ms.value_or(1000), 1, 60'000);
   listing->lister.emplace(std::move(*lister));
   const std::int64_t id = ctx.add_listing(listing);
-  return page(ctx, listing, id, swept);
+  auto first = page(ctx, listing, id, swept);
+  first.stamp = std::move(stamp);
+  return first;
 }
 
 }  // namespace

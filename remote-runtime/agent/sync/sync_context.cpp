@@ -91,9 +91,16 @@ GenerationBump::GenerationBump(const Target& t) : w_(t.writer.get()) {
   if (w_) gate_ = enter_write_gate(*w_);
 }
 
+namespace {
+thread_local std::optional<SyncGeneration> t_last_bump;
+}  // namespace
+
 GenerationBump::~GenerationBump() {
-  if (w_) (void)bump_generation(*w_);
+  if (!w_) return;
+  if (auto g = bump_generation(*w_)) t_last_bump = *g;
 }
+
+std::optional<SyncGeneration> GenerationBump::take_last_on_this_thread() { return std::exchange(t_last_bump, std::nullopt); }
 
 std::string Target::wire_path(const std::string& path) const { return source ? path : join(base, path); }
 

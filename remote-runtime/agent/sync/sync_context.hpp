@@ -20,6 +20,7 @@
 #include "protocol/sync_wire.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
+#include "remote-runtime/agent/sync/sync_generation.hpp"
 #include "remote-runtime/agent/sync/tree_listing.hpp"
 
 namespace ferry::agent::sync {
@@ -82,6 +83,9 @@ class GenerationBump {
  public:
   explicit GenerationBump(const Target& t);
   ~GenerationBump();
+  // The record right after the last bump a request on this thread made (then forgotten): the
+  // reply carries it, so a push needs no sync/state after its writes.
+  static std::optional<SyncGeneration> take_last_on_this_thread();
   GenerationBump(const GenerationBump&) = delete;
   GenerationBump& operator=(const GenerationBump&) = delete;
 

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -47,6 +48,7 @@ class CountingEndpoint : public ferry::remote::Endpoint {
       ++calls_[std::string(method)];
       bytes_ += json::to_cbor(params).size();
     }
+    if (before_call) before_call(method);
     return inner_.call(method, std::move(params), timeout);
   }
   std::expected<void, ferry::remote::ResponseError> notify(std::string_view method, json params) override {
@@ -57,6 +59,8 @@ class CountingEndpoint : public ferry::remote::Endpoint {
   bool connected() const override { return inner_.connected(); }
   void close() override { inner_.close(); }
   std::string description() const override { return "counting " + inner_.description(); }
+
+  std::function<void(std::string_view method)> before_call;
 
   std::map<std::string, int> take() {
     std::lock_guard lock(mu_);
@@ -195,6 +199,34 @@ BOOST_AUTO_TEST_CASE(another_writer_makes_the_next_push_list) {
   BOOST_TEST(f.ep->take().count("sync/list") == 0u);  // known again
 }
 
+// The end stamp comes from the write replies (no sync/state after the writes) only when they
+// account for every bump since the start: another agent's write during the push is not taken
+// for ours, and the next push lists.
+BOOST_AUTO_TEST_CASE(a_write_by_someone_else_during_a_push_is_not_taken_for_ours) {
+  Fixture f;
+  write_file(f.local / "a.py", "a\n");
+  f.push_fresh();
+  write_file(f.local / "a.py", "a v2\n");
+  f.ep->before_call = [&](std::string_view method) {
+    if (method != "sync/writeBatch") return;
+    // As another agent's write would: its bump lands between our stamp read and our write.
+    const fs::path state = f.remote / ".ferry" / "sync-state";
+    std::string line = read_file(state);
+    const auto space = line.rfind(' ');
+    const std::uint64_t n = std::stoull(line.substr(space + 1));
+    write_file(state, line.substr(0, space + 1) + std::to_string(n + 1) + "\n");
+  };
+  f.ep->take();
+  SyncSummary s = f.push_fresh();
+  f.ep->before_call = nullptr;
+  BOOST_TEST(s.files_sent == 1u);
+  BOOST_TEST(f.ep->take()["sync/state"] == 2);  // the replies did not add up: asked again
+  f.push_fresh();
+  BOOST_TEST(f.ep->take()["sync/list"] == 1);  // not trusted
+  f.push_fresh();
+  BOOST_TEST(f.ep->take().count("sync/list") == 0u);  // known again
+}
+
 BOOST_AUTO_TEST_CASE(a_wiped_remote_is_sent_again) {
   Fixture f;
   make_tree(f.local, 50);
@@ -252,7 +284,8 @@ BOOST_AUTO_TEST_CASE(a_save_is_one_write_and_the_manifest_is_persisted_later) {
   auto calls = f.ep->take();
   BOOST_TEST(calls.count("sync/list") == 0u);
   BOOST_TEST(calls["sync/writeBatch"] == 1);
-  BOOST_TEST(calls["sync/state"] == 2);  // before, and after to confirm only ours were written
+  // Before; after, the write's reply carries the stamp that confirms only ours were written.
+  BOOST_TEST(calls["sync/state"] == 1);
 
   BOOST_TEST(read_file(e->manifest_path()) == before);  // not rewritten on the save's path
   e->persist_now();
