@@ -6,21 +6,30 @@
 #include <zstd.h>
 
 namespace ferry::protocol {
+namespace {
+
+// One compression context per thread: creating one per call costs its table setup every time.
+ZSTD_CCtx* thread_cctx() {
+  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
+  return cctx.get();
+}
+
+}  // namespace
 
 int payload_level_for(const std::uint8_t* data, std::size_t size, int level) {
   constexpr std::size_t kSample = 64u << 10;
   if (size < 4 * kSample) return level;
-  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
+  ZSTD_CCtx* cctx = thread_cctx();
   std::vector<std::uint8_t> out(ZSTD_compressBound(kSample));
-  const std::size_t n = cctx ? ZSTD_compressCCtx(cctx.get(), out.data(), out.size(), data, kSample, 1)
+  const std::size_t n = cctx ? ZSTD_compressCCtx(cctx, out.data(), out.size(), data, kSample, 1)
                              : ZSTD_compress(out.data(), out.size(), data, kSample, 1);
   return !ZSTD_isError(n) && n * 100 > kSample * 97 ? kIncompressibleLevel : level;
 }
 
 std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level) {
-  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
+  ZSTD_CCtx* cctx = thread_cctx();
   std::vector<std::uint8_t> out(ZSTD_compressBound(size));
-  std::size_t n = cctx ? ZSTD_compressCCtx(cctx.get(), out.data(), out.size(), data, size, level)
+  std::size_t n = cctx ? ZSTD_compressCCtx(cctx, out.data(), out.size(), data, size, level)
                        : ZSTD_compress(out.data(), out.size(), data, size, level);
   out.resize(ZSTD_isError(n) ? 0 : n);
   return out;

@@ -98,17 +98,24 @@ std::expected<void, std::string> pwrite_full(int fd, const std::uint8_t* buf, st
   return {};
 }
 
-// The xxh3-128 of bytes [0, size) of `fd`, read in blocks (never the whole file in memory).
-std::expected<Hash128, std::string> hash_fd(int fd, std::uint64_t size) {
-  delta::Hash128Stream h;
-  std::vector<std::uint8_t> buf(std::min<std::uint64_t>(size, kIoBlock));
-  for (std::uint64_t at = 0; at < size;) {
-    auto got = pread_full(fd, buf.data(), std::min<std::uint64_t>(buf.size(), size - at), at);
-    if (!got) return std::unexpected(got.error());
-    if (*got == 0) return std::unexpected(std::string("shrank while being hashed"));
+// Bytes [from, to) of `fd` into `h`, read in blocks (never the whole range in memory); the
+// error, if any.
+std::optional<std::string> hash_range(int fd, delta::Hash128Stream& h, std::uint64_t from, std::uint64_t to) {
+  std::vector<std::uint8_t> buf(std::min<std::uint64_t>(to - from, kIoBlock));
+  for (std::uint64_t at = from; at < to;) {
+    auto got = pread_full(fd, buf.data(), std::min<std::uint64_t>(buf.size(), to - at), at);
+    if (!got) return got.error();
+    if (*got == 0) return std::string("shrank while being hashed");
     h.update(delta::Bytes(buf.data(), *got));
     at += *got;
   }
+  return std::nullopt;
+}
+
+// The xxh3-128 of bytes [0, size) of `fd`.
+std::expected<Hash128, std::string> hash_fd(int fd, std::uint64_t size) {
+  delta::Hash128Stream h;
+  if (auto bad = hash_range(fd, h, 0, size)) return std::unexpected(std::move(*bad));
   return h.digest();
 }
 
@@ -129,14 +136,7 @@ class PrefixHash {
     h_.update(delta::Bytes(data, n));
     next_ += n;
     for (auto it = early_.find(next_); it != early_.end(); it = early_.find(next_)) {
-      std::vector<std::uint8_t> buf(std::min<std::uint64_t>(it->second, kIoBlock));
-      for (std::uint64_t at = next_, end = next_ + it->second; at < end;) {
-        auto got = pread_full(fd_, buf.data(), std::min<std::uint64_t>(buf.size(), end - at), at);
-        if (!got) return got.error();
-        if (*got == 0) return std::string("the temp file shrank while being hashed");
-        h_.update(delta::Bytes(buf.data(), *got));
-        at += *got;
-      }
+      if (auto bad = hash_range(fd_, h_, next_, next_ + it->second)) return "the temp file " + *bad;
       next_ += it->second;
       early_.erase(it);
     }
