@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -22,6 +23,7 @@
 #include "common/temp_name.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/patch_file.hpp"
+#include "helper/sync/pull_prep.hpp"
 #include "helper/sync/project_lock.hpp"
 #include "helper/sync/sync_engine_state.hpp"
 #include "protocol/delta/delta.hpp"
@@ -321,7 +323,32 @@ struct PullRun {
   TreeState remote;
   std::vector<PullFile> files;     // what the transfer fetches
   std::atomic<bool> index_changed{false};
+  std::unique_ptr<PullPrep> prep;  // big local copies named outright, read during the listing
 };
+
+// Local copies the pull names outright (not under a directory: those could be many, most of them
+// unchanged) big enough to take a two-level delta, read while the listing is out.
+constexpr std::size_t kMaxPrepared = 16;
+
+std::unique_ptr<PullPrep> start_pull_prep(const PullRun& run) {
+  std::vector<PullPrep::Job> jobs;
+  for (const auto& p : run.paths) {
+    if (p.empty() || jobs.size() >= kMaxPrepared) continue;
+    auto dir = open_dir_chain(run.target.local_root, dir_of(p), false);
+    if (!dir) continue;
+    posix::UniqueFd fd(::openat(dir->get(), name_of(p).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    const auto size = static_cast<std::uint64_t>(st.st_size);
+    if (size < kTwoLevelAbove || size > PlanOptions{}.delta_max_size) continue;
+    jobs.push_back(PullPrep::Job{p, std::move(fd), delta::SignatureParams{kCoarseBlock, 8}});
+  }
+  if (jobs.empty()) return nullptr;
+  // One thread hashes; the rest sign. The listing it overlaps keeps the remote (or, on
+  // loopback, one core here) busy.
+  const unsigned signers = std::clamp(std::thread::hardware_concurrency(), 2u, 4u) - 1;
+  return std::make_unique<PullPrep>(std::move(jobs), signers);
+}
 
 // The agent calls of a pull.
 std::expected<wire::ReadDeltaResult, protocol::ResponseError> call_read_delta(PullRun& run, const wire::ReadDeltaParams& req) {
@@ -400,6 +427,12 @@ void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int 
 // move while read (the index is trusted later).
 std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int parent_fd, const struct stat& st) {
   std::optional<Hash128> local_hash = run.index.lookup(path, key_of(st));
+  if (!local_hash && run.prep && run.prep->has(path))
+    if (auto read = run.prep->wait_for(path); read && read->key == key_of(st)) {
+      run.index.store(path, read->key, read->hash, read->read_at_ns);
+      run.index_changed = true;
+      return read->hash;
+    }
   posix::UniqueFd fd(local_hash ? -1 : ::openat(parent_fd, name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   struct stat after {};
   const std::int64_t hashed_at = now_ns();
@@ -497,6 +530,7 @@ class PullPipeline {
   bool still_as_planned(const PullFile& f, int dir_fd);
   void install(const PullFile& f, int dir_fd, TempFile& tmp, const Fetched& r);
   Fetched fetch_delta(const PullFile& f, int dir_fd, int tmp_fd);
+  std::expected<std::vector<std::uint8_t>, std::string> prepared_signature(const PullFile& f, int base_fd, delta::SignatureParams params);
   Fetched fetch_whole(const PullFile& f, int tmp_fd);
   std::optional<Fetched> fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire,
                                      std::mutex& mu, std::optional<std::uint32_t>& mode, PrefixHash& hash);
@@ -573,6 +607,19 @@ void PullPipeline::install(const PullFile& f, int dir_fd, TempFile& tmp, const F
   run_.summary.bytes_matched += r.matched;
 }
 
+// The signature read during the listing, when it was of this very file (same inode, size, mtime
+// and mode as the base now open) with these parameters; else an error, and the caller signs.
+std::expected<std::vector<std::uint8_t>, std::string> PullPipeline::prepared_signature(const PullFile& f, int base_fd,
+                                                                                      delta::SignatureParams params) {
+  struct stat st {};
+  if (!run_.prep || !run_.prep->has(f.path) || ::fstat(base_fd, &st) != 0) return std::unexpected(std::string("not prepared"));
+  auto read = run_.prep->wait_for(f.path);
+  if (!read || !(read->key == key_of(st)) || read->params.block_size != params.block_size || read->params.strong_len != params.strong_len)
+    return std::unexpected(std::string("not prepared"));
+  spdlog::debug("pull '{}': signature read during the listing", f.path);
+  return std::move(read->signature);
+}
+
 // The delta path: the local copy's signature (two levels above kTwoLevelAbove, as push), the
 // agent's delta back, patched from the local file into `tmp`.
 Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
@@ -581,7 +628,8 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   if (base_fd.get() < 0) return failed(Fetched::Status::fallback, errno_text("open the local copy"));
   const bool two_level = f.local_size >= kTwoLevelAbove;
   const delta::SignatureParams params = two_level ? delta::SignatureParams{kCoarseBlock, 8} : delta::default_params(f.local_size);
-  auto sig = sign_range(base_fd.get(), f.local_size, params, 0, f.local_size);
+  auto sig = prepared_signature(f, base_fd.get(), params);
+  if (!sig) sig = sign_range(base_fd.get(), f.local_size, params, 0, f.local_size);
   if (!sig) return failed(Fetched::Status::fallback, sig.error());
   spdlog::debug("pull '{}': local copy signed", f.path);
   const std::string method(wire::method::kReadDelta);
@@ -734,6 +782,7 @@ std::expected<SyncSummary, Error> SyncEngine::pull(const std::vector<std::string
   }
   PullRun run(*client_, target_, o, *state_->manifest, *state_->index);
   run.paths = std::move(*paths);
+  if (!o.dry_run) run.prep = start_pull_prep(run);
   auto listed = list_for_pull(run);
   if (!listed) return std::unexpected(listed.error());
   spdlog::debug("pull: remote listed");

@@ -1,5 +1,6 @@
 // Pull with deltas over LocalEndpoint and the real ferry-agent: a 1-byte remote change in a big
-// file comes back as a small delta, a local edit during the pull is a conflict that keeps the
+// file comes back as a small delta (also when the file is named and its local copy is read
+// during the listing), a local edit during the pull is a conflict that keeps the
 // local bytes, remote symlinks never lead a local write outside the root, a bad delta from the
 // agent fails just that file, and a whole-file pull does not hold the file in memory.
 #define BOOST_TEST_MODULE sync_pull
@@ -176,6 +177,38 @@ BOOST_AUTO_TEST_CASE(a_one_byte_remote_change_pulls_as_a_small_delta) {
   SyncSummary again = f.pull({"ckpt"});
   BOOST_TEST(again.files_sent == 0u);
   BOOST_TEST(again.unchanged == 2u);
+}
+
+BOOST_AUTO_TEST_CASE(a_big_file_named_outright_is_read_during_the_listing_and_pulls_right) {
+  Fixture f;
+  const Buf big = random_bytes(40u << 20, 11);
+  // Hashed right after it was written: the index does not trust that hash, so the plan needs
+  // the one the prep read.
+  f.in_sync("ckpt/model.pt", big);
+  flip_byte(f.remote / "ckpt/model.pt", 30'000'001);
+  SyncSummary s = f.pull({"ckpt/model.pt"});
+  BOOST_TEST(s.errors.empty());
+  BOOST_TEST(s.conflicts.empty());
+  BOOST_TEST(s.files_sent == 1u);
+  BOOST_TEST(s.bytes_on_wire < 64u * 1024);
+  BOOST_TEST((read_bytes(f.local / "ckpt/model.pt") == read_bytes(f.remote / "ckpt/model.pt")));
+
+  // The local copy rewritten in place after that read, its mtime put back (so stat cannot tell):
+  // the signature read before no longer fits it, and the patch's whole-file hash says so. That
+  // file fails; the local bytes stay.
+  flip_byte(f.remote / "ckpt/model.pt", 1'000);
+  const Buf mine = random_bytes(40u << 20, 12);
+  SyncOptions o;
+  o.before_transfer = [&] {
+    const auto mtime = fs::last_write_time(f.local / "ckpt/model.pt");
+    write_file(f.local / "ckpt/model.pt", mine);
+    fs::last_write_time(f.local / "ckpt/model.pt", mtime);
+  };
+  SyncSummary changed = f.pull({"ckpt/model.pt"}, o);
+  BOOST_TEST(changed.files_sent == 0u);
+  BOOST_TEST(changed.errors.size() == 1u);
+  BOOST_TEST((read_bytes(f.local / "ckpt/model.pt") == mine));
+  BOOST_TEST(temp_files(f.local) == 0u);
 }
 
 BOOST_AUTO_TEST_CASE(a_local_edit_during_the_pull_is_a_conflict_and_keeps_the_local_bytes) {
