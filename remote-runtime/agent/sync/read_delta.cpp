@@ -20,6 +20,7 @@
 #include "common/mapped_file.hpp"
 #include "common/unique_fd.hpp"
 #include "protocol/delta/patch.hpp"
+#include "remote-runtime/agent/sync/hash_cache.hpp"
 
 namespace ferry::agent::sync {
 namespace {
@@ -173,10 +174,13 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
   std::optional<ferry::posix::MappedFile> mapped;
   std::optional<FileImage> image;
   std::future<Hash128> hashing;  // the mapped file's hash, beside the coarse match
+  const std::int64_t read_began = realtime_ns();
   if (!file_hash) {
     if (auto m = ferry::posix::MappedFile::map(fd); m && m->size() == size) {
       mapped.emplace(std::move(*m));
-      hashing = std::async(std::launch::async, [b = mapped->bytes()] { return delta::hash128(b); });
+      // The listing just before (a pull's) usually hashed this very file: not read twice.
+      if (auto known = known_hash(before)) file_hash = *known;
+      else hashing = std::async(std::launch::async, [b = mapped->bytes()] { return delta::hash128(b); });
     }
   }
   if (!mapped) {
@@ -204,6 +208,7 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
   if ((mapped && mapped->truncated()) || ::fstat(fd, &after) != 0 || after.st_size != before.st_size ||
       mtime_of(after) != mtime_of(before) || ctime_of(after) != ctime_of(before))
     return std::unexpected(WriteError{WriteErrc::io, "changed while being read"});
+  remember_hash(before, read_began, *file_hash);
 
   ReadDeltaResult out;
   out.size = size;

@@ -14,6 +14,7 @@
 
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "remote-runtime/agent/sync/hash_cache.hpp"
 
 namespace ferry::agent::sync {
 namespace {
@@ -21,9 +22,16 @@ namespace {
 using ferry::posix::mtime_of;
 using ferry::posix::UniqueFd;
 
+// The file's xxh3-128: from the hash cache when this very file was hashed before, else read
+// (and kept there when it did not move meanwhile, for a readDelta that follows).
 std::optional<Hash128> hash_file_at(int dirfd, const char* name) {
   const UniqueFd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return std::nullopt;
+  struct stat before {};
+  const bool stated = ::fstat(fd.get(), &before) == 0;
+  if (stated)
+    if (auto known = known_hash(before)) return known;
+  const std::int64_t began = realtime_ns();
   XXH3_state_t* st = XXH3_createState();
   XXH3_128bits_reset(st);
   std::vector<char> buf(1u << 18);
@@ -41,6 +49,10 @@ std::optional<Hash128> hash_file_at(int dirfd, const char* name) {
   if (!ok) return std::nullopt;
   Hash128 h;
   std::copy(std::begin(c.digest), std::end(c.digest), h.begin());
+  struct stat after {};
+  if (stated && ::fstat(fd.get(), &after) == 0 && after.st_size == before.st_size && mtime_of(after) == mtime_of(before) &&
+      ferry::posix::ctime_of(after) == ferry::posix::ctime_of(before))
+    remember_hash(before, began, h);
   return h;
 }
 
