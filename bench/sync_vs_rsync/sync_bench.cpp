@@ -10,8 +10,8 @@
 //                                                        LSP didSave from a plain client)
 //   FERRY_BENCH_EDIT_MB (1024)                           1-byte edit and 1 MiB insertion
 //   FERRY_BENCH_ONLY (all)   comma list of parts to run: initial, noop, save, editor, edit
-//   FERRY_BENCH_RUNS (1)     initial syncs per tool, alternated (ferry, rsync, tar, ferry, ...);
-//                            the table shows medians
+//   FERRY_BENCH_RUNS (1)     initial syncs per tool, alternated (ferry, rsync, tar, ferry, ...),
+//                            and each edit and pull as many times; the table shows medians
 //   FERRY_BIN, FERRY_AGENT: the binaries under test
 #include <fcntl.h>
 #include <poll.h>
@@ -452,27 +452,39 @@ int main() {
     log("large file: first syncs (once)");
     env.ferry_sync(tree);
     env.rsync(tree, rdest.string());
-    auto edit = [&](const std::string& what, const std::function<void()>& change) {
-      change();
-      bump_mtime(file);
-      log(what);
-      auto [tf, sf] = env.ferry_sync(tree);
-      auto tr = env.rsync(tree, rdest.string(), "--stats");
-      const std::uint64_t fw = sf.value("bytesOnWire", std::uint64_t{0}), rw = rsync_wire(tr.out);
+    // Each change made `runs` times (ferry, then rsync), the table showing medians: one ~2 s
+    // run here varies by half its time.
+    const std::string of = runs > 1 ? fmt::format(" (median of {})", runs) : "";
+    auto edit = [&](const std::string& what, const std::function<void(std::uint64_t)>& change) {
+      std::vector<double> f, r;
+      std::uint64_t fw = 0, rw = 0;
+      for (std::uint64_t run = 0; run < runs; ++run) {
+        change(run);
+        bump_mtime(file);
+        log(what);
+        auto [tf, sf] = env.ferry_sync(tree);
+        auto tr = env.rsync(tree, rdest.string(), "--stats");
+        fw = sf.value("bytesOnWire", std::uint64_t{0});
+        rw = rsync_wire(tr.out);
+        f.push_back(tf);
+        r.push_back(tr.seconds);
+      }
       rows.push_back({what + " (bytes on the wire)", bytes(fw), "rsync " + bytes(rw), fmt::format("{:.3f}x", double(fw) / double(rw)),
                       what.starts_with("1-byte") ? "ferry <= 64 KiB" : ""});
-      rows.push_back({what + " (time)", secs(tf), "rsync " + secs(tr.seconds), fmt::format("{:.2f}x", tf / tr.seconds), ""});
+      rows.push_back({what + " (time" + of + ")", secs(median(f)), "rsync " + secs(median(r)),
+                      fmt::format("{:.2f}x", median(f) / median(r)), ""});
     };
-    edit(fmt::format("1-byte edit in {} MiB", edit_mb), [&] {
+    edit(fmt::format("1-byte edit in {} MiB", edit_mb), [&](std::uint64_t run) {
+      const auto at = static_cast<std::streamoff>((edit_mb << 20) / 2 + 12345 + run * 4099);
       std::fstream io(file, std::ios::in | std::ios::out | std::ios::binary);
-      io.seekg(static_cast<std::streamoff>((edit_mb << 20) / 2 + 12345));
+      io.seekg(at);
       char c = 0;
       io.read(&c, 1);
       c = static_cast<char>(c ^ 0x20);
-      io.seekp(static_cast<std::streamoff>((edit_mb << 20) / 2 + 12345));
+      io.seekp(at);
       io.write(&c, 1);
     });
-    edit(fmt::format("1 MiB inserted at the start of {} MiB", edit_mb), [&] {
+    edit(fmt::format("1 MiB inserted at the start of {} MiB", edit_mb), [&](std::uint64_t) {
       const fs::path tmp = tree / "model.bin.tmp";
       {
         std::mt19937_64 rng(static_cast<unsigned>(::time(nullptr)));
@@ -490,25 +502,43 @@ int main() {
     {
       const std::string what = fmt::format("pull: 1-byte remote change in {} MiB", edit_mb);
       const fs::path pulled = remote / fmt::format("edit-{}-ferry", edit_mb) / "model.bin";
-      {
+      std::vector<double> f, r;
+      std::uint64_t fw = 0, rw = 0;
+      const std::string pull = fmt::format("{} --project {} pull model.bin --json", q(env.ferry), q(tree.string()));
+      const auto flip = [&](std::streamoff at) {
         std::fstream io(pulled, std::ios::in | std::ios::out | std::ios::binary);
-        io.seekg(static_cast<std::streamoff>((edit_mb << 20) / 3));
+        io.seekg(at);
         char c = 0;
         io.read(&c, 1);
         c = static_cast<char>(c ^ 0x20);
-        io.seekp(static_cast<std::streamoff>((edit_mb << 20) / 3));
+        io.seekp(at);
         io.write(&c, 1);
+        io.close();
+        bump_mtime(pulled);
+      };
+      for (std::uint64_t run = 0; run < runs; ++run) {
+        const auto at = static_cast<std::streamoff>((edit_mb << 20) / 3 + run * 4099);
+        if (run > 0) {
+          // rsync put the local file back as it was: so is ferry's copy, and an untimed pull
+          // (which finds the two equal) brings ferry's record back in line.
+          flip(static_cast<std::streamoff>((edit_mb << 20) / 3 + (run - 1) * 4099));
+          timed(pull);
+        }
+        flip(at);
+        log(what);
+        auto rf = timed(pull);
+        const json sf = json::parse(rf.out.substr(rf.out.rfind('{')));
+        auto tr = timed(fmt::format("rsync -a --stats -e {} {}:{} {}", q(env.rsh), env.alias, q((rdest / "model.bin").string()),
+                                    q(file.string())));
+        fw = sf.value("bytesOnWire", std::uint64_t{0});
+        rw = rsync_wire(tr.out);
+        f.push_back(rf.seconds);
+        r.push_back(tr.seconds);
       }
-      bump_mtime(pulled);
-      log(what);
-      auto rf = timed(fmt::format("{} --project {} pull model.bin --json", q(env.ferry), q(tree.string())));
-      const json sf = json::parse(rf.out.substr(rf.out.rfind('{')));
-      auto tr = timed(fmt::format("rsync -a --stats -e {} {}:{} {}", q(env.rsh), env.alias, q((rdest / "model.bin").string()),
-                                  q(file.string())));
-      const std::uint64_t fw = sf.value("bytesOnWire", std::uint64_t{0}), rw = rsync_wire(tr.out);
       rows.push_back({what + " (bytes on the wire)", bytes(fw), "rsync " + bytes(rw), fmt::format("{:.3f}x", double(fw) / double(rw)),
                       "ferry <= 64 KiB"});
-      rows.push_back({what + " (time)", secs(rf.seconds), "rsync " + secs(tr.seconds), fmt::format("{:.2f}x", rf.seconds / tr.seconds), ""});
+      rows.push_back({what + " (time" + of + ")", secs(median(f)), "rsync " + secs(median(r)),
+                      fmt::format("{:.2f}x", median(f) / median(r)), ""});
     }
   }
 

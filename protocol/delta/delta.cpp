@@ -2,7 +2,9 @@
 #include "protocol/delta/delta.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <string>
 #include <optional>
 
 #include "protocol/delta/patch.hpp"
@@ -181,14 +183,17 @@ class OpWriter {
   DeltaStats stats_;
 };
 
-void write_header(std::vector<std::uint8_t>& out, std::uint64_t base_size, Bytes new_data, const std::optional<Hash128>& known) {
+void write_header(std::vector<std::uint8_t>& out, std::uint64_t base_size, std::uint64_t new_size, const Hash128& h) {
   out.insert(out.end(), kDeltaMagic.begin(), kDeltaMagic.end());
   wire::put_u16(out, kFormatVersion);
   wire::put_u16(out, 0);
   wire::put_u64(out, base_size);
-  wire::put_u64(out, new_data.size());
-  const Hash128 h = known ? *known : hash128(new_data);
+  wire::put_u64(out, new_size);
   out.insert(out.end(), h.begin(), h.end());
+}
+
+void write_header(std::vector<std::uint8_t>& out, std::uint64_t base_size, Bytes new_data, const std::optional<Hash128>& known) {
+  write_header(out, base_size, new_data.size(), known ? *known : hash128(new_data));
 }
 
 // Greedy match of one segment of the new file: at each position take the first block whose
@@ -251,6 +256,125 @@ void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops, std::uint6
   ops.literal(Bytes(d + literal_start, n - literal_start));
 }
 
+// The new file read forward through a buffer of a few blocks, for a matcher that never looks
+// behind the literal it has not written out yet: a 1 GiB file costs a few MiB of memory and one
+// sequential read (hashed on the way), never a mapping (whose page tables cost more than the
+// read itself on some VMs: ~0.4 s per GiB first touched through a fresh mapping, measured).
+class StreamWindow {
+ public:
+  StreamWindow(const ReadAt& read_at, std::uint64_t size, std::size_t capacity, bool hashing)
+      : read_at_(read_at), size_(size), buf_(capacity), hashing_(hashing) {}
+
+  std::size_t capacity() const { return buf_.size(); }
+  const std::uint8_t* at(std::uint64_t pos) const { return buf_.data() + (pos - start_); }
+  bool covers(std::uint64_t upto) const { return upto <= start_ + len_; }
+  Hash128 digest() const { return hash_.digest(); }
+
+  // Reads on until [keep_from, upto) is in the buffer, dropping what lies before keep_from
+  // (upto - keep_from must fit).
+  std::expected<void, DeltaError> advance(std::uint64_t upto, std::uint64_t keep_from) {
+    if (upto - keep_from > buf_.size()) return std::unexpected(DeltaError{DeltaErrc::bad_parameters, "stream window too small"});
+    if (keep_from > start_) {
+      const auto drop = static_cast<std::size_t>(keep_from - start_);
+      std::memmove(buf_.data(), buf_.data() + drop, len_ - drop);
+      len_ -= drop;
+      start_ = keep_from;
+    }
+    while (start_ + len_ < upto) {
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(buf_.size() - len_, size_ - (start_ + len_)));
+      const ssize_t got = read_at_(start_ + len_, buf_.data() + len_, want);
+      if (got < 0) return std::unexpected(DeltaError{DeltaErrc::sink_failed, std::string("read: ") + std::strerror(errno)});
+      if (got == 0) return std::unexpected(DeltaError{DeltaErrc::truncated, "the file ended early"});
+      if (hashing_) hash_.update(Bytes(buf_.data() + len_, static_cast<std::size_t>(got)));
+      len_ += static_cast<std::size_t>(got);
+    }
+    return {};
+  }
+
+ private:
+  const ReadAt& read_at_;
+  std::uint64_t size_;
+  std::vector<std::uint8_t> buf_;
+  bool hashing_;
+  Hash128Stream hash_;
+  std::uint64_t start_ = 0;  // file offset of buf_[0]
+  std::size_t len_ = 0;
+};
+
+// match_segment's greedy match over a StreamWindow: the same ops, except that a literal run is
+// written out in pieces when the window must slide past its start.
+std::expected<void, DeltaError> match_stream(const BlockIndex& index, StreamWindow& win, std::uint64_t n, OpWriter& ops) {
+  const std::size_t b = index.block_size();
+  std::uint64_t p = 0, literal_start = 0;
+  auto need = [&](std::uint64_t upto) -> std::expected<void, DeltaError> {
+    if (win.covers(upto)) return {};
+    if (upto - literal_start > win.capacity()) {
+      ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(p - literal_start)));
+      literal_start = p;
+    }
+    return win.advance(upto, literal_start);
+  };
+  if (!index.empty() && n >= b) {
+    const RollingHash roller(b);
+    std::uint64_t h = 0;
+    bool have_h = false;
+    for (;;) {
+      if (p == literal_start && !have_h) {
+        if (auto ok = need(p + b); !ok) return ok;
+        if (const BlockRef* hit = index.at_offset(ops.copy_end().value_or(p), win.at(p))) {
+          ops.copy(hit->offset, b);
+          p += b;
+          literal_start = p;
+          if (p + b > n) break;
+          continue;
+        }
+      }
+      if (!have_h) {
+        if (auto ok = need(p + b); !ok) return ok;
+        h = RollingHash::compute(win.at(p), b);
+        have_h = true;
+      }
+      const std::uint32_t weak = RollingHash::fold(h);
+      const BlockRef* hit = index.may_contain(weak) ? index.find(weak, win.at(p), ops.copy_end()) : nullptr;
+      if (hit) {
+        ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(p - literal_start)));
+        ops.copy(hit->offset, b);
+        p += b;
+        literal_start = p;
+        if (p + b > n) break;
+        have_h = false;
+        continue;
+      }
+      if (p + b >= n) break;
+      if (auto ok = need(p + b + 1); !ok) return ok;
+      h = roller.roll(h, win.at(p)[0], win.at(p)[b]);
+      ++p;
+    }
+  }
+  // The rest (the tails, the last literal; and the hash needs every byte): a literal longer than
+  // the window goes out a window at a time, keeping the end for the tails.
+  while (n - literal_start > win.capacity()) {
+    const std::uint64_t upto = literal_start + win.capacity();
+    if (auto ok = win.advance(upto, literal_start); !ok) return ok;
+    const std::uint64_t emit_to = upto - std::min<std::uint64_t>(b, win.capacity() / 2);
+    ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(emit_to - literal_start)));
+    p = literal_start = emit_to;
+  }
+  if (auto ok = need(n); !ok) return ok;
+  for (const BlockRef& t : index.tails()) {
+    if (t.length > n - literal_start) continue;
+    const std::uint8_t* at = win.at(n - t.length);
+    std::optional<std::array<std::uint8_t, 16>> strong;
+    if (block_weak(Bytes(at, t.length)) == t.weak && index.confirm(t, at, t.length, strong)) {
+      ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(n - t.length - literal_start)));
+      ops.copy(t.offset, t.length);
+      return {};
+    }
+  }
+  ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(n - literal_start)));
+  return {};
+}
+
 void add_signature(BlockIndex& index, const SignatureView& sig) {
   for (std::size_t i = 0; i < sig.block_count(); ++i) {
     index.add(BlockRef{sig.weak(i), sig.block_length(i), sig.block_offset(i), sig.strong(i).data()});
@@ -268,6 +392,29 @@ std::expected<DeltaStats, DeltaError> generate_delta(const SignatureView& signat
   OpWriter ops(out);
   match_segment(index, new_data, ops);
   return ops.finish();
+}
+
+std::expected<StreamedDelta, DeltaError> generate_delta_streamed(const SignatureView& signature, const ReadAt& read_at,
+                                                                std::uint64_t new_size, std::vector<std::uint8_t>& out,
+                                                                std::optional<Hash128> new_hash, std::size_t window) {
+  BlockIndex index(signature.params().block_size, signature.params().strong_len, {});
+  add_signature(index, signature);
+  index.build();
+  const std::size_t header_at = out.size();
+  write_header(out, signature.file_size(), new_size, new_hash.value_or(Hash128{}));
+  const std::size_t block = signature.params().block_size;
+  if (window == 0) window = std::max<std::size_t>(4u << 20, 4 * block);
+  window = static_cast<std::size_t>(std::min<std::uint64_t>(window, std::max<std::uint64_t>(new_size, 1)));
+  if (new_size >= block) window = std::max(window, std::min<std::size_t>(2 * block + 1, static_cast<std::size_t>(new_size)));
+  StreamWindow win(read_at, new_size, window, !new_hash);
+  OpWriter ops(out);
+  if (auto ok = match_stream(index, win, new_size, ops); !ok) {
+    out.resize(header_at);
+    return std::unexpected(ok.error());
+  }
+  StreamedDelta done{ops.finish(), new_hash ? *new_hash : win.digest()};
+  if (!new_hash) std::copy(done.hash.begin(), done.hash.end(), out.begin() + static_cast<std::ptrdiff_t>(header_at + kDeltaHeaderSize - 16));
+  return done;
 }
 
 std::expected<DeltaStats, DeltaError> generate_delta_from_base(Bytes base, Bytes new_data,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "protocol/delta/delta_types.hpp"
+#include "protocol/delta/parallel_signature.hpp"
 #include "protocol/delta/signature.hpp"
 
 namespace ferry::delta {
@@ -38,6 +39,20 @@ struct DeltaStats {
 std::expected<DeltaStats, DeltaError> generate_delta(const SignatureView& signature, Bytes new_data,
                                                      std::vector<std::uint8_t>& out,
                                                      std::optional<Hash128> new_hash = std::nullopt);
+
+// generate_delta over a file read forward through `read_at` (a window of a few blocks, at least
+// `window` bytes when given) instead of bytes in memory: one sequential read, hashed on the
+// way unless `new_hash` is given. Literal runs longer than the window come as several ops.
+// Errors: a read that failed (sink_failed, errno's text) or a file shorter than `new_size`
+// (truncated).
+struct StreamedDelta {
+  DeltaStats stats;
+  Hash128 hash;  // of the new file, as read (or new_hash)
+};
+std::expected<StreamedDelta, DeltaError> generate_delta_streamed(const SignatureView& signature, const ReadAt& read_at,
+                                                                std::uint64_t new_size, std::vector<std::uint8_t>& out,
+                                                                std::optional<Hash128> new_hash = std::nullopt,
+                                                                std::size_t window = 0);
 
 // Appends a delta from `base` (bytes the caller holds) to `new_data`; matches are confirmed
 // byte for byte. `block_size` 0 picks one from the base size.

@@ -171,11 +171,24 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
   }
   // The bytes: a mapping of the file (no copy; a truncation meanwhile reads zeros and is caught
   // below), else read into memory; on the refining request only the coarse delta's literals.
+  std::expected<delta::DeltaStats, delta::DeltaError> stats = delta::DeltaStats{};
+  const std::int64_t read_began = realtime_ns();
+  // The first (or only) request: the coarse delta from one sequential read, hashed on the way
+  // unless the listing just hashed this very file.
+  const bool streamed = !file_hash && req.fine.empty();
+  if (streamed) {
+    const delta::ReadAt read_at = [fd](std::uint64_t at, std::uint8_t* buf, std::size_t n) { return ferry::posix::pread_full(fd, buf, n, at); };
+    auto got = delta::generate_delta_streamed(*sig, read_at, size, coarse, known_hash(before));
+    if (!got && got.error().code == delta::DeltaErrc::truncated) return std::unexpected(WriteError{WriteErrc::io, "changed while being read (shrank)"});
+    if (!got && got.error().code == delta::DeltaErrc::sink_failed) return std::unexpected(WriteError{WriteErrc::io, got.error().message});
+    if (!got) return std::unexpected(bad("delta: " + got.error().message));
+    file_hash = got->hash;
+    stats = got->stats;
+  }
   std::optional<ferry::posix::MappedFile> mapped;
   std::optional<FileImage> image;
   std::future<Hash128> hashing;  // the mapped file's hash, beside the coarse match
-  const std::int64_t read_began = realtime_ns();
-  if (!file_hash) {
+  if (!file_hash && !streamed) {
     if (auto m = ferry::posix::MappedFile::map(fd); m && m->size() == size) {
       mapped.emplace(std::move(*m));
       // The listing just before (a pull's) usually hashed this very file: not read twice.
@@ -183,7 +196,7 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
       else hashing = std::async(std::launch::async, [b = mapped->bytes()] { return delta::hash128(b); });
     }
   }
-  if (!mapped) {
+  if (!mapped && !streamed) {
     image.emplace(size);
     if (!image->data()) return std::unexpected(WriteError{WriteErrc::io, std::string("cannot allocate for the file: ") + std::strerror(errno)});
     if (file_hash) {
@@ -196,10 +209,9 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
       file_hash = *h;
     }
   }
-  const Bytes data = mapped ? mapped->bytes() : Bytes(image->data(), size);
-  std::expected<delta::DeltaStats, delta::DeltaError> stats = delta::DeltaStats{};
+  const Bytes data = mapped ? mapped->bytes() : image ? Bytes(image->data(), size) : Bytes();
   // Against a mapping the header's hash is filled in once the hashing thread is done.
-  if (coarse.empty()) stats = delta::generate_delta(*sig, data, coarse, file_hash.value_or(Hash128{}));
+  if (coarse.empty() && !streamed) stats = delta::generate_delta(*sig, data, coarse, file_hash.value_or(Hash128{}));
   if (hashing.valid()) {
     file_hash = hashing.get();
     if (stats) std::copy(file_hash->begin(), file_hash->end(), coarse.begin() + kHeaderHashAt);

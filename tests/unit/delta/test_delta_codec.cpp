@@ -518,3 +518,67 @@ BOOST_AUTO_TEST_CASE(parallel_signatures_equal_the_sequential_ones) {
   BOOST_REQUIRE(!r.has_value());
   BOOST_TEST((r.error().code == DeltaErrc::truncated));
 }
+
+// The streamed matcher: with a window that holds the whole file it writes exactly
+// generate_delta's bytes (hash included, taken while reading); with a small one (the window
+// sliding many times, long literals written in pieces) its deltas still rebuild the file.
+BOOST_AUTO_TEST_CASE(streamed_deltas_equal_the_in_memory_ones_and_rebuild_the_file) {
+  std::mt19937_64 rng(77);
+  int cases = 0;
+  for (std::size_t size : {0u, 700u, 20000u, 150001u}) {
+    const Buf base = structured_bytes(size, size + 9);
+    for (const Edit& e : kEdits) {
+      const Buf next = e.apply(base, rng);
+      const ReadAt read_at = [&](std::uint64_t off, std::uint8_t* buf, std::size_t n) -> ssize_t {
+        const std::size_t k = off >= next.size() ? 0 : std::min<std::size_t>(n, next.size() - static_cast<std::size_t>(off));
+        std::copy_n(next.data() + off, k, buf);
+        return static_cast<ssize_t>(k);
+      };
+      for (std::uint32_t bs : {16u, 512u, 4096u}) {
+        BOOST_TEST_CONTEXT(e.name << " size=" << size << " block=" << bs) {
+          const Buf sig = sign(base, {bs, 8}, std::max<std::size_t>(base.size(), 1));
+          auto view = SignatureView::parse(sig);
+          BOOST_REQUIRE(view.has_value());
+          Buf whole, wide, narrow;
+          BOOST_REQUIRE(generate_delta(*view, next, whole).has_value());
+          auto w = generate_delta_streamed(*view, read_at, next.size(), wide, std::nullopt, next.size() + 1);
+          BOOST_REQUIRE(w.has_value());
+          BOOST_TEST((wide == whole));
+          BOOST_TEST((w->hash == hash128(next)));
+          auto s = generate_delta_streamed(*view, read_at, next.size(), narrow, std::nullopt, 3 * bs);
+          BOOST_REQUIRE(s.has_value());
+          auto rebuilt = apply_delta(base, narrow, 1u << 30);
+          BOOST_REQUIRE(rebuilt.has_value());
+          BOOST_TEST((*rebuilt == next));
+          BOOST_TEST(s->stats.copied_bytes + s->stats.literal_bytes == next.size());
+          ++cases;
+        }
+      }
+    }
+  }
+  BOOST_TEST(cases == 4 * 12 * 3);
+}
+
+BOOST_AUTO_TEST_CASE(a_streamed_file_that_ends_early_or_fails_to_read_is_an_error) {
+  const Buf base = random_bytes(100000, 3);
+  const Buf sig = sign(base, {1024, 8}, base.size());
+  auto view = SignatureView::parse(sig);
+  BOOST_REQUIRE(view.has_value());
+  const ReadAt short_read = [&](std::uint64_t off, std::uint8_t* buf, std::size_t n) -> ssize_t {
+    const std::size_t k = off >= 50000 ? 0 : std::min<std::size_t>(n, 50000 - static_cast<std::size_t>(off));
+    std::copy_n(base.data() + off, k, buf);
+    return static_cast<ssize_t>(k);
+  };
+  Buf out{1, 2, 3};
+  auto shrunk = generate_delta_streamed(*view, short_read, base.size(), out, std::nullopt, 8192);
+  BOOST_REQUIRE(!shrunk.has_value());
+  BOOST_TEST((shrunk.error().code == DeltaErrc::truncated));
+  BOOST_TEST((out == Buf{1, 2, 3}));  // nothing of the failed delta left behind
+  const ReadAt failing = [](std::uint64_t, std::uint8_t*, std::size_t) -> ssize_t {
+    errno = EIO;
+    return -1;
+  };
+  auto failed = generate_delta_streamed(*view, failing, base.size(), out);
+  BOOST_REQUIRE(!failed.has_value());
+  BOOST_TEST((failed.error().code == DeltaErrc::sink_failed));
+}
