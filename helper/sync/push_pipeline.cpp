@@ -563,7 +563,18 @@ void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8
   auto view = delta::SignatureView::parse(cs);
   std::vector<std::uint8_t> coarse;
   std::expected<delta::DeltaStats, delta::DeltaError> cstats = std::unexpected(delta::DeltaError{});
-  if (view) cstats = delta::generate_delta(*view, bytes, coarse, t.local.hash);
+  // The coarse pass over every byte reads the file forward, not through the mapping (on some VMs
+  // a fresh mapping's first pass costs ~0.4 s per GiB more than the reads); the refinement below
+  // touches only the literal ranges through it.
+  const posix::UniqueFd fd(::open((c_.root / t.path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const delta::ReadAt read_at = [&fd](std::uint64_t at, std::uint8_t* buf, std::size_t n) { return posix::pread_full(fd.get(), buf, n, at); };
+  if (view && fd.get() >= 0) {
+    auto streamed = delta::generate_delta_streamed(*view, read_at, bytes.size(), coarse, t.local.hash);
+    if (streamed) cstats = streamed->stats;
+    else cstats = std::unexpected(streamed.error());
+  } else if (view) {
+    cstats = delta::generate_delta(*view, bytes, coarse, t.local.hash);
+  }
   spdlog::debug("sync: delta {}: coarse delta", t.path);
   auto ranges = cstats ? delta::unreferenced_base_ranges(coarse) : std::unexpected(delta::DeltaError{});
   if (!ranges) return;

@@ -22,7 +22,6 @@
 #include "common/file_times.hpp"
 #include "common/copy_range.hpp"
 #include "common/full_io.hpp"
-#include "common/mapped_file.hpp"
 #include "protocol/delta/parallel_signature.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"
@@ -32,8 +31,6 @@
 namespace ferry::agent::sync {
 namespace {
 
-// Signatures of ranges this big (and at least half their file) are made from a mapping.
-constexpr std::uint64_t kMapAtLeast = 16u << 20;
 
 using Fd = ferry::posix::UniqueFd;
 using ferry::posix::mtime_of;
@@ -537,20 +534,14 @@ std::expected<std::vector<std::uint8_t>, WriteError> FileWriter::signature(
     return fail(WriteErrc::bad_delta, parent->rel + ": signature range beyond the end of the file");
   const std::uint64_t length = range ? range->second : size;
   std::vector<std::uint8_t> out;
-  // Signing 1 GiB is the longest step of a big-file push: shares of it on several threads, from
-  // a mapping of the file (no copy into buffers; a truncation meanwhile reads zeros and is caught
-  // below), or read in pieces when it cannot be mapped.
+  // Signing 1 GiB is the longest step of a big-file push: shares of it on several threads, each
+  // read in pieces (not mapped: on some VMs a fresh mapping's first pass costs ~0.4 s per GiB
+  // more than the reads).
   const int fd_num = fd.get();
   const auto read_at = [fd_num](std::uint64_t at, std::uint8_t* buf, std::size_t n) { return ferry::posix::pread_full(fd_num, buf, n, at); };
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   const auto sig_params = params.value_or(ferry::delta::default_params(size));
-  // Only for a large share of the file: mapping populates the page tables of all of it.
-  auto mapped = length >= kMapAtLeast && length * 2 >= size ? ferry::posix::MappedFile::map(fd_num)
-                                                            : std::unexpected(std::string("read instead"));
-  auto signed_ok = mapped && mapped->size() == size
-                       ? ferry::delta::sign_in_parallel(mapped->bytes().subspan(offset, length), sig_params, offset, size, threads, out)
-                       : ferry::delta::sign_in_parallel(read_at, sig_params, offset, length, size, threads, out);
-  if (mapped && mapped->truncated()) return fail(WriteErrc::conflict, parent->rel + " shrank while being signed");
+  auto signed_ok = ferry::delta::sign_in_parallel(read_at, sig_params, offset, length, size, threads, out);
   if (!signed_ok) {
     if (signed_ok.error().code == ferry::delta::DeltaErrc::truncated) return fail(WriteErrc::conflict, parent->rel + " shrank while being signed");
     if (signed_ok.error().code == ferry::delta::DeltaErrc::sink_failed) return fail(WriteErrc::io, parent->rel + ": " + signed_ok.error().message);

@@ -2,8 +2,8 @@
 // file committed like any other write (see file_writer.hpp). The unchanged ranges go from the old
 // file to the temp file in the kernel (RangeCopier: a reflink on btrfs/xfs, else
 // copy_file_range); the whole-file xxh3-128 is still computed over every output byte, once, on a
-// second thread while the first writes: literal bytes from the delta, copied ones from the old
-// file's read-only mapping (common/mapped_file: a truncation reads zeros, never SIGBUS) (the output is what the ops say, so it is hashed from its sources).
+// second thread while the first writes: literal bytes from the delta, copied ones read back from
+// the old file (the output is what the ops say, so it is hashed from its sources).
 // The old file's block hashes cannot stand in for that pass: a whole-file hash does not compose
 // from block hashes, and it is what catches a base that is not what the helper thinks it is.
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 #include <utility>
 
 #include "common/copy_range.hpp"
-#include "common/mapped_file.hpp"
+#include "common/full_io.hpp"
 #include "common/file_times.hpp"
 #include "common/unique_fd.hpp"
 #include "protocol/delta/patch.hpp"
@@ -34,6 +34,7 @@ namespace {
 // Copies are cut into pieces this big so the hash reads what the kernel has just copied while it
 // is still in the CPU's caches, and a test's kill hook can stop a process half-way.
 constexpr std::uint64_t kCopyPiece = 8u << 20;
+constexpr std::uint64_t kHashPiece = 1u << 20;
 
 std::unexpected<WriteError> fail(WriteErrc code, std::string message) { return std::unexpected(WriteError{code, std::move(message)}); }
 
@@ -43,21 +44,22 @@ std::unexpected<WriteError> sys_fail(const std::string& what) {
   return fail(code, what + ": " + std::strerror(e));
 }
 
-// The old file, renamed over, lives on only through `fd` and `map`: dropping them frees all its
-// pages (a 1 GiB file: ~0.4 s of kernel time on tmpfs), which need not delay the reply.
-void release_later(ferry::posix::UniqueFd fd, std::optional<ferry::posix::MappedFile> map) {
-  std::thread([fd = std::move(fd), map = std::move(map)]() mutable {
-    map.reset();
-    fd.reset();
-  }).detach();
+// The old file, renamed over, lives on only through `fd`: closing it frees all its pages (a
+// 1 GiB file: ~0.4 s of kernel time on tmpfs), which need not delay the reply.
+void release_later(ferry::posix::UniqueFd fd) {
+  std::thread([fd = std::move(fd)]() mutable { fd.reset(); }).detach();
 }
 
-// The xxh3-128 of what `delta` builds from `base` (size `base_size`), computed from the sources;
-// nullopt for a delta that does not read (the writing loop reports why). Stops early on `stop`.
-std::optional<Hash128> hash_output(Bytes delta, const std::uint8_t* base, std::uint64_t base_size, const std::atomic<bool>& stop) {
+// The xxh3-128 of what `delta` builds from the old file (`base_fd`, `base_size` bytes), from the
+// sources: literals from the delta, copied ranges read back with pread into one buffer (not a
+// mapping: on some VMs a fresh mapping's first pass costs ~0.4 s per GiB more than the reads).
+// Nullopt for a delta that does not read or a base that shrank (the commit then refuses the
+// file); stops early on `stop`.
+std::optional<Hash128> hash_output(Bytes delta, int base_fd, std::uint64_t base_size, const std::atomic<bool>& stop) {
   auto reader = ferry::delta::DeltaReader::open(delta);
   if (!reader) return std::nullopt;
   ferry::delta::Hash128Stream h;
+  std::vector<std::uint8_t> buf;
   for (;;) {
     auto op = reader->next();
     if (!op) return std::nullopt;
@@ -68,9 +70,13 @@ std::optional<Hash128> hash_output(Bytes delta, const std::uint8_t* base, std::u
       continue;
     }
     if (o.offset > base_size || o.length > base_size - o.offset) return std::nullopt;
-    for (std::uint64_t done = 0; done < o.length; done += kCopyPiece) {
+    buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(o.length, kHashPiece)));
+    for (std::uint64_t done = 0; done < o.length;) {
       if (stop.load(std::memory_order_relaxed)) return std::nullopt;
-      h.update(Bytes(base + o.offset + done, static_cast<std::size_t>(std::min(kCopyPiece, o.length - done))));
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
+      if (ferry::posix::pread_full(base_fd, buf.data(), n, o.offset + done) != static_cast<ssize_t>(n)) return std::nullopt;
+      h.update(Bytes(buf.data(), n));
+      done += n;
     }
   }
 }
@@ -99,28 +105,16 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
                                           "-byte file, the remote one has " + std::to_string(base_size));
   if (head.output_size != attrs.size || head.output_hash != attrs.hash)
     return fail(WriteErrc::bad_delta, parent->rel + ": the delta does not produce the announced file");
-  // Read-only, for hashing the ranges the kernel copies; a truncation meanwhile reads zeros (and
-  // fails the hash) instead of SIGBUS.
-  std::optional<ferry::posix::MappedFile> map;
-  if (base_size > 0) {
-    auto m = ferry::posix::MappedFile::map(base.get());
-    if (!m) return fail(WriteErrc::io, "map " + parent->rel + ": " + m.error());
-    if (m->size() != base_size) return fail(WriteErrc::conflict, parent->rel + " changed while the delta was applied");
-    map.emplace(std::move(*m));
-  }
-  const std::uint8_t* base_bytes = map ? map->bytes().data() : nullptr;
-
   auto f = begin_file(rel, attrs);
   if (!f) return std::unexpected(f.error());
   f->hash_outside();
-  // Declared after `map`: any return joins the hashing thread before the mapping goes.
   std::atomic<bool> stop{false};
   struct Stop {
     std::atomic<bool>& flag;
     ~Stop() { flag = true; }
   };
   std::future<std::optional<Hash128>> hashed =
-      std::async(std::launch::async, [&] { return hash_output(delta, base_bytes, base_size, stop); });
+      std::async(std::launch::async, [&] { return hash_output(delta, base.get(), base_size, stop); });
   const Stop stop_on_return{stop};  // destroyed before `hashed`: an early return stops the hashing
   ferry::posix::RangeCopier copier(kernel_copy_);
   std::uint64_t out_at = 0;
@@ -147,7 +141,7 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
   if (out_at != head.output_size) return fail(WriteErrc::bad_delta, parent->rel + ": the delta ends before its declared size");
   if (auto digest = hashed.get()) f->set_outside_digest(*digest);
   auto committed = f->commit(expect);
-  if (committed) release_later(std::move(base), std::move(map));
+  if (committed) release_later(std::move(base));
   return committed;
 }
 
