@@ -196,66 +196,6 @@ void write_header(std::vector<std::uint8_t>& out, std::uint64_t base_size, Bytes
   write_header(out, base_size, new_data.size(), known ? *known : hash128(new_data));
 }
 
-// Greedy match of one segment of the new file: at each position take the first block whose
-// weak and strong checksums agree, else slide one byte. Where the last copy ended (or, at the
-// segment's start, at the same offset in the base: `seg_offset` is where the segment sits in the
-// new file) the next block is first tried by its strong hash alone, without the weak one: an
-// unchanged big file costs one strong hash per block instead of a weak and a strong.
-void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops, std::uint64_t seg_offset = 0) {
-  const std::size_t n = seg.size();
-  const std::size_t b = index.block_size();
-  const std::uint8_t* d = seg.data();
-  std::size_t literal_start = 0;
-  if (!index.empty() && n >= b) {
-    const RollingHash roller(b);
-    std::size_t p = 0;
-    std::uint64_t h = 0;
-    bool have_h = false;
-    for (;;) {
-      if (p == literal_start && !have_h) {
-        const std::uint64_t guess = ops.copy_end().value_or(seg_offset + p);
-        if (const BlockRef* hit = index.at_offset(guess, d + p)) {
-          ops.copy(hit->offset, b);
-          p += b;
-          literal_start = p;
-          if (p + b > n) break;
-          continue;
-        }
-      }
-      if (!have_h) {
-        h = RollingHash::compute(d + p, b);
-        have_h = true;
-      }
-      const std::uint32_t weak = RollingHash::fold(h);
-      const BlockRef* hit = index.may_contain(weak) ? index.find(weak, d + p, ops.copy_end()) : nullptr;
-      if (hit) {
-        ops.literal(Bytes(d + literal_start, p - literal_start));
-        ops.copy(hit->offset, b);
-        p += b;
-        literal_start = p;
-        if (p + b > n) break;
-        have_h = false;
-        continue;
-      }
-      if (p + b >= n) break;
-      h = roller.roll(h, d[p], d[p + b]);
-      ++p;
-    }
-  }
-  // A short final block of the base can only match the very end of the segment.
-  for (const BlockRef& t : index.tails()) {
-    if (t.length > n - literal_start) continue;
-    const std::uint8_t* at = d + n - t.length;
-    std::optional<std::array<std::uint8_t, 16>> strong;
-    if (block_weak(Bytes(at, t.length)) == t.weak && index.confirm(t, at, t.length, strong)) {
-      ops.literal(Bytes(d + literal_start, n - t.length - literal_start));
-      ops.copy(t.offset, t.length);
-      return;
-    }
-  }
-  ops.literal(Bytes(d + literal_start, n - literal_start));
-}
-
 // The new file read forward through a buffer of a few blocks, for a matcher that never looks
 // behind the literal it has not written out yet: a 1 GiB file costs a few MiB of memory and one
 // sequential read (hashed on the way), never a mapping (whose page tables cost more than the
@@ -301,18 +241,55 @@ class StreamWindow {
   std::size_t len_ = 0;
 };
 
-// match_segment's greedy match over a StreamWindow: the same ops, except that a literal run is
-// written out in pieces when the window must slide past its start.
-std::expected<void, DeltaError> match_stream(const BlockIndex& index, StreamWindow& win, std::uint64_t n, OpWriter& ops) {
-  const std::size_t b = index.block_size();
-  std::uint64_t p = 0, literal_start = 0;
-  auto need = [&](std::uint64_t upto) -> std::expected<void, DeltaError> {
+// Where the matcher reads the new file. Bytes in memory are all there: nothing to wait for.
+struct InMemory {
+  const std::uint8_t* d;
+  const std::uint8_t* at(std::uint64_t pos) const { return d + pos; }
+  std::expected<void, DeltaError> need(std::uint64_t, std::uint64_t, std::uint64_t&, OpWriter&) { return {}; }
+  std::expected<void, DeltaError> need_rest(std::uint64_t, std::uint64_t&, OpWriter&) { return {}; }
+};
+
+// A StreamWindow: bytes up to `upto` are read in; the literal so far is written out first when
+// the window cannot hold it from its start.
+struct Streamed {
+  StreamWindow& win;
+  std::size_t block;
+  const std::uint8_t* at(std::uint64_t pos) const { return win.at(pos); }
+  std::expected<void, DeltaError> need(std::uint64_t upto, std::uint64_t p, std::uint64_t& literal_start, OpWriter& ops) {
     if (win.covers(upto)) return {};
     if (upto - literal_start > win.capacity()) {
       ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(p - literal_start)));
       literal_start = p;
     }
     return win.advance(upto, literal_start);
+  }
+  // The rest of the file (the tails and the last literal; the hash needs every byte): a literal
+  // longer than the window goes out a window at a time, keeping the end for the tails.
+  std::expected<void, DeltaError> need_rest(std::uint64_t n, std::uint64_t& literal_start, OpWriter& ops) {
+    while (n - literal_start > win.capacity()) {
+      const std::uint64_t upto = literal_start + win.capacity();
+      if (auto ok = win.advance(upto, literal_start); !ok) return ok;
+      const std::uint64_t emit_to = upto - std::min<std::uint64_t>(block, win.capacity() / 2);
+      ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(emit_to - literal_start)));
+      literal_start = emit_to;
+    }
+    return need(n, literal_start, literal_start, ops);
+  }
+};
+
+// Greedy match of one segment of the new file (n bytes from `src`): at each position take the
+// first block whose weak and strong checksums agree, else slide one byte. Where the last copy
+// ended (or, at the segment's start, at the same offset in the base: `seg_offset` is where the
+// segment sits in the new file) the next block is first tried by its strong hash alone, without
+// the weak one: an unchanged big file costs one strong hash per block instead of a weak and a
+// strong.
+template <class Source>
+std::expected<void, DeltaError> match_greedy(const BlockIndex& index, Source& src, std::uint64_t n, OpWriter& ops,
+                                             std::uint64_t seg_offset = 0) {
+  const std::size_t b = index.block_size();
+  std::uint64_t p = 0, literal_start = 0;
+  const auto literal_upto = [&](std::uint64_t end) {
+    ops.literal(Bytes(src.at(literal_start), static_cast<std::size_t>(end - literal_start)));
   };
   if (!index.empty() && n >= b) {
     const RollingHash roller(b);
@@ -320,8 +297,8 @@ std::expected<void, DeltaError> match_stream(const BlockIndex& index, StreamWind
     bool have_h = false;
     for (;;) {
       if (p == literal_start && !have_h) {
-        if (auto ok = need(p + b); !ok) return ok;
-        if (const BlockRef* hit = index.at_offset(ops.copy_end().value_or(p), win.at(p))) {
+        if (auto ok = src.need(p + b, p, literal_start, ops); !ok) return ok;
+        if (const BlockRef* hit = index.at_offset(ops.copy_end().value_or(seg_offset + p), src.at(p))) {
           ops.copy(hit->offset, b);
           p += b;
           literal_start = p;
@@ -330,14 +307,14 @@ std::expected<void, DeltaError> match_stream(const BlockIndex& index, StreamWind
         }
       }
       if (!have_h) {
-        if (auto ok = need(p + b); !ok) return ok;
-        h = RollingHash::compute(win.at(p), b);
+        if (auto ok = src.need(p + b, p, literal_start, ops); !ok) return ok;
+        h = RollingHash::compute(src.at(p), b);
         have_h = true;
       }
       const std::uint32_t weak = RollingHash::fold(h);
-      const BlockRef* hit = index.may_contain(weak) ? index.find(weak, win.at(p), ops.copy_end()) : nullptr;
+      const BlockRef* hit = index.may_contain(weak) ? index.find(weak, src.at(p), ops.copy_end()) : nullptr;
       if (hit) {
-        ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(p - literal_start)));
+        literal_upto(p);
         ops.copy(hit->offset, b);
         p += b;
         literal_start = p;
@@ -346,33 +323,30 @@ std::expected<void, DeltaError> match_stream(const BlockIndex& index, StreamWind
         continue;
       }
       if (p + b >= n) break;
-      if (auto ok = need(p + b + 1); !ok) return ok;
-      h = roller.roll(h, win.at(p)[0], win.at(p)[b]);
+      if (auto ok = src.need(p + b + 1, p, literal_start, ops); !ok) return ok;
+      h = roller.roll(h, src.at(p)[0], src.at(p)[b]);
       ++p;
     }
   }
-  // The rest (the tails, the last literal; and the hash needs every byte): a literal longer than
-  // the window goes out a window at a time, keeping the end for the tails.
-  while (n - literal_start > win.capacity()) {
-    const std::uint64_t upto = literal_start + win.capacity();
-    if (auto ok = win.advance(upto, literal_start); !ok) return ok;
-    const std::uint64_t emit_to = upto - std::min<std::uint64_t>(b, win.capacity() / 2);
-    ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(emit_to - literal_start)));
-    p = literal_start = emit_to;
-  }
-  if (auto ok = need(n); !ok) return ok;
+  if (auto ok = src.need_rest(n, literal_start, ops); !ok) return ok;
+  // A short final block of the base can only match the very end of the segment.
   for (const BlockRef& t : index.tails()) {
     if (t.length > n - literal_start) continue;
-    const std::uint8_t* at = win.at(n - t.length);
+    const std::uint8_t* at = src.at(n - t.length);
     std::optional<std::array<std::uint8_t, 16>> strong;
     if (block_weak(Bytes(at, t.length)) == t.weak && index.confirm(t, at, t.length, strong)) {
-      ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(n - t.length - literal_start)));
+      literal_upto(n - t.length);
       ops.copy(t.offset, t.length);
       return {};
     }
   }
-  ops.literal(Bytes(win.at(literal_start), static_cast<std::size_t>(n - literal_start)));
+  literal_upto(n);
   return {};
+}
+
+void match_segment(const BlockIndex& index, Bytes seg, OpWriter& ops, std::uint64_t seg_offset = 0) {
+  InMemory src{seg.data()};
+  (void)match_greedy(index, src, seg.size(), ops, seg_offset);  // bytes in memory: nothing fails
 }
 
 void add_signature(BlockIndex& index, const SignatureView& sig) {
@@ -408,7 +382,8 @@ std::expected<StreamedDelta, DeltaError> generate_delta_streamed(const Signature
   if (new_size >= block) window = std::max(window, std::min<std::size_t>(2 * block + 1, static_cast<std::size_t>(new_size)));
   StreamWindow win(read_at, new_size, window, !new_hash);
   OpWriter ops(out);
-  if (auto ok = match_stream(index, win, new_size, ops); !ok) {
+  Streamed src{win, block};
+  if (auto ok = match_greedy(index, src, new_size, ops); !ok) {
     out.resize(header_at);
     return std::unexpected(ok.error());
   }
