@@ -76,7 +76,11 @@ PullPrep::~PullPrep() {
 void PullPrep::run() {
   for (const Job& job : jobs_) {
     std::optional<PreparedCopy> got;
-    if (!stop_) got = prepare_copy(job.fd.get(), job.params, threads_, stop_);
+    try {
+      if (!stop_) got = prepare_copy(job.fd.get(), job.params, threads_, stop_);
+    } catch (const std::exception&) {
+      // No thread to spare (std::system_error) or no memory: the pull reads the copy itself.
+    }
     std::lock_guard lock(mu_);
     done_[job.path] = std::move(got);
     done_cv_.notify_all();

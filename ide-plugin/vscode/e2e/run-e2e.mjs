@@ -305,7 +305,9 @@ try {
       const webview = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
       await until('the training to finish in its panel', async () =>
         /done|exited|stopped/.test((await webview.locator('#summary').textContent().catch(() => '')) ?? ''), 60000);
-      await webview.locator('#plot img').waitFor({ timeout: 20000 });
+      // The plot comes with the pull of the outputs after `done`; under ctest -j2 beside the
+      // lane and trainer tests 20 s was once not enough (the same test alone: 60 s in all).
+      await webview.locator('#plot img').waitFor({ timeout: 60000 });
       await sleep(500);
       const summary = (await webview.locator('#summary').textContent()) ?? '';
       await shot('06-training');

@@ -169,8 +169,6 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
         break;
       }
   }
-  // The bytes: a mapping of the file (no copy; a truncation meanwhile reads zeros and is caught
-  // below), else read into memory; on the refining request only the coarse delta's literals.
   std::expected<delta::DeltaStats, delta::DeltaError> stats = delta::DeltaStats{};
   const std::int64_t read_began = realtime_ns();
   // The first (or only) request: the coarse delta from one sequential read, hashed on the way
@@ -185,6 +183,9 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
     file_hash = got->hash;
     stats = got->stats;
   }
+  // A refining request needs the bytes at the coarse delta's literals: placed from the cached
+  // coarse delta, or (not cached: evicted, another agent) the whole file again, from a mapping
+  // (no copy; a truncation meanwhile reads zeros and is caught below), else read into memory.
   std::optional<ferry::posix::MappedFile> mapped;
   std::optional<FileImage> image;
   std::future<Hash128> hashing;  // the mapped file's hash, beside the coarse match
