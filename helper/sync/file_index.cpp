@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "common/file_times.hpp"
 #include "helper/sync/atomic_file.hpp"
 
 namespace ferry::sync {
@@ -76,6 +77,11 @@ std::optional<Hash128> hash_from_hex(std::string_view hex) {
   Hash128 h{};
   std::memcpy(h.data(), bytes->data(), h.size());
   return h;
+}
+
+IndexKey index_key_of(const struct stat& st) {
+  return IndexKey{static_cast<std::uint64_t>(st.st_size), posix::mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
+                  static_cast<std::uint64_t>(st.st_ino)};
 }
 
 std::int64_t now_ns() {

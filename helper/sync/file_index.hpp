@@ -4,6 +4,8 @@
 // a second write in the same timestamp tick would otherwise go unnoticed (git's "racy clean").
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -26,6 +28,9 @@ struct IndexKey {
   std::uint64_t inode = 0;
   bool operator==(const IndexKey&) const = default;
 };
+
+// The key of the file `st` describes.
+IndexKey index_key_of(const struct stat& st);
 
 class FileIndex {
  public:

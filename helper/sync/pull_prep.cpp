@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <future>
 
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 #include "protocol/delta/parallel_signature.hpp"
 
@@ -16,18 +15,13 @@ namespace {
 
 constexpr std::size_t kPiece = 1u << 20;
 
-IndexKey key_of(const struct stat& st) {
-  return IndexKey{static_cast<std::uint64_t>(st.st_size), posix::mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
-                  static_cast<std::uint64_t>(st.st_ino)};
-}
-
 }  // namespace
 
 std::optional<PreparedCopy> prepare_copy(int fd, delta::SignatureParams params, unsigned threads, const std::atomic<bool>& stop) {
   struct stat before {};
   if (::fstat(fd, &before) != 0 || !S_ISREG(before.st_mode)) return std::nullopt;
   PreparedCopy out;
-  out.key = key_of(before);
+  out.key = index_key_of(before);
   out.read_at_ns = now_ns();
   out.params = params;
   const std::uint64_t size = out.key.size;
@@ -59,7 +53,7 @@ std::optional<PreparedCopy> prepare_copy(int fd, delta::SignatureParams params, 
   if (!signed_ok) failed = true;
   const std::optional<Hash128> hash = hashing.get();
   struct stat after {};
-  if (!signed_ok || !hash || ::fstat(fd, &after) != 0 || !(key_of(after) == out.key)) return std::nullopt;
+  if (!signed_ok || !hash || ::fstat(fd, &after) != 0 || !(index_key_of(after) == out.key)) return std::nullopt;
   out.hash = *hash;
   return out;
 }

@@ -38,11 +38,6 @@ std::string parent_of(const std::string& rel) {
   return slash == std::string::npos ? std::string() : rel.substr(0, slash);
 }
 
-IndexKey key_of(const struct stat& st) {
-  return IndexKey{static_cast<std::uint64_t>(st.st_size), mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
-                  static_cast<std::uint64_t>(st.st_ino)};
-}
-
 struct Item {
   std::string rel;
   bool is_dir = false;
@@ -202,7 +197,7 @@ class Walker {
       ++shard.stats.files;
       if (!options_.hash_files) {
         shard.entries.emplace(std::move(child), std::move(meta));
-      } else if (auto cached = index_ ? index_->lookup(child, key_of(st)) : std::nullopt) {
+      } else if (auto cached = index_ ? index_->lookup(child, index_key_of(st)) : std::nullopt) {
         meta.hash = cached;
         ++shard.stats.hash_cache_hits;
         shard.entries.emplace(std::move(child), std::move(meta));
@@ -263,7 +258,7 @@ class Walker {
     XXH3_freeState(state);
     Hash128 h;
     std::copy(std::begin(c.digest), std::end(c.digest), h.begin());
-    if (index_) index_->store(item.rel, key_of(after), h, hashed_at);
+    if (index_) index_->store(item.rel, index_key_of(after), h, hashed_at);
     ++shard.stats.hashed;
     shard.stats.bytes_hashed += total;
     FileMeta meta;

@@ -276,11 +276,6 @@ std::expected<std::vector<std::string>, std::string> normalize_pull_paths(const 
   return paths;
 }
 
-IndexKey key_of(const struct stat& st) {
-  return IndexKey{static_cast<std::uint64_t>(st.st_size), mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
-                  static_cast<std::uint64_t>(st.st_ino)};
-}
-
 // What a file job needs; `local_*` is the target as planned against, re-checked at the rename.
 struct PullFile {
   std::string path;
@@ -421,9 +416,9 @@ void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int 
 // checkpoint costs a stat, not a second read), else read, and stored only when the file did not
 // move while read (the index is trusted later).
 std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int parent_fd, const struct stat& st) {
-  std::optional<Hash128> local_hash = run.index.lookup(path, key_of(st));
+  std::optional<Hash128> local_hash = run.index.lookup(path, index_key_of(st));
   if (!local_hash && run.prep && run.prep->has(path))
-    if (auto read = run.prep->wait_for(path); read && read->key == key_of(st)) {
+    if (auto read = run.prep->wait_for(path); read && read->key == index_key_of(st)) {
       run.index.store(path, read->key, read->hash, read->read_at_ns);
       run.index_changed = true;
       return read->hash;
@@ -434,8 +429,8 @@ std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int 
   if (fd.get() >= 0)
     if (auto h = hash_fd(fd.get(), static_cast<std::uint64_t>(st.st_size))) {
       local_hash = *h;
-      if (::fstat(fd.get(), &after) == 0 && key_of(after) == key_of(st)) {
-        run.index.store(path, key_of(st), *h, hashed_at);
+      if (::fstat(fd.get(), &after) == 0 && index_key_of(after) == index_key_of(st)) {
+        run.index.store(path, index_key_of(st), *h, hashed_at);
         run.index_changed = true;
       }
     }
@@ -592,7 +587,7 @@ void PullPipeline::install(const PullFile& f, int dir_fd, TempFile& tmp, const F
   tmp.kept = true;
   ::fsync(dir_fd);  // best effort, as write_file_atomically
   if (struct stat done {}; ::fstat(tmp.fd.get(), &done) == 0) {
-    run_.index.store(f.path, key_of(done), *r.got.hash, now_ns());
+    run_.index.store(f.path, index_key_of(done), *r.got.hash, now_ns());
     run_.index_changed = true;
   }
   std::lock_guard lock(prog.mu);
@@ -609,7 +604,7 @@ std::expected<std::vector<std::uint8_t>, std::string> PullPipeline::prepared_sig
   struct stat st {};
   if (!run_.prep || !run_.prep->has(f.path) || ::fstat(base_fd, &st) != 0) return std::unexpected(std::string("not prepared"));
   auto read = run_.prep->wait_for(f.path);
-  if (!read || !(read->key == key_of(st)) || read->params.block_size != params.block_size || read->params.strong_len != params.strong_len)
+  if (!read || !(read->key == index_key_of(st)) || read->params.block_size != params.block_size || read->params.strong_len != params.strong_len)
     return std::unexpected(std::string("not prepared"));
   spdlog::debug("pull '{}': signature read during the listing", f.path);
   return std::move(read->signature);
