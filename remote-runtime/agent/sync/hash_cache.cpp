@@ -44,10 +44,10 @@ std::optional<delta::Hash128> known_hash(const struct stat& st) {
   return std::nullopt;
 }
 
-void remember_hash(const struct stat& st, std::int64_t read_began_ns, const delta::Hash128& hash) {
-  if (!S_ISREG(st.st_mode) || static_cast<std::uint64_t>(st.st_size) < kHashCacheMinSize) return;
-  const Stamp s = stamp_of(st);
-  if (read_began_ns - s.ctime_ns < std::chrono::nanoseconds(kSettle).count()) return;
+void remember_hash(const struct stat& before, const struct stat& after, std::int64_t read_began_ns, const delta::Hash128& hash) {
+  if (!S_ISREG(before.st_mode) || static_cast<std::uint64_t>(before.st_size) < kHashCacheMinSize) return;
+  const Stamp s = stamp_of(before);
+  if (!(stamp_of(after) == s) || read_began_ns - s.ctime_ns < std::chrono::nanoseconds(kSettle).count()) return;
   std::lock_guard lock(mu);
   std::erase_if(entries, [&](const Entry& e) { return e.stamp.dev == s.dev && e.stamp.ino == s.ino; });
   if (entries.size() >= kEntries) entries.pop_front();

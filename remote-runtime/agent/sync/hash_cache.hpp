@@ -21,9 +21,9 @@ inline constexpr std::chrono::milliseconds kSettle{100};
 
 // The hash remembered for the file `st` describes, if any.
 std::optional<delta::Hash128> known_hash(const struct stat& st);
-// `hash` of the file `st` described before a read that began at `read_began_ns` (CLOCK_REALTIME,
-// as file times) and found it unchanged at the end.
-void remember_hash(const struct stat& st, std::int64_t read_began_ns, const delta::Hash128& hash);
+// `hash` of the file `before` described, read from `read_began_ns` on (CLOCK_REALTIME, as file
+// times); kept only when `after` (its stat once read) shows the same file.
+void remember_hash(const struct stat& before, const struct stat& after, std::int64_t read_began_ns, const delta::Hash128& hash);
 // CLOCK_REALTIME now, in ns (what remember_hash's read_began_ns is measured in).
 std::int64_t realtime_ns();
 

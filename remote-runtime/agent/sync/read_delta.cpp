@@ -221,7 +221,7 @@ std::expected<ReadDeltaResult, WriteError> read_delta(const std::filesystem::pat
   if ((mapped && mapped->truncated()) || ::fstat(fd, &after) != 0 || after.st_size != before.st_size ||
       mtime_of(after) != mtime_of(before) || ctime_of(after) != ctime_of(before))
     return std::unexpected(WriteError{WriteErrc::io, "changed while being read"});
-  remember_hash(before, read_began, *file_hash);
+  remember_hash(before, after, read_began, *file_hash);
 
   ReadDeltaResult out;
   out.size = size;

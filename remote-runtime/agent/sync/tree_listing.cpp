@@ -22,14 +22,15 @@ namespace {
 using ferry::posix::mtime_of;
 using ferry::posix::UniqueFd;
 
-// The file's xxh3-128: from the hash cache when this very file was hashed before, else read
-// (and kept there when it did not move meanwhile, for a readDelta that follows).
-std::optional<Hash128> hash_file_at(int dirfd, const char* name) {
+// The file's xxh3-128. A big one (`listed_size`) comes from the hash cache when this very file
+// was hashed before, else is read and kept there for a readDelta that follows; small ones cost
+// no extra fstat.
+std::optional<Hash128> hash_file_at(int dirfd, const char* name, std::uint64_t listed_size) {
   const UniqueFd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return std::nullopt;
   struct stat before {};
-  const bool stated = ::fstat(fd.get(), &before) == 0;
-  if (stated)
+  const bool cacheable = listed_size >= kHashCacheMinSize && ::fstat(fd.get(), &before) == 0;
+  if (cacheable)
     if (auto known = known_hash(before)) return known;
   const std::int64_t began = realtime_ns();
   XXH3_state_t* st = XXH3_createState();
@@ -49,10 +50,7 @@ std::optional<Hash128> hash_file_at(int dirfd, const char* name) {
   if (!ok) return std::nullopt;
   Hash128 h;
   std::copy(std::begin(c.digest), std::end(c.digest), h.begin());
-  struct stat after {};
-  if (stated && ::fstat(fd.get(), &after) == 0 && after.st_size == before.st_size && mtime_of(after) == mtime_of(before) &&
-      ferry::posix::ctime_of(after) == ferry::posix::ctime_of(before))
-    remember_hash(before, began, h);
+  if (struct stat after {}; cacheable && ::fstat(fd.get(), &after) == 0) remember_hash(before, after, began, h);
   return h;
 }
 
@@ -117,7 +115,7 @@ std::vector<TreeEntry> TreeLister::next(std::size_t max_entries, Clock::time_poi
     } else if (S_ISREG(st.st_mode)) {
       e.kind = TreeEntryKind::file;
       e.size = static_cast<std::uint64_t>(st.st_size);
-      if (options_.hash_if && options_.hash_if(e.path)) e.hash = hash_file_at(dfd, de->name);
+      if (options_.hash_if && options_.hash_if(e.path)) e.hash = hash_file_at(dfd, de->name, e.size);
     } else {
       continue;  // fifos, sockets, devices: never sync targets
     }

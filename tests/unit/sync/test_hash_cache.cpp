@@ -44,7 +44,7 @@ BOOST_AUTO_TEST_CASE(a_hash_is_found_for_the_same_file_only) {
   ferry::test::write_file(t / "a.bin", ferry::test::random_bytes(2u << 20, 1));
   const struct stat st = stat_of(t / "a.bin");
   BOOST_TEST(!agent::known_hash(st).has_value());
-  agent::remember_hash(st, settled(st), planted(1));
+  agent::remember_hash(st, st, settled(st), planted(1));
   BOOST_REQUIRE(agent::known_hash(st).has_value());
   BOOST_TEST((*agent::known_hash(st) == planted(1)));
   // Rewritten (one byte longer: a same-size rewrite within the same clock tick is what kSettle
@@ -58,9 +58,9 @@ BOOST_AUTO_TEST_CASE(unsettled_reads_and_small_files_are_not_kept) {
   ferry::test::write_file(t / "b.bin", ferry::test::random_bytes(2u << 20, 3));
   ferry::test::write_file(t / "small.bin", ferry::test::random_bytes(1000, 4));
   const struct stat b = stat_of(t / "b.bin"), small = stat_of(t / "small.bin");
-  agent::remember_hash(b, ferry::posix::ctime_of(b) + 1'000'000, planted(2));  // 1 ms after the write
+  agent::remember_hash(b, b, ferry::posix::ctime_of(b) + 1'000'000, planted(2));  // 1 ms after the write
   BOOST_TEST(!agent::known_hash(b).has_value());
-  agent::remember_hash(small, settled(small), planted(3));
+  agent::remember_hash(small, small, settled(small), planted(3));
   BOOST_TEST(!agent::known_hash(small).has_value());
 }
 
@@ -77,7 +77,7 @@ BOOST_AUTO_TEST_CASE(read_delta_takes_the_hash_from_the_cache) {
   BOOST_TEST((first->hash == delta::hash128(delta::Bytes(data.data(), data.size()))));
   // A value no read could give, planted for this very file: read_delta answers with it.
   const struct stat st = stat_of(t / "c.bin");
-  agent::remember_hash(st, settled(st), planted(7));
+  agent::remember_hash(st, st, settled(st), planted(7));
   auto second = agent::read_delta(t / "c.bin", req);
   BOOST_REQUIRE(second.has_value());
   BOOST_TEST((second->hash == planted(7)));
