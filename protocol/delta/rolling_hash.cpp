@@ -2,7 +2,7 @@
 // block the matcher looks at afresh pays it, a byte at a time in the scalar definition (one
 // multiply per byte: ~0.35 s per GiB). With AVX2 it runs as a dot product of the bytes with a
 // table of powers of M, split into signed 16-bit limbs so vpmaddwd does the multiplies: the
-// same value mod 2^64, about 8x the speed.
+// same value mod 2^64, ~3x the speed here (323 -> ~110 ms per GiB).
 #include "protocol/delta/rolling_hash.hpp"
 
 #include <array>

@@ -31,7 +31,6 @@
 namespace ferry::agent::sync {
 namespace {
 
-
 using Fd = ferry::posix::UniqueFd;
 using ferry::posix::mtime_of;
 using ferry::posix::to_timespec;
