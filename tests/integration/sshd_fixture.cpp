@@ -248,22 +248,39 @@ void SshdFixture::start() {
   throw std::runtime_error("sshd could not bind a port:\n" + log());
 }
 
+namespace {
+// /proc/PID/stat's state letter and parent pid ('\0' and -1 once the process is gone).
+std::pair<char, pid_t> stat_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return {'\0', -1};
+  auto close = line.rfind(')');  // the name may hold spaces and parentheses
+  if (close == std::string::npos) return {'\0', -1};
+  std::istringstream rest(line.substr(close + 2));
+  char state = '\0';
+  pid_t ppid = -1;
+  rest >> state >> ppid;
+  return {state, ppid};
+}
+}  // namespace
+
+std::string comm_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string c;
+  std::getline(in, c);
+  return c;
+}
+pid_t parent_of(pid_t pid) { return stat_of(pid).second; }
+char state_of(pid_t pid) { return stat_of(pid).first; }
+
 std::vector<pid_t> process_tree(pid_t root) {
   // Session processes call setsid(), so the process group misses them: walk /proc by parent pid.
   std::vector<std::pair<pid_t, pid_t>> all;
   for (const auto& e : fs::directory_iterator("/proc")) {
     std::string name = e.path().filename();
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::ifstream in(e.path() / "stat");
-    std::string line;
-    if (!std::getline(in, line)) continue;
-    auto close = line.rfind(')');
-    if (close == std::string::npos) continue;
-    std::istringstream rest(line.substr(close + 2));
-    char state;
-    pid_t ppid;
-    rest >> state >> ppid;
-    all.emplace_back(std::stoi(name), ppid);
+    const pid_t pid = std::stoi(name);
+    if (const pid_t ppid = parent_of(pid); ppid != -1) all.emplace_back(pid, ppid);
   }
   std::vector<pid_t> out{root};
   for (std::size_t i = 0; i < out.size(); ++i)

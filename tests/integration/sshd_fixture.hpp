@@ -22,6 +22,11 @@ struct SshdOptions {
 // `root` and every process below it, found through /proc by parent pid (session processes call
 // setsid(), so a process group would miss them).
 std::vector<pid_t> process_tree(pid_t root);
+// /proc facts about one process: its name ("" once gone), its parent and its state letter
+// (-1 and '\0' once gone).
+std::string comm_of(pid_t pid);
+pid_t parent_of(pid_t pid);
+char state_of(pid_t pid);
 
 class SshdFixture {
  public:

@@ -79,25 +79,8 @@ std::vector<pid_t> descendants(pid_t root) {
   return all;
 }
 
-std::string comm_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string c;
-  std::getline(in, c);
-  return c;
-}
-
-pid_t parent_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  auto close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(line.substr(close + 2));
-  char state;
-  pid_t ppid = -1;
-  rest >> state >> ppid;
-  return ppid;
-}
+using test::comm_of;
+using test::parent_of;
 
 enum class Victim { sshd_session, agent };
 
