@@ -111,7 +111,7 @@ class BindingTable {
         return std::unexpected(invalid_params_error(method, *err));
       auto r = fn(p, ctx);
       if (!r) return std::unexpected(std::move(r.error()));
-      return json(to_json(*r));
+      return json(to_json(std::move(*r)));  // a result that holds bytes gives them up
     };
     entries_[e.name] = std::move(e);
   }

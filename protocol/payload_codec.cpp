@@ -37,12 +37,19 @@ std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t
 
 std::expected<std::vector<std::uint8_t>, std::string> decompress_payload(const std::uint8_t* data, std::size_t size,
                                                                          std::uint64_t expected, std::uint64_t limit) {
+  std::vector<std::uint8_t> out;
+  if (auto r = decompress_payload_into(data, size, expected, out, limit); !r) return std::unexpected(r.error());
+  return out;
+}
+
+std::expected<void, std::string> decompress_payload_into(const std::uint8_t* data, std::size_t size, std::uint64_t expected,
+                                                         std::vector<std::uint8_t>& out, std::uint64_t limit) {
   if (expected > limit) return std::unexpected("declared size " + std::to_string(expected) + " over the limit");
   unsigned long long claimed = ZSTD_getFrameContentSize(data, size);
   if (claimed == ZSTD_CONTENTSIZE_ERROR) return std::unexpected("not a zstd frame");
   if (claimed != ZSTD_CONTENTSIZE_UNKNOWN && claimed != expected)
     return std::unexpected("zstd frame holds " + std::to_string(claimed) + " bytes, " + std::to_string(expected) + " declared");
-  std::vector<std::uint8_t> out(expected);
+  out.resize(expected);
   // One context per thread: ZSTD_decompress sets up a fresh one per call, which was most of
   // the agent's CPU for a batch of tiny files.
   thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
@@ -51,7 +58,17 @@ std::expected<std::vector<std::uint8_t>, std::string> decompress_payload(const s
   if (ZSTD_isError(n)) return std::unexpected(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != expected)
     return std::unexpected("zstd frame decompressed to " + std::to_string(n) + " bytes, " + std::to_string(expected) + " declared");
-  return out;
+  return {};
+}
+
+std::vector<std::uint8_t>& payload_scratch() {
+  thread_local std::vector<std::uint8_t> scratch;
+  return scratch;
+}
+
+void release_payload_scratch(std::size_t keep) {
+  auto& s = payload_scratch();
+  if (s.capacity() > keep) std::vector<std::uint8_t>().swap(s);
 }
 
 }  // namespace ferry::protocol

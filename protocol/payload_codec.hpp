@@ -33,5 +33,14 @@ std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t
 std::expected<std::vector<std::uint8_t>, std::string> decompress_payload(const std::uint8_t* data, std::size_t size,
                                                                          std::uint64_t expected,
                                                                          std::uint64_t limit = kMaxSyncPayload);
+// The same into `out` (resized to `expected`): a caller that keeps `out` for the next payload
+// reuses its pages, where a fresh 8 MiB vector is zeroed and faulted in again each time (on a
+// VM with shadow page tables that was a tenth of a pull's CPU).
+std::expected<void, std::string> decompress_payload_into(const std::uint8_t* data, std::size_t size, std::uint64_t expected,
+                                                         std::vector<std::uint8_t>& out, std::uint64_t limit = kMaxSyncPayload);
+// A thread's buffer for decompress_payload_into, given back empty when it grew past `keep` bytes
+// (a rare 256 MiB payload must not stay held by a long-lived thread).
+std::vector<std::uint8_t>& payload_scratch();
+void release_payload_scratch(std::size_t keep = 16u << 20);
 
 }  // namespace ferry::protocol

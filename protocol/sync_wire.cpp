@@ -318,9 +318,13 @@ std::optional<DecodeError> from_json(const json& j, ReadParams& out, const std::
   return f.error();
 }
 
-json to_json(const ReadResult& r) {
-  return json{{"path", r.path}, {"offset", r.offset},     {"rawSize", r.raw_size}, {"data", binary(r.data)},
-              {"size", r.size}, {"mtimeNs", r.mtime_ns}, {"mode", r.mode},        {"eof", r.eof}};
+json to_json(const ReadResult& r) { return to_json(ReadResult(r)); }
+// The agent's replies move their chunk into the message (8 MiB each on a pull).
+json to_json(ReadResult&& r) {
+  json j{{"path", r.path}, {"offset", r.offset},     {"rawSize", r.raw_size}, {"data", binary(std::move(r.data))},
+         {"size", r.size}, {"mtimeNs", r.mtime_ns}, {"mode", r.mode},        {"eof", r.eof}};
+  if (r.stored) j["stored"] = true;
+  return j;
 }
 std::optional<DecodeError> from_json(const json& j, ReadResult& out, const std::string& ptr) {
   Fields f(j, ptr);
@@ -328,6 +332,7 @@ std::optional<DecodeError> from_json(const json& j, ReadResult& out, const std::
   f.opt("offset", out.offset);
   f.req("rawSize", out.raw_size);
   f.req("data", out.data);
+  f.opt("stored", out.stored);
   f.req("size", out.size);
   f.req("mtimeNs", out.mtime_ns);
   f.opt("mode", out.mode);
@@ -520,6 +525,7 @@ json to_json(FilePartParams&& p) {
   j["offset"] = p.offset;
   j["rawSize"] = p.raw_size;
   j["data"] = binary(std::move(p.data));
+  if (p.stored) j["stored"] = true;
   return j;
 }
 std::optional<DecodeError> from_json(const json& j, FilePartParams& out, const std::string& ptr) {
@@ -530,6 +536,7 @@ std::optional<DecodeError> from_json(const json& j, FilePartParams& out, const s
   f.req("offset", out.offset);
   f.req("rawSize", out.raw_size);
   f.req("data", out.data);
+  f.opt("stored", out.stored);
   return f.error();
 }
 
@@ -541,6 +548,7 @@ json to_json(FileAppendParams&& p) {
   j["rawSize"] = p.raw_size;
   if (p.placed) j["placed"] = true;
   if (p.data) j["data"] = binary(std::move(*p.data));
+  if (p.stored) j["stored"] = true;
   return j;
 }
 std::optional<DecodeError> from_json(const json& j, FileAppendParams& out, const std::string& ptr) {
@@ -551,6 +559,7 @@ std::optional<DecodeError> from_json(const json& j, FileAppendParams& out, const
   f.req("rawSize", out.raw_size);
   f.opt("placed", out.placed);
   f.opt("data", out.data);
+  f.opt("stored", out.stored);
   if (!f.error() && !out.placed && !out.data) f.fail("data", "is required (unless placed)");
   if (!f.error() && out.placed && !out.offset) f.fail("offset", "is required with placed bytes");
   return f.error();

@@ -152,7 +152,8 @@ struct ReadResult {
   std::string path;
   std::uint64_t offset = 0;
   std::uint64_t raw_size = 0;
-  Bytes data;  // zstd frame of raw_size bytes
+  Bytes data;  // zstd frame of raw_size bytes, or the raw_size bytes themselves when `stored`
+  bool stored = false;  // the chunk did not compress: sent as it is, no zstd pass on either side
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0;
   std::uint32_t mode = 0;
@@ -239,6 +240,7 @@ struct FilePartParams {
   std::uint64_t offset = 0;
   std::uint64_t raw_size = 0;
   Bytes data;
+  bool stored = false;  // data is the raw_size bytes themselves (they did not compress), not a zstd frame
 };
 struct FileAppendParams {
   Where where;
@@ -247,6 +249,7 @@ struct FileAppendParams {
   std::uint64_t raw_size = 0;
   bool placed = false;  // a sibling agent wrote these bytes (sync/filePart); no data
   std::optional<Bytes> data;
+  bool stored = false;  // as FilePartParams::stored
 };
 struct FileAppendResult {
   std::uint64_t received = 0;
@@ -334,6 +337,7 @@ json to_json(ApplyDeltaParams&& v);
 json to_json(WriteFile&& v);
 json to_json(WriteBatchParams&& v);
 json to_json(FilePartParams&& v);
+json to_json(ReadResult&& v);
 json to_json(FileAppendParams&& v);
 
 }  // namespace ferry::protocol::sync_wire

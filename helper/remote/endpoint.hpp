@@ -134,8 +134,11 @@ class Endpoint {
   // one big file travel under several SSH windows at once. bulk_lanes() says how many this link
   // has or is opening (0: none; it starts opening them on the first call and returns at once);
   // call_lane sends on lane `lane` and fails with kAgentUnavailable while that lane is not up,
-  // so the caller sends on call() instead.
+  // so the caller sends on call() instead. On a short link the lanes, if any, are there to spend
+  // less CPU per byte than the link (lanes_save_cpu): then a pull's big files go there too.
   virtual std::size_t bulk_lanes() { return 0; }
+  virtual bool lanes_save_cpu() { return false; }
+  virtual std::size_t live_lanes() const { return 0; }  // lanes up and answering now
   virtual std::expected<json, ResponseError> call_lane(std::size_t lane, std::string_view method, json params,
                                                        std::chrono::milliseconds timeout = kDefaultCallTimeout) {
     (void)lane, (void)params, (void)timeout;

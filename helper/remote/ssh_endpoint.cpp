@@ -10,6 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "ferry/version.hpp"
+#include "helper/remote/openssh_lane.hpp"
+#include "protocol/messages_agent.hpp"
 #include "helper/remote/shell_quote.hpp"
 #include "helper/remote/ssh_endpoint_internal.hpp"
 
@@ -166,11 +168,15 @@ struct SshEndpoint::Lanes {
   std::vector<std::unique_ptr<AgentLink>> agents;                 // by lane; null while opening, or if it failed
   std::vector<bool> settled;                                      // by lane: up, or given up on
   std::atomic<bool> stopping{false};
-  std::vector<std::thread> openers;  // one per connection slot
+  std::vector<std::thread> openers;  // one per connection slot (per lane through OpenSSH)
+  bool openssh = false;
+  std::unique_ptr<LaneKnownHosts> known_hosts;  // OpenSSH lanes: the link's host key, and only it
   ~Lanes() {
     stopping = true;
     for (auto& t : openers)
       if (t.joinable()) t.join();
+    for (auto& a : agents)  // EOF to every lane's agent at once: they (and ssh children) end in parallel
+      if (a) a->close_write();
     for (auto& a : agents)
       if (a) a->stop();
     agents.clear();
@@ -192,12 +198,46 @@ SshEndpoint::Link::~Link() {
   held.reset();  // joins the openers while `connection` still lives
 }
 
-std::size_t SshEndpoint::wanted_lanes(const Link& link) const {
-  if (options_.bulk_lanes >= 0) return static_cast<std::size_t>(options_.bulk_lanes);
-  if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) return std::strtoul(v, nullptr, 10);
-  if (!link.connection || link.connection->rtt() < kBulkLaneMinRtt) return 0;
-  const auto by_rtt = static_cast<std::size_t>(link.connection->rtt() / kRttPerAutoBulkLane);
-  return std::clamp<std::size_t>(by_rtt, kAutoBulkLanes, kMaxAutoBulkLanes);
+// Window-bound (a long link): libssh2 lanes by round trip. CPU-bound (a short one): lanes through
+// the OpenSSH client when asked for (openssh_lane.hpp: none by default until they are shown to pay).
+SshEndpoint::LanePlan SshEndpoint::lane_plan(const Link& link, Clock::duration rtt) const {
+  if (options_.bulk_lanes >= 0) return {static_cast<std::size_t>(options_.bulk_lanes), false};
+  if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) return {std::strtoul(v, nullptr, 10), false};
+  if (!link.connection) return {};
+  // Asked for outright: OpenSSH lanes whatever the round trip; else only where CPU is the cap.
+  const bool asked = options_.openssh_lanes > 0 || (options_.openssh_lanes < 0 && std::getenv("FERRY_OPENSSH_LANES") &&
+                                                    std::strtol(std::getenv("FERRY_OPENSSH_LANES"), nullptr, 10) > 0);
+  if (asked || rtt < kBulkLaneMinRtt) return {wanted_openssh_lanes(), true};
+  const auto by_rtt = static_cast<std::size_t>(rtt / kRttPerAutoBulkLane);
+  return {std::clamp<std::size_t>(by_rtt, kAutoBulkLanes, kMaxAutoBulkLanes), false};
+}
+
+// The session's round trip is one channel open's so far; on a busy machine a loopback open took
+// 11 ms once, and 8 window lanes on 4 connections then tripled a 1 GiB push on 2 cores. A round
+// trip that close to the line is checked against two agent pings (the smallest wins).
+SshEndpoint::LanePlan SshEndpoint::planned_lanes(Link& link) {
+  if (link.plan) return {link.plan->first, link.plan->second};
+  Clock::duration rtt = link.connection ? link.connection->rtt() : Clock::duration::zero();
+  if (rtt >= kBulkLaneMinRtt && rtt < 3 * kBulkLaneMinRtt && link.agent) {
+    for (int i = 0; i < 2; ++i) {
+      const auto t0 = Clock::now();
+      if (!link.agent->call(protocol::method::kAgentPing, json::object(), 5s)) break;
+      rtt = std::min<Clock::duration>(rtt, Clock::now() - t0);
+    }
+  }
+  const LanePlan plan = lane_plan(link, rtt);
+  spdlog::debug("{}: round trip {:.1f} ms: {} bulk lanes{}", options_.host, std::chrono::duration<double, std::milli>(rtt).count(),
+                plan.lanes, plan.openssh ? " through OpenSSH" : "");
+  link.plan.emplace(plan.lanes, plan.openssh);
+  return plan;
+}
+
+std::size_t SshEndpoint::wanted_openssh_lanes() const {
+  std::size_t n = kAutoOpenSshLanes;
+  if (options_.openssh_lanes >= 0) n = static_cast<std::size_t>(options_.openssh_lanes);
+  else if (const char* v = std::getenv("FERRY_OPENSSH_LANES"); v && *v) n = std::strtoul(v, nullptr, 10);
+  if (n == 0 || !openssh_lane_unsupported(host_).empty() || !find_openssh_client()) return 0;
+  return std::min<std::size_t>(n, kMaxAutoBulkLanes);
 }
 
 std::size_t SshEndpoint::wanted_lane_connections(std::size_t lanes) const {
@@ -244,43 +284,79 @@ std::unique_ptr<ssh::SshConnection> SshEndpoint::open_lane_connection(const ssh:
 std::size_t SshEndpoint::bulk_lanes() {
   auto link = current();
   if (!link || !link->connection || link->launch.empty()) return 0;
-  const std::size_t n = wanted_lanes(*link);
-  if (n == 0) return 0;
   std::lock_guard lk(link->lanes_mutex);
-  if (!link->lanes) {
-    const std::size_t k = wanted_lane_connections(n), slots = std::max<std::size_t>(k, 1);
-    spdlog::debug("{}: round trip {:.1f} ms: {} bulk lanes on {} connections", options_.host,
-                  std::chrono::duration<double, std::milli>(link->connection->rtt()).count(), n, k);
-    auto lanes = std::make_shared<Lanes>();
-    lanes->agents.resize(n);
-    lanes->settled.resize(n, false);
-    lanes->connections.resize(k);
-    for (std::size_t slot = 0; slot < slots; ++slot)
-      lanes->openers.emplace_back([this, raw = lanes.get(), main = link->connection.get(), launch = link->launch, host = host_,
-                                   so = options_.session, fingerprint = link->connection->host_key().fingerprint,
-                                   ka = keepalive(), slot, slots, extra = k > 0, n] {
-        ssh::SshConnection* conn = main;
-        if (extra && !raw->stopping) {
-          if (auto own = open_lane_connection(host, so, fingerprint, ka, slot)) {
-            conn = own.get();
-            std::lock_guard lk(raw->mutex);
-            raw->connections[slot] = std::move(own);
-          }
-        }
-        bool failing = false;
-        for (std::size_t i = slot; i < n; i += slots) {
-          if (failing || raw->stopping) {
-            raw->settle(i, nullptr);
-            continue;
-          }
-          auto agent = open_lane_agent(*conn, launch, i);
-          failing = !agent;  // the connection itself is failing: the main agent carries the rest
-          raw->settle(i, std::move(agent));
-        }
-      });
+  if (link->lanes) return link->lanes->agents.size();
+  const LanePlan plan = planned_lanes(*link);
+  const std::size_t n = plan.lanes;
+  if (n == 0) return 0;
+  auto lanes = std::make_shared<Lanes>();
+  lanes->agents.resize(n);
+  lanes->settled.resize(n, false);
+  if (plan.openssh) {
+    start_openssh_lanes(*lanes, *link);
     link->lanes = std::move(lanes);
+    return n;
   }
+  const std::size_t k = wanted_lane_connections(n), slots = std::max<std::size_t>(k, 1);
+  spdlog::debug("{}: {} bulk lanes on {} connections", options_.host, n, k);
+  lanes->connections.resize(k);
+  for (std::size_t slot = 0; slot < slots; ++slot)
+    lanes->openers.emplace_back([this, raw = lanes.get(), main = link->connection.get(), launch = link->launch, host = host_,
+                                 so = options_.session, fingerprint = link->connection->host_key().fingerprint,
+                                 ka = keepalive(), slot, slots, extra = k > 0, n] {
+      ssh::SshConnection* conn = main;
+      if (extra && !raw->stopping) {
+        if (auto own = open_lane_connection(host, so, fingerprint, ka, slot)) {
+          conn = own.get();
+          std::lock_guard lk(raw->mutex);
+          raw->connections[slot] = std::move(own);
+        }
+      }
+      bool failing = false;
+      for (std::size_t i = slot; i < n; i += slots) {
+        if (failing || raw->stopping) {
+          raw->settle(i, nullptr);
+          continue;
+        }
+        auto agent = open_lane_agent(*conn, launch, i);
+        failing = !agent;  // the connection itself is failing: the main agent carries the rest
+        raw->settle(i, std::move(agent));
+      }
+    });
+  link->lanes = std::move(lanes);
   return n;
+}
+
+bool SshEndpoint::lanes_save_cpu() {
+  auto link = current();
+  if (!link || !link->connection || link->launch.empty()) return false;
+  std::lock_guard lk(link->lanes_mutex);
+  const LanePlan plan = planned_lanes(*link);
+  return plan.openssh && plan.lanes > 0;
+}
+
+// One thread per lane, each an `ssh` child that starts the link's agent command; they check the
+// host key the link checked (written to a private known_hosts) and authenticate as the link did.
+void SshEndpoint::start_openssh_lanes(Lanes& lanes, const Link& link) const {
+  lanes.openssh = true;
+  const ssh::HostKeyInfo key = link.connection->host_key();
+  lanes.known_hosts = LaneKnownHosts::create(key.key);
+  auto client = find_openssh_client();
+  if (!lanes.known_hosts || !client) {
+    for (std::size_t i = 0; i < lanes.agents.size(); ++i) lanes.settle(i, nullptr);
+    return;
+  }
+  OpenSshLaneSpec spec{*client, host_, lanes.known_hosts->file(), options_.session.agent_socket};
+  const auto ka = keepalive();
+  spec.alive_interval_s = std::max<int>(1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ka.interval).count()));
+  spec.alive_count_max = std::max(1, ka.count_max);
+  for (std::size_t i = 0; i < lanes.agents.size(); ++i)
+    lanes.openers.emplace_back([raw = &lanes, spec, type = key.key.type, launch = link.launch, i, host = options_.host] {
+      if (raw->stopping) return raw->settle(i, nullptr);
+      auto agent = open_openssh_lane(spec, type, launch, Clock::now() + 15s);
+      spdlog::debug("{}: OpenSSH lane {} {}", host, i, agent ? "up" : "did not open; its chunks use the link");
+      raw->settle(i, std::move(agent));
+    });
 }
 
 std::unique_ptr<AgentLink> SshEndpoint::open_lane_agent(ssh::SshConnection& conn, const std::string& launch, std::size_t lane) const {

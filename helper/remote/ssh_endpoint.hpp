@@ -63,11 +63,19 @@ struct SshEndpointOptions {
   // lane): -1 = FERRY_BULK_CONNECTIONS if set, else kAutoBulkConnections. 0: every lane is a
   // channel of the link's own connection.
   int bulk_connections = -1;
+  // Lanes through the OpenSSH client (openssh_lane.hpp) for a big file's bytes, whatever the round
+  // trip, when an `ssh` client is found and the host is direct: -1 = FERRY_OPENSSH_LANES if set,
+  // else kAutoOpenSshLanes on a short link; 0 = none. Unused when bulk_lanes is set.
+  int openssh_lanes = -1;
 };
 
 inline constexpr int kAutoBulkLanes = 8;
 inline constexpr int kAutoBulkConnections = 4;
 inline constexpr std::chrono::milliseconds kBulkLaneMinRtt{10};  // as ssh::kMinWindowRtt
+// None by default: on 2 cores a 1 GiB pull or push through one took the same time and CPU as
+// through the link (bench/results/wan.md, session 13); more cores are where it should pay, and
+// that is not measured yet.
+inline constexpr int kAutoOpenSshLanes = 0;
 
 // Read-only methods (hello, ping, stat, list, read, status, signatures...) are safe to repeat.
 bool is_idempotent_method(std::string_view method);
@@ -102,12 +110,13 @@ class SshEndpoint final : public Endpoint {
   std::vector<ForwardInfo> list_forwards() const override;
 
   std::size_t bulk_lanes() override;
+  bool lanes_save_cpu() override;
   std::expected<json, ResponseError> call_lane(std::size_t lane, std::string_view method, json params,
                                                std::chrono::milliseconds timeout) override;
   // Whether this link's lanes were asked for; lanes up now, extra connections with a lane up
   // now, and calls the lanes answered (tests).
   bool lanes_asked() const { return current_lanes() != nullptr; }
-  std::size_t live_lanes() const;
+  std::size_t live_lanes() const override;
   std::size_t live_lane_connections() const;
   std::uint64_t lane_calls() const { return lane_calls_.load(); }
 
@@ -131,6 +140,7 @@ class SshEndpoint final : public Endpoint {
     std::string launch;  // the command that started `agent`: bulk lanes start theirs with it
     std::mutex lanes_mutex;
     std::shared_ptr<Lanes> lanes;  // once bulk_lanes() asked; destroyed before `connection`
+    std::optional<std::pair<std::size_t, bool>> plan;  // lane_plan's answer (lanes, through OpenSSH), once
     ~Link();
   };
   struct Keepalive {
@@ -138,12 +148,19 @@ class SshEndpoint final : public Endpoint {
     int count_max;
   };
   Keepalive keepalive() const;  // from the options, else the ssh config, else 4 s x 3
-  std::size_t wanted_lanes(const Link& link) const;
+  struct LanePlan {
+    std::size_t lanes = 0;
+    bool openssh = false;  // through the OpenSSH client, else libssh2 channels
+  };
+  LanePlan lane_plan(const Link& link, Clock::duration rtt) const;
+  LanePlan planned_lanes(Link& link);  // lane_plan once per link (under lanes_mutex)
+  std::size_t wanted_openssh_lanes() const;
   std::size_t wanted_lane_connections(std::size_t lanes) const;
   std::unique_ptr<ssh::SshConnection> open_lane_connection(const ssh::HostConfig& host, ssh::SessionOptions so,
                                                            const std::string& fingerprint, Keepalive keepalive,
                                                            std::size_t slot) const;
   std::unique_ptr<AgentLink> open_lane_agent(ssh::SshConnection& conn, const std::string& launch, std::size_t lane) const;
+  void start_openssh_lanes(Lanes& lanes, const Link& link) const;
   std::shared_ptr<Lanes> current_lanes() const;
   std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
   std::expected<void, ResponseError> load_local_agent();

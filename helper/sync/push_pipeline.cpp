@@ -70,8 +70,9 @@ std::expected<wire::FileBeginResult, ResponseError> PushPipeline::call_file_begi
 
 std::expected<void, ResponseError> PushPipeline::call_file_part(std::size_t lane, const std::string& path, const std::string& temp,
                                                                 std::uint64_t offset, std::size_t raw_size,
-                                                                const std::vector<std::uint8_t>& packed) {
-  return c_.client.file_part(lane, wire::FilePartParams{where(), path, temp, offset, raw_size, packed}, kBigCallTimeout);
+                                                                std::vector<std::uint8_t> packed, bool stored) {
+  return c_.client.file_part(lane, wire::FilePartParams{where(), path, temp, offset, raw_size, std::move(packed), stored},
+                             kBigCallTimeout);
 }
 
 std::expected<wire::FileAppendResult, ResponseError> PushPipeline::call_file_append(wire::FileAppendParams append) {
@@ -363,7 +364,8 @@ void PushPipeline::stream_file(const Transfer& t) {
   {
     std::vector<std::jthread> pool;
     const std::uint64_t chunks = (t.local.size + kReadChunk - 1) / kReadChunk;
-    const std::uint64_t workers = std::min<std::uint64_t>(lanes ? lanes * kStreamersPerLane : kStreamInFlight, chunks);
+    const unsigned per_lane = lanes && c_.client.lanes_save_cpu() ? kStreamersPerCpuLane : kStreamersPerLane;
+    const std::uint64_t workers = std::min<std::uint64_t>(lanes ? lanes * per_lane : kStreamInFlight, chunks);
     // Worker i on lane i mod lanes: a file of a few chunks still spreads them over several windows.
     auto lane_of = [&](std::uint64_t i) { return lanes ? std::optional<std::size_t>(i % lanes) : std::nullopt; };
     for (std::uint64_t i = 1; i < workers; ++i) pool.emplace_back([this, &s, lane = lane_of(i)] { stream_chunks(s, lane); });
@@ -387,15 +389,24 @@ void PushPipeline::stream_chunks(Stream& s, std::optional<std::size_t> lane) {
       s.failed = true;  // shrank while being sent: counted as unstable by commit_stream
       return;
     }
-    auto packed = protocol::compress_payload(buf.data(), got, stream_level(buf.data(), got));
+    // A chunk that does not compress goes as it is (no zstd pass here nor on the box). The
+    // payload is moved into the request; a lane that fails gets it packed again from `buf`.
+    const int level = stream_level(buf.data(), got);
+    const bool stored = level == kIncompressibleLevel;
+    auto pack = [&] {
+      return stored ? std::vector<std::uint8_t>(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(got))
+                    : protocol::compress_payload(buf.data(), got, level);
+    };
+    auto packed = pack();
     s.wire += packed.size();
-    wire::FileAppendParams append{where(), s.handle, offset, got, false, std::nullopt};
+    wire::FileAppendParams append{where(), s.handle, offset, got, false, std::nullopt, stored};
     bool placed = false;
     if (lane) {
       // Sent on the lane, or over the main agent when the lane is not up.
-      auto part = call_file_part(*lane, t.path, s.temp, offset, got, packed);
+      auto part = call_file_part(*lane, t.path, s.temp, offset, got, std::move(packed), stored);
       if (!part) spdlog::debug("sync: {} chunk at {}: lane {}: {}; over the main agent", t.path, offset, *lane, part.error().message);
       placed = part.has_value();
+      if (!placed) packed = pack();
     }
     if (placed) append.placed = true;
     else append.data = std::move(packed);

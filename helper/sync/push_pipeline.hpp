@@ -85,7 +85,8 @@ class PushPipeline {
   Results call_set_attrs(std::vector<wire::SetAttrsEntry> entries);
   std::expected<wire::FileBeginResult, ResponseError> call_file_begin(const Transfer& t);
   std::expected<void, ResponseError> call_file_part(std::size_t lane, const std::string& path, const std::string& temp,
-                                                    std::uint64_t offset, std::size_t raw_size, const std::vector<std::uint8_t>& packed);
+                                                    std::uint64_t offset, std::size_t raw_size, std::vector<std::uint8_t> packed,
+                                                    bool stored);
   std::expected<wire::FileAppendResult, ResponseError> call_file_append(wire::FileAppendParams append);
   std::expected<void, ResponseError> call_file_abort(std::int64_t handle);
   std::expected<wire::PathOk, ResponseError> call_file_commit(std::int64_t handle);

@@ -23,9 +23,10 @@ wire::Bytes take_bytes(protocol::json& reply, const char* key) {
 }  // namespace
 
 template <class R, class P>
-std::expected<R, ResponseError> SyncClient::call(std::string_view m, P&& params, Timeout timeout) {
+std::expected<R, ResponseError> SyncClient::call(std::string_view m, P&& params, Timeout timeout, std::optional<std::size_t> lane) {
   if (wire::is_mutating(m)) ++mutations_;
-  auto reply = endpoint_.call(m, to_json(std::forward<P>(params)), timeout);
+  auto reply = lane ? endpoint_.call_lane(*lane, m, to_json(std::forward<P>(params)), timeout)
+                    : endpoint_.call(m, to_json(std::forward<P>(params)), timeout);
   if (!reply) return std::unexpected(std::move(reply.error()));
   if (wire::is_mutating(m)) note_write_stamp(*reply);
   wire::Bytes data;
@@ -78,6 +79,11 @@ std::expected<void, ResponseError> SyncClient::cancel_listing(const wire::Where&
 
 std::expected<wire::ReadResult, ResponseError> SyncClient::read(const wire::ReadParams& params, Timeout timeout) {
   return call<wire::ReadResult>(method::kRead, params, timeout);
+}
+
+std::expected<wire::ReadResult, ResponseError> SyncClient::read_on_lane(std::size_t lane, const wire::ReadParams& params,
+                                                                      Timeout timeout) {
+  return call<wire::ReadResult>(method::kRead, params, timeout, lane);
 }
 
 std::expected<wire::ReadDeltaResult, ResponseError> SyncClient::read_delta(const wire::ReadDeltaParams& params, Timeout timeout) {

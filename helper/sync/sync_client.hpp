@@ -41,6 +41,9 @@ class SyncClient {
   std::expected<void, ResponseError> cancel_listing(const wire::Where& where, std::int64_t cursor,
                                                     Timeout timeout = kDefaultTimeout);
   std::expected<wire::ReadResult, ResponseError> read(const wire::ReadParams& params, Timeout timeout = kDefaultTimeout);
+  // The same read on bulk lane `lane`; kAgentUnavailable while that lane is not up.
+  std::expected<wire::ReadResult, ResponseError> read_on_lane(std::size_t lane, const wire::ReadParams& params,
+                                                              Timeout timeout = kDefaultTimeout);
   std::expected<wire::ReadDeltaResult, ResponseError> read_delta(const wire::ReadDeltaParams& params,
                                                                  Timeout timeout = kDefaultTimeout);
   std::expected<wire::SignatureResult, ResponseError> signature(const wire::SignatureParams& params,
@@ -70,6 +73,9 @@ class SyncClient {
 
   // How many bulk lanes the link has or is opening (remote::Endpoint::bulk_lanes).
   std::size_t bulk_lanes() { return endpoint_.bulk_lanes(); }
+  // Whether those lanes cost less CPU per byte than the link (remote::Endpoint::lanes_save_cpu).
+  bool lanes_save_cpu() { return endpoint_.lanes_save_cpu(); }
+  std::size_t live_lanes() const { return endpoint_.live_lanes(); }
   // Mutating requests sent so far: the push compares the agent's generation with its own count.
   std::uint64_t mutations() const { return mutations_.load(); }
   // The highest stamp the write replies carried since the reset (each write's reply has the
@@ -80,7 +86,8 @@ class SyncClient {
 
  private:
   template <class R, class P>
-  std::expected<R, ResponseError> call(std::string_view method, P&& params, Timeout timeout);
+  std::expected<R, ResponseError> call(std::string_view method, P&& params, Timeout timeout,
+                                       std::optional<std::size_t> lane = std::nullopt);
   remote::Endpoint& endpoint_;
   std::atomic<std::uint64_t> mutations_{0};
   void note_write_stamp(const protocol::json& reply);

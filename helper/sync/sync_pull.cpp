@@ -41,6 +41,8 @@ constexpr std::size_t kIoBlock = 1u << 20;
 // sync/read requests in flight for one whole-file pull: enough to hide a round trip, few enough
 // that a 10 GiB checkpoint needs tens of MiB, not 10 GiB.
 constexpr unsigned kChunksInFlight = 4;
+// Chunks in flight per bulk lane: one being read on the box while the other crosses.
+constexpr unsigned kPullersPerLane = 2;
 // A delta larger than this is not worth it (nor one reply): the file comes whole instead.
 constexpr std::uint64_t kMaxPullDelta = 128u << 20;
 
@@ -521,9 +523,10 @@ class PullPipeline {
   void install(const PullFile& f, int dir_fd, TempFile& tmp, const Fetched& r);
   Fetched fetch_delta(const PullFile& f, int dir_fd, int tmp_fd);
   std::expected<std::vector<std::uint8_t>, std::string> prepared_signature(const PullFile& f, int base_fd, delta::SignatureParams params);
+  struct Whole;
   Fetched fetch_whole(const PullFile& f, int tmp_fd);
-  std::optional<Fetched> fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire,
-                                     std::mutex& mu, std::optional<std::uint32_t>& mode, PrefixHash& hash);
+  void fetch_chunks(Whole& w, std::optional<std::size_t> lane);
+  std::optional<Fetched> fetch_chunk(Whole& w, std::uint64_t offset, std::optional<std::size_t>& lane);
 
   PullRun& run_;
 };
@@ -671,62 +674,93 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   return out;
 }
 
+// One whole-file fetch's shared state: its workers each take the next chunk.
+struct PullPipeline::Whole {
+  const PullFile& f;
+  int tmp_fd;
+  PrefixHash prefix;
+  std::uint64_t chunks;
+  std::atomic<std::uint64_t> next{0}, wire{0};
+  std::atomic<bool> lane_up{false};  // a lane answered: the link's own workers take no more chunks
+  std::mutex mu{};
+  std::optional<Fetched> failure{};
+  std::optional<std::uint32_t> mode{};
+};
+
 // The whole-file path: several sync/read chunks in flight, each written where it belongs
-// with pwrite, so memory stays at kChunksInFlight chunks whatever the file size.
+// with pwrite, so memory stays at kChunksInFlight chunks (and kPullersPerLane per lane) whatever
+// the file size. A big file on a link whose bulk lanes cost less CPU per byte (OpenSSH lanes on
+// a short link) moves to the lanes once one is up; a lane that fails leaves its chunk, and its
+// workers, on the link.
 Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
   const std::uint64_t size = f.remote.size;
-  const std::uint64_t chunks = std::max<std::uint64_t>(1, (size + kReadChunk - 1) / kReadChunk);
-  std::atomic<std::uint64_t> next{0}, wire{0};
-  std::mutex mu;
-  std::optional<Fetched> failure;
-  std::optional<std::uint32_t> mode;
-  PrefixHash prefix(tmp_fd);
-  auto worker = [&] {
-    for (std::uint64_t i; (i = next.fetch_add(1)) < chunks;) {
-      {
-        std::lock_guard lock(mu);
-        if (failure) return;
-      }
-      auto fail = run_.cancelled() ? std::optional(failed(Fetched::Status::cancelled, "cancelled"))
-                                   : fetch_chunk(f, tmp_fd, i * kReadChunk, wire, mu, mode, prefix);
-      if (fail) {
-        std::lock_guard lock(mu);
-        if (!failure) failure = std::move(*fail);
-        return;
-      }
-    }
-  };
+  Whole w{f, tmp_fd, PrefixHash(tmp_fd), std::max<std::uint64_t>(1, (size + kReadChunk - 1) / kReadChunk)};
+  const std::size_t lanes = size > run_.o.stream_above && run_.client.lanes_save_cpu() ? run_.client.bulk_lanes() : 0;
+  w.lane_up = lanes > 0 && run_.client.live_lanes() > 0;  // lanes already up: the link carries none of it
   {
     std::vector<std::jthread> pool;
-    const auto width = static_cast<unsigned>(std::min<std::uint64_t>(kChunksInFlight, chunks));
-    for (unsigned t = 1; t < width; ++t) pool.emplace_back(worker);
-    worker();
+    for (std::size_t i = 0; i < lanes * kPullersPerLane && i < w.chunks; ++i)
+      pool.emplace_back([this, &w, lane = i % lanes] { fetch_chunks(w, lane); });
+    const auto width = static_cast<unsigned>(std::min<std::uint64_t>(kChunksInFlight, w.chunks));
+    for (unsigned t = 1; t < width; ++t) pool.emplace_back([this, &w] { fetch_chunks(w, std::nullopt); });
+    fetch_chunks(w, std::nullopt);
+    protocol::release_payload_scratch(0);  // this thread may be serve's, alive long after the pull
   }
-  if (failure) {
-    failure->wire = wire.load();
-    return *failure;
+  if (w.failure) {
+    w.failure->wire = w.wire.load();
+    return *w.failure;
   }
-  auto h = prefix.hashed() == size ? std::expected<Hash128, std::string>(prefix.digest()) : hash_fd(tmp_fd, size);
-  if (!h) return failed(Fetched::Status::error, h.error(), wire.load());
-  if (f.remote.hash && *h != *f.remote.hash) return failed(Fetched::Status::unstable, "changed on the remote while being read", wire.load());
+  auto h = w.prefix.hashed() == size ? std::expected<Hash128, std::string>(w.prefix.digest()) : hash_fd(tmp_fd, size);
+  if (!h) return failed(Fetched::Status::error, h.error(), w.wire.load());
+  if (f.remote.hash && *h != *f.remote.hash) return failed(Fetched::Status::unstable, "changed on the remote while being read", w.wire.load());
   Fetched out;
-  out.wire = wire.load();
+  out.wire = w.wire.load();
   out.got = f.remote;
   out.got.hash = *h;
-  out.got.mode = mode.value_or(f.remote.mode) & 07777;
+  out.got.mode = w.mode.value_or(f.remote.mode) & 07777;
   out.literal = size;
   return out;
 }
 
-// One chunk at `offset` read and written into the temp file; the failure, if any.
-std::optional<Fetched> PullPipeline::fetch_chunk(const PullFile& f, int tmp_fd, std::uint64_t offset, std::atomic<std::uint64_t>& wire_bytes,
-                                                 std::mutex& mu, std::optional<std::uint32_t>& mode, PrefixHash& hash) {
+// One worker: chunks until none is left or one failed. One that starts on the link stops once a
+// lane is up; a lane's worker whose lane fails goes on over the link (the link's own may be gone).
+void PullPipeline::fetch_chunks(Whole& w, std::optional<std::size_t> lane) {
+  const bool yields = !lane;
+  while (!(yields && w.lane_up)) {
+    {
+      std::lock_guard lock(w.mu);
+      if (w.failure) return;
+    }
+    const std::uint64_t i = w.next.fetch_add(1);
+    if (i >= w.chunks) return;
+    auto fail = run_.cancelled() ? std::optional(failed(Fetched::Status::cancelled, "cancelled")) : fetch_chunk(w, i * kReadChunk, lane);
+    if (fail) {
+      std::lock_guard lock(w.mu);
+      if (!w.failure) w.failure = std::move(*fail);
+      return;
+    }
+  }
+}
+
+// One chunk at `offset` read (on `lane` while it works, else on the link) and written into the
+// temp file; the failure, if any.
+std::optional<Fetched> PullPipeline::fetch_chunk(Whole& w, std::uint64_t offset, std::optional<std::size_t>& lane) {
+  const PullFile& f = w.f;
   const std::uint64_t size = f.remote.size;
-  auto chunk = call_read(run_, f.path, offset);
+  const wire::ReadParams req{run_.where(), f.path, offset, kReadChunk};
+  auto chunk = lane ? run_.client.read_on_lane(*lane, req, kBigCallTimeout) : call_read(run_, f.path, offset);
+  if (lane) {
+    if (chunk) w.lane_up = true;
+    else {
+      spdlog::debug("pull: {} chunk at {}: lane {}: {}; over the link", f.path, offset, *lane, chunk.error().message);
+      lane.reset();
+      chunk = call_read(run_, f.path, offset);
+    }
+  }
   const std::string_view method = wire::method::kRead;
   if (!chunk) return from_agent_error(method, chunk.error(), 0);
   const auto& data = chunk->data;
-  wire_bytes += data.size();
+  w.wire += data.size();
   // Every chunk must come from the file the listing saw: else the parts could be of different
   // versions, and the next pull settles it.
   if (chunk->size != size || chunk->mtime_ns != f.remote.mtime_ns)
@@ -734,16 +768,24 @@ std::optional<Fetched> PullPipeline::fetch_chunk(const PullFile& f, int tmp_fd, 
   const std::uint64_t want = std::min<std::uint64_t>(kReadChunk, size - std::min(size, offset));
   const std::uint64_t raw_size = chunk->raw_size;
   if (raw_size != want) return failed(Fetched::Status::error, fmt::format("{}: {} bytes at {}, {} expected", method, raw_size, offset, want));
-  auto raw = protocol::decompress_payload(data.data(), data.size(), raw_size, kMaxRequestPayload);
-  if (!raw) return failed(Fetched::Status::error, fmt::format("{}: {}", method, raw.error()));
-  wire::Bytes().swap(chunk->data);  // freed before the write: four chunks in flight hold one copy each, not two
-  if (auto w = pwrite_full(tmp_fd, raw->data(), raw->size(), offset); !w) return failed(Fetched::Status::error, w.error());
-  if (auto bad = hash.add(offset, raw->data(), raw->size())) return failed(Fetched::Status::error, *bad);
-  {
-    std::lock_guard lock(mu);
-    mode = chunk->mode;
+  // A stored chunk is written as it came; a zstd frame is decompressed into this worker's
+  // buffer, reused chunk after chunk (fresh pages cost more than the copy).
+  auto& scratch = protocol::payload_scratch();
+  if (chunk->stored) {
+    if (data.size() != raw_size) return failed(Fetched::Status::error, fmt::format("{}: {} stored bytes, {} declared", method, data.size(), raw_size));
+  } else {
+    if (auto r = protocol::decompress_payload_into(data.data(), data.size(), raw_size, scratch, kMaxRequestPayload); !r)
+      return failed(Fetched::Status::error, fmt::format("{}: {}", method, r.error()));
+    wire::Bytes().swap(chunk->data);  // freed before the write: four chunks in flight hold one copy each, not two
   }
-  run_.prog.advance(raw->size());
+  const std::span<const std::uint8_t> raw = chunk->stored ? std::span<const std::uint8_t>(chunk->data) : std::span<const std::uint8_t>(scratch);
+  if (auto wr = pwrite_full(w.tmp_fd, raw.data(), raw.size(), offset); !wr) return failed(Fetched::Status::error, wr.error());
+  if (auto bad = w.prefix.add(offset, raw.data(), raw.size())) return failed(Fetched::Status::error, *bad);
+  {
+    std::lock_guard lock(w.mu);
+    w.mode = chunk->mode;
+  }
+  run_.prog.advance(raw.size());
   return std::nullopt;
 }
 

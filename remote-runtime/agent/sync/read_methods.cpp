@@ -60,9 +60,12 @@ Reply<wire::ReadResult> read(SyncContext& ctx, const wire::ReadParams& p, CallCo
   out.path = p.path;
   out.offset = offset;
   out.raw_size = bytes.size();
-  // A chunk of a checkpoint or an archive does not compress: zstd's level 3 only burns the
-  // box's CPU on it (sampled as a push samples its chunks).
-  out.data = protocol::compress_payload(bytes.data(), bytes.size(), protocol::payload_level_for(bytes.data(), bytes.size(), protocol::kPayloadLevel));
+  // A chunk of a checkpoint or an archive does not compress: zstd only burns the box's CPU on
+  // it (sampled as a push samples its chunks), and even its fastest level copies every byte
+  // once here and once more in the helper. Such a chunk goes as it is.
+  const int level = protocol::payload_level_for(bytes.data(), bytes.size(), protocol::kPayloadLevel);
+  out.stored = level == protocol::kIncompressibleLevel;
+  out.data = out.stored ? std::move(bytes) : protocol::compress_payload(bytes.data(), bytes.size(), level);
   out.size = size;
   out.mtime_ns = posix::mtime_of(st);
   out.mode = static_cast<std::uint32_t>(st.st_mode & 07777);

@@ -102,8 +102,13 @@ void pipelined_writes_land_exactly(const std::string& workers) {
     const std::size_t off = c * kChunk, n = std::min(kChunk, big.size() - off);
     const std::string piece = big.substr(off, n);
     expect_reply[id] = "sync/fileAppend";
-    agent.send(Request{id++, "sync/fileAppend",
-                       json{{"handle", handle}, {"offset", off}, {"rawSize", n}, {"data", packed(piece)}}});
+    // Every other chunk stored (its raw bytes, as a chunk that does not compress goes).
+    json append{{"handle", handle}, {"offset", off}, {"rawSize", n}, {"data", packed(piece)}};
+    if (c % 2) {
+      append["data"] = json::binary_t(std::vector<std::uint8_t>(piece.begin(), piece.end()));
+      append["stored"] = true;
+    }
+    agent.send(Request{id++, "sync/fileAppend", std::move(append)});
     if (c % 2 == 0) batch(static_cast<int>(c));
   }
   const std::int64_t commit_id = id;
@@ -156,6 +161,28 @@ BOOST_AUTO_TEST_CASE(pipelined_sync_writes_on_the_reader_thread) { pipelined_wri
 // Another agent's write still running (its helper's link dropped mid-push, say) holds the base's
 // write gate; a push's first look at the tree (sync/state, sync/list) waits for it, so the write
 // lands before the look and not between the look and the push's plan.
+// A stored chunk must be exactly rawSize bytes: one that is not is refused, nothing lands.
+BOOST_AUTO_TEST_CASE(a_stored_chunk_of_the_wrong_length_is_refused) {
+  ferry::test::TempDir tmp;
+  const fs::path root = tmp.path() / "root";
+  Agent agent(root, "3");
+  const std::string bytes(1000, 'x');
+  agent.send(Request{1, "sync/fileBegin", json{{"path", "f.bin"}, {"size", bytes.size()}, {"hash", hash_of(bytes)},
+                                               {"mode", 0644}, {"mtimeNs", 1'000'000'000}}});
+  Response begun = agent.next();
+  BOOST_REQUIRE(begun.ok());
+  const json handle = std::get<json>(begun.outcome)["handle"];
+  agent.send(Request{2, "sync/fileAppend", json{{"handle", handle}, {"offset", 0}, {"rawSize", bytes.size()}, {"stored", true},
+                                                {"data", json::binary_t(std::vector<std::uint8_t>(999, 'x'))}}});
+  Response refused = agent.next();
+  BOOST_REQUIRE(!refused.ok());
+  const std::string why = std::get<ResponseError>(refused.outcome).message;
+  BOOST_TEST(why.find("999 stored bytes, 1000 declared") != std::string::npos, why);
+  BOOST_TEST(!fs::exists(root / "f.bin"));
+  agent.raw->stream->close_write();
+  BOOST_TEST(agent.raw->child.wait_for(10s).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(a_push_looks_at_the_tree_only_once_other_writes_are_done) {
   ferry::test::TempDir tmp;
   const fs::path root = tmp.path() / "root";

@@ -128,7 +128,8 @@ BOOST_AUTO_TEST_CASE(every_message_round_trips) {
   lp.page_entries = 10;
   lp.page_ms = 100;
   round_trip(lp);
-  round_trip(wire::ReadResult{"f", 8, 3, {9, 9}, 11, 12, 0644, true});
+  round_trip(wire::ReadResult{"f", 8, 3, {9, 9}, false, 11, 12, 0644, true});
+  BOOST_TEST(round_trip(wire::ReadResult{"f", 0, 2, {9, 9}, true, 2, 12, 0644, true}).stored);
   wire::ReadDeltaParams rd{at, "f", {1, 2}, std::vector<wire::Bytes>{{3}, {4}}, true, 99};
   round_trip(rd);
   wire::ReadDeltaResult rr;
@@ -149,6 +150,8 @@ BOOST_AUTO_TEST_CASE(every_message_round_trips) {
   round_trip(wb);
   round_trip(wire::FileBeginResult{5, ".x.ferry-tmp"});
   round_trip(wire::FilePartParams{at, "x", ".x.tmp", 4096, 10, {1}});
+  BOOST_TEST(round_trip(wire::FilePartParams{at, "x", ".x.tmp", 0, 1, {1}, true}).stored);
+  BOOST_TEST(round_trip(wire::FileAppendParams{at, 5, 0, 1, false, wire::Bytes{1}, true}).stored);
   round_trip(wire::FileAppendResult{4096});
   round_trip(wire::FileHandleParams{at, 5});
   round_trip(wire::MkdirParams{at, {{"d", 0700}, {"e", std::nullopt}}});
@@ -210,6 +213,14 @@ BOOST_AUTO_TEST_CASE(payload_codec_round_trips_and_refuses_lies) {
   BOOST_TEST(!ferry::protocol::decompress_payload(packed.data(), packed.size(), raw.size(), 10).has_value());
   std::vector<std::uint8_t> junk{1, 2, 3, 4, 5};
   BOOST_TEST(ferry::protocol::decompress_payload(junk.data(), junk.size(), 5).error() == "not a zstd frame");
+  // Into a kept buffer: the same bytes, its pages reused for the next payload.
+  std::vector<std::uint8_t> kept;
+  BOOST_TEST_REQUIRE(ferry::protocol::decompress_payload_into(packed.data(), packed.size(), raw.size(), kept).has_value());
+  BOOST_TEST((kept == raw));
+  const auto* pages = kept.data();
+  BOOST_TEST_REQUIRE(ferry::protocol::decompress_payload_into(packed.data(), packed.size(), raw.size(), kept).has_value());
+  BOOST_TEST((kept.data() == pages));
+  BOOST_TEST(!ferry::protocol::decompress_payload_into(junk.data(), junk.size(), 5, kept).has_value());
   // Empty payloads (an empty file) are one valid frame.
   auto empty = ferry::protocol::compress_payload(nullptr, 0);
   BOOST_TEST(ferry::protocol::decompress_payload(empty.data(), empty.size(), 0).has_value());
