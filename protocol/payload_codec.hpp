@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <expected>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,11 @@ std::expected<std::vector<std::uint8_t>, std::string> decompress_payload(const s
 // VM with shadow page tables that was a tenth of a pull's CPU).
 std::expected<void, std::string> decompress_payload_into(const std::uint8_t* data, std::size_t size, std::uint64_t expected,
                                                          std::vector<std::uint8_t>& out, std::uint64_t limit = kMaxSyncPayload);
-// A thread's buffer for decompress_payload_into, given back empty when it grew past `keep` bytes
-// (a rare 256 MiB payload must not stay held by a long-lived thread).
-std::vector<std::uint8_t>& payload_scratch();
-void release_payload_scratch(std::size_t keep = 16u << 20);
+// The raw bytes a payload stands for: the payload itself when `stored` (it must be exactly
+// `expected` bytes long), else its zstd frame decompressed into `scratch`. The span points into
+// `data` or `scratch`.
+std::expected<std::span<const std::uint8_t>, std::string> payload_bytes(const std::vector<std::uint8_t>& data, bool stored,
+                                                                       std::uint64_t expected, std::vector<std::uint8_t>& scratch,
+                                                                       std::uint64_t limit = kMaxSyncPayload);
 
 }  // namespace ferry::protocol

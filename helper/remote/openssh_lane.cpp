@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <system_error>
 
@@ -30,36 +29,22 @@ constexpr int kPipeBytes = 1 << 20;
 class ChildStream final : public ByteStream {
  public:
   ChildStream(std::unique_ptr<ChildProcess> child, ChildProcess::Spawned fds)
-      : child_(std::move(child)), fds_(std::make_unique<FdStream>(fds.stdout_fd, fds.stdin_fd)), read_fd_(fds.stdout_fd) {
-    ::fcntl(read_fd_, F_SETFL, ::fcntl(read_fd_, F_GETFL) | O_NONBLOCK);
-  }
+      : child_(std::move(child)), fds_(std::make_unique<FdStream>(fds.stdout_fd, fds.stdin_fd)) {}
   ~ChildStream() override {
     fds_.reset();
     (void)child_->wait_for(std::chrono::milliseconds(300));
   }
-  // ssh writes a channel packet (32 KiB) at a time: read what is there first and poll only when
-  // the pipe is empty, one syscall per packet instead of two.
   ReadResult read_some(std::span<char> buffer, std::optional<Clock::time_point> deadline) override {
-    if (!interrupted_) {
-      const ssize_t n = ::read(read_fd_, buffer.data(), buffer.size());
-      if (n > 0) return {ReadStatus::data, static_cast<std::size_t>(n), {}};
-      if (n == 0) return {ReadStatus::eof, 0, {}};
-    }
     return fds_->read_some(buffer, deadline);
   }
   std::expected<void, std::string> write_all(std::string_view bytes) override { return fds_->write_all(bytes); }
   void close_write() override { fds_->close_write(); }
-  void interrupt() override {
-    interrupted_ = true;
-    fds_->interrupt();
-  }
+  void interrupt() override { fds_->interrupt(); }
   ChildProcess& child() { return *child_; }
 
  private:
   std::unique_ptr<ChildProcess> child_;
   std::unique_ptr<FdStream> fds_;
-  int read_fd_;  // owned by fds_
-  std::atomic<bool> interrupted_{false};
 };
 
 std::optional<fs::path> on_path(const std::string& name) {

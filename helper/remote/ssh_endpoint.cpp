@@ -11,9 +11,9 @@
 
 #include "ferry/version.hpp"
 #include "helper/remote/openssh_lane.hpp"
-#include "protocol/messages_agent.hpp"
 #include "helper/remote/shell_quote.hpp"
 #include "helper/remote/ssh_endpoint_internal.hpp"
+#include "protocol/messages_agent.hpp"
 
 namespace ferry::remote {
 namespace {
@@ -205,9 +205,7 @@ SshEndpoint::LanePlan SshEndpoint::lane_plan(const Link& link, Clock::duration r
   if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) return {std::strtoul(v, nullptr, 10), false};
   if (!link.connection) return {};
   // Asked for outright: OpenSSH lanes whatever the round trip; else only where CPU is the cap.
-  const bool asked = options_.openssh_lanes > 0 || (options_.openssh_lanes < 0 && std::getenv("FERRY_OPENSSH_LANES") &&
-                                                    std::strtol(std::getenv("FERRY_OPENSSH_LANES"), nullptr, 10) > 0);
-  if (asked || rtt < kBulkLaneMinRtt) return {wanted_openssh_lanes(), true};
+  if (requested_openssh_lanes().value_or(0) > 0 || rtt < kBulkLaneMinRtt) return {wanted_openssh_lanes(), true};
   const auto by_rtt = static_cast<std::size_t>(rtt / kRttPerAutoBulkLane);
   return {std::clamp<std::size_t>(by_rtt, kAutoBulkLanes, kMaxAutoBulkLanes), false};
 }
@@ -216,7 +214,7 @@ SshEndpoint::LanePlan SshEndpoint::lane_plan(const Link& link, Clock::duration r
 // 11 ms once, and 8 window lanes on 4 connections then tripled a 1 GiB push on 2 cores. A round
 // trip that close to the line is checked against two agent pings (the smallest wins).
 SshEndpoint::LanePlan SshEndpoint::planned_lanes(Link& link) {
-  if (link.plan) return {link.plan->first, link.plan->second};
+  if (link.plan) return *link.plan;
   Clock::duration rtt = link.connection ? link.connection->rtt() : Clock::duration::zero();
   if (rtt >= kBulkLaneMinRtt && rtt < 3 * kBulkLaneMinRtt && link.agent) {
     for (int i = 0; i < 2; ++i) {
@@ -228,14 +226,18 @@ SshEndpoint::LanePlan SshEndpoint::planned_lanes(Link& link) {
   const LanePlan plan = lane_plan(link, rtt);
   spdlog::debug("{}: round trip {:.1f} ms: {} bulk lanes{}", options_.host, std::chrono::duration<double, std::milli>(rtt).count(),
                 plan.lanes, plan.openssh ? " through OpenSSH" : "");
-  link.plan.emplace(plan.lanes, plan.openssh);
+  link.plan = plan;
   return plan;
 }
 
+std::optional<std::size_t> SshEndpoint::requested_openssh_lanes() const {
+  if (options_.openssh_lanes >= 0) return static_cast<std::size_t>(options_.openssh_lanes);
+  if (const char* v = std::getenv("FERRY_OPENSSH_LANES"); v && *v) return std::strtoul(v, nullptr, 10);
+  return std::nullopt;
+}
+
 std::size_t SshEndpoint::wanted_openssh_lanes() const {
-  std::size_t n = kAutoOpenSshLanes;
-  if (options_.openssh_lanes >= 0) n = static_cast<std::size_t>(options_.openssh_lanes);
-  else if (const char* v = std::getenv("FERRY_OPENSSH_LANES"); v && *v) n = std::strtoul(v, nullptr, 10);
+  const std::size_t n = requested_openssh_lanes().value_or(kAutoOpenSshLanes);
   if (n == 0 || !openssh_lane_unsupported(host_).empty() || !find_openssh_client()) return 0;
   return std::min<std::size_t>(n, kMaxAutoBulkLanes);
 }

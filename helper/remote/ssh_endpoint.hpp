@@ -134,13 +134,17 @@ class SshEndpoint final : public Endpoint {
 
  private:
   struct Lanes;
+  struct LanePlan {
+    std::size_t lanes = 0;
+    bool openssh = false;  // through the OpenSSH client, else libssh2 channels
+  };
   struct Link {
     std::unique_ptr<ssh::SshConnection> connection;
     std::unique_ptr<AgentLink> agent;
     std::string launch;  // the command that started `agent`: bulk lanes start theirs with it
     std::mutex lanes_mutex;
     std::shared_ptr<Lanes> lanes;  // once bulk_lanes() asked; destroyed before `connection`
-    std::optional<std::pair<std::size_t, bool>> plan;  // lane_plan's answer (lanes, through OpenSSH), once
+    std::optional<LanePlan> plan;  // planned_lanes' answer, made once
     ~Link();
   };
   struct Keepalive {
@@ -148,12 +152,9 @@ class SshEndpoint final : public Endpoint {
     int count_max;
   };
   Keepalive keepalive() const;  // from the options, else the ssh config, else 4 s x 3
-  struct LanePlan {
-    std::size_t lanes = 0;
-    bool openssh = false;  // through the OpenSSH client, else libssh2 channels
-  };
   LanePlan lane_plan(const Link& link, Clock::duration rtt) const;
   LanePlan planned_lanes(Link& link);  // lane_plan once per link (under lanes_mutex)
+  std::optional<std::size_t> requested_openssh_lanes() const;  // the option, else FERRY_OPENSSH_LANES
   std::size_t wanted_openssh_lanes() const;
   std::size_t wanted_lane_connections(std::size_t lanes) const;
   std::unique_ptr<ssh::SshConnection> open_lane_connection(const ssh::HostConfig& host, ssh::SessionOptions so,

@@ -526,7 +526,8 @@ class PullPipeline {
   struct Whole;
   Fetched fetch_whole(const PullFile& f, int tmp_fd);
   void fetch_chunks(Whole& w, std::optional<std::size_t> lane);
-  std::optional<Fetched> fetch_chunk(Whole& w, std::uint64_t offset, std::optional<std::size_t>& lane);
+  std::optional<Fetched> fetch_chunk(Whole& w, std::uint64_t offset, std::optional<std::size_t>& lane,
+                                     std::vector<std::uint8_t>& scratch);
 
   PullRun& run_;
 };
@@ -704,7 +705,6 @@ Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
     const auto width = static_cast<unsigned>(std::min<std::uint64_t>(kChunksInFlight, w.chunks));
     for (unsigned t = 1; t < width; ++t) pool.emplace_back([this, &w] { fetch_chunks(w, std::nullopt); });
     fetch_chunks(w, std::nullopt);
-    protocol::release_payload_scratch(0);  // this thread may be serve's, alive long after the pull
   }
   if (w.failure) {
     w.failure->wire = w.wire.load();
@@ -726,6 +726,9 @@ Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
 // lane is up; a lane's worker whose lane fails goes on over the link (the link's own may be gone).
 void PullPipeline::fetch_chunks(Whole& w, std::optional<std::size_t> lane) {
   const bool yields = !lane;
+  // Zstd frames decompress here, reused chunk after chunk: a fresh 8 MiB per chunk was zeroed and
+  // faulted in every time.
+  std::vector<std::uint8_t> scratch;
   while (!(yields && w.lane_up)) {
     {
       std::lock_guard lock(w.mu);
@@ -733,7 +736,7 @@ void PullPipeline::fetch_chunks(Whole& w, std::optional<std::size_t> lane) {
     }
     const std::uint64_t i = w.next.fetch_add(1);
     if (i >= w.chunks) return;
-    auto fail = run_.cancelled() ? std::optional(failed(Fetched::Status::cancelled, "cancelled")) : fetch_chunk(w, i * kReadChunk, lane);
+    auto fail = run_.cancelled() ? std::optional(failed(Fetched::Status::cancelled, "cancelled")) : fetch_chunk(w, i * kReadChunk, lane, scratch);
     if (fail) {
       std::lock_guard lock(w.mu);
       if (!w.failure) w.failure = std::move(*fail);
@@ -744,7 +747,8 @@ void PullPipeline::fetch_chunks(Whole& w, std::optional<std::size_t> lane) {
 
 // One chunk at `offset` read (on `lane` while it works, else on the link) and written into the
 // temp file; the failure, if any.
-std::optional<Fetched> PullPipeline::fetch_chunk(Whole& w, std::uint64_t offset, std::optional<std::size_t>& lane) {
+std::optional<Fetched> PullPipeline::fetch_chunk(Whole& w, std::uint64_t offset, std::optional<std::size_t>& lane,
+                                                 std::vector<std::uint8_t>& scratch) {
   const PullFile& f = w.f;
   const std::uint64_t size = f.remote.size;
   const wire::ReadParams req{run_.where(), f.path, offset, kReadChunk};
@@ -768,17 +772,11 @@ std::optional<Fetched> PullPipeline::fetch_chunk(Whole& w, std::uint64_t offset,
   const std::uint64_t want = std::min<std::uint64_t>(kReadChunk, size - std::min(size, offset));
   const std::uint64_t raw_size = chunk->raw_size;
   if (raw_size != want) return failed(Fetched::Status::error, fmt::format("{}: {} bytes at {}, {} expected", method, raw_size, offset, want));
-  // A stored chunk is written as it came; a zstd frame is decompressed into this worker's
-  // buffer, reused chunk after chunk (fresh pages cost more than the copy).
-  auto& scratch = protocol::payload_scratch();
-  if (chunk->stored) {
-    if (data.size() != raw_size) return failed(Fetched::Status::error, fmt::format("{}: {} stored bytes, {} declared", method, data.size(), raw_size));
-  } else {
-    if (auto r = protocol::decompress_payload_into(data.data(), data.size(), raw_size, scratch, kMaxRequestPayload); !r)
-      return failed(Fetched::Status::error, fmt::format("{}: {}", method, r.error()));
-    wire::Bytes().swap(chunk->data);  // freed before the write: four chunks in flight hold one copy each, not two
-  }
-  const std::span<const std::uint8_t> raw = chunk->stored ? std::span<const std::uint8_t>(chunk->data) : std::span<const std::uint8_t>(scratch);
+  // A stored chunk is written as it came, a zstd frame from the worker's buffer.
+  auto bytes = protocol::payload_bytes(data, chunk->stored, raw_size, scratch, kMaxRequestPayload);
+  if (!bytes) return failed(Fetched::Status::error, fmt::format("{}: {}", method, bytes.error()));
+  if (!chunk->stored) wire::Bytes().swap(chunk->data);  // freed before the write: the frame is not needed
+  const std::span<const std::uint8_t> raw = *bytes;
   if (auto wr = pwrite_full(w.tmp_fd, raw.data(), raw.size(), offset); !wr) return failed(Fetched::Status::error, wr.error());
   if (auto bad = w.prefix.add(offset, raw.data(), raw.size())) return failed(Fetched::Status::error, *bad);
   {

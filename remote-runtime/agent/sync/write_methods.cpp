@@ -4,10 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <span>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "protocol/payload_codec.hpp"
 #include "remote-runtime/agent/sync/sync_bindings.hpp"
@@ -20,25 +17,6 @@ FileAttrs attrs_of(const wire::FileAttrs& a) { return FileAttrs{a.size, a.hash, 
 std::optional<Precondition> precondition_of(const std::optional<wire::Expect>& e) {
   if (!e) return std::nullopt;
   return Precondition{e->exists, e->exists ? e->size : 0, e->exists ? e->mtime_ns : 0};
-}
-
-// A request's decompressed payload. Given back after the request: the agent's heap keeps freed
-// megabytes for the next one anyway (mallopt in agent_main), and an idle lane must not hold them.
-struct ScratchPayload {
-  std::vector<std::uint8_t>& bytes = protocol::payload_scratch();
-  ~ScratchPayload() { protocol::release_payload_scratch(0); }
-};
-
-// A part's bytes: the payload itself when stored (checked to be raw_size long), else its zstd
-// frame decompressed into the scratch buffer.
-std::expected<std::span<const std::uint8_t>, std::string> payload_of(const wire::Bytes& data, bool stored, std::uint64_t raw_size,
-                                                                     ScratchPayload& scratch) {
-  if (stored) {
-    if (data.size() != raw_size) return std::unexpected(fmt::format("{} stored bytes, {} declared", data.size(), raw_size));
-    return std::span<const std::uint8_t>(data);
-  }
-  if (auto r = protocol::decompress_payload_into(data.data(), data.size(), raw_size, scratch.bytes); !r) return std::unexpected(r.error());
-  return std::span<const std::uint8_t>(scratch.bytes);
 }
 
 std::expected<std::vector<std::uint8_t>, std::string> unpack(const wire::Bytes& data, std::uint64_t size) {
@@ -125,9 +103,8 @@ Reply<wire::OkResult> file_part(SyncContext& ctx, const wire::FilePartParams& p,
   auto t = ctx.open(c.method(), p.where);
   if (!t) return std::unexpected(t.error());
   if (p.raw_size > kMaxSyncPayload) return std::unexpected(invalid_params(c.method(), "part too large"));
-  // Into this worker's reused buffer: a fresh 8 MiB per part was zeroed and faulted in each time.
-  ScratchPayload scratch;
-  auto bytes = payload_of(p.data, p.stored, p.raw_size, scratch);
+  std::vector<std::uint8_t> scratch;
+  auto bytes = protocol::payload_bytes(p.data, p.stored, p.raw_size, scratch);
   if (!bytes) return std::unexpected(invalid_params(c.method(), bytes.error()));
   if (auto done = t->w().write_part(p.path, p.temp, p.offset, *bytes); !done) return std::unexpected(t->io_error(p.path, done.error()));
   return wire::OkResult{};
@@ -159,10 +136,9 @@ Reply<wire::FileAppendResult> file_append(SyncContext& ctx, const wire::FileAppe
     up.received = up.file.received();
     return wire::FileAppendResult{up.received};
   }
-  // Decompressed outside the upload's lock (the work appends share between workers), into the
-  // worker's reused buffer.
-  ScratchPayload scratch;
-  auto bytes = payload_of(*p.data, p.stored, p.raw_size, scratch);
+  // Decompressed outside the upload's lock: that is the work appends share between workers.
+  std::vector<std::uint8_t> scratch;
+  auto bytes = protocol::payload_bytes(*p.data, p.stored, p.raw_size, scratch);
   if (!bytes) return std::unexpected(invalid_params(c.method(), bytes.error()));
   std::unique_lock lock(up.mu);
   if (!offset && p.raw_size > up.size - up.received) {
