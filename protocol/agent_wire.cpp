@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -151,39 +152,101 @@ std::unexpected<InvalidMessage> bad_body(std::string message) {
 
 namespace {
 
-// About the CBOR size of `v` (its byte and text strings, a few bytes per node), so the frame's
-// buffer is reserved once instead of grown by copies. Deep values are only underestimated.
-std::size_t cbor_size_hint(const json& v, int depth = 0) {
-  if (v.is_binary()) return v.get_binary().size() + 9;
-  if (v.is_string()) return v.get_ref<const std::string&>().size() + 9;
-  if (!v.is_structured() || depth > 8) return 9;
-  std::size_t n = 9;
-  if (v.is_object())
-    for (const auto& [k, x] : v.items()) n += k.size() + 9 + cbor_size_hint(x, depth + 1);
-  else
-    for (const auto& x : v) n += cbor_size_hint(x, depth + 1);
-  return n;
-}
+// Collects the CBOR body as runs of `buffer` and, for big strings, pieces that point into the
+// json being written (nlohmann writes a string's bytes with one write_characters call).
+class PieceWriter : public nlohmann::detail::output_adapter_protocol<std::uint8_t> {
+ public:
+  struct Piece {
+    const std::uint8_t* external = nullptr;  // null: a run of the buffer from `offset`
+    std::size_t offset = 0, size = 0;
+  };
+  explicit PieceWriter(std::vector<std::uint8_t>& buffer) : buffer_(buffer) {}
+  void write_character(std::uint8_t c) override { buffer_.push_back(c); }
+  void write_characters(const std::uint8_t* s, std::size_t n) override {
+    if (n < kFramePieceAbove) {
+      buffer_.insert(buffer_.end(), s, s + n);
+      return;
+    }
+    close_run();
+    pieces_.push_back({s, 0, n});
+  }
+  // The pieces in order, from `begin` of the buffer on.
+  std::vector<Piece> finish() {
+    close_run();
+    return std::move(pieces_);
+  }
+  std::size_t run_start = 0;
+
+ private:
+  void close_run() {
+    if (buffer_.size() > run_start) pieces_.push_back({nullptr, run_start, buffer_.size() - run_start});
+    run_start = buffer_.size();
+  }
+  std::vector<std::uint8_t>& buffer_;
+  std::vector<Piece> pieces_;
+};
 
 // "Content-Length: " + up to 20 digits + "\r\n\r\n".
 constexpr std::size_t kHeaderRoom = 48;
 
 }  // namespace
 
-AgentFrame encode_agent_frame_buffer(const json& value) {
-  std::vector<std::uint8_t> buffer;
-  buffer.reserve(kHeaderRoom + cbor_size_hint(value));
-  buffer.resize(kHeaderRoom);
-  json::to_cbor(value, buffer);  // appends after the room
-  const std::string header = "Content-Length: " + std::to_string(buffer.size() - kHeaderRoom) + "\r\n\r\n";
-  const std::size_t begin = kHeaderRoom - header.size();
-  std::memcpy(buffer.data() + begin, header.data(), header.size());
-  return AgentFrame(std::move(buffer), begin);
+std::size_t AgentFrame::size() const {
+  std::size_t n = 0;
+  for (auto p : pieces_) n += p.size();
+  return n;
 }
 
-AgentFrame encode_agent_frame_buffer(Message&& message) { return encode_agent_frame_buffer(to_json(std::move(message))); }
+std::string AgentFrame::bytes() const {
+  std::string out;
+  out.reserve(size());
+  for (auto p : pieces_) out += p;
+  return out;
+}
 
-std::string encode_agent_value_frame(const json& value) { return std::string(encode_agent_frame_buffer(value).bytes()); }
+namespace {
+
+// The frame's pieces into `buffer` (header included) and into `value`'s big strings.
+std::vector<std::string_view> encode_pieces(const json& value, std::vector<std::uint8_t>& buffer) {
+  buffer.reserve(4096);
+  buffer.resize(kHeaderRoom);
+  auto writer = std::make_shared<PieceWriter>(buffer);
+  writer->run_start = kHeaderRoom;
+  nlohmann::detail::binary_writer<json, std::uint8_t>(writer).write_cbor(value);
+  const auto pieces = writer->finish();
+  std::size_t body = 0;
+  for (const auto& p : pieces) body += p.size;
+  const std::string header = "Content-Length: " + std::to_string(body) + "\r\n\r\n";
+  const std::size_t begin = kHeaderRoom - header.size();
+  std::memcpy(buffer.data() + begin, header.data(), header.size());
+  std::vector<std::string_view> views;
+  views.reserve(pieces.size() + 1);
+  const auto* base = reinterpret_cast<const char*>(buffer.data());
+  views.emplace_back(base + begin, header.size());
+  for (const auto& p : pieces) {
+    if (p.external) views.emplace_back(reinterpret_cast<const char*>(p.external), p.size);
+    else if (p.offset == kHeaderRoom) views.back() = std::string_view(base + begin, header.size() + p.size);  // joined to the header
+    else views.emplace_back(base + p.offset, p.size);
+  }
+  return views;
+}
+
+}  // namespace
+
+AgentFrame encode_agent_frame_buffer(const json& value) {
+  std::vector<std::uint8_t> buffer;
+  auto pieces = encode_pieces(value, buffer);
+  return AgentFrame(std::move(buffer), std::move(pieces));
+}
+
+AgentFrame encode_agent_frame_buffer(Message&& message) {
+  json value = to_json(std::move(message));
+  std::vector<std::uint8_t> buffer;
+  auto pieces = encode_pieces(value, buffer);
+  return AgentFrame(std::move(buffer), std::move(pieces), std::move(value));  // moving keeps its strings where they are
+}
+
+std::string encode_agent_value_frame(const json& value) { return encode_agent_frame_buffer(value).bytes(); }
 
 std::string encode_agent_frame(const Message& message) { return encode_agent_value_frame(to_json(message)); }
 

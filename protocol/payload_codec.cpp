@@ -61,13 +61,13 @@ std::expected<void, std::string> decompress_payload_into(const std::uint8_t* dat
   return {};
 }
 
-std::expected<std::span<const std::uint8_t>, std::string> payload_bytes(const std::vector<std::uint8_t>& data, bool stored,
+std::expected<std::span<const std::uint8_t>, std::string> payload_bytes(std::span<const std::uint8_t> data, bool stored,
                                                                        std::uint64_t expected, std::vector<std::uint8_t>& scratch,
                                                                        std::uint64_t limit) {
   if (stored) {
     if (data.size() != expected)
       return std::unexpected(std::to_string(data.size()) + " stored bytes, " + std::to_string(expected) + " declared");
-    return std::span<const std::uint8_t>(data);
+    return data;
   }
   if (auto r = decompress_payload_into(data.data(), data.size(), expected, scratch, limit); !r) return std::unexpected(r.error());
   return std::span<const std::uint8_t>(scratch);

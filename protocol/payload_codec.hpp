@@ -42,7 +42,7 @@ std::expected<void, std::string> decompress_payload_into(const std::uint8_t* dat
 // The raw bytes a payload stands for: the payload itself when `stored` (it must be exactly
 // `expected` bytes long), else its zstd frame decompressed into `scratch`. The span points into
 // `data` or `scratch`.
-std::expected<std::span<const std::uint8_t>, std::string> payload_bytes(const std::vector<std::uint8_t>& data, bool stored,
+std::expected<std::span<const std::uint8_t>, std::string> payload_bytes(std::span<const std::uint8_t> data, bool stored,
                                                                        std::uint64_t expected, std::vector<std::uint8_t>& scratch,
                                                                        std::uint64_t limit = kMaxSyncPayload);
 

@@ -68,6 +68,11 @@ class Fields {
     if (!v.is_binary()) return set(DecodeError{p, "expected a byte string"});
     out.assign(v.get_binary().begin(), v.get_binary().end());
   }
+  // Borrowed, not copied: see Payload.
+  void read(const json& v, Payload& out, const std::string& p) {
+    if (!v.is_binary()) return set(DecodeError{p, "expected a byte string"});
+    out.borrow(std::span<const std::uint8_t>(v.get_binary()));
+  }
   void read(const json& v, Hash128& out, const std::string& p) {
     if (!v.is_binary() || v.get_binary().size() != 16) return set(DecodeError{p, "expected 16 bytes (xxh3-128)"});
     std::memcpy(out.data(), v.get_binary().data(), 16);
@@ -524,7 +529,7 @@ json to_json(FilePartParams&& p) {
   j["temp"] = p.temp;
   j["offset"] = p.offset;
   j["rawSize"] = p.raw_size;
-  j["data"] = binary(std::move(p.data));
+  j["data"] = binary(std::move(p.data).take());
   if (p.stored) j["stored"] = true;
   return j;
 }
@@ -547,7 +552,7 @@ json to_json(FileAppendParams&& p) {
   if (p.offset) j["offset"] = *p.offset;
   j["rawSize"] = p.raw_size;
   if (p.placed) j["placed"] = true;
-  if (p.data) j["data"] = binary(std::move(*p.data));
+  if (p.data) j["data"] = binary(std::move(*p.data).take());
   if (p.stored) j["stored"] = true;
   return j;
 }

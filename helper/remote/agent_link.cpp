@@ -103,7 +103,8 @@ std::expected<AgentInfo, ResponseError> AgentLink::handshake(Clock::time_point d
 std::expected<void, ResponseError> AgentLink::send(protocol::Message message) {
   const protocol::AgentFrame frame = protocol::encode_agent_frame_buffer(std::move(message));
   std::lock_guard lock(write_mutex_);
-  if (auto w = stream_->write_all(frame.bytes()); !w) return std::unexpected(unavailable(w.error()));
+  for (std::string_view piece : frame.pieces())
+    if (auto w = stream_->write_all(piece); !w) return std::unexpected(unavailable(w.error()));
   return {};
 }
 

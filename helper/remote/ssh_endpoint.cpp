@@ -649,7 +649,9 @@ std::expected<json, ResponseError> SshEndpoint::call(std::string_view method, js
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return std::unexpected(ResponseError{ec::kRequestCancelled, std::string(method) + ": timed out", {}});
-    auto r = link->agent->call(method, params, left);
+    // Kept for a retry only where one may follow: a push's 8 MiB chunks are moved, not copied.
+    const bool may_retry = options_.reconnect && options_.idempotent(method);
+    auto r = link->agent->call(method, may_retry ? json(params) : std::move(params), left);
     if (r || r.error().code != ec::kAgentUnavailable) return r;
     {
       std::lock_guard lk(mutex_);
@@ -659,7 +661,7 @@ std::expected<json, ResponseError> SshEndpoint::call(std::string_view method, js
         cv_.notify_all();
       }
     }
-    if (!options_.reconnect || !options_.idempotent(method))
+    if (!may_retry)
       return std::unexpected(unavailable(std::string(method) + ": the connection to " + description() +
                                          " dropped while the request was in flight; not retried because it may already have taken effect (" +
                                          r.error().message + ")"));

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <mutex>
+#include <span>
+#include <string_view>
 
 #include "protocol/jsonrpc.hpp"
 
@@ -27,6 +29,7 @@ class FrameWriter {
 
  private:
   bool write_locked(std::string_view bytes);
+  bool write_locked(std::span<const std::string_view> pieces);
   int fd_;
   std::mutex mutex_;
   std::atomic<bool> broken_{false};

@@ -1,8 +1,10 @@
-// FrameWriter: many threads sending at once never interleave frames, and a closed reader turns
-// into a failed send (not a signal) that every later send repeats at once.
+// FrameWriter: many threads sending at once never interleave frames, frames with big byte
+// strings (written in pieces by writev) arrive whole through a pipe that takes a page at a time,
+// and a closed reader turns into a failed send (not a signal) that every later send repeats at once.
 #define BOOST_TEST_MODULE frame_writer
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -48,6 +50,50 @@ BOOST_AUTO_TEST_CASE(concurrent_senders_write_whole_frames) {
     senders.emplace_back([&, t] {
       for (int i = 0; i < kEach; ++i)
         writer.send_notification("run/output", {{"t", t}, {"seq", i}, {"blob", json::binary(std::vector<std::uint8_t>(1000 + t * 7000, 0x5a))}});
+    });
+  for (auto& s : senders) s.join();
+  ::close(fds[1]);
+  reader.join();
+  ::close(fds[0]);
+  BOOST_TEST(frames == kThreads * kEach);
+  BOOST_TEST(!writer.broken());
+}
+
+BOOST_AUTO_TEST_CASE(pieced_frames_survive_short_writes) {
+  int fds[2];
+  BOOST_REQUIRE(::pipe(fds) == 0);
+  ::fcntl(fds[1], F_SETPIPE_SZ, 4096);  // each writev takes a page or so: its pieces are resumed mid-way
+  FrameWriter writer(fds[1]);
+  constexpr int kThreads = 2, kEach = 6;
+  auto blob_of = [](int t, int i) {
+    std::vector<std::uint8_t> b(kFramePieceAbove + static_cast<std::size_t>(t * 4099 + i * 37));
+    for (std::size_t k = 0; k < b.size(); ++k) b[k] = static_cast<std::uint8_t>(k * 31 + static_cast<std::size_t>(t + i));
+    return b;
+  };
+  int frames = 0;
+  std::thread reader([&] {
+    FrameDecoder decoder(agent_frame_limits());
+    std::vector<char> buf(1000);  // odd-sized reads
+    while (frames < kThreads * kEach) {
+      ssize_t n = ::read(fds[0], buf.data(), buf.size());
+      if (n <= 0) break;
+      decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+      while (auto body = decoder.next()) {
+        if (!*body) return;
+        auto m = decode_agent_body(**body);
+        if (!m) return;
+        const auto& p = std::get<Notification>(*m).params;
+        const std::vector<std::uint8_t>& got = p["blob"].get_binary();
+        if (got != blob_of(p["t"].get<int>(), p["i"].get<int>()) || p["tail"].get<std::string>() != "after the blob") return;
+        ++frames;
+      }
+    }
+  });
+  std::vector<std::thread> senders;
+  for (int t = 0; t < kThreads; ++t)
+    senders.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i)
+        writer.send_notification("run/output", {{"t", t}, {"i", i}, {"blob", json::binary(blob_of(t, i))}, {"tail", "after the blob"}});
     });
   for (auto& s : senders) s.join();
   ::close(fds[1]);

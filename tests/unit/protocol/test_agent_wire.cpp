@@ -62,10 +62,10 @@ BOOST_AUTO_TEST_CASE(binary_payload_travels_raw) {
   BOOST_TEST(back.params["data"].get_binary() == bytes, boost::test_tools::per_element());
 }
 
-// The one-buffer frame (header written into room reserved before the body) is byte for byte
-// the frame the string encoder makes, and moving a message into it carries the same JSON as
-// copying it, for every kind of message and header width.
-BOOST_AUTO_TEST_CASE(one_buffer_frames_match_the_string_encoder_and_moving_matches_copying) {
+// The pieced frame (header and small fields in one buffer, big strings in place) is byte for
+// byte the frame the string encoder makes, and moving a message into it carries the same JSON
+// as copying it, for every kind of message and header width.
+BOOST_AUTO_TEST_CASE(pieced_frames_match_the_string_encoder_and_moving_matches_copying) {
   std::vector<std::uint8_t> bytes(3 << 20);
   std::mt19937 rng(7);
   for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
@@ -94,6 +94,32 @@ BOOST_AUTO_TEST_CASE(one_buffer_frames_match_the_string_encoder_and_moving_match
   BOOST_REQUIRE(decoded.has_value());
   const std::vector<std::uint8_t>& got = std::get<Request>(*decoded).params.at("data").get_binary();
   BOOST_TEST((got == bytes));
+}
+
+// A file chunk is not copied into its frame: its piece points at the json's own bytes (the
+// caller's value, or the moved message the frame keeps, also after the frame is moved); strings
+// under the limit are copied into the frame's buffer, the header joined to what precedes them.
+BOOST_AUTO_TEST_CASE(big_strings_are_pieces_of_the_json_not_copies) {
+  const std::vector<std::uint8_t> chunk(kFramePieceAbove, 0xab);
+  const json value = json{{"jsonrpc", "2.0"}, {"id", 1}, {"result", json{{"data", json::binary(chunk)}, {"eof", true}}}};
+  const AgentFrame frame = encode_agent_frame_buffer(value);
+  const auto* in_json = reinterpret_cast<const char*>(value["result"]["data"].get_binary().data());
+  BOOST_REQUIRE_EQUAL(frame.pieces().size(), 3u);  // header + fields before, the chunk, the fields after
+  BOOST_TEST(frame.pieces()[1].data() == in_json);
+  BOOST_TEST(frame.pieces()[1].size() == chunk.size());
+  BOOST_TEST(frame.pieces()[0].starts_with("Content-Length: "));
+  BOOST_TEST(frame.size() == frame.bytes().size());
+
+  Message moved = make_result(2, json{{"data", json::binary(chunk)}});
+  const std::string expected = encode_frame(cbor_of(to_json(Message(moved))));
+  AgentFrame kept = encode_agent_frame_buffer(std::move(moved));
+  const char* at = kept.pieces().back().data();
+  const AgentFrame again = std::move(kept);
+  BOOST_TEST(again.pieces().back().data() == at);  // still the kept json's bytes
+  BOOST_TEST((again.bytes() == expected));
+
+  const std::vector<std::uint8_t> small(kFramePieceAbove - 1, 0xcd);
+  BOOST_TEST(encode_agent_frame_buffer(json{{"data", json::binary(small)}}).pieces().size() == 1u);
 }
 
 BOOST_AUTO_TEST_CASE(garbage_bodies_are_rejected_cleanly) {

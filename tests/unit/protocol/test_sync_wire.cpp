@@ -149,8 +149,8 @@ BOOST_AUTO_TEST_CASE(every_message_round_trips) {
   wire::WriteBatchParams wb{at, {wire::WriteFile{"x", {1, hash_of(4), 0644, 2}, wire::Expect{}, {1}, std::nullopt}}};
   round_trip(wb);
   round_trip(wire::FileBeginResult{5, ".x.ferry-tmp"});
-  round_trip(wire::FilePartParams{at, "x", ".x.tmp", 4096, 10, {1}});
-  BOOST_TEST(round_trip(wire::FilePartParams{at, "x", ".x.tmp", 0, 1, {1}, true}).stored);
+  round_trip(wire::FilePartParams{at, "x", ".x.tmp", 4096, 10, wire::Bytes{1}});
+  BOOST_TEST(round_trip(wire::FilePartParams{at, "x", ".x.tmp", 0, 1, wire::Bytes{1}, true}).stored);
   BOOST_TEST(round_trip(wire::FileAppendParams{at, 5, 0, 1, false, wire::Bytes{1}, true}).stored);
   round_trip(wire::FileAppendResult{4096});
   round_trip(wire::FileHandleParams{at, 5});
@@ -161,6 +161,28 @@ BOOST_AUTO_TEST_CASE(every_message_round_trips) {
   BOOST_TEST(round_trip(d).expect.at("a").size == 1u);
   wire::PathResults pr{{{"a", true, {}, {}, {}}, {"b", false, "no_space", "full", json{{"path", "/"}}}}, 10};
   BOOST_TEST(*round_trip(pr).results[1].code == "no_space");
+}
+
+// A push's chunk is borrowed from the decoded message, not copied out of it; a borrowed
+// payload encodes again as the same bytes, and one built from Bytes owns them.
+BOOST_AUTO_TEST_CASE(decoded_payloads_borrow_the_message_bytes) {
+  const wire::Bytes chunk(1000, 7);
+  const json j = to_json(wire::FilePartParams{wire::Where::at_base("p"), "x", ".x.tmp", 0, chunk.size(), chunk, true});
+  wire::FilePartParams part;
+  BOOST_TEST_REQUIRE(!from_json(j, part, "").has_value());
+  BOOST_TEST(part.data.bytes().data() == j["data"].get_binary().data());
+  BOOST_TEST(part.data.size() == chunk.size());
+  BOOST_TEST(to_json(part)["data"].get_binary() == chunk, boost::test_tools::per_element());
+
+  const json a = to_json(wire::FileAppendParams{wire::Where::at_base("p"), 1, 0, chunk.size(), false, chunk, true});
+  wire::FileAppendParams append;
+  BOOST_TEST_REQUIRE(!from_json(a, append, "").has_value());
+  BOOST_TEST_REQUIRE(append.data.has_value());
+  BOOST_TEST(append.data->bytes().data() == a["data"].get_binary().data());
+
+  wire::Payload owned(wire::Bytes{1, 2, 3});
+  const auto* at = owned.bytes().data();
+  BOOST_TEST(std::move(owned).take().data() == at);  // moved out, not copied
 }
 
 BOOST_AUTO_TEST_CASE(bad_params_name_the_field) {
