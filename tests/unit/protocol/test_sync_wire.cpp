@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(decoded_payloads_borrow_the_message_bytes) {
   const json j = to_json(wire::FilePartParams{wire::Where::at_base("p"), "x", ".x.tmp", 0, chunk.size(), chunk, true});
   wire::FilePartParams part;
   BOOST_TEST_REQUIRE(!from_json(j, part, "").has_value());
-  BOOST_TEST(part.data.bytes().data() == j["data"].get_binary().data());
+  BOOST_TEST(static_cast<const void*>(part.data.bytes().data()) == static_cast<const void*>(j["data"].get_binary().data()));
   BOOST_TEST(part.data.size() == chunk.size());
   BOOST_TEST(to_json(part)["data"].get_binary() == chunk, boost::test_tools::per_element());
 
@@ -178,11 +178,11 @@ BOOST_AUTO_TEST_CASE(decoded_payloads_borrow_the_message_bytes) {
   wire::FileAppendParams append;
   BOOST_TEST_REQUIRE(!from_json(a, append, "").has_value());
   BOOST_TEST_REQUIRE(append.data.has_value());
-  BOOST_TEST(append.data->bytes().data() == a["data"].get_binary().data());
+  BOOST_TEST(static_cast<const void*>(append.data->bytes().data()) == static_cast<const void*>(a["data"].get_binary().data()));
 
   wire::Payload owned(wire::Bytes{1, 2, 3});
   const auto* at = owned.bytes().data();
-  BOOST_TEST(std::move(owned).take().data() == at);  // moved out, not copied
+  BOOST_TEST(static_cast<const void*>(std::move(owned).take().data()) == static_cast<const void*>(at));  // moved out, not copied
 }
 
 BOOST_AUTO_TEST_CASE(bad_params_name_the_field) {
