@@ -468,6 +468,7 @@ int main() {
         rw = rsync_wire(tr.out);
         f.push_back(tf);
         r.push_back(tr.seconds);
+        log(fmt::format("{}: ferry {:.3f} s, rsync {:.3f} s", what, tf, tr.seconds));  // a median hides which run was slow
       }
       rows.push_back({what + " (bytes on the wire)", bytes(fw), "rsync " + bytes(rw), fmt::format("{:.3f}x", double(fw) / double(rw)),
                       what.starts_with("1-byte") ? "ferry <= 64 KiB" : ""});
@@ -534,6 +535,7 @@ int main() {
         rw = rsync_wire(tr.out);
         f.push_back(rf.seconds);
         r.push_back(tr.seconds);
+        log(fmt::format("{}: ferry {:.3f} s, rsync {:.3f} s", what, rf.seconds, tr.seconds));
       }
       rows.push_back({what + " (bytes on the wire)", bytes(fw), "rsync " + bytes(rw), fmt::format("{:.3f}x", double(fw) / double(rw)),
                       "ferry <= 64 KiB"});

@@ -200,14 +200,20 @@ SshEndpoint::Link::~Link() {
 
 // Window-bound (a long link): libssh2 lanes by round trip. CPU-bound (a short one): lanes through
 // the OpenSSH client when asked for (openssh_lane.hpp: none by default until they are shown to pay).
-SshEndpoint::LanePlan SshEndpoint::lane_plan(const Link& link, Clock::duration rtt) const {
-  if (options_.bulk_lanes >= 0) return {static_cast<std::size_t>(options_.bulk_lanes), false};
-  if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) return {std::strtoul(v, nullptr, 10), false};
-  if (!link.connection) return {};
-  // Asked for outright: OpenSSH lanes whatever the round trip; else only where CPU is the cap.
-  if (requested_openssh_lanes().value_or(0) > 0 || rtt < kBulkLaneMinRtt) return {wanted_openssh_lanes(), true};
+LanePlan plan_lanes(Clock::duration rtt, std::optional<std::size_t> bulk_asked, std::optional<std::size_t> openssh_asked,
+                    std::size_t openssh_lanes) {
+  if (bulk_asked) return {*bulk_asked, false};
+  if (openssh_asked.value_or(0) > 0 || rtt < kBulkLaneMinRtt) return {openssh_lanes, true};
   const auto by_rtt = static_cast<std::size_t>(rtt / kRttPerAutoBulkLane);
   return {std::clamp<std::size_t>(by_rtt, kAutoBulkLanes, kMaxAutoBulkLanes), false};
+}
+
+SshEndpoint::LanePlan SshEndpoint::lane_plan(const Link& link, Clock::duration rtt) const {
+  std::optional<std::size_t> bulk;
+  if (options_.bulk_lanes >= 0) bulk = static_cast<std::size_t>(options_.bulk_lanes);
+  else if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) bulk = std::strtoul(v, nullptr, 10);
+  if (!bulk && !link.connection) return {};
+  return plan_lanes(rtt, bulk, requested_openssh_lanes(), bulk ? 0 : wanted_openssh_lanes());
 }
 
 // The session's round trip is one channel open's so far; on a busy machine a loopback open took

@@ -72,10 +72,24 @@ struct SshEndpointOptions {
 inline constexpr int kAutoBulkLanes = 8;
 inline constexpr int kAutoBulkConnections = 4;
 inline constexpr std::chrono::milliseconds kBulkLaneMinRtt{10};  // as ssh::kMinWindowRtt
-// None by default: on 2 cores a 1 GiB pull or push through one took the same time and CPU as
-// through the link (bench/results/wan.md, session 13); more cores are where it should pay, and
-// that is not measured yet.
-inline constexpr int kAutoOpenSshLanes = 0;
+// One: since frames write a chunk in place (no copy on the agent's side), a 1 GiB pull or push
+// on 2 cores through one lane took 6-14 % less time and 6-17 % less CPU than through the link,
+// in all 8 alternated pairs (bench/results/wan.md, session 14); two cost more CPU, no more speed.
+// In session 13, before that change, one lane was no gain.
+inline constexpr int kAutoOpenSshLanes = 1;
+
+// How many bulk lanes a link gets, and of which kind: the rule alone, for SshEndpoint and its
+// tests. `bulk_asked` (option or FERRY_BULK_LANES) wins outright with libssh2 lanes;
+// `openssh_asked` (option or FERRY_OPENSSH_LANES) > 0 means OpenSSH lanes whatever the round
+// trip; else a short link (under kBulkLaneMinRtt: CPU is the cap) gets `openssh_lanes` OpenSSH
+// lanes (kAutoOpenSshLanes, 0 when no client is found or the host is not direct) and a long one
+// window lanes by its round trip.
+struct LanePlan {
+  std::size_t lanes = 0;
+  bool openssh = false;  // through the OpenSSH client, else libssh2 channels
+};
+LanePlan plan_lanes(std::chrono::steady_clock::duration rtt, std::optional<std::size_t> bulk_asked,
+                    std::optional<std::size_t> openssh_asked, std::size_t openssh_lanes);
 
 // Read-only methods (hello, ping, stat, list, read, status, signatures...) are safe to repeat.
 bool is_idempotent_method(std::string_view method);
@@ -134,10 +148,7 @@ class SshEndpoint final : public Endpoint {
 
  private:
   struct Lanes;
-  struct LanePlan {
-    std::size_t lanes = 0;
-    bool openssh = false;  // through the OpenSSH client, else libssh2 channels
-  };
+  using LanePlan = remote::LanePlan;
   struct Link {
     std::unique_ptr<ssh::SshConnection> connection;
     std::unique_ptr<AgentLink> agent;

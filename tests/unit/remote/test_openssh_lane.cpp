@@ -2,7 +2,7 @@
 // line under the alias, StrictHostKeyChecking, the key's own algorithms), never prompts, reads no
 // config, authenticates as the link does, and puts the command after "--" and the host; hosts
 // behind proxies are refused; the known_hosts file is private and goes with its owner;
-// FERRY_OPENSSH picks or disables the client.
+// FERRY_OPENSSH picks or disables the client; the lane plan gives a short link one lane by default.
 #define BOOST_TEST_MODULE openssh_lane
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -14,6 +14,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "helper/remote/openssh_lane.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
 
 using namespace ferry;
 namespace fs = std::filesystem;
@@ -126,4 +127,29 @@ BOOST_AUTO_TEST_CASE(ferry_openssh_picks_or_disables_the_client) {
   ::setenv("PATH", "/nonexistent", 1);
   ::unsetenv("FERRY_OPENSSH");
   BOOST_TEST(!remote::find_openssh_client());
+}
+
+// The lane plan: a short link (CPU the cap) gets kAutoOpenSshLanes OpenSSH lanes when a client
+// can be used and none otherwise; a long one window lanes by its round trip; asking wins.
+BOOST_AUTO_TEST_CASE(a_short_link_gets_one_openssh_lane_by_default_and_a_long_one_window_lanes) {
+  using namespace std::chrono_literals;
+  using remote::plan_lanes;
+  const auto auto_lanes = static_cast<std::size_t>(remote::kAutoOpenSshLanes);
+  BOOST_TEST(auto_lanes == 1u);
+  auto short_link = plan_lanes(1ms, std::nullopt, std::nullopt, auto_lanes);
+  BOOST_TEST(short_link.lanes == 1u);
+  BOOST_TEST(short_link.openssh);
+  BOOST_TEST(plan_lanes(1ms, std::nullopt, std::nullopt, 0).lanes == 0u);  // no client, or behind ProxyJump
+  auto asked_none = plan_lanes(1ms, std::nullopt, std::size_t{0}, 0);
+  BOOST_TEST(asked_none.lanes == 0u);
+  auto long_link = plan_lanes(50ms, std::nullopt, std::nullopt, auto_lanes);
+  BOOST_TEST(long_link.lanes == 8u);
+  BOOST_TEST(!long_link.openssh);
+  BOOST_TEST(plan_lanes(150ms, std::nullopt, std::nullopt, auto_lanes).lanes == 16u);
+  auto asked_openssh = plan_lanes(50ms, std::nullopt, std::size_t{2}, 2);
+  BOOST_TEST(asked_openssh.lanes == 2u);
+  BOOST_TEST(asked_openssh.openssh);
+  auto asked_bulk = plan_lanes(1ms, std::size_t{3}, std::size_t{2}, 2);
+  BOOST_TEST(asked_bulk.lanes == 3u);
+  BOOST_TEST(!asked_bulk.openssh);
 }
