@@ -188,7 +188,9 @@ void PushPipeline::queue_whole(const std::vector<Transfer>& files) {
   std::vector<std::vector<const Transfer*>> batches(1);
   std::uint64_t batch_bytes = 0;
   // Bulk lanes (a long link) open while the first jobs run, so they are up for the big files.
-  if (std::any_of(files.begin(), files.end(), [&](const Transfer& t) { return t.local.size > stream_above; }))
+  if (std::any_of(files.begin(), files.end(), [&](const Transfer& t) {
+        return t.local.size > stream_above && c_.client.lanes_pay_for(t.local.size, c_.options.cpu_lanes_above);
+      }))
     (void)c_.client.bulk_lanes();
   for (const auto& t : files) {
     if (t.local.size > stream_above) {
@@ -360,7 +362,8 @@ void PushPipeline::stream_file(const Transfer& t) {
   // pushes) are never edited, and copying 256 MiB cost ~3% of an initial sync. The first delta
   // of such a file fetches a signature; that send keeps the copy (keep_copy).
   Stream s{t, file.get(), begun->handle, begun->temp};
-  const std::size_t lanes = s.temp.empty() ? 0 : c_.client.bulk_lanes();
+  const bool use_lanes = !s.temp.empty() && c_.client.lanes_pay_for(t.local.size, c_.options.cpu_lanes_above);
+  const std::size_t lanes = use_lanes ? c_.client.bulk_lanes() : 0;
   {
     std::vector<std::jthread> pool;
     const std::uint64_t chunks = (t.local.size + kReadChunk - 1) / kReadChunk;

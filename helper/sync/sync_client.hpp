@@ -75,6 +75,9 @@ class SyncClient {
   std::size_t bulk_lanes() { return endpoint_.bulk_lanes(); }
   // Whether those lanes cost less CPU per byte than the link (remote::Endpoint::lanes_save_cpu).
   bool lanes_save_cpu() { return endpoint_.lanes_save_cpu(); }
+  // Whether a streamed file of `size` bytes should use the lanes: window lanes always, lanes
+  // that only save CPU from `cpu_lanes_above` bytes on (SyncOptions::cpu_lanes_above).
+  bool lanes_pay_for(std::uint64_t size, std::uint64_t cpu_lanes_above) { return size >= cpu_lanes_above || !lanes_save_cpu(); }
   std::size_t live_lanes() const { return endpoint_.live_lanes(); }
   // Mutating requests sent so far: the push compares the agent's generation with its own count.
   std::uint64_t mutations() const { return mutations_.load(); }

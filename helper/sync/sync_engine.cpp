@@ -573,7 +573,8 @@ void SyncEngine::take_watched_changes(PushRun& run) {
 void SyncEngine::warm_bulk_lanes(const PushRun& run) {
   if (run.o.dry_run) return;
   for (const auto& [path, meta] : run.scanned.entries)
-    if (meta.kind == EntryKind::file && meta.size > run.o.stream_above && !run.manifest->entries.contains(path)) {
+    if (meta.kind == EntryKind::file && meta.size > run.o.stream_above && !run.manifest->entries.contains(path) &&
+        client_->lanes_pay_for(meta.size, run.o.cpu_lanes_above)) {
       (void)client_->bulk_lanes();
       return;
     }

@@ -696,7 +696,8 @@ struct PullPipeline::Whole {
 Fetched PullPipeline::fetch_whole(const PullFile& f, int tmp_fd) {
   const std::uint64_t size = f.remote.size;
   Whole w{f, tmp_fd, PrefixHash(tmp_fd), std::max<std::uint64_t>(1, (size + kReadChunk - 1) / kReadChunk)};
-  const std::size_t lanes = size > run_.o.stream_above && run_.client.lanes_save_cpu() ? run_.client.bulk_lanes() : 0;
+  const bool use_lanes = size > run_.o.stream_above && size >= run_.o.cpu_lanes_above && run_.client.lanes_save_cpu();
+  const std::size_t lanes = use_lanes ? run_.client.bulk_lanes() : 0;
   w.lane_up = lanes > 0 && run_.client.live_lanes() > 0;  // lanes already up: the link carries none of it
   {
     std::vector<std::jthread> pool;

@@ -51,6 +51,7 @@ remote::SshEndpointOptions lane_options(const test::SshdFixture& f) {
 sync::SyncOptions big_options() {
   sync::SyncOptions o;
   o.stream_above = 1u << 20;
+  o.cpu_lanes_above = 1u << 20;  // the lane for these 40 MiB files too
   return o;
 }
 
@@ -146,6 +147,39 @@ BOOST_AUTO_TEST_CASE(a_big_file_pushed_and_pulled_goes_through_the_openssh_lane_
   BOOST_TEST(ssh_children().empty(), "the lane's ssh outlived the link");
   BOOST_TEST(!has_temp_files(remote));
   BOOST_TEST(!has_temp_files(back));
+}
+
+// A lane that only saves CPU costs a login: a file under cpu_lanes_above goes over the link, in
+// both directions, and no ssh is started for it.
+BOOST_AUTO_TEST_CASE(a_file_under_cpu_lanes_above_opens_no_openssh_lane) {
+  std::mt19937_64 rng(37);
+  test::SshdFixture f;
+  f.trust_host_key();
+  const fs::path local = f.dir() / "local", remote = f.home() / "project", back = f.dir() / "back";
+  const std::string big = random_bytes<std::string>(rng, kBigBytes);
+  write_file(local / "ckpt.bin", big);
+  remote::SshEndpoint ep(lane_options(f));
+  BOOST_REQUIRE(ep.connect(30s).has_value());
+  sync::SyncOptions o = big_options();
+  o.cpu_lanes_above = kBigBytes + 1;
+  {
+    sync::SyncEngine engine(ep, target_of(local));
+    auto s = engine.push(o);
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
+    BOOST_TEST(s->errors.empty());
+  }
+  {
+    sync::SyncEngine engine(ep, target_of(back));
+    auto s = engine.pull({"ckpt.bin"}, o);
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
+    BOOST_TEST(s->files_sent == 1u);
+  }
+  BOOST_TEST((read_file(remote / "ckpt.bin") == big));
+  BOOST_TEST((read_file(back / "ckpt.bin") == big));
+  BOOST_TEST(ep.lane_calls() == 0u);
+  BOOST_TEST(ep.live_lanes() == 0u);
+  BOOST_TEST(ssh_children().empty());
+  ep.close();
 }
 
 BOOST_AUTO_TEST_CASE(a_lane_shown_another_host_key_is_not_used_and_records_nothing) {

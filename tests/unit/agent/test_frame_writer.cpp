@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 #include <thread>
 #include <vector>
@@ -18,6 +19,30 @@
 using namespace ferry::protocol;
 using ferry::agent::run::FrameWriter;
 
+namespace {
+
+// Reads notifications from `fd` in `read_size` pieces until `want` passed `good` or one did not
+// (or the pipe ended); returns how many passed.
+int read_frames(int fd, int want, std::size_t read_size, const std::function<bool(const json&)>& good) {
+  FrameDecoder decoder(agent_frame_limits());
+  std::vector<char> buf(read_size);
+  int frames = 0;
+  while (frames < want) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+    while (auto body = decoder.next()) {
+      if (!*body) return frames;
+      auto m = decode_agent_body(**body);
+      if (!m || !good(std::get<Notification>(*m).params)) return frames;
+      ++frames;
+    }
+  }
+  return frames;
+}
+
+}  // namespace
+
 BOOST_AUTO_TEST_CASE(concurrent_senders_write_whole_frames) {
   int fds[2];
   BOOST_REQUIRE(::pipe(fds) == 0);
@@ -26,24 +51,11 @@ BOOST_AUTO_TEST_CASE(concurrent_senders_write_whole_frames) {
   std::map<int, int> next_seq;
   int frames = 0;
   std::thread reader([&] {
-    FrameDecoder decoder(agent_frame_limits());
-    std::vector<char> buf(1 << 16);
-    while (frames < kThreads * kEach) {
-      ssize_t n = ::read(fds[0], buf.data(), buf.size());
-      if (n <= 0) break;
-      decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
-      while (auto body = decoder.next()) {
-        if (!*body) return;
-        auto m = decode_agent_body(**body);
-        if (!m) return;
-        const auto& p = std::get<Notification>(*m).params;
-        int t = p["t"].get<int>();
-        // Per sender, frames arrive whole and in the order that thread sent them.
-        if (p["seq"].get<int>() != next_seq[t]++ || p["blob"].get_binary().size() != static_cast<std::size_t>(1000 + t * 7000))
-          return;
-        ++frames;
-      }
-    }
+    frames = read_frames(fds[0], kThreads * kEach, 1 << 16, [&](const json& p) {
+      const int t = p["t"].get<int>();
+      // Per sender, frames arrive whole and in the order that thread sent them.
+      return p["seq"].get<int>() == next_seq[t]++ && p["blob"].get_binary().size() == static_cast<std::size_t>(1000 + t * 7000);
+    });
   });
   std::vector<std::thread> senders;
   for (int t = 0; t < kThreads; ++t)
@@ -72,22 +84,10 @@ BOOST_AUTO_TEST_CASE(pieced_frames_survive_short_writes) {
   };
   int frames = 0;
   std::thread reader([&] {
-    FrameDecoder decoder(agent_frame_limits());
-    std::vector<char> buf(1000);  // odd-sized reads
-    while (frames < kThreads * kEach) {
-      ssize_t n = ::read(fds[0], buf.data(), buf.size());
-      if (n <= 0) break;
-      decoder.feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
-      while (auto body = decoder.next()) {
-        if (!*body) return;
-        auto m = decode_agent_body(**body);
-        if (!m) return;
-        const auto& p = std::get<Notification>(*m).params;
-        const std::vector<std::uint8_t>& got = p["blob"].get_binary();
-        if (got != blob_of(p["t"].get<int>(), p["i"].get<int>()) || p["tail"].get<std::string>() != "after the blob") return;
-        ++frames;
-      }
-    }
+    frames = read_frames(fds[0], kThreads * kEach, 1000, [&](const json& p) {  // odd-sized reads
+      const std::vector<std::uint8_t>& got = p["blob"].get_binary();
+      return got == blob_of(p["t"].get<int>(), p["i"].get<int>()) && p["tail"].get<std::string>() == "after the blob";
+    });
   });
   std::vector<std::thread> senders;
   for (int t = 0; t < kThreads; ++t)
