@@ -68,7 +68,9 @@ BOOST_AUTO_TEST_CASE(connects_by_alias_and_runs_commands) {
 
 // sshd sends without TCP_NODELAY until a session's command starts, so the first channel open's
 // confirmation used to wait for this side's delayed ACK, ~40 ms (every connect here): loopback
-// was then timed as a long link (24 MiB windows, bulk lanes). Ten fresh connections: none may time loopback at 25 ms or more.
+// was then timed as a long link (24 MiB windows, bulk lanes). Ten fresh connections: the bug put
+// every one at ~40 ms, so their median must be under 25 ms (a loaded CI machine timed one of ten
+// at 27 ms while the others read 2-13 ms: a single reading is load, not the bug).
 BOOST_AUTO_TEST_CASE(a_fresh_connection_times_loopback_as_a_short_link) {
   SshdFixture f;
   f.trust_host_key();
@@ -84,7 +86,9 @@ BOOST_AUTO_TEST_CASE(a_fresh_connection_times_loopback_as_a_short_link) {
   std::ostringstream all;
   for (double m : ms) all << m << " ";
   BOOST_TEST_MESSAGE("round trips timed (ms): " << all.str());
-  BOOST_TEST(*std::max_element(ms.begin(), ms.end()) < 25.0, "round trips timed (ms): " << all.str());
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  BOOST_TEST((sorted[4] + sorted[5]) / 2 < 25.0, "round trips timed (ms): " << all.str());
   BOOST_TEST(*std::min_element(ms.begin(), ms.end()) > 0.0);
 }
 
