@@ -160,7 +160,8 @@ class PieceWriter : public nlohmann::detail::output_adapter_protocol<std::uint8_
     const std::uint8_t* external = nullptr;  // null: a run of the buffer from `offset`
     std::size_t offset = 0, size = 0;
   };
-  explicit PieceWriter(std::vector<std::uint8_t>& buffer) : buffer_(buffer) {}
+  // Runs start at `from` (the header's room comes before it).
+  PieceWriter(std::vector<std::uint8_t>& buffer, std::size_t from) : buffer_(buffer), run_start_(from) {}
   void write_character(std::uint8_t c) override { buffer_.push_back(c); }
   void write_characters(const std::uint8_t* s, std::size_t n) override {
     if (n < kFramePieceAbove) {
@@ -170,19 +171,19 @@ class PieceWriter : public nlohmann::detail::output_adapter_protocol<std::uint8_
     close_run();
     pieces_.push_back({s, 0, n});
   }
-  // The pieces in order, from `begin` of the buffer on.
+  // The body's pieces in order.
   std::vector<Piece> finish() {
     close_run();
     return std::move(pieces_);
   }
-  std::size_t run_start = 0;
 
  private:
   void close_run() {
-    if (buffer_.size() > run_start) pieces_.push_back({nullptr, run_start, buffer_.size() - run_start});
-    run_start = buffer_.size();
+    if (buffer_.size() > run_start_) pieces_.push_back({nullptr, run_start_, buffer_.size() - run_start_});
+    run_start_ = buffer_.size();
   }
   std::vector<std::uint8_t>& buffer_;
+  std::size_t run_start_;
   std::vector<Piece> pieces_;
 };
 
@@ -210,8 +211,7 @@ namespace {
 std::vector<std::string_view> encode_pieces(const json& value, std::vector<std::uint8_t>& buffer) {
   buffer.reserve(4096);
   buffer.resize(kHeaderRoom);
-  auto writer = std::make_shared<PieceWriter>(buffer);
-  writer->run_start = kHeaderRoom;
+  auto writer = std::make_shared<PieceWriter>(buffer, kHeaderRoom);
   nlohmann::detail::binary_writer<json, std::uint8_t>(writer).write_cbor(value);
   const auto pieces = writer->finish();
   std::size_t body = 0;

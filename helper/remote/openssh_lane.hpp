@@ -1,9 +1,10 @@
 // Bulk lanes through the OpenSSH client: an agent started by `ssh` (a child process on pipes)
 // instead of on a libssh2 channel, so a big file's decryption runs in another process (another
 // core) and with AES-GCM, which libssh2 1.10 lacks (`ssh -c aes128-gcm@openssh.com host cat`
-// costs ~1.2 core-seconds per GiB here). On this project's 2-core machines it bought nothing (the
-// pipe hop and ssh's per-packet syscalls ate the cipher's saving; bench/results/wan.md, session
-// 13), so it is opt-in (FERRY_OPENSSH_LANES) until measured on more cores. The child verifies the
+// costs ~1.2 core-seconds per GiB here). One is used by default on a short link, for big files
+// (SshEndpoint's kAutoOpenSshLanes, SyncOptions::cpu_lanes_above): on 2 cores it saves 6-17 % of
+// a 1 GiB transfer's CPU now that frames write chunks in place (bench/results/wan.md, session 14;
+// in session 13 the pipe hop ate the cipher's saving). The child verifies the
 // host key the link verified (and only that one: a known_hosts file of one line under an alias),
 // never prompts, and reads no ssh config.
 #pragma once

@@ -199,7 +199,7 @@ SshEndpoint::Link::~Link() {
 }
 
 // Window-bound (a long link): libssh2 lanes by round trip. CPU-bound (a short one): lanes through
-// the OpenSSH client when asked for (openssh_lane.hpp: none by default until they are shown to pay).
+// the OpenSSH client (kAutoOpenSshLanes unless asked otherwise).
 LanePlan plan_lanes(Clock::duration rtt, std::optional<std::size_t> bulk_asked, std::optional<std::size_t> openssh_asked,
                     std::size_t openssh_lanes) {
   if (bulk_asked) return {*bulk_asked, false};

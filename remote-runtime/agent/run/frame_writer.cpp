@@ -6,9 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <vector>
-
 #include <cerrno>
+#include <vector>
 
 #include "protocol/agent_wire.hpp"
 
