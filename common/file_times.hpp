@@ -1,5 +1,5 @@
 // A struct stat's times as nanoseconds since the epoch (the unit of every manifest and wire
-// field), and back to a timespec for futimens.
+// field), and back to a timespec for futimens; whether two stats show one file unchanged.
 #pragma once
 
 #include <sys/stat.h>
@@ -15,6 +15,13 @@ inline std::int64_t mtime_of(const struct stat& st) {
 
 inline std::int64_t ctime_of(const struct stat& st) {
   return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+}
+
+// The same file, unchanged between the two stats: what any write or rename changes (device, inode,
+// size, mtime, ctime). Two writes in one clock tick can still leave all five alike.
+inline bool same_file_state(const struct stat& a, const struct stat& b) {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size && mtime_of(a) == mtime_of(b) &&
+         ctime_of(a) == ctime_of(b);
 }
 
 // Nanoseconds to a timespec with tv_nsec in [0, 1e9) also for times before 1970.

@@ -430,6 +430,27 @@ std::optional<DecodeError> from_json(const json& j, SignatureResult& out, const 
 
 // --- writes -------------------------------------------------------------------------------------
 
+json to_json(const PrepareDeltaParams& p) {
+  json j = where_json(p.where);
+  j["path"] = p.path;
+  j["expect"] = p.expect ? to_json(*p.expect) : json(nullptr);
+  return j;
+}
+std::optional<DecodeError> from_json(const json& j, PrepareDeltaParams& out, const std::string& ptr) {
+  Fields f(j, ptr);
+  f.where(out.where);
+  f.req("path", out.path);
+  f.opt("expect", out.expect);
+  return f.error();
+}
+
+json to_json(const PrepareDeltaResult& r) { return json{{"started", r.started}}; }
+std::optional<DecodeError> from_json(const json& j, PrepareDeltaResult& out, const std::string& ptr) {
+  Fields f(j, ptr);
+  f.req("started", out.started);
+  return f.error();
+}
+
 json to_json(const ApplyDeltaParams& p) { return to_json(ApplyDeltaParams(p)); }
 json to_json(ApplyDeltaParams&& p) {
   json j = where_json(p.where);

@@ -51,6 +51,7 @@ inline constexpr std::string_view kRead = "sync/read";
 inline constexpr std::string_view kReadDelta = "sync/readDelta";
 inline constexpr std::string_view kSignature = "sync/signature";
 inline constexpr std::string_view kApplyDelta = "sync/applyDelta";
+inline constexpr std::string_view kPrepareDelta = "sync/prepareDelta";
 inline constexpr std::string_view kWriteBatch = "sync/writeBatch";
 inline constexpr std::string_view kFileBegin = "sync/fileBegin";
 inline constexpr std::string_view kFilePart = "sync/filePart";
@@ -64,10 +65,10 @@ inline constexpr std::string_view kDelete = "sync/delete";
 }  // namespace method
 
 // Every method, in the order protocol.md lists them.
-inline constexpr std::array<std::string_view, 16> kAllMethods = {
-    method::kState,     method::kList,      method::kRead,       method::kReadDelta,  method::kSignature, method::kApplyDelta,
-    method::kWriteBatch, method::kFileBegin, method::kFilePart,  method::kFileAppend, method::kFileCommit, method::kFileAbort,
-    method::kMkdir,     method::kSymlink,   method::kSetAttrs,   method::kDelete};
+inline constexpr std::array<std::string_view, 17> kAllMethods = {
+    method::kState,      method::kList,       method::kRead,       method::kReadDelta,  method::kSignature, method::kPrepareDelta,
+    method::kApplyDelta, method::kWriteBatch, method::kFileBegin,  method::kFilePart,   method::kFileAppend, method::kFileCommit,
+    method::kFileAbort,  method::kMkdir,      method::kSymlink,    method::kSetAttrs,   method::kDelete};
 // The methods that may name a read-only `source` instead of a `base`.
 bool allows_source(std::string_view method);
 // The methods that change the tree (each bumps the base's generation).
@@ -217,6 +218,18 @@ struct SignatureResult {
   std::optional<std::vector<Bytes>> signatures;  // per range
 };
 
+// --- sync/prepareDelta ------------------------------------------------------------------------
+// The helper is making a delta for `path` that keeps its size: the agent starts copying the file
+// into a temp file beside it, for sync/applyDelta to write only what differs into.
+struct PrepareDeltaParams {
+  Where where;
+  std::string path;
+  std::optional<Expect> expect;  // the file as the helper planned against: else nothing starts
+};
+struct PrepareDeltaResult {
+  bool started = false;
+};
+
 // --- sync/applyDelta --------------------------------------------------------------------------
 struct ApplyDeltaParams {
   Where where;
@@ -333,6 +346,8 @@ FERRY_SYNC_WIRE_CODEC(ReadDeltaParams)
 FERRY_SYNC_WIRE_CODEC(ReadDeltaResult)
 FERRY_SYNC_WIRE_CODEC(SignatureParams)
 FERRY_SYNC_WIRE_CODEC(SignatureResult)
+FERRY_SYNC_WIRE_CODEC(PrepareDeltaParams)
+FERRY_SYNC_WIRE_CODEC(PrepareDeltaResult)
 FERRY_SYNC_WIRE_CODEC(ApplyDeltaParams)
 FERRY_SYNC_WIRE_CODEC(WriteFile)
 FERRY_SYNC_WIRE_CODEC(WriteBatchParams)

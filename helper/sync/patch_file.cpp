@@ -1,6 +1,9 @@
 // Applying a pulled delta to a local file: see patch_file.hpp.
 #include "helper/sync/patch_file.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <future>
@@ -8,39 +11,45 @@
 #include <cstring>
 #include <vector>
 
+#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 
 namespace ferry::sync {
 namespace {
 
 constexpr std::size_t kIoBlock = 1u << 20;
+constexpr std::uint64_t kCopyPiece = 8u << 20;  // BaseCopy checks for a stop between pieces
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // The xxh3-128 of what `d` builds from the base, from its sources: literals from the delta,
 // copies read from the base. The writing loop reports malformed deltas; this one just stops.
+// With `in_place_fd` (else -1), COPYs that stay where they are are read from it instead.
 std::expected<ferry::delta::Hash128, std::string> hash_output(std::span<const std::uint8_t> d, int base_fd, std::uint64_t base_size,
-                                                              const std::atomic<bool>& stop) {
+                                                              int in_place_fd, const std::atomic<bool>& stop) {
   namespace delta = ferry::delta;
   auto reader = delta::DeltaReader::open(d);
   if (!reader) return std::unexpected("delta: " + reader.error().message);
   delta::Hash128Stream hash;
   std::vector<std::uint8_t> buf;
-  for (;;) {
+  for (std::uint64_t out_at = 0;;) {
     auto op = reader->next();
     if (!op) return std::unexpected("delta: " + op.error().message);
     if (!*op) return hash.digest();
     const delta::DeltaOp& o = **op;
     if (o.kind == delta::DeltaOp::Kind::literal) {
       hash.update(o.data);
+      out_at += o.length;
       continue;
     }
     if (o.offset > base_size || o.length > base_size - o.offset) return std::unexpected(std::string("delta: a copy outside the base"));
+    const int from = in_place_fd >= 0 && o.offset == out_at ? in_place_fd : base_fd;
+    out_at += o.length;
     buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(o.length, kIoBlock)));
     for (std::uint64_t done = 0; done < o.length;) {
       if (stop.load(std::memory_order_relaxed)) return std::unexpected(std::string("stopped"));
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
-      const ssize_t got = ferry::posix::pread_full(base_fd, buf.data(), n, o.offset + done);
+      const ssize_t got = ferry::posix::pread_full(from, buf.data(), n, o.offset + done);
       if (got < 0) return std::unexpected(errno_text("read"));
       if (static_cast<std::size_t>(got) != n) return std::unexpected(std::string("the local file shrank during the pull"));
       hash.update(delta::Bytes(buf.data(), n));
@@ -54,7 +63,8 @@ std::expected<ferry::delta::Hash128, std::string> hash_output(std::span<const st
 std::expected<ferry::delta::DeltaStats, std::string> patch_to_fd(std::span<const std::uint8_t> d, int base_fd,
                                                                  std::uint64_t base_size, int out_fd,
                                                                  const ferry::delta::DeltaHeader& expect,
-                                                                 ferry::posix::RangeCopier::KernelCopy kernel_copy) {
+                                                                 ferry::posix::RangeCopier::KernelCopy kernel_copy,
+                                                                 bool out_holds_base) {
   namespace delta = ferry::delta;
   auto reader = delta::DeltaReader::open(d);
   if (!reader) return std::unexpected("delta: " + reader.error().message);
@@ -66,7 +76,7 @@ std::expected<ferry::delta::DeltaStats, std::string> patch_to_fd(std::span<const
   // base), while this one writes literals and has the kernel copy the rest.
   std::atomic<bool> stop{false};
   std::future<std::expected<delta::Hash128, std::string>> hashed =
-      std::async(std::launch::async, [&] { return hash_output(d, base_fd, base_size, stop); });
+      std::async(std::launch::async, [&] { return hash_output(d, base_fd, base_size, out_holds_base ? out_fd : -1, stop); });
   struct Stop {
     std::atomic<bool>& flag;
     ~Stop() { flag = true; }
@@ -88,6 +98,12 @@ std::expected<ferry::delta::DeltaStats, std::string> patch_to_fd(std::span<const
       continue;
     }
     if (o.offset > base_size || o.length > base_size - o.offset) return std::unexpected(std::string("delta: a copy outside the base"));
+    if (out_holds_base && o.offset == out_at) {  // there already
+      out_at += o.length;
+      stats.copied_bytes += o.length;
+      ++stats.copy_ops;
+      continue;
+    }
     // Not written from user space (on btrfs/xfs not written at all: the extents are shared).
     const ssize_t copied = copier.copy(base_fd, o.offset, out_fd, out_at, static_cast<std::size_t>(o.length));
     if (copied < 0) return std::unexpected(errno_text("copy"));
@@ -97,10 +113,38 @@ std::expected<ferry::delta::DeltaStats, std::string> patch_to_fd(std::span<const
     ++stats.copy_ops;
   }
   if (out_at != h.output_size) return std::unexpected(std::string("delta: output shorter than declared"));
+  if (out_holds_base && h.output_size < base_size && ::ftruncate(out_fd, static_cast<off_t>(h.output_size)) != 0)
+    return std::unexpected(errno_text("truncate"));
   auto digest = hashed.get();
   if (!digest) return std::unexpected(digest.error());
   if (*digest != h.output_hash) return std::unexpected(std::string("delta: the result does not hash to the declared value"));
   return stats;
 }
+
+}  // namespace ferry::sync
+
+namespace ferry::sync {
+
+BaseCopy::BaseCopy(int base_fd, int out_fd, std::uint64_t size) {
+  done_ = std::async(std::launch::async, [this, base_fd, out_fd, size] {
+    struct stat before {}, after {};
+    if (::fstat(base_fd, &before) != 0) return false;
+    ferry::posix::RangeCopier copier;
+    for (std::uint64_t at = 0; at < size;) {
+      if (stop_.load(std::memory_order_relaxed)) return false;
+      const std::uint64_t n = std::min<std::uint64_t>(kCopyPiece, size - at);
+      if (copier.copy(base_fd, at, out_fd, at, static_cast<std::size_t>(n)) != static_cast<ssize_t>(n)) return false;
+      at += n;
+    }
+    return ::fstat(base_fd, &after) == 0 && ferry::posix::same_file_state(before, after);
+  });
+}
+
+BaseCopy::~BaseCopy() {
+  stop_ = true;
+  if (done_.valid()) done_.wait();
+}
+
+bool BaseCopy::ready() { return done_.valid() && done_.get(); }
 
 }  // namespace ferry::sync

@@ -480,6 +480,13 @@ bool still_as_scanned(const fs::path& file, const FileMeta& scanned) {
 
 void PushPipeline::send_delta(const Transfer& t) {
   // plan_manifest: a snapshot nobody writes while jobs run (the manifest itself is being recorded into).
+  // The size kept (an edit in place): the agent copies its file meanwhile, and the delta's
+  // unmoved ranges are then there already. Asked from another thread: no round trip waited for.
+  std::future<void> prepared;
+  if (t.remote_base && t.remote_base->size == t.local.size && t.local.size >= c_.options.prepare_above)
+    prepared = std::async(std::launch::async, [this, &t] {
+      (void)c_.client.prepare_delta(wire::PrepareDeltaParams{where(), t.path, expect_of(c_.remote, t.path)});
+    });
   auto m = c_.plan_manifest.entries.find(t.path);
   const bool own_base = m != c_.plan_manifest.entries.end() && m->second.hash && remote_matches_manifest(*t.remote_base, m->second) &&
                         fs::exists(cache_dir_ / to_hex(*m->second.hash));
@@ -513,6 +520,7 @@ void PushPipeline::send_delta(const Transfer& t) {
       return PendingSentCopy::build(cache_dir_ / to_hex(*m->second.hash), cache_dir_ / to_hex(*t.local.hash), d, *t.local.hash,
                                     t.local.size);
     });
+  if (prepared.valid()) prepared.wait();  // the agent then has the copy before the delta
   auto reply = call_apply_delta(t, std::move(packed), d.size());
   spdlog::debug("sync: delta {}: applied", t.path);
   add_wire(wire);

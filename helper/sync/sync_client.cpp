@@ -94,6 +94,11 @@ std::expected<wire::SignatureResult, ResponseError> SyncClient::signature(const 
   return call<wire::SignatureResult>(method::kSignature, params, timeout);
 }
 
+std::expected<wire::PrepareDeltaResult, ResponseError> SyncClient::prepare_delta(const wire::PrepareDeltaParams& params,
+                                                                                 Timeout timeout) {
+  return call<wire::PrepareDeltaResult>(method::kPrepareDelta, params, timeout);
+}
+
 std::expected<wire::PathOk, ResponseError> SyncClient::apply_delta(wire::ApplyDeltaParams params, Timeout timeout) {
   return call<wire::PathOk>(method::kApplyDelta, std::move(params), timeout);
 }

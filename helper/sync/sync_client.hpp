@@ -48,6 +48,9 @@ class SyncClient {
                                                                  Timeout timeout = kDefaultTimeout);
   std::expected<wire::SignatureResult, ResponseError> signature(const wire::SignatureParams& params,
                                                                 Timeout timeout = kDefaultTimeout);
+  // Not a mutation: the agent copies the file ahead of an applyDelta that keeps its size.
+  std::expected<wire::PrepareDeltaResult, ResponseError> prepare_delta(const wire::PrepareDeltaParams& params,
+                                                                       Timeout timeout = kDefaultTimeout);
 
   // Mutating requests (each counted in mutations(), sent or not).
   std::expected<wire::PathOk, ResponseError> apply_delta(wire::ApplyDeltaParams params, Timeout timeout = kDefaultTimeout);

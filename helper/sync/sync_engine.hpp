@@ -86,6 +86,10 @@ struct SyncOptions {
   // 256 MiB file in an initial sync was 0.1-0.5 s slower with the lane). Window lanes (a long
   // link) do not depend on it.
   std::uint64_t cpu_lanes_above = 512ull << 20;
+  // An edit that keeps a file of this size or more the same size: the receiving side copies the
+  // old file while the delta is made and sent (push: sync/prepareDelta; pull: BaseCopy), then
+  // writes only what changed into that copy.
+  std::uint64_t prepare_above = 64ull << 20;
 };
 
 struct SyncSummary {

@@ -620,6 +620,10 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   const std::string name = name_of(f.path);
   posix::UniqueFd base_fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (base_fd.get() < 0) return failed(Fetched::Status::fallback, errno_text("open the local copy"));
+  // The size kept (an edit in place): the local copy goes into the temp file while the delta is
+  // asked for, and the delta's unmoved ranges are then there already.
+  std::optional<BaseCopy> copy;
+  if (f.remote.size == f.local_size && f.local_size >= run_.o.prepare_above) copy.emplace(base_fd.get(), tmp_fd, f.local_size);
   const bool two_level = f.local_size >= kTwoLevelAbove;
   const delta::SignatureParams params = two_level ? delta::SignatureParams{kCoarseBlock, 8} : delta::default_params(f.local_size);
   auto sig = prepared_signature(f, base_fd.get(), params);
@@ -667,7 +671,9 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   if (!d) return failed(Fetched::Status::error, method + ": " + d.error(), wire_bytes);
   delta::DeltaHeader expect{f.local_size, out.got.size, *out.got.hash};
   spdlog::debug("pull '{}': delta received", f.path);
-  auto stats = patch_to_fd(*d, base_fd.get(), f.local_size, tmp_fd, expect);
+  const bool in_place = copy && copy->ready();
+  if (copy && !in_place && ::ftruncate(tmp_fd, 0) != 0) return failed(Fetched::Status::error, errno_text("truncate"), wire_bytes);
+  auto stats = patch_to_fd(*d, base_fd.get(), f.local_size, tmp_fd, expect, {}, in_place);
   if (!stats) return failed(Fetched::Status::error, stats.error(), wire_bytes);
   spdlog::debug("pull '{}': patched", f.path);
   out.literal = stats->literal_bytes;

@@ -125,6 +125,7 @@ struct PendingFile::State {
   }
 };
 
+PendingFile::PendingFile() = default;
 PendingFile::PendingFile(PendingFile&&) noexcept = default;
 PendingFile& PendingFile::operator=(PendingFile&&) noexcept = default;
 PendingFile::~PendingFile() = default;
@@ -134,6 +135,19 @@ void PendingFile::abort() { state_.reset(); }
 std::uint64_t PendingFile::received() const { return state_ ? state_->received : 0; }
 
 int PendingFile::dir_fd() const { return state_ ? state_->dir.get() : -1; }
+
+int PendingFile::temp_fd() const { return state_ ? state_->fd.get() : -1; }
+
+bool PendingFile::temp_still_named() const {
+  struct stat by_fd {}, by_name {};
+  return state_ && ::fstat(state_->fd.get(), &by_fd) == 0 &&
+         ::fstatat(state_->dir.get(), state_->tmp.c_str(), &by_name, AT_SYMLINK_NOFOLLOW) == 0 && by_fd.st_dev == by_name.st_dev &&
+         by_fd.st_ino == by_name.st_ino;
+}
+
+void PendingFile::retarget(const FileAttrs& attrs) {
+  if (state_) state_->attrs = attrs;
+}
 
 std::expected<void, WriteError> PendingFile::write(Bytes bytes) {
   if (!state_) return fail(WriteErrc::io, "write after commit or abort");
@@ -302,13 +316,14 @@ std::expected<void, WriteError> PendingFile::commit(const std::optional<Precondi
 
 FileWriter::FileWriter(FileWriter&& o) noexcept
     : root_(std::move(o.root_)), root_fd_(std::exchange(o.root_fd_, -1)), hook_(std::move(o.hook_)),
-      kernel_copy_(std::move(o.kernel_copy_)) {}
+      kernel_copy_(std::move(o.kernel_copy_)), prepared_(std::move(o.prepared_)) {}
 FileWriter& FileWriter::operator=(FileWriter&& o) noexcept {
   if (root_fd_ >= 0) ::close(root_fd_);
   root_ = std::move(o.root_);
   root_fd_ = std::exchange(o.root_fd_, -1);
   hook_ = std::move(o.hook_);
   kernel_copy_ = std::move(o.kernel_copy_);
+  prepared_ = std::move(o.prepared_);
   return *this;
 }
 FileWriter::~FileWriter() {
@@ -322,6 +337,7 @@ std::expected<FileWriter, WriteError> FileWriter::open(const std::filesystem::pa
   w.root_ = rp->root();
   w.root_fd_ = ::open(w.root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (w.root_fd_ < 0) return sys_fail("open root " + w.root_.string());
+  w.prepared_ = std::make_shared<PreparedBases>();
   return w;
 }
 

@@ -10,8 +10,10 @@
 // directory renamed out of the root meanwhile gets none of the batch's files.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -103,7 +105,7 @@ class PendingFile {
 
  private:
   friend class FileWriter;
-  PendingFile() = default;
+  PendingFile();  // out of line: State is complete only in file_writer.cpp
   // The stages of commit(), which write_batch runs across many files at once.
   std::expected<void, WriteError> finish();  // verify, mode, mtime
   // write_at's bookkeeping: checks the range, then (with `bytes` when they are not yet in the file)
@@ -122,6 +124,11 @@ class PendingFile {
   std::expected<void, WriteError> sync_data();
   std::expected<void, WriteError> publish(const std::optional<Precondition>& expect);  // rename, no dir fsync
   int dir_fd() const;
+  // For a copy prepare_delta_base made: its descriptor, whether its name still leads to it (a
+  // sweep by another sync may have unlinked it), and the file it is to become after all.
+  int temp_fd() const;
+  bool temp_still_named() const;
+  void retarget(const FileAttrs& attrs);
   struct State;
   std::unique_ptr<State> state_;
 };
@@ -165,6 +172,16 @@ class FileWriter {
   // result is hashed once, its bytes never pass through a user-space buffer twice.
   std::expected<void, WriteError> apply_delta(std::string_view rel, Bytes delta, const FileAttrs& attrs,
                                               const std::optional<Precondition>& expect = std::nullopt);
+  // Starts copying the file at `rel` into a temp file beside it, on a thread of its own, while the
+  // helper is still making the delta it is about to send (an edit that kept the file's size: most
+  // of the output is the old file where it was). apply_delta then writes only what moved or
+  // changed, if the file is still the one copied. False, nothing started: the file is not as
+  // `expect` says, or not a regular file. A copy apply_delta does not take within
+  // kPreparedLifetime, or that a second prepare of the same path replaces, or that is still
+  // held when the writer goes, is deleted.
+  std::expected<bool, WriteError> prepare_delta_base(std::string_view rel, const std::optional<Precondition>& expect = std::nullopt);
+  // How many apply_delta calls built on a prepared copy (tests and the bench read it).
+  std::uint64_t prepared_used() const;
   // The signature the helper needs to delta against the file at `rel`: of the whole file, or
   // of bytes [offset, offset + length) only (the second level of a two-level delta).
   std::expected<std::vector<std::uint8_t>, WriteError> signature(
@@ -199,6 +216,12 @@ class FileWriter {
   friend class PendingFile;
   struct Parent;
   struct DirCache;
+  struct PreparedBase;
+  struct PreparedBases;
+  // The prepared copy of the file at `rel` (`now`: the stat of the file apply_delta opened), if
+  // it was made of this very file, unchanged, and its temp is still there; removed from the
+  // registry either way, with the copies past their lifetime.
+  std::optional<PendingFile> take_prepared(const std::string& rel, const struct stat& now);
   // `cache`: directories already opened by this batch, so files side by side share one
   // descriptor instead of each walking the path again.
   std::expected<Parent, WriteError> open_parent(std::string_view rel, bool create, DirCache* cache = nullptr);
@@ -211,6 +234,10 @@ class FileWriter {
   int root_fd_ = -1;
   StepHook hook_;
   KernelCopy kernel_copy_;
+  std::shared_ptr<PreparedBases> prepared_;  // shared: a moved writer keeps its copies
 };
+
+// How long a prepared copy waits for its apply_delta (deleted at the next prepare or apply after).
+inline constexpr std::chrono::seconds kPreparedLifetime{60};
 
 }  // namespace ferry::agent::sync

@@ -1,9 +1,11 @@
 // FileWriter::apply_delta: a pushed delta rebuilt against the file the agent holds, into a temp
 // file committed like any other write (see file_writer.hpp). The unchanged ranges go from the old
 // file to the temp file in the kernel (RangeCopier: a reflink on btrfs/xfs, else
-// copy_file_range); the whole-file xxh3-128 is still computed over every output byte, once, on a
-// second thread while the first writes: literal bytes from the delta, copied ones read back from
-// the old file (the output is what the ops say, so it is hashed from its sources).
+// copy_file_range), or are there already in a copy sync/prepareDelta made
+// (file_writer_prepare.cpp); the whole-file xxh3-128 is still computed over every output byte,
+// once, on a second thread while the first writes: literal bytes from the delta, copied ones
+// read back from the old file (the output is what the ops say, so it is hashed from its
+// sources), ranges left in place in a prepared copy read back from that copy.
 // The old file's block hashes cannot stand in for that pass: a whole-file hash does not compose
 // from block hashes, and it is what catches a base that is not what the helper thinks it is.
 #include <fcntl.h>
@@ -31,9 +33,6 @@
 namespace ferry::agent::sync {
 namespace {
 
-// Copies are cut into pieces this big so the hash reads what the kernel has just copied while it
-// is still in the CPU's caches, and a test's kill hook can stop a process half-way.
-constexpr std::uint64_t kCopyPiece = 8u << 20;
 constexpr std::uint64_t kHashPiece = 1u << 20;
 
 std::unexpected<WriteError> fail(WriteErrc code, std::string message) { return std::unexpected(WriteError{code, std::move(message)}); }
@@ -53,31 +52,37 @@ void release_later(ferry::posix::UniqueFd fd) {
 // The xxh3-128 of what `delta` builds from the old file (`base_fd`, `base_size` bytes), from the
 // sources: literals from the delta, copied ranges read back with pread into one buffer (not a
 // mapping: on some VMs a fresh mapping's first pass costs ~0.4 s per GiB more than the reads).
+// With a prepared copy (`prepared_fd`, else -1) the ranges that stay where they were are read
+// from that copy, the bytes that will be committed, not from the old file.
 // Nullopt for a delta that does not read or a base that shrank (the commit then refuses the
 // file); stops early on `stop`.
-std::optional<Hash128> hash_output(Bytes delta, int base_fd, std::uint64_t base_size, const std::atomic<bool>& stop) {
+std::optional<Hash128> hash_output(Bytes delta, int base_fd, std::uint64_t base_size, int prepared_fd, const std::atomic<bool>& stop) {
   auto reader = ferry::delta::DeltaReader::open(delta);
   if (!reader) return std::nullopt;
   ferry::delta::Hash128Stream h;
   std::vector<std::uint8_t> buf;
-  for (;;) {
+  for (std::uint64_t out_at = 0;;) {
     auto op = reader->next();
     if (!op) return std::nullopt;
     if (!*op) return h.digest();
     const ferry::delta::DeltaOp& o = **op;
     if (o.kind == ferry::delta::DeltaOp::Kind::literal) {
       h.update(o.data);
+      out_at += o.length;
       continue;
     }
     if (o.offset > base_size || o.length > base_size - o.offset) return std::nullopt;
+    const bool in_place = prepared_fd >= 0 && o.offset == out_at;
     buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(o.length, kHashPiece)));
     for (std::uint64_t done = 0; done < o.length;) {
       if (stop.load(std::memory_order_relaxed)) return std::nullopt;
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
-      if (ferry::posix::pread_full(base_fd, buf.data(), n, o.offset + done) != static_cast<ssize_t>(n)) return std::nullopt;
+      if (ferry::posix::pread_full(in_place ? prepared_fd : base_fd, buf.data(), n, o.offset + done) != static_cast<ssize_t>(n))
+        return std::nullopt;
       h.update(Bytes(buf.data(), n));
       done += n;
     }
+    out_at += o.length;
   }
 }
 
@@ -105,8 +110,16 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
                                           "-byte file, the remote one has " + std::to_string(base_size));
   if (head.output_size != attrs.size || head.output_hash != attrs.hash)
     return fail(WriteErrc::bad_delta, parent->rel + ": the delta does not produce the announced file");
-  auto f = begin_file(rel, attrs);
+  // A copy sync/prepareDelta started holds the old file already: only what moved or changed is
+  // written into it.
+  std::optional<PendingFile> prepared = take_prepared(parent->rel, st);
+  auto f = prepared ? std::expected<PendingFile, WriteError>(std::move(*prepared)) : begin_file(rel, attrs);
   if (!f) return std::unexpected(f.error());
+  const int prepared_fd = prepared ? f->temp_fd() : -1;
+  if (prepared) {
+    f->retarget(attrs);
+    if (attrs.size < base_size && ::ftruncate(prepared_fd, static_cast<off_t>(attrs.size)) != 0) return sys_fail("truncate " + parent->rel);
+  }
   f->hash_outside();
   std::atomic<bool> stop{false};
   struct Stop {
@@ -114,7 +127,7 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
     ~Stop() { flag = true; }
   };
   std::future<std::optional<Hash128>> hashed =
-      std::async(std::launch::async, [&] { return hash_output(delta, base.get(), base_size, stop); });
+      std::async(std::launch::async, [&] { return hash_output(delta, base.get(), base_size, prepared_fd, stop); });
   const Stop stop_on_return{stop};  // destroyed before `hashed`: an early return stops the hashing
   ferry::posix::RangeCopier copier(kernel_copy_);
   std::uint64_t out_at = 0;
@@ -131,6 +144,11 @@ std::expected<void, WriteError> FileWriter::apply_delta(std::string_view rel, By
     }
     if (o.offset > base_size || o.length > base_size - o.offset)
       return fail(WriteErrc::bad_delta, parent->rel + ": a copy outside the old file");
+    if (prepared_fd >= 0 && o.offset == out_at) {  // already there in the prepared copy
+      if (auto ok = f->mark_placed(out_at, o.length); !ok) return ok;
+      out_at += o.length;
+      continue;
+    }
     for (std::uint64_t done = 0; done < o.length;) {
       const std::uint64_t n = std::min(kCopyPiece, o.length - done);
       if (auto ok = f->copy_from(base.get(), o.offset + done, out_at, n, copier); !ok) return ok;

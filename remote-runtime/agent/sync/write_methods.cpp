@@ -1,4 +1,4 @@
-// sync/writeBatch, sync/applyDelta and the streamed file methods (fileBegin, filePart,
+// sync/writeBatch, sync/prepareDelta, sync/applyDelta and the streamed file methods (fileBegin, filePart,
 // fileAppend, fileCommit, fileAbort): every byte a push writes, decompressed here and landed by
 // FileWriter's atomic, verified writes.
 #include <algorithm>
@@ -84,6 +84,15 @@ Reply<wire::PathOk> apply_delta(SyncContext& ctx, const wire::ApplyDeltaParams& 
   auto done = t->w().apply_delta(p.path, *delta, attrs_of(p.attrs), precondition_of(p.expect));
   if (!done) return std::unexpected(t->io_error(p.path, done.error()));
   return wire::PathOk{p.path};
+}
+
+// Not a mutation: the copy is a temp file nobody lists, committed (or deleted) by what follows.
+Reply<wire::PrepareDeltaResult> prepare_delta(SyncContext& ctx, const wire::PrepareDeltaParams& p, CallContext& c) {
+  auto t = ctx.open(c.method(), p.where);
+  if (!t) return std::unexpected(t.error());
+  auto started = t->w().prepare_delta_base(p.path, precondition_of(p.expect));
+  if (!started) return std::unexpected(t->io_error(p.path, started.error()));
+  return wire::PrepareDeltaResult{*started};
 }
 
 Reply<wire::FileBeginResult> file_begin(SyncContext& ctx, const wire::FileBeginParams& p, CallContext& c) {
@@ -183,6 +192,8 @@ void bind_write_methods(BindingTable& table, SyncContext& ctx) {
       wire::method::kWriteBatch, [&ctx](const wire::WriteBatchParams& p, CallContext& c) { return write_batch(ctx, p, c); });
   table.request<wire::ApplyDeltaParams, wire::PathOk>(
       wire::method::kApplyDelta, [&ctx](const wire::ApplyDeltaParams& p, CallContext& c) { return apply_delta(ctx, p, c); });
+  table.request<wire::PrepareDeltaParams, wire::PrepareDeltaResult>(
+      wire::method::kPrepareDelta, [&ctx](const wire::PrepareDeltaParams& p, CallContext& c) { return prepare_delta(ctx, p, c); });
   table.request<wire::FileBeginParams, wire::FileBeginResult>(
       wire::method::kFileBegin, [&ctx](const wire::FileBeginParams& p, CallContext& c) { return file_begin(ctx, p, c); });
   table.request<wire::FilePartParams, wire::OkResult>(

@@ -47,7 +47,9 @@ std::string decode_error(const json& j) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(method_names_are_the_documented_ones) {
-  BOOST_TEST(wire::kAllMethods.size() == 16u);
+  BOOST_TEST(wire::kAllMethods.size() == 17u);
+  BOOST_TEST(wire::method::kPrepareDelta == "sync/prepareDelta");
+  BOOST_TEST(!wire::is_mutating(wire::method::kPrepareDelta));
   BOOST_TEST(wire::method::kReadDelta == "sync/readDelta");
   BOOST_TEST(wire::allows_source(wire::method::kRead));
   BOOST_TEST(!wire::allows_source(wire::method::kWriteBatch));

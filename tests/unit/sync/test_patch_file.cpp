@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 #include <vector>
@@ -125,4 +126,68 @@ BOOST_AUTO_TEST_CASE(a_lying_delta_is_refused) {
   delta::wire::put_varint(past, 100000);
   past.push_back(delta::kOpEnd);
   BOOST_TEST(!ferry::sync::patch_to_fd(past, base_fd.get(), base.size(), out.get(), header_for(base, next)).has_value());
+}
+
+// A pull of an edit that kept the size: BaseCopy copies the local file into the output first, then
+// patch_to_fd writes only what moved or changed. Every shape still rebuilds the file exactly, and a
+// copy that differs from the base (changed after it was read) fails the hash.
+BOOST_AUTO_TEST_CASE(deltas_patched_into_a_copy_of_the_base_rebuild_the_file) {
+  TempDir t("ferry-patch-file");
+  const Buf base = random_bytes((3u << 20) + 999, 5);
+  const std::size_t n = base.size();
+  std::vector<std::pair<std::string, Buf>> cases;
+  for (std::size_t at : {std::size_t{0}, n / 2 + 3, n - 1}) {
+    Buf b = base;
+    b[at] ^= 0x11;
+    cases.emplace_back("1 byte at " + std::to_string(at), std::move(b));
+  }
+  {
+    Buf b = base;
+    std::rotate(b.begin(), b.begin() + 777777, b.end());
+    cases.emplace_back("rotated: every range moved", std::move(b));
+  }
+  {
+    Buf b = base;
+    b.resize(n - 5000);
+    cases.emplace_back("5000 bytes cut from the end", std::move(b));
+  }
+  {
+    Buf b = random_bytes(1u << 20, 6);
+    b.insert(b.end(), base.begin(), base.end());
+    cases.emplace_back("1 MiB inserted at the start", std::move(b));
+  }
+  ferry::test::write_file(t / "base", base);
+  UniqueFd base_fd(::open((t / "base").c_str(), O_RDONLY | O_CLOEXEC));
+  BOOST_REQUIRE(base_fd);
+  for (const auto& [what, next] : cases) {
+    BOOST_TEST_CONTEXT(what) {
+      Buf d;
+      BOOST_REQUIRE(delta::generate_delta_from_base(base, next, 0, d).has_value());
+      UniqueFd out(::open((t / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+      BOOST_REQUIRE(out);
+      {
+        ferry::sync::BaseCopy copy(base_fd.get(), out.get(), base.size());
+        BOOST_REQUIRE(copy.ready());
+      }
+      BOOST_TEST((contents(out.get()) == base));
+      auto stats = ferry::sync::patch_to_fd(d, base_fd.get(), base.size(), out.get(), header_for(base, next), {}, true);
+      BOOST_REQUIRE_MESSAGE(stats.has_value(), (stats ? "" : stats.error()));
+      BOOST_TEST(stats->copied_bytes + stats->literal_bytes == next.size());
+      BOOST_TEST((contents(out.get()) == next));
+    }
+  }
+  // The copy is not the base any more: the unmoved ranges are hashed from the copy, so it fails.
+  Buf next = base, d;
+  next[100] ^= 1;
+  BOOST_REQUIRE(delta::generate_delta_from_base(base, next, 0, d).has_value());
+  UniqueFd out(::open((t / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  {
+    ferry::sync::BaseCopy copy(base_fd.get(), out.get(), base.size());
+    BOOST_REQUIRE(copy.ready());
+  }
+  const std::uint8_t flipped = base[2'000'000] ^ 0x10;
+  BOOST_REQUIRE(::pwrite(out.get(), &flipped, 1, 2'000'000) == 1);
+  auto r = ferry::sync::patch_to_fd(d, base_fd.get(), base.size(), out.get(), header_for(base, next), {}, true);
+  BOOST_REQUIRE(!r.has_value());
+  BOOST_TEST(r.error().find("does not hash") != std::string::npos);
 }

@@ -232,6 +232,46 @@ BOOST_AUTO_TEST_CASE(one_byte_edit_of_a_large_file_goes_as_a_small_delta) {
   BOOST_TEST((read_bytes(f.remote / "model.bin") == big));
 }
 
+// Edits that keep the size, with prepare_above lowered to reach them: the agent copies its file
+// while the helper makes the delta (sync/prepareDelta), and a pull copies the local file while
+// the agent makes its delta; both land byte-exact and leave no temp file on either side.
+BOOST_AUTO_TEST_CASE(same_size_edits_land_in_a_copy_made_while_the_delta_travels) {
+  Fixture f;
+  SyncOptions o;
+  o.prepare_above = 1u << 20;
+  Buf big = random_bytes((6u << 20) + 77, 17);
+  write_file(f.local / "model.bin", big);
+  BOOST_TEST(f.push(o).errors.empty());
+  const auto no_temp_files = [](const fs::path& dir) {
+    for (auto& de : fs::recursive_directory_iterator(dir))
+      if (de.path().filename().string().starts_with(".ferry-tmp.")) return false;
+    return true;
+  };
+  for (int round = 0; round < 2; ++round) {
+    BOOST_TEST_CONTEXT("push round " << round) {
+      if (round == 1) fs::remove_all(f.local / ".ferry" / "sent");  // the agent's signature as the base
+      big[1'000'000 + static_cast<std::size_t>(round) * 3'000'000] ^= 0x5a;
+      write_file(f.local / "model.bin", big);
+      SyncSummary s = f.push(o);
+      BOOST_TEST(s.errors.empty());
+      BOOST_TEST(s.files_sent == 1u);
+      BOOST_TEST(s.bytes_on_wire < 256u * 1024);
+      BOOST_TEST((read_bytes(f.remote / "model.bin") == big));
+      BOOST_TEST(no_temp_files(f.remote));
+    }
+  }
+  big[big.size() / 3] ^= 0x21;
+  write_file(f.remote / "model.bin", big);
+  fs::last_write_time(f.remote / "model.bin", fs::last_write_time(f.remote / "model.bin") + std::chrono::seconds(5));
+  auto s = f.engine().pull({"model.bin"}, o);
+  BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
+  BOOST_TEST(s->errors.empty());
+  BOOST_TEST(s->files_sent == 1u);
+  BOOST_TEST(s->bytes_on_wire < 256u * 1024);
+  BOOST_TEST((read_bytes(f.local / "model.bin") == big));
+  BOOST_TEST(no_temp_files(f.local));
+}
+
 BOOST_AUTO_TEST_CASE(a_remote_edit_is_a_conflict_and_left_untouched_unless_forced) {
   Fixture f;
   write_file(f.local / "a.py", text("local v1\n"));
