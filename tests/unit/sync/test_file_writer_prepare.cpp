@@ -1,12 +1,15 @@
 // FileWriter::prepare_delta_base on a real temp root: deltas of every shape land byte-exact in a
 // prepared copy (through the real copy_file_range and the read/write fallback); a copy of a file
 // that changed since is not used; a copy whose bytes are not the old file's fails the whole-file
-// hash and installs nothing; what prepare refuses; unused copies leave no temp file behind.
+// hash and installs nothing; what prepare refuses; unused copies leave no temp file behind; a
+// process killed mid-copy or mid-apply leaves the old file and a temp the next sweep removes.
 #define BOOST_TEST_MODULE file_writer_prepare
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -219,4 +222,58 @@ BOOST_AUTO_TEST_CASE(unused_copies_leave_no_temp_file) {
   }
   BOOST_TEST(temp_files_in(root).empty());
   BOOST_TEST((slurp(root / "a.bin").size() == 1u << 20));
+}
+
+// An agent killed while its copy runs, or while the delta lands in the copy, leaves the old file
+// and one temp file, which the next sync's sweep removes; that sync then converges.
+BOOST_AUTO_TEST_CASE(killed_mid_copy_or_mid_apply_leaves_the_old_file_and_a_temp_the_sweep_removes) {
+  TempDir t("ferry-prepare");
+  const fs::path root = t.path() / "root";
+  const Buf base = random_bytes((20u << 20) + 5, 101);  // three 8 MiB copy pieces
+  Buf next = base, delta;
+  next[base.size() / 2] ^= 0x5a;
+  BOOST_REQUIRE(ferry::delta::generate_delta_from_base(base, next, 0, delta).has_value());
+  for (bool in_apply : {false, true}) {
+    BOOST_TEST_CONTEXT((in_apply ? "killed half-way through the apply" : "killed after the copy's first piece")) {
+      {
+        FileWriter w = open_writer(root);
+        BOOST_REQUIRE(w.write_file("m.bin", base, attrs_for(base)).has_value());
+      }
+      const pid_t pid = ::fork();
+      BOOST_REQUIRE(pid >= 0);
+      if (pid == 0) {
+        auto w = FileWriter::open(root);
+        if (!w) ::_exit(3);
+        if (in_apply) {
+          w->set_step_hook([](WriteStep s) {
+            if (s == WriteStep::half_written) ::raise(SIGKILL);
+          });
+        } else {
+          w->set_kernel_copy([](int in, std::uint64_t in_at, int out, std::uint64_t out_at, std::size_t n) -> ssize_t {
+            if (out_at > 0) ::raise(SIGKILL);  // the second piece: the first is in
+            auto i = static_cast<off_t>(in_at), o = static_cast<off_t>(out_at);
+            return ::copy_file_range(in, &i, out, &o, n, 0);
+          });
+        }
+        if (!w->prepare_delta_base("m.bin").value_or(false)) ::_exit(4);
+        auto r = w->apply_delta("m.bin", delta, attrs_for(next));
+        ::_exit(r ? 0 : 5);
+      }
+      int status = 0;
+      BOOST_REQUIRE(::waitpid(pid, &status, 0) == pid);
+      BOOST_TEST(WIFSIGNALED(status));
+      BOOST_TEST((slurp(root / "m.bin") == base));
+      BOOST_TEST(temp_files_in(root).size() == 1u);
+      FileWriter w = open_writer(root);
+      auto swept = w.sweep_temp_files();
+      BOOST_REQUIRE(swept.has_value());
+      BOOST_TEST(*swept == 1u);
+      BOOST_REQUIRE(w.prepare_delta_base("m.bin").value_or(false));
+      auto ok = w.apply_delta("m.bin", delta, attrs_for(next));
+      BOOST_REQUIRE_MESSAGE(ok.has_value(), (ok ? "" : ok.error().message));
+      BOOST_TEST((slurp(root / "m.bin") == next));
+      BOOST_TEST(w.prepared_used() == 1u);
+      BOOST_TEST(temp_files_in(root).empty());
+    }
+  }
 }
