@@ -485,7 +485,8 @@ void PushPipeline::send_delta(const Transfer& t) {
   std::future<void> prepared;
   if (t.remote_base && t.remote_base->size == t.local.size && t.local.size >= c_.options.prepare_above)
     prepared = std::async(std::launch::async, [this, &t] {
-      (void)c_.client.prepare_delta(wire::PrepareDeltaParams{where(), t.path, expect_of(c_.remote, t.path)});
+      auto r = c_.client.prepare_delta(wire::PrepareDeltaParams{where(), t.path, expect_of(c_.remote, t.path)});
+      spdlog::debug("sync: delta {}: agent copy ahead {}", t.path, r ? (r->started ? "started" : "not started") : r.error().message);
     });
   auto m = c_.plan_manifest.entries.find(t.path);
   const bool own_base = m != c_.plan_manifest.entries.end() && m->second.hash && remote_matches_manifest(*t.remote_base, m->second) &&

@@ -672,6 +672,7 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   delta::DeltaHeader expect{f.local_size, out.got.size, *out.got.hash};
   spdlog::debug("pull '{}': delta received", f.path);
   const bool in_place = copy && copy->ready();
+  if (copy) spdlog::debug("pull '{}': local copy made ahead {}", f.path, in_place ? "used" : "not usable");
   if (copy && !in_place && ::ftruncate(tmp_fd, 0) != 0) return failed(Fetched::Status::error, errno_text("truncate"), wire_bytes);
   auto stats = patch_to_fd(*d, base_fd.get(), f.local_size, tmp_fd, expect, {}, in_place);
   if (!stats) return failed(Fetched::Status::error, stats.error(), wire_bytes);

@@ -84,10 +84,10 @@ std::optional<PendingFile> FileWriter::take_prepared(const std::string& rel, con
     }
     prepared_->take_expired(expired);
   }
-  // The copy whole, of the inode apply_delta opened, unchanged (not written, nor another file
-  // renamed over it since), and the temp file still under its name (a sweep by another sync
-  // would have unlinked it).
-  if (!p || !p->copied.get() || !ferry::posix::same_file_state(p->before, now) || !p->file.temp_still_named()) return std::nullopt;
+  // Of the inode apply_delta opened, unchanged (not written, nor another file renamed over it
+  // since; checked first: a useless copy is stopped, not waited for), whole, and the temp file
+  // still under its name (a sweep by another sync would have unlinked it).
+  if (!p || !ferry::posix::same_file_state(p->before, now) || !p->copied.get() || !p->file.temp_still_named()) return std::nullopt;
   prepared_->used.fetch_add(1, std::memory_order_relaxed);
   return std::move(p->file);
 }
