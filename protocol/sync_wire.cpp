@@ -434,6 +434,7 @@ json to_json(const PrepareDeltaParams& p) {
   json j = where_json(p.where);
   j["path"] = p.path;
   j["expect"] = p.expect ? to_json(*p.expect) : json(nullptr);
+  if (p.cancel) j["cancel"] = true;
   return j;
 }
 std::optional<DecodeError> from_json(const json& j, PrepareDeltaParams& out, const std::string& ptr) {
@@ -441,6 +442,7 @@ std::optional<DecodeError> from_json(const json& j, PrepareDeltaParams& out, con
   f.where(out.where);
   f.req("path", out.path);
   f.opt("expect", out.expect);
+  f.opt("cancel", out.cancel);
   return f.error();
 }
 

@@ -225,6 +225,7 @@ struct PrepareDeltaParams {
   Where where;
   std::string path;
   std::optional<Expect> expect;  // the file as the helper planned against: else nothing starts
+  bool cancel = false;           // the delta will not come: the copy of `path` is deleted now
 };
 struct PrepareDeltaResult {
   bool started = false;

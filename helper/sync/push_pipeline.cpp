@@ -488,6 +488,20 @@ void PushPipeline::send_delta(const Transfer& t) {
       auto r = c_.client.prepare_delta(wire::PrepareDeltaParams{where(), t.path, expect_of(c_.remote, t.path)});
       spdlog::debug("sync: delta {}: agent copy ahead {}", t.path, r ? (r->started ? "started" : "not started") : r.error().message);
     });
+  // A copy whose delta is not sent after all (a failure, a file caught mid-change) is dropped
+  // now, not when its lifetime on the agent ends.
+  bool applying = false;
+  struct DropUnapplied {
+    PushPipeline& p;
+    const Transfer& t;
+    std::future<void>& prepared;
+    const bool& applying;
+    ~DropUnapplied() {
+      if (!prepared.valid() || applying) return;
+      prepared.wait();
+      (void)p.c_.client.prepare_delta(wire::PrepareDeltaParams{p.where(), t.path, std::nullopt, true});
+    }
+  } const drop_unapplied{*this, t, prepared, applying};
   auto m = c_.plan_manifest.entries.find(t.path);
   const bool own_base = m != c_.plan_manifest.entries.end() && m->second.hash && remote_matches_manifest(*t.remote_base, m->second) &&
                         fs::exists(cache_dir_ / to_hex(*m->second.hash));
@@ -522,6 +536,7 @@ void PushPipeline::send_delta(const Transfer& t) {
                                     t.local.size);
     });
   if (prepared.valid()) prepared.wait();  // the agent then has the copy before the delta
+  applying = true;
   auto reply = call_apply_delta(t, std::move(packed), d.size());
   spdlog::debug("sync: delta {}: applied", t.path);
   add_wire(wire);

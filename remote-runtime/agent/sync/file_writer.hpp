@@ -180,6 +180,8 @@ class FileWriter {
   // kPreparedLifetime, or that a second prepare of the same path replaces, or that is still
   // held when the writer goes, is deleted.
   std::expected<bool, WriteError> prepare_delta_base(std::string_view rel, const std::optional<Precondition>& expect = std::nullopt);
+  // The copy prepared for `rel`, if any, stopped and deleted (the helper will not send its delta).
+  void drop_prepared(std::string_view rel);
   // How many apply_delta calls built on a prepared copy (tests and the bench read it).
   std::uint64_t prepared_used() const;
   // The signature the helper needs to delta against the file at `rel`: of the whole file, or

@@ -92,6 +92,17 @@ std::optional<PendingFile> FileWriter::take_prepared(const std::string& rel, con
   return std::move(p->file);
 }
 
+void FileWriter::drop_prepared(std::string_view rel) {
+  auto parent = open_parent(rel, false);
+  if (!parent) return;  // no directory, so no copy in it
+  std::unique_ptr<PreparedBase> gone;  // freed after the lock is released: it waits for its thread
+  std::lock_guard lock(prepared_->mu);
+  if (auto it = prepared_->by_rel.find(parent->rel); it != prepared_->by_rel.end()) {
+    gone = std::move(it->second);
+    prepared_->by_rel.erase(it);
+  }
+}
+
 std::uint64_t FileWriter::prepared_used() const { return prepared_ ? prepared_->used.load(std::memory_order_relaxed) : 0; }
 
 }  // namespace ferry::agent::sync

@@ -90,6 +90,10 @@ Reply<wire::PathOk> apply_delta(SyncContext& ctx, const wire::ApplyDeltaParams& 
 Reply<wire::PrepareDeltaResult> prepare_delta(SyncContext& ctx, const wire::PrepareDeltaParams& p, CallContext& c) {
   auto t = ctx.open(c.method(), p.where);
   if (!t) return std::unexpected(t.error());
+  if (p.cancel) {
+    t->w().drop_prepared(p.path);
+    return wire::PrepareDeltaResult{false};
+  }
   auto started = t->w().prepare_delta_base(p.path, precondition_of(p.expect));
   if (!started) return std::unexpected(t->io_error(p.path, started.error()));
   return wire::PrepareDeltaResult{*started};

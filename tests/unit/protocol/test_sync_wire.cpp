@@ -148,6 +148,9 @@ BOOST_AUTO_TEST_CASE(every_message_round_trips) {
   round_trip(wire::SignatureParams{at, "f", 65536, 8, std::vector<wire::Range>{{0, 100}}});
   round_trip(wire::SignatureResult{std::nullopt, std::vector<wire::Bytes>{{1}, {2}}});
   round_trip(wire::ApplyDeltaParams{at, "f", {3, hash_of(3), 0644, 1}, std::nullopt, {7}, 30});
+  BOOST_TEST(round_trip(wire::PrepareDeltaParams{at, "f", wire::Expect{true, 3, 4}}).expect->mtime_ns == 4);
+  BOOST_TEST(round_trip(wire::PrepareDeltaParams{at, "f", std::nullopt, true}).cancel);
+  BOOST_TEST(round_trip(wire::PrepareDeltaResult{true}).started);
   wire::WriteBatchParams wb{at, {wire::WriteFile{"x", {1, hash_of(4), 0644, 2}, wire::Expect{}, {1}, std::nullopt}}};
   round_trip(wb);
   round_trip(wire::FileBeginResult{5, ".x.ferry-tmp"});

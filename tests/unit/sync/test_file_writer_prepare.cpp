@@ -204,7 +204,8 @@ BOOST_AUTO_TEST_CASE(prepare_starts_nothing_for_what_is_not_the_planned_file) {
   BOOST_TEST(temp_files_in(t.path()).empty());
 }
 
-// A second prepare of the same path replaces the first copy; the writer's end deletes the rest.
+// A second prepare of the same path replaces the first copy; a dropped one goes at once; the
+// writer's end deletes the rest.
 BOOST_AUTO_TEST_CASE(unused_copies_leave_no_temp_file) {
   TempDir t("ferry-prepare");
   const fs::path root = t.path() / "root";
@@ -219,6 +220,10 @@ BOOST_AUTO_TEST_CASE(unused_copies_leave_no_temp_file) {
     BOOST_TEST(temp_files_in(root).size() == 2u);
     FileWriter moved = std::move(w);  // the copies go with the writer
     BOOST_TEST(temp_files_in(root).size() == 2u);
+    moved.drop_prepared("sub/b.bin");  // the helper will not send that delta
+    moved.drop_prepared("never/prepared.bin");
+    BOOST_TEST(temp_files_in(root).size() == 1u);
+    BOOST_TEST(temp_files_in(root / "sub").empty());
   }
   BOOST_TEST(temp_files_in(root).empty());
   BOOST_TEST((slurp(root / "a.bin").size() == 1u << 20));
