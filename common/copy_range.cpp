@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 
 namespace ferry::posix {
@@ -83,6 +84,18 @@ ssize_t RangeCopier::copy(int in_fd, std::uint64_t in_off, int out_fd, std::uint
   const ssize_t rest = user_copy(in_fd, in_off + done, out_fd, out_off + done, n - done);
   if (rest < 0) return -1;
   return static_cast<ssize_t>(done + static_cast<std::size_t>(rest));
+}
+
+bool copy_while_unchanged(int in_fd, const struct stat& before, int out_fd, const std::atomic<bool>& stop, RangeCopier& copier) {
+  const auto size = static_cast<std::uint64_t>(before.st_size);
+  for (std::uint64_t at = 0; at < size;) {
+    if (stop.load(std::memory_order_relaxed)) return false;
+    const std::uint64_t n = std::min(kCopyPiece, size - at);
+    if (copier.copy(in_fd, at, out_fd, at, static_cast<std::size_t>(n)) != static_cast<ssize_t>(n)) return false;
+    at += n;
+  }
+  struct stat after {};
+  return ::fstat(in_fd, &after) == 0 && same_file_state(before, after);
 }
 
 }  // namespace ferry::posix

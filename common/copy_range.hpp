@@ -1,10 +1,14 @@
 // Copying a byte range from one file into another without passing it through user space: a
 // reflink (FICLONERANGE) where the file system shares extents (btrfs, xfs), else
 // copy_file_range(2) (the kernel copies page to page), else pread/pwrite. What a delta's
-// unchanged ranges go through when a big file is rebuilt from its old version.
+// unchanged ranges go through when a big file is rebuilt from its old version, and what a whole
+// file copied ahead of a delta goes through.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
+
+#include <atomic>
 
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +48,13 @@ class RangeCopier {
   bool kernel_ok_ = true;
   Counts counts_;
 };
+
+// All of `in_fd` (`before`: its stat as the copy began) copied to the same offsets of `out_fd`,
+// in pieces of kCopyPiece so `stop` can end it between two. True only when the copy is whole
+// and `in_fd` still has `before`'s state afterwards (same_file_state): what a copy made ahead of
+// a same-size delta (the agent's sync/prepareDelta, a pull's BaseCopy) needs before it is used.
+inline constexpr std::uint64_t kCopyPiece = 8u << 20;
+bool copy_while_unchanged(int in_fd, const struct stat& before, int out_fd, const std::atomic<bool>& stop, RangeCopier& copier);
 
 // True for the errors after which copy_file_range(2) or FICLONERANGE will not work between these
 // two files (so the next method is tried), as opposed to a real I/O error.

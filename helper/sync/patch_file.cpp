@@ -11,14 +11,12 @@
 #include <cstring>
 #include <vector>
 
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 
 namespace ferry::sync {
 namespace {
 
 constexpr std::size_t kIoBlock = 1u << 20;
-constexpr std::uint64_t kCopyPiece = 8u << 20;  // BaseCopy checks for a stop between pieces
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
@@ -121,22 +119,12 @@ std::expected<ferry::delta::DeltaStats, std::string> patch_to_fd(std::span<const
   return stats;
 }
 
-}  // namespace ferry::sync
-
-namespace ferry::sync {
-
 BaseCopy::BaseCopy(int base_fd, int out_fd, std::uint64_t size) {
   done_ = std::async(std::launch::async, [this, base_fd, out_fd, size] {
-    struct stat before {}, after {};
-    if (::fstat(base_fd, &before) != 0) return false;
+    struct stat before {};
+    if (::fstat(base_fd, &before) != 0 || static_cast<std::uint64_t>(before.st_size) != size) return false;
     ferry::posix::RangeCopier copier;
-    for (std::uint64_t at = 0; at < size;) {
-      if (stop_.load(std::memory_order_relaxed)) return false;
-      const std::uint64_t n = std::min<std::uint64_t>(kCopyPiece, size - at);
-      if (copier.copy(base_fd, at, out_fd, at, static_cast<std::size_t>(n)) != static_cast<ssize_t>(n)) return false;
-      at += n;
-    }
-    return ::fstat(base_fd, &after) == 0 && ferry::posix::same_file_state(before, after);
+    return ferry::posix::copy_while_unchanged(base_fd, before, out_fd, stop_, copier);
   });
 }
 

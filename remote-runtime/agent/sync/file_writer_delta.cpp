@@ -33,6 +33,10 @@
 namespace ferry::agent::sync {
 namespace {
 
+// The delta's copies go in kCopyPiece pieces (common/copy_range.hpp) so the hash reads what the
+// kernel has just copied while it is still in the CPU's caches, and a test's kill hook can stop a
+// process half-way.
+using ferry::posix::kCopyPiece;
 constexpr std::uint64_t kHashPiece = 1u << 20;
 
 std::unexpected<WriteError> fail(WriteErrc code, std::string message) { return std::unexpected(WriteError{code, std::move(message)}); }

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/copy_range.hpp"
 #include "common/unique_fd.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
 
@@ -38,13 +39,8 @@ struct FileWriter::Parent {
   std::string rel;   // normalised path
 };
 
-// Copies are cut into pieces this big: the hash then reads what the kernel has just copied while
-// it is still in the CPU's caches, and a copy can stop (or a test's kill hook strike) between two.
-inline constexpr std::uint64_t kCopyPiece = 8u << 20;
-
 // One copy prepare_delta_base started: the temp file, the old file it copies, and the thread.
 struct FileWriter::PreparedBase {
-  std::string rel;
   PendingFile file;              // the temp file beside the target (attrs: the old file's size)
   ferry::posix::UniqueFd base;   // the old file, as opened for the copy
   struct stat before {};         // its state when the copy began

@@ -27,18 +27,6 @@ std::unexpected<WriteError> sys_fail(const std::string& what) {
   return std::unexpected(WriteError{code, what + ": " + std::strerror(e)});
 }
 
-// Copies of the whole old file, piece by piece so `stop` ends it early.
-bool copy_all(int base_fd, int temp_fd, std::uint64_t size, const std::atomic<bool>& stop, const FileWriter::KernelCopy& kernel_copy) {
-  ferry::posix::RangeCopier copier(kernel_copy);
-  for (std::uint64_t at = 0; at < size;) {
-    if (stop.load(std::memory_order_relaxed)) return false;
-    const std::uint64_t n = std::min(kCopyPiece, size - at);
-    if (copier.copy(base_fd, at, temp_fd, at, static_cast<std::size_t>(n)) != static_cast<ssize_t>(n)) return false;
-    at += n;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::expected<bool, WriteError> FileWriter::prepare_delta_base(std::string_view rel, const std::optional<Precondition>& expect) {
@@ -55,16 +43,14 @@ std::expected<bool, WriteError> FileWriter::prepare_delta_base(std::string_view 
   if (!temp) return std::unexpected(temp.error());
   temp->hash_outside();
   auto p = std::make_unique<PreparedBase>();
-  p->rel = parent->rel;
   p->file = std::move(*temp);
   p->base = std::move(base);
   p->before = st;
   p->made = std::chrono::steady_clock::now();
   PreparedBase& held = *p;
   p->copied = std::async(std::launch::async, [&held, temp_fd = p->file.temp_fd(), copy = kernel_copy_] {
-    if (!copy_all(held.base.get(), temp_fd, static_cast<std::uint64_t>(held.before.st_size), held.stop, copy)) return false;
-    struct stat after {};
-    return ::fstat(held.base.get(), &after) == 0 && ferry::posix::same_file_state(held.before, after);
+    ferry::posix::RangeCopier copier(copy);
+    return ferry::posix::copy_while_unchanged(held.base.get(), held.before, temp_fd, held.stop, copier);
   });
   std::vector<std::unique_ptr<PreparedBase>> gone;  // freed outside the lock: each may wait for its thread
   std::lock_guard lock(prepared_->mu);

@@ -1,6 +1,7 @@
 // RangeCopier: byte-exact range copies through the real copy_file_range(2) (same file system and
 // across file systems: /dev/shm to the temp directory), and through the pread/pwrite fallback
 // when the kernel copy is refused (an injected EXDEV/EINVAL) — the real call runs everywhere else.
+// copy_while_unchanged: whole, stoppable, false for a source changed while copied.
 #define BOOST_TEST_MODULE copy_range
 #include <boost/test/unit_test.hpp>
 
@@ -8,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -173,4 +175,42 @@ BOOST_AUTO_TEST_CASE(a_short_source_copies_what_it_has) {
   });
   BOOST_TEST(user.copy(in.get(), 9500, out.get(), 0, 5000) == 500);
   BOOST_TEST(kernel.copy(in.get(), 20000, out.get(), 0, 10) == 0);
+}
+
+// copy_while_unchanged: a whole file of several pieces copied exactly; a set stop flag ends it
+// with false; a source written while it is copied (its times move) gives false.
+BOOST_AUTO_TEST_CASE(a_whole_copy_is_true_only_when_complete_and_the_source_unchanged) {
+  TempDir dir(fs::temp_directory_path());
+  const auto src = random_bytes((2 * posix::kCopyPiece) + 4321, 9);
+  UniqueFd in = make_file(dir.path / "in", src);
+  struct stat before {};
+  BOOST_REQUIRE(::fstat(in.get(), &before) == 0);
+  std::atomic<bool> stop{false};
+  {
+    UniqueFd out = make_file(dir.path / "out", {});
+    RangeCopier copier;
+    BOOST_TEST(posix::copy_while_unchanged(in.get(), before, out.get(), stop, copier));
+    BOOST_TEST((contents(out.get()) == src));
+  }
+  {
+    UniqueFd out = make_file(dir.path / "out", {});
+    stop = true;
+    RangeCopier copier;
+    BOOST_TEST(!posix::copy_while_unchanged(in.get(), before, out.get(), stop, copier));
+    stop = false;
+  }
+  {
+    // The source written in the middle of the copy: the second piece's copy first changes it.
+    UniqueFd out = make_file(dir.path / "out", {});
+    const int in_fd = in.get();
+    RangeCopier copier([in_fd](int i, std::uint64_t in_at, int o, std::uint64_t out_at, std::size_t n) -> ssize_t {
+      if (in_at > 0) {
+        const timespec later[2] = {{0, UTIME_OMIT}, {1'900'000'000, 7}};
+        if (::futimens(in_fd, later) != 0) return -1;
+      }
+      auto a = static_cast<off_t>(in_at), b = static_cast<off_t>(out_at);
+      return ::copy_file_range(i, &a, o, &b, n, 0);
+    }, false);
+    BOOST_TEST(!posix::copy_while_unchanged(in.get(), before, out.get(), stop, copier));
+  }
 }
