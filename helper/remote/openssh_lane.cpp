@@ -85,14 +85,14 @@ std::string host_key_algorithms_for(std::string_view key_type) {
   return std::string(key_type);
 }
 
-std::vector<std::string> openssh_lane_argv(const OpenSshLaneSpec& spec, std::string_view key_type, const std::string& command) {
+std::vector<std::string> openssh_client_argv(const OpenSshLaneSpec& spec, std::string_view key_type) {
   const auto& h = spec.host;
   std::vector<std::string> argv{spec.ssh.string(), "-F", "none", "-T", "-x", "-a", "-p", std::to_string(h.port), "-l", h.user};
   auto opt = [&argv](const std::string& o) {
     argv.push_back("-o");
     argv.push_back(o);
   };
-  // Never a prompt, never a key recorded: the lane takes the key the link checked, or nothing.
+  // Never a prompt, never a key recorded: the child takes the key the link checked, or nothing.
   opt("BatchMode=yes");
   opt("StrictHostKeyChecking=yes");
   opt("UpdateHostKeys=no");
@@ -108,18 +108,24 @@ std::vector<std::string> openssh_lane_argv(const OpenSshLaneSpec& spec, std::str
   if (spec.agent_socket) opt("IdentityAgent=" + (spec.agent_socket->empty() ? std::string("none") : *spec.agent_socket));
   opt("PasswordAuthentication=no");
   opt("KbdInteractiveAuthentication=no");
-  opt("ControlMaster=no");
-  opt("ControlPath=none");
   opt("ClearAllForwardings=yes");
-  opt("PermitLocalCommand=no");
-  opt("Compression=no");  // the agent compresses what shrinks
+  opt("Compression=no");  // the agent compresses what shrinks; a tunnel's bytes are the user's
   opt("Ciphers=" + std::string(kCiphers));
   opt("ConnectTimeout=" + std::to_string(spec.connect_timeout_s));
   opt("ServerAliveInterval=" + std::to_string(spec.alive_interval_s));
   opt("ServerAliveCountMax=" + std::to_string(spec.alive_count_max));
   opt("LogLevel=QUIET");  // its refusals would land in the user's terminal or serve's log
+  return argv;
+}
+
+std::vector<std::string> openssh_lane_argv(const OpenSshLaneSpec& spec, std::string_view key_type, const std::string& command) {
+  auto argv = openssh_client_argv(spec, key_type);
+  for (const char* o : {"ControlMaster=no", "ControlPath=none", "PermitLocalCommand=no"}) {
+    argv.push_back("-o");
+    argv.push_back(o);
+  }
   argv.push_back("--");
-  argv.push_back(h.hostname);
+  argv.push_back(spec.host.hostname);
   argv.push_back(command);
   return argv;
 }

@@ -43,7 +43,12 @@ inline constexpr std::string_view kOpenSshLaneAlias = "ferry-lane";
 // The host key algorithms OpenSSH must ask for to be shown a key of `key_type`.
 std::string host_key_algorithms_for(std::string_view key_type);
 
-// ssh's argv for `command` on the box (pure: the options are the contract, tests read them).
+// ssh's argv up to its own options, shared by lanes and the tunnel master (openssh_mux.hpp):
+// the link's user, port, identities and host key only, no prompt, no ssh config, no forwarding
+// from anywhere else (pure: the options are the contract, tests read them).
+std::vector<std::string> openssh_client_argv(const OpenSshLaneSpec& spec, std::string_view key_type);
+
+// ssh's argv for `command` on the box.
 std::vector<std::string> openssh_lane_argv(const OpenSshLaneSpec& spec, std::string_view key_type, const std::string& command);
 
 // A private directory with a known_hosts file of one line (the alias and `key`); removed with it.
@@ -54,6 +59,7 @@ class LaneKnownHosts {
   LaneKnownHosts(const LaneKnownHosts&) = delete;
   LaneKnownHosts& operator=(const LaneKnownHosts&) = delete;
   const std::filesystem::path& file() const { return file_; }
+  const std::filesystem::path& dir() const { return dir_; }  // mode 0700: the tunnel master's socket lives here too
 
  private:
   explicit LaneKnownHosts(std::filesystem::path dir) : dir_(std::move(dir)), file_(dir_ / "known_hosts") {}

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ferry/version.hpp"
+#include "helper/remote/mux_tunnel.hpp"
 #include "helper/remote/openssh_lane.hpp"
 #include "helper/remote/shell_quote.hpp"
 #include "helper/remote/ssh_endpoint_internal.hpp"
@@ -699,11 +700,49 @@ std::expected<std::unique_ptr<ssh::SshStream>, ResponseError> SshEndpoint::open_
   return std::move(*r);
 }
 
+std::shared_ptr<TunnelMaster> SshEndpoint::tunnel_master(Link& link) {
+  std::lock_guard lk(link.lanes_mutex);
+  if (link.tunnel_master) return *link.tunnel_master;
+  link.tunnel_master = nullptr;
+  int asked = options_.openssh_tunnels;
+  if (const char* v = std::getenv("FERRY_OPENSSH_TUNNELS"); asked < 0 && v && *v) asked = std::atoi(v);
+  if (asked == 0 || !link.connection) return nullptr;
+  if (asked < 0 && link.connection->rtt() >= kBulkLaneMinRtt) return nullptr;  // the window is the cap: libssh2's follows the link
+  auto client = find_openssh_client();
+  if (!client || !openssh_lane_unsupported(host_).empty()) return nullptr;
+  const ssh::HostKeyInfo key = link.connection->host_key();
+  auto dir = LaneKnownHosts::create(key.key);
+  if (!dir) return nullptr;
+  OpenSshLaneSpec spec{*client, host_, dir->file(), options_.session.agent_socket};
+  const auto ka = keepalive();
+  spec.alive_interval_s = std::max<int>(1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ka.interval).count()));
+  spec.alive_count_max = std::max(1, ka.count_max);
+  link.tunnel_master = std::make_shared<TunnelMaster>(std::move(spec), key.key.type, std::move(dir));
+  return *link.tunnel_master;
+}
+
+bool SshEndpoint::wait_openssh_tunnels(std::chrono::milliseconds timeout) {
+  auto link = current();
+  if (!link) return false;
+  auto master = tunnel_master(*link);
+  return master && master->wait_up(Clock::now() + timeout);
+}
+
+std::uint64_t SshEndpoint::tunnel_connections_through_openssh() const {
+  std::lock_guard lk(forwards_mutex_);
+  std::uint64_t n = 0;
+  for (const auto& [id, f] : forwards_)
+    if (f.active.counters) n += f.active.counters->handed_off.load();
+  return n;
+}
+
 bool SshEndpoint::start_forward(Forward& f, const std::shared_ptr<Link>& link) {
   auto& spec = f.info.spec;
   ssh::Result<ssh::ForwardHandle> r = std::unexpected(ssh::Error{});
   if (spec.kind == ForwardKind::kLocal) {
-    r = link->connection->start_local_forward(f.listener.fd(), spec.remote_host, spec.remote_port);
+    std::shared_ptr<ssh::ConnectionHandoff> handoff;
+    if (auto master = tunnel_master(*link)) handoff = std::make_shared<MuxTunnel>(master, spec.remote_host, spec.remote_port);
+    r = link->connection->start_local_forward(f.listener.fd(), spec.remote_host, spec.remote_port, {}, std::move(handoff));
   } else {
     // The host binds its loopback whatever the spelling here (GatewayPorts stays the server's call).
     int port = f.info.bound_port ? f.info.bound_port : spec.remote_port;

@@ -21,6 +21,7 @@
 #include "helper/remote/agent_link.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/remote/loopback_listener.hpp"
+#include "helper/remote/openssh_mux.hpp"
 #include "helper/ssh/ssh_connection.hpp"
 #include "protocol/link_state.hpp"
 
@@ -67,6 +68,11 @@ struct SshEndpointOptions {
   // trip, when an `ssh` client is found and the host is direct: -1 = FERRY_OPENSSH_LANES if set,
   // else kAutoOpenSshLanes on a short link; 0 = none. Unused when bulk_lanes is set.
   int openssh_lanes = -1;
+  // Local tunnels through an OpenSSH ControlMaster (openssh_mux.hpp) instead of libssh2 channels:
+  // -1 = FERRY_OPENSSH_TUNNELS if set, else on a short link (under kBulkLaneMinRtt, where CPU
+  // per byte is the cap) when an `ssh` client is found and the host is direct; 0 = never;
+  // 1 = whatever the round trip.
+  int openssh_tunnels = -1;
 };
 
 inline constexpr int kAutoBulkLanes = 8;
@@ -142,6 +148,11 @@ class SshEndpoint final : public Endpoint {
   // A shell command whose stdout is read as it comes (the trainer's build progress).
   std::expected<std::unique_ptr<ssh::SshStream>, ResponseError> open_stream(const std::string& command,
                                                                              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // Whether local tunnels of this link go through the OpenSSH master, waiting up to `timeout`
+  // for a master that is starting (tests, benchmarks); false when the link has none.
+  bool wait_openssh_tunnels(std::chrono::milliseconds timeout);
+  // Connections of the open local tunnels that the OpenSSH master carried (tests).
+  std::uint64_t tunnel_connections_through_openssh() const;
   AgentInstallReport install_report() const;
   ssh::HostKeyInfo host_key() const;
   int reconnect_count() const { return reconnects_.load(); }
@@ -156,6 +167,7 @@ class SshEndpoint final : public Endpoint {
     std::mutex lanes_mutex;
     std::shared_ptr<Lanes> lanes;  // once bulk_lanes() asked; destroyed before `connection`
     std::optional<LanePlan> plan;  // planned_lanes' answer, made once
+    std::optional<std::shared_ptr<TunnelMaster>> tunnel_master;  // decided once (under lanes_mutex); null: none
     ~Link();
   };
   struct Keepalive {
@@ -173,6 +185,7 @@ class SshEndpoint final : public Endpoint {
                                                            std::size_t slot) const;
   std::unique_ptr<AgentLink> open_lane_agent(ssh::SshConnection& conn, const std::string& launch, std::size_t lane) const;
   void start_openssh_lanes(Lanes& lanes, const Link& link) const;
+  std::shared_ptr<TunnelMaster> tunnel_master(Link& link);  // started at the first local tunnel
   std::shared_ptr<Lanes> current_lanes() const;
   std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
   std::expected<void, ResponseError> load_local_agent();

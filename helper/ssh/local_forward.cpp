@@ -36,7 +36,7 @@ void BridgeSet::add(const std::shared_ptr<Session>& session, std::shared_ptr<Cha
     boost::system::error_code ignored;
     bridge->end->close(ignored);
     asio::co_spawn(bridge->channel->session().executor(), release_channel(bridge->channel), [](std::exception_ptr) {});
-  });
+  }, counters_->bytes);
 }
 
 void BridgeSet::close_all() {
@@ -54,7 +54,8 @@ LocalForward::LocalForward(std::shared_ptr<Session> session, std::string host, i
     : session_(std::move(session)), host_(std::move(host)), port_(port), tuning_(tuning), acceptor_(session_->executor()) {}
 
 Result<std::shared_ptr<LocalForward>> LocalForward::start(std::shared_ptr<Session> session, int listen_fd, std::string host,
-                                                          int port, ForwardTuning tuning) {
+                                                          int port, ForwardTuning tuning,
+                                                          std::shared_ptr<ConnectionHandoff> handoff) {
   if (!session->is_open()) return std::unexpected(make_error(Errc::kClosed, "forwarding: " + session->close_reason()));
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
@@ -63,6 +64,7 @@ Result<std::shared_ptr<LocalForward>> LocalForward::start(std::shared_ptr<Sessio
   int fd = ::dup(listen_fd);
   if (fd < 0) return std::unexpected(make_error(Errc::kConnectFailed, "forwarding: dup failed"));
   auto self = std::make_shared<LocalForward>(std::move(session), std::move(host), port, tuning);
+  self->handoff_ = std::move(handoff);
   boost::system::error_code ec;
   auto protocol = addr.ss_family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4();
   self->acceptor_.assign(protocol, fd, ec);
@@ -93,6 +95,7 @@ void LocalForward::stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   bridges_.close_all();
+  if (handoff_) handoff_->stop();
 }
 
 asio::awaitable<void> LocalForward::accept_loop(std::shared_ptr<LocalForward> self) {
@@ -109,6 +112,7 @@ asio::awaitable<void> LocalForward::accept_loop(std::shared_ptr<LocalForward> se
     sock.set_option(asio::ip::tcp::no_delay(true), ec);
     int fd = sock.release(ec);
     if (ec) continue;
+    if (handoff_ && handoff_->take(fd, counters_)) continue;
     asio::co_spawn(session_->executor(), serve(fd, self), [](std::exception_ptr) {});
   }
 }

@@ -29,6 +29,20 @@ struct ForwardCounters {
   std::atomic<std::uint64_t> accepted{0};
   std::atomic<std::uint64_t> live{0};
   std::atomic<std::uint64_t> failed{0};  // connections whose channel or local connect failed
+  std::atomic<std::uint64_t> handed_off{0};  // accepted connections another transport carried
+  std::shared_ptr<std::atomic<std::uint64_t>> bytes = std::make_shared<std::atomic<std::uint64_t>>(0);  // over channels, both ways
+};
+
+// Another transport that may carry a local forward's accepted connections instead of a channel
+// of its session (SshEndpoint's OpenSSH tunnel master on a short link: remote/mux_tunnel.hpp).
+class ConnectionHandoff {
+ public:
+  virtual ~ConnectionHandoff() = default;
+  // Takes the connected socket `fd` (and counts it in `counters`) if it can carry it now; false
+  // leaves `fd` to the session. Called on the session's strand: must not wait on the network.
+  virtual bool take(int fd, const std::shared_ptr<ForwardCounters>& counters) = 0;
+  // Ends every connection taken; called when the forward stops.
+  virtual void stop() = 0;
 };
 
 // The live bridges of one forward, so stopping the forward ends them all.
@@ -79,8 +93,10 @@ class LocalForward final : public PortForward, public std::enable_shared_from_th
  public:
   // `listen_fd` listens already; it is dup'ed, so the caller's socket stays open (and keeps
   // queueing connections) after this forward stops. On the strand.
+  // `handoff`, when given, is offered each accepted connection first.
   static Result<std::shared_ptr<LocalForward>> start(std::shared_ptr<Session> session, int listen_fd, std::string host,
-                                                     int port, ForwardTuning tuning = {});
+                                                     int port, ForwardTuning tuning = {},
+                                                     std::shared_ptr<ConnectionHandoff> handoff = nullptr);
   void stop() override;
   int bound_port() const override { return bound_port_; }
 
@@ -95,6 +111,7 @@ class LocalForward final : public PortForward, public std::enable_shared_from_th
   std::string host_;
   int port_;
   ForwardTuning tuning_;
+  std::shared_ptr<ConnectionHandoff> handoff_;
   int bound_port_ = 0;
   asio::ip::tcp::acceptor acceptor_;
   BridgeSet bridges_{counters_};

@@ -180,9 +180,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // Pumps bytes both ways between `channel` and a local stream `end` (a socketpair or an accepted
   // TCP socket: it must be a socket, it is written with send(MSG_NOSIGNAL)) with buffers of `buffer_bytes`, both directions coroutines on this strand. A
   // half-close travels as EOF each way; an error ends both. on_done runs on the strand once both
-  // directions have ended.
+  // directions have ended. `moved`, when given, counts the bytes moved either way.
+  using ByteCount = std::shared_ptr<std::atomic<std::uint64_t>>;
   void start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
-                    std::size_t buffer_bytes, std::function<void()> on_done);
+                    std::size_t buffer_bytes, std::function<void()> on_done, ByteCount moved = nullptr);
   // Runs `hook` on the strand when the session closes (forwards stop their listeners there).
   void add_close_hook(std::function<void()> hook);
   // Writes `data` to `remote_path` over SFTP (relative paths are under the login directory),
@@ -230,9 +231,9 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::awaitable<void> keepalive_loop(std::chrono::milliseconds interval, int count_max);
   asio::awaitable<void> open_pump_channel(Clock::time_point deadline);
   asio::awaitable<void> bridge_loop(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
-                                    std::size_t buffer_bytes);
+                                    std::size_t buffer_bytes, ByteCount moved);
   asio::awaitable<void> bridge_up(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
-                                  std::size_t buffer_bytes);
+                                  std::size_t buffer_bytes, ByteCount moved);
 
   static long recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract);
   static long send_hook(int socket, const void* buffer, std::size_t length, int flags, void** abstract);

@@ -84,19 +84,20 @@ asio::awaitable<Result<void>> Session::forward_cancel(LIBSSH2_LISTENER* listener
 }
 
 void Session::start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
-                           std::size_t buffer_bytes, std::function<void()> on_done) {
+                           std::size_t buffer_bytes, std::function<void()> on_done, ByteCount moved) {
   // Both directions share one completion: the second to end runs on_done.
   auto remaining = std::make_shared<int>(2);
   auto finish = [remaining, on_done = std::move(on_done)](std::exception_ptr e) {
     if (e) spdlog::warn("ssh: a channel bridge ended with an exception");
     if (--*remaining == 0 && on_done) on_done();
   };
-  asio::co_spawn(executor_, bridge_loop(channel, end, buffer_bytes), finish);
-  asio::co_spawn(executor_, bridge_up(channel, end, buffer_bytes), finish);
+  asio::co_spawn(executor_, bridge_loop(channel, end, buffer_bytes, moved), finish);
+  asio::co_spawn(executor_, bridge_up(channel, end, buffer_bytes, moved), finish);
 }
 
 asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
-                                           std::shared_ptr<asio::posix::stream_descriptor> end, std::size_t buffer_bytes) {
+                                           std::shared_ptr<asio::posix::stream_descriptor> end, std::size_t buffer_bytes,
+                                           ByteCount moved) {
   // channel -> socket. Parameters, not lambda captures: they live in this coroutine's own frame.
   auto self = shared_from_this();
   std::vector<char> buf(buffer_bytes);
@@ -110,6 +111,7 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
       }
       continue;
     }
+    if (moved) *moved += *n;
     // A burst usually fits the socket's buffer: send it now rather than through the reactor, whose
     // completion costs another round on the strand; when it does not, wait until the socket takes
     // more. Always send(MSG_NOSIGNAL), never write(): a client that closed (a port probe, a browser
@@ -138,7 +140,8 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
 }
 
 asio::awaitable<void> Session::bridge_up(std::shared_ptr<Channel> channel,
-                                         std::shared_ptr<asio::posix::stream_descriptor> end, std::size_t buffer_bytes) {
+                                         std::shared_ptr<asio::posix::stream_descriptor> end, std::size_t buffer_bytes,
+                                         ByteCount moved) {
   // socket -> channel.
   auto self = shared_from_this();
   std::vector<char> buf(buffer_bytes);
@@ -150,6 +153,7 @@ asio::awaitable<void> Session::bridge_up(std::shared_ptr<Channel> channel,
       else if (is_open()) co_await channel->send_eof(Clock::now() + 5s);
       co_return;
     }
+    if (moved) *moved += n;
     auto w = co_await channel->write_all(std::string_view(buf.data(), n), Clock::time_point::max());
     if (!w) {
       channel->interrupt();

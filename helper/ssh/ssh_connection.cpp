@@ -148,12 +148,13 @@ asio::awaitable<Result<ForwardHandle>> do_remote_forward(std::shared_ptr<Session
 
 }  // namespace
 
-Result<ForwardHandle> SshConnection::start_local_forward(int listen_fd, std::string host, int port, ForwardTuning tuning) {
+Result<ForwardHandle> SshConnection::start_local_forward(int listen_fd, std::string host, int port, ForwardTuning tuning,
+                                                        std::shared_ptr<ConnectionHandoff> handoff) {
   if (!session_) return std::unexpected(not_connected());
   std::promise<Result<ForwardHandle>> done;
   auto f = done.get_future();
   asio::post(strand_, [&] {
-    auto r = LocalForward::start(session_, listen_fd, std::move(host), port, tuning);
+    auto r = LocalForward::start(session_, listen_fd, std::move(host), port, tuning, std::move(handoff));
     if (r) done.set_value(handle_of(*r));
     else done.set_value(std::unexpected(r.error()));
   });
