@@ -249,6 +249,7 @@ struct FerryTunnel {
     std::string spec = "0:127.0.0.1:" + std::to_string(target);
     pid = ::fork();
     if (pid == 0) {
+      ::signal(SIGINT, SIG_DFL);  // a bench started in the background inherits SIGINT ignored; the destructor sends it
       ::dup2(out[1], 1);
       ::close(out[0]);
       ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);

@@ -168,6 +168,7 @@ void start_ssh_forward(Forwarder& f, const fs::path& config, const std::string& 
   std::string spec = fmt::format("127.0.0.1:{}:127.0.0.1:{}", f.port, target);
   f.pid = ::fork();
   if (f.pid == 0) {
+    ::signal(SIGINT, SIG_DFL);  // a bench started in the background inherits SIGINT ignored; the destructor sends it
     ::execlp("ssh", "ssh", "-F", config.c_str(), "-N", "-o", "ExitOnForwardFailure=yes", "-L", spec.c_str(), alias.c_str(),
              static_cast<char*>(nullptr));
     ::_exit(127);
@@ -183,6 +184,7 @@ void start_ferry_tunnel(Forwarder& f, const std::string& ferry, const fs::path& 
   std::string spec = "0:127.0.0.1:" + std::to_string(target);
   f.pid = ::fork();
   if (f.pid == 0) {
+    ::signal(SIGINT, SIG_DFL);
     ::dup2(out[1], 1);
     ::close(out[0]);
     if (::chdir(cwd.c_str()) != 0) ::_exit(126);

@@ -273,6 +273,17 @@ std::string comm_of(pid_t pid) {
 pid_t parent_of(pid_t pid) { return stat_of(pid).second; }
 char state_of(pid_t pid) { return stat_of(pid).first; }
 
+std::vector<pid_t> live_children_named(const std::string& comm) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t p = std::stoi(name);
+    if (comm_of(p) == comm && parent_of(p) == ::getpid() && state_of(p) != 'Z') out.push_back(p);
+  }
+  return out;
+}
+
 std::vector<pid_t> process_tree(pid_t root) {
   // Session processes call setsid(), so the process group misses them: walk /proc by parent pid.
   std::vector<std::pair<pid_t, pid_t>> all;

@@ -27,6 +27,9 @@ std::vector<pid_t> process_tree(pid_t root);
 std::string comm_of(pid_t pid);
 pid_t parent_of(pid_t pid);
 char state_of(pid_t pid);
+// This process's running (not zombie) children named `comm`: the `ssh` clients of OpenSSH lanes
+// and tunnel masters.
+std::vector<pid_t> live_children_named(const std::string& comm);
 
 class SshdFixture {
  public:

@@ -59,18 +59,7 @@ sync::SyncTarget target_of(const fs::path& local) { return sync::SyncTarget{loca
 
 using test::comm_of;
 using test::parent_of;
-
-// This process's `ssh` children that are still running (the lanes' clients).
-std::vector<pid_t> ssh_children() {
-  std::vector<pid_t> out;
-  for (auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t p = std::stoi(name);
-    if (comm_of(p) == "ssh" && parent_of(p) == ::getpid() && test::state_of(p) != 'Z') out.push_back(p);
-  }
-  return out;
-}
+using test::live_children_named;
 
 // The ferry-agent processes below the fixture's sshd.
 std::vector<pid_t> agents(const test::SshdFixture& f) {
@@ -132,7 +121,7 @@ BOOST_AUTO_TEST_CASE(a_big_file_pushed_and_pulled_goes_through_the_openssh_lane_
   // Every chunk went over the lane (the link only carried the placed appends).
   BOOST_TEST(ep.lane_calls() == chunks);
   BOOST_TEST(ep.live_lanes() == 1u);
-  BOOST_TEST(ssh_children().size() == 1u);
+  BOOST_TEST(live_children_named("ssh").size() == 1u);
   {
     sync::SyncEngine engine(ep, target_of(back));
     auto s = engine.pull({"ckpt.bin"}, big_options());
@@ -144,7 +133,7 @@ BOOST_AUTO_TEST_CASE(a_big_file_pushed_and_pulled_goes_through_the_openssh_lane_
   // The lane was up before the pull began: all its chunks came that way.
   BOOST_TEST(ep.lane_calls() == 2 * chunks);
   ep.close();
-  BOOST_TEST(ssh_children().empty(), "the lane's ssh outlived the link");
+  BOOST_TEST(live_children_named("ssh").empty(), "the lane's ssh outlived the link");
   BOOST_TEST(!has_temp_files(remote));
   BOOST_TEST(!has_temp_files(back));
 }
@@ -178,7 +167,7 @@ BOOST_AUTO_TEST_CASE(a_file_under_cpu_lanes_above_opens_no_openssh_lane) {
   BOOST_TEST((read_file(back / "ckpt.bin") == big));
   BOOST_TEST(ep.lane_calls() == 0u);
   BOOST_TEST(ep.live_lanes() == 0u);
-  BOOST_TEST(ssh_children().empty());
+  BOOST_TEST(live_children_named("ssh").empty());
   ep.close();
 }
 
@@ -208,7 +197,7 @@ BOOST_AUTO_TEST_CASE(a_lane_shown_another_host_key_is_not_used_and_records_nothi
   BOOST_TEST(ep.live_lanes() == 0u);
   BOOST_TEST(read_file(f.known_hosts()) == known);
   ep.close();
-  BOOST_TEST(ssh_children().empty());
+  BOOST_TEST(live_children_named("ssh").empty());
 }
 
 BOOST_AUTO_TEST_CASE(the_lanes_ssh_killed_mid_pull_costs_only_its_chunks) {
@@ -234,7 +223,7 @@ BOOST_AUTO_TEST_CASE(the_lanes_ssh_killed_mid_pull_costs_only_its_chunks) {
   o.progress = [&](std::uint64_t done, std::uint64_t total) {
     std::lock_guard lock(mu);
     if (killed || ep.lane_calls() == 0 || done >= total) return;
-    for (pid_t p : ssh_children()) ::kill(p, SIGKILL);
+    for (pid_t p : live_children_named("ssh")) ::kill(p, SIGKILL);
     killed = true;
   };
   {
@@ -286,7 +275,7 @@ BOOST_AUTO_TEST_CASE(kill_points_over_the_openssh_lane_never_tear_a_file_and_the
           else if (victim == Victim::agents)
             for (pid_t p : agents(f)) ::kill(p, SIGKILL);
           else
-            for (pid_t p : ssh_children()) ::kill(p, SIGKILL);
+            for (pid_t p : live_children_named("ssh")) ::kill(p, SIGKILL);
         };
         sync::SyncEngine engine(ep, target_of(pull ? back : local));
         auto s = pull ? engine.pull({name}, o) : engine.push(o);

@@ -21,6 +21,7 @@
 #include "helper/remote/ssh_endpoint.hpp"
 #include "tests/integration/endpoint_options.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/stream_diff.hpp"
 #include "tests/support/tcp_peers.hpp"
 #include "tests/support/wait_for.hpp"
@@ -54,28 +55,6 @@ struct Connected {
   }
 };
 
-// This process's running `ssh` children: the tunnel master.
-std::vector<pid_t> ssh_children() {
-  std::vector<pid_t> out;
-  for (auto& e : fs::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    const pid_t p = std::stoi(name);
-    if (comm_of(p) == "ssh" && parent_of(p) == ::getpid() && state_of(p) != 'Z') out.push_back(p);
-  }
-  return out;
-}
-
-std::string random_payload(std::size_t n, std::uint64_t seed) {
-  std::string s(n, '\0');
-  std::mt19937_64 rng(seed);
-  for (std::size_t k = 0; k + 8 <= s.size(); k += 8) {
-    auto v = rng();
-    std::memcpy(s.data() + k, &v, 8);
-  }
-  return s;
-}
-
 // Sends `payload` and half-closes while reading the echo to EOF: "" when it came back whole.
 std::string echo_stream(int port, const std::string& payload) {
   int fd = tcp_connect("127.0.0.1", port);
@@ -102,12 +81,12 @@ std::string echo_stream(int port, const std::string& payload) {
 BOOST_AUTO_TEST_CASE(connections_through_the_master_are_byte_exact_both_ways) {
   Connected c;
   BOOST_REQUIRE_MESSAGE(c.endpoint->wait_openssh_tunnels(20s), c.sshd.log());
-  BOOST_TEST(ssh_children().size() == 1u);
+  BOOST_TEST(live_children_named("ssh").size() == 1u);
   EchoServer echo;
   const int port = c.forward_to(echo.port());
   std::vector<std::future<std::string>> streams;
   for (int i = 0; i < 8; ++i)
-    streams.push_back(std::async(std::launch::async, [port, i] { return echo_stream(port, random_payload(8 << 20, i + 1)); }));
+    streams.push_back(std::async(std::launch::async, [port, i] { return echo_stream(port, random_bytes<std::string>(8 << 20, i + 1)); }));
   for (auto& s : streams) {
     const std::string diff = s.get();
     BOOST_TEST(diff.empty(), diff);
@@ -122,7 +101,7 @@ BOOST_AUTO_TEST_CASE(connections_through_the_master_are_byte_exact_both_ways) {
 BOOST_AUTO_TEST_CASE(the_remote_side_closing_first_reaches_a_local_peer_that_still_writes) {
   Connected c;
   BOOST_REQUIRE(c.endpoint->wait_openssh_tunnels(20s));
-  const std::string banner = "bye " + random_payload(3 << 20, 9);
+  const std::string banner = "bye " + random_bytes<std::string>(3 << 20, 9);
   LoopbackServer talker([&](int fd, int, const std::atomic<bool>&) { write_all_fd(fd, banner); });  // then shuts its write side
   const int port = c.forward_to(talker.port());
   int fd = tcp_connect("127.0.0.1", port);
@@ -186,14 +165,14 @@ BOOST_AUTO_TEST_CASE(a_dead_master_leaves_the_tunnel_on_the_link) {
   BOOST_REQUIRE(live >= 0);
   write_all_fd(live, "ping");
   BOOST_TEST(read_exactly(live, 4, 10s) == "ping");
-  auto masters = ssh_children();
+  auto masters = live_children_named("ssh");
   BOOST_REQUIRE(masters.size() == 1u);
   ::kill(masters[0], SIGKILL);
   BOOST_TEST(read_to_eof(live, 10s).empty());  // what it carried ends with it, as with ssh -L
   ::close(live);
-  BOOST_REQUIRE(eventually([] { return ssh_children().empty(); }, 10s));  // its fds close before it is a zombie
+  BOOST_REQUIRE(eventually([] { return live_children_named("ssh").empty(); }, 10s));  // its fds close before it is a zombie
   BOOST_TEST(!c.endpoint->wait_openssh_tunnels(1s));
-  BOOST_TEST(echo_stream(port, random_payload(1 << 20, 3)) == "");  // over a libssh2 channel
+  BOOST_TEST(echo_stream(port, random_bytes<std::string>(1 << 20, 3)) == "");  // over a libssh2 channel
   BOOST_TEST(c.endpoint->tunnel_connections_through_openssh() == 1u);
 }
 
@@ -203,20 +182,20 @@ BOOST_AUTO_TEST_CASE(a_short_link_starts_the_master_once_a_tunnel_carries_bulk_a
     EchoServer echo;
     const int port = c.forward_to(echo.port());
     BOOST_TEST(echo_stream(port, "light") == "");  // a debugger's traffic: no second login
-    BOOST_TEST(ssh_children().empty());
-    BOOST_TEST(echo_stream(port, random_payload(40 << 20, 5)) == "");  // 80 MiB over the link's channels
+    BOOST_TEST(live_children_named("ssh").empty());
+    BOOST_TEST(echo_stream(port, random_bytes<std::string>(40 << 20, 5)) == "");  // 80 MiB over the link's channels
     BOOST_TEST(c.endpoint->tunnel_connections_through_openssh() == 0u);
     BOOST_TEST(echo_stream(port, "starts it") == "");  // still the link's: the master is only starting
-    BOOST_REQUIRE(eventually([] { return ssh_children().size() == 1u; }, 20s));
+    BOOST_REQUIRE(eventually([] { return live_children_named("ssh").size() == 1u; }, 20s));
     BOOST_REQUIRE(c.endpoint->wait_openssh_tunnels(20s));
-    BOOST_TEST(echo_stream(port, random_payload(1 << 20, 6)) == "");
+    BOOST_TEST(echo_stream(port, random_bytes<std::string>(1 << 20, 6)) == "");
     BOOST_TEST(c.endpoint->tunnel_connections_through_openssh() == 1u);
     c.endpoint->close();
-    BOOST_TEST(ssh_children().empty(), "the tunnel master outlived the link");
+    BOOST_TEST(live_children_named("ssh").empty(), "the tunnel master outlived the link");
   }
   Connected off(0);
   BOOST_TEST(!off.endpoint->wait_openssh_tunnels(1s));
-  BOOST_TEST(ssh_children().empty());
+  BOOST_TEST(live_children_named("ssh").empty());
   EchoServer echo;
   BOOST_TEST(echo_stream(off.forward_to(echo.port()), "libssh2") == "");
   BOOST_TEST(off.endpoint->tunnel_connections_through_openssh() == 0u);

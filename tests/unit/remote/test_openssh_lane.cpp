@@ -15,22 +15,14 @@
 
 #include "helper/remote/openssh_lane.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "tests/unit/remote/example_lane_spec.hpp"
 
 using namespace ferry;
 namespace fs = std::filesystem;
 
 namespace {
 
-remote::OpenSshLaneSpec spec() {
-  remote::OpenSshLaneSpec s;
-  s.ssh = "/usr/bin/ssh";
-  s.host.alias = "gpu";
-  s.host.hostname = "10.0.0.7";
-  s.host.user = "ml";
-  s.host.port = 2222;
-  s.known_hosts = "/tmp/ferry-lane-x/known_hosts";
-  return s;
-}
+remote::OpenSshLaneSpec spec() { return ferry::test::example_lane_spec(); }
 
 bool has(const std::vector<std::string>& argv, const std::string& option) {
   return std::find(argv.begin(), argv.end(), option) != argv.end();

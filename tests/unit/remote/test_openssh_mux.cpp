@@ -8,21 +8,13 @@
 #include <boost/test/unit_test.hpp>
 
 #include "helper/remote/openssh_mux.hpp"
+#include "tests/unit/remote/example_lane_spec.hpp"
 
 using namespace ferry::remote;
 
 namespace {
 
-OpenSshLaneSpec spec() {
-  OpenSshLaneSpec s;
-  s.ssh = "/usr/bin/ssh";
-  s.host.alias = "gpu";
-  s.host.hostname = "10.0.0.7";
-  s.host.user = "ml";
-  s.host.port = 2222;
-  s.known_hosts = "/tmp/ferry-lane-x/known_hosts";
-  return s;
-}
+OpenSshLaneSpec spec() { return ferry::test::example_lane_spec(); }
 
 bool has(const std::vector<std::string>& argv, const std::string& item) { return std::find(argv.begin(), argv.end(), item) != argv.end(); }
 
