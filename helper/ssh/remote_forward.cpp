@@ -75,21 +75,25 @@ asio::awaitable<void> RemoteForward::serve(std::shared_ptr<Channel> channel, std
   asio::ip::tcp::resolver resolver(executor);
   auto targets = co_await resolver.async_resolve(local_host_, std::to_string(local_port_),
                                                  asio::redirect_error(asio::use_awaitable, ec));
-  asio::ip::tcp::socket sock(executor);
+  // The deadline's handler may run after the connect completed (or this coroutine ended): it
+  // holds the attempt's socket itself.
+  auto sock = std::make_shared<asio::ip::tcp::socket>(executor);
   if (!ec) {
     ec = asio::error::host_not_found;
     for (const auto& target : targets) {
+      sock = std::make_shared<asio::ip::tcp::socket>(executor);
+      auto connected = std::make_shared<bool>(false);
       asio::steady_timer timer(executor, 10s);
-      timer.async_wait([&](boost::system::error_code e) {
-        if (!e) {
+      timer.async_wait([sock, connected](boost::system::error_code e) {
+        if (!e && !*connected) {
           boost::system::error_code ignored;
-          sock.close(ignored);
+          sock->close(ignored);
         }
       });
-      sock = asio::ip::tcp::socket(executor);
-      co_await sock.async_connect(target.endpoint(), asio::redirect_error(asio::use_awaitable, ec));
+      co_await sock->async_connect(target.endpoint(), asio::redirect_error(asio::use_awaitable, ec));
+      *connected = !ec && sock->is_open();
       timer.cancel();
-      if (!ec && sock.is_open()) break;
+      if (*connected) break;
       if (!ec) ec = asio::error::timed_out;
     }
   }
@@ -101,8 +105,8 @@ asio::awaitable<void> RemoteForward::serve(std::shared_ptr<Channel> channel, std
     co_await channel->release(Clock::now() + 5s);  // the remote client sees its connection close
     co_return;
   }
-  sock.set_option(asio::ip::tcp::no_delay(true), ec);
-  int fd = sock.release(ec);
+  sock->set_option(asio::ip::tcp::no_delay(true), ec);
+  int fd = sock->release(ec);
   if (ec) {
     co_await channel->release(Clock::now() + 5s);
     co_return;

@@ -75,45 +75,47 @@ std::vector<std::filesystem::path> known_hosts_files(const HostConfig& host) {
 asio::awaitable<Result<void>> Session::connect_tcp(Clock::time_point deadline) {
   using tcp = asio::ip::tcp;
   std::string what = "connecting to " + describe(host_);
-  tcp::resolver resolver(executor_);
+  // A deadline's handler may run after this coroutine has ended (a timer that fired as the
+  // operation completed is not cancelled by cancel()): it holds what it touches itself.
+  auto resolver = std::make_shared<tcp::resolver>(executor_);
+  auto expired = std::make_shared<bool>(false);
   asio::steady_timer timer(executor_, deadline);
-  bool expired = false;
-  timer.async_wait([&](boost::system::error_code ec) {
+  timer.async_wait([resolver, expired](boost::system::error_code ec) {
     if (!ec) {
-      expired = true;
-      resolver.cancel();
+      *expired = true;
+      resolver->cancel();
     }
   });
   boost::system::error_code ec;
-  auto results = co_await resolver.async_resolve(host_.hostname, std::to_string(host_.port),
-                                                 asio::redirect_error(use_awaitable, ec));
+  auto results = co_await resolver->async_resolve(host_.hostname, std::to_string(host_.port),
+                                                  asio::redirect_error(use_awaitable, ec));
   timer.cancel();
-  if (expired) co_return std::unexpected(timeout_error(what + " (resolving " + host_.hostname + ")"));
+  if (*expired) co_return std::unexpected(timeout_error(what + " (resolving " + host_.hostname + ")"));
   if (ec) co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": cannot resolve " + host_.hostname + ": " + ec.message()));
   std::string last = "no addresses";
   for (const auto& entry : results) {
-    tcp::socket sock(executor_);
+    auto sock = std::make_shared<tcp::socket>(executor_);
+    auto timed_out = std::make_shared<bool>(false);
     asio::steady_timer t(executor_, deadline);
-    bool timed_out = false;
-    t.async_wait([&](boost::system::error_code e) {
-      if (!e) {
-        timed_out = true;
+    t.async_wait([sock, timed_out](boost::system::error_code e) {
+      if (!e && sock->is_open()) {  // released (connected and handed on): nothing to close
+        *timed_out = true;
         boost::system::error_code ignored;
-        sock.close(ignored);
+        sock->close(ignored);
       }
     });
-    co_await sock.async_connect(entry.endpoint(), asio::redirect_error(use_awaitable, ec));
+    co_await sock->async_connect(entry.endpoint(), asio::redirect_error(use_awaitable, ec));
     t.cancel();
-    if (timed_out) co_return std::unexpected(timeout_error(what));
+    if (*timed_out) co_return std::unexpected(timeout_error(what));
     if (ec) {
       last = entry.endpoint().address().to_string() + ": " + ec.message();
       continue;
     }
-    sock.set_option(tcp::no_delay(true), ec);
+    sock->set_option(tcp::no_delay(true), ec);
     // release(), not dup(): asio closes its own sockets without EPOLL_CTL_DEL, and a dup kept the
     // file (so its epoll registration) alive, pointing at a recycled reactor slot; every packet then
     // also woke whatever op later took that slot (a tunnel's acceptor: one stray accept() per packet).
-    int fd = sock.release(ec);
+    int fd = sock->release(ec);
     if (ec || fd < 0) co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": " + ec.message()));
     co_return co_await attach_fd(fd);
   }
