@@ -41,6 +41,7 @@ struct Connected {
     sshd.trust_host_key();
     SshEndpointOptions o = endpoint_options_for(sshd);
     o.openssh_tunnels = openssh_tunnels;
+    o.session.connect_timeout = 20s;  // nothing here is about timing: a loaded machine must not fail it
     endpoint = std::make_unique<SshEndpoint>(o);
     auto info = endpoint->connect(20s);
     if (!info) throw std::runtime_error(info.error().message + "\n" + sshd.log());
