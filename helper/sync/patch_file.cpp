@@ -20,40 +20,23 @@ constexpr std::size_t kIoBlock = 1u << 20;
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-// The xxh3-128 of what `d` builds from the base, from its sources: literals from the delta,
-// copies read from the base. The writing loop reports malformed deltas; this one just stops.
-// With `in_place_fd` (else -1), COPYs that stay where they are are read from it instead.
+// The xxh3-128 of what `d` builds from the base (delta::hash_delta_output, reading with pread).
+// The writing loop reports malformed deltas; this one just stops. With `in_place_fd` (else -1),
+// COPYs that stay where they are are read from it instead.
 std::expected<ferry::delta::Hash128, std::string> hash_output(std::span<const std::uint8_t> d, int base_fd, std::uint64_t base_size,
                                                               int in_place_fd, const std::atomic<bool>& stop) {
-  namespace delta = ferry::delta;
-  auto reader = delta::DeltaReader::open(d);
-  if (!reader) return std::unexpected("delta: " + reader.error().message);
-  delta::Hash128Stream hash;
-  std::vector<std::uint8_t> buf;
-  for (std::uint64_t out_at = 0;;) {
-    auto op = reader->next();
-    if (!op) return std::unexpected("delta: " + op.error().message);
-    if (!*op) return hash.digest();
-    const delta::DeltaOp& o = **op;
-    if (o.kind == delta::DeltaOp::Kind::literal) {
-      hash.update(o.data);
-      out_at += o.length;
-      continue;
-    }
-    if (o.offset > base_size || o.length > base_size - o.offset) return std::unexpected(std::string("delta: a copy outside the base"));
-    const int from = in_place_fd >= 0 && o.offset == out_at ? in_place_fd : base_fd;
-    out_at += o.length;
-    buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(o.length, kIoBlock)));
-    for (std::uint64_t done = 0; done < o.length;) {
-      if (stop.load(std::memory_order_relaxed)) return std::unexpected(std::string("stopped"));
-      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
-      const ssize_t got = ferry::posix::pread_full(from, buf.data(), n, o.offset + done);
-      if (got < 0) return std::unexpected(errno_text("read"));
-      if (static_cast<std::size_t>(got) != n) return std::unexpected(std::string("the local file shrank during the pull"));
-      hash.update(delta::Bytes(buf.data(), n));
-      done += n;
-    }
-  }
+  int read_errno = 0;
+  auto read = [&](std::uint64_t offset, ferry::delta::MutableBytes into, bool in_place) {
+    const int from = in_place && in_place_fd >= 0 ? in_place_fd : base_fd;
+    const ssize_t got = ferry::posix::pread_full(from, into.data(), into.size(), offset);
+    read_errno = got < 0 ? errno : 0;
+    return got == static_cast<ssize_t>(into.size());
+  };
+  auto h = ferry::delta::hash_delta_output(d, base_size, read, stop, kIoBlock);
+  if (h) return *h;
+  if (h.error().code != ferry::delta::DeltaErrc::sink_failed || h.error().message == "stopped") return std::unexpected("delta: " + h.error().message);
+  if (read_errno) return std::unexpected(std::string("read: ") + std::strerror(read_errno));
+  return std::unexpected(std::string("the local file shrank during the pull"));
 }
 
 }  // namespace

@@ -223,6 +223,38 @@ std::expected<void, DeltaError> Patcher::finish() {
   return {};
 }
 
+std::expected<Hash128, DeltaError> hash_delta_output(Bytes delta, std::uint64_t base_size, const BaseReader& read,
+                                                     const std::atomic<bool>& stop, std::size_t piece) {
+  auto reader = DeltaReader::open(delta);
+  if (!reader) return std::unexpected(reader.error());
+  Hash128Stream hash;
+  std::vector<std::uint8_t> buf;
+  for (std::uint64_t out_at = 0;;) {
+    auto op = reader->next();
+    if (!op) return std::unexpected(op.error());
+    if (!*op) return hash.digest();
+    const DeltaOp& o = **op;
+    if (o.kind == DeltaOp::Kind::literal) {
+      hash.update(o.data);
+      out_at += o.length;
+      continue;
+    }
+    if (o.offset > base_size || o.length > base_size - o.offset)
+      return std::unexpected(DeltaError{DeltaErrc::out_of_bounds, "a copy outside the base"});
+    const bool in_place = o.offset == out_at;
+    buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(o.length, std::max<std::size_t>(piece, 1))));
+    for (std::uint64_t done = 0; done < o.length;) {
+      if (stop.load(std::memory_order_relaxed)) return std::unexpected(DeltaError{DeltaErrc::sink_failed, "stopped"});
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
+      if (!read(o.offset + done, MutableBytes(buf.data(), n), in_place))
+        return std::unexpected(DeltaError{DeltaErrc::sink_failed, "the base could not be read"});
+      hash.update(Bytes(buf.data(), n));
+      done += n;
+    }
+    out_at += o.length;
+  }
+}
+
 std::expected<std::size_t, DeltaError> apply_delta(Bytes base, Bytes delta, MutableBytes output) {
   auto h = read_delta_header(delta);
   if (!h) return std::unexpected(h.error());

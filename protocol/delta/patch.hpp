@@ -4,6 +4,7 @@
 // bounds whatever the input.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <expected>
 #include <functional>
@@ -80,6 +81,16 @@ class Patcher {
   std::optional<DeltaError> error_;
   Hash128Stream hash_;
 };
+
+// The xxh3-128 of what `delta` builds from a base of `base_size` bytes that is not in memory (a
+// file): literals are hashed from the delta, copied ranges through `read`, in pieces of at most
+// `piece` bytes. `read(offset, into, in_place)` fills `into` from the base at `offset` and says
+// false when it cannot (the caller's I/O error or a base that shrank: sink_failed); `in_place` is
+// true for a COPY whose output lands where it was read from (callers that prepared a copy of the
+// base read those from it). `stop`, when it turns true, ends the walk (sink_failed, "stopped").
+using BaseReader = std::function<bool(std::uint64_t offset, MutableBytes into, bool in_place)>;
+std::expected<Hash128, DeltaError> hash_delta_output(Bytes delta, std::uint64_t base_size, const BaseReader& read,
+                                                     const std::atomic<bool>& stop, std::size_t piece = 1u << 20);
 
 // One-shot: applies `delta` to `base` into `output` (which must hold at least the declared
 // output size; see read_delta_header). Returns the bytes written.

@@ -53,41 +53,20 @@ void release_later(ferry::posix::UniqueFd fd) {
   std::thread([fd = std::move(fd)]() mutable { fd.reset(); }).detach();
 }
 
-// The xxh3-128 of what `delta` builds from the old file (`base_fd`, `base_size` bytes), from the
-// sources: literals from the delta, copied ranges read back with pread into one buffer (not a
-// mapping: on some VMs a fresh mapping's first pass costs ~0.4 s per GiB more than the reads).
-// With a prepared copy (`prepared_fd`, else -1) the ranges that stay where they were are read
-// from that copy, the bytes that will be committed, not from the old file.
-// Nullopt for a delta that does not read or a base that shrank (the commit then refuses the
-// file); stops early on `stop`.
+// The xxh3-128 of what `delta` builds from the old file (`base_fd`, `base_size` bytes):
+// delta::hash_delta_output with copied ranges read back by pread into one buffer (not a mapping:
+// on some VMs a fresh mapping's first pass costs ~0.4 s per GiB more than the reads). With a
+// prepared copy (`prepared_fd`, else -1) the ranges that stay where they were are read from that
+// copy, the bytes that will be committed, not from the old file. Nullopt for a delta that does
+// not read or a base that shrank (the commit then refuses the file); stops early on `stop`.
 std::optional<Hash128> hash_output(Bytes delta, int base_fd, std::uint64_t base_size, int prepared_fd, const std::atomic<bool>& stop) {
-  auto reader = ferry::delta::DeltaReader::open(delta);
-  if (!reader) return std::nullopt;
-  ferry::delta::Hash128Stream h;
-  std::vector<std::uint8_t> buf;
-  for (std::uint64_t out_at = 0;;) {
-    auto op = reader->next();
-    if (!op) return std::nullopt;
-    if (!*op) return h.digest();
-    const ferry::delta::DeltaOp& o = **op;
-    if (o.kind == ferry::delta::DeltaOp::Kind::literal) {
-      h.update(o.data);
-      out_at += o.length;
-      continue;
-    }
-    if (o.offset > base_size || o.length > base_size - o.offset) return std::nullopt;
-    const bool in_place = prepared_fd >= 0 && o.offset == out_at;
-    buf.resize(static_cast<std::size_t>(std::min<std::uint64_t>(o.length, kHashPiece)));
-    for (std::uint64_t done = 0; done < o.length;) {
-      if (stop.load(std::memory_order_relaxed)) return std::nullopt;
-      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), o.length - done));
-      if (ferry::posix::pread_full(in_place ? prepared_fd : base_fd, buf.data(), n, o.offset + done) != static_cast<ssize_t>(n))
-        return std::nullopt;
-      h.update(Bytes(buf.data(), n));
-      done += n;
-    }
-    out_at += o.length;
-  }
+  auto read = [&](std::uint64_t offset, ferry::delta::MutableBytes into, bool in_place) {
+    const int from = in_place && prepared_fd >= 0 ? prepared_fd : base_fd;
+    return ferry::posix::pread_full(from, into.data(), into.size(), offset) == static_cast<ssize_t>(into.size());
+  };
+  auto h = ferry::delta::hash_delta_output(delta, base_size, read, stop, kHashPiece);
+  if (!h) return std::nullopt;
+  return *h;
 }
 
 }  // namespace

@@ -582,3 +582,45 @@ BOOST_AUTO_TEST_CASE(a_streamed_file_that_ends_early_or_fails_to_read_is_an_erro
   BOOST_REQUIRE(!failed.has_value());
   BOOST_TEST((failed.error().code == DeltaErrc::sink_failed));
 }
+
+// hash_delta_output: the output's hash from the delta and reads of a base it does not hold (the
+// helper's pull patch and the agent's apply both hash a file this way), in pieces; COPYs that
+// land where they were read are marked in place; a failed read, a stop and a COPY past the base
+// are errors, never a hash.
+BOOST_AUTO_TEST_CASE(the_output_hash_comes_from_the_delta_and_reads_of_the_base) {
+  const Buf base = random_bytes(3u << 20, 11);
+  Buf next = base;
+  next[1000] ^= 0xff;                                        // in place around it
+  next.insert(next.begin() + (2u << 20), 4096, std::uint8_t{7});  // everything after moves
+  Buf delta;
+  BOOST_REQUIRE(generate_delta_from_base(base, next, 1024, delta).has_value());
+  std::atomic<bool> stop{false};
+  std::uint64_t read_in_place = 0, read_moved = 0;
+  auto read = [&](std::uint64_t offset, MutableBytes into, bool in_place) {
+    if (offset + into.size() > base.size()) return false;
+    std::memcpy(into.data(), base.data() + offset, into.size());
+    (in_place ? read_in_place : read_moved) += into.size();
+    return true;
+  };
+  for (std::size_t piece : {std::size_t{7}, std::size_t{4096}, std::size_t{1} << 20}) {
+    read_in_place = read_moved = 0;
+    auto h = hash_delta_output(delta, base.size(), read, stop, piece);
+    BOOST_REQUIRE(h.has_value());
+    BOOST_TEST((*h == hash128(next)));
+    BOOST_TEST(read_in_place > (1u << 20));  // the first two MiB stayed where they were
+    BOOST_TEST(read_moved > (512u << 10));   // the last MiB moved by 4 KiB
+  }
+  auto failing = [](std::uint64_t, MutableBytes, bool) { return false; };
+  auto failed = hash_delta_output(delta, base.size(), failing, stop);
+  BOOST_REQUIRE(!failed.has_value());
+  BOOST_TEST((failed.error().code == DeltaErrc::sink_failed));
+  auto short_base = hash_delta_output(delta, base.size() / 2, read, stop);
+  BOOST_REQUIRE(!short_base.has_value());
+  BOOST_TEST((short_base.error().code == DeltaErrc::out_of_bounds));
+  stop = true;
+  auto stopped = hash_delta_output(delta, base.size(), read, stop);
+  BOOST_REQUIRE(!stopped.has_value());
+  BOOST_TEST(stopped.error().message == "stopped");
+  Buf junk{1, 2, 3};
+  BOOST_TEST(!hash_delta_output(junk, base.size(), read, stop).has_value());
+}
