@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -25,7 +26,6 @@ struct MuxTunnel::Conn {
   posix::UniqueFd control;  // the master's answer, then EOF when the session ends
   std::shared_ptr<ssh::ForwardCounters> counters;
   std::string replies;
-  bool opened = false;
   bool socket_full = false;  // the last splice left bytes in the pipe: wait for the socket
   bool done() const { return !down && !control; }
 
@@ -53,30 +53,31 @@ struct MuxTunnel::Conn {
   // The master's hello and its answer; EOF once the session is over.
   void read_control(const std::string& where) {
     char buf[512];
+    bool ended = false;
     for (;;) {
       const ssize_t n = ::read(control.get(), buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) break;
       if (n <= 0) {
-        control.reset();
-        return;
+        ended = true;
+        break;
       }
       replies.append(buf, static_cast<std::size_t>(n));
     }
-    for (;;) {
+    for (;;) {  // what came before an EOF (a refusal, then the close) is read first
       auto m = mux::take_message(replies);
       if (!m) {
         spdlog::warn("tunnel to {}: OpenSSH master: {}", where, m.error());
         control.reset();  // ends the session
         return;
       }
-      if (!*m) return;
-      if ((*m)->type == mux::kSessionOpened) opened = true;
+      if (!*m) break;
       if ((*m)->type == mux::kFailure || (*m)->type == mux::kPermissionDenied) {
         ++counters->failed;
         spdlog::warn("ssh: forwarded connection to {} refused: {}", where, (*m)->reason);
       }
     }
+    if (ended) control.reset();
   }
 };
 
@@ -110,7 +111,7 @@ bool MuxTunnel::take(int fd, const std::shared_ptr<ssh::ForwardCounters>& counte
   }
   auto mux = master_->mux();
   if (!mux) {
-    if (counters->bytes->load() >= kOpenSshTunnelAfterBytes) master_->start();  // for the connections after this one
+    if (counters->bytes.load() >= kOpenSshTunnelAfterBytes) master_->start();  // for the connections after this one
     return false;
   }
   int p[2];

@@ -6,8 +6,6 @@
 // for the master's answer and for the session's end.
 #pragma once
 
-#include <sys/eventfd.h>
-
 #include <memory>
 #include <mutex>
 #include <string>

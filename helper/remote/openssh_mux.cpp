@@ -115,7 +115,7 @@ OpenSshMux::~OpenSshMux() {
   fs::remove(control_path_, ec);
 }
 
-bool OpenSshMux::running() { return !child_->reaped() && !child_->wait_for(std::chrono::milliseconds(0)); }
+bool OpenSshMux::running() { return !child_->wait_for(std::chrono::milliseconds(0)); }
 
 std::unique_ptr<OpenSshMux> OpenSshMux::start(const OpenSshLaneSpec& spec, std::string_view key_type, fs::path control_path,
                                               Clock::time_point deadline, int cancel_fd) {

@@ -344,6 +344,16 @@ bool SshEndpoint::lanes_save_cpu() {
   return plan.openssh && plan.lanes > 0;
 }
 
+// How an `ssh` child of this link (a lane, the tunnel master) reaches the host: the link's host
+// config, ssh-agent and keepalive, and the known_hosts file holding the key the link verified.
+OpenSshLaneSpec SshEndpoint::openssh_spec(const std::filesystem::path& client, const std::filesystem::path& known_hosts) const {
+  OpenSshLaneSpec spec{client, host_, known_hosts, options_.session.agent_socket};
+  const auto ka = keepalive();
+  spec.alive_interval_s = std::max<int>(1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ka.interval).count()));
+  spec.alive_count_max = std::max(1, ka.count_max);
+  return spec;
+}
+
 // One thread per lane, each an `ssh` child that starts the link's agent command; they check the
 // host key the link checked (written to a private known_hosts) and authenticate as the link did.
 void SshEndpoint::start_openssh_lanes(Lanes& lanes, const Link& link) const {
@@ -355,10 +365,7 @@ void SshEndpoint::start_openssh_lanes(Lanes& lanes, const Link& link) const {
     for (std::size_t i = 0; i < lanes.agents.size(); ++i) lanes.settle(i, nullptr);
     return;
   }
-  OpenSshLaneSpec spec{*client, host_, lanes.known_hosts->file(), options_.session.agent_socket};
-  const auto ka = keepalive();
-  spec.alive_interval_s = std::max<int>(1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ka.interval).count()));
-  spec.alive_count_max = std::max(1, ka.count_max);
+  const OpenSshLaneSpec spec = openssh_spec(*client, lanes.known_hosts->file());
   for (std::size_t i = 0; i < lanes.agents.size(); ++i)
     lanes.openers.emplace_back([raw = &lanes, spec, type = key.key.type, launch = link.launch, i, host = options_.host] {
       if (raw->stopping) return raw->settle(i, nullptr);
@@ -713,11 +720,7 @@ std::shared_ptr<TunnelMaster> SshEndpoint::tunnel_master(Link& link) {
   const ssh::HostKeyInfo key = link.connection->host_key();
   auto dir = LaneKnownHosts::create(key.key);
   if (!dir) return nullptr;
-  OpenSshLaneSpec spec{*client, host_, dir->file(), options_.session.agent_socket};
-  const auto ka = keepalive();
-  spec.alive_interval_s = std::max<int>(1, static_cast<int>(std::chrono::ceil<std::chrono::seconds>(ka.interval).count()));
-  spec.alive_count_max = std::max(1, ka.count_max);
-  link.tunnel_master = std::make_shared<TunnelMaster>(std::move(spec), key.key.type, std::move(dir));
+  link.tunnel_master = std::make_shared<TunnelMaster>(openssh_spec(*client, dir->file()), key.key.type, std::move(dir));
   return *link.tunnel_master;
 }
 

@@ -184,6 +184,7 @@ class SshEndpoint final : public Endpoint {
                                                            const std::string& fingerprint, Keepalive keepalive,
                                                            std::size_t slot) const;
   std::unique_ptr<AgentLink> open_lane_agent(ssh::SshConnection& conn, const std::string& launch, std::size_t lane) const;
+  OpenSshLaneSpec openssh_spec(const std::filesystem::path& client, const std::filesystem::path& known_hosts) const;
   void start_openssh_lanes(Lanes& lanes, const Link& link) const;
   std::shared_ptr<TunnelMaster> tunnel_master(Link& link);  // started at the first local tunnel
   std::shared_ptr<Lanes> current_lanes() const;

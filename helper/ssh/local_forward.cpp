@@ -36,7 +36,7 @@ void BridgeSet::add(const std::shared_ptr<Session>& session, std::shared_ptr<Cha
     boost::system::error_code ignored;
     bridge->end->close(ignored);
     asio::co_spawn(bridge->channel->session().executor(), release_channel(bridge->channel), [](std::exception_ptr) {});
-  }, counters_->bytes);
+  }, Session::ByteCount(counters_, &counters_->bytes));
 }
 
 void BridgeSet::close_all() {

@@ -30,7 +30,7 @@ struct ForwardCounters {
   std::atomic<std::uint64_t> live{0};
   std::atomic<std::uint64_t> failed{0};  // connections whose channel or local connect failed
   std::atomic<std::uint64_t> handed_off{0};  // accepted connections another transport carried
-  std::shared_ptr<std::atomic<std::uint64_t>> bytes = std::make_shared<std::atomic<std::uint64_t>>(0);  // over channels, both ways
+  std::atomic<std::uint64_t> bytes{0};  // over the session's channels, both ways
 };
 
 // Another transport that may carry a local forward's accepted connections instead of a channel

@@ -34,7 +34,7 @@ std::expected<ferry::delta::Hash128, std::string> hash_output(std::span<const st
   };
   auto h = ferry::delta::hash_delta_output(d, base_size, read, stop, kIoBlock);
   if (h) return *h;
-  if (h.error().code != ferry::delta::DeltaErrc::sink_failed || h.error().message == "stopped") return std::unexpected("delta: " + h.error().message);
+  if (h.error().code != ferry::delta::DeltaErrc::sink_failed || stop.load()) return std::unexpected("delta: " + h.error().message);
   if (read_errno) return std::unexpected(std::string("read: ") + std::strerror(read_errno));
   return std::unexpected(std::string("the local file shrank during the pull"));
 }
