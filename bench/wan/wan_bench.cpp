@@ -11,6 +11,7 @@
 //                                small text files plus one big text file), ferry sync vs rsync -a
 //   FERRY_WAN_DIR (/dev/shm/ferry-wan-bench)  files and remote copies (all removed after use)
 //   FERRY_WAN_FERRY_ARGS ("")    put before ferry's sub-command (e.g. "--log-level debug")
+//   FERRY_BENCH_WARM_MEMORY (1)  0: no memory warm-up before each transfer (bench/common/warm_memory.hpp)
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -35,6 +36,7 @@
 #include <fmt/format.h>
 
 #include "bench/common/text_tree.hpp"
+#include "bench/common/warm_memory.hpp"
 #include "bench/wan/delay_relay.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 
@@ -245,7 +247,8 @@ int main() {
   make_random_file(src, bytes);
   const fs::path remote = dir / "remote";
   fs::create_directories(remote / "pull");
-  fs::copy_file(src, remote / "pull" / "big.bin");
+  // A hard link, not a copy: a GiB less held in memory (bench/common/warm_memory.hpp says why that matters).
+  fs::create_hard_link(src, remote / "pull" / "big.bin");
   SourceServer source(bytes);
   {
     // The agent is installed once per box; every measurement below is of a box that has it, as a
@@ -265,6 +268,24 @@ int main() {
     ferry::bench::make_small_tree(tree, tree_files, 4096, 1);
     ferry::bench::make_big_text_file(tree / "big.bin", tree_big_mb << 20, 2);
   }
+
+  std::uint64_t tree_bytes = 0;
+  if (part("tree"))
+    for (const auto& e : fs::recursive_directory_iterator(tree))
+      if (e.is_regular_file()) tree_bytes += e.file_size();
+  // Each transfer that writes files starts on memory the VM backs already (bench/common/warm_memory.hpp):
+  // what it writes and a quarter more, for what the tools hold around it.
+  const bool warm = env_num("FERRY_BENCH_WARM_MEMORY", 1) != 0;
+  double warm_total = 0;
+  auto timed_warm = [&](const std::string& cmd, std::uint64_t writes) {
+    if (warm) {
+      const std::uint64_t n = writes + writes / 4;
+      const double t = ferry::bench::warm_memory(dir, n);
+      log(fmt::format("warm-up of {} MiB: {:.2f} s", n >> 20, t));
+      warm_total += t;
+    }
+    return timed(cmd);
+  };
 
   std::printf("| RTT | what (%llu MiB, incompressible) | ferry | scp / ssh -L | rsync | ferry speedup vs scp / ssh -L | vs rsync |\n",
               static_cast<unsigned long long>(mb));
@@ -298,13 +319,13 @@ int main() {
       fs::create_hard_link(src, p / "big.bin");
       auto clean = [&] { fs::remove_all(out); fs::create_directories(out); };
       clean();
-      double tf = timed(fmt::format("{} --project {} sync --yes --json >/dev/null", ferry, q(p.string())));
+      double tf = timed_warm(fmt::format("{} --project {} sync --yes --json >/dev/null", ferry, q(p.string())), bytes);
       bool ok_f = same_file(src, out / "big.bin");
       clean();
-      double ts = timed(fmt::format("scp -q -F {} {} {}:{}/", q(cfg.string()), q(src.string()), alias, q(out.string())));
+      double ts = timed_warm(fmt::format("scp -q -F {} {} {}:{}/", q(cfg.string()), q(src.string()), alias, q(out.string())), bytes);
       bool ok_s = same_file(src, out / "big.bin");
       clean();
-      double tr = timed(fmt::format("rsync -a -e {} {} {}:{}/", q(ssh), q(src.string()), alias, q(out.string())));
+      double tr = timed_warm(fmt::format("rsync -a -e {} {} {}:{}/", q(ssh), q(src.string()), alias, q(out.string())), bytes);
       bool ok_r = same_file(src, out / "big.bin");
       clean();
       std::printf("| %d ms | push a new file%s | %s | %s | %s | %s | %s |\n", rtt, ok_f && ok_s && ok_r ? "" : " (A COPY DIFFERS)",
@@ -317,16 +338,16 @@ int main() {
       const fs::path p = dir / "pull-project", local = dir / "pulled";
       const fs::path from = remote / "pull" / "big.bin";
       project(p, remote / "pull");
-      double tf = timed(fmt::format("{} --project {} pull --json big.bin >/dev/null", ferry, q(p.string())));
+      double tf = timed_warm(fmt::format("{} --project {} pull --json big.bin >/dev/null", ferry, q(p.string())), bytes);
       bool ok_f = same_file(src, p / "big.bin");
       project(p, remote / "pull");
       fs::remove_all(local);
       fs::create_directories(local);
-      double ts = timed(fmt::format("scp -q -F {} {}:{} {}/", q(cfg.string()), alias, q(from.string()), q(local.string())));
+      double ts = timed_warm(fmt::format("scp -q -F {} {}:{} {}/", q(cfg.string()), alias, q(from.string()), q(local.string())), bytes);
       bool ok_s = same_file(src, local / "big.bin");
       fs::remove_all(local);
       fs::create_directories(local);
-      double tr = timed(fmt::format("rsync -a -e {} {}:{} {}/", q(ssh), alias, q(from.string()), q(local.string())));
+      double tr = timed_warm(fmt::format("rsync -a -e {} {}:{} {}/", q(ssh), alias, q(from.string()), q(local.string())), bytes);
       bool ok_r = same_file(src, local / "big.bin");
       fs::remove_all(local);
       fs::remove_all(p);
@@ -344,11 +365,12 @@ int main() {
       };
       clean();
       project_in(tree, out);
-      double tf = timed(fmt::format("{} --project {} sync --yes --json >/dev/null", ferry, q(tree.string())));
+      double tf = timed_warm(fmt::format("{} --project {} sync --yes --json >/dev/null", ferry, q(tree.string())), tree_bytes);
       bool ok_f = same_tree(tree, out);
       clean();
-      double tr = timed(fmt::format("rsync -a --exclude=/.ferry --exclude=/ferry.json -e {} {}/ {}:{}/", q(ssh), q(tree.string()), alias,
-                                    q(out.string())));
+      double tr = timed_warm(fmt::format("rsync -a --exclude=/.ferry --exclude=/ferry.json -e {} {}/ {}:{}/", q(ssh), q(tree.string()), alias,
+                                         q(out.string())),
+                                  tree_bytes);
       bool ok_r = same_tree(tree, out);
       clean();
       std::printf("| %d ms | initial sync, %llu files + %llu MiB of text%s | %s | - | %s | - | %s |\n", rtt,
@@ -375,6 +397,7 @@ int main() {
       std::fflush(stdout);
     }
   }
+  if (warm) log(fmt::format("memory warm-ups took {:.1f} s in all", warm_total));
   fs::remove_all(dir);
   return 0;
 }
