@@ -12,6 +12,8 @@
 //   FERRY_BENCH_ONLY (all)   comma list of parts to run: initial, noop, save, editor, edit
 //   FERRY_BENCH_RUNS (1)     initial syncs per tool, alternated (ferry, rsync, tar, ferry, ...),
 //                            and each edit and pull as many times; the table shows medians
+//   FERRY_BENCH_WARM_MEMORY (1)  0: no memory warm-up before each big-file transfer
+//                            (bench/common/warm_memory.hpp)
 //   FERRY_BIN, FERRY_AGENT: the binaries under test
 #include <fcntl.h>
 #include <poll.h>
@@ -37,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/common/text_tree.hpp"
+#include "bench/common/warm_memory.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 
 extern char** environ;
@@ -455,6 +458,13 @@ int main() {
     // Each change made `runs` times (ferry, then rsync), the table showing medians: one ~2 s
     // run here varies by half its time.
     const std::string of = runs > 1 ? fmt::format(" (median of {})", runs) : "";
+    // Both tools write a whole new copy of the file: each starts on memory the VM backs already.
+    const bool warm = env_num("FERRY_BENCH_WARM_MEMORY", 1) != 0;
+    const auto warm_up = [&] {
+      if (!warm) return;
+      const std::uint64_t n = (edit_mb << 20) + (edit_mb << 20) / 4;
+      log(fmt::format("warm-up of {} MiB: {:.2f} s", n >> 20, ferry::bench::warm_memory(dir, n)));
+    };
     auto edit = [&](const std::string& what, const std::function<void(std::uint64_t)>& change) {
       std::vector<double> f, r;
       std::uint64_t fw = 0, rw = 0;
@@ -462,7 +472,9 @@ int main() {
         change(run);
         bump_mtime(file);
         log(what);
+        warm_up();
         auto [tf, sf] = env.ferry_sync(tree);
+        warm_up();
         auto tr = env.rsync(tree, rdest.string(), "--stats");
         fw = sf.value("bytesOnWire", std::uint64_t{0});
         rw = rsync_wire(tr.out);
@@ -527,8 +539,10 @@ int main() {
         }
         flip(at);
         log(what);
+        warm_up();
         auto rf = timed(pull);
         const json sf = json::parse(rf.out.substr(rf.out.rfind('{')));
+        warm_up();
         auto tr = timed(fmt::format("rsync -a --stats -e {} {}:{} {}", q(env.rsh), env.alias, q((rdest / "model.bin").string()),
                                     q(file.string())));
         fw = sf.value("bytesOnWire", std::uint64_t{0});
