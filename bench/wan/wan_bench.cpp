@@ -272,7 +272,7 @@ int main() {
   std::uint64_t tree_bytes = 0;
   if (part("tree"))
     for (const auto& e : fs::recursive_directory_iterator(tree))
-      if (e.is_regular_file()) tree_bytes += e.file_size();
+      if (e.is_regular_file()) tree_bytes += (e.file_size() + 4095) / 4096 * 4096;  // the pages it takes
   // Each transfer that writes files starts on memory the VM backs already (bench/common/warm_memory.hpp):
   // what it writes and a quarter more, for what the tools hold around it.
   const bool warm = env_num("FERRY_BENCH_WARM_MEMORY", 1) != 0;

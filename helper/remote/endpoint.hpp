@@ -136,6 +136,9 @@ class Endpoint {
   // call_lane sends on lane `lane` and fails with kAgentUnavailable while that lane is not up,
   // so the caller sends on call() instead. On a short link the lanes, if any, are there to spend
   // less CPU per byte than the link (lanes_save_cpu): then a pull's big files go there too.
+  // A transfer that will likely want lanes (a push with a big new file) is coming; callable
+  // before or during connect(), from another thread. An endpoint may get ready for the lanes early.
+  virtual void expect_bulk() {}
   virtual std::size_t bulk_lanes() { return 0; }
   virtual bool lanes_save_cpu() { return false; }
   virtual std::size_t live_lanes() const { return 0; }  // lanes up and answering now

@@ -2,6 +2,7 @@
 // bulk lanes and forwards; the agent's install is in ssh_agent_install.cpp and ferry doctor's
 // checks in ssh_doctor.cpp.
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/remote/round_trip_memory.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -190,6 +191,86 @@ struct SshEndpoint::Lanes {
   }
 };
 
+// Lane connections opened ahead of the link (expect_bulk), one thread each; lanes take them in
+// bulk_lanes() once they show the link's host key, and open their own when none is left.
+struct SshEndpoint::EarlyConnections {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<std::unique_ptr<ssh::SshConnection>> ready;
+  std::size_t opening = 0;
+  std::vector<std::thread> openers;
+  ~EarlyConnections() {
+    for (auto& t : openers)
+      if (t.joinable()) t.join();
+  }
+  void opened(std::unique_ptr<ssh::SshConnection> c) {
+    std::lock_guard lk(mutex);
+    if (c) ready.push_back(std::move(c));
+    --opening;
+    changed.notify_all();
+  }
+  // One that presents `fingerprint` (the key the link verified), waiting for those still opening;
+  // null when none does.
+  std::unique_ptr<ssh::SshConnection> take(const std::string& fingerprint, const std::string& host) {
+    for (;;) {
+      std::unique_ptr<ssh::SshConnection> c;
+      {
+        std::unique_lock lk(mutex);
+        changed.wait(lk, [&] { return !ready.empty() || opening == 0; });
+        if (ready.empty()) return nullptr;
+        c = std::move(ready.back());
+        ready.pop_back();
+      }
+      if (c->host_key().fingerprint == fingerprint) return c;
+      spdlog::warn("{}: a lane connection presented host key {}, not the link's {}; not used", host, c->host_key().fingerprint,
+                   fingerprint);
+    }
+  }
+};
+
+// A host's key in the round-trip memory: the name asked for and where it led (a jump changes both).
+static std::string round_trip_key(const ssh::HostConfig& host) {
+  std::string key = host.alias + " " + ssh::describe(host);
+  for (const auto& hop : host.proxy_jump) key += " via " + ssh::describe(hop);
+  return key;
+}
+
+std::filesystem::path SshEndpoint::round_trip_file() const {
+  return options_.round_trip_memory.empty() ? default_round_trip_memory() : options_.round_trip_memory;
+}
+
+void SshEndpoint::expect_bulk() {
+  std::lock_guard lk(early_mutex_);
+  bulk_expected_ = true;
+  start_early_connections();
+}
+
+// Once both the hint and this connect's host are in: a host remembered as far gets the lane
+// connections its plan would open, now. Nothing on a near or unknown host, nor when the lanes
+// are asked to go over the link's own connection or through OpenSSH.
+void SshEndpoint::start_early_connections() {
+  if (!bulk_expected_ || early_taken_ || early_ || !early_host_) return;
+  const auto rtt = remembered_round_trip(round_trip_file(), round_trip_key(*early_host_));
+  if (!rtt || *rtt < kBulkLaneMinRtt || requested_openssh_lanes().value_or(0) > 0) return;
+  const LanePlan plan = plan_lanes(*rtt, asked_bulk_lanes(), std::nullopt, 0);
+  const std::size_t k = plan.openssh ? 0 : wanted_lane_connections(plan.lanes);
+  if (k == 0) return;
+  spdlog::debug("{}: round trip remembered as {:.1f} ms: {} lane connections open beside the link's", options_.host,
+                rtt->count() / 1000.0, k);
+  early_ = std::make_shared<EarlyConnections>();
+  early_->opening = k;
+  for (std::size_t slot = 0; slot < k; ++slot)
+    early_->openers.emplace_back([this, raw = early_.get(), host = *early_host_, so = options_.session, ka = keepalive_for(*early_host_),
+                                  slot] { raw->opened(open_lane_connection(host, so, "", ka, slot)); });
+}
+
+// What was opened early, for the link's first lanes; after this call nothing more opens early.
+std::shared_ptr<SshEndpoint::EarlyConnections> SshEndpoint::take_early_connections() {
+  std::lock_guard lk(early_mutex_);
+  early_taken_ = true;
+  return std::move(early_);
+}
+
 SshEndpoint::Link::~Link() {
   std::shared_ptr<Lanes> held;
   {
@@ -209,10 +290,14 @@ LanePlan plan_lanes(Clock::duration rtt, std::optional<std::size_t> bulk_asked, 
   return {std::clamp<std::size_t>(by_rtt, kAutoBulkLanes, kMaxAutoBulkLanes), false};
 }
 
+std::optional<std::size_t> SshEndpoint::asked_bulk_lanes() const {
+  if (options_.bulk_lanes >= 0) return static_cast<std::size_t>(options_.bulk_lanes);
+  if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) return std::strtoul(v, nullptr, 10);
+  return std::nullopt;
+}
+
 SshEndpoint::LanePlan SshEndpoint::lane_plan(const Link& link, Clock::duration rtt) const {
-  std::optional<std::size_t> bulk;
-  if (options_.bulk_lanes >= 0) bulk = static_cast<std::size_t>(options_.bulk_lanes);
-  else if (const char* v = std::getenv("FERRY_BULK_LANES"); v && *v) bulk = std::strtoul(v, nullptr, 10);
+  const std::optional<std::size_t> bulk = asked_bulk_lanes();
   if (!bulk && !link.connection) return {};
   return plan_lanes(rtt, bulk, requested_openssh_lanes(), bulk ? 0 : wanted_openssh_lanes());
 }
@@ -234,6 +319,8 @@ SshEndpoint::LanePlan SshEndpoint::planned_lanes(Link& link) {
   spdlog::debug("{}: round trip {:.1f} ms: {} bulk lanes{}", options_.host, std::chrono::duration<double, std::milli>(rtt).count(),
                 plan.lanes, plan.openssh ? " through OpenSSH" : "");
   link.plan = plan;
+  if (link.connection && rtt > Clock::duration::zero())
+    remember_round_trip(round_trip_file(), round_trip_key(host_), std::chrono::duration_cast<std::chrono::microseconds>(rtt));
   return plan;
 }
 
@@ -256,15 +343,18 @@ std::size_t SshEndpoint::wanted_lane_connections(std::size_t lanes) const {
   return std::min(k, lanes);
 }
 
-SshEndpoint::Keepalive SshEndpoint::keepalive() const {
+SshEndpoint::Keepalive SshEndpoint::keepalive() const { return keepalive_for(host_); }
+
+SshEndpoint::Keepalive SshEndpoint::keepalive_for(const ssh::HostConfig& host) const {
   auto interval = options_.keepalive_interval.count() > 0 ? options_.keepalive_interval
-                  : host_.server_alive_interval_s > 0   ? std::chrono::milliseconds(host_.server_alive_interval_s * 1000)
+                  : host.server_alive_interval_s > 0    ? std::chrono::milliseconds(host.server_alive_interval_s * 1000)
                                                         : kDefaultKeepalive;
-  return {interval, options_.keepalive_count_max > 0 ? options_.keepalive_count_max : host_.server_alive_count_max};
+  return {interval, options_.keepalive_count_max > 0 ? options_.keepalive_count_max : host.server_alive_count_max};
 }
 
 // One extra connection for lanes: the same host config, known_hosts check and authentication as
-// the link's, and it must present the link's host key. It never prompts (no passphrase provider:
+// the link's, and it must present the link's host key (`fingerprint`; empty for one opened ahead
+// of the link, which EarlyConnections::take checks instead). It never prompts (no passphrase provider:
 // an encrypted key without an ssh-agent leaves the lanes on the link's own connection) and never
 // records a host key.
 std::unique_ptr<ssh::SshConnection> SshEndpoint::open_lane_connection(const ssh::HostConfig& host, ssh::SessionOptions so,
@@ -280,7 +370,7 @@ std::unique_ptr<ssh::SshConnection> SshEndpoint::open_lane_connection(const ssh:
     spdlog::debug("{}: lane connection {} did not open: {}; its lanes use the link's", options_.host, slot, r.error().message);
     return nullptr;
   }
-  if (conn->host_key().fingerprint != fingerprint) {
+  if (!fingerprint.empty() && conn->host_key().fingerprint != fingerprint) {
     spdlog::warn("{}: lane connection {} presented host key {}, not the link's {}; not used", options_.host, slot,
                  conn->host_key().fingerprint, fingerprint);
     return nullptr;
@@ -309,13 +399,17 @@ std::size_t SshEndpoint::bulk_lanes() {
   const std::size_t k = wanted_lane_connections(n), slots = std::max<std::size_t>(k, 1);
   spdlog::debug("{}: {} bulk lanes on {} connections", options_.host, n, k);
   lanes->connections.resize(k);
+  auto early = take_early_connections();
   for (std::size_t slot = 0; slot < slots; ++slot)
     lanes->openers.emplace_back([this, raw = lanes.get(), main = link->connection.get(), launch = link->launch, host = host_,
                                  so = options_.session, fingerprint = link->connection->host_key().fingerprint,
-                                 ka = keepalive(), slot, slots, extra = k > 0, n] {
+                                 ka = keepalive(), slot, slots, extra = k > 0, n, early] {
       ssh::SshConnection* conn = main;
       if (extra && !raw->stopping) {
-        if (auto own = open_lane_connection(host, so, fingerprint, ka, slot)) {
+        auto own = early ? early->take(fingerprint, options_.host) : nullptr;
+        if (own) ++early_used_;
+        else own = open_lane_connection(host, so, fingerprint, ka, slot);
+        if (own) {
           conn = own.get();
           std::lock_guard lk(raw->mutex);
           raw->connections[slot] = std::move(own);
@@ -574,6 +668,12 @@ std::expected<AgentInfo, ResponseError> SshEndpoint::connect(std::chrono::millis
   auto resolved = ssh::resolve_host(options_.host, options_.ssh_config);
   if (!resolved) return std::unexpected(ResponseError{ec::kProjectInvalid, resolved.error().to_string(), json{{"kind", "sshConfig"}}});
   host_ = *resolved;
+  {
+    std::lock_guard lk(early_mutex_);
+    early_taken_ = false;
+    early_host_ = host_;
+    start_early_connections();
+  }
   emit(HostState{protocol::LinkState::connecting, {}, 0, 0, description()});
   auto link = establish(Clock::now() + timeout);
   if (!link) {
@@ -846,6 +946,15 @@ void SshEndpoint::close() {
     cv_.notify_all();
   }
   if (monitor_.joinable()) monitor_.join();
+  std::shared_ptr<EarlyConnections> early;
+  {
+    // A hint that came before this connect (the walk beside it) stays for it; a link's end ends it.
+    std::lock_guard lk(early_mutex_);
+    early = std::move(early_);
+    early_host_.reset();
+    if (link) bulk_expected_ = false;
+  }
+  early.reset();  // joins any still opening
   if (!link) return;
   // EOF, not agent/shutdown and a wait for its answer: every request was answered, and at EOF
   // the agent ends the same way (a round trip less at every close: 50 ms at 50 ms).

@@ -73,6 +73,8 @@ struct SshEndpointOptions {
   // per byte is the cap) when an `ssh` client is found and the host is direct; 0 = never;
   // 1 = whatever the round trip.
   int openssh_tunnels = -1;
+  // Where the hosts' round trips are remembered (round_trip_memory.hpp); empty: the default file.
+  std::filesystem::path round_trip_memory;
 };
 
 inline constexpr int kAutoBulkLanes = 8;
@@ -129,6 +131,9 @@ class SshEndpoint final : public Endpoint {
   std::expected<void, ResponseError> close_forward(int id) override;
   std::vector<ForwardInfo> list_forwards() const override;
 
+  // On a host remembered as far (its last link's round trip), opens the lane connections now,
+  // beside the link's own handshake; bulk_lanes() takes them once they show the link's host key.
+  void expect_bulk() override;
   std::size_t bulk_lanes() override;
   bool lanes_save_cpu() override;
   std::expected<json, ResponseError> call_lane(std::size_t lane, std::string_view method, json params,
@@ -139,6 +144,8 @@ class SshEndpoint final : public Endpoint {
   std::size_t live_lanes() const override;
   std::size_t live_lane_connections() const;
   std::uint64_t lane_calls() const { return lane_calls_.load(); }
+  // Lane connections opened ahead of the link (expect_bulk) and then used by lanes (tests).
+  std::size_t early_connections_used() const { return early_used_.load(); }
 
   // Runs a shell command on the box over the current connection (doctor, the trainer's install,
   // tests); `input` is its stdin.
@@ -159,6 +166,7 @@ class SshEndpoint final : public Endpoint {
 
  private:
   struct Lanes;
+  struct EarlyConnections;
   using LanePlan = remote::LanePlan;
   struct Link {
     std::unique_ptr<ssh::SshConnection> connection;
@@ -175,6 +183,8 @@ class SshEndpoint final : public Endpoint {
     int count_max;
   };
   Keepalive keepalive() const;  // from the options, else the ssh config, else 4 s x 3
+  Keepalive keepalive_for(const ssh::HostConfig& host) const;
+  std::optional<std::size_t> asked_bulk_lanes() const;  // the option, else FERRY_BULK_LANES
   LanePlan lane_plan(const Link& link, Clock::duration rtt) const;
   LanePlan planned_lanes(Link& link);  // lane_plan once per link (under lanes_mutex)
   std::optional<std::size_t> requested_openssh_lanes() const;  // the option, else FERRY_OPENSSH_LANES
@@ -188,6 +198,9 @@ class SshEndpoint final : public Endpoint {
   void start_openssh_lanes(Lanes& lanes, const Link& link) const;
   std::shared_ptr<TunnelMaster> tunnel_master(Link& link);  // started at the first local tunnel
   std::shared_ptr<Lanes> current_lanes() const;
+  std::filesystem::path round_trip_file() const;
+  void start_early_connections();  // under early_mutex_
+  std::shared_ptr<EarlyConnections> take_early_connections();
   std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
   std::expected<void, ResponseError> load_local_agent();
   std::string agent_file_name() const;  // ferry-agent-<first 16 hex digits of its sha256>
@@ -222,6 +235,14 @@ class SshEndpoint final : public Endpoint {
   std::thread monitor_;
   std::atomic<int> reconnects_{0};
   std::atomic<std::uint64_t> lane_calls_{0};
+
+  // Lane connections opened ahead of the link (expect_bulk), for this connect's first lanes.
+  std::mutex early_mutex_;
+  bool bulk_expected_ = false;
+  bool early_taken_ = false;                       // bulk_lanes() came: nothing more opens early
+  std::optional<ssh::HostConfig> early_host_;      // host_ as this connect resolved it
+  std::shared_ptr<EarlyConnections> early_;
+  std::atomic<std::size_t> early_used_{0};
 
   // Lock order: forwards_mutex_ before mutex_ (never the reverse); forward starts block on the
   // link's io thread, which takes neither.

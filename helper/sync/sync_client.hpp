@@ -76,6 +76,7 @@ class SyncClient {
 
   // How many bulk lanes the link has or is opening (remote::Endpoint::bulk_lanes).
   std::size_t bulk_lanes() { return endpoint_.bulk_lanes(); }
+  void expect_bulk() { endpoint_.expect_bulk(); }
   // Whether those lanes cost less CPU per byte than the link (remote::Endpoint::lanes_save_cpu).
   bool lanes_save_cpu() { return endpoint_.lanes_save_cpu(); }
   // Whether a streamed file of `size` bytes should use the lanes: window lanes always, lanes

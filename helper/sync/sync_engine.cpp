@@ -353,6 +353,14 @@ void SyncEngine::prepare_push(const SyncOptions& o) {
     if (m.kind == EntryKind::file && !m.hash && st.manifest->entries.contains(p)) written.push_back(p);
   if (!hash_now(target_.local_root, *st.ignore, *st.index, *scanned, written)) return;
   spdlog::debug("sync: scan done (prepared), {} entries, {} hashed", scanned->entries.size(), scanned->stats.hashed);
+  // A file to stream that the remote cannot have yet: the lanes will be wanted, and on a host
+  // known to be far their connections can open while the link's own is still being made.
+  if (!o.dry_run)
+    for (const auto& [path, meta] : scanned->entries)
+      if (meta.kind == EntryKind::file && meta.size > o.stream_above && !st.manifest->entries.contains(path)) {
+        client_->expect_bulk();
+        break;
+      }
   st.prepared = State::PreparedScan{std::move(*scanned), o.stream_above, o.dry_run};
 }
 

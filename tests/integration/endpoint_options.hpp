@@ -49,6 +49,7 @@ inline remote::SshEndpointOptions endpoint_options_for(const SshdFixture& f, Sta
   o.agent_binary = FERRY_AGENT_PATH;
   o.session.agent_socket = "";
   o.session.connect_timeout = 3s;
+  o.round_trip_memory = f.dir() / "round-trips.json";  // the test's own, not the user's cache
   if (log) o.on_state = std::ref(*log);
   return o;
 }

@@ -1,7 +1,8 @@
 // ferry on a long link, simulated by bench/wan's delay relay (20 ms each way) in front of the real
 // sshd: the link's round trip is measured and sizes the receive windows; a push of a big new file
 // goes over bulk lanes, opened by themselves because the link is slow, and arrives byte-exact; a
-// pull of it comes back byte-exact. The relay itself keeps order and adds its delay.
+// pull of it comes back byte-exact. The relay itself keeps order and adds its delay. A host
+// remembered as far gets its lane connections opened beside the link's own handshake.
 #define BOOST_TEST_MODULE long_link
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,9 +18,11 @@
 #include <thread>
 
 #include <boost/test/unit_test.hpp>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "bench/wan/delay_relay.hpp"
+#include "helper/remote/round_trip_memory.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/ssh/session.hpp"
 #include "helper/sync/sync_engine.hpp"
@@ -141,4 +144,51 @@ BOOST_AUTO_TEST_CASE(a_slow_link_gets_lanes_and_big_files_cross_it_byte_exact_bo
   }
   BOOST_TEST((read_file(back / "out" / "model.pt") == out));
   ep.close();
+}
+
+// The first link to a host measures and remembers its round trip; the next push of a big new file
+// (the walk beside the connect gives the hint, as `ferry sync` does) has its lane connections
+// opened while the link's own is made, and the lanes use them; a host remembered as near gets none.
+BOOST_AUTO_TEST_CASE(a_host_remembered_as_far_gets_its_lane_connections_opened_beside_the_link) {
+  test::SshdFixture f;
+  f.trust_host_key();
+  bench::DelayRelay relay({f.port(), kOneWay, 300s});
+  remote::SshEndpointOptions o = test::endpoint_options_for(f);
+  o.host = relay_alias(f, relay.port());
+  o.reconnect = false;
+  const fs::path memory = o.round_trip_memory, local = f.dir() / "local", remote = f.home() / "project";
+  sync::SyncOptions so;
+  so.stream_above = 1u << 20;
+  auto push_new_file = [&](const std::string& name, unsigned seed) {
+    const std::string big = random_bytes<std::string>(12u << 20, seed);
+    write_file(local / name, big);
+    remote::SshEndpoint ep(o);
+    sync::SyncEngine engine(ep, sync::SyncTarget{local, "", "far", "~/project", {}, {}});
+    std::jthread walk([&] { engine.prepare_push(so); });  // beside the connect, as the CLI does
+    auto info = ep.connect(60s);
+    walk.join();
+    BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
+    auto s = engine.push(so);
+    BOOST_REQUIRE_MESSAGE(s.has_value(), (s ? "" : s.error().message));
+    BOOST_TEST(s->errors.empty(), (s->errors.empty() ? "" : s->errors.front()));
+    BOOST_TEST((read_file(remote / name) == big));
+    BOOST_TEST(ep.lane_calls() > 0u, "no part went over a lane");
+    const std::size_t early = ep.early_connections_used();
+    ep.close();
+    return early;
+  };
+
+  BOOST_TEST(push_new_file("first.bin", 11) == 0u, "nothing was remembered yet");
+  const auto remembered = nlohmann::json::parse(read_file(memory));
+  BOOST_REQUIRE(remembered["hosts"].size() == 1u);
+  const std::string key = remembered["hosts"].begin().key();
+  const auto rtt = remote::remembered_round_trip(memory, key);
+  BOOST_REQUIRE(rtt.has_value());
+  BOOST_TEST(rtt->count() >= 2 * std::chrono::duration_cast<std::chrono::microseconds>(kOneWay).count());
+
+  BOOST_TEST(push_new_file("second.bin", 12) == static_cast<std::size_t>(remote::kAutoBulkConnections),
+             "every lane connection should have been opened early and used");
+
+  BOOST_REQUIRE(remote::remember_round_trip(memory, key, 500us));  // as if it had moved next door
+  BOOST_TEST(push_new_file("third.bin", 13) == 0u, "a near host opens nothing early");
 }
