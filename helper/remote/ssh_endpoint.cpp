@@ -2,7 +2,6 @@
 // bulk lanes and forwards; the agent's install is in ssh_agent_install.cpp and ferry doctor's
 // checks in ssh_doctor.cpp.
 #include "helper/remote/ssh_endpoint.hpp"
-#include "helper/remote/round_trip_memory.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,6 +12,7 @@
 #include "ferry/version.hpp"
 #include "helper/remote/mux_tunnel.hpp"
 #include "helper/remote/openssh_lane.hpp"
+#include "helper/remote/round_trip_memory.hpp"
 #include "helper/remote/shell_quote.hpp"
 #include "helper/remote/ssh_endpoint_internal.hpp"
 #include "protocol/messages_agent.hpp"
