@@ -156,6 +156,7 @@ BOOST_AUTO_TEST_CASE(a_host_remembered_as_far_gets_its_lane_connections_opened_b
   remote::SshEndpointOptions o = test::endpoint_options_for(f);
   o.host = relay_alias(f, relay.port());
   o.reconnect = false;
+  o.session.connect_timeout = 20s;  // every early connection must open, also on a loaded CI machine
   const fs::path memory = o.round_trip_memory, local = f.dir() / "local", remote = f.home() / "project";
   sync::SyncOptions so;
   so.stream_above = 1u << 20;
