@@ -325,6 +325,19 @@ std::expected<void, Error> SyncEngine::load_local_state(State& st) {
   return {};
 }
 
+namespace {
+
+// Whether `entries` has a file the push will stream (over `stream_above`) that the manifest does
+// not have, for which `wanted(size)` holds: the files that make lanes worth asking for.
+template <class Wanted>
+bool any_new_streamed_file(const TreeState& entries, const Manifest& manifest, std::uint64_t stream_above, Wanted&& wanted) {
+  for (const auto& [path, meta] : entries)
+    if (meta.kind == EntryKind::file && meta.size > stream_above && !manifest.entries.contains(path) && wanted(meta.size)) return true;
+  return false;
+}
+
+}  // namespace
+
 void SyncEngine::prepare_push(const SyncOptions& o) {
   std::lock_guard state_lock(state_->mu);
   State& st = *state_;
@@ -355,12 +368,8 @@ void SyncEngine::prepare_push(const SyncOptions& o) {
   spdlog::debug("sync: scan done (prepared), {} entries, {} hashed", scanned->entries.size(), scanned->stats.hashed);
   // A file to stream that the remote cannot have yet: the lanes will be wanted, and on a host
   // known to be far their connections can open while the link's own is still being made.
-  if (!o.dry_run)
-    for (const auto& [path, meta] : scanned->entries)
-      if (meta.kind == EntryKind::file && meta.size > o.stream_above && !st.manifest->entries.contains(path)) {
-        client_->expect_bulk();
-        break;
-      }
+  if (!o.dry_run && any_new_streamed_file(scanned->entries, *st.manifest, o.stream_above, [](std::uint64_t) { return true; }))
+    client_->expect_bulk();
   st.prepared = State::PreparedScan{std::move(*scanned), o.stream_above, o.dry_run};
 }
 
@@ -579,13 +588,10 @@ void SyncEngine::take_watched_changes(PushRun& run) {
 // planned against a trusted manifest plans at once (and a watched no-op must not walk 100k
 // entries here: that cost 10 ms of its 1 ms).
 void SyncEngine::warm_bulk_lanes(const PushRun& run) {
-  if (run.o.dry_run) return;
-  for (const auto& [path, meta] : run.scanned.entries)
-    if (meta.kind == EntryKind::file && meta.size > run.o.stream_above && !run.manifest->entries.contains(path) &&
-        client_->lanes_pay_for(meta.size, run.o.cpu_lanes_above)) {
-      (void)client_->bulk_lanes();
-      return;
-    }
+  if (!run.o.dry_run && any_new_streamed_file(run.scanned.entries, *run.manifest, run.o.stream_above, [&](std::uint64_t size) {
+        return client_->lanes_pay_for(size, run.o.cpu_lanes_above);
+      }))
+    (void)client_->bulk_lanes();
 }
 
 // The base's sync/state into run.start_*; an agent without the method leaves the stamp unknown.
