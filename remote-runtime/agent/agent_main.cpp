@@ -224,6 +224,18 @@ int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
   return read_loop(dispatcher, scheduler, *writer, *run_methods, service);
 }
 
+// sshd hands a session channel's data to us through 64 KiB pipes: it then writes a pushed
+// chunk in 64 KiB pieces, growing and compacting its channel buffer for the rest, and we wake
+// per piece. 1 MiB pipes (the unprivileged maximum) took a tenth off an initial sync of 20000
+// files + 256 MiB at 50 ms on 2 cores (bench/wan). Not a pipe, or over the user's pipe quota:
+// left as it is.
+void widen_stdio_pipes() {
+  constexpr int kPipeBytes = 1 << 20;
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO})
+    if (::fcntl(fd, F_GETPIPE_SZ) > 0 && ::fcntl(fd, F_SETPIPE_SZ, kPipeBytes) < 0)
+      spdlog::debug("pipe {} stays at {} bytes: {}", fd, ::fcntl(fd, F_GETPIPE_SZ), std::strerror(errno));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -267,6 +279,7 @@ int main(int argc, char** argv) {
   }
   // A vanished helper must surface as a write error, not kill us mid-reply.
   ::signal(SIGPIPE, SIG_IGN);
+  widen_stdio_pipes();
 
   auto root = ferry::agent::RootPath::open(root_arg);
   if (!root) {

@@ -5,10 +5,12 @@
 #define BOOST_TEST_MODULE agent_service
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "ferry/version.hpp"
 #include "helper/remote/byte_stream.hpp"
@@ -70,10 +72,13 @@ struct AgentProcess {
   std::unique_ptr<ferry::remote::FdStream> stream;
   FrameDecoder decoder{agent_frame_limits()};
   std::string magic;
+  int to_agent = -1, from_agent = -1;  // our ends of its stdin and stdout pipes
 
   explicit AgentProcess(const fs::path& root) {
     auto s = child.spawn({FERRY_AGENT_PATH, "--root", root.string()});
     BOOST_REQUIRE(s.has_value());
+    to_agent = s->stdin_fd;
+    from_agent = s->stdout_fd;
     stream = std::make_unique<ferry::remote::FdStream>(s->stdout_fd, s->stdin_fd);
     std::string pre;
     while (true) {
@@ -184,6 +189,22 @@ BOOST_AUTO_TEST_CASE(binary_answers_bad_cbor_and_carries_on) {
   BOOST_TEST(WIFEXITED(*status));
   BOOST_TEST(WEXITSTATUS(*status) == 0);
   BOOST_TEST(fs::is_directory(t.path / "root"));  // --root was created
+}
+
+// sshd's 64 KiB pipes made it hand a pushed chunk over in 64 KiB pieces: the agent widens
+// both of its pipes before it says hello (up to what this machine lets a user have).
+BOOST_AUTO_TEST_CASE(binary_widens_its_stdio_pipes) {
+  TempRoot t;
+  AgentProcess a(t.path);
+  int most = 1 << 20;
+  std::ifstream("/proc/sys/fs/pipe-max-size") >> most;
+  const int want = ::geteuid() == 0 ? 1 << 20 : std::min(most, 1 << 20);  // root is not held to the maximum
+  BOOST_TEST(::fcntl(a.to_agent, F_GETPIPE_SZ) == want);
+  BOOST_TEST(::fcntl(a.from_agent, F_GETPIPE_SZ) == want);
+  BOOST_REQUIRE(a.stream->write_all(encode_agent_frame(Request{1, "agent/ping", {{"echo", "wide"}}})).has_value());
+  auto pong = a.next();
+  BOOST_REQUIRE(pong.has_value());
+  BOOST_TEST(std::get<json>(std::get<Response>(*pong).outcome)["echo"] == "wide");
 }
 
 // Every family behind the binary's one Dispatcher: the codes the helper relies on, and
