@@ -97,7 +97,7 @@ bool replies_can_reach_the_helper() {
 // Frames from stdin into the dispatcher until EOF, a fatal frame, a reply that could not be
 // written, or agent/shutdown. Returns the exit code.
 int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& scheduler, agent::run::FrameWriter& writer,
-              agent::run::RunMethods& runs, const agent::AgentService& service) {
+              agent::run::RunMethods& runs, const agent::AgentService& service, const agent::SyncMethods& sync) {
   protocol::FrameDecoder decoder(protocol::agent_frame_limits());
   // Read straight into the decoder, bodies parsed from views into it: a pushed chunk is not
   // copied on its way to the CBOR parser.
@@ -111,6 +111,7 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
       pollfd ready{STDIN_FILENO, POLLIN, 0};
       if (::poll(&ready, 1, kIdleTrimMs) == 0) {
         decoder.release_spare();
+        sync.release_idle_memory();
         ::malloc_trim(0);
         since_trim = 0;
       }
@@ -221,7 +222,7 @@ int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
     agent::RequestScheduler& scheduler;
     ~DrainFirst() { scheduler.drain(); }
   } drain_first{scheduler};
-  return read_loop(dispatcher, scheduler, *writer, *run_methods, service);
+  return read_loop(dispatcher, scheduler, *writer, *run_methods, service, sync_methods);
 }
 
 // sshd hands a session channel's data to us through 64 KiB pipes: it then writes a pushed

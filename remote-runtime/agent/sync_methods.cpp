@@ -40,6 +40,8 @@ SyncMethods::SyncMethods(RootPath root) : ctx_(std::make_unique<sync::SyncContex
 
 SyncMethods::~SyncMethods() = default;
 
+void SyncMethods::release_idle_memory() const { ctx_->scratch().clear(); }
+
 void SyncMethods::bind(protocol::BindingTable& agent_table) const {
   for (const auto& name : table_.method_names()) {
     const protocol::MethodEntry* entry = table_.find(name);

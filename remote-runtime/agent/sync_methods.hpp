@@ -56,6 +56,9 @@ class SyncMethods {
   // -32602 naming the field, never a throw. `this` must outlive `agent_table`'s use.
   void bind(protocol::BindingTable& agent_table) const;
 
+  // Frees the buffers kept for the next pushed chunk (the agent calls it when the link is idle).
+  void release_idle_memory() const;
+
   // The methods bound (for tests and capability lists).
   std::vector<std::string> method_names() const { return table_.method_names(); }
 

@@ -116,8 +116,8 @@ Reply<wire::OkResult> file_part(SyncContext& ctx, const wire::FilePartParams& p,
   auto t = ctx.open(c.method(), p.where);
   if (!t) return std::unexpected(t.error());
   if (p.raw_size > kMaxSyncPayload) return std::unexpected(invalid_params(c.method(), "part too large"));
-  std::vector<std::uint8_t> scratch;
-  auto bytes = protocol::payload_bytes(p.data.bytes(), p.stored, p.raw_size, scratch);
+  auto scratch = ctx.scratch().take();
+  auto bytes = protocol::payload_bytes(p.data.bytes(), p.stored, p.raw_size, scratch.get());
   if (!bytes) return std::unexpected(invalid_params(c.method(), bytes.error()));
   if (auto done = t->w().write_part(p.path, p.temp, p.offset, *bytes); !done) return std::unexpected(t->io_error(p.path, done.error()));
   return wire::OkResult{};
@@ -150,8 +150,8 @@ Reply<wire::FileAppendResult> file_append(SyncContext& ctx, const wire::FileAppe
     return wire::FileAppendResult{up.received};
   }
   // Decompressed outside the upload's lock: that is the work appends share between workers.
-  std::vector<std::uint8_t> scratch;
-  auto bytes = protocol::payload_bytes(p.data->bytes(), p.stored, p.raw_size, scratch);
+  auto scratch = ctx.scratch().take();
+  auto bytes = protocol::payload_bytes(p.data->bytes(), p.stored, p.raw_size, scratch.get());
   if (!bytes) return std::unexpected(invalid_params(c.method(), bytes.error()));
   std::unique_lock lock(up.mu);
   if (!offset && p.raw_size > up.size - up.received) {

@@ -1,0 +1,33 @@
+// ScratchPool: see scratch_pool.hpp.
+#include "remote-runtime/agent/sync/scratch_pool.hpp"
+
+namespace ferry::agent::sync {
+
+ScratchPool::Lease ScratchPool::take() {
+  std::lock_guard lock(mu_);
+  if (idle_.empty()) return Lease(*this, {});
+  Buffer b = std::move(idle_.back());
+  idle_.pop_back();
+  return Lease(*this, std::move(b));
+}
+
+void ScratchPool::give_back(Buffer buffer) {
+  if (buffer.capacity() == 0) return;
+  std::lock_guard lock(mu_);
+  if (idle_.size() < most_) idle_.push_back(std::move(buffer));
+}
+
+void ScratchPool::clear() {
+  std::vector<Buffer> dropped;
+  {
+    std::lock_guard lock(mu_);
+    dropped.swap(idle_);
+  }
+}
+
+std::size_t ScratchPool::idle() const {
+  std::lock_guard lock(mu_);
+  return idle_.size();
+}
+
+}  // namespace ferry::agent::sync
