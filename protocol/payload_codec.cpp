@@ -35,6 +35,16 @@ std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t
   return out;
 }
 
+std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level,
+                                           std::vector<std::uint8_t>& scratch) {
+  ZSTD_CCtx* cctx = thread_cctx();
+  scratch.resize(ZSTD_compressBound(size));
+  std::size_t n = cctx ? ZSTD_compressCCtx(cctx, scratch.data(), scratch.size(), data, size, level)
+                       : ZSTD_compress(scratch.data(), scratch.size(), data, size, level);
+  if (ZSTD_isError(n)) return {};
+  return std::vector<std::uint8_t>(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(n));
+}
+
 std::expected<std::vector<std::uint8_t>, std::string> decompress_payload(const std::uint8_t* data, std::size_t size,
                                                                          std::uint64_t expected, std::uint64_t limit) {
   std::vector<std::uint8_t> out;

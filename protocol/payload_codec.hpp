@@ -28,6 +28,10 @@ int payload_level_for(const std::uint8_t* data, std::size_t size, int level);
 // One zstd frame of `size` bytes (empty on a zstd failure, which only a failed allocation causes).
 // A context per thread: a fresh one per call costs its table setup for every small file.
 std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level = kPayloadLevel);
+// The same, compressed in `scratch` (kept by the caller for the next one) and copied out at its
+// size: no zeroed bound-sized vector faulted in per call (8 MiB for each streamed chunk).
+std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level,
+                                           std::vector<std::uint8_t>& scratch);
 
 // A frame back to exactly `expected` bytes; refuses frames that claim (or turn out) another
 // size, and sizes over `limit`.

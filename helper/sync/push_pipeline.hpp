@@ -6,7 +6,10 @@
 // Internal to ferry_sync_engine.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <semaphore>
+#include <thread>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -22,6 +25,7 @@
 #include "helper/sync/sync_client.hpp"
 #include "helper/sync/sync_engine_state.hpp"
 #include "protocol/delta/delta.hpp"
+#include "protocol/scratch_pool.hpp"
 
 namespace ferry::sync {
 
@@ -106,6 +110,7 @@ class PushPipeline {
   void send_batch(const std::vector<const Transfer*>& batch);
   void stream_file(const Transfer& t);
   void stream_chunks(Stream& s, std::optional<std::size_t> lane);
+  std::optional<std::vector<std::uint8_t>> pack_chunk(Stream& s, std::uint64_t offset, std::size_t want, bool& stored);
   void commit_stream(const Transfer& t, std::int64_t handle, std::uint64_t sent);
   void send_delta(const Transfer& t);
   std::expected<delta::DeltaStats, std::string> make_delta(const Transfer& t, std::span<const std::uint8_t> bytes, bool own_base,
@@ -120,6 +125,10 @@ class PushPipeline {
   std::vector<std::function<void()>> jobs_;
   std::uint64_t mutations_at_start_ = 0;  // the client's count when this push's transfer began
   std::vector<std::pair<std::string, Hash128>> late_hashes_;  // under prog_.mu
+  // Streamed chunks being read and packed (one per core) and their buffers (see pack_chunk).
+  static constexpr unsigned kMaxPackers = 64;
+  std::counting_semaphore<kMaxPackers> packers_{static_cast<std::ptrdiff_t>(std::clamp(std::thread::hardware_concurrency(), 1u, kMaxPackers))};
+  protocol::ScratchPool chunk_buffers_{2 * kMaxPackers};
 };
 
 }  // namespace ferry::sync

@@ -17,10 +17,10 @@
 #include "common/unique_fd.hpp"
 #include "protocol/jsonrpc.hpp"
 #include "protocol/payload_codec.hpp"
+#include "protocol/scratch_pool.hpp"
 #include "protocol/sync_wire.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
-#include "remote-runtime/agent/sync/scratch_pool.hpp"
 #include "remote-runtime/agent/sync/sync_generation.hpp"
 #include "remote-runtime/agent/sync/tree_listing.hpp"
 
@@ -141,7 +141,7 @@ class SyncContext {
   void drop_upload(std::int64_t handle, const std::shared_ptr<Upload>& held);
 
   // Where pushed chunks are decompressed (see scratch_pool.hpp).
-  ScratchPool& scratch() { return scratch_; }
+  protocol::ScratchPool& scratch() { return scratch_; }
 
  private:
   std::expected<std::shared_ptr<FileWriter>, std::string> writer_for(const std::string& base);
@@ -156,7 +156,7 @@ class SyncContext {
   mutable std::mutex uploads_mu_;  // the map; each Upload has its own lock for its file
   std::map<std::int64_t, std::shared_ptr<Upload>> uploads_;
   std::int64_t next_upload_ = 1;
-  ScratchPool scratch_;
+  protocol::ScratchPool scratch_;
 };
 
 }  // namespace ferry::agent::sync

@@ -248,6 +248,14 @@ BOOST_AUTO_TEST_CASE(payload_codec_round_trips_and_refuses_lies) {
   BOOST_TEST_REQUIRE(ferry::protocol::decompress_payload_into(packed.data(), packed.size(), raw.size(), kept).has_value());
   BOOST_TEST((kept.data() == pages));
   BOOST_TEST(!ferry::protocol::decompress_payload_into(junk.data(), junk.size(), 5, kept).has_value());
+  // Compressed in a kept buffer: the same frame at its own size, the buffer's pages reused.
+  std::vector<std::uint8_t> scratch;
+  auto in_scratch = ferry::protocol::compress_payload(raw.data(), raw.size(), ferry::protocol::kPayloadLevel, scratch);
+  BOOST_TEST((in_scratch == packed));
+  BOOST_TEST(in_scratch.capacity() < scratch.size());
+  const auto* scratch_pages = scratch.data();
+  BOOST_TEST((ferry::protocol::compress_payload(raw.data(), raw.size(), ferry::protocol::kPayloadLevel, scratch) == packed));
+  BOOST_TEST((scratch.data() == scratch_pages));
   // Empty payloads (an empty file) are one valid frame.
   auto empty = ferry::protocol::compress_payload(nullptr, 0);
   BOOST_TEST(ferry::protocol::decompress_payload(empty.data(), empty.size(), 0).has_value());

@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "remote-runtime/agent/sync/scratch_pool.hpp"
+#include "protocol/scratch_pool.hpp"
 
-using ferry::agent::sync::ScratchPool;
+using ferry::protocol::ScratchPool;
 
 BOOST_AUTO_TEST_CASE(a_buffer_given_back_is_taken_again_with_its_bytes) {
   ScratchPool pool;

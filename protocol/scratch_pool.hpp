@@ -1,6 +1,7 @@
-// Byte buffers the agent decompresses pushed chunks into, kept between requests: a fresh 8 MiB
-// vector per chunk is zeroed and faulted in again each time (about a twentieth of an initial
-// sync's time at 50 ms on 2 cores, bench/wan). The agent empties the pool when the link is idle.
+// Byte buffers for sync payloads, kept between uses: the agent decompresses pushed chunks into
+// them, the helper reads and compresses streamed chunks in them. A fresh 8 MiB vector per chunk
+// is zeroed and faulted in again each time (each end's share was about a twentieth of an initial
+// sync's time at 50 ms on 2 cores, bench/wan). The agent empties its pool when the link is idle.
 #pragma once
 
 #include <cstddef>
@@ -9,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace ferry::agent::sync {
+namespace ferry::protocol {
 
 class ScratchPool {
  public:
@@ -48,4 +49,4 @@ class ScratchPool {
   std::vector<Buffer> idle_;
 };
 
-}  // namespace ferry::agent::sync
+}  // namespace ferry::protocol

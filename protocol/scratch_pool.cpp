@@ -1,7 +1,7 @@
 // ScratchPool: see scratch_pool.hpp.
-#include "remote-runtime/agent/sync/scratch_pool.hpp"
+#include "protocol/scratch_pool.hpp"
 
-namespace ferry::agent::sync {
+namespace ferry::protocol {
 
 ScratchPool::Lease ScratchPool::take() {
   std::lock_guard lock(mu_);
@@ -30,4 +30,4 @@ std::size_t ScratchPool::idle() const {
   return idle_.size();
 }
 
-}  // namespace ferry::agent::sync
+}  // namespace ferry::protocol
