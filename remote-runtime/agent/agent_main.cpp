@@ -94,6 +94,23 @@ bool replies_can_reach_the_helper() {
   return !(::poll(&out, 1, 0) > 0 && (out.revents & (POLLERR | POLLHUP)));
 }
 
+// sshd hands a session channel's data to us through 64 KiB pipes: it then writes a pushed
+// chunk in 64 KiB pieces, growing and compacting its channel buffer for the rest, and we wake
+// per piece. 1 MiB pipes (the unprivileged maximum) took a tenth off an initial sync of 20000
+// files + 256 MiB at 50 ms on 2 cores (bench/wan). They count against the user's pipe quota
+// (fs.pipe-user-pages-soft, 64 MiB by default; past it the kernel gives that user's new pipes
+// 8 KiB), and a far link keeps 17 agents for its life: so an agent that goes quiet after
+// megabytes narrows its pipes back, and widens them when the next request comes. Not a pipe, or
+// over the quota: left as it is.
+constexpr int kWidePipe = 1 << 20;
+constexpr int kNarrowPipe = 64 << 10;
+
+void size_stdio_pipes(int bytes) {
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO})
+    if (::fcntl(fd, F_GETPIPE_SZ) > 0 && ::fcntl(fd, F_SETPIPE_SZ, bytes) < 0)
+      spdlog::debug("pipe {} stays at {} bytes: {}", fd, ::fcntl(fd, F_GETPIPE_SZ), std::strerror(errno));
+}
+
 // Frames from stdin into the dispatcher until EOF, a fatal frame, a reply that could not be
 // written, or agent/shutdown. Returns the exit code.
 int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& scheduler, agent::run::FrameWriter& writer,
@@ -103,6 +120,7 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
   // copied on its way to the CBOR parser.
   constexpr std::size_t kReadAtMost = 1u << 20;
   std::uint64_t since_trim = 0;
+  bool wide = true;  // main() widened them
   while (true) {
     if (since_trim >= kTrimAfterBytes) {
       // Megabytes went through: once the helper has been quiet for a second, give the freed
@@ -113,6 +131,8 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
         decoder.release_spare();
         sync.release_idle_memory();
         ::malloc_trim(0);
+        size_stdio_pipes(kNarrowPipe);
+        wide = false;
         since_trim = 0;
       }
     }
@@ -137,6 +157,10 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
       return 0;
     }
     since_trim += static_cast<std::uint64_t>(n);
+    if (!wide) {
+      size_stdio_pipes(kWidePipe);
+      wide = true;
+    }
     while (auto frame = decoder.next_view()) {
       if (scheduler.failed()) return 1;
       std::optional<protocol::Response> reply;
@@ -225,18 +249,6 @@ int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
   return read_loop(dispatcher, scheduler, *writer, *run_methods, service, sync_methods);
 }
 
-// sshd hands a session channel's data to us through 64 KiB pipes: it then writes a pushed
-// chunk in 64 KiB pieces, growing and compacting its channel buffer for the rest, and we wake
-// per piece. 1 MiB pipes (the unprivileged maximum) took a tenth off an initial sync of 20000
-// files + 256 MiB at 50 ms on 2 cores (bench/wan). Not a pipe, or over the user's pipe quota:
-// left as it is.
-void widen_stdio_pipes() {
-  constexpr int kPipeBytes = 1 << 20;
-  for (int fd : {STDIN_FILENO, STDOUT_FILENO})
-    if (::fcntl(fd, F_GETPIPE_SZ) > 0 && ::fcntl(fd, F_SETPIPE_SZ, kPipeBytes) < 0)
-      spdlog::debug("pipe {} stays at {} bytes: {}", fd, ::fcntl(fd, F_GETPIPE_SZ), std::strerror(errno));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -280,7 +292,7 @@ int main(int argc, char** argv) {
   }
   // A vanished helper must surface as a write error, not kill us mid-reply.
   ::signal(SIGPIPE, SIG_IGN);
-  widen_stdio_pipes();
+  size_stdio_pipes(kWidePipe);
 
   auto root = ferry::agent::RootPath::open(root_arg);
   if (!root) {

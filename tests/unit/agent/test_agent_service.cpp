@@ -6,9 +6,11 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -205,6 +207,35 @@ BOOST_AUTO_TEST_CASE(binary_widens_its_stdio_pipes) {
   auto pong = a.next();
   BOOST_REQUIRE(pong.has_value());
   BOOST_TEST(std::get<json>(std::get<Response>(*pong).outcome)["echo"] == "wide");
+}
+
+// The wide pipes count against the user's pipe quota: after megabytes and a quiet second the
+// agent narrows them back, and the next request widens them again.
+BOOST_AUTO_TEST_CASE(binary_narrows_its_pipes_when_quiet_and_widens_them_for_the_next_request) {
+  TempRoot t;
+  AgentProcess a(t.path);
+  int most = 1 << 20;
+  std::ifstream("/proc/sys/fs/pipe-max-size") >> most;
+  const int wide = ::geteuid() == 0 ? 1 << 20 : std::min(most, 1 << 20);
+  const std::string big(3u << 20, 'x');
+  BOOST_REQUIRE(a.stream->write_all(encode_agent_frame(Request{1, "agent/ping", {{"echo", big}}})).has_value());
+  auto pong = a.next();
+  BOOST_REQUIRE(pong.has_value());
+  BOOST_TEST(std::get<json>(std::get<Response>(*pong).outcome)["echo"].get<std::string>().size() == big.size());
+  // Quiet now: within its idle second (and some slack) both pipes go back to 64 KiB.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (::fcntl(a.to_agent, F_GETPIPE_SZ) != (64 << 10) && std::chrono::steady_clock::now() < deadline) {
+    pollfd none{-1, 0, 0};
+    ::poll(&none, 0, 20);  // waiting on the agent's own timer: nothing to wake us
+  }
+  BOOST_TEST(::fcntl(a.to_agent, F_GETPIPE_SZ) == (64 << 10));
+  BOOST_TEST(::fcntl(a.from_agent, F_GETPIPE_SZ) == (64 << 10));
+  BOOST_REQUIRE(a.stream->write_all(encode_agent_frame(Request{2, "agent/ping", {{"echo", "again"}}})).has_value());
+  auto again = a.next();
+  BOOST_REQUIRE(again.has_value());
+  BOOST_TEST(std::get<json>(std::get<Response>(*again).outcome)["echo"] == "again");
+  BOOST_TEST(::fcntl(a.to_agent, F_GETPIPE_SZ) == wide);
+  BOOST_TEST(::fcntl(a.from_agent, F_GETPIPE_SZ) == wide);
 }
 
 // Every family behind the binary's one Dispatcher: the codes the helper relies on, and
