@@ -14,34 +14,35 @@ ZSTD_CCtx* thread_cctx() {
   return cctx.get();
 }
 
+// One frame of `size` bytes into `out`, resized to zstd's bound first: its length, or 0 when
+// zstd failed.
+std::size_t compress_into(std::vector<std::uint8_t>& out, const std::uint8_t* data, std::size_t size, int level) {
+  out.resize(ZSTD_compressBound(size));
+  ZSTD_CCtx* cctx = thread_cctx();
+  const std::size_t n = cctx ? ZSTD_compressCCtx(cctx, out.data(), out.size(), data, size, level)
+                             : ZSTD_compress(out.data(), out.size(), data, size, level);
+  return ZSTD_isError(n) ? 0 : n;
+}
+
 }  // namespace
 
 int payload_level_for(const std::uint8_t* data, std::size_t size, int level) {
   constexpr std::size_t kSample = 64u << 10;
   if (size < 4 * kSample) return level;
-  ZSTD_CCtx* cctx = thread_cctx();
-  std::vector<std::uint8_t> out(ZSTD_compressBound(kSample));
-  const std::size_t n = cctx ? ZSTD_compressCCtx(cctx, out.data(), out.size(), data, kSample, 1)
-                             : ZSTD_compress(out.data(), out.size(), data, kSample, 1);
-  return !ZSTD_isError(n) && n * 100 > kSample * 97 ? kIncompressibleLevel : level;
+  std::vector<std::uint8_t> out;
+  const std::size_t n = compress_into(out, data, kSample, 1);
+  return n != 0 && n * 100 > kSample * 97 ? kIncompressibleLevel : level;
 }
 
 std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level) {
-  ZSTD_CCtx* cctx = thread_cctx();
-  std::vector<std::uint8_t> out(ZSTD_compressBound(size));
-  std::size_t n = cctx ? ZSTD_compressCCtx(cctx, out.data(), out.size(), data, size, level)
-                       : ZSTD_compress(out.data(), out.size(), data, size, level);
-  out.resize(ZSTD_isError(n) ? 0 : n);
+  std::vector<std::uint8_t> out;
+  out.resize(compress_into(out, data, size, level));
   return out;
 }
 
 std::vector<std::uint8_t> compress_payload(const std::uint8_t* data, std::size_t size, int level,
                                            std::vector<std::uint8_t>& scratch) {
-  ZSTD_CCtx* cctx = thread_cctx();
-  scratch.resize(ZSTD_compressBound(size));
-  std::size_t n = cctx ? ZSTD_compressCCtx(cctx, scratch.data(), scratch.size(), data, size, level)
-                       : ZSTD_compress(scratch.data(), scratch.size(), data, size, level);
-  if (ZSTD_isError(n)) return {};
+  const std::size_t n = compress_into(scratch, data, size, level);
   return std::vector<std::uint8_t>(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(n));
 }
 

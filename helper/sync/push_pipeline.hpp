@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <semaphore>
-#include <thread>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -17,8 +15,10 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <semaphore>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
