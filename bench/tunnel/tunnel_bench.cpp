@@ -183,26 +183,6 @@ double cpu_of_tree(pid_t pid) {
   return total;
 }
 
-// Moves `bytes` through an echo forward (a writer and a reader at once).
-void echo_bulk(int port, std::uint64_t bytes) {
-  int fd = tcp_connect("127.0.0.1", port);
-  if (fd < 0) throw std::runtime_error("echo: connect failed");
-  std::thread writer([&] {
-    std::string chunk(256 << 10, 'w');
-    for (std::uint64_t left = bytes; left > 0;) {
-      auto n = std::min<std::uint64_t>(left, chunk.size());
-      if (!write_all_fd(fd, std::string_view(chunk.data(), n))) break;
-      left -= n;
-    }
-    ::shutdown(fd, SHUT_WR);
-  });
-  std::vector<char> buf(256 << 10);
-  while (::recv(fd, buf.data(), buf.size(), 0) > 0) {
-  }
-  writer.join();
-  ::close(fd);
-}
-
 // OpenSSH tunnel masters listening now (their control sockets, in ferry's private lane dirs).
 int tunnel_masters_listening() {
   std::ifstream unix_sockets("/proc/net/unix");
@@ -328,21 +308,12 @@ int main(int argc, char** argv) {
   };
   FerryTunnel fa(sshd, discard.port()), fb(sshd, source.port()), fc(sshd, echo.port());
   add("ferry tunnel", fa.port, fb.port, fc.port, fa.pid, fb.pid);
-  // On a short link a tunnel moves to an OpenSSH master once it has carried 64 MiB over libssh2
-  // (kOpenSshTunnelAfterBytes): each ferry tunnel carries that much first, then the next
-  // connection starts its master, so the rounds measure a tunnel that has carried bulk.
-  // FERRY_OPENSSH_TUNNELS=0 in the environment keeps them on libssh2 for comparison.
-  const std::uint64_t warm = (64u << 20) + (1u << 20);
-  upload(fa.port, warm);
-  download(fb.port, warm);
-  echo_bulk(fc.port, warm);
+  // On a short link `ferry tunnel` announces its tunnels once its OpenSSH master is up, so every
+  // connection measured goes through it; FERRY_OPENSSH_TUNNELS=0 in the environment keeps them on
+  // libssh2 for comparison.
   const char* forced = std::getenv("FERRY_OPENSSH_TUNNELS");
-  if (!forced || std::string(forced) != "0") {
-    upload(fa.port, 1 << 20), download(fb.port, 1 << 20), echo_bulk(fc.port, 1 << 20);
-    const auto deadline = Clock::now() + 30s;
-    while (tunnel_masters_listening() < 3 && Clock::now() < deadline) std::this_thread::sleep_for(10ms);  // polls a /proc effect
+  if (!forced || std::string(forced) != "0")
     std::fprintf(stderr, "OpenSSH tunnel masters listening: %d of 3\n", tunnel_masters_listening());
-  }
   SshForward da(sshd, discard.port(), {}), db(sshd, source.port(), {}), dc(sshd, echo.port(), {});
   add("ssh -L (default cipher)", da.port, db.port, dc.port, da.pid, db.pid);
   const std::vector<std::string> ctr{"-c", "aes128-ctr", "-m", "hmac-sha2-256"};

@@ -1,13 +1,16 @@
 // `ferry tunnel [-R] SPEC...`: opens port forwards to the project's host (or ferry.json's tunnels
 // when no SPEC is given) and stays in the foreground until Ctrl-C, printing one line per tunnel on
 // stdout; link drops and reconnects are reported on stderr, and the tunnels come back by themselves.
+// On a short link its local tunnels go through the OpenSSH master from the first connection.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
@@ -79,6 +82,9 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
 
   remote::SshEndpointOptions eo = endpoint_options(*target);
   eo.reconnect = true;
+  // ssh -L's stand-in: on a short link every connection goes through the OpenSSH master (half
+  // libssh2's CPU per byte), not only those after the tunnel's first 64 MiB.
+  eo.openssh_tunnel_after_bytes = 0;
   eo.on_state = [](const remote::HostState& s) {
     using protocol::LinkState;
     const LinkState state = s.state;
@@ -94,23 +100,31 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     std::cerr << cannot_reach("ferry tunnel", e.description(), info.error()) << "\n";
     return exit_status::kFailed;
   }
-  int opened = 0;
+  std::vector<std::string> lines;
+  bool local = false;
   for (const auto& spec : specs) {
     auto f = e.open_forward(spec);
     if (!f) {
       std::cerr << "ferry tunnel: " << f.error().message << "\n";
       continue;
     }
-    ++opened;
-    std::cout << remote::describe(*f) << (spec.name.empty() ? "" : "  (" + spec.name + ")") << std::endl;
+    local = local || spec.kind == remote::ForwardKind::kLocal;
+    lines.push_back(remote::describe(*f) + (spec.name.empty() ? "" : "  (" + spec.name + ")"));
   }
-  if (opened == 0) return exit_status::kFailed;
+  if (lines.empty()) return exit_status::kFailed;
+  // The tunnels are announced once the master is up (a second login, ~0.1 s here; ssh -L too
+  // listens only after its login), so the first connection does not stay on libssh2 for its life.
+  // A link that takes none (a long one, a ProxyJump host, no ssh client) answers at once; one
+  // that does not come up in time leaves the connections on libssh2 until it does.
+  if (local && !e.wait_openssh_tunnels(std::chrono::seconds(std::clamp(o.timeout_s, 1, 10))))
+    spdlog::debug("ferry tunnel: connections go over the link's libssh2 channels");
+  for (const auto& line : lines) std::cout << line << std::endl;
   std::cerr << "ferry: forwarding; Ctrl-C to stop\n";
   int sig = 0;
   sigwait(&stop_signals, &sig);
   std::cerr << "ferry: closing tunnels\n";
   e.close();
-  return opened == static_cast<int>(specs.size()) ? 0 : 1;
+  return lines.size() == specs.size() ? 0 : 1;
 }
 
 }  // namespace

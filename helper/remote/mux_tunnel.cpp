@@ -81,8 +81,13 @@ struct MuxTunnel::Conn {
   }
 };
 
-MuxTunnel::MuxTunnel(std::shared_ptr<TunnelMaster> master, std::string host, int port)
-    : master_(std::move(master)), host_(std::move(host)), port_(port), wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+MuxTunnel::MuxTunnel(std::shared_ptr<TunnelMaster> master, std::string host, int port, std::uint64_t after_bytes)
+    : master_(std::move(master)),
+      host_(std::move(host)),
+      port_(port),
+      after_bytes_(after_bytes),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (after_bytes_ == 0) master_->start();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -111,7 +116,7 @@ bool MuxTunnel::take(int fd, const std::shared_ptr<ssh::ForwardCounters>& counte
   }
   auto mux = master_->mux();
   if (!mux) {
-    if (counters->bytes.load() >= kOpenSshTunnelAfterBytes) master_->start();  // for the connections after this one
+    if (counters->bytes.load() >= after_bytes_) master_->start();  // for the connections after this one
     return false;
   }
   int p[2];

@@ -18,16 +18,11 @@
 
 namespace ferry::remote {
 
-// A tunnel's connections go over libssh2 channels until they have moved this much (64 MiB, about
-// a quarter of a second of ssh -L here): only then is a second login worth its cost (~0.3
-// core-seconds, and a touch for a hardware key), so a debugger's or a notebook's tunnel keeps to
-// the one login of the link.
-inline constexpr std::uint64_t kOpenSshTunnelAfterBytes = 64ull << 20;
-
 class MuxTunnel final : public ssh::ConnectionHandoff {
  public:
-  // host:port as the box sees it.
-  MuxTunnel(std::shared_ptr<TunnelMaster> master, std::string host, int port);
+  // host:port as the box sees it; the master starts once the tunnel has moved `after_bytes`
+  // over the link's channels (kOpenSshTunnelAfterBytes), at once when it is 0.
+  MuxTunnel(std::shared_ptr<TunnelMaster> master, std::string host, int port, std::uint64_t after_bytes);
   ~MuxTunnel() override;  // ends every connection and joins the thread
   MuxTunnel(const MuxTunnel&) = delete;
   MuxTunnel& operator=(const MuxTunnel&) = delete;
@@ -43,6 +38,7 @@ class MuxTunnel final : public ssh::ConnectionHandoff {
   std::shared_ptr<TunnelMaster> master_;
   std::string host_;
   int port_;
+  std::uint64_t after_bytes_;
   posix::UniqueFd wake_fd_;  // eventfd: new connections, stop
   std::mutex mutex_;
   std::vector<std::unique_ptr<Conn>> incoming_;  // taken, not yet seen by the thread

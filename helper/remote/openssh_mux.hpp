@@ -87,9 +87,16 @@ class OpenSshMux {
   std::uint32_t next_id_ = 1;
 };
 
+// A tunnel's connections go over libssh2 channels until they have moved this much (64 MiB, about
+// a quarter of a second of ssh -L here): only then is a second login worth its cost (~0.3
+// core-seconds, and a touch for a hardware key), so a debugger's or a notebook's tunnel keeps to
+// the one login of the link. `ferry tunnel` sets 0 (SshEndpointOptions::openssh_tunnel_after_bytes).
+inline constexpr std::uint64_t kOpenSshTunnelAfterBytes = 64ull << 20;
+
 // One link's master, started in the background when a tunnel of the link has carried bulk
-// (mux_tunnel.hpp), so that opening a tunnel never waits for a second login and a light one (a
-// debugger's) never costs one; until it is up (or if it never comes up) tunnels use libssh2.
+// (mux_tunnel.hpp), or with the tunnel where the threshold is 0, so that opening a tunnel in the
+// IDE never waits for a second login and a light one (a debugger's) never costs one; until it is
+// up (or if it never comes up) tunnels use libssh2.
 class TunnelMaster {
  public:
   TunnelMaster(OpenSshLaneSpec spec, std::string key_type, std::unique_ptr<LaneKnownHosts> dir);

@@ -844,7 +844,7 @@ bool SshEndpoint::start_forward(Forward& f, const std::shared_ptr<Link>& link) {
   ssh::Result<ssh::ForwardHandle> r = std::unexpected(ssh::Error{});
   if (spec.kind == ForwardKind::kLocal) {
     std::shared_ptr<ssh::ConnectionHandoff> handoff;
-    if (auto master = tunnel_master(*link)) handoff = std::make_shared<MuxTunnel>(master, spec.remote_host, spec.remote_port);
+    if (auto master = tunnel_master(*link)) handoff = std::make_shared<MuxTunnel>(master, spec.remote_host, spec.remote_port, options_.openssh_tunnel_after_bytes);
     r = link->connection->start_local_forward(f.listener.fd(), spec.remote_host, spec.remote_port, {}, std::move(handoff));
   } else {
     // The host binds its loopback whatever the spelling here (GatewayPorts stays the server's call).

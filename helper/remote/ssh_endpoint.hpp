@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -73,6 +74,10 @@ struct SshEndpointOptions {
   // per byte is the cap) when an `ssh` client is found and the host is direct; 0 = never;
   // 1 = whatever the round trip.
   int openssh_tunnels = -1;
+  // What a local tunnel moves over the link's channels before that master starts
+  // (kOpenSshTunnelAfterBytes: light tunnels keep to one login); 0: it starts with the first local
+  // tunnel (`ferry tunnel`, ssh -L's stand-in, where every connection should be as fast as ssh -L's).
+  std::uint64_t openssh_tunnel_after_bytes = kOpenSshTunnelAfterBytes;
   // Where the hosts' round trips are remembered (round_trip_memory.hpp); empty: the default file.
   std::filesystem::path round_trip_memory;
 };

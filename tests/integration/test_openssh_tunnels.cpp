@@ -3,7 +3,8 @@
 // reaches a local peer that is still writing); a refused remote port ends the connection; closing
 // the tunnel ends the connections the master carries; a dead master leaves the tunnel on the
 // link's libssh2 channels; on a short link the master starts by default once a tunnel has carried
-// bulk (never for light traffic: one login), and it goes with the link.
+// bulk (never for light traffic: one login), with the tunnel when the threshold is 0 (`ferry
+// tunnel`), and it goes with the link.
 #define BOOST_TEST_MODULE openssh_tunnels
 #include <signal.h>
 #include <stdlib.h>
@@ -36,11 +37,12 @@ namespace {
 struct Connected {
   SshdFixture sshd;
   std::unique_ptr<SshEndpoint> endpoint;
-  explicit Connected(int openssh_tunnels = 1) {
+  explicit Connected(int openssh_tunnels = 1, std::uint64_t after_bytes = kOpenSshTunnelAfterBytes) {
     ::unsetenv("FERRY_OPENSSH_TUNNELS");
     sshd.trust_host_key();
     SshEndpointOptions o = endpoint_options_for(sshd);
     o.openssh_tunnels = openssh_tunnels;
+    o.openssh_tunnel_after_bytes = after_bytes;
     o.session.connect_timeout = 20s;  // nothing here is about timing: a loaded machine must not fail it
     endpoint = std::make_unique<SshEndpoint>(o);
     auto info = endpoint->connect(20s);
@@ -200,4 +202,15 @@ BOOST_AUTO_TEST_CASE(a_short_link_starts_the_master_once_a_tunnel_carries_bulk_a
   EchoServer echo;
   BOOST_TEST(echo_stream(off.forward_to(echo.port()), "libssh2") == "");
   BOOST_TEST(off.endpoint->tunnel_connections_through_openssh() == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(with_no_threshold_the_master_starts_with_the_tunnel_and_carries_its_first_connection) {
+  Connected c(-1, 0);  // auto on a short link, as `ferry tunnel` sets it
+  BOOST_TEST(live_children_named("ssh").empty());  // no tunnel yet: no second login
+  EchoServer echo;
+  const int port = c.forward_to(echo.port());
+  BOOST_REQUIRE(eventually([] { return live_children_named("ssh").size() == 1u; }, 20s));  // before any traffic
+  BOOST_REQUIRE_MESSAGE(c.endpoint->wait_openssh_tunnels(20s), c.sshd.log());
+  BOOST_TEST(echo_stream(port, random_bytes<std::string>(4 << 20, 7)) == "");
+  BOOST_TEST(c.endpoint->tunnel_connections_through_openssh() == 1u);
 }

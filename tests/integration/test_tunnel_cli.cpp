@@ -1,6 +1,7 @@
 // `ferry tunnel` as a user runs it, against a real sshd: the printed line names the chosen port,
-// bytes flow through it, Ctrl-C (SIGINT) closes the tunnel and exits 0, and clients that close
-// while the remote is sending never take the process down.
+// bytes flow through it (on this short link through the OpenSSH master, up before the line),
+// Ctrl-C (SIGINT) closes the tunnel and exits 0, and clients that close while the remote is
+// sending never take the process down, over libssh2 or through the master.
 #define BOOST_TEST_MODULE tunnel_cli
 #include <boost/test/unit_test.hpp>
 
@@ -8,6 +9,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -31,7 +33,8 @@ struct TunnelProcess {
   int port = 0;            // the local port from that line, 0 if it never came
   int remote_port = 0;
 
-  TunnelProcess(const SshdFixture& sshd, const std::string& spec) {
+  // `openssh_tunnels`: FERRY_OPENSSH_TUNNELS for the process ("": unset, the default rule).
+  TunnelProcess(const SshdFixture& sshd, const std::string& spec, const std::string& openssh_tunnels = "") {
     int fds[2];
     if (::pipe(fds) != 0) throw std::runtime_error("pipe failed");
     pid = ::fork();
@@ -43,6 +46,8 @@ struct TunnelProcess {
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+      if (openssh_tunnels.empty()) ::unsetenv("FERRY_OPENSSH_TUNNELS");
+      else ::setenv("FERRY_OPENSSH_TUNNELS", openssh_tunnels.c_str(), 1);
       if (::chdir(sshd.dir().c_str()) != 0) ::_exit(126);  // no ferry.json above
       ::execl(FERRY_BIN, FERRY_BIN, "-F", sshd.ssh_config().c_str(), "tunnel", "--host", sshd.alias().c_str(),
               spec.c_str(), static_cast<char*>(nullptr));
@@ -111,6 +116,9 @@ BOOST_AUTO_TEST_CASE(ferry_tunnel_prints_forwards_and_stops_on_ctrl_c) {
   TunnelProcess tunnel(sshd, "0:127.0.0.1:" + std::to_string(echo.port()));
   BOOST_REQUIRE_MESSAGE(tunnel.port > 0, "stdout: " << tunnel.first_line << "\n" << sshd.log());
   BOOST_TEST(tunnel.remote_port == echo.port());
+  // On a short link the OpenSSH master is up before the tunnel is announced, so the first
+  // connection goes through it (as fast as ssh -L), not over libssh2 for its whole life.
+  BOOST_TEST(std::ranges::count(process_tree(tunnel.pid), std::string("ssh"), comm_of) == 1);
 
   int fd = tcp_connect("127.0.0.1", tunnel.port);
   BOOST_REQUIRE(fd >= 0);
@@ -170,14 +178,16 @@ class StreamServer : public ferry::test::LoopbackServer {
 // write without MSG_NOSIGNAL killed the whole `ferry tunnel` process with SIGPIPE (exit 141) and
 // every other connection through it. 100 such probes, half closing with a reset, run while a
 // long transfer goes through the same tunnel: the process lives and the transfer is byte-exact.
-BOOST_AUTO_TEST_CASE(ferry_tunnel_survives_clients_closing_during_the_first_burst) {
+namespace {
+
+void survives_clients_closing_during_the_first_burst(const std::string& openssh_tunnels) {
   SshdFixture sshd;
   sshd.trust_host_key();
   constexpr std::uint64_t kLong = 24 << 20;
   constexpr std::uint64_t kBurst = 512 << 10;  // several socket buffers: writes go on after the close
   constexpr int kProbes = 100;
   StreamServer server(kLong, kBurst);
-  TunnelProcess tunnel(sshd, "0:127.0.0.1:" + std::to_string(server.port()));
+  TunnelProcess tunnel(sshd, "0:127.0.0.1:" + std::to_string(server.port()), openssh_tunnels);
   BOOST_REQUIRE_MESSAGE(tunnel.port > 0, "stdout: " << tunnel.first_line << "\n" << sshd.log());
 
   int long_fd = tcp_connect("127.0.0.1", tunnel.port);
@@ -227,4 +237,16 @@ BOOST_AUTO_TEST_CASE(ferry_tunnel_survives_clients_closing_during_the_first_burs
   ::close(again);
   auto exit = tunnel.stop();
   BOOST_TEST((exit && WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0));
+}
+
+}  // namespace
+
+// Through the libssh2 bridge (issue #17's path) and through the OpenSSH master (`ferry tunnel`'s
+// default on a short link).
+BOOST_AUTO_TEST_CASE(ferry_tunnel_survives_clients_closing_during_the_first_burst_over_libssh2) {
+  survives_clients_closing_during_the_first_burst("0");
+}
+
+BOOST_AUTO_TEST_CASE(ferry_tunnel_survives_clients_closing_during_the_first_burst_through_openssh) {
+  survives_clients_closing_during_the_first_burst("");
 }
