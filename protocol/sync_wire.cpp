@@ -240,6 +240,7 @@ json to_json(const ListParams& p) {
   if (p.hash_under) j["hashUnder"] = *p.hash_under;
   if (p.only) j["only"] = *p.only;
   if (p.hash_all) j["hashAll"] = true;
+  if (p.hash_at_most) j["hashAtMost"] = *p.hash_at_most;
   if (p.sweep) j["sweep"] = true;
   if (p.page_entries) j["pageEntries"] = *p.page_entries;
   if (p.page_ms) j["pageMs"] = *p.page_ms;
@@ -255,6 +256,7 @@ std::optional<DecodeError> from_json(const json& j, ListParams& out, const std::
   f.opt("hashUnder", out.hash_under);
   f.opt("only", out.only);
   f.opt("hashAll", out.hash_all);
+  f.opt("hashAtMost", out.hash_at_most);
   f.opt("sweep", out.sweep);
   f.opt("pageEntries", out.page_entries);
   f.opt("pageMs", out.page_ms);

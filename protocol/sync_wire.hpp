@@ -136,6 +136,9 @@ struct ListParams {
   std::optional<std::vector<std::string>> hash_under;  // pull: every file below these is hashed
   std::optional<std::vector<std::string>> only;        // sync on save: just these paths
   bool hash_all = false;
+  // Files over this size are hashed only if the agent already knows their hash (its cache): a
+  // pull of a new 10 GB checkpoint need not read it once on the box before the first byte moves.
+  std::optional<std::uint64_t> hash_at_most;
   bool sweep = false;  // remove stale ferry temp files first
   std::optional<std::int64_t> page_entries;  // either of these asks for pages
   std::optional<std::int64_t> page_ms;

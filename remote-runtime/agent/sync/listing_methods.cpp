@@ -12,8 +12,6 @@
 #include <spdlog/spdlog.h>
 
 #include "common/file_times.hpp"
-#include "common/full_io.hpp"
-#include "common/unique_fd.hpp"
 #include "protocol/delta/delta_types.hpp"
 #include "protocol/python_sources.hpp"
 #include "remote-runtime/agent/sync/sync_bindings.hpp"
@@ -103,19 +101,15 @@ std::optional<wire::ListEntry> stat_row(const Target& t, const std::string& path
     row.link_target.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
     row.size = row.link_target.size();
   }
-  if (kind == 0 && opt.hash_if(path)) {
-    const posix::UniqueFd fd(::open(resolved->absolute.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (fd) {
-      std::vector<std::uint8_t> bytes(row.size);
-      if (posix::pread_full(fd.get(), bytes.data(), bytes.size(), 0) == static_cast<ssize_t>(row.size)) row.hash = ferry::delta::hash128(bytes);
-    }
-  }
+  // In pieces, not the whole file in memory: a saved file can be a 2 GB checkpoint.
+  if (kind == 0 && opt.hash_if(path)) row.hash = hash_file_at(AT_FDCWD, resolved->absolute.c_str(), row.size, row.size > opt.hash_at_most);
   return row;
 }
 
 // The walk's predicates, reading the options kept in the listing (its pages may come later).
 ListOptions options_of(const std::shared_ptr<Listing>& listing) {
   ListOptions opt;
+  opt.hash_at_most = listing->hash_at_most;
   opt.hash_if = [l = listing.get()](const std::string& path) {
     if (l->python_only && !protocol::is_python_source_file(path)) return false;  // never hash a 1 GiB .so
     if (l->hash_all || !l->known.contains(path)) return true;
@@ -144,6 +138,7 @@ Reply<wire::ListResult> list(SyncContext& ctx, const wire::ListParams& p, CallCo
   if (p.prune) listing->prune.insert(p.prune->begin(), p.prune->end());
   if (p.hash_under) listing->hash_under = *p.hash_under;
   listing->hash_all = p.hash_all;
+  if (p.hash_at_most) listing->hash_at_most = *p.hash_at_most;
   listing->python_only = t->source.has_value();
   ListOptions opt = options_of(listing);
   if (p.only) {

@@ -101,6 +101,7 @@ struct Listing {
   std::set<std::string> known, prune;
   std::vector<std::string> hash_under;
   bool hash_all = false;
+  std::uint64_t hash_at_most = UINT64_MAX;
   bool python_only = false;  // a read-only source: regular Python source files only
   std::size_t page_entries = kMaxListPageEntries;
   std::int64_t page_ms = 1000;

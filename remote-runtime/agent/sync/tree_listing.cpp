@@ -17,21 +17,17 @@
 #include "remote-runtime/agent/sync/hash_cache.hpp"
 
 namespace ferry::agent::sync {
-namespace {
-
 using ferry::posix::mtime_of;
 using ferry::posix::UniqueFd;
 
-// The file's xxh3-128. A big one (`listed_size`) comes from the hash cache when this very file
-// was hashed before, else is read and kept there for a readDelta that follows; small ones cost
-// no extra fstat.
-std::optional<Hash128> hash_file_at(int dirfd, const char* name, std::uint64_t listed_size) {
+std::optional<Hash128> hash_file_at(int dirfd, const char* name, std::uint64_t listed_size, bool cached_only) {
   const UniqueFd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return std::nullopt;
   struct stat before {};
   const bool cacheable = listed_size >= kHashCacheMinSize && ::fstat(fd.get(), &before) == 0;
   if (cacheable)
     if (auto known = known_hash(before)) return known;
+  if (cached_only) return std::nullopt;
   const std::int64_t began = realtime_ns();
   XXH3_state_t* st = XXH3_createState();
   XXH3_128bits_reset(st);
@@ -53,8 +49,6 @@ std::optional<Hash128> hash_file_at(int dirfd, const char* name, std::uint64_t l
   if (struct stat after {}; cacheable && ::fstat(fd.get(), &after) == 0) remember_hash(before, after, began, h);
   return h;
 }
-
-}  // namespace
 
 std::expected<TreeLister, WriteError> TreeLister::open(const FileWriter& writer, ListOptions options) {
   UniqueFd root(::open(writer.root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -115,7 +109,7 @@ std::vector<TreeEntry> TreeLister::next(std::size_t max_entries, Clock::time_poi
     } else if (S_ISREG(st.st_mode)) {
       e.kind = TreeEntryKind::file;
       e.size = static_cast<std::uint64_t>(st.st_size);
-      if (options_.hash_if && options_.hash_if(e.path)) e.hash = hash_file_at(dfd, de->name, e.size);
+      if (options_.hash_if && options_.hash_if(e.path)) e.hash = hash_file_at(dfd, de->name, e.size, e.size > options_.hash_at_most);
     } else {
       continue;  // fifos, sockets, devices: never sync targets
     }

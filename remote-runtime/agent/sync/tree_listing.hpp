@@ -41,7 +41,15 @@ struct ListOptions {
   // Files for which this returns true are hashed (e.g. paths the helper has no record of, so
   // a first sync into a populated directory can adopt identical files instead of flagging them).
   std::function<bool(const std::string& path)> hash_if;
+  // Files over this size get only a hash the cache already holds (ListParams::hash_at_most).
+  std::uint64_t hash_at_most = UINT64_MAX;
 };
+
+// The xxh3-128 of `name` under `dirfd` (or an absolute name), read in pieces, never following a
+// symlink. A big one (`listed_size`) comes from the hash cache when this very file was hashed
+// before, else is read and kept there for a readDelta that follows; `cached_only`: the cache's
+// answer or nothing. nullopt when it cannot be read.
+std::optional<Hash128> hash_file_at(int dirfd, const char* name, std::uint64_t listed_size, bool cached_only = false);
 
 // A listing taken a page at a time. Holds one open directory per level of the walk (depth-first,
 // so descriptors grow with the tree's depth, not its width) until done or destroyed.

@@ -1,7 +1,8 @@
 // The remote listing a push or pull starts with, through the real ferry-agent (LocalEndpoint):
 // it comes in pages with progress, a cancelled sync stops it between pages and the agent lets
 // go of the walk, and it never walks into another filesystem mounted under the mapping root
-// (issue #17: a mapping to "/" walked /proc, /sys and every mount for minutes, in silence).
+// (issue #17: a mapping to "/" walked /proc, /sys and every mount for minutes, in silence); a
+// pull's listing leaves files over hashAtMost unhashed, and an `only` listing hashes one.
 #define BOOST_TEST_MODULE sync_listing
 #include <boost/test/unit_test.hpp>
 
@@ -10,13 +11,16 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "protocol/delta/delta_types.hpp"
 #include "remote-runtime/agent/sync/tree_listing.hpp"
+#include "tests/support/random_bytes.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/tmpfs_agent.hpp"
 
@@ -227,4 +231,36 @@ BOOST_AUTO_TEST_CASE(the_agent_refuses_to_sync_at_slash_or_at_its_home) {
       }
     }
   }
+}
+
+// A pull's listing (hashAtMost) leaves a big file's hash out, so a new checkpoint is not read on
+// the box before it moves; small files come hashed; an `only` listing hashes the big one (in
+// pieces) when the plan needs it; without hashAtMost every file is hashed, as before.
+BOOST_AUTO_TEST_CASE(files_over_hash_at_most_are_listed_without_a_hash) {
+  Fixture f;
+  const auto big = ferry::test::random_bytes<std::vector<std::uint8_t>>(3u << 20, 5);
+  write_file(f.sandbox / "proj/out/big.bin", std::string(big.begin(), big.end()));
+  write_file(f.sandbox / "proj/out/small.txt", "loss 0.1\n");
+  auto rows = [&](json params) {
+    params["base"] = "proj";
+    params["hashAll"] = true;
+    auto r = f.ep->call("sync/list", params, std::chrono::seconds(30));
+    BOOST_REQUIRE_MESSAGE(r.has_value(), (r ? "" : r.error().message));
+    std::map<std::string, json> out;
+    for (const auto& row : r->at("entries")) out[row[0].get<std::string>()] = row[6];
+    return out;
+  };
+  const auto want = ferry::delta::hash128(big);
+  const json want_json = json::binary_t(std::vector<std::uint8_t>(want.begin(), want.end()));
+  auto capped = rows(json{{"hashAtMost", 1u << 20}});
+  BOOST_TEST(capped.at("out/big.bin").is_null());
+  BOOST_TEST(capped.at("out/small.txt").is_binary());
+  auto only = rows(json{{"only", {"out/big.bin"}}});
+  BOOST_TEST((only.at("out/big.bin") == want_json));
+  // Now the agent's hash cache may hold it (if the file was 100 ms old when read): a capped
+  // listing then gives that hash, never another.
+  const json again = rows(json{{"hashAtMost", 1u << 20}}).at("out/big.bin");
+  BOOST_TEST((again.is_null() || again == want_json));
+  auto all = rows(json::object());
+  BOOST_TEST((all.at("out/big.bin") == want_json));
 }

@@ -2,7 +2,8 @@
 // file comes back as a small delta (also when the file is named and its local copy is read
 // during the listing), a local edit during the pull is a conflict that keeps the
 // local bytes, remote symlinks never lead a local write outside the root, a bad delta from the
-// agent fails just that file, and a whole-file pull does not hold the file in memory.
+// agent fails just that file, a whole-file pull does not hold the file in memory, and a new big
+// file is not hashed on the box before it moves (only where a local copy needs comparing).
 #define BOOST_TEST_MODULE sync_pull
 #include <boost/test/unit_test.hpp>
 
@@ -11,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "helper/remote/local_endpoint.hpp"
@@ -53,17 +55,34 @@ std::size_t temp_files(const fs::path& dir) {
   return n;
 }
 
-// An endpoint in front of the real one that corrupts sync/readDelta's delta (the agent's reply
-// is the outside input pull must not trust).
-class CorruptingEndpoint : public ferry::remote::Endpoint {
+// An endpoint in front of the real one; subclasses look at, or change, what `call` returns.
+class PassThrough : public ferry::remote::Endpoint {
  public:
-  enum class Damage { truncate, flip_literal };
-  CorruptingEndpoint(ferry::remote::Endpoint& real, Damage d) : real_(real), damage_(d) {}
+  explicit PassThrough(ferry::remote::Endpoint& real) : real_(real) {}
   std::expected<ferry::remote::AgentInfo, ferry::remote::ResponseError> connect(std::chrono::milliseconds t) override {
     return real_.connect(t);
   }
   std::expected<json, ferry::remote::ResponseError> call(std::string_view method, json params, std::chrono::milliseconds t) override {
-    auto r = real_.call(method, std::move(params), t);
+    return real_.call(method, std::move(params), t);
+  }
+  std::expected<void, ferry::remote::ResponseError> notify(std::string_view m, json p) override { return real_.notify(m, std::move(p)); }
+  [[nodiscard]] ferry::remote::Subscription subscribe(ferry::remote::NotificationHandler h) override { return real_.subscribe(std::move(h)); }
+  const ferry::remote::AgentInfo& info() const override { return real_.info(); }
+  bool connected() const override { return real_.connected(); }
+  void close() override {}
+  std::string description() const override { return "via " + real_.description(); }
+
+ private:
+  ferry::remote::Endpoint& real_;
+};
+
+// Corrupts sync/readDelta's delta (the agent's reply is the outside input pull must not trust).
+class CorruptingEndpoint : public PassThrough {
+ public:
+  enum class Damage { truncate, flip_literal };
+  CorruptingEndpoint(ferry::remote::Endpoint& real, Damage d) : PassThrough(real), damage_(d) {}
+  std::expected<json, ferry::remote::ResponseError> call(std::string_view method, json params, std::chrono::milliseconds t) override {
+    auto r = PassThrough::call(method, std::move(params), t);
     if (method != "sync/readDelta" || !r || !r->contains("delta")) return r;
     const auto& packed = r->at("delta").get_binary();
     auto d = ferry::protocol::decompress_payload(packed.data(), packed.size(), r->at("deltaSize").get<std::uint64_t>());
@@ -75,17 +94,29 @@ class CorruptingEndpoint : public ferry::remote::Endpoint {
     ++corrupted;
     return r;
   }
-  std::expected<void, ferry::remote::ResponseError> notify(std::string_view m, json p) override { return real_.notify(m, std::move(p)); }
-  [[nodiscard]] ferry::remote::Subscription subscribe(ferry::remote::NotificationHandler h) override { return real_.subscribe(std::move(h)); }
-  const ferry::remote::AgentInfo& info() const override { return real_.info(); }
-  bool connected() const override { return real_.connected(); }
-  void close() override {}
-  std::string description() const override { return "corrupting " + real_.description(); }
   int corrupted = 0;
 
  private:
-  ferry::remote::Endpoint& real_;
   Damage damage_;
+};
+
+// Keeps what sync/list was asked and what it answered: which rows came hashed, which paths an
+// `only` listing named.
+class ListSpy : public PassThrough {
+ public:
+  using PassThrough::PassThrough;
+  std::expected<json, ferry::remote::ResponseError> call(std::string_view method, json params, std::chrono::milliseconds t) override {
+    const bool list = method == "sync/list";
+    if (list && params.contains("only"))
+      for (const auto& p : params.at("only")) only_paths.push_back(p.get<std::string>());
+    auto r = PassThrough::call(method, std::move(params), t);
+    if (list && r && r->contains("entries"))
+      for (const auto& row : r->at("entries"))
+        if (row.size() > 6) hashed[row[0].get<std::string>()] = row[6].is_binary();
+    return r;
+  }
+  std::map<std::string, bool> hashed;  // path -> came with a hash (the last listing that named it)
+  std::vector<std::string> only_paths;
 };
 
 // A local project, a sandbox agent whose <sandbox>/proj is the remote side.
@@ -327,4 +358,41 @@ BOOST_AUTO_TEST_CASE(a_whole_file_pull_keeps_memory_bounded) {
   while (a.read(x.data(), static_cast<std::streamsize>(x.size())) && b.read(y.data(), static_cast<std::streamsize>(y.size())))
     same = same && x == y;
   BOOST_TEST(same);
+}
+
+// The box does not read a new checkpoint once just to hash it before its first byte moves: the
+// listing leaves big files' hashes out, and only a file with a local copy is hashed, in one
+// `only` listing, for the plan to compare. The pulled file is byte-exact and its hash recorded:
+// the next pull finds it unchanged; a different local file of that name is a conflict.
+BOOST_AUTO_TEST_CASE(a_new_big_file_is_pulled_without_hashing_it_on_the_box_first) {
+  Fixture f;
+  const Buf big = random_bytes(24u << 20, 21);
+  write_file(f.remote / "out/ckpt.pt", big);
+  write_file(f.remote / "out/log.txt", text("epoch 1\n"));
+  ListSpy spy(*f.ep);
+  SyncSummary s = f.pull({"out"}, {}, &spy);
+  BOOST_TEST(s.errors.empty());
+  BOOST_TEST(s.files_sent == 2u);
+  BOOST_TEST((read_bytes(f.local / "out/ckpt.pt") == big));
+  BOOST_TEST(spy.hashed.at("out/log.txt"));
+  BOOST_TEST(!spy.hashed.at("out/ckpt.pt"));  // listed, not read
+  BOOST_TEST(spy.only_paths.empty());         // nothing local to compare with
+
+  SyncSummary again = f.pull({"out"}, {}, &spy);
+  BOOST_TEST(again.errors.empty());
+  BOOST_TEST(again.unchanged == 2u);
+  BOOST_TEST(again.files_sent == 0u);
+  BOOST_TEST((spy.only_paths == std::vector<std::string>{"out/ckpt.pt"}));  // hashed for the compare
+
+  const Buf mine = random_bytes(24u << 20, 22);
+  write_file(f.remote / "new/ckpt.pt", big);
+  write_file(f.local / "new/ckpt.pt", mine);
+  SyncSummary c = f.pull({"new"}, {}, &spy);
+  BOOST_TEST(c.conflicts.size() == 1u);
+  BOOST_TEST(c.files_sent == 0u);
+  BOOST_TEST((read_bytes(f.local / "new/ckpt.pt") == mine));
+  write_file(f.local / "new/ckpt.pt", big);  // the same bytes, never pulled: adopted, not sent
+  SyncSummary same = f.pull({"new"}, {}, &spy);
+  BOOST_TEST(same.unchanged == 1u);
+  BOOST_TEST(same.files_sent == 0u);
 }
