@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -14,6 +15,10 @@ namespace {
 // nlohmann's CBOR reader recurses once per nesting level, so a hostile body of a few MB of
 // nested-array bytes would overflow the stack. This SAX front stops the parse past kMaxDepth.
 inline constexpr std::size_t kMaxDepth = 128;
+// Byte strings of this size or more are moved into the parsed document, not copied (a pulled or
+// pushed 8 MiB chunk); below it one copy costs less than the walk that moves them.
+inline constexpr std::size_t kMoveInAbove = 64u << 10;
+inline constexpr std::uint64_t kPlaceholderSubtype = 0xfe77'0000;
 
 class DepthLimitedSax {
  public:
@@ -25,13 +30,38 @@ class DepthLimitedSax {
   bool number_float(json::number_float_t v, const std::string& s) { return dom_.number_float(v, s); }
   bool string(std::string& v) { return dom_.string(v); }
   bool binary(json::binary_t& v) {
-    // A byte string lifted out before the parse (see lift_byte_strings) is put back here.
-    if (next_lifted_ < lifted_.size() && lifted_[next_lifted_].index == binaries_) {
+    // A byte string taken out while the frame arrived (owned_), or lifted out before the parse
+    // (lift_byte_strings), is put back here. nlohmann's DOM builder copies the bytes it is
+    // given, so a big one gets a marked empty placeholder now and its bytes are moved into the
+    // finished document by move_big_strings_in.
+    std::optional<std::vector<std::uint8_t>> big;
+    if (owned_ && owned_->index == binaries_) {
+      big = std::move(owned_->bytes);
+      owned_.reset();
+    } else if (next_lifted_ < lifted_.size() && lifted_[next_lifted_].index == binaries_) {
       const auto& l = lifted_[next_lifted_++];
-      v.assign(l.data, l.data + l.size);
+      if (l.size >= kMoveInAbove) big.emplace(l.data, l.data + l.size);
+      else v.assign(l.data, l.data + l.size);
     }
     ++binaries_;
+    if (big) {
+      v.clear();
+      v.set_subtype(kPlaceholderSubtype + big_.size());  // CBOR tags are refused: no peer string has a subtype
+      big_.push_back(std::move(*big));
+    }
     return dom_.binary(v);
+  }
+  // Moves the big byte strings into their placeholders in the parsed document.
+  void move_big_strings_in(json& j) {
+    if (big_.empty()) return;
+    if (j.is_binary() && j.get_binary().has_subtype() && j.get_binary().subtype() >= kPlaceholderSubtype) {
+      auto& b = j.get_binary();
+      const std::uint64_t k = b.subtype() - kPlaceholderSubtype;
+      if (k < big_.size()) static_cast<std::vector<std::uint8_t>&>(b) = std::move(big_[k]);
+      b.clear_subtype();
+    } else if (j.is_structured()) {
+      for (auto& child : j) move_big_strings_in(child);
+    }
   }
   struct Lifted {
     std::size_t index;  // among the body's byte strings, in document order
@@ -39,6 +69,7 @@ class DepthLimitedSax {
     std::size_t size;
   };
   void set_lifted(std::vector<Lifted> l) { lifted_ = std::move(l); }
+  void set_owned(OwnedByteString o) { owned_ = std::move(o); }
   bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
   bool key(std::string& k) { return dom_.key(k); }
   bool end_object() { --depth_; return dom_.end_object(); }
@@ -61,6 +92,8 @@ class DepthLimitedSax {
   }
   nlohmann::detail::json_sax_dom_parser<json> dom_;
   std::vector<Lifted> lifted_;
+  std::optional<OwnedByteString> owned_;
+  std::vector<std::vector<std::uint8_t>> big_;  // by placeholder subtype
   std::size_t next_lifted_ = 0, binaries_ = 0;
   std::size_t depth_ = 0;
   bool too_deep_ = false;
@@ -83,6 +116,31 @@ struct LiftedBody {
   std::vector<DepthLimitedSax::Lifted> lifted;
 };
 
+// One CBOR item head at `pos`: major type, argument, and where the head began; nullopt past
+// the end or for what the walk leaves to nlohmann (indefinite lengths, reserved values).
+struct Head {
+  unsigned major;
+  std::uint64_t arg;
+  std::size_t at;
+};
+std::optional<Head> read_head(const std::uint8_t* p, std::size_t n, std::size_t& pos) {
+  if (pos >= n) return std::nullopt;
+  const std::size_t at = pos;
+  const std::uint8_t head = p[pos++];
+  const unsigned major = head >> 5, info = head & 0x1f;
+  std::uint64_t arg = info;
+  if (info >= 24 && info <= 27) {
+    const std::size_t len = std::size_t{1} << (info - 24);
+    if (n - pos < len) return std::nullopt;
+    arg = 0;
+    for (std::size_t i = 0; i < len; ++i) arg = (arg << 8) | p[pos + i];
+    pos += len;
+  } else if (info > 27) {
+    return std::nullopt;
+  }
+  return Head{major, arg, at};
+}
+
 std::optional<LiftedBody> lift_byte_strings(std::string_view in) {
   const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
   const std::size_t n = in.size();
@@ -96,26 +154,17 @@ std::optional<LiftedBody> lift_byte_strings(std::string_view in) {
       continue;
     }
     --pending.back();
-    if (pos >= n) return std::nullopt;
-    const std::uint8_t head = p[pos++];
-    const unsigned major = head >> 5, info = head & 0x1f;
-    std::uint64_t arg = info;
-    if (info >= 24 && info <= 27) {
-      const std::size_t len = std::size_t{1} << (info - 24);
-      if (n - pos < len) return std::nullopt;
-      arg = 0;
-      for (std::size_t i = 0; i < len; ++i) arg = (arg << 8) | p[pos + i];
-      pos += len;
-    } else if (info > 27) {
-      return std::nullopt;  // indefinite lengths and reserved values: leave them to nlohmann
-    }
+    const auto h = read_head(p, n, pos);
+    if (!h) return std::nullopt;
+    const unsigned major = h->major;
+    const std::uint64_t arg = h->arg;
     switch (major) {
       case 0: case 1: case 7: break;  // integers, simple values and floats: the argument is all
       case 2: case 3: {
         if (arg > n - pos) return std::nullopt;
         if (major == 2) {
           if (arg >= kLiftAbove) {
-            const std::size_t item = pos - 1 - (info >= 24 ? (std::size_t{1} << (info - 24)) : 0);
+            const std::size_t item = h->at;
             out.body.insert(out.body.end(), p + copied, p + item);
             out.body.push_back(0x40);  // an empty byte string
             out.lifted.push_back({binaries, p + pos, static_cast<std::size_t>(arg)});
@@ -141,6 +190,40 @@ std::optional<LiftedBody> lift_byte_strings(std::string_view in) {
   out.body.insert(out.body.end(), p + copied, p + pos);
   out.body.insert(out.body.end(), p + pos, p + n);  // trailing bytes: nlohmann's strict mode rejects them
   return out;
+}
+
+std::optional<ByteStringAt> find_in_prefix(std::string_view in, std::size_t at_least) {
+  const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
+  const std::size_t n = in.size();
+  std::size_t pos = 0, binaries = 0;
+  std::vector<std::uint64_t> pending{1};
+  while (!pending.empty()) {
+    if (pending.back() == 0) {
+      pending.pop_back();
+      continue;
+    }
+    --pending.back();
+    const auto h = read_head(p, n, pos);
+    if (!h) return std::nullopt;
+    switch (h->major) {
+      case 0: case 1: case 7: break;
+      case 2: case 3:
+        if (h->major == 2 && h->arg >= at_least) return ByteStringAt{binaries, h->at, pos, static_cast<std::size_t>(h->arg)};
+        if (h->arg > n - pos) return std::nullopt;  // a smaller string running past the prefix
+        binaries += h->major == 2;
+        pos += static_cast<std::size_t>(h->arg);
+        break;
+      case 4: case 5: {
+        if (pending.size() > kMaxDepth) return std::nullopt;
+        if (h->arg > std::numeric_limits<std::uint64_t>::max() / 2) return std::nullopt;
+        pending.push_back(h->major == 5 ? h->arg * 2 : h->arg);
+        break;
+      }
+      case 6: pending.back() += 1; break;
+      default: return std::nullopt;
+    }
+  }
+  return std::nullopt;
 }
 
 std::unexpected<InvalidMessage> bad_body(std::string message) {
@@ -250,10 +333,13 @@ std::string encode_agent_value_frame(const json& value) { return encode_agent_fr
 
 std::string encode_agent_frame(const Message& message) { return encode_agent_value_frame(to_json(message)); }
 
-std::expected<json, InvalidMessage> decode_agent_value(std::string_view body) {
+namespace {
+
+std::expected<json, InvalidMessage> decode_value(std::string_view body, std::optional<OwnedByteString> owned) {
   // No exceptions escape: a peer's bytes must never crash either end.
   json j;
   DepthLimitedSax sax(j);
+  if (owned) sax.set_owned(std::move(*owned));
   bool ok = false;
   try {
     if (auto lifted = lift_byte_strings(body)) {
@@ -271,11 +357,26 @@ std::expected<json, InvalidMessage> decode_agent_value(std::string_view body) {
     return bad_body("agent frame body is not valid CBOR (" + std::to_string(body.size()) + " bytes)" +
                     (sax.error().empty() ? "" : ": " + sax.error()));
   }
+  sax.move_big_strings_in(j);
   return j;
 }
 
+}  // namespace
+
+std::expected<json, InvalidMessage> decode_agent_value(std::string_view body) { return decode_value(body, std::nullopt); }
+
 std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body) {
-  auto j = decode_agent_value(body);
+  auto j = decode_value(body, std::nullopt);
+  if (!j) return std::unexpected(std::move(j.error()));
+  return parse_message(std::move(*j));
+}
+
+std::optional<ByteStringAt> find_byte_string(std::string_view body_prefix, std::size_t at_least) {
+  return find_in_prefix(body_prefix, at_least);
+}
+
+std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body, OwnedByteString owned) {
+  auto j = decode_value(body, std::move(owned));
   if (!j) return std::unexpected(std::move(j.error()));
   return parse_message(std::move(*j));
 }

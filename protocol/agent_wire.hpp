@@ -66,6 +66,28 @@ std::expected<json, InvalidMessage> decode_agent_value(std::string_view body);
 // as parse_message does; bad CBOR yields a parse error with a null id.
 std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body);
 
+// A big byte string of a frame whose body is still arriving (a pulled chunk), found in the
+// body's first bytes: a reader can take its bytes from the stream straight into a buffer of
+// their own (FrameDecoder::divert) instead of through the frame buffer, and hand that buffer to
+// decode_agent_body, so the chunk is not copied between the channel and the file.
+struct ByteStringAt {
+  std::size_t index = 0;   // among the body's byte strings, in document order
+  std::size_t header = 0;  // body offset of its CBOR head
+  std::size_t data = 0;    // body offset of its first byte
+  std::size_t size = 0;
+};
+// The first byte string of `at_least` bytes or more whose head lies in `body_prefix`; nullopt
+// when there is none there, or when the prefix holds anything the lifting walk does not expect.
+std::optional<ByteStringAt> find_byte_string(std::string_view body_prefix, std::size_t at_least);
+// A byte string taken out of the body (its head replaced by an empty byte string) and kept here.
+struct OwnedByteString {
+  std::size_t index = 0;  // as ByteStringAt::index
+  std::vector<std::uint8_t> bytes;
+};
+// decode_agent_body for a body whose byte string `owned.index` was taken out: the message gets
+// `owned.bytes` there, moved, not copied.
+std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body, OwnedByteString owned);
+
 // The agent's first line on stdout, without the trailing newline.
 std::string agent_magic_line(int protocol_version, std::string_view agent_version);
 

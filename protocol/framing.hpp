@@ -51,6 +51,23 @@ class FrameDecoder {
   // Spares a reader of big frames one copy of each.
   std::optional<std::expected<std::string_view, FrameIssue>> next_view();
 
+  // The frame being read, once its header is in and before its body is: the body so far and
+  // its length (less what divert took out).
+  struct BodyInProgress {
+    std::string_view so_far;
+    std::size_t length;
+    bool diverted;  // divert already took its bytes out
+  };
+  std::optional<BodyInProgress> body_in_progress() const;
+  // Takes `n` bytes at body offset `data_at` of the frame being read out of it, for a reader
+  // that wants them in a buffer of its own (a pulled chunk, read from the stream straight into
+  // the vector the message will hold). The part already buffered is copied to `out` (the count
+  // is returned); the caller reads the rest from the stream into `out` after it, before the next
+  // fill. The bytes from `head_at` up to `data_at` (the string's head) become `placeholder`, and
+  // the body comes out of next_view that much shorter. Once per frame; nullopt (nothing taken)
+  // when the offsets do not fit the frame.
+  std::optional<std::size_t> divert(std::size_t head_at, std::size_t data_at, std::size_t n, char placeholder, char* out);
+
   // True while part of a frame is buffered or being skipped: at EOF that means the peer
   // closed mid-frame.
   bool mid_frame() const { return skipping_ || buffer_.size() > pos_; }
@@ -66,6 +83,11 @@ class FrameDecoder {
   std::size_t skip_remaining_ = 0;
   bool skipping_ = false;
   bool failed_ = false;
+  std::size_t diverted_ = 0;  // bytes divert took out of the frame at pos_
+  struct Header {
+    std::size_t body_start, length;
+  };
+  std::optional<std::expected<Header, FrameIssue>> parse_header() const;
   void compact();
   void skip_filled(std::size_t from);
 };

@@ -3,15 +3,17 @@
 
 namespace ferry::protocol {
 
-ScratchPool::Lease ScratchPool::take() {
+ScratchPool::Lease ScratchPool::take() { return Lease(*this, take_buffer()); }
+
+ScratchPool::Buffer ScratchPool::take_buffer() {
   std::lock_guard lock(mu_);
-  if (idle_.empty()) return Lease(*this, {});
+  if (idle_.empty()) return {};
   Buffer b = std::move(idle_.back());
   idle_.pop_back();
-  return Lease(*this, std::move(b));
+  return b;
 }
 
-void ScratchPool::give_back(Buffer buffer) {
+void ScratchPool::put(Buffer buffer) {
   if (buffer.capacity() == 0) return;
   std::lock_guard lock(mu_);
   if (idle_.size() < most_) idle_.push_back(std::move(buffer));
@@ -28,6 +30,11 @@ void ScratchPool::clear() {
 std::size_t ScratchPool::idle() const {
   std::lock_guard lock(mu_);
   return idle_.size();
+}
+
+ScratchPool& received_chunks() {
+  static ScratchPool pool(4);
+  return pool;
 }
 
 }  // namespace ferry::protocol

@@ -23,7 +23,7 @@ class ScratchPool {
     Lease(Lease&& other) noexcept : pool_(std::exchange(other.pool_, nullptr)), buffer_(std::move(other.buffer_)) {}
     Lease& operator=(Lease&&) = delete;
     ~Lease() {
-      if (pool_) pool_->give_back(std::move(buffer_));
+      if (pool_) pool_->put(std::move(buffer_));
     }
     Buffer& get() { return buffer_; }
 
@@ -37,16 +37,23 @@ class ScratchPool {
 
   // The buffer given back last (its pages still warm), or an empty one.
   Lease take();
+  // The same without a lease, for a buffer that moves on (into a message) and may come back by
+  // put, or not (then it is simply freed).
+  Buffer take_buffer();
+  void put(Buffer buffer);
   // Frees every idle buffer.
   void clear();
   std::size_t idle() const;
 
  private:
-  void give_back(Buffer buffer);
-
   const std::size_t most_;
   mutable std::mutex mu_;
   std::vector<Buffer> idle_;
 };
+
+// Byte strings the helper's agent links read off the wire into buffers of their own (a pulled
+// file's chunks, AgentLink): the pull gives each back once written, so the next chunk lands in
+// pages already faulted in, and empties it when done.
+ScratchPool& received_chunks();
 
 }  // namespace ferry::protocol

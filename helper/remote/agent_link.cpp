@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
 #include "ferry/version.hpp"
 #include "protocol/agent_wire.hpp"
+#include "protocol/scratch_pool.hpp"
 
 namespace ferry::remote {
 namespace {
@@ -210,12 +212,35 @@ void AgentLink::fail_all(const std::string& why) {
   cv_.notify_all();
 }
 
+// A frame still arriving whose body holds a big byte string near its start (a sync/read reply's
+// chunk) has that string's bytes read from the stream into a buffer of their own, which the
+// message then holds: they are not copied from the frame buffer into the message (8 MiB per
+// chunk, ~5 % of the machine's CPU on a 1 GiB pull). Smaller strings are copied, as before.
+void AgentLink::take_chunk() {
+  constexpr std::size_t kTakeFrom = 1u << 20;
+  constexpr std::size_t kHeadWithin = 4096;  // a reply's data string comes first in its result
+  auto body = decoder_.body_in_progress();
+  if (!body || body->diverted || body->length < kTakeFrom) return;
+  auto at = protocol::find_byte_string(body->so_far.substr(0, kHeadWithin), kTakeFrom);
+  if (!at || at->size > body->length - std::min(at->data, body->length)) return;  // the frame's own check refuses it
+  protocol::ScratchPool::Buffer bytes = protocol::received_chunks().take_buffer();
+  bytes.resize(at->size);  // one given back at this size is not zeroed again
+  auto got = decoder_.divert(at->header, at->data, at->size, '\x40', reinterpret_cast<char*>(bytes.data()));
+  if (!got) {
+    protocol::received_chunks().put(std::move(bytes));
+    return;
+  }
+  chunk_ = protocol::OwnedByteString{at->index, std::move(bytes)};
+  chunk_have_ = *got;
+}
+
 void AgentLink::reader_loop() {
-  // Read straight into the frame decoder, bodies decoded from views into it: a pull's chunks
-  // are not copied on their way to the CBOR parser.
+  // Read straight into the frame decoder, bodies decoded from views into it, and a big chunk
+  // straight into its own buffer (take_chunk).
   constexpr std::size_t kReadAtMost = 1u << 20;
   while (true) {
     while (auto frame = decoder_.next_view()) {
+      std::optional<protocol::OwnedByteString> chunk = std::exchange(chunk_, std::nullopt);
       if (!*frame) {
         if (frame->error().fatal) {
           fail_all("the agent sent a malformed frame: " + frame->error().message);
@@ -224,7 +249,7 @@ void AgentLink::reader_loop() {
         spdlog::warn("agent frame dropped: {}", frame->error().message);
         continue;
       }
-      auto message = protocol::decode_agent_body(**frame);
+      auto message = chunk ? protocol::decode_agent_body(**frame, std::move(*chunk)) : protocol::decode_agent_body(**frame);
       if (!message) {
         const auto& bad = message.error();
         spdlog::warn("bad message from the agent: {}", bad.error.message);
@@ -233,11 +258,18 @@ void AgentLink::reader_loop() {
       }
       deliver(std::move(*message));
     }
+    if (!chunk_) take_chunk();
     ReadResult r;
-    decoder_.fill(kReadAtMost, [&](char* into, std::size_t room) {
-      r = stream_->read_some(std::span<char>(into, room), std::nullopt);
-      return r.status == ReadStatus::data ? r.bytes : 0;
-    });
+    if (chunk_ && chunk_have_ < chunk_->bytes.size()) {
+      auto* into = reinterpret_cast<char*>(chunk_->bytes.data()) + chunk_have_;
+      r = stream_->read_some(std::span<char>(into, chunk_->bytes.size() - chunk_have_), std::nullopt);
+      if (r.status == ReadStatus::data) chunk_have_ += r.bytes;
+    } else {
+      decoder_.fill(kReadAtMost, [&](char* into, std::size_t room) {
+        r = stream_->read_some(std::span<char>(into, room), std::nullopt);
+        return r.status == ReadStatus::data ? r.bytes : 0;
+      });
+    }
     switch (r.status) {
       case ReadStatus::data:
         break;

@@ -16,6 +16,7 @@
 
 #include "helper/remote/byte_stream.hpp"
 #include "helper/remote/endpoint.hpp"
+#include "protocol/agent_wire.hpp"
 #include "protocol/framing.hpp"
 
 namespace ferry::remote {
@@ -53,12 +54,18 @@ class AgentLink {
     std::optional<std::expected<json, ResponseError>> outcome;
   };
   void reader_loop();
+  void take_chunk();
   void deliver(protocol::Message&& message);  // a reply's result is moved to its caller
   void fail_all(const std::string& why);
   std::expected<void, ResponseError> send(protocol::Message message);  // moved into the frame
 
   std::unique_ptr<ByteStream> stream_;
   protocol::FrameDecoder decoder_;
+  // The big byte string of the frame being read (a pulled chunk), taken out of it by
+  // decoder_.divert and read from the stream straight into a buffer of protocol::received_chunks:
+  // `chunk_have_` of its bytes are in. The message gets the buffer itself.
+  std::optional<protocol::OwnedByteString> chunk_;
+  std::size_t chunk_have_ = 0;
   std::thread reader_;
   std::atomic<bool> alive_{false};
   std::atomic<bool> stopping_{false};

@@ -31,6 +31,7 @@
 #include "protocol/delta/signature.hpp"
 #include "protocol/payload_codec.hpp"
 #include "protocol/python_sources.hpp"
+#include "protocol/scratch_pool.hpp"
 
 namespace ferry::sync {
 using namespace engine_parts;
@@ -816,10 +817,13 @@ std::optional<Fetched> PullPipeline::fetch_chunk(Whole& w, std::uint64_t offset,
   // A stored chunk is written as it came, a zstd frame from the worker's buffer.
   auto bytes = protocol::payload_bytes(data, chunk->stored, raw_size, scratch, kMaxRequestPayload);
   if (!bytes) return failed(Fetched::Status::error, fmt::format("{}: {}", method, bytes.error()));
-  if (!chunk->stored) wire::Bytes().swap(chunk->data);  // freed before the write: the frame is not needed
+  // The chunk's buffer goes back to the agent link's pool once its bytes are written (a zstd
+  // frame's before the write: it is not needed), so the next chunk lands in pages already in.
+  if (!chunk->stored) protocol::received_chunks().put(std::move(chunk->data));
   const std::span<const std::uint8_t> raw = *bytes;
   if (auto wr = pwrite_full(w.tmp_fd, raw.data(), raw.size(), offset); !wr) return failed(Fetched::Status::error, wr.error());
   if (auto bad = w.prefix.add(offset, raw.data(), raw.size())) return failed(Fetched::Status::error, *bad);
+  if (chunk->stored) protocol::received_chunks().put(std::move(chunk->data));
   {
     std::lock_guard lock(w.mu);
     w.mode = chunk->mode;
@@ -870,6 +874,7 @@ std::expected<SyncSummary, Error> SyncEngine::pull(const std::vector<std::string
   pipeline.run();
 
   if (run.index_changed) state_->index_dirty = true;
+  protocol::received_chunks().clear();  // megabytes a quiet link does not need
   run.summary.cancelled = run.cancelled();
   if (!o.dry_run) {
     ++state_->manifest_version;

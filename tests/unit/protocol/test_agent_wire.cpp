@@ -2,6 +2,7 @@
 #define BOOST_TEST_MODULE agent_wire
 #include <boost/test/unit_test.hpp>
 
+#include <cstring>
 #include <random>
 
 #include "protocol/agent_wire.hpp"
@@ -225,4 +226,44 @@ BOOST_AUTO_TEST_CASE(large_byte_strings_decode_exactly) {
   for (std::size_t cut : {body.size() - 1, body.size() / 2, std::size_t{20}})
     BOOST_TEST(!decode_agent_body(std::string_view(body).substr(0, cut)).has_value());
   BOOST_TEST(!decode_agent_body(body + '\0').has_value());
+}
+
+// A reply's chunk found in the first bytes of its body (find_byte_string), taken out as the
+// frame arrives and decoded back from its own buffer: the message holds that very buffer (moved,
+// not copied), and the rest of the message is as sent. Smaller strings before it are counted
+// in the index, and a prefix without a big string, or cut inside a head, finds nothing.
+BOOST_AUTO_TEST_CASE(a_chunk_taken_out_of_the_frame_decodes_from_its_own_buffer) {
+  std::vector<std::uint8_t> chunk(3u << 20);
+  std::mt19937 rng(9);
+  for (auto& b : chunk) b = static_cast<std::uint8_t>(rng());
+  const json small = json::binary(std::vector<std::uint8_t>(100, 7));
+  Message m = make_result(12, json{{"a", small}, {"data", json::binary(chunk)}, {"eof", false}, {"size", 1ll << 33}});
+  const std::string frame = encode_agent_frame(m);
+  const std::size_t header = frame.find("\r\n\r\n") + 4;
+  const std::string_view body = std::string_view(frame).substr(header);
+
+  auto at = find_byte_string(body.substr(0, 4096), 1u << 20);
+  BOOST_REQUIRE(at.has_value());
+  BOOST_TEST(at->index == 1u);  // "a" comes first
+  BOOST_TEST(at->size == chunk.size());
+  BOOST_TEST(std::memcmp(body.data() + at->data, chunk.data(), 64) == 0);
+  BOOST_TEST(!find_byte_string(body.substr(0, at->header + 2), 1u << 20).has_value());  // its head cut short
+  BOOST_TEST(!find_byte_string(body.substr(0, 4096), 4u << 20).has_value());           // none that big
+
+  FrameDecoder d(agent_frame_limits());
+  d.feed(std::string_view(frame).substr(0, header + 4096));
+  BOOST_REQUIRE(!d.next_view().has_value());
+  std::vector<std::uint8_t> own(chunk.size());
+  const std::uint8_t* own_data = own.data();
+  auto got = d.divert(at->header, at->data, at->size, '\x40', reinterpret_cast<char*>(own.data()));
+  BOOST_REQUIRE(got.has_value());
+  std::memcpy(own.data() + *got, body.data() + at->data + *got, chunk.size() - *got);
+  d.feed(body.substr(at->data + chunk.size()));
+  auto rest = d.next_view();
+  BOOST_REQUIRE((rest && rest->has_value()));
+  auto decoded = decode_agent_body(**rest, OwnedByteString{at->index, std::move(own)});
+  BOOST_REQUIRE(decoded.has_value());
+  const auto& result = std::get<json>(std::get<Response>(*decoded).outcome);
+  BOOST_TEST(result.at("data").get_binary().data() == own_data);  // the buffer itself
+  BOOST_TEST((result == to_json(m).at("result")));
 }

@@ -1,4 +1,5 @@
-// Framing: split frames, Content-Type, oversize skip and resync, malformed headers.
+// Framing: split frames, Content-Type, oversize skip and resync, malformed headers, and bytes
+// diverted out of a frame still arriving.
 #define BOOST_TEST_MODULE framing
 #include <boost/test/unit_test.hpp>
 
@@ -129,4 +130,48 @@ BOOST_AUTO_TEST_CASE(filled_in_pieces_and_viewed_frames_come_out_exact) {
   BOOST_TEST(got[1] == "{}");
   BOOST_TEST((got[2] == big.substr(7, 1u << 20)));
   BOOST_TEST(!d.mid_frame());
+}
+
+// A reader takes bytes out of a frame that is still arriving (divert): the part already buffered
+// comes back in its buffer, it reads the rest from the stream itself, and the frame then comes
+// out shorter, the taken bytes' head turned into one placeholder byte; the next frame follows
+// untouched, and a divert that does not fit the frame takes nothing.
+BOOST_AUTO_TEST_CASE(divert_takes_bytes_out_of_a_frame_still_arriving) {
+  const std::string payload(100000, 'p');
+  const std::string body = "HEAD" + std::string("[hh]") + payload + "TAIL";  // head at 4, data at 8
+  const std::string wire = encode_frame(body) + encode_frame("next");
+  for (std::size_t first : {std::size_t{30}, std::size_t{29} + 8, std::size_t{29} + 5000}) {
+    FrameDecoder d;
+    const std::size_t header = wire.find("\r\n\r\n") + 4;
+    d.feed(std::string_view(wire).substr(0, std::min(first, header + body.size())));
+    BOOST_REQUIRE(!d.next_view().has_value());
+    auto in = d.body_in_progress();
+    BOOST_REQUIRE(in.has_value());
+    BOOST_TEST(in->length == body.size());
+    BOOST_TEST(!in->diverted);
+    std::string out(payload.size(), '\0');
+    if (in->so_far.size() < 8) {
+      BOOST_TEST(!d.divert(4, 8, payload.size(), 'X', out.data()).has_value());  // its start is not here yet
+      continue;
+    }
+    BOOST_TEST(!d.divert(8, 4, payload.size(), 'X', out.data()).has_value());
+    BOOST_TEST(!d.divert(4, 8, body.size(), 'X', out.data()).has_value());  // past the frame's end
+    auto got = d.divert(4, 8, payload.size(), 'X', out.data());
+    BOOST_REQUIRE(got.has_value());
+    BOOST_TEST(*got == in->so_far.size() - 8);
+    BOOST_TEST(!d.divert(4, 8, payload.size(), 'X', out.data()).has_value());  // once per frame
+    BOOST_TEST(d.body_in_progress()->diverted);
+    // The rest of the payload from "the stream", then the rest of the wire through the decoder.
+    const std::size_t payload_end = header + 8 + payload.size();
+    std::memcpy(out.data() + *got, wire.data() + header + 8 + *got, payload.size() - *got);
+    d.feed(std::string_view(wire).substr(payload_end));
+    auto f = d.next_view();
+    BOOST_REQUIRE((f && f->has_value()));
+    BOOST_TEST(**f == "HEADXTAIL");
+    BOOST_TEST(out == payload);
+    auto n = d.next_view();
+    BOOST_REQUIRE((n && n->has_value()));
+    BOOST_TEST(**n == "next");
+    BOOST_TEST(!d.mid_frame());
+  }
 }
