@@ -141,11 +141,15 @@ std::optional<Head> read_head(const std::uint8_t* p, std::size_t n, std::size_t&
   return Head{major, arg, at};
 }
 
-std::optional<LiftedBody> lift_byte_strings(std::string_view in) {
-  const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
-  const std::size_t n = in.size();
-  LiftedBody out;
-  std::size_t pos = 0, copied = 0, binaries = 0;
+// Walks the items of one CBOR value in p[0, n), calling on_bytes(head, index, data) for each byte
+// string (index: among the byte strings, in document order; data: the offset of its first byte),
+// which returns true to stop the walk there. `whole`: p holds the whole value, so every string
+// and every container's items must fit in it; else p is the value's first bytes. Returns where the
+// walk stopped (the value's end, or the string on_bytes stopped at), nullopt for what it leaves
+// to nlohmann (indefinite lengths, truncation, nesting past kMaxDepth).
+template <class OnBytes>
+std::optional<std::size_t> walk_cbor(const std::uint8_t* p, std::size_t n, bool whole, OnBytes&& on_bytes) {
+  std::size_t pos = 0, binaries = 0;
   // Items still to read at each open level (a map of k pairs counts 2k).
   std::vector<std::uint64_t> pending{1};
   while (!pending.empty()) {
@@ -156,29 +160,20 @@ std::optional<LiftedBody> lift_byte_strings(std::string_view in) {
     --pending.back();
     const auto h = read_head(p, n, pos);
     if (!h) return std::nullopt;
-    const unsigned major = h->major;
     const std::uint64_t arg = h->arg;
-    switch (major) {
+    switch (h->major) {
       case 0: case 1: case 7: break;  // integers, simple values and floats: the argument is all
-      case 2: case 3: {
+      case 2: case 3:
+        if (h->major == 2 && on_bytes(*h, binaries++, pos)) return pos;
         if (arg > n - pos) return std::nullopt;
-        if (major == 2) {
-          if (arg >= kLiftAbove) {
-            const std::size_t item = h->at;
-            out.body.insert(out.body.end(), p + copied, p + item);
-            out.body.push_back(0x40);  // an empty byte string
-            out.lifted.push_back({binaries, p + pos, static_cast<std::size_t>(arg)});
-            copied = pos + static_cast<std::size_t>(arg);
-          }
-          ++binaries;
-        }
         pos += static_cast<std::size_t>(arg);
         break;
-      }
       case 4: case 5: {
         if (pending.size() > kMaxDepth) return std::nullopt;
-        const std::uint64_t items = major == 5 ? arg * 2 : arg;
-        if (arg > n || items > n - pos) return std::nullopt;  // each item takes at least a byte
+        // Whole: each item takes at least a byte. A prefix: only no overflow.
+        if (whole ? arg > n : arg > std::numeric_limits<std::uint64_t>::max() / 2) return std::nullopt;
+        const std::uint64_t items = h->major == 5 ? arg * 2 : arg;
+        if (whole && items > n - pos) return std::nullopt;
         pending.push_back(items);
         break;
       }
@@ -186,44 +181,26 @@ std::optional<LiftedBody> lift_byte_strings(std::string_view in) {
       default: return std::nullopt;
     }
   }
-  if (out.lifted.empty()) return std::nullopt;
-  out.body.insert(out.body.end(), p + copied, p + pos);
-  out.body.insert(out.body.end(), p + pos, p + n);  // trailing bytes: nlohmann's strict mode rejects them
-  return out;
+  return pos;
 }
 
-std::optional<ByteStringAt> find_in_prefix(std::string_view in, std::size_t at_least) {
+std::optional<LiftedBody> lift_byte_strings(std::string_view in) {
   const auto* p = reinterpret_cast<const std::uint8_t*>(in.data());
   const std::size_t n = in.size();
-  std::size_t pos = 0, binaries = 0;
-  std::vector<std::uint64_t> pending{1};
-  while (!pending.empty()) {
-    if (pending.back() == 0) {
-      pending.pop_back();
-      continue;
+  LiftedBody out;
+  std::size_t copied = 0;
+  const auto end = walk_cbor(p, n, true, [&](const Head& h, std::size_t index, std::size_t data) {
+    if (h.arg >= kLiftAbove && h.arg <= n - data) {
+      out.body.insert(out.body.end(), p + copied, p + h.at);
+      out.body.push_back(0x40);  // an empty byte string
+      out.lifted.push_back({index, p + data, static_cast<std::size_t>(h.arg)});
+      copied = data + static_cast<std::size_t>(h.arg);
     }
-    --pending.back();
-    const auto h = read_head(p, n, pos);
-    if (!h) return std::nullopt;
-    switch (h->major) {
-      case 0: case 1: case 7: break;
-      case 2: case 3:
-        if (h->major == 2 && h->arg >= at_least) return ByteStringAt{binaries, h->at, pos, static_cast<std::size_t>(h->arg)};
-        if (h->arg > n - pos) return std::nullopt;  // a smaller string running past the prefix
-        binaries += h->major == 2;
-        pos += static_cast<std::size_t>(h->arg);
-        break;
-      case 4: case 5: {
-        if (pending.size() > kMaxDepth) return std::nullopt;
-        if (h->arg > std::numeric_limits<std::uint64_t>::max() / 2) return std::nullopt;
-        pending.push_back(h->major == 5 ? h->arg * 2 : h->arg);
-        break;
-      }
-      case 6: pending.back() += 1; break;
-      default: return std::nullopt;
-    }
-  }
-  return std::nullopt;
+    return false;
+  });
+  if (!end || out.lifted.empty()) return std::nullopt;
+  out.body.insert(out.body.end(), p + copied, p + n);  // trailing bytes too: nlohmann's strict mode rejects them
+  return out;
 }
 
 std::unexpected<InvalidMessage> bad_body(std::string message) {
@@ -372,7 +349,12 @@ std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body) 
 }
 
 std::optional<ByteStringAt> find_byte_string(std::string_view body_prefix, std::size_t at_least) {
-  return find_in_prefix(body_prefix, at_least);
+  std::optional<ByteStringAt> found;
+  walk_cbor(reinterpret_cast<const std::uint8_t*>(body_prefix.data()), body_prefix.size(), false, [&](const Head& h, std::size_t index, std::size_t data) {
+    if (h.arg >= at_least) found = ByteStringAt{index, h.at, data, static_cast<std::size_t>(h.arg)};
+    return found.has_value();
+  });
+  return found;
 }
 
 std::expected<Message, InvalidMessage> decode_agent_body(std::string_view body, OwnedByteString owned) {

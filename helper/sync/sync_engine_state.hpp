@@ -104,6 +104,9 @@ inline bool under(const std::string& path, const std::string& prefix) {
   return prefix.empty() || prefix == "." || path == prefix ||
          (path.starts_with(prefix) && path.size() > prefix.size() && path[prefix.size()] == '/');
 }
+inline bool under_any(const std::string& path, const std::vector<std::string>& prefixes) {
+  return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& p) { return under(path, p); });
+}
 
 // "METHOD 'PATH': MESSAGE" for a request about one path that failed; the agent's own errors
 // already start that way, and are not prefixed twice.

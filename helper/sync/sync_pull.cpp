@@ -238,7 +238,7 @@ void mirror_deletes(const fs::path& local_root, const TreeState& remote, const s
                     SyncSummary& summary, bool dry_run) {
   std::vector<std::string> gone;
   for (const auto& [path, m] : manifest.entries)
-    if (!remote.contains(path) && std::any_of(paths.begin(), paths.end(), [&](const std::string& p) { return under(path, p); }))
+    if (!remote.contains(path) && under_any(path, paths))
       gone.push_back(path);
   for (const auto& path : gone) {
     const FileMeta recorded = manifest.entries.at(path);
@@ -390,7 +390,7 @@ std::expected<void, Error> hash_remote_files_with_local_copies(PullRun& run) {
   std::vector<std::string> want;
   for (const auto& [path, R] : run.remote) {
     if (R.kind != EntryKind::file || R.hash) continue;
-    if (std::none_of(run.paths.begin(), run.paths.end(), [&](const std::string& p) { return under(path, p); })) continue;
+    if (!under_any(path, run.paths)) continue;
     struct stat st {};
     if (::fstatat(AT_FDCWD, (run.target.local_root / path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
       want.push_back(path);
@@ -515,7 +515,7 @@ void plan_pull(PullRun& run) {
   const fs::path& root = run.target.local_root;
   std::size_t matched_any = 0;
   for (const auto& [path, R] : run.remote) {
-    if (std::none_of(run.paths.begin(), run.paths.end(), [&](const std::string& p) { return under(path, p); })) continue;
+    if (!under_any(path, run.paths)) continue;
     // Ignore rules do not apply (asking for outputs/ means wanting what is there, ignored or
     // not), but ferry's own state never comes back.
     if (path == ".ferry" || path.starts_with(".ferry/")) continue;
