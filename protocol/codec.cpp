@@ -1,63 +1,16 @@
 // Body encodings: see codec.hpp.
 #include "protocol/codec.hpp"
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::protocol {
-namespace {
 
 using json = nlohmann::json;
 
-// Builds the DOM like nlohmann's own SAX DOM parser, but stops at max_depth so neither the
-// parser (recursive for CBOR) nor later copies can blow the stack.
-class BoundedDomSax {
- public:
-  BoundedDomSax(json& root, std::size_t max_depth) : dom_(root, false), max_depth_(max_depth) {}
-
-  bool null() { return dom_.null(); }
-  bool boolean(bool v) { return dom_.boolean(v); }
-  bool number_integer(json::number_integer_t v) { return dom_.number_integer(v); }
-  bool number_unsigned(json::number_unsigned_t v) { return dom_.number_unsigned(v); }
-  bool number_float(json::number_float_t v, const json::string_t& s) { return dom_.number_float(v, s); }
-  bool string(json::string_t& v) { return dom_.string(v); }
-  bool binary(json::binary_t& v) { return dom_.binary(v); }
-  bool start_object(std::size_t n) { return enter() && dom_.start_object(n); }
-  bool key(json::string_t& k) { return dom_.key(k); }
-  bool end_object() {
-    --depth_;
-    return dom_.end_object();
-  }
-  bool start_array(std::size_t n) { return enter() && dom_.start_array(n); }
-  bool end_array() {
-    --depth_;
-    return dom_.end_array();
-  }
-  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& ex) {
-    error_ = ex.what();
-    return false;
-  }
-
-  bool too_deep() const { return too_deep_; }
-  const std::string& error() const { return error_; }
-
- private:
-  bool enter() {
-    if (++depth_ > max_depth_) {
-      too_deep_ = true;
-      return false;
-    }
-    return true;
-  }
-  nlohmann::detail::json_sax_dom_parser<json> dom_;
-  std::size_t max_depth_;
-  std::size_t depth_ = 0;
-  bool too_deep_ = false;
-  std::string error_;
-};
-
-}  // namespace
-
 std::expected<json, std::string> decode_body(std::string_view body, Encoding encoding, std::size_t max_depth) {
   json root;
-  BoundedDomSax sax(root, max_depth);
+  // Neither the parser (recursive for CBOR) nor later copies can blow the stack past max_depth.
+  DepthLimitedBuilder sax(root, max_depth);
   bool ok = false;
   try {
     if (encoding == Encoding::json)
@@ -69,7 +22,7 @@ std::expected<json, std::string> decode_body(std::string_view body, Encoding enc
   }
   if (sax.too_deep())
     return std::unexpected("message nests deeper than " + std::to_string(max_depth) + " levels");
-  if (!ok) return std::unexpected(sax.error().empty() ? std::string("parse error") : sax.error());
+  if (!ok) return std::unexpected(sax.what().empty() ? std::string("parse error") : sax.what());
   return root;
 }
 

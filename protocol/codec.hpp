@@ -10,11 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::protocol {
 
 enum class Encoding { json, cbor };
 
-inline constexpr std::size_t kMaxNestingDepth = 256;
+inline constexpr std::size_t kMaxNestingDepth = kMaxJsonDepth;  // the one limit, documents' too
 
 // Parses one message body. The error string says what was wrong, for a -32700 reply.
 std::expected<nlohmann::json, std::string> decode_body(std::string_view body, Encoding encoding,

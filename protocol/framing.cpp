@@ -115,6 +115,13 @@ std::optional<std::expected<std::string_view, FrameIssue>> FrameDecoder::next_vi
   }
   const std::size_t body_start = (*h)->body_start;
   const std::size_t declared = (*h)->length;
+  if (declared > std::max(limits_.max_skip, limits_.max_body)) {
+    failed_ = true;
+    return std::unexpected(FrameIssue{FrameIssueKind::body_too_large,
+                                      "message body of " + std::to_string(declared) + " bytes exceeds the limit of " +
+                                          std::to_string(limits_.max_body) + " bytes, and is too large to skip",
+                                      true});
+  }
   if (declared > limits_.max_body) {
     std::size_t have = buffer_.size() - body_start;
     std::size_t drop = std::min(have, declared);

@@ -1,7 +1,9 @@
 // LSP base-protocol framing ("Content-Length: N\r\n\r\n" + body), shared by both wires.
 // The decoder is incremental and never trusts the peer: a bad header or an oversize body is
 // reported as a FrameIssue, and the decoder resynchronises (skips the announced body) or
-// says the stream is unrecoverable.
+// says the stream is unrecoverable. A body is skipped only when a real peer could send it
+// (max_skip): skipping a declared 2^40 bytes would read every later frame as that body, and a
+// server that hears nothing more but stays alive is worse for a client than one that exits.
 #pragma once
 
 #include <algorithm>
@@ -15,17 +17,21 @@ namespace ferry::protocol {
 
 inline constexpr std::size_t kMaxJsonBody = 64u << 20;   // IDE wire
 inline constexpr std::size_t kMaxHeaderBytes = 8u << 10;
+// Past this a declared body is not skipped but ends the stream: no LSP client builds a message of
+// a GiB (a V8 string holds at most 512 MiB), so such a Content-Length is a broken or hostile peer.
+inline constexpr std::size_t kMaxSkippedBody = 1u << 30;
 
 struct FrameLimits {
   std::size_t max_body = kMaxJsonBody;
   std::size_t max_header = kMaxHeaderBytes;
+  std::size_t max_skip = kMaxSkippedBody;  // bodies over max_body up to this are skipped (never below max_body)
 };
 
 enum class FrameIssueKind {
   header_too_long,   // no blank line within max_header bytes: fatal
   malformed_header,  // a header line without ':' or a bad Content-Length: fatal
   missing_length,    // header block without Content-Length: fatal
-  body_too_large,    // Content-Length over the cap: body skipped, stream goes on
+  body_too_large,    // Content-Length over the cap: body skipped, stream goes on; over max_skip: fatal
 };
 
 struct FrameIssue {

@@ -3,11 +3,15 @@
 
 #include <stdexcept>
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::protocol {
 namespace {
 
 JsonSchema compile_embedded(std::string_view text, std::string_view name) {
-  auto schema = JsonSchema::compile(nlohmann::json::parse(text));
+  auto doc = parse_json_text(text);
+  if (!doc) throw std::logic_error("embedded " + std::string(name) + ": " + doc.error().to_string());
+  auto schema = JsonSchema::compile(*doc);
   if (!schema) throw std::logic_error("embedded " + std::string(name) + ": " + schema.error());
   return *schema;
 }

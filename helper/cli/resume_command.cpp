@@ -18,6 +18,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "helper/train/train_launch.hpp"
 #include "protocol/messages_run.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::cli {
 
@@ -55,8 +56,8 @@ std::expected<fs::path, std::string> config_of(const json& run, const sync::Sync
 // checkpoint dir (ferry-train's output_dir/checkpoint.dir, relative to the config's directory).
 std::expected<std::vector<std::string>, std::string> run_outputs(const fs::path& config, const sync::SyncTarget& target) {
   std::ifstream in(config);
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::unexpected(config.string() + " is not a JSON object (the run's config)");
+  json j = protocol::parse_json_text(std::string(std::istreambuf_iterator<char>(in), {})).value_or(json());
+  if (!j.is_object()) return std::unexpected(config.string() + " is not a JSON object (the run's config)");
   const std::string cwd = config.parent_path().lexically_relative(target.local_root).string();
   auto outputs = training::train_outputs(j, cwd.empty() ? "." : cwd, std::nullopt);
   if (!outputs) return std::unexpected(outputs.error());

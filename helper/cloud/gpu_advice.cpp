@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::cloud {
 
 using json = nlohmann::json;
@@ -24,8 +26,8 @@ std::expected<RunMeasure, std::string> measure_from_events(const std::string& js
   std::string line;
   int events = 0;
   while (std::getline(in, line)) {
-    json e = json::parse(line, nullptr, false);
-    if (e.is_discarded() || !e.is_object() || !e.contains("event")) continue;
+    json e = protocol::parse_json_text(line).value_or(json());
+    if (!e.is_object() || !e.contains("event")) continue;
     ++events;
     const std::string kind = e.value("event", "");
     if (kind == "start") m.total_steps = e.value("total_steps", std::int64_t{0});

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <regex>
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::protocol {
 std::string_view gpu_catalog_text();  // generated from gpu_catalog.json (protocol/embed_text.cmake)
 }
@@ -119,7 +121,8 @@ std::expected<std::vector<GpuOffer>, std::string> parse_catalog(const json& doc,
 
 const std::vector<GpuOffer>& builtin_catalog() {
   static const std::vector<GpuOffer> catalog = [] {
-    auto parsed = parse_catalog(json::parse(protocol::gpu_catalog_text()), "built-in");
+    // Built in and tested (test_gpu_catalog): a parse failure is the build's bug, stopped below.
+    auto parsed = parse_catalog(protocol::parse_json_text(protocol::gpu_catalog_text()).value_or(json()), "built-in");
     // The build's own test (test_gpu_catalog) validates the file; a broken one must not ship.
     if (!parsed) std::abort();
     return std::move(*parsed);
@@ -150,10 +153,11 @@ std::expected<std::vector<GpuOffer>, std::string> effective_catalog(const std::v
   std::error_code ec;
   if (fs::exists(user, ec)) {
     std::ifstream in(user);
-    json doc = json::parse(in, nullptr, false);
-    if (doc.is_discarded())
-      return std::unexpected(user.string() + ": not valid JSON (fix it, or remove it to use the built-in catalog)");
-    auto rows = parse_catalog(doc, user.string());
+    auto doc = protocol::parse_json_text(std::string(std::istreambuf_iterator<char>(in), {}));
+    if (!doc)
+      return std::unexpected(user.string() + ": not valid JSON (" + doc.error().to_string() +
+                             "; fix it, or remove it to use the built-in catalog)");
+    auto rows = parse_catalog(*doc, user.string());
     if (!rows) return std::unexpected(rows.error());
     merge_offers(out, *rows);
   }

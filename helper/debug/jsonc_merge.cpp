@@ -7,6 +7,8 @@
 #include <cctype>
 #include <optional>
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::debug {
 
 namespace {
@@ -115,8 +117,8 @@ Items items_of(std::string_view t, std::size_t open) {
     Span item{i, 0};
     if (object) {
       const std::size_t key_end = string_end(t, i);
-      const json key = json::parse(t.substr(i, key_end - i), nullptr, /*allow_exceptions=*/false);
-      out.keys.push_back(key.is_string() ? key.get<std::string>() : std::string());
+      const auto key = protocol::parse_json_text(t.substr(i, key_end - i));
+      out.keys.push_back(key && key->is_string() ? key->get<std::string>() : std::string());
       i = skip_blanks(t, skip_blanks(t, key_end) + 1);  // past ':'
       out.values.push_back({i, value_end(t, i)});
       i = out.values.back().end;
@@ -228,7 +230,7 @@ void merge_array(const Document& d, const Span& arr, const JsoncMergeRequest& r,
   const Items elements = items_of(t, arr.begin);
   std::vector<bool> placed(r.entries.size(), false);
   for (const Span& s : elements.spans) {
-    const json old = json::parse(t.substr(s.begin, s.end - s.begin), nullptr, /*allow_exceptions=*/false);
+    const json old = protocol::parse_json_text(t.substr(s.begin, s.end - s.begin)).value_or(json());
     const std::string name = old.is_object() && old.contains(r.name_key) && old[r.name_key].is_string()
                                  ? old[r.name_key].get<std::string>() : std::string();
     if (name.empty()) continue;
@@ -265,7 +267,8 @@ std::expected<JsoncMerge, std::string> merge_named_entries(std::string_view exis
   if (existing.find_first_not_of(" \t\r\n") == std::string_view::npos) return new_file(r);
 
   const auto n = neutralize(existing);
-  const json doc = n ? json::parse(n->text, nullptr, /*allow_exceptions=*/false) : json(json::value_t::discarded);
+  // Depth-limited like every parse: what parses here is compared and copied recursively.
+  const json doc = n ? protocol::parse_json_text(n->text).value_or(json(json::value_t::discarded)) : json(json::value_t::discarded);
   if (doc.is_discarded()) return std::unexpected("it is not JSON (with comments) that ferry can read; it was left as it is");
   if (!doc.is_object()) return std::unexpected("it does not hold a JSON object; it was left as it is");
   if (doc.contains(r.array_key) && !doc[r.array_key].is_array())

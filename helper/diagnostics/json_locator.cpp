@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "helper/diagnostics/line_index.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::diagnostics {
 namespace {
@@ -105,9 +106,9 @@ class JsonScanner {
     if (quoted.find('\\') == std::string_view::npos) {
       name_ = std::string(quoted.substr(1, quoted.size() - 2));
     } else {  // escapes: decode exactly as nlohmann does
-      auto decoded = nlohmann::json::parse(quoted, nullptr, false);
-      if (!decoded.is_string()) return std::nullopt;
-      name_ = decoded.get<std::string>();
+      auto decoded = protocol::parse_json_text(quoted);
+      if (!decoded || !decoded->is_string()) return std::nullopt;
+      name_ = decoded->get<std::string>();
     }
     pos_ = *end;
     skip_space();
@@ -271,20 +272,24 @@ ByteSpan syntax_error_span(std::string_view text, std::size_t byte, std::string_
 
 std::expected<LocatedJson, JsonSyntaxError> parse_located(std::string_view text) {
   LocatedJson out;
-  try {
-    out.value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::string message = clean_parse_message(e.what());
-    return std::unexpected(JsonSyntaxError{syntax_error_span(text, e.byte, message), message});
-  } catch (const nlohmann::json::out_of_range& e) {
-    // 406, "number overflow parsing '1e400'": valid JSON a double cannot hold. nlohmann gives no
-    // position, but it stops at the first such number, the first scalar spelled that way.
-    std::string what = e.what();
-    auto open = what.find('\''), close = what.rfind('\'');
-    std::string token = open < close && close != std::string::npos ? what.substr(open + 1, close - open - 1) : "";
-    auto span = JsonLocations::scan(text).first_scalar(text, token).value_or(ByteSpan{0, 0});
-    return std::unexpected(JsonSyntaxError{span, "number out of range: " + token + " is too large for a double"});
+  auto parsed = protocol::parse_json_text(text);
+  if (!parsed) {
+    const protocol::JsonParseError& e = parsed.error();
+    if (e.kind == protocol::JsonParseErrorKind::out_of_range) {
+      // 406, "number overflow parsing '1e400'": valid JSON a double cannot hold. nlohmann stops
+      // after the number, so its place is the first scalar spelled that way.
+      const std::string& what = e.message;
+      auto open = what.find('\''), close = what.rfind('\'');
+      std::string token = open < close && close != std::string::npos ? what.substr(open + 1, close - open - 1) : "";
+      auto span = JsonLocations::scan(text).first_scalar(text, token).value_or(ByteSpan{0, 0});
+      return std::unexpected(JsonSyntaxError{span, "number out of range: " + token + " is too large for a double"});
+    }
+    if (e.kind == protocol::JsonParseErrorKind::too_deep)  // on the first bracket past the limit
+      return std::unexpected(JsonSyntaxError{{e.offset, std::min(e.offset + 1, text.size())}, e.message});
+    std::string message = clean_parse_message(e.message);
+    return std::unexpected(JsonSyntaxError{syntax_error_span(text, e.offset + 1, message), message});
   }
+  out.value = std::move(*parsed);
   out.locations = JsonLocations::scan(text);
   return out;
 }

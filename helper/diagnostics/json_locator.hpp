@@ -1,7 +1,8 @@
 // Where each value of a JSON text sits: every JSON pointer ("/mappings/0/remote") mapped to the
 // byte span of its value and of its member key, so a message about a value can underline exactly
-// that value. nlohmann (the parser every ferry reader uses, here with the same options as
-// deploy::load_project: plain JSON, no comments) decides validity and the syntax error's place;
+// that value. protocol::parse_json_text (the depth-limited nlohmann parse every ferry reader uses,
+// here with the same options as deploy::load_project: plain JSON, no comments) decides validity
+// and the syntax error's place;
 // the scanner below only records where things are.
 #pragma once
 
@@ -81,7 +82,9 @@ struct LocatedJson {
 };
 
 // Parses as deploy::load_project does (plain JSON; a UTF-8 BOM is skipped; a repeated key keeps
-// its last value; a NUL byte ends the input, whatever follows) and locates every value.
+// its last value; a NUL byte ends the input, whatever follows; nested at most
+// protocol::kMaxJsonDepth levels, past that an error on the first bracket too deep) and locates
+// every value.
 std::expected<LocatedJson, JsonSyntaxError> parse_located(std::string_view text);
 
 // Where a message about `pointer` goes. value: the value (a container spanning several lines is

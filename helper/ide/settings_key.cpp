@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::ide {
 
 namespace {
@@ -39,7 +41,8 @@ std::expected<SettingsKeyMerge, std::string> merge_settings_key(std::string_view
   // it from the check and the '{' found below could be past it: no settings file has one.
   if (existing.find('\0') != std::string_view::npos)
     return std::unexpected("it contains a NUL byte, which no settings file has; fix it or set \"" + key + "\" yourself");
-  auto parsed = nlohmann::json::parse(existing, nullptr, false, /*ignore_comments=*/true);
+  const nlohmann::json unreadable(nlohmann::json::value_t::discarded);
+  auto parsed = protocol::parse_json_text(existing, {.ignore_comments = true}).value_or(unreadable);
   if (parsed.is_discarded()) {
     // VS Code also allows trailing commas, which nlohmann does not: drop them and try again.
     std::string relaxed(existing);
@@ -47,7 +50,7 @@ std::expected<SettingsKeyMerge, std::string> merge_settings_key(std::string_view
       const std::size_t next = relaxed.find_first_not_of(" \t\r\n", i + 1);
       if (next != std::string::npos && (relaxed[next] == '}' || relaxed[next] == ']')) relaxed[i] = ' ';
     }
-    parsed = nlohmann::json::parse(relaxed, nullptr, false, true);
+    parsed = protocol::parse_json_text(relaxed, {.ignore_comments = true}).value_or(unreadable);
   }
   if (parsed.is_discarded() || !parsed.is_object())
     return std::unexpected("not a JSON object (with comments) that ferry can read; fix it or set \"" + key + "\" yourself");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/temp_name.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::remote {
 namespace {
@@ -25,7 +26,7 @@ json load(const fs::path& file) {
   if (!in) return json::object();
   std::stringstream text;
   text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  json j = protocol::parse_json_text(text.str()).value_or(json());
   if (!j.is_object() || !j.contains("hosts") || !j["hosts"].is_object()) return json::object();
   return j;
 }

@@ -6,6 +6,7 @@
 
 #include "helper/diagnostics/config_diagnostics.hpp"
 #include "helper/diagnostics/json_locator.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::server {
 
@@ -30,7 +31,11 @@ std::vector<int> main_guard_lines(std::string_view text) {
   while (start <= text.size()) {
     auto end = text.find('\n', start);
     std::string_view l = text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    if (l.starts_with("if") && std::regex_search(std::string(l), kGuard)) lines.push_back(line);
+    // std::regex recurses per character: a line of 300,000 blanks in an untrusted project's file
+    // overflowed the stack. No real guard line is longer than this.
+    constexpr std::size_t kMaxGuardLine = 1024;
+    if (l.starts_with("if") && l.size() <= kMaxGuardLine && std::regex_search(std::string(l), kGuard))
+      lines.push_back(line);
     if (end == std::string_view::npos) break;
     start = end + 1;
     ++line;
@@ -41,7 +46,9 @@ std::vector<int> main_guard_lines(std::string_view text) {
 // ferry.json's launch entries, each a lens on its own line: the kind's command with the entry's
 // name (what `ferry run --launch NAME` starts).
 void launch_lenses(std::string_view text, const std::string& uri, const std::string& host, std::vector<CodeLens>& out) {
-  auto doc = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  const auto parsed = protocol::parse_json_text(text);
+  if (!parsed) return;
+  const nlohmann::json& doc = *parsed;
   if (!doc.is_object() || !doc.contains("launch") || !doc["launch"].is_array()) return;
   const auto where = diagnostics::JsonLocations::scan(text);
   for (std::size_t i = 0; i < doc["launch"].size(); ++i) {

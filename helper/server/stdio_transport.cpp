@@ -80,8 +80,15 @@ int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, con
                                                         "message refused: " + issue.message)));
         continue;
       }
-      out.send(protocol::to_json(protocol::make_error(nullptr, protocol::error_code::kParseError,
-                                                      "unreadable frame: " + issue.message + "; closing")));
+      // The stream cannot go on (a broken header, or a body too big to skip): answer, then end
+      // with status 1, which an LSP client sees and can restart on, instead of reading on deaf.
+      spdlog::error("closing the input stream after a frame it cannot read past: {}", issue.message);
+      if (issue.kind == protocol::FrameIssueKind::body_too_large)
+        out.send(protocol::to_json(protocol::make_error(nullptr, protocol::error_code::kMessageTooLarge,
+                                                        "message refused: " + issue.message + "; closing")));
+      else
+        out.send(protocol::to_json(protocol::make_error(nullptr, protocol::error_code::kParseError,
+                                                        "unreadable frame: " + issue.message + "; closing")));
       unreadable = true;
       break;
     }

@@ -1,7 +1,8 @@
 // The stream transport of `ferry serve`: reads LSP-framed bodies from one fd on the calling
 // thread, hands them to a Dispatcher, runs worker handlers on a pool and writes replies through
 // one OutputChannel. Returns when the peer sends `exit`, closes the stream, or sends an
-// unreadable frame; every started handler has finished by then.
+// unreadable frame (or one whose body is too big to skip); every started handler has finished
+// by then.
 #pragma once
 
 #include <chrono>

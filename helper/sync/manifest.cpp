@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "helper/sync/atomic_file.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::sync {
 namespace {
@@ -173,8 +174,8 @@ std::string manifest_to_json(const Manifest& m) {
 }
 
 std::expected<Manifest, std::string> manifest_from_json(std::string_view text) {
-  const auto doc = nlohmann::json::parse(text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return std::unexpected("manifest is not a JSON object");
+  const auto doc = protocol::parse_json_text(text).value_or(nlohmann::json());
+  if (!doc.is_object()) return std::unexpected("manifest is not a JSON object");
   if (!doc.contains("version") || doc["version"] != kManifestVersion) {
     return std::unexpected("manifest version is not " + std::to_string(kManifestVersion));
   }

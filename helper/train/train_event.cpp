@@ -1,13 +1,16 @@
 // Parsing ferry-train's event lines; see train_event.hpp.
 #include "helper/train/train_event.hpp"
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::training {
 
 std::expected<TrainEvent, std::string> parse_train_event(std::string_view line) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
   if (line.empty()) return std::unexpected("empty line");
-  auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::unexpected("not JSON");
+  auto parsed = protocol::parse_json_text(line);
+  if (!parsed) return std::unexpected("not JSON");
+  nlohmann::json& j = *parsed;
   if (!j.is_object()) return std::unexpected("not a JSON object");
   auto it = j.find("event");
   if (it == j.end() || !it->is_string() || it->get_ref<const std::string&>().empty())

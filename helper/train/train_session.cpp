@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "helper/remote/ssh_endpoint.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::training {
 namespace fs = std::filesystem;
@@ -31,7 +32,8 @@ Error bad_input(std::string message) { return Error{ErrorKind::invalid_input, st
 std::expected<std::string, Error> TrainSession::start(const TrainRequest& request) {
   std::ifstream in(request.config);
   if (!in) return std::unexpected(bad_input("cannot read " + request.config.string()));
-  config_ = nlohmann::json::parse(in, nullptr, false);
+  config_ = protocol::parse_json_text(std::string(std::istreambuf_iterator<char>(in), {}))
+                .value_or(nlohmann::json(nlohmann::json::value_t::discarded));
   if (config_.is_discarded() || !config_.is_object())
     return std::unexpected(bad_input(request.config.string() + " is not a JSON object (ferry-train CONFIG --validate says where)"));
 

@@ -19,6 +19,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
+#include "protocol/json_parse.hpp"
+
 namespace ferry::train {
 namespace {
 
@@ -149,8 +151,8 @@ std::expected<CheckpointData, std::string> read_checkpoint(const std::filesystem
   if (header_len > file_size || data_start > file_size) return std::unexpected(file.string() + ": truncated header");
   std::string text(header_len, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_len));
-  nlohmann::json header = nlohmann::json::parse(text, nullptr, false);
-  if (header.is_discarded() || !header.is_object() || header.value("format", "") != "ferry-checkpoint") {
+  nlohmann::json header = protocol::parse_json_text(text).value_or(nlohmann::json());
+  if (!header.is_object() || header.value("format", "") != "ferry-checkpoint") {
     return std::unexpected(file.string() + ": bad checkpoint header");
   }
   if (header.value("version", 0) != kCheckpointFormatVersion) {

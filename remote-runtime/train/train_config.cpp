@@ -11,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "protocol/json_parse.hpp"
 #include "remote-runtime/train/memory_size.hpp"
 
 namespace ferry::train {
@@ -462,18 +463,11 @@ std::expected<TrainConfig, ConfigError> load_train_config(const std::filesystem:
   if (!in) return std::unexpected(ConfigError{"", "cannot open " + file.string()});
   std::ostringstream text;
   text << in.rdbuf();
-  json doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    // Re-parse with exceptions for the byte position; the discarded form says only "invalid".
-    try {
-      json reparsed = json::parse(text.str());
-      (void)reparsed;
-    } catch (const json::parse_error& e) {
-      return std::unexpected(ConfigError{"", file.string() + " is not valid JSON: " + e.what()});
-    }
-    return std::unexpected(ConfigError{"", file.string() + " is not valid JSON"});
-  }
-  return parse_train_config(doc);
+  // Depth-limited (protocol/json_parse.hpp, header-only, packed with these sources for the box):
+  // the validator and the trainer copy the document recursively.
+  auto doc = protocol::parse_json_text(text.str());
+  if (!doc) return std::unexpected(ConfigError{"", file.string() + " is not valid JSON: " + doc.error().to_string()});
+  return parse_train_config(*doc);
 }
 
 nlohmann::json to_json(const TrainConfig& c) {

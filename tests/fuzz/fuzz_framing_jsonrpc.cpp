@@ -1,6 +1,7 @@
-// Fuzzes the IDE wire's untrusted path end to end: frame decoding (tiny limits, so oversize and
-// resync paths run), JSON decoding, message validation and dispatch through a binding table
-// with inline and queued worker handlers, batches, cancellation and the LSP lifecycle.
+// Fuzzes the IDE wire's untrusted path end to end: frame decoding (tiny limits, so oversize,
+// resync and too-big-to-skip paths run), JSON decoding, message validation and dispatch through
+// a binding table with inline and queued worker handlers, batches, cancellation and the LSP
+// lifecycle.
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -61,7 +62,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   hooks.on_exit = [](int) {};
   Dispatcher d(table(), hooks, DispatcherOptions{Encoding::json, true});
 
-  FrameDecoder decoder(FrameLimits{.max_body = 4096, .max_header = 256});
+  // Tiny limits: bodies over 4 KiB are skipped up to 16 KiB, past that the stream ends.
+  FrameDecoder decoder(FrameLimits{.max_body = 4096, .max_header = 256, .max_skip = 16384});
   std::string_view input(reinterpret_cast<const char*>(data), size);
   // Feed in uneven slices so split headers and bodies are exercised.
   std::size_t pos = 0, slice = 1;

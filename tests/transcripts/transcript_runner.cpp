@@ -17,6 +17,7 @@
 //   {"answer": {"result": R}}  answers the server's own request last matched by "expect" (a
 //                              message with method and id) with R, or {"error": E}, under its id
 //   {"close": true}            closes the server's stdin
+//   {"expect_eof": true}       the server closes its output, stdin still open, within the deadline
 //   {"expect_exit": N}         the server exits with N and wrote nothing more
 // In "send", a string "=NAME" is replaced by the value remembered as NAME (a run's id).
 // The first line may also hold "copy": [[FROM, TO], ...]: directories copied before the server
@@ -343,6 +344,8 @@ int main(int argc, char** argv) {
         reply["id"] = server_request_id;
         server.write_bytes(frame(reply.dump()));
         server_request_id = nullptr;
+      } else if (s.contains("expect_eof")) {
+        if (auto m = server.next_message()) fail("expected the server to close its output, got " + m->dump());
       } else if (s.contains("close")) {
         server.close_stdin();
       } else if (s.contains("expect_exit")) {

@@ -118,6 +118,16 @@ BOOST_AUTO_TEST_CASE(syntax_errors_and_fixes) {
   BOOST_TEST(diagnose_train_config("{\n  \"model\": {\"kind\": \"mlp\"},\n  \"epochs\": 1\n}").empty());
 }
 
+// Still recognised as a training config by its keys, and a json error, not a crash.
+BOOST_AUTO_TEST_CASE(a_config_nested_too_deep_is_one_json_error) {
+  const std::string deep = "{\"model\": {\"kind\": \"mlp\"}, \"data\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  BOOST_TEST(looks_like_train_config(deep));
+  auto d = only(deep);
+  BOOST_TEST(d.code == "json");
+  BOOST_TEST(d.message == "nested deeper than 256 levels");
+  BOOST_TEST(d.range == at(0, 35 + 255, 35 + 256));
+}
+
 BOOST_AUTO_TEST_CASE(recognising_a_training_config) {
   BOOST_TEST(looks_like_train_config(R"({"model": {"kind": "mlp"}, "max_steps": 10})"));
   BOOST_TEST(looks_like_train_config(R"({"model": {}, "data": {}})"));

@@ -75,6 +75,38 @@ BOOST_AUTO_TEST_CASE(oversize_body_split_across_feeds_is_skipped) {
   BOOST_TEST(**g == "x");
 }
 
+// A declared length no peer could send is not skipped (the skip would swallow every later frame
+// and the reader would wait on it for good): refused as too large, and the stream is over.
+BOOST_AUTO_TEST_CASE(a_body_too_big_to_skip_ends_the_stream) {
+  FrameDecoder d;
+  d.feed("Content-Length: 1099511627776\r\n\r\n" + encode_frame("{}"));
+  auto f = d.next();
+  BOOST_REQUIRE(f && !f->has_value());
+  BOOST_TEST((f->error().kind == FrameIssueKind::body_too_large));
+  BOOST_TEST(f->error().fatal);
+  BOOST_TEST(f->error().message.find("too large to skip") != std::string::npos);
+  BOOST_TEST(d.failed());
+  BOOST_TEST(!d.next());
+}
+
+BOOST_AUTO_TEST_CASE(bodies_up_to_max_skip_are_skipped_past_it_fatal) {
+  for (std::size_t declared : {9u, 10u, 11u}) {
+    FrameDecoder d(FrameLimits{.max_body = 4, .max_header = 64, .max_skip = 10});
+    d.feed("Content-Length: " + std::to_string(declared) + "\r\n\r\n" + std::string(declared, 'x') + encode_frame("ok"));
+    auto f = d.next();
+    BOOST_REQUIRE(f && !f->has_value());
+    BOOST_TEST((f->error().kind == FrameIssueKind::body_too_large));
+    BOOST_TEST(f->error().fatal == (declared > 10));
+    auto g = d.next();
+    if (declared > 10) {
+      BOOST_TEST(!g);
+    } else {
+      BOOST_REQUIRE(g && g->has_value());
+      BOOST_TEST(**g == "ok");
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(malformed_headers_are_fatal) {
   for (std::string bad : {"Content-Length: abc\r\n\r\n", "Nonsense\r\n\r\n", "Content-Type: x\r\n\r\n",
                           "Content-Length: -1\r\n\r\n"}) {

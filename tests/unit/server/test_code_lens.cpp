@@ -78,3 +78,14 @@ BOOST_AUTO_TEST_CASE(launch_entries_get_a_lens_on_their_own_line) {
   // A broken file still gets its first-line lenses.
   BOOST_TEST(code_lenses(DocumentKind::project_file, "{\"launch\": [", "u", "h").size() == 2u);
 }
+
+// An untrusted project's files: a ferry.json nested past the parse's limit and a Python line of
+// 300,000 blanks after "if" (std::regex recurses per character) still get their lenses, no crash.
+BOOST_AUTO_TEST_CASE(hostile_documents_get_lenses_without_crashing) {
+  const std::string deep = "{\"launch\": [{\"name\": \"a\", \"x\": " + std::string(100000, '[') + std::string(100000, ']') + "}]}";
+  BOOST_TEST(code_lenses(DocumentKind::project_file, deep, "u", "h").size() == 2u);
+  const std::string blanks = "if" + std::string(300000, ' ') + "__name__ == '__main__':\nif __name__ == '__main__':\n";
+  auto lenses = code_lenses(DocumentKind::python, blanks, "u", "h");
+  BOOST_REQUIRE_EQUAL(lenses.size(), 2u);
+  BOOST_TEST(lenses[0].line == 1);
+}

@@ -128,3 +128,13 @@ BOOST_AUTO_TEST_CASE(load_from_files) {
   auto bad_field = load_train_config(temp_file("bad.json", R"({"epochs": 2, "precision": "fp16", "device": "cpu"})"));
   BOOST_TEST(bad_field.error().pointer == "/precision");
 }
+
+// A config nested 100,000 levels deep is refused at the parse (the validator copies documents
+// recursively), with the place, instead of overflowing the stack.
+BOOST_AUTO_TEST_CASE(a_file_nested_too_deep_is_refused_not_a_crash) {
+  const std::string deep = R"({"epochs": 2, "data": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto r = load_train_config(temp_file("deep.json", deep));
+  BOOST_TEST_REQUIRE(!r.has_value());
+  BOOST_TEST(r.error().message.find("nested deeper than 256 levels at line 1, column 278") != std::string::npos,
+             r.error().message);
+}
