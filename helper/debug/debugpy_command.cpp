@@ -1,7 +1,7 @@
 // debugpy_command: argv for the remote side of `ferry debug`, and the advice shown around them.
 #include "helper/debug/debugpy_command.hpp"
 
-#include <sstream>
+#include "protocol/shell_words.hpp"
 
 namespace ferry::debug {
 
@@ -37,19 +37,15 @@ constexpr const char* kListenProbeMain =
     "    time.sleep(0.05)\n";
 
 std::string first_word(std::string_view s) {
-  std::istringstream in{std::string(s)};
-  std::string word;
-  in >> word;
-  return word;
+  auto words = protocol::split_words(s);
+  return words && !words->empty() ? words->front() : std::string();
 }
 
 }  // namespace
 
 std::expected<std::vector<std::string>, std::string> interpreter_argv(std::string_view interpreter) {
-  std::istringstream in{std::string(interpreter)};
-  std::vector<std::string> argv;
-  for (std::string word; in >> word;) argv.push_back(word);
-  if (argv.empty()) return std::unexpected("ferry.json /interpreter is empty: name a Python interpreter (e.g. \"python3\")");
+  auto argv = protocol::interpreter_words(interpreter);
+  if (!argv) return std::unexpected("ferry.json /interpreter: " + argv.error());
   return argv;
 }
 

@@ -17,8 +17,9 @@ inline constexpr int kDefaultDebugpyPort = 5678;
 // IDE task waits for before attaching (the VS Code tasks `ferry ide vscode` writes match it).
 inline constexpr const char* kReadyLinePrefix = "debugpy waits on the box's ";
 
-// ferry.json's interpreter may carry arguments ("/opt/conda/bin/python -u"): split on blanks.
-// Empty or blank: an error naming the field.
+// ferry.json's interpreter may carry arguments ("/opt/conda/bin/python -u"): split into words by
+// protocol::interpreter_words (quotes honoured, no shell). Empty, blank or naming a shell: an
+// error naming the field.
 std::expected<std::vector<std::string>, std::string> interpreter_argv(std::string_view interpreter);
 
 // Each command below comes twice: its interpreter arguments (`-c ...`, `-m debugpy ...`, for a

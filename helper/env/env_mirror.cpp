@@ -1,12 +1,10 @@
 // The env mirror and the project venv: see env_mirror.hpp.
 #include "helper/env/env_mirror.hpp"
 
-#include <sys/wait.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -15,8 +13,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/private_files.hpp"
+#include "helper/env/local_command.hpp"
 #include "helper/sync/atomic_file.hpp"
 #include "helper/sync/sync_engine.hpp"
+#include "protocol/json_parse.hpp"
 #include "protocol/python_sources.hpp"
 
 namespace ferry::env {
@@ -67,21 +68,11 @@ std::pair<std::uint64_t, std::uint64_t> tree_size(const fs::path& dir) {
 
 // Runs argv (no shell) and returns its stdout, or why not.
 std::expected<std::string, std::string> run_local(const std::vector<std::string>& argv) {
-  std::string cmd;
-  for (const auto& a : argv) {
-    std::string q = "'";
-    for (char c : a) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    cmd += q + "' ";
-  }
-  FILE* pipe = ::popen((cmd + "2>&1").c_str(), "r");
-  if (!pipe) return std::unexpected("cannot start " + argv[0]);
-  std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    return std::unexpected(fmt::format("{} failed (exit {}): {}", argv[0], WIFEXITED(status) ? WEXITSTATUS(status) : -1, out.substr(0, 400)));
-  return out;
+  auto r = run_local_command(argv, "", std::chrono::minutes(2));
+  if (!r) return std::unexpected(r.error());
+  if (r->exit_status != 0)
+    return std::unexpected(fmt::format("{} failed (exit {}): {}", argv[0], r->exit_status, (r->err + r->out).substr(0, 400)));
+  return std::move(r->out);
 }
 
 }  // namespace
@@ -145,8 +136,8 @@ std::expected<EnvSyncReport, Error> sync_env(remote::Endpoint& endpoint, const E
   EnvSyncReport report;
   const fs::path cache = o.cache_root.empty() ? default_cache_root() : o.cache_root;
   report.mirror = mirror_dir(cache, o.host, o.interpreter);
-  std::error_code ec;
-  fs::create_directories(report.mirror, ec);
+  // The mirror is ferry's (owner-only); the trees pulled into it keep the box's modes.
+  std::error_code ec = posix::make_private_dirs(report.mirror);
   if (ec) return std::unexpected(Error{ErrorKind::io, "cannot create the mirror " + report.mirror.string() + ": " + ec.message()});
   std::uint64_t budget = o.cap_bytes;
   std::set<std::string> wanted_dirs;
@@ -216,8 +207,9 @@ std::expected<EnvSyncReport, Error> sync_env(remote::Endpoint& endpoint, const E
 std::optional<MirrorState> read_mirror_state(const fs::path& mirror) {
   std::ifstream in(mirror / "mirror.json");
   if (!in) return std::nullopt;
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  auto parsed = protocol::parse_json_text(std::string(std::istreambuf_iterator<char>(in), {}));
+  if (!parsed || !parsed->is_object()) return std::nullopt;
+  const json& j = *parsed;
   MirrorState s;
   s.mirror = mirror;
   s.synced_at = j.value("syncedAt", std::int64_t{0});
@@ -257,6 +249,9 @@ std::expected<fs::path, std::string> write_project_venv(const fs::path& project_
                                                         const std::string& local_python) {
   const fs::path venv = project_root / ".ferry" / "venv";
   const fs::path python = project_venv_python(project_root);
+  // .ferry/venv is ferry's: made owner-only before `python -m venv` fills it (an existing one too).
+  if (auto ec = posix::make_private_dirs(venv))
+    return std::unexpected("cannot create " + venv.string() + ": " + ec.message());
   std::error_code ec;
   if (!fs::exists(python, ec)) {
     // No pip (nothing gets installed into it), no system site-packages (a laptop's own torch

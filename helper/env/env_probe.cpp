@@ -3,7 +3,8 @@
 // env_probe_exec.cpp.
 #include "helper/env/env_probe.hpp"
 
-#include "helper/remote/shell_quote.hpp"
+#include "protocol/shell_words.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::env {
 
@@ -62,23 +63,6 @@ if "torch" in sys.argv[1:]:
 sys.stdout.write("FERRY-ENV-INFO " + json.dumps(out) + "\n")
 )PY";
 
-using remote::shell_quote;
-
-// ferry.json's interpreter as shell words: split on spaces as runs split it ("python3 -u"), each
-// quoted; a leading "~/" stays expandable by the remote shell.
-std::string interpreter_word(const std::string& interpreter) {
-  std::string out;
-  for (std::size_t at = 0; at < interpreter.size();) {
-    const std::size_t end = std::min(interpreter.find(' ', at), interpreter.size());
-    const std::string word = interpreter.substr(at, end - at);
-    at = end + 1;
-    if (word.empty()) continue;
-    if (!out.empty()) out += ' ';
-    out += word.starts_with("~/") ? "\"$HOME\"/" + shell_quote(word.substr(2)) : shell_quote(word);
-  }
-  return out;
-}
-
 template <class T>
 void read_opt(const json& j, const char* key, T& out) {
   if (auto it = j.find(key); it != j.end() && !it->is_null()) out = it->get<T>();
@@ -125,9 +109,22 @@ std::expected<EnvInfo, std::string> env_info_from_json(const json& j) {
   }
 }
 
-std::string probe_command(const std::string& interpreter, bool with_torch) {
+std::expected<std::vector<std::string>, std::string> probe_argv(const std::string& interpreter, bool with_torch) {
+  auto argv = protocol::interpreter_words(interpreter);
+  if (!argv) return argv;
+  argv->insert(argv->end(), {"-c", std::string(kProbe)});
+  if (with_torch) argv->push_back("torch");
+  return argv;
+}
+
+std::expected<std::string, std::string> probe_command(const std::string& interpreter, bool with_torch) {
+  auto argv = probe_argv(interpreter, with_torch);
+  if (!argv) return std::unexpected(argv.error());
   // cd / first: sys.path[0] is the current directory for -c, and the probe wants none of it.
-  return "cd / && " + interpreter_word(interpreter) + " -c " + shell_quote(kProbe) + (with_torch ? " torch" : "");
+  // Every word quoted; only a leading "~/" is left to the box's shell (its home).
+  std::string command = "cd / &&";
+  for (const auto& word : *argv) command += ' ' + protocol::shell_quote_home(word);
+  return command;
 }
 
 std::expected<EnvInfo, std::string> parse_probe_output(const std::string& text, const std::string& interpreter) {
@@ -138,9 +135,9 @@ std::expected<EnvInfo, std::string> parse_probe_output(const std::string& text, 
     at = end + 1;
     if (!line.starts_with(kMarker)) continue;
     line.remove_prefix(kMarker.size());
-    json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return std::unexpected(std::string("the interpreter's report is not valid JSON"));
-    auto info = env_info_from_json(j);
+    auto j = protocol::parse_json_text(line);
+    if (!j || !j->is_object()) return std::unexpected(std::string("the interpreter's report is not valid JSON"));
+    auto info = env_info_from_json(*j);
     if (info) info->interpreter = interpreter;
     return info;
   }

@@ -52,10 +52,15 @@ struct EnvInfo {
 nlohmann::json to_json(const EnvInfo& info);
 std::expected<EnvInfo, std::string> env_info_from_json(const nlohmann::json& j);
 
-// The shell command that runs the probe with `interpreter` ("python3", "/opt/conda/bin/python",
-// "~/venv/bin/python"). `with_torch`: also import torch for its versions (slow: seconds on a GPU
-// box), which env sync does not need.
-std::string probe_command(const std::string& interpreter, bool with_torch);
+// The argv that runs the probe with `interpreter` ("python3", "/opt/conda/bin/python -I",
+// "~/venv/bin/python"), split by protocol::interpreter_words (no shell; the error says why the
+// setting cannot be run). `with_torch`: also import torch for its versions (slow: seconds on a
+// GPU box), which env sync does not need.
+std::expected<std::vector<std::string>, std::string> probe_argv(const std::string& interpreter, bool with_torch);
+
+// The same argv as a command line for the SSH exec channel: `cd / &&` and each word quoted
+// (protocol::shell_quote_home: a leading "~/" is the box's home, nothing else expands).
+std::expected<std::string, std::string> probe_command(const std::string& interpreter, bool with_torch);
 
 // The probe's output (stdout) to EnvInfo: the line after the marker, whatever surrounds it.
 std::expected<EnvInfo, std::string> parse_probe_output(const std::string& stdout_text, const std::string& interpreter);

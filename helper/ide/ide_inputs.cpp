@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "protocol/shell_words.hpp"
+
 namespace ferry::ide {
 
 std::string entry_title(const deploy::LaunchEntry& entry) { return std::string(kEntryPrefix) + entry.name; }
@@ -17,13 +19,8 @@ std::vector<std::string> launch_args(const IdeInputs& in, const deploy::LaunchEn
 std::string shell_word(std::string_view word) {
   const bool plain = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                              "0123456789_-.,/:=@%+") == std::string_view::npos;
-  if (plain) return std::string(word);
-  std::string out(1, '\'');
-  for (char c : word) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
+  // Bare when plain, for a readable command line; the quoting itself is protocol's one rule.
+  return plain ? std::string(word) : protocol::shell_quote(word);
 }
 
 std::string ide_word(std::string_view word) {

@@ -31,7 +31,8 @@ std::string entry_title(const deploy::LaunchEntry& entry);
 enum class Ide { pycharm, vscode };
 std::vector<std::string> launch_args(const IdeInputs& in, const deploy::LaunchEntry& entry, Ide ide);
 
-// A word for a POSIX shell command line: as it is when it needs no quotes, else single-quoted.
+// A word for a POSIX shell command line: as it is when it needs no quotes, else
+// protocol::shell_quote's single-quoted form.
 std::string shell_word(std::string_view word);
 
 // A word for a command line the IDE itself splits (LSP4IJ): double-quoted when it holds a blank.

@@ -9,13 +9,14 @@
 #include <sstream>
 
 #include "ferry/version.hpp"
-#include "helper/remote/shell_quote.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "protocol/shell_words.hpp"
 
 namespace ferry::remote {
 namespace {
 
 using namespace std::chrono_literals;
+using protocol::shell_quote;
 using KeyValues = std::map<std::string, std::vector<std::string>>;
 
 KeyValues parse_key_values(const std::string& text) {
@@ -54,8 +55,12 @@ struct Checks {
 };
 
 // One shell script that prints key=value lines for every box check (parse_key_values reads them).
-std::string box_probe_script(const std::string& root, const std::string& py) {
-  return
+// `py`: the interpreter's words (none when ferry.json's setting was refused), as "$@" so the box's
+// shell never splits or expands them again.
+std::string box_probe_script(const std::string& root, const std::vector<std::string>& py) {
+  std::string set_py = "set --";
+  for (const auto& w : py) set_py += " " + protocol::shell_quote_home(w);
+  return set_py + "\n" +
       "echo os=$(uname -s); echo arch=$(uname -m); echo kernel=$(uname -r)\n"
       "echo glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')\n"
       "echo disk_kb=$(df -Pk " + shell_quote(root) + " 2>/dev/null | awk 'NR==2{print $4}')\n"
@@ -63,9 +68,9 @@ std::string box_probe_script(const std::string& root, const std::string& py) {
       "nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu=/'; "
       "echo cuda_driver=$(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | awk '{print $3}'); fi\n"
       "echo cudart=$( (ldconfig -p 2>/dev/null | grep -o 'libcudart.so.[0-9.]*' | head -1) )\n"
-      "P=" + shell_quote(py) + "; echo python=$($P -c 'import sys;print(sys.version.split()[0])' 2>/dev/null)\n"
-      "$P -c 'import torch;print(\"torch=\"+torch.__version__);print(\"torch_cuda=\"+str(torch.cuda.is_available()));"
-      "print(\"torch_cuda_version=\"+str(torch.version.cuda))' 2>/dev/null\n"
+      "if [ $# -gt 0 ]; then echo python=$(\"$@\" -c 'import sys;print(sys.version.split()[0])' 2>/dev/null)\n"
+      "\"$@\" -c 'import torch;print(\"torch=\"+torch.__version__);print(\"torch_cuda=\"+str(torch.cuda.is_available()));"
+      "print(\"torch_cuda_version=\"+str(torch.version.cuda))' 2>/dev/null; fi\n"
       "if S=$(sshd -T 2>/dev/null) && [ -n \"$S\" ]; then echo sshd_source=sshd -T; else echo sshd_source=/etc/ssh/sshd_config; "
       "S=$(cat /etc/ssh/sshd_config /etc/ssh/sshd_config.d/*.conf 2>/dev/null | grep -v '^[[:space:]]*#'); fi\n"
       "echo \"$S\" | grep -iE '^[[:space:]]*(permitrootlogin|passwordauthentication|allowusers)[[:space:]]' | "
@@ -220,7 +225,8 @@ std::vector<DoctorCheck> run_doctor(DoctorOptions options) {
   if (!info) return out.lines;
   std::string root = info->root;
   std::string py = options.interpreter.empty() ? "python3" : options.interpreter;
-  auto r = e.exec(box_probe_script(root, py), options.timeout);
+  auto words = protocol::interpreter_words(py);
+  auto r = e.exec(box_probe_script(root, words ? *words : std::vector<std::string>{}), options.timeout);
   if (!r) {
     out.add("remote checks", "fail", r.error().message, "re-run ferry doctor; the link dropped");
     e.close();
@@ -228,6 +234,7 @@ std::vector<DoctorCheck> run_doctor(DoctorOptions options) {
   }
   auto kv = parse_key_values(r->out);
   check_system(out, kv, root);
+  if (!words) out.add("interpreter", "fail", "ferry.json /interpreter \"" + py + "\" cannot be run: " + words.error(), "set \"interpreter\" to the box's Python 3");
   check_gpu_stack(out, e, kv, py);
   check_hardening(out, kv);
   if (options.extra_checks)

@@ -26,56 +26,16 @@ json RunSpec::to_json() const {
   return j;
 }
 
-std::expected<std::vector<std::string>, std::string> split_words(std::string_view text) {
-  std::vector<std::string> words;
-  std::string word;
-  bool in_word = false;
-  char quote = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quote == '\'') {
-      if (c == '\'') quote = 0;
-      else word += c;
-    } else if (quote == '"') {
-      if (c == '"') {
-        quote = 0;
-      } else if (c == '\\' && i + 1 < text.size() && std::string_view("\"\\$`").find(text[i + 1]) != std::string_view::npos) {
-        word += text[++i];
-      } else {
-        word += c;
-      }
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-    } else if (c == '\\') {
-      if (i + 1 >= text.size()) return std::unexpected("a trailing backslash");
-      word += text[++i];
-      in_word = true;
-    } else if (c == ' ' || c == '\t' || c == '\n') {
-      if (in_word) words.push_back(std::move(word));
-      word.clear();
-      in_word = false;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  if (quote) return std::unexpected(std::string("an unterminated ") + (quote == '"' ? "double" : "single") + " quote");
-  if (in_word) words.push_back(std::move(word));
-  return words;
-}
-
 std::expected<std::vector<std::string>, std::string> resolve_argv(const std::vector<std::string>& command,
                                                                   std::string_view interpreter) {
   if (command.empty() || command.front().empty()) return std::unexpected("no command to run (give it after --)");
-  auto interp = split_words(interpreter);
-  if (!interp) return std::unexpected("interpreter " + quote_text(interpreter) + ": " + interp.error());
-  if (interp->empty()) return std::unexpected("the interpreter setting is empty");
   const std::string& first = command.front();
   bool script = first.size() > 3 && first.ends_with(".py");
   bool flag = first == "-m" || first == "-c";
   bool bare_python = first == "python" || first == "python3";
   if (!script && !flag && !bare_python) return command;
+  auto interp = protocol::interpreter_words(interpreter);
+  if (!interp) return std::unexpected("interpreter " + quote_text(interpreter) + ": " + interp.error());
   std::vector<std::string> argv = *interp;
   argv.insert(argv.end(), command.begin() + (bare_python ? 1 : 0), command.end());
   return argv;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/jsonrpc.hpp"
+#include "protocol/shell_words.hpp"
 
 namespace ferry::run {
 
@@ -37,12 +38,12 @@ struct RunSpec {
   json to_json() const;
 };
 
-// Splits an interpreter setting into words as a POSIX shell would for plain words, single and
-// double quotes and backslashes (no expansions): "/opt/conda/bin/python -u" -> 2 words.
-std::expected<std::vector<std::string>, std::string> split_words(std::string_view text);
+// The one splitting rule for settings (protocol/shell_words.hpp): no shell, no expansions.
+using protocol::split_words;
 
 // The argv to run: a script (argv[0] ending in .py) or a leading `-m`/`-c` gets the interpreter
 // in front; a bare `python`/`python3` is replaced by the interpreter; anything else runs as given.
+// The interpreter is split by protocol::interpreter_words (no shell named in it).
 std::expected<std::vector<std::string>, std::string> resolve_argv(const std::vector<std::string>& command,
                                                                   std::string_view interpreter);
 

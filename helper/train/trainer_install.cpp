@@ -118,7 +118,9 @@ std::expected<TrainerProbe, std::string> probe_trainer(remote::SshEndpoint& e, c
                                                        const std::map<std::string, std::string>& env) {
   auto pack = trainer_pack();
   if (!pack) return std::unexpected(pack.error());
-  auto r = e.exec(trainer_probe_script(interpreter, pack->key(), env), 120s);
+  auto script = trainer_probe_script(interpreter, pack->key(), env);
+  if (!script) return std::unexpected("probing the trainer on " + e.description() + ": " + script.error());
+  auto r = e.exec(*script, 120s);
   if (!r) return std::unexpected("probing the trainer on " + e.description() + ": " + r.error().message);
   if (r->exit_status != 0) return std::unexpected("probing the trainer on " + e.description() + " failed: " + r->err);
   return parse_trainer_probe(r->out);
@@ -139,7 +141,9 @@ std::expected<Prepared, std::string> prepare_build(remote::SshEndpoint& e, const
   if (!probe->ready.empty()) return Prepared{TrainerInstall{probe->ready, false, probe->version, pack.key(), *probe}, *probe, "", ""};
   if (auto problem = trainer_probe_problem(*probe, o.interpreter))
     return std::unexpected("cannot build ferry-train on " + e.description() + ": " + *problem);
-  Prepared out{std::nullopt, *probe, trainer_env_prelude(o.interpreter, o.env), pack.key()};
+  auto prelude = trainer_env_prelude(o.interpreter, o.env);
+  if (!prelude) return std::unexpected(prelude.error());  // probe_trainer refused it already
+  Prepared out{std::nullopt, *probe, std::move(*prelude), pack.key()};
   if (!probe->have_pack) {
     if (o.on_progress) {
       BuildProgressParser p;

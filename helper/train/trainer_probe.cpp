@@ -1,17 +1,38 @@
 // See trainer_probe.hpp.
 #include "helper/train/trainer_probe.hpp"
 
+#include <cctype>
 #include <sstream>
 
 namespace ferry::training {
 
-std::string trainer_env_prelude(const std::string& interpreter, const std::map<std::string, std::string>& env) {
+namespace {
+
+// What `export NAME=...` takes as a name: anything else would be shell syntax.
+bool is_env_name(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+}  // namespace
+
+std::expected<std::string, std::string> trainer_env_prelude(const std::string& interpreter,
+                                                            const std::map<std::string, std::string>& env) {
+  auto words = protocol::interpreter_words(interpreter);
+  if (!words) return std::unexpected("ferry.json /interpreter: " + words.error());
   std::string s = "set +e\n";
-  for (const auto& [k, v] : env) s += "export " + k + "=" + shell_quote(v) + "\n";
-  // The interpreter as words (it may carry flags); a leading ~/ is the box's home.
-  std::string py = interpreter.starts_with("~/") ? "$HOME/" + shell_quote(interpreter.substr(2)) : shell_quote(interpreter);
-  s += "PY=" + py + "\n";
-  s += "PYBIN=$(command -v $PY 2>/dev/null | head -n 1)\n";
+  for (const auto& [k, v] : env) {
+    if (!is_env_name(k)) return std::unexpected("ferry.json /env: \"" + k + "\" is not a variable name (letters, digits, '_')");
+    s += "export " + k + "=" + shell_quote(v) + "\n";
+  }
+  // The interpreter's words become the positional parameters: "$@" runs them as words, never
+  // split or globbed again; a leading ~/ is the box's home.
+  s += "set --";
+  for (const auto& w : *words) s += " " + protocol::shell_quote_home(w);
+  s += "\n";
+  s += "PYBIN=$(command -v \"$1\" 2>/dev/null | head -n 1)\n";
   // A venv's or conda's bin holds what `pip install cmake ninja` put there; system dirs are left
   // as PATH has them (a stripped PATH must stay stripped).
   s += "case \"$PYBIN\" in /usr/bin/*|/bin/*|/usr/local/bin/*|'') ;; *) PATH=\"$(dirname \"$PYBIN\"):$PATH\" ;; esac\n";
@@ -20,13 +41,15 @@ std::string trainer_env_prelude(const std::string& interpreter, const std::map<s
   return s;
 }
 
-std::string trainer_probe_script(const std::string& interpreter, const std::string& key,
-                                 const std::map<std::string, std::string>& env) {
-  std::string s = trainer_env_prelude(interpreter, env);
+std::expected<std::string, std::string> trainer_probe_script(const std::string& interpreter, const std::string& key,
+                                                             const std::map<std::string, std::string>& env) {
+  auto prelude = trainer_env_prelude(interpreter, env);
+  if (!prelude) return prelude;
+  std::string s = std::move(*prelude);
   s += "H=" + shell_quote(key) + "\n";
   s += R"SH(echo "home=$HOME"; echo "cache=$C"; echo "python=$PYBIN"
 TV= TP= TS= TD=
-T=$($PY -c 'import os,torch;print(torch.__version__);print(torch.utils.cmake_prefix_path);print(os.path.dirname(torch.__file__))' 2>/dev/null)
+T=$("$@" -c 'import os,torch;print(torch.__version__);print(torch.utils.cmake_prefix_path);print(os.path.dirname(torch.__file__))' 2>/dev/null)
 if [ -n "$T" ]; then
   PTV=$(echo "$T" | sed -n 1p); PP=$(echo "$T" | sed -n 2p); TD=$(echo "$T" | sed -n 3p)
   echo "python_torch=$PTV"

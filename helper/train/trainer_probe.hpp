@@ -3,12 +3,13 @@
 // line that says how to fix it (trainer_probe_problem). Pure text in and out; no I/O here.
 #pragma once
 
+#include <expected>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "helper/remote/shell_quote.hpp"
+#include "protocol/shell_words.hpp"
 
 namespace ferry::training {
 
@@ -30,12 +31,16 @@ struct TrainerProbe {
 
 // The probe, for the pack `key` and the project's interpreter; `env` (ferry.json's) is exported
 // first, so PATH, CXX, FERRY_TRAIN_CACHE or LIBTORCH there count. The cache root is
-// $FERRY_TRAIN_CACHE, else ~/.cache/ferry/train.
-std::string trainer_probe_script(const std::string& interpreter, const std::string& key,
-                                 const std::map<std::string, std::string>& env);
+// $FERRY_TRAIN_CACHE, else ~/.cache/ferry/train. The error: the interpreter or an env name
+// cannot go into a script as it is (see trainer_env_prelude).
+std::expected<std::string, std::string> trainer_probe_script(const std::string& interpreter, const std::string& key,
+                                                             const std::map<std::string, std::string>& env);
 
-// The shell lines that set up the same environment for later steps (exports, PATH, C=cache).
-std::string trainer_env_prelude(const std::string& interpreter, const std::map<std::string, std::string>& env);
+// The shell lines that set up the same environment for later steps (exports, PATH, C=cache, the
+// interpreter's words as "$@"). Values are quoted (protocol::shell_quote); env names must be
+// variable names and the interpreter is split by protocol::interpreter_words, else an error.
+std::expected<std::string, std::string> trainer_env_prelude(const std::string& interpreter,
+                                                            const std::map<std::string, std::string>& env);
 
 TrainerProbe parse_trainer_probe(std::string_view output);
 
@@ -43,6 +48,6 @@ TrainerProbe parse_trainer_probe(std::string_view output);
 // command that fixes it.
 std::optional<std::string> trainer_probe_problem(const TrainerProbe& probe, const std::string& interpreter);
 
-using remote::shell_quote;  // helper/remote/shell_quote.hpp
+using protocol::shell_quote;  // protocol/shell_words.hpp
 
 }  // namespace ferry::training

@@ -28,6 +28,18 @@ BOOST_AUTO_TEST_CASE(scripts_get_the_interpreter_others_run_as_given) {
   BOOST_TEST(!resolve_argv({"x.py"}, "  ").has_value());
 }
 
+BOOST_AUTO_TEST_CASE(the_interpreter_is_words_never_a_shell) {
+  // Shell syntax in the setting is characters of a word; a shell as the interpreter is refused.
+  BOOST_TEST(*resolve_argv({"x.py"}, "python3 '$(touch M)'") == (Words{"python3", "$(touch M)", "x.py"}));
+  BOOST_TEST(*resolve_argv({"x.py"}, "conda run -n x python") == (Words{"conda", "run", "-n", "x", "python", "x.py"}));
+  auto shell = resolve_argv({"x.py"}, "sh -c touch${IFS}MARKER");
+  BOOST_TEST_REQUIRE(!shell.has_value());
+  BOOST_TEST(shell.error().find("shell") != std::string::npos);
+  BOOST_TEST(!resolve_argv({"-c", "print(1)"}, "/usr/bin/env bash -c x").has_value());
+  // A command that is not a script runs as given: ferry.json's interpreter has no part in it.
+  BOOST_TEST(*resolve_argv({"bash", "-c", "echo"}, "sh") == (Words{"bash", "-c", "echo"}));
+}
+
 BOOST_AUTO_TEST_CASE(relative_paths_stay_inside) {
   BOOST_TEST(*normalize_relative("") == ".");
   BOOST_TEST(*normalize_relative("./a//b/.") == "a/b");

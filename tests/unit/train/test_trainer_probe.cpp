@@ -5,9 +5,12 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "helper/train/trainer_probe.hpp"
+#include "tests/support/sh_words.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::training;
 
@@ -87,11 +90,38 @@ BOOST_AUTO_TEST_CASE(each_missing_piece_names_its_fix) {
 }
 
 BOOST_AUTO_TEST_CASE(the_script_quotes_what_it_is_given) {
-  auto s = trainer_probe_script("~/my venv/bin/python", "0123456789abcdef", {{"CXX", "g++-13 'x'"}});
+  auto s = trainer_probe_script("'~/my venv/bin/python'", "0123456789abcdef", {{"CXX", "g++-13 'x'"}}).value();
   BOOST_TEST(s.find("export CXX='g++-13 '\\''x'\\'''") != std::string::npos);
-  BOOST_TEST(s.find("PY=$HOME/'my venv/bin/python'") != std::string::npos);
+  BOOST_TEST(s.find("set -- \"$HOME\"/'my venv/bin/python'\n") != std::string::npos);
   BOOST_TEST(s.find("H='0123456789abcdef'") != std::string::npos);
   // And it is a script sh accepts.
   const std::string check = "sh -n -c " + shell_quote(s);
   BOOST_TEST(std::system(check.c_str()) == 0);
+}
+
+BOOST_AUTO_TEST_CASE(the_prelude_hands_sh_the_interpreter_and_env_exactly) {
+  ferry::test::TempDir dir("ferry-trainer-probe");
+  const std::string m = (dir / "MARKER").string();
+  // printf stands in for the interpreter: "$@" must give back its words, and $X the env value.
+  const std::string interpreter = "printf '%s\\0' 'a b' '$(touch " + m + ")' '`touch " + m + "`' ';touch " + m +
+                                  "' 'touch${IFS}" + m + "' '*' \"it's\" ''";
+  const std::string value = "$(touch " + m + ")'\"`;\n*";
+  auto prelude = trainer_env_prelude(interpreter, {{"X", value}});
+  BOOST_TEST_REQUIRE(prelude.has_value());
+  auto r = ferry::test::run_sh(*prelude + "\"$@\"; printf '%s\\0' \"$X\"\n", dir.path().string());
+  BOOST_TEST(r.exit_status == 0);
+  const std::vector<std::string> want{"a b", "$(touch " + m + ")", "`touch " + m + "`", ";touch " + m,
+                                      "touch${IFS}" + m, "*", "it's", "", value};
+  BOOST_TEST(ferry::test::nul_words(r.out) == want, boost::test_tools::per_element());
+  BOOST_TEST(!std::filesystem::exists(m));
+}
+
+BOOST_AUTO_TEST_CASE(the_prelude_refuses_what_cannot_go_into_a_script) {
+  auto shell = trainer_env_prelude("sh -c touch${IFS}MARKER", {});
+  BOOST_TEST_REQUIRE(!shell.has_value());
+  BOOST_TEST(shell.error().find("/interpreter") != std::string::npos);
+  auto name = trainer_env_prelude("python3", {{"A;touch MARKER;B", "x"}});
+  BOOST_TEST_REQUIRE(!name.has_value());
+  BOOST_TEST(name.error().find("/env") != std::string::npos);
+  BOOST_TEST(!trainer_probe_script("python3 'x", "k", {}).has_value());
 }
