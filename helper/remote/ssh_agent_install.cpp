@@ -12,14 +12,15 @@
 #include "common/temp_name.hpp"
 #include "ferry/version.hpp"
 #include "helper/remote/local_endpoint.hpp"
-#include "helper/remote/shell_quote.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/remote/ssh_endpoint_internal.hpp"
+#include "protocol/shell_words.hpp"
 
 namespace ferry::remote {
 namespace {
 
 using namespace std::chrono_literals;
+using protocol::shell_quote;
 using detail::unavailable;
 
 std::expected<std::string, std::string> file_sha256(const std::filesystem::path& path, std::string* contents) {
@@ -74,7 +75,7 @@ std::expected<std::string, ResponseError> SshEndpoint::install_agent(ssh::SshCon
   // Other builds' agents in this version's directory go (a running one keeps its inode); the
   // dot-named temp files of helpers installing right now do not match the pattern.
   std::string finish = "T=" + shell_quote(tmp) + "; F=" + shell_quote(target) + "; if [ \"$(sha256sum \"$T\" | cut -c1-64)\" = " +
-                       agent_hash_ + " ]; then chmod 755 \"$T\" && mv -f \"$T\" \"$F\" && for O in " + shell_quote(abs_dir) +
+                       agent_hash_ + " ]; then chmod 700 \"$T\" && mv -f \"$T\" \"$F\" && for O in " + shell_quote(abs_dir) +
                        "/ferry-agent " + shell_quote(abs_dir) + "/ferry-agent-*; do [ \"$O\" = \"$F\" ] || rm -f \"$O\"; done; " +
                        "else rm -f \"$T\"; echo 'hash mismatch after upload' >&2; exit 1; fi";
   auto fin = c.exec(finish, left());

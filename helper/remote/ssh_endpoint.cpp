@@ -13,14 +13,15 @@
 #include "helper/remote/mux_tunnel.hpp"
 #include "helper/remote/openssh_lane.hpp"
 #include "helper/remote/round_trip_memory.hpp"
-#include "helper/remote/shell_quote.hpp"
 #include "helper/remote/ssh_endpoint_internal.hpp"
 #include "protocol/messages_agent.hpp"
+#include "protocol/shell_words.hpp"
 
 namespace ferry::remote {
 namespace {
 
 namespace ec = protocol::error_code;
+using protocol::shell_quote;
 using namespace std::chrono_literals;
 
 constexpr std::chrono::milliseconds kDefaultKeepalive{4'000};
@@ -32,11 +33,7 @@ constexpr std::chrono::microseconds kRttPerAutoBulkLane{6'250};
 constexpr std::string_view kInstallMarker = "FERRY-INSTALL-NEEDED";
 
 // "~/x" -> "$HOME"/'x' so the remote shell expands the home directory and nothing else.
-std::string remote_path_expr(std::string_view path) {
-  if (path == "~") return "\"$HOME\"";
-  if (path.starts_with("~/")) return "\"$HOME\"/" + shell_quote(path.substr(2));
-  return shell_quote(path);
-}
+std::string remote_path_expr(std::string_view path) { return protocol::shell_quote_home(path); }
 
 std::string error_kind(const ssh::Error& e) {
   using ssh::Errc;
@@ -584,11 +581,13 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
   // A warm connect thus costs one remote shell, not two. The build is in the file's name (its
   // sha256, checked once when it was installed, before the rename that gave it that name), so
   // the warm path forks nothing: hashing 4 MB on every connect cost ~10 ms.
+  // --installed: the agent makes its dir and agent.log owner-only (the shell made the log under the
+  // login's umask); a new dir is made 0700 by a umask of its own.
   std::string launch = "D=" + remote_path_expr(dir_display) + "; F=\"$D/" + agent_file_name() +
-                       "\"; if [ -x \"$F\" ]; then exec \"$F\" --root " + remote_path_expr(options_.remote_root);
+                       "\"; if [ -x \"$F\" ]; then exec \"$F\" --installed --root " + remote_path_expr(options_.remote_root);
   for (const auto& a : options_.agent_args) launch += " " + shell_quote(a);
   // Agent logs stay on the box next to the binary.
-  launch += " 2>>\"$D/agent.log\"; fi; mkdir -p \"$D\" && echo " + std::string(kInstallMarker) +
+  launch += " 2>>\"$D/agent.log\"; fi; (umask 077 && mkdir -p \"$D\") && echo " + std::string(kInstallMarker) +
             " && printf '%s\\n' \"$HOME\" \"$(cd \"$D\" && pwd)\"";
 
   AgentInstallReport report{dir_display + "/" + agent_file_name(), "", false, agent_hash_};

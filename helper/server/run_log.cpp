@@ -12,14 +12,15 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "common/private_files.hpp"
+
 namespace ferry::server {
 
 namespace fs = std::filesystem;
 
 std::expected<std::shared_ptr<RunLog>, std::string> RunLog::create(const fs::path& project_root, std::string_view label) {
   const fs::path dir = project_root / ".ferry" / "logs";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+  const std::error_code ec = posix::make_private_dirs(dir);  // .ferry/ is ferry's: owner-only
   if (ec) return std::unexpected("cannot make " + dir.string() + ": " + ec.message());
   std::string safe;
   for (char c : label) safe.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_');

@@ -12,7 +12,7 @@
 namespace ferry::sync {
 
 // Writes a temp file beside `file`, fsyncs it, renames it over `file`, fsyncs the directory.
-// Creates the parent directory if missing.
+// Creates the parent directory if missing, owner-only (0700, also when an older ferry made it 0755).
 // The file gets `mode` (0600: ferry's own state is nobody else's business).
 std::expected<void, std::string> write_file_atomically(const std::filesystem::path& file, std::string_view bytes,
                                                        mode_t mode = 0600);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/full_io.hpp"
+#include "common/private_files.hpp"
 
 namespace ferry::sync {
 
@@ -48,10 +49,10 @@ std::expected<ProjectLock, Error> ProjectLock::acquire(const fs::path& local_roo
                                                        const std::function<void(const std::string&)>& waiting,
                                                        const std::function<bool()>& cancelled) {
   const fs::path dir = local_root / ".ferry";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+  // Every sync passes here: .ferry/ made owner-only, also when an older ferry made it 0755.
+  ferry::posix::make_private_dirs(dir);
   const fs::path file = dir / "sync.lock";
-  ferry::posix::UniqueFd held(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ferry::posix::UniqueFd held(ferry::posix::open_private(file, O_RDWR));
   const int fd = held.get();
   if (fd < 0) return std::unexpected(Error{ErrorKind::io, "cannot open " + file.string() + ": " + std::strerror(errno)});
   bool told = false;

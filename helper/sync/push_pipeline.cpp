@@ -135,8 +135,6 @@ void PushPipeline::record(const std::string& path, const FileMeta& meta) {
 // The delta base for the next edit of this file, so it needs no signature round trip.
 void PushPipeline::keep_copy(const FileMeta& local, std::span<const std::uint8_t> bytes) {
   if (local.size < c_.delta_min_size || local.size > c_.options.cache_max_bytes / 4 || !local.hash) return;
-  std::error_code ec;
-  fs::create_directories(cache_dir_, ec);
   (void)write_file_atomically(cache_dir_ / to_hex(*local.hash),
                               std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -21,6 +22,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "common/private_files.hpp"
 #include "ferry/version.hpp"
 #include "protocol/agent_wire.hpp"
 #include "protocol/binding_table.hpp"
@@ -43,13 +45,26 @@
 namespace {
 
 void usage(std::ostream& out) {
-  out << "usage: ferry-agent --root DIR [--state-dir DIR] [--log-level LEVEL]\n"
+  out << "usage: ferry-agent --root DIR [--state-dir DIR] [--log-level LEVEL] [--installed]\n"
          "       ferry-agent --autostop-watch STATE_DIR [--id ID] [--take-over] [--webhook-stdin]\n"
          "                                              (the autostop watchdog; started by the agent)\n"
          "       ferry-agent --spot-watch STATE_DIR       (the spot-notice watcher; started by the agent)\n"
          "       ferry-agent --version\n"
          "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n"
-         "Runs live under --state-dir (default $XDG_CACHE_HOME/ferry/state or ~/.cache/ferry/state).\n";
+         "Runs live under --state-dir (default $XDG_CACHE_HOME/ferry/state or ~/.cache/ferry/state).\n"
+         "--installed: this binary is ferry's install on the box and stderr its agent.log (both kept private).\n";
+}
+
+// Started by ferry over SSH from its install dir with stderr appended to agent.log there, which the
+// shell created under the login's umask (0644), as older ferries made the dir 0755: both made
+// owner-only before anything is logged. Never without --installed: a local agent's stderr is the
+// helper's own, maybe a file of the user's.
+void keep_install_private() {
+  struct stat st {};
+  if (::fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode)) ferry::posix::make_private(STDERR_FILENO);
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && exe.filename().string().starts_with("ferry-agent")) ferry::posix::make_private_dirs(exe.parent_path());
 }
 
 // Workers for sync writes (each writeBatch also writes its files on threads of its own), and
@@ -167,10 +182,11 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
       if (!*frame) {
         const auto& issue = frame->error();
         spdlog::error("bad frame from the helper: {}", issue.message);
-        // A body over the cap was skipped (-32099, the link goes on); a broken header cannot be
-        // resynchronised: parse error, and the link ends.
-        reply = protocol::make_error(nullptr, issue.fatal ? protocol::error_code::kParseError
-                                                          : protocol::error_code::kMessageTooLarge, issue.message);
+        // A body over the cap was skipped (-32095, the link goes on); a broken header, or a body
+        // too big to skip, cannot be resynchronised: the link ends.
+        reply = protocol::make_error(nullptr, issue.kind == protocol::FrameIssueKind::body_too_large
+                                                  ? protocol::error_code::kMessageTooLarge
+                                                  : protocol::error_code::kParseError, issue.message);
         if (issue.fatal) {
           writer.send(*reply);
           return 1;
@@ -198,6 +214,8 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
 // served by protocol's Dispatcher (CBOR, no LSP lifecycle) with the RequestScheduler as its
 // schedule hook.
 int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
+  // Runs, marks, autostop and spot state are the user's alone; an older ferry left the dir 0755.
+  if (auto ec = ferry::posix::make_private_dirs(state_dir)) spdlog::warn("state dir {}: {}", state_dir.string(), ec.message());
   auto writer = std::make_shared<agent::run::FrameWriter>(STDOUT_FILENO);
   protocol::BindingTable table;
   agent::AgentService service(root);
@@ -271,6 +289,8 @@ int main(int argc, char** argv) {
       root_arg = argv[++i];
     } else if (a == "--state-dir" && i + 1 < argc) {
       state_dir_arg = argv[++i];
+    } else if (a == "--installed") {
+      keep_install_private();
     } else if (a == "--log-level" && i + 1 < argc) {
       spdlog::set_level(spdlog::level::from_str(argv[++i]));
     } else if (a == "--version") {

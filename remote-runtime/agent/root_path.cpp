@@ -1,8 +1,14 @@
 // Wire path validation inside the agent root: see root_path.hpp.
 #include "remote-runtime/agent/root_path.hpp"
 
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <system_error>
 #include <vector>
+
+#include "protocol/mapping_root.hpp"
 
 namespace ferry::agent {
 namespace fs = std::filesystem;
@@ -32,14 +38,83 @@ std::expected<std::string, std::string> normalize_wire_path(std::string_view p) 
   return out;
 }
 
+std::expected<fs::path, std::string> resolve_root_location(const fs::path& given) {
+  std::error_code ec;
+  fs::path abs = fs::absolute(given, ec);
+  if (ec) return std::unexpected("cannot resolve '" + given.string() + "': " + ec.message());
+  // The deepest ancestor that exists (symlink_status: a dangling link is not a way through).
+  fs::path existing = abs;
+  fs::path rest;
+  while (!fs::exists(fs::symlink_status(existing, ec))) {
+    if (!existing.has_relative_path()) break;
+    rest = rest.empty() ? existing.filename() : existing.filename() / rest;
+    existing = existing.parent_path();
+  }
+  fs::path canon = fs::canonical(existing, ec);
+  if (ec) return std::unexpected("cannot resolve '" + given.string() + "': " + ec.message());
+  return rest.empty() ? canon : (canon / rest).lexically_normal();
+}
+
+namespace {
+
+// The homes the agent's user may have: $HOME and the password database's, resolved.
+std::vector<fs::path> own_homes() {
+  std::vector<fs::path> out;
+  std::vector<std::string> named;
+  if (const char* h = std::getenv("HOME"); h && *h) named.emplace_back(h);
+  if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && *pw->pw_dir) named.emplace_back(pw->pw_dir);
+  for (const auto& h : named) {
+    std::error_code ec;
+    if (auto canon = fs::canonical(h, ec); !ec) out.push_back(canon);
+  }
+  return out;
+}
+
+// "/a/./b/" -> "/a/b": what a path names, spelled as canonical() would if nothing were a link.
+fs::path tidy(const fs::path& p) {
+  fs::path out = p.lexically_normal();
+  if (out.has_relative_path() && !out.has_filename()) out = out.parent_path();
+  return out;
+}
+
+bool strictly_below(const fs::path& p, const fs::path& dir) {
+  auto rel = p.lexically_relative(dir);
+  return !rel.empty() && rel != "." && *rel.begin() != "..";
+}
+
+}  // namespace
+
+std::optional<std::string> resolved_root_refusal(const fs::path& given, const fs::path& resolved) {
+  std::optional<std::string> why;
+  const auto homes = own_homes();
+  for (const auto& h : homes)
+    if (h == resolved) why = "it is the home directory " + h.string() + " itself";
+  bool in_own_home = false;
+  // (A home of "/", as some service users have, makes nothing the user's own.)
+  for (const auto& h : homes) in_own_home = in_own_home || (h != "/" && strictly_below(resolved, h));
+  if (!why && !in_own_home) why = protocol::mapping_root_reason(resolved.string());
+  if (!why) return std::nullopt;
+  std::string out = protocol::quoted(given.string());
+  if (tidy(given) != resolved) out += " resolves to " + protocol::quoted(resolved.string()) + " on this host, which";
+  return out + " cannot be a mapping root: " + *why + "; " + protocol::mapping_root_advice("NAME");
+}
+
 std::expected<RootPath, std::string> RootPath::open(const fs::path& root) {
   std::error_code ec;
+  const fs::path given = fs::absolute(root, ec);
+  if (!fs::exists(fs::symlink_status(root, ec))) {
+    // Checked before anything is made: as root, a missing "~/link-to-etc/p" would become /etc/p.
+    auto where = resolve_root_location(given);
+    if (!where) return std::unexpected(where.error());
+    if (auto refused = resolved_root_refusal(given, *where))
+      return std::unexpected("refusing to create root: " + *refused);
+  }
   fs::create_directories(root, ec);
   if (ec) return std::unexpected("cannot create root '" + root.string() + "': " + ec.message());
   fs::path canon = fs::canonical(root, ec);
   if (ec) return std::unexpected("cannot resolve root '" + root.string() + "': " + ec.message());
   if (!fs::is_directory(canon, ec)) return std::unexpected("root '" + root.string() + "' is not a directory");
-  return RootPath(canon);
+  return RootPath(canon, tidy(given));
 }
 
 bool RootPath::inside(const fs::path& p) const {

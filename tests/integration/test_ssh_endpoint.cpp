@@ -67,7 +67,12 @@ BOOST_AUTO_TEST_CASE(installs_the_agent_then_reuses_it) {
   }
   struct stat st {};
   BOOST_REQUIRE(::stat(installed_agent(f).c_str(), &st) == 0);
-  BOOST_TEST((st.st_mode & 0777) == 0755u);
+  // The install is the user's alone (issue #41): the agent 0700 in a 0700 dir, agent.log 0600.
+  BOOST_TEST((st.st_mode & 0777) == 0700u);
+  BOOST_REQUIRE(::stat(installed_agent(f).parent_path().c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0700u);
+  BOOST_REQUIRE(::stat((installed_agent(f).parent_path() / "agent.log").c_str(), &st) == 0);
+  BOOST_TEST((st.st_mode & 0777) == 0600u);
   BOOST_TEST(fs::file_size(installed_agent(f)) == fs::file_size(FERRY_AGENT_PATH));
   // No temp files left behind.
   int entries = 0;

@@ -8,7 +8,11 @@
 
 #include <fmt/format.h>
 
+#include "common/full_io.hpp"
+#include "common/private_files.hpp"
+#include "common/unique_fd.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::agent::autostop {
 
@@ -60,8 +64,7 @@ std::optional<Settings> read_settings(const Paths& p) {
 }
 
 bool write_settings(const Paths& p, const Settings& s) {
-  std::error_code ec;
-  fs::create_directories(p.dir(), ec);
+  ferry::posix::make_private_dirs(p.dir());
   return run::write_json_atomic(p.settings(), to_json(s), 0600);
 }
 
@@ -71,12 +74,11 @@ bool remove_settings(const Paths& p) {
 }
 
 void record_event(const Paths& p, const std::string& event, json detail) {
-  std::error_code ec;
-  fs::create_directories(p.dir(), ec);
+  ferry::posix::make_private_dirs(p.dir());
   detail["at"] = run::iso_utc_ms(std::chrono::system_clock::now());
   detail["event"] = event;
   std::string line = detail.dump() + "\n";
-  int fd = ::open(p.events().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int fd = ferry::posix::open_private(p.events(), O_WRONLY | O_APPEND);
   if (fd < 0) return;
   [[maybe_unused]] auto n = ::write(fd, line.data(), line.size());
   ::close(fd);
@@ -88,15 +90,17 @@ std::optional<json> last_event(const Paths& p) {
   while (std::getline(in, line))
     if (!line.empty()) last = line;
   if (last.empty()) return std::nullopt;
-  auto j = json::parse(last, nullptr, false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
+  auto j = protocol::parse_json_text(last);
+  if (!j) return std::nullopt;
+  return std::move(*j);
 }
 
 ConnectionMark::ConnectionMark(const Paths& p) : file_(p.agents() / std::to_string(::getpid())) {
-  std::error_code ec;
-  fs::create_directories(p.agents(), ec);
-  std::ofstream(file_) << run::iso_utc_ms(std::chrono::system_clock::now()) << "\n";
+  // Who is connected is nobody else's business: the marks and their directory are private.
+  ferry::posix::make_private_dirs(p.agents());
+  const ferry::posix::UniqueFd fd(ferry::posix::open_private(file_, O_WRONLY | O_TRUNC));
+  const std::string line = run::iso_utc_ms(std::chrono::system_clock::now()) + "\n";
+  if (fd) [[maybe_unused]] auto n = ferry::posix::write_full(fd.get(), line.data(), line.size());
 }
 
 ConnectionMark::~ConnectionMark() {

@@ -13,6 +13,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include "protocol/json_parse.hpp"
+
+#include "common/private_files.hpp"
+
 namespace ferry::agent::autostop {
 
 namespace fs = std::filesystem;
@@ -44,9 +48,9 @@ void deliver_new_lines(Followed& f, const CloudEventTail::Send& send) {
   chunk.resize(static_cast<std::size_t>(in.gcount()));
   std::size_t start = 0;
   for (auto nl = chunk.find('\n'); nl != std::string::npos; nl = chunk.find('\n', start)) {
-    auto event = json::parse(chunk.substr(start, nl - start), nullptr, false);
+    auto event = protocol::parse_json_text(std::string_view(chunk).substr(start, nl - start));
     start = nl + 1;
-    if (!event.is_discarded() && event.is_object()) send(json{{"source", f.source}, {"event", std::move(event)}});
+    if (event && event->is_object()) send(json{{"source", f.source}, {"event", std::move(*event)}});
   }
   f.offset += start;
 }
@@ -58,7 +62,7 @@ CloudEventTail::CloudEventTail(fs::path state_dir, Send send) : state_dir_(std::
   if (::pipe2(stop_, O_CLOEXEC | O_NONBLOCK) != 0) stop_[0] = stop_[1] = -1;
   std::error_code ec;
   for (const char* dir : {"spot", "autostop"}) {
-    fs::create_directories(state_dir_ / dir, ec);
+    ec = ferry::posix::make_private_dirs(state_dir_ / dir);
     if (inotify_ >= 0 && ::inotify_add_watch(inotify_, (state_dir_ / dir).c_str(), IN_MODIFY | IN_CREATE | IN_MOVED_TO) < 0)
       spdlog::warn("cloud events: cannot watch {}: {}", (state_dir_ / dir).string(), std::strerror(errno));
   }

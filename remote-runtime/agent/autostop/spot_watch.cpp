@@ -15,6 +15,7 @@
 #include <cstring>
 #include <thread>
 
+#include "common/private_files.hpp"
 #include "common/unique_fd.hpp"
 #include "remote-runtime/agent/autostop/autostop_state.hpp"
 #include "remote-runtime/agent/raw_binding.hpp"
@@ -33,10 +34,9 @@ void record(const fs::path& state, const std::string& event, json detail = json:
   autostop::Paths p{state};
   detail["at"] = run::iso_utc_ms(std::chrono::system_clock::now());
   detail["event"] = event;
-  std::error_code ec;
-  fs::create_directories(dir_of(state), ec);
+  ferry::posix::make_private_dirs(dir_of(state));
   std::string line = detail.dump() + "\n";
-  int fd = ::open((dir_of(state) / "events.jsonl").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int fd = ferry::posix::open_private(dir_of(state) / "events.jsonl", O_WRONLY | O_APPEND);
   if (fd < 0) return;
   [[maybe_unused]] auto n = ::write(fd, line.data(), line.size());
   ::close(fd);
@@ -154,8 +154,8 @@ std::vector<std::pair<std::string, long long>> training_runs(const fs::path& sta
 
 int watch(const fs::path& state_dir) {
   std::error_code ec;
-  fs::create_directories(dir_of(state_dir), ec);
-  int lock = ::open((dir_of(state_dir) / "watch.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ferry::posix::make_private_dirs(dir_of(state_dir));
+  int lock = ferry::posix::open_private(dir_of(state_dir) / "watch.lock", O_RDWR);
   if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) return 0;
   while (true) {
     auto j = run::read_json_file(settings_of(state_dir));
@@ -192,7 +192,7 @@ std::optional<protocol::Response> handle_spot_method(const protocol::Request& r,
     auto s = source_from_json(r.params.is_null() ? json::object() : r.params);
     if (!s) return p::make_error(r.id, p::error_code::kInvalidParams, "spot/watch: " + s.error());
     std::error_code ec;
-    fs::create_directories(dir_of(state_dir), ec);
+    ferry::posix::make_private_dirs(dir_of(state_dir));
     fs::remove(dir_of(state_dir) / "notice.json", ec);
     if (!run::write_json_atomic(settings_of(state_dir), to_json(*s), 0600) || !ensure_watcher(state_dir))
       return p::make_error(r.id, p::error_code::kInternalError, "spot/watch: cannot arm the watcher");

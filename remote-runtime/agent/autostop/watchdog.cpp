@@ -11,8 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/private_files.hpp"
 #include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
+#include "protocol/json_parse.hpp"
 #include "remote-runtime/train/nvml.hpp"
 
 namespace ferry::agent::autostop {
@@ -23,9 +25,8 @@ using Clock = std::chrono::steady_clock;
 
 // An flock'ed fd on the lock file, or -1 when another process holds it (`wait`: once it let go).
 int try_lock(const Paths& p, bool wait = false) {
-  std::error_code ec;
-  fs::create_directories(p.dir(), ec);
-  int fd = ::open(p.lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ferry::posix::make_private_dirs(p.dir());
+  int fd = ferry::posix::open_private(p.lock(), O_RDWR);
   if (fd < 0) return -1;
   int rc = 0;
   while ((rc = ::flock(fd, wait ? LOCK_EX : LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
@@ -52,7 +53,7 @@ std::optional<Webhook> read_webhook_from_stdin() {
     ::dup2(null_fd, STDIN_FILENO);
     ::close(null_fd);
   }
-  auto j = json::parse(text, nullptr, false);
+  auto j = protocol::parse_json_text(text).value_or(json(json::value_t::discarded));
   auto hook = webhook_from_json(j);
   if (!hook) return std::nullopt;
   return *hook;
@@ -79,7 +80,7 @@ int run_shell(const Paths& p, const std::string& command) {
   if (pid < 0) return -1;
   if (pid == 0) {
     int null_fd = ::open("/dev/null", O_RDONLY);
-    int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+    int log_fd = ferry::posix::open_private_at(AT_FDCWD, log.c_str(), O_WRONLY | O_APPEND);
     if (null_fd >= 0) ::dup2(null_fd, STDIN_FILENO);
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);

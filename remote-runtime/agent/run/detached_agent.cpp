@@ -7,6 +7,8 @@
 
 #include <cerrno>
 
+#include "common/private_files.hpp"
+
 namespace ferry::agent::run {
 
 bool spawn_detached_agent(const DetachedAgent& d) {
@@ -29,7 +31,7 @@ bool spawn_detached_agent(const DetachedAgent& d) {
       else if (::dup2(d.pass_fd, d.pass_as) < 0) ::_exit(1);
     }
     int null_fd = ::open("/dev/null", O_RDWR);
-    int log_fd = ::open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    int log_fd = ferry::posix::open_private_at(AT_FDCWD, log, O_WRONLY | O_APPEND);
     if (null_fd < 0 || log_fd < 0) ::_exit(1);
     ::dup2(d.stdin_fd >= 0 ? d.stdin_fd : null_fd, STDIN_FILENO);
     ::dup2(null_fd, STDOUT_FILENO);

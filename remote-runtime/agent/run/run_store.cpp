@@ -16,8 +16,10 @@
 #include <sstream>
 
 #include "common/full_io.hpp"
+#include "common/private_files.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::agent::run {
 
@@ -51,8 +53,9 @@ std::string iso_utc_ms(std::chrono::system_clock::time_point t) {
 }
 
 std::expected<RunFiles, std::string> RunStore::create(std::chrono::system_clock::time_point now) const {
-  std::error_code ec;
-  fs::create_directories(runs_dir(), ec);
+  // Private: the run ids (and each run's argv, env and output below) are nobody else's.
+  std::error_code ec = ferry::posix::make_private_dirs(runs_dir().parent_path());
+  if (!ec) ec = ferry::posix::make_private_dirs(runs_dir());
   if (ec) return std::unexpected("cannot create the run state dir '" + runs_dir().string() + "': " + ec.message());
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
   std::tm tm{};
@@ -94,15 +97,16 @@ std::optional<json> read_json_file(const fs::path& path) {
   if (!in) return std::nullopt;
   std::stringstream ss;
   ss << in.rdbuf();
-  auto j = json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  return j;
+  auto j = protocol::parse_json_text(ss.str());
+  if (!j || !j->is_object()) return std::nullopt;
+  return std::move(*j);
 }
 
 bool write_json_atomic(const fs::path& path, const json& value, mode_t mode) {
   const fs::path tmp = path.parent_path() / ferry::posix::temp_name(path.filename().string());
   ferry::posix::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd) return false;
+  ::fchmod(fd.get(), mode);  // exactly `mode`, whatever the umask
   const std::string text = value.dump() + "\n";
   bool ok = ferry::posix::write_full(fd.get(), text.data(), text.size()) >= 0;
   ok = ok && ::fsync(fd.get()) == 0;

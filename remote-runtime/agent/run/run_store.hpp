@@ -74,6 +74,6 @@ bool supervisor_alive(long long pid, std::string_view id);
 
 std::optional<json> read_json_file(const fs::path& path);
 // temp file in the same directory + fsync + rename: readers see the old file or the new one.
-bool write_json_atomic(const fs::path& path, const json& value, mode_t mode = 0644);
+bool write_json_atomic(const fs::path& path, const json& value, mode_t mode = 0600);
 
 }  // namespace ferry::agent::run

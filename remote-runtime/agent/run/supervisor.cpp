@@ -18,8 +18,10 @@
 #include <thread>
 #include <vector>
 
+#include "common/private_files.hpp"
 #include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/output_log.hpp"
+#include "protocol/json_parse.hpp"
 
 namespace ferry::agent::run {
 namespace {
@@ -249,7 +251,7 @@ std::expected<void, std::string> open_run_files(const RunFiles& run, Relay& rela
   // make it see EOF.
   relay.fifo = ::open(run.stdin_fifo().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
   relay.control = ::open(run.control_fifo().c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-  relay.log = ::open(run.output().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  relay.log = ferry::posix::open_private(run.output(), O_WRONLY | O_APPEND);
   if (relay.fifo < 0 || relay.control < 0 || relay.log < 0)
     return std::unexpected(errno_text("open the run's files in " + run.dir.string()));
   sigset_t chld;
@@ -436,8 +438,8 @@ std::expected<LaunchReport, LaunchError> launch_supervisor(const RunFiles& run, 
     if (text.find('\n') != std::string::npos) break;  // the report is one line
   }
   ::close(pipe_fds[0]);
-  auto j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  auto j = protocol::parse_json_text(text).value_or(json());
+  if (!j.is_object())
     return std::unexpected(LaunchError{"the run supervisor failed to start (see " + run.supervisor_log().string() + ")"});
   if (j.contains("error")) return std::unexpected(LaunchError{j["error"].get<std::string>()});
   return LaunchReport{j.value("pid", 0LL), j.value("pgid", 0LL), j.value("supervisorPid", 0LL)};

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "common/full_io.hpp"
+#include "common/private_files.hpp"
 #include "common/unique_fd.hpp"
 
 namespace ferry::agent::sync {
@@ -70,6 +71,7 @@ std::expected<int, WriteError> open_state(FileWriter& writer, bool create, std::
     if (errno == ENOENT && !create) return -1;
     return io_fail("open .ferry");
   }
+  if (create) ferry::posix::make_private(dir.get());  // an older ferry made it 0755
   int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (create ? O_CREAT : 0);
   int fd = ::openat(dir.get(), std::string(name).c_str(), flags, 0600);
   if (fd < 0) {

@@ -127,3 +127,58 @@ BOOST_AUTO_TEST_CASE(root_is_created_and_must_be_a_directory) {
   BOOST_TEST(fs::is_directory(s.base / "fresh" / "nested"));
   BOOST_TEST(!RootPath::open(s.root / "dir" / "file.txt").has_value());
 }
+
+// Issue #41: ferry.json judges a mapping root by its spelling; only the box knows where it leads.
+// A root that resolves into a system directory is refused, naming both paths, and a missing one
+// below such a link is not created there (as root, "~/link-to-etc/p" would have made /etc/p).
+BOOST_AUTO_TEST_CASE(roots_are_judged_where_they_resolve) {
+  Sandbox s;
+  fs::create_symlink("/etc", s.base / "link-to-etc");
+  fs::create_symlink("/usr", s.base / "link-to-usr");
+  fs::create_symlink(s.root, s.base / "link-to-project");
+  const std::string fresh = "ferry-root-test-" + std::to_string(::getpid());
+
+  auto missing = RootPath::open(s.base / "link-to-etc" / fresh);
+  BOOST_REQUIRE(!missing.has_value());
+  BOOST_TEST(!fs::exists("/etc/" + fresh));
+  BOOST_TEST(missing.error().find("\"" + (s.base / "link-to-etc" / fresh).string() + "\"") != std::string::npos, missing.error());
+  BOOST_TEST(missing.error().find("resolves to \"/etc/" + fresh + "\"") != std::string::npos, missing.error());
+  BOOST_TEST(missing.error().find("system directory") != std::string::npos, missing.error());
+  // Two levels missing: the deepest existing ancestor is what resolves.
+  BOOST_TEST(!RootPath::open(s.base / "link-to-etc" / fresh / "deeper").has_value());
+  BOOST_TEST(!fs::exists("/etc/" + fresh));
+
+  struct Case {
+    fs::path given;
+    const char* resolved;  // "" = accepted
+    const char* why;
+  };
+  for (const Case& c : {Case{s.base / "link-to-etc", "/etc", "system directory"},
+                        Case{s.base / "link-to-etc" / ".", "/etc", "system directory"},
+                        Case{s.base / "link-to-usr" / "share", "/usr/share", "system directory"},
+                        Case{s.base / "link-to-usr" / "share" / fresh, "", "system directory"},
+                        Case{"/tmp", "/tmp", "shared by other users"},
+                        Case{s.base / "link-to-project", "", ""},
+                        Case{s.base / "link-to-project" / "new" / "p", "", ""}}) {
+    BOOST_TEST_CONTEXT(c.given) {
+      auto where = ferry::agent::resolve_root_location(c.given);
+      BOOST_REQUIRE_MESSAGE(where.has_value(), (where ? std::string() : where.error()));
+      auto refused = ferry::agent::resolved_root_refusal(c.given, *where);
+      if (*c.why == '\0') {
+        BOOST_TEST(!refused.has_value(), (refused ? *refused : std::string()));
+        BOOST_TEST(where->string().starts_with(s.root.string()), *where);
+        continue;
+      }
+      BOOST_REQUIRE(refused.has_value());
+      BOOST_TEST(refused->find(c.why) != std::string::npos, *refused);
+      BOOST_TEST(refused->find("~/work/NAME") != std::string::npos, *refused);
+      if (*c.resolved && fs::path(c.resolved) != c.given)
+        BOOST_TEST(refused->find(std::string("resolves to \"") + c.resolved + "\"") != std::string::npos, *refused);
+    }
+  }
+  // A link to a project directory is that directory: opened, and the root is where it leads.
+  auto linked = RootPath::open(s.base / "link-to-project");
+  BOOST_REQUIRE(linked.has_value());
+  BOOST_TEST(linked->root() == s.root);
+  BOOST_TEST(linked->given() == s.base / "link-to-project");
+}

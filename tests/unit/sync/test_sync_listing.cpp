@@ -233,6 +233,52 @@ BOOST_AUTO_TEST_CASE(the_agent_refuses_to_sync_at_slash_or_at_its_home) {
   }
 }
 
+// Issue #41: ferry.json refuses /etc by name, but "~/data" may be a symlink to /etc on the box.
+// The agent judges its root where it resolves, with the config's rule: a link to /etc, a root
+// below a link to /usr are refused with both paths named; a missing root under a link to /etc is
+// not created there (the agent does not start); a link to a project directory is fine.
+BOOST_AUTO_TEST_CASE(the_agent_judges_its_root_where_it_resolves) {
+  TempDir t;
+  fs::create_directories(t.path() / "project");
+  fs::create_symlink("/etc", t.path() / "link-to-etc");
+  fs::create_symlink("/usr", t.path() / "link-to-usr");
+  fs::create_symlink(t.path() / "project", t.path() / "link-to-project");
+  struct Case {
+    fs::path root;
+    std::string resolved;  // "" = allowed
+  };
+  for (const Case& c : {Case{t.path() / "link-to-etc", "/etc"}, Case{t.path() / "link-to-usr" / "share", "/usr/share"},
+                        Case{t.path() / "link-to-project", ""}}) {
+    BOOST_TEST_CONTEXT(c.root) {
+      LocalEndpointOptions o;
+      o.agent = FERRY_AGENT_PATH;
+      o.root = c.root;
+      LocalEndpoint ep(o);
+      BOOST_REQUIRE(ep.connect().has_value());
+      for (const char* method : {"sync/state", "sync/list"}) {
+        auto r = ep.call(method, json{{"base", ""}});
+        if (c.resolved.empty()) {
+          BOOST_TEST(r.has_value(), method);
+          continue;
+        }
+        BOOST_REQUIRE(!r.has_value());
+        const std::string& m = r.error().message;
+        const std::string both = fmt::format("\"{}\" resolves to \"{}\"", c.root.string(), c.resolved);
+        BOOST_TEST(m.find(both) != std::string::npos, m);
+        BOOST_TEST(m.find("system directory") != std::string::npos, m);
+        BOOST_TEST(m.find("~/work/NAME") != std::string::npos, m);
+      }
+    }
+  }
+  const std::string fresh = "ferry-listing-test-" + std::to_string(::getpid());
+  LocalEndpointOptions o;
+  o.agent = FERRY_AGENT_PATH;
+  o.root = t.path() / "link-to-etc" / fresh;
+  LocalEndpoint ep(o);
+  BOOST_TEST(!ep.connect().has_value());
+  BOOST_TEST(!fs::exists("/etc/" + fresh));
+}
+
 // A pull's listing (hashAtMost) leaves a big file's hash out, so a new checkpoint is not read on
 // the box before it moves; small files come hashed; an `only` listing hashes the big one (in
 // pieces) when the plan needs it; without hashAtMost every file is hashed, as before.
