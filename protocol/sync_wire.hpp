@@ -74,8 +74,9 @@ bool allows_source(std::string_view method);
 // The methods that change the tree (each bumps the base's generation).
 bool is_mutating(std::string_view method);
 
-// Where a request works: `base` below the agent root ("" = the root), or, for the read methods
-// only, `source`: an absolute read-only directory outside it (`ferry env sync`).
+// Where a request works: `base` below the agent root ("" = the root) or, for a project's other
+// mappings, an absolute or "~/" directory of its own; or, for the read methods only, `source`:
+// an absolute read-only directory outside it (`ferry env sync`).
 struct Where {
   std::string base;
   std::optional<std::string> source;

@@ -116,7 +116,7 @@ void write_fd(int fd, std::string_view bytes) {
 }
 
 // The project, its first mapping's sync target and a connected endpoint for its host: the
-// same resolution as `ferry sync` (with_sync_target), kept here because debug needs the endpoint
+// same resolution as `ferry sync` (with_sync_engines), kept here because debug needs the endpoint
 // itself for runs and tunnels.
 struct ProjectLink {
   deploy::ProjectConfig project;

@@ -1,5 +1,6 @@
-// `ferry pull PATH...`: bring remote outputs (checkpoints, logs, plots) back into the project,
-// with the same safety rule mirrored: a local file changed since the last sync is a conflict.
+// `ferry pull PATH...`: bring remote outputs (checkpoints, logs, plots) back into the project, each
+// path from the mapping holding it, with the same safety rule mirrored: a local file changed
+// since the last sync is a conflict.
 #include <csignal>
 #include <iostream>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cli/progress_bar.hpp"
+#include "helper/sync/mapping_target.hpp"
 #include "helper/sync/sync_engine.hpp"
 
 namespace ferry::cli {
@@ -25,13 +27,24 @@ struct PullCliOptions {
 void add_pull_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<PullCliOptions>();
   auto* cmd = app.add_subcommand("pull", "Bring remote paths (relative to the mapping) back into the project");
-  cmd->add_option("paths", o->paths, "Remote files or directories, relative to the mapping root")->required();
+  cmd->add_option("paths", o->paths,
+                  "Remote files or directories, relative to the mapping root (\".\" for all); with several mappings, "
+                  "relative to the project root, each going to the mapping whose folder holds it")
+      ->required();
   cmd->add_flag("--dry-run,-n", o->dry_run, "Show what would change; change nothing");
   cmd->add_flag("--force", o->force, "Take the remote's version over local edits");
   cmd->add_flag("--json", o->json, "Print the summary as one JSON object");
   cmd->fallthrough();
   cmd->callback([&g, o] {
-    exit_code() = with_sync_engine(g, "ferry pull", [&](sync::SyncEngine& engine, const std::string& where) {
+    exit_code() = with_sync_engines(g, "ferry pull", [&](const deploy::ProjectConfig& project, std::vector<MappingEngine>& engines,
+                                                         const std::string& where) {
+      std::vector<sync::SyncTarget> targets;
+      for (const auto& e : engines) targets.push_back(*e.target);
+      auto routed = sync::paths_by_mapping(project, targets, o->paths);
+      if (!routed) {
+        std::cerr << "ferry pull: " << routed.error() << "\n";
+        return exit_status::kUsage;
+      }
       sync::SyncOptions so;
       so.dry_run = o->dry_run;
       so.force = o->force;
@@ -40,14 +53,20 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
       so.progress = progress_callback(bar);
       so.listing_progress = listing_callback(bar);
       so.cancelled = stop_on_ctrl_c();
-      auto s = engine.pull(o->paths, so);
-      if (bar) bar->clear();  // before the summary line
-      if (!s) {
-        std::cerr << "ferry pull: " << s.error().message << "\n";
-        return exit_status::exit_status_of(s.error().kind);
+      std::vector<MappingSummary> done;
+      for (std::size_t i = 0; i < engines.size(); ++i) {
+        if ((*routed)[i].empty()) continue;
+        auto s = engines[i].engine->pull((*routed)[i], so);
+        if (bar) bar->clear();  // before the summary line
+        if (!s) {
+          std::cerr << "ferry pull: " << (engines.size() > 1 ? engines[i].mapping->local + ": " : "") << s.error().message << "\n";
+          return exit_status::exit_status_of(s.error().kind);
+        }
+        done.push_back({engines[i].mapping, std::move(*s)});
+        if (done.back().summary.cancelled) break;
       }
-      const int rc = print_summary(*s, o->json, where);
-      return s->cancelled ? 128 + SIGINT : rc;
+      const int rc = print_summaries(done, engines.size() > 1, o->json, where);
+      return !done.empty() && done.back().summary.cancelled ? 128 + SIGINT : rc;
     });
   });
 }

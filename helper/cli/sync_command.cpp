@@ -1,8 +1,8 @@
-// `ferry sync [PATH...]`: push the project's first mapping to its host (the local sandbox or an SSH
-// box), or only the named files, with a progress bar on a terminal, then print a one-line summary
-// (or one JSON object). Also
-// defines with_sync_target(), which `ferry pull` and `ferry watch` share: it opens the right
-// endpoint for the project's host.
+// `ferry sync [PATH...]`: push every mapping of the project to its host (the local sandbox or an
+// SSH box), or only the named files, with a progress bar on a terminal, then print a one-line
+// summary per mapping (or one JSON object). Also defines with_sync_engines(), which `ferry pull`
+// and `ferry watch` share: it opens the right endpoint for the project's host and one engine per
+// mapping over it.
 #include <signal.h>
 #include <unistd.h>
 
@@ -30,17 +30,8 @@ namespace ferry::cli {
 
 namespace fs = std::filesystem;
 
-int with_sync_engine(const GlobalOptions& g, const std::string& who,
-                     const std::function<int(sync::SyncEngine&, const std::string&)>& fn,
-                     const std::function<void(sync::SyncEngine&)>& prepare) {
-  return with_sync_target(
-      g, who, [&](sync::SyncEngine& engine, const std::string& where, const sync::SyncTarget&) { return fn(engine, where); },
-      prepare);
-}
-
-int with_sync_target(const GlobalOptions& g, const std::string& who,
-                     const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn,
-                     const std::function<void(sync::SyncEngine&)>& prepare) {
+int with_sync_engines(const GlobalOptions& g, const std::string& who, const MappingsFn& fn,
+                      const std::function<void(std::size_t, sync::SyncEngine&)>& prepare) {
   auto project = find_cli_project(g);
   if (!project) {
     std::cerr << who << ": " << project.error() << "\n";
@@ -52,24 +43,31 @@ int with_sync_target(const GlobalOptions& g, const std::string& who,
     return exit_status::kUsage;
   }
   auto& endpoint = link->endpoint;
-  const sync::SyncTarget& target = link->target;
-  // The engine touches the endpoint only in its calls, so it can get ready while the link is made.
-  // Deliberately never deleted: the process ends with this command, and freeing a large tree's
-  // maps node by node was most of what came after the last transfer; exit drops them at once.
-  // finish() does what matters of the destructor (the state saved, the writer thread joined).
-  auto* engine = new sync::SyncEngine(*endpoint, target);
+  // The engines touch the endpoint only in their calls, so they can get ready while the link is
+  // made. Deliberately never deleted: the process ends with this command, and freeing a large
+  // tree's maps node by node was most of what came after the last transfer; exit drops them at
+  // once. finish() does what matters of the destructor (the state saved, the writer thread joined).
+  std::vector<MappingEngine> engines;
+  for (std::size_t i = 0; i < link->targets.size(); ++i)
+    engines.push_back({new sync::SyncEngine(*endpoint, link->targets[i]), &link->targets[i], &project->mappings[i]});
   std::jthread preparing;
-  if (prepare) preparing = std::jthread([&] { prepare(*engine); });
+  if (prepare)
+    preparing = std::jthread([&] {
+      for (std::size_t i = 0; i < engines.size(); ++i) prepare(i, *engines[i].engine);
+    });
   const bool connected = connect_cli_endpoint(*link, who);
   if (preparing.joinable()) preparing.join();
+  auto finish_all = [&engines] {
+    for (auto& e : engines) e.engine->finish();
+  };
   if (!connected) {
-    engine->finish();
+    finish_all();
     return exit_status::kFailed;
   }
-  int rc = fn(*engine, endpoint->description(), target);
+  int rc = fn(*project, engines, endpoint->description());
   spdlog::debug("sync: closing the link");
   {
-    std::jthread saving([engine] { engine->finish(); });  // local files only, beside the close
+    std::jthread saving(finish_all);  // local files only, beside the close
     endpoint->close();
   }
   spdlog::debug("sync: state saved, link closed");
@@ -109,29 +107,37 @@ struct SyncCliOptions {
   std::vector<std::string> paths;  // only these files (sync on save); empty = the whole tree
 };
 
-// `ferry sync PATH...`: the paths as the first mapping's relative paths, decided before any
-// connect so a File Watcher saving a file outside the mapping costs no SSH link. Outside paths
-// are skipped with a note (the watcher fires for every matching file of the IDE project);
-// directories are refused (only a full sync walks a tree). Unexpected: the exit status to end with.
-std::expected<std::vector<std::string>, int> sync_paths(const GlobalOptions& g, const std::vector<std::string>& paths) {
+// `ferry sync PATH...`: the paths as relative paths of the mappings holding them (one list per
+// mapping), decided before any connect so a File Watcher saving a file in no mapping costs no SSH
+// link. Such paths are skipped with a note (the watcher fires for every matching file of the IDE
+// project); directories are refused (only a full sync walks a tree). Unexpected: the exit status
+// to end with.
+std::expected<std::vector<std::vector<std::string>>, int> sync_paths(const GlobalOptions& g,
+                                                                      const std::vector<std::string>& paths) {
   std::error_code ec;
   const fs::path cwd = fs::current_path(ec);
   fs::path start = g.project_dir ? fs::path(*g.project_dir) : cwd;
   auto file = deploy::find_project_file(start);
   auto project = file ? deploy::load_project(*file) : std::unexpected(deploy::ConfigError{});
-  if (!project) return std::vector<std::string>(paths);  // with_sync_target reports it
-  const fs::path root = sync::mapping_target(*project, project->mappings.front()).local_root;
-  auto split = sync::paths_in_mapping(root, paths, cwd);
+  if (!project) return std::vector<std::vector<std::string>>{paths};  // with_sync_engines reports it
+  const auto targets = sync::mapping_targets(*project);
+  auto split = sync::paths_in_mappings(targets, paths, cwd);
+  std::string folders;
+  for (const auto& t : targets) folders += (folders.empty() ? "" : ", ") + t.local_root.string();
   for (const auto& p : split.outside)
-    std::cerr << "ferry sync: " << p << " is not under the mapping's folder " << root.string() << "; skipped\n";
-  for (const auto& rel : split.inside) {
-    if (fs::is_directory(fs::symlink_status(root / rel, ec))) {
-      std::cerr << "ferry sync: " << rel << " is a directory; PATH names files (ferry sync without paths pushes the whole tree)\n";
-      return std::unexpected(2);
+    std::cerr << "ferry sync: " << p << " is in no mapping of ferry.json (" << folders << "); skipped\n";
+  bool any = false;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    for (const auto& rel : split.inside[i]) {
+      if (fs::is_directory(fs::symlink_status(targets[i].local_root / rel, ec))) {
+        std::cerr << "ferry sync: " << rel << " is a directory; PATH names files (ferry sync without paths pushes the whole tree)\n";
+        return std::unexpected(2);
+      }
+      any = true;
     }
   }
-  if (split.inside.empty()) return std::unexpected(0);
-  return split.inside;
+  if (!any) return std::unexpected(0);
+  return std::move(split.inside);
 }
 
 }  // namespace
@@ -162,34 +168,75 @@ int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& w
   return exit_status::kOk;
 }
 
+int print_summaries(const std::vector<MappingSummary>& done, bool several, bool as_json, const std::string& where) {
+  if (!several && done.size() == 1) return print_summary(done.front().summary, as_json, where);
+  sync::SyncSummary total;
+  total.local_scan.clear();
+  nlohmann::json each = nlohmann::json::array();
+  for (const auto& d : done) {
+    sync::add_summary(total, d.summary, sync::mapping_prefix(*d.mapping));
+    auto j = server::to_json(d.summary);
+    j["local"] = d.mapping->local;
+    j["remote"] = d.mapping->remote;
+    each.push_back(std::move(j));
+  }
+  if (as_json) {
+    auto j = server::to_json(total);
+    j["mappings"] = std::move(each);
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    for (const auto& d : done) {
+      const std::string prefix = sync::mapping_prefix(*d.mapping);
+      for (const auto& c : d.summary.conflicts) std::cerr << "conflict: " << prefix << c.path << ": " << c.message << "\n";
+      for (const auto& e : d.summary.errors) std::cerr << "error: " << prefix << e << "\n";
+      std::cout << d.mapping->local << " -> " << d.mapping->remote << ": " << d.summary.one_line() << " (" << where << ")\n";
+    }
+  }
+  if (!total.errors.empty()) return exit_status::kFailed;
+  if (!total.conflicts.empty() || !total.held_deletes.empty()) return exit_status::kAttention;
+  return exit_status::kOk;
+}
+
 void add_sync_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<SyncCliOptions>();
-  auto* cmd = app.add_subcommand("sync", "Push the project (or the files named) to its host: changed files only, deltas for large ones");
+  auto* cmd = app.add_subcommand("sync", "Push every mapping of the project (or the files named) to its host: changed files only, "
+                                           "deltas for large ones; one summary line per mapping");
   cmd->add_flag("--dry-run,-n", o->dry_run, "Show what would change; change nothing");
   cmd->add_flag("--delete", o->mirror, "Mirror: also delete remote-only files (never excluded or protected ones)");
   cmd->add_flag("--no-delete", o->no_delete, "Delete nothing on the remote");
   cmd->add_flag("--force", o->force, "Overwrite conflicting remote files");
   cmd->add_flag("--yes,-y", o->yes, "Confirm mass deletes without asking");
   cmd->add_flag("--json", o->json, "Print the summary as one JSON object");
-  cmd->add_option("paths", o->paths, "Push only these files (absolute or relative to the cwd), as the IDE's sync on save "
-                                     "does; paths outside the mapping are skipped");
+  cmd->add_option("paths", o->paths, "Push only these files (absolute or relative to the cwd), each to the mapping holding "
+                                     "it, as the IDE's sync on save does; paths in no mapping are skipped");
   cmd->fallthrough();
   cmd->callback([&g, o] {
     sync::SyncOptions so;
+    std::optional<std::vector<std::vector<std::string>>> only;  // per mapping, when PATHs are named
     if (!o->paths.empty()) {
-      auto only = sync_paths(g, o->paths);
-      if (!only) {
-        exit_code() = only.error();
+      auto named = sync_paths(g, o->paths);
+      if (!named) {
+        exit_code() = named.error();
         return;
       }
-      so.only_paths = std::move(*only);
+      only = std::move(*named);
     }
     so.dry_run = o->dry_run;
     so.force = o->force;
     so.deletes = o->no_delete ? sync::DeleteMode::none : o->mirror ? sync::DeleteMode::mirror : sync::DeleteMode::owned;
     so.waiting = waiting_note("ferry sync");
-    auto walk_while_connecting = [&so](sync::SyncEngine& engine) { engine.prepare_push(so); };
-    exit_code() = with_sync_engine(g, "ferry sync", [&](sync::SyncEngine& engine, const std::string& where) {
+    // Mappings with none of the named paths are not pushed at all.
+    auto wanted = [&only](std::size_t i) { return !only || (i < only->size() && !(*only)[i].empty()); };
+    auto options_for = [&](std::size_t i) {
+      sync::SyncOptions x = so;
+      if (only) x.only_paths = (*only)[i];
+      return x;
+    };
+    auto walk_while_connecting = [&](std::size_t i, sync::SyncEngine& engine) {
+      if (wanted(i)) engine.prepare_push(options_for(i));
+    };
+    exit_code() = with_sync_engines(g, "ferry sync", [&](const deploy::ProjectConfig&, std::vector<MappingEngine>& engines,
+                                                         const std::string& where) {
       auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("sync");
       so.progress = progress_callback(bar);
       so.listing_progress = listing_callback(bar);
@@ -203,14 +250,20 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
         std::getline(std::cin, answer);
         return answer == "y" || answer == "Y" || answer == "yes";
       };
-      auto s = engine.push(so);
-      if (bar) bar->clear();  // before the summary line, which replaces it
-      if (!s) {
-        std::cerr << "ferry sync: " << s.error().message << "\n";
-        return exit_status::exit_status_of(s.error().kind);
+      std::vector<MappingSummary> done;
+      for (std::size_t i = 0; i < engines.size(); ++i) {
+        if (!wanted(i)) continue;
+        auto s = engines[i].engine->push(options_for(i));
+        if (bar) bar->clear();  // before the summary line, which replaces it
+        if (!s) {
+          std::cerr << "ferry sync: " << (engines.size() > 1 ? engines[i].mapping->local + ": " : "") << s.error().message << "\n";
+          return exit_status::exit_status_of(s.error().kind);
+        }
+        done.push_back({engines[i].mapping, std::move(*s)});
+        if (done.back().summary.cancelled) break;
       }
-      const int rc = print_summary(*s, o->json, where);
-      return s->cancelled ? 128 + SIGINT : rc;
+      const int rc = print_summaries(done, engines.size() > 1, o->json, where);
+      return !done.empty() && done.back().summary.cancelled ? 128 + SIGINT : rc;
     }, walk_while_connecting);
   });
 }

@@ -1,6 +1,7 @@
-// `ferry watch`: sync on save from the command line. One full push, then a recursive inotify
-// watch (helper/sync/watcher.hpp) turns each settled burst of changes into a push of just those
-// paths, printing one summary line per push; Ctrl-C ends it with status 0.
+// `ferry watch`: sync on save from the command line, for every mapping. One full push of each,
+// then a recursive inotify watch per mapping (helper/sync/watcher.hpp) turns each settled burst
+// of changes into a push of just those paths, printing one summary line per push; Ctrl-C ends it
+// with status 0.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <ctime>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -18,6 +21,7 @@
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cli/progress_bar.hpp"
+#include "helper/sync/mapping_target.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/watcher.hpp"
 
@@ -25,18 +29,25 @@ namespace ferry::cli {
 
 namespace {
 
+namespace fs = std::filesystem;
+
 struct WatchCliOptions {
   bool no_delete = false, yes = false, json = false;
   int quiet_ms = 100;
 };
 
-// What the signal handler may touch: an atomic flag and the watcher's eventfd write.
+// What the signal handler may touch: an atomic flag and the watchers' eventfd writes (one watcher
+// per mapping, in an array published before the handler is installed).
 std::atomic<bool> g_interrupted{false};
-std::atomic<sync::TreeWatcher*> g_watcher{nullptr};
+std::atomic<std::atomic<sync::TreeWatcher*>*> g_watchers{nullptr};
+std::atomic<std::size_t> g_watcher_count{0};
 
 extern "C" void on_interrupt(int) {
   g_interrupted.store(true);
-  if (auto* w = g_watcher.load()) w->stop();
+  auto* ws = g_watchers.load();
+  const std::size_t n = ws ? g_watcher_count.load() : 0;
+  for (std::size_t i = 0; i < n; ++i)
+    if (auto* w = ws[i].load()) w->stop();
 }
 
 // Deleting this many paths at once goes through a full push: the mass-delete guard must weigh
@@ -50,24 +61,159 @@ std::string clock_now() {
   return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-// One line per push on stdout (or one JSON object per line), errors and conflicts on stderr.
-void report(const sync::SyncSummary& s, const WatchCliOptions& o, const std::string& what) {
+// Mappings push from threads of their own: their lines do not interleave.
+std::mutex g_out_mu;
+
+// One line per push on stdout (or one JSON object per line), errors and conflicts on stderr. With
+// several mappings paths carry their mapping's folder, and the JSON its `mapping` (the local folder).
+void report(const sync::SyncSummary& s, const WatchCliOptions& o, const std::string& what, const deploy::Mapping* mapping) {
+  std::lock_guard lock(g_out_mu);
+  const std::string prefix = mapping ? sync::mapping_prefix(*mapping) : std::string();
   if (o.json) {
     auto j = server::to_json(s);
     j["trigger"] = what;
+    if (mapping) j["mapping"] = mapping->local;
     std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;  // names may not be UTF-8
     return;
   }
-  for (const auto& c : s.conflicts) std::cerr << "conflict: " << c.path << ": " << c.message << "\n";
-  for (const auto& e : s.errors) std::cerr << "error: " << e << "\n";
-  std::cout << clock_now() << " " << what << ": " << s.one_line() << std::endl;
+  for (const auto& c : s.conflicts) std::cerr << "conflict: " << prefix << c.path << ": " << c.message << "\n";
+  for (const auto& e : s.errors) std::cerr << "error: " << prefix << e << "\n";
+  std::cout << clock_now() << " " << (mapping ? mapping->local + ": " : "") << what << ": " << s.one_line() << std::endl;
+}
+
+// One mapping being watched: its engine, its watch, and the name its lines carry (none when the
+// project has a single mapping, whose lines read as they always did).
+struct Watched {
+  MappingEngine m;
+  std::unique_ptr<sync::TreeWatcher> watcher;
+  const deploy::Mapping* label = nullptr;
+};
+
+// Pushes `only` (empty: the whole tree) of one mapping and reports it; false when it failed.
+bool push_mapping(Watched& w, const WatchCliOptions& o, std::vector<std::string> only, const std::string& what, bool bar_ok) {
+  sync::SyncOptions so;
+  so.deletes = o.no_delete ? sync::DeleteMode::none : sync::DeleteMode::owned;
+  so.only_paths = std::move(only);
+  so.waiting = waiting_note("ferry watch");
+  so.cancelled = [] { return g_interrupted.load(); };
+  auto bar = o.json || !so.only_paths.empty() || !bar_ok ? nullptr : std::make_shared<ProgressBar>("sync");
+  so.progress = progress_callback(bar);
+  so.listing_progress = listing_callback(bar);
+  so.confirm_mass_delete = [yes = o.yes, bar](const std::string& reason, std::size_t n) {
+    if (yes) return true;
+    if (!::isatty(STDIN_FILENO)) return false;
+    std::lock_guard lock(g_out_mu);
+    if (bar) bar->clear();
+    std::cerr << "ferry watch: " << reason << ". Delete " << n << " remote paths? [y/N] " << std::flush;
+    std::string answer;
+    std::getline(std::cin, answer);
+    return answer == "y" || answer == "Y" || answer == "yes";
+  };
+  auto s = w.m.engine->push(so);
+  if (bar) bar->clear();
+  if (!s) {
+    std::lock_guard lock(g_out_mu);
+    std::cerr << "ferry watch: " << (w.label ? w.label->local + ": " : "") << s.error().message << "\n";  // the link may come back
+    return false;
+  }
+  report(*s, o, what, w.label);
+  return true;
+}
+
+// `ferry watch | head -3`: once the reader of stdout is gone (EPIPE: SIGPIPE is ignored,
+// main.cpp), stop as SIGPIPE used to stop us, instead of pushing for nobody.
+bool reader_gone(std::atomic<int>& rc) {
+  std::lock_guard lock(g_out_mu);
+  if (std::cout.good()) return false;
+  if (rc.exchange(128 + SIGPIPE) != 128 + SIGPIPE) std::cerr << "ferry watch: stdout was closed (its reader went away); stopped watching\n";
+  on_interrupt(0);  // the other mappings' loops stop too
+  return true;
+}
+
+// One mapping's loop: each settled burst of changes becomes a push of just those paths.
+void watch_loop(Watched& w, const WatchCliOptions& o, std::atomic<int>& rc, bool bar_ok) {
+  const fs::path& root = w.m.target->local_root;
+  while (!g_interrupted && !reader_gone(rc)) {
+    auto batch = w.watcher->next(std::chrono::hours(1));
+    if (!batch) {
+      {
+        std::lock_guard lock(g_out_mu);
+        std::cerr << "ferry watch: " << batch.error() << "\n";
+      }
+      rc = 1;
+      on_interrupt(0);
+      return;
+    }
+    if (!*batch) continue;  // an hour without changes, or stopped
+    const sync::WatchBatch& b = **batch;
+    if (b.rescan) {
+      push_mapping(w, o, {}, "rescan (" + b.reason + ")", bar_ok);
+      continue;
+    }
+    std::size_t gone = 0;
+    for (const auto& p : b.paths) {
+      struct stat st {};
+      if (::lstat((root / p).c_str(), &st) != 0) ++gone;
+    }
+    if (gone >= kDeletesForFullPush) push_mapping(w, o, {}, fmt::format("{} paths removed", gone), bar_ok);
+    else push_mapping(w, o, b.paths, b.paths.size() == 1 ? b.paths.front() : fmt::format("{} paths", b.paths.size()), bar_ok);
+  }
+}
+
+// Watches every mapping (watch first, then push: a save during the initial push is not lost),
+// pushes each whole once, then follows each in a thread of its own until Ctrl-C.
+int watch_mappings(std::vector<MappingEngine>& engines, const WatchCliOptions& o, const std::string& where) {
+  g_interrupted = false;
+  std::vector<Watched> watched;
+  sync::WatchOptions wo;
+  wo.quiet = std::chrono::milliseconds(o.quiet_ms);
+  for (auto& m : engines) {
+    wo.skipped_dirs = m.target->nested;
+    auto watcher = sync::TreeWatcher::open(m.target->local_root, m.target->exclude, wo);
+    if (!watcher) {
+      std::cerr << "ferry watch: " << watcher.error() << "\n";
+      return exit_status::kFailed;
+    }
+    watched.push_back({m, std::move(*watcher), engines.size() > 1 ? m.mapping : nullptr});
+  }
+  auto slots = std::make_unique<std::atomic<sync::TreeWatcher*>[]>(watched.size());
+  for (std::size_t i = 0; i < watched.size(); ++i) slots[i] = watched[i].watcher.get();
+  g_watcher_count = watched.size();
+  g_watchers = slots.get();
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  ::sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  auto unpublish = [&] {
+    g_watchers = nullptr;
+    g_watcher_count = 0;
+  };
+  for (auto& w : watched) {
+    if (!push_mapping(w, o, {}, "initial sync", true) && !g_interrupted) {
+      unpublish();
+      return exit_status::kFailed;
+    }
+  }
+  if (!o.json)
+    for (const auto& w : watched) std::cerr << "ferry watch: watching " << w.m.target->local_root.string() << " (" << where << "); Ctrl-C stops\n";
+  std::atomic<int> rc{0};
+  {
+    // A bar per mapping would fight over one terminal line: only a lone mapping shows one.
+    const bool bar_ok = watched.size() == 1;
+    std::vector<std::jthread> loops;
+    for (std::size_t i = 1; i < watched.size(); ++i) loops.emplace_back([&, i] { watch_loop(watched[i], o, rc, bar_ok); });
+    watch_loop(watched.front(), o, rc, bar_ok);
+  }
+  unpublish();
+  return rc.load();
 }
 
 }  // namespace
 
 void add_watch_command(CLI::App& app, GlobalOptions& g) {
   auto o = std::make_shared<WatchCliOptions>();
-  auto* cmd = app.add_subcommand("watch", "Sync now, then push every change as it is saved (inotify); Ctrl-C stops");
+  auto* cmd = app.add_subcommand("watch", "Sync every mapping now, then push every change as it is saved (inotify); Ctrl-C stops");
   cmd->add_flag("--no-delete", o->no_delete, "Delete nothing on the remote");
   cmd->add_flag("--yes,-y", o->yes, "Confirm mass deletes without asking");
   cmd->add_flag("--json", o->json, "One JSON summary per push instead of a line");
@@ -76,91 +222,9 @@ void add_watch_command(CLI::App& app, GlobalOptions& g) {
       ->capture_default_str();
   cmd->fallthrough();
   cmd->callback([&g, o] {
-    exit_code() = with_sync_target(g, "ferry watch", [&](sync::SyncEngine& engine, const std::string& where,
-                                                         const sync::SyncTarget& target) {
-      g_interrupted = false;
-      struct sigaction sa {};
-      sa.sa_handler = on_interrupt;
-      ::sigemptyset(&sa.sa_mask);
-      ::sigaction(SIGINT, &sa, nullptr);
-      ::sigaction(SIGTERM, &sa, nullptr);
-
-      auto push = [&](std::vector<std::string> only, const std::string& what) -> bool {
-        sync::SyncOptions so;
-        so.deletes = o->no_delete ? sync::DeleteMode::none : sync::DeleteMode::owned;
-        so.only_paths = std::move(only);
-        so.waiting = waiting_note("ferry watch");
-        so.cancelled = [] { return g_interrupted.load(); };
-        auto bar = o->json || !so.only_paths.empty() ? nullptr : std::make_shared<ProgressBar>("sync");
-        so.progress = progress_callback(bar);
-        so.listing_progress = listing_callback(bar);
-        so.confirm_mass_delete = [o, bar](const std::string& reason, std::size_t n) {
-          if (o->yes) return true;
-          if (!::isatty(STDIN_FILENO)) return false;
-          if (bar) bar->clear();
-          std::cerr << "ferry watch: " << reason << ". Delete " << n << " remote paths? [y/N] " << std::flush;
-          std::string answer;
-          std::getline(std::cin, answer);
-          return answer == "y" || answer == "Y" || answer == "yes";
-        };
-        auto s = engine.push(so);
-        if (bar) bar->clear();
-        if (!s) {
-          std::cerr << "ferry watch: " << s.error().message << "\n";  // the link may come back: keep watching
-          return false;
-        }
-        report(*s, *o, what);
-        return true;
-      };
-
-      // Watch first, then push: a save during the initial push is not lost.
-      sync::WatchOptions wo;
-      wo.quiet = std::chrono::milliseconds(o->quiet_ms);
-      auto watcher = sync::TreeWatcher::open(target.local_root, target.exclude, wo);
-      if (!watcher) {
-        std::cerr << "ferry watch: " << watcher.error() << "\n";
-        return exit_status::kFailed;
-      }
-      g_watcher = watcher->get();
-      if (g_interrupted) (*watcher)->stop();
-      if (!push({}, "initial sync") && !g_interrupted) {
-        g_watcher = nullptr;
-        return exit_status::kFailed;
-      }
-      if (!o->json) std::cerr << "ferry watch: watching " << target.local_root.string() << " (" << where << "); Ctrl-C stops\n";
-
-      int rc = 0;
-      // `ferry watch | head -3`: once the reader of stdout is gone (EPIPE: SIGPIPE is ignored,
-      // main.cpp), stop as SIGPIPE used to stop us, instead of pushing for nobody.
-      auto reader_gone = [&] {
-        if (std::cout.good()) return false;
-        std::cerr << "ferry watch: stdout was closed (its reader went away); stopped watching\n";
-        rc = 128 + SIGPIPE;
-        return true;
-      };
-      while (!g_interrupted && !reader_gone()) {
-        auto batch = (*watcher)->next(std::chrono::hours(1));
-        if (!batch) {
-          std::cerr << "ferry watch: " << batch.error() << "\n";
-          rc = 1;
-          break;
-        }
-        if (!*batch) continue;  // an hour without changes, or stopped
-        const sync::WatchBatch& b = **batch;
-        if (b.rescan) {
-          push({}, "rescan (" + b.reason + ")");
-          continue;
-        }
-        std::size_t gone = 0;
-        for (const auto& p : b.paths) {
-          struct stat st {};
-          if (::lstat((target.local_root / p).c_str(), &st) != 0) ++gone;
-        }
-        if (gone >= kDeletesForFullPush) push({}, fmt::format("{} paths removed", gone));
-        else push(b.paths, b.paths.size() == 1 ? b.paths.front() : fmt::format("{} paths", b.paths.size()));
-      }
-      g_watcher = nullptr;
-      return rc;
+    exit_code() = with_sync_engines(g, "ferry watch", [&](const deploy::ProjectConfig&, std::vector<MappingEngine>& engines,
+                                                          const std::string& where) {
+      return watch_mappings(engines, *o, where);
     });
   });
 }

@@ -1,6 +1,9 @@
 // sync/push, sync/pull, sync/status, sync/flush and the sync/fileSaved notification over the
-// SyncService (sync_service.hpp). Pushes and pulls of one project run one at a time inside its
-// engine; saves are coalesced (kSaveCoalesce) by the saver thread.
+// SyncService (sync_service.hpp). Each goes to every mapping of the project (one engine per
+// mapping, one link), or to the mappings holding the paths it names; pushes and pulls of one
+// mapping run one at a time inside its engine; saves are coalesced (kSaveCoalesce) by the saver
+// thread.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -43,23 +46,64 @@ SyncService::~SyncService() {
   if (saver_.joinable()) saver_.join();
 }
 
+namespace {
+
+// Runs `each` on every mapping's engine that `paths` (one list per mapping; nullopt: all of
+// them whole) gives work, and sums their summaries into one. With one mapping its summary is the
+// result as it is; with several, paths in the sum carry their mapping's folder.
+template <class Each>
+std::expected<sync::SyncSummary, Error> over_mappings(ProjectLink& link,
+                                                            const std::optional<std::vector<std::vector<std::string>>>& paths,
+                                                            Each&& each) {
+  const auto engines = link.engines();
+  const auto config = link.config();
+  auto paths_of = [&](std::size_t i) { return paths && i < paths->size() ? (*paths)[i] : std::vector<std::string>{}; };
+  if (engines.size() == 1) return each(*engines.front(), paths_of(0));
+  sync::SyncSummary total;
+  total.local_scan.clear();
+  for (std::size_t i = 0; i < engines.size(); ++i) {
+    if (paths && paths_of(i).empty()) continue;
+    auto s = each(*engines[i], paths_of(i));
+    if (!s) return s;
+    sync::add_summary(total, *s, i < config.mappings.size() ? sync::mapping_prefix(config.mappings[i]) : std::string());
+    if (s->cancelled) break;
+  }
+  return total;
+}
+
+// A request's paths ("relative to the mapping") per mapping; nullopt for none named.
+std::expected<std::optional<std::vector<std::vector<std::string>>>, Error> routed(ProjectLink& link,
+                                                                                       const std::vector<std::string>& paths) {
+  if (paths.empty()) return std::nullopt;
+  auto by = sync::paths_by_mapping(link.config(), link.targets(), paths);
+  if (!by) return std::unexpected(Error{ErrorKind::invalid_input, by.error()});
+  return std::move(*by);
+}
+
+}  // namespace
+
 std::expected<p::SyncResult, ResponseError> SyncService::push(const SyncPushParams& params, p::CallContext& call,
                                                               ServerProgress::Work* work) {
   sync::SyncOptions o;
   o.dry_run = params.dry_run;
   o.force = params.force;
-  o.only_paths = params.paths;
   o.deletes = params.deletes == p::SyncDeletes::mirror ? sync::DeleteMode::mirror
               : params.deletes == p::SyncDeletes::none ? sync::DeleteMode::none
                                                        : sync::DeleteMode::owned;
-  return run(params.path, call, "Syncing", o, [&](ProjectLink& link, sync::SyncEngine& e) {
-    // confirmMassDelete: the caller already asked the person; otherwise ask now.
-    const bool confirmed = params.confirm_mass_delete;
-    const std::string root = link.target().local_root.string();
-    o.confirm_mass_delete = [this, confirmed, root, &call](const std::string& reason, std::size_t n) {
-      return confirmed || ctx_.questions.confirm_mass_delete(reason, n, root, call.cancellation());
-    };
-    return e.push(o);
+  return run(params.path, call, "Syncing", o, [&](ProjectLink& link) -> std::expected<sync::SyncSummary, Error> {
+    auto paths = routed(link, params.paths);
+    if (!paths) return std::unexpected(paths.error());
+    return over_mappings(link, *paths, [&](sync::SyncEngine& e, std::vector<std::string> only) {
+      sync::SyncOptions mine = o;
+      mine.only_paths = std::move(only);
+      // confirmMassDelete: the caller already asked the person; otherwise ask now.
+      const bool confirmed = params.confirm_mass_delete;
+      const std::string root = e.target().local_root.string();
+      mine.confirm_mass_delete = [this, confirmed, root, &call](const std::string& reason, std::size_t n) {
+        return confirmed || ctx_.questions.confirm_mass_delete(reason, n, root, call.cancellation());
+      };
+      return e.push(mine);
+    });
   }, work);
 }
 
@@ -67,8 +111,14 @@ std::expected<p::SyncResult, ResponseError> SyncService::pull(const p::SyncPullP
   sync::SyncOptions o;
   o.dry_run = params.dry_run;
   o.force = params.force;
-  return run(params.path, call, "Pulling", o,
-             [&](ProjectLink&, sync::SyncEngine& e) { return e.pull(params.paths, o); });
+  return run(params.path, call, "Pulling", o, [&](ProjectLink& link) -> std::expected<sync::SyncSummary, Error> {
+    auto paths = routed(link, params.paths);
+    if (!paths) return std::unexpected(paths.error());
+    return over_mappings(link, *paths, [&](sync::SyncEngine& e, const std::vector<std::string>& mine) {
+      // Nothing named at all: the engine says so as it always did.
+      return e.pull(mine.empty() ? params.paths : mine, o);
+    });
+  });
 }
 
 p::SyncStatusResult SyncService::status() {
@@ -138,12 +188,11 @@ std::expected<p::SyncResult, ResponseError> SyncService::run(const std::optional
   o.listing_progress = [&](std::uint64_t listed) { progress.report(fmt::format("listing the remote: {} entries", listed)); };
   auto link = ctx_.link(project, call.cancellation(), [&progress](const std::string& m) { progress.report(m); });
   if (!link) return std::unexpected(link.error());
-  auto engine = (*link)->engine();
   {
     std::lock_guard lock(save_mu_);
     ++running_;
   }
-  auto s = fn(**link, *engine);
+  auto s = fn(**link);
   std::lock_guard lock(save_mu_);
   --running_;
   // The engine's error carries its kind: an agent gone away mid-sync is agent_lost (-32097:
@@ -174,6 +223,8 @@ fs::path absolute_saved_path(const std::string& saved, const Workspace& workspac
   if (path.is_absolute()) return path;
   auto config = lookup_project(std::nullopt, workspace);
   if (!config) return {};
+  // As every path "relative to the mapping": with several mappings, relative to the project root.
+  if (config->mappings.size() > 1) return config->root / path;
   return sync::mapping_target(*config, config->mappings.front()).local_root / path;
 }
 
@@ -185,22 +236,30 @@ std::string SyncService::push_saved(const fs::path& project_file, const std::vec
   if (!config) return config.error().to_string();
   auto link = ctx_.sessions.link(*config);
   if (!link) return link.error().message;
-  sync::SyncOptions o;
-  const fs::path root = (*link)->target().local_root;
+  // Each saved file goes to the mapping holding it (the deepest, for nested folders).
+  const auto targets = (*link)->targets();
+  std::vector<std::vector<std::string>> by_mapping(targets.size());
   for (const auto& path : paths) {
-    auto rel = fs::path(path).lexically_relative(root).generic_string();
-    if (rel.empty() || rel == "." || rel.starts_with("..")) continue;  // outside the mapping
-    o.only_paths.push_back(rel);
+    if (auto in = sync::mapping_of(targets, fs::path(path))) {
+      by_mapping[in->mapping].push_back(in->rel);
+    } else if (reported_outside_.insert(path).second) {
+      spdlog::debug("sync on save: {} is in no mapping of {}; not synced", path, project_file.string());
+    }
   }
-  if (o.only_paths.empty()) return {};
-  // Saves that delete many files (a folder removed in the editor) ask like a push; held deletes
-  // otherwise wait for the next full push.
-  o.confirm_mass_delete = [this, root](const std::string& reason, std::size_t n) {
-    return ctx_.questions.confirm_mass_delete(reason, n, root.string(), p::CancellationToken{});
-  };
-  auto s = (*link)->engine()->push(o);
-  if (!s) return s.error().message;
-  summary = sync_result(*s);
+  if (std::ranges::all_of(by_mapping, [](const auto& v) { return v.empty(); })) return {};
+  auto pushed = over_mappings(**link, by_mapping, [&](sync::SyncEngine& e, std::vector<std::string> only) {
+    sync::SyncOptions o;
+    o.only_paths = std::move(only);
+    // Saves that delete many files (a folder removed in the editor) ask like a push; held deletes
+    // otherwise wait for the next full push.
+    const std::string root = e.target().local_root.string();
+    o.confirm_mass_delete = [this, root](const std::string& reason, std::size_t n) {
+      return ctx_.questions.confirm_mass_delete(reason, n, root, p::CancellationToken{});
+    };
+    return e.push(o);
+  });
+  if (!pushed) return pushed.error().message;
+  summary = sync_result(*pushed);
   return {};
 }
 

@@ -41,7 +41,8 @@ class SyncService {
                                                                      protocol::CallContext& call,
                                                                      ServerProgress::Work* work = nullptr);
   // A saved (or created, changed, deleted) file: an absolute path, a file:// URI, or a path
-  // relative to the workspace project's mapping. Returns at once; the saver pushes it.
+  // relative to the workspace project's mapping (its root, with several mappings). Returns at
+  // once; the saver pushes it to the mapping holding it (a file in no mapping is not synced).
   void file_saved(const std::string& path_or_uri);
 
  private:
@@ -59,6 +60,7 @@ class SyncService {
   std::mutex save_mu_;
   std::condition_variable save_cv_;
   std::set<std::string> pending_;
+  std::set<std::string> reported_outside_;  // saved files in no mapping, said once (saver thread only)
   bool saving_ = false, stop_ = false, flush_now_ = false;
   int running_ = 0;  // pushes and pulls under way (status's "busy")
   std::optional<protocol::SyncResult> last_;

@@ -142,6 +142,13 @@ std::vector<IgnorePattern> parse_ignore_patterns(std::string_view content, std::
 struct IgnoreMatcher::State {
   std::filesystem::path root;
   bool read_files = false;
+  std::vector<std::string> skipped;  // other mappings' folders inside this one
+
+  bool is_skipped(std::string_view rel) const {
+    for (const auto& d : skipped)
+      if (rel.starts_with(d) && (rel.size() == d.size() || rel[d.size()] == '/')) return true;
+    return false;
+  }
   PatternList config;
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<const PatternList>, std::less<>> dirs;
@@ -168,10 +175,12 @@ struct IgnoreMatcher::State {
   }
 };
 
-IgnoreMatcher IgnoreMatcher::for_tree(std::filesystem::path root, std::vector<std::string> config_excludes) {
+IgnoreMatcher IgnoreMatcher::for_tree(std::filesystem::path root, std::vector<std::string> config_excludes,
+                                      std::vector<std::string> skipped_dirs) {
   auto state = std::make_shared<State>();
   state->root = std::move(root);
   state->read_files = true;
+  state->skipped = std::move(skipped_dirs);
   std::string joined;
   for (const auto& e : config_excludes) joined += e + "\n";
   state->config.patterns = parse_ignore_patterns(joined, kConfigSource);
@@ -219,7 +228,8 @@ std::optional<IgnoreMatch> IgnoreMatcher::decide(std::string_view rel, bool is_d
 }
 
 bool IgnoreMatcher::is_ignored(std::string_view rel, bool is_dir) const {
-  if (has_git_component(rel) || (state_->read_files && (is_state_dir(rel) || is_pull_temp(rel)))) return true;
+  if (has_git_component(rel) || (state_->read_files && (is_state_dir(rel) || is_pull_temp(rel) || state_->is_skipped(rel))))
+    return true;
   auto m = decide(rel, is_dir, true);
   return m && !m->negated;
 }
@@ -232,6 +242,7 @@ bool IgnoreMatcher::is_ignored_entry(std::string_view rel, bool is_dir) const {
   const std::size_t slash = rel.rfind('/');
   const std::string_view name = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
   if (name == ".git" || (state_->read_files && (rel == ".ferry" || name.starts_with(ferry::posix::kTempPrefix)))) return true;
+  if (!state_->skipped.empty() && state_->is_skipped(rel)) return true;
   auto m = decide(rel, is_dir, false);
   return m && !m->negated;
 }

@@ -2,7 +2,8 @@
 // (checked against `git check-ignore`), read from nested .gitignore files, .ferryignore files
 // (same syntax, applied after the .gitignore of the same directory) and the config's `exclude`
 // list (lowest priority, like .git/info/exclude). `.git` (at any depth) and the project's
-// `.ferry/` state directory are always excluded. The same matcher,
+// `.ferry/` state directory are always excluded, and so are the folders of a project's other
+// mappings nested in this one (they are synced by their own mapping). The same matcher,
 // built from patterns only, decides which remote paths are protected.
 #pragma once
 
@@ -46,7 +47,9 @@ class IgnoreMatcher {
  public:
   // Rules for the tree under `root`; ignore files are read lazily (once per directory, thread
   // safe) as paths below them are decided. Symlinked ignore files are not followed, as git.
-  static IgnoreMatcher for_tree(std::filesystem::path root, std::vector<std::string> config_excludes);
+  // `skipped_dirs` (relative to the root) are excluded as `.ferry/` is, whatever the patterns say.
+  static IgnoreMatcher for_tree(std::filesystem::path root, std::vector<std::string> config_excludes,
+                                std::vector<std::string> skipped_dirs = {});
 
   // Rules from patterns alone (protect lists, tests), relative to the root.
   static IgnoreMatcher from_patterns(const std::vector<std::string>& patterns,

@@ -1,6 +1,7 @@
 // The one prologue of every command that talks to a project's host, for the CLI and `ferry serve`
 // alike: ferry.json -> an endpoint (the local sandbox agent for host "local", ferry-agent over SSH
-// otherwise), the first mapping's sync target, and once connected the mapping's root on the box.
+// otherwise, rooted at the first mapping), every mapping's sync target over it, and once
+// connected the first mapping's root on the box.
 // Errors use one code per cause: a host ferry cannot resolve into an SSH target is
 // kProjectInvalid (-32098), a host it cannot reach kAgentUnavailable (-32097).
 #pragma once
@@ -34,6 +35,7 @@ struct ProjectEndpointOptions {
 struct ProjectEndpoint {
   std::unique_ptr<remote::Endpoint> endpoint;
   SyncTarget target;         // the first mapping, with the project's excludes and protect rules
+  std::vector<SyncTarget> targets;  // every mapping, in ferry.json's order ([0] is `target`)
   std::string host;          // "local", or the SSH target as ferry resolved it
   bool ssh = false;
   std::string mapping_root;  // set once connected: where the first mapping lies on the box

@@ -262,7 +262,7 @@ void SyncEngine::persist_now() {
 std::expected<void, Error> SyncEngine::watch_local_tree() {
   std::lock_guard lock(state_->mu);
   if (state_->watcher) return {};
-  auto w = TreeWatcher::open(target_.local_root, target_.exclude);
+  auto w = TreeWatcher::open(target_.local_root, target_.exclude, WatchOptions{.skipped_dirs = target_.nested});
   if (!w) return std::unexpected(Error{ErrorKind::io, w.error()});
   state_->watcher = std::move(*w);
   state_->known_local.reset();  // what was read before the watch began proves nothing
@@ -350,7 +350,7 @@ void SyncEngine::prepare_push(const SyncOptions& o) {
   std::jthread loading;
   if (!st.manifest) loading = std::jthread([&] { manifest = load_manifest(manifest_path()); });
   load_index(st);
-  st.ignore = IgnoreMatcher::for_tree(target_.local_root, target_.exclude);
+  st.ignore = IgnoreMatcher::for_tree(target_.local_root, target_.exclude, target_.nested);
   spdlog::debug("sync: scan begins (prepared)");
   ScanOptions scan_options;
   if (!o.dry_run) {
@@ -500,7 +500,7 @@ std::expected<void, Error> SyncEngine::push_read_local(PushRun& run) {
   const bool ignore_changed = std::any_of(o.only_paths.begin(), o.only_paths.end(), [](const std::string& p) {
     return p.ends_with(".gitignore") || p.ends_with(".ferryignore");
   });
-  if (!st.ignore || (!run.save && !run.prepared) || ignore_changed) st.ignore = IgnoreMatcher::for_tree(root, target_.exclude);
+  if (!st.ignore || (!run.save && !run.prepared) || ignore_changed) st.ignore = IgnoreMatcher::for_tree(root, target_.exclude, target_.nested);
 
   if (auto loaded = load_local_state(st); !loaded) return std::unexpected(loaded.error());
   take_watched_changes(run);
@@ -548,7 +548,7 @@ void SyncEngine::take_watched_changes(PushRun& run) {
       st.watcher.reset();
       st.known_local.reset();
       // The new watch begins before the walk, so a change during the walk is queued for the next.
-      if (auto w = TreeWatcher::open(root, target_.exclude); w) st.watcher = std::move(*w);
+      if (auto w = TreeWatcher::open(root, target_.exclude, WatchOptions{.skipped_dirs = target_.nested}); w) st.watcher = std::move(*w);
       else spdlog::warn("sync: no watch of {}: {}; every push walks the tree", root.string(), w.error());
     } else {
       batch = std::move(*taken);

@@ -39,6 +39,9 @@ struct SyncTarget {
   std::string remote_root;            // the mapping's remote path as configured (same purpose)
   std::vector<std::string> exclude;   // ferry.json exclude
   std::vector<std::string> protect;   // remote-only paths, never written or deleted
+  // Folders (relative to local_root) of the project's other mappings nested in this one: theirs
+  // alone, never pushed, pulled, watched or deleted through this mapping.
+  std::vector<std::string> nested{};
   // Pull only: an absolute directory on the box read as a read-only source instead of
   // remote_base (the agent serves only Python sources from it: protocol/python_sources.hpp).
   // `ferry env sync` mirrors the interpreter's site-packages this way; the box is never written.

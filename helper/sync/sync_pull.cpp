@@ -373,6 +373,9 @@ std::expected<bool, Error> list_for_pull(PullRun& run) {
   // A read-only source serves Python sources only; anything else in its reply is not trusted.
   if (!run.target.remote_source.empty())
     std::erase_if(run.remote, [](const auto& e) { return e.second.kind != EntryKind::file || !protocol::is_python_source_file(e.first); });
+  // Another mapping's folder nested in this one is that mapping's to pull.
+  for (const auto& dir : run.target.nested)
+    std::erase_if(run.remote, [&](const auto& e) { return e.first == dir || e.first.starts_with(dir + "/"); });
   if (run.o.pull_leave_out) {
     std::vector<std::pair<std::string, std::uint64_t>> offered;
     for (const auto& [path, R] : run.remote)

@@ -40,7 +40,7 @@ TreeWatcher::TreeWatcher(fs::path root, std::vector<std::string> excludes, Watch
     : root_(std::move(root)),
       excludes_(std::move(excludes)),
       options_(options),
-      ignore_(IgnoreMatcher::for_tree(root_, excludes_)) {}
+      ignore_(IgnoreMatcher::for_tree(root_, excludes_, options_.skipped_dirs)) {}
 
 TreeWatcher::~TreeWatcher() {
   if (inotify_fd_ >= 0) ::close(inotify_fd_);
@@ -168,7 +168,7 @@ bool TreeWatcher::drain(std::string& error) {
 }
 
 WatchBatch TreeWatcher::rescan(std::string reason) {
-  ignore_ = IgnoreMatcher::for_tree(root_, excludes_);
+  ignore_ = IgnoreMatcher::for_tree(root_, excludes_, options_.skipped_dirs);
   if (auto started = start(); !started) spdlog::warn("watch: rescan: {}", started.error());
   pending_.clear();
   pending_rescan_ = false;

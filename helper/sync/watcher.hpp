@@ -27,6 +27,8 @@ struct WatchOptions {
   std::chrono::milliseconds max_delay{2000};
   // More changed paths than this in one batch: report a rescan instead of the list.
   std::size_t max_paths = 20000;
+  // Never watched, whatever the rules: the folders of other mappings nested in this one.
+  std::vector<std::string> skipped_dirs;
 };
 
 // One settled burst: what to push.

@@ -189,3 +189,39 @@ BOOST_AUTO_TEST_CASE(doctor_run_returns_lines) {
   BOOST_REQUIRE_MESSAGE(local.contains("result"), local.dump());
   BOOST_TEST(local["result"]["checks"][0]["status"] == "pass", local.dump());
 }
+
+// Every mapping of a project syncs over its one SSH login: the first is the agent's root, the
+// others ("~/..." and an absolute path) are directories the same agent opens on its own; a save
+// in one of them reaches it.
+BOOST_AUTO_TEST_CASE(every_mapping_syncs_over_one_login) {
+  ferry::test::SshdOptions o;
+  o.log_level = "INFO";  // "Accepted publickey for ..." per login
+  SshdFixture f(o);
+  f.trust_host_key();
+  const fs::path raw = f.home() / "datasets" / "raw";
+  std::ofstream(f.dir() / "ferry.json") << json{{"name", "serve-maps"},
+                                                {"host", f.alias()},
+                                                {"sshConfig", f.ssh_config().string()},
+                                                {"mappings", {{{"local", "src"}, {"remote", "~/proj"}},
+                                                              {{"local", "data"}, {"remote", raw.string()}},
+                                                              {{"local", "cfg"}, {"remote", "~/cfg"}}}}}
+                                               .dump();
+  for (const char* rel : {"src/a.py", "data/d.csv", "cfg/c.yaml"}) {
+    fs::create_directories((f.dir() / rel).parent_path());
+    std::ofstream(f.dir() / rel) << rel;
+  }
+  Client c(f.dir());
+  auto pushed = c.call("sync/push", json::object());
+  BOOST_REQUIRE_MESSAGE(pushed.contains("result"), pushed.dump());
+  BOOST_TEST(pushed["result"]["filesSent"] == 3);
+  BOOST_TEST(read_file(f.home() / "proj" / "a.py") == "src/a.py");
+  BOOST_TEST(read_file(raw / "d.csv") == "data/d.csv");
+  BOOST_TEST(read_file(f.home() / "cfg" / "c.yaml") == "cfg/c.yaml");
+
+  std::ofstream(f.dir() / "data" / "d.csv") << "saved";
+  c.notify("sync/fileSaved", {{"path", (f.dir() / "data" / "d.csv").string()}});
+  auto flushed = c.call("sync/flush", json::object());
+  BOOST_REQUIRE_MESSAGE(flushed.contains("result"), flushed.dump());
+  BOOST_TEST(read_file(raw / "d.csv") == "saved");
+  BOOST_TEST(f.accepted_logins() == 1, f.log());
+}

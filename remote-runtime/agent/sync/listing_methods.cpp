@@ -86,7 +86,7 @@ Reply<wire::ListResult> continue_listing(SyncContext& ctx, const wire::ListParam
 
 // One path of a sync on save: a few stats whatever the tree size. Missing or special: no row.
 std::optional<wire::ListEntry> stat_row(const Target& t, const std::string& path, const ListOptions& opt) {
-  auto resolved = t.root->resolve(t.wire_path(path));
+  auto resolved = t.resolver().resolve(t.wire_path(path));
   if (!resolved) return std::nullopt;
   struct stat st {};
   if (::lstat(resolved->absolute.c_str(), &st) != 0) return std::nullopt;

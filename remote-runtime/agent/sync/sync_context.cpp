@@ -30,25 +30,13 @@ const char* errc_name(WriteErrc c) {
   return "io";
 }
 
+// A base naming a directory of its own instead of one below the root: "/abs" or "~/...".
+bool is_outside_base(const std::string& base) { return base.starts_with('/') || base.starts_with("~/"); }
+
 // Base and path joined in wire form ("" base: the root).
 std::string join(const std::string& base, const std::string& path) {
   if (base.empty() || base == ".") return path;
   return base + "/" + path;
-}
-
-// Why the agent will not sync at `root` (canonical), or nullopt: the whole filesystem, or the
-// home directory of the user it runs as. ferry.json refuses such mapping roots by name; this
-// catches what a config cannot tell: a home elsewhere than /home/USER, a symlink to / or ~.
-std::optional<std::string> unsafe_sync_root(const std::filesystem::path& root) {
-  if (root == "/") return std::string("it is the whole filesystem of this host");
-  std::vector<std::string> homes;
-  if (const char* h = std::getenv("HOME"); h && *h) homes.emplace_back(h);
-  if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && *pw->pw_dir) homes.emplace_back(pw->pw_dir);
-  for (const auto& h : homes) {
-    std::error_code ec;
-    if (auto canon = std::filesystem::canonical(h, ec); !ec && canon == root) return "it is the home directory " + h + " itself";
-  }
-  return std::nullopt;
 }
 
 std::expected<ReadOnlySource, std::string> open_read_only_source(const std::string& source) {
@@ -102,7 +90,7 @@ GenerationBump::~GenerationBump() {
 
 std::optional<SyncGeneration> GenerationBump::take_last_on_this_thread() { return std::exchange(t_last_bump, std::nullopt); }
 
-std::string Target::wire_path(const std::string& path) const { return source ? path : join(base, path); }
+std::string Target::wire_path(const std::string& path) const { return source || base_root ? path : join(base, path); }
 
 std::optional<ResponseError> Target::source_refuses(const std::string& path, std::uint64_t size) const {
   if (!source) return std::nullopt;
@@ -139,14 +127,21 @@ std::expected<Target, ResponseError> SyncContext::open(std::string_view method, 
     return t;
   }
   t.base = where.base;
+  if (is_outside_base(where.base)) {
+    auto outside = outside_base(where.base);
+    if (!outside) return std::unexpected(invalid_params(method, "base '" + where.base + "': " + outside.error()));
+    t.base_root = std::move(outside->root);
+    t.writer = std::move(outside->writer);
+    return t;
+  }
   auto writer = writer_for(where.base);
   if (!writer) return std::unexpected(invalid_params(method, "base '" + where.base + "': " + writer.error()));
   t.writer = std::move(*writer);
-  if (auto why = unsafe_sync_root(t.writer->root())) {
-    // A sync lists its root whole and --delete removes what ferry did not put there.
-    return std::unexpected(invalid_params(method, "refusing to sync into " + t.writer->root().string() + ": " + *why +
-                                                      "; map the project to a directory of its own (e.g. \"~/work/NAME\" in ferry.json)"));
-  }
+  // ferry.json's rule again, on where the root resolves here: a symlink to /etc, a home elsewhere
+  // than /home/USER. A sync lists its root whole and --delete removes what ferry did not put there.
+  const auto given = t.base.empty() || t.base == "." ? root_.given() : root_.given() / t.base;
+  if (auto why = resolved_root_refusal(given, t.writer->root()))
+    return std::unexpected(invalid_params(method, "refusing to sync: " + *why));
   return t;
 }
 
@@ -178,6 +173,30 @@ std::expected<std::shared_ptr<FileWriter>, std::string> SyncContext::writer_for_
   auto owned = std::make_shared<FileWriter>(std::move(*w));
   writers_.emplace(*base, owned);
   return owned;
+}
+
+std::expected<SyncContext::OutsideBase, std::string> SyncContext::outside_base(const std::string& base) {
+  if (base.size() > 4096 || base.find('\0') != std::string::npos) return std::unexpected(std::string("not a usable path"));
+  if (!normalize_wire_path(base.substr(base.find('/') + 1))) return std::unexpected(std::string("contains '..'"));
+  std::string path = base;
+  if (base.starts_with("~/")) {
+    const char* home = std::getenv("HOME");
+    const passwd* pw = home && *home ? nullptr : ::getpwuid(::getuid());
+    if (!(home && *home) && !(pw && pw->pw_dir)) return std::unexpected(std::string("no home directory to expand '~' in"));
+    path = std::string(home && *home ? home : pw->pw_dir) + base.substr(1);
+  }
+  std::lock_guard lock(writers_mu_);
+  if (auto it = outside_.find(base); it != outside_.end() && it->second.writer->still_at_root()) return it->second;
+  // Made (or found) with the same refusals as the agent's own --root: never /, a home itself
+  // or a system directory, also when a symlink leads there.
+  auto root = RootPath::open(path);
+  if (!root) return std::unexpected(root.error());
+  if (auto refused = resolved_root_refusal(path, root->root())) return std::unexpected(*refused);
+  auto w = FileWriter::open(root->root());
+  if (!w) return std::unexpected(w.error().message);
+  OutsideBase opened{std::make_shared<const RootPath>(std::move(*root)), std::make_shared<FileWriter>(std::move(*w))};
+  outside_[base] = opened;
+  return opened;
 }
 
 std::int64_t SyncContext::add_listing(std::shared_ptr<Listing> listing) {

@@ -56,9 +56,11 @@ struct Target {
   std::shared_ptr<FileWriter> writer;  // held: a worker may still write through a replaced one
   std::optional<ReadOnlySource> source;
   const RootPath* root = nullptr;
+  // A base outside the agent's root (absolute or "~/..."): its own root for this request.
+  std::shared_ptr<const RootPath> base_root;
 
   FileWriter& w() const { return *writer; }
-  const RootPath& resolver() const { return source ? source->resolver : *root; }
+  const RootPath& resolver() const { return source ? source->resolver : base_root ? *base_root : *root; }
   // The wire path of a request's `path`: below `base` in the mapping, or inside the source.
   std::string wire_path(const std::string& path) const;
   // A read from a source: a Python source file of a sane size, else this error.
@@ -147,10 +149,18 @@ class SyncContext {
  private:
   std::expected<std::shared_ptr<FileWriter>, std::string> writer_for(const std::string& base);
   std::expected<std::shared_ptr<FileWriter>, std::string> writer_for_locked(const std::string& base);
+  // A project's other mappings lie outside the root the agent was started with (one link per
+  // project serves them all): such a base is opened as a root of its own, once.
+  struct OutsideBase {
+    std::shared_ptr<const RootPath> root;
+    std::shared_ptr<FileWriter> writer;
+  };
+  std::expected<OutsideBase, std::string> outside_base(const std::string& base);
 
   RootPath root_;
   std::mutex writers_mu_;
   std::map<std::string, std::shared_ptr<FileWriter>> writers_;
+  std::map<std::string, OutsideBase> outside_;  // under writers_mu_
   std::mutex listings_mu_;
   std::map<std::int64_t, std::shared_ptr<Listing>> listings_;
   std::int64_t next_listing_ = 1;

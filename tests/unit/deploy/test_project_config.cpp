@@ -201,6 +201,31 @@ BOOST_AUTO_TEST_CASE(mapping_roots_that_are_not_a_project_directory_are_refused)
   }
 }
 
+// Issue #41: "~/work/p " made a directory whose name ends in a space on the box. Blanks at either
+// end of a mapping path are refused with a message that says so, never trimmed; inside a path
+// they are fine.
+BOOST_AUTO_TEST_CASE(mapping_paths_with_blanks_at_either_end_are_refused) {
+  struct Case {
+    const char* local;
+    const char* remote;
+    const char* pointer;
+  };
+  for (const Case& c : {Case{".", "~/work/p ", "/mappings/0/remote"}, Case{".", " ~/work/p", "/mappings/0/remote"},
+                        Case{".", "/data/p\t", "/mappings/0/remote"}, Case{".", "/data/p\n", "/mappings/0/remote"},
+                        Case{"src ", "/data/p", "/mappings/0/local"}, Case{" src", "/data/p", "/mappings/0/local"},
+                        Case{"\tsrc", "/data/p", "/mappings/0/local"}}) {
+    BOOST_TEST_CONTEXT("local '" << c.local << "' remote '" << c.remote << "'") {
+      json doc{{"mappings", json::array({json{{"local", c.local}, {"remote", c.remote}}})}};
+      auto e = parse_project(doc, "/x");
+      BOOST_REQUIRE(!e);
+      BOOST_TEST(e.error().pointer == c.pointer);
+      BOOST_TEST(e.error().message.find("starts or ends with whitespace") != std::string::npos, e.error().message);
+    }
+  }
+  json inner{{"mappings", json::array({json{{"local", "my data"}, {"remote", "~/work/my project"}}})}};
+  BOOST_TEST(parse_project(inner, "/x").has_value());
+}
+
 BOOST_AUTO_TEST_CASE(host_grammar) {
   auto h = ferry::deploy::parse_host("ubuntu@10.0.0.5:2222");
   BOOST_REQUIRE(h.has_value());

@@ -84,6 +84,17 @@ BOOST_AUTO_TEST_CASE(a_number_no_double_holds_is_a_json_error_not_a_crash) {
   BOOST_TEST(d.range == at(0, 41, 46));
 }
 
+// An untrusted project's ferry.json nested 100,000 levels deep: one json error on the first
+// bracket past the limit, before anything recursive sees the document.
+BOOST_AUTO_TEST_CASE(a_file_nested_too_deep_is_one_json_error_at_the_bracket) {
+  const std::string deep = "{\"name\": \"p\",\n \"exclude\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto d = only(deep);
+  BOOST_TEST(d.code == "json");
+  BOOST_TEST((d.severity == Severity::error));
+  BOOST_TEST(d.message == "nested deeper than 256 levels");
+  BOOST_TEST(d.range == at(1, 12 + 255, 12 + 256));  // the root is the first level
+}
+
 BOOST_AUTO_TEST_CASE(text_after_a_nul_byte_is_ignored_and_said_so) {
   auto d = only(std::string("{\"host\": \"local\"}\n\0\"host\": 1", 28));
   BOOST_TEST(d.code == "json");

@@ -2,7 +2,8 @@
 // script with its output in a log file the editor is asked to show (a message naming the file when
 // it refuses), the exit as window/showMessage; a ferry-aware client gets run/output instead;
 // didSave and didChangeWatchedFiles sync; watched files are registered when the client can; a
-// workspace without ferry.json is offered one; questions become showMessageRequest.
+// workspace without ferry.json is offered one; questions become showMessageRequest; a document
+// nested too deep is a diagnostic, not a crash.
 #define BOOST_TEST_MODULE lsp_surface
 #include <boost/test/unit_test.hpp>
 
@@ -159,6 +160,52 @@ BOOST_AUTO_TEST_CASE(did_save_and_watched_file_changes_reach_the_box) {
   BOOST_TEST((*reg)["params"]["registrations"][0]["method"] == "workspace/didChangeWatchedFiles");
 }
 
+// Every mapping syncs over the project's one link: sync/push pushes both (the second to a
+// directory of its own outside the sandbox), a save in the second mapping reaches its remote,
+// and a saved file in no mapping stays here.
+BOOST_AUTO_TEST_CASE(every_mapping_syncs_and_a_save_goes_to_its_mapping) {
+  ferry::test::TempDir dir{"ferry-lsp-maps"};
+  ferry::test::TempDir elsewhere{"ferry-lsp-maps-b"};
+  const fs::path b = elsewhere.path() / "b";
+  ferry::test::write_file(dir / "ferry.json", json{{"name", "maps"},
+                                                   {"host", "local"},
+                                                   {"mappings", {{{"local", "src"}, {"remote", "~/work/maps"}},
+                                                                 {{"local", "data-scripts"}, {"remote", b.string()}}}}}
+                                                  .dump());
+  ferry::test::write_file(dir / "src/main.py", "m1\n");
+  ferry::test::write_file(dir / "data-scripts/prep.py", "p1\n");
+  ferry::test::write_file(dir / "notes.txt", "n1\n");
+  const fs::path a = g_env->cache.path() / "ferry/local/maps/work/maps";
+  auto uri = [&](const std::string& rel) { return path_to_file_uri((dir.path() / rel).string()); };
+  ServeClient c(dir.path(), plain_capabilities(), uri(""));
+
+  auto pushed = c.call("sync/push", json::object(), editor(true));
+  BOOST_REQUIRE_MESSAGE(pushed.contains("result"), pushed.dump());
+  BOOST_TEST(pushed["result"]["filesSent"] == 2);
+  BOOST_TEST(read_file(a / "main.py") == "m1\n");
+  BOOST_TEST(read_file(b / "prep.py") == "p1\n");
+
+  ferry::test::write_file(dir / "notes.txt", "n2\n");
+  c.notify("textDocument/didSave", {{"textDocument", {{"uri", uri("notes.txt")}}}});
+  ferry::test::write_file(dir / "data-scripts/prep.py", "p2\n");
+  c.notify("textDocument/didSave", {{"textDocument", {{"uri", uri("data-scripts/prep.py")}}}});
+  BOOST_TEST(ferry::test::eventually([&] { return read_file(b / "prep.py") == "p2\n"; }, 20s));
+  ferry::test::write_file(dir / "src/main.py", "m2\n");
+  c.notify("textDocument/didSave", {{"textDocument", {{"uri", uri("src/main.py")}}}});
+  BOOST_TEST(ferry::test::eventually([&] { return read_file(a / "main.py") == "m2\n"; }, 20s));
+  BOOST_TEST(!fs::exists(a / "notes.txt"));
+  BOOST_TEST(!fs::exists(b / "notes.txt"));
+  BOOST_TEST(!fs::exists(a.parent_path() / "notes.txt"));
+
+  // A pull path names its mapping's folder (several mappings: relative to the project root).
+  ferry::test::write_file(b / "out/r.txt", "r\n");
+  auto pulled = c.call("sync/pull", {{"paths", {"data-scripts/out"}}}, editor(true));
+  BOOST_REQUIRE_MESSAGE(pulled.contains("result"), pulled.dump());
+  BOOST_TEST(read_file(dir / "data-scripts/out/r.txt") == "r\n");
+  auto lost = c.call("sync/pull", {{"paths", {"outputs"}}}, editor(true));
+  BOOST_TEST(lost.contains("error"), lost.dump());
+}
+
 BOOST_AUTO_TEST_CASE(a_workspace_without_ferry_json_is_offered_one) {
   ferry::test::TempDir dir("ferry-lsp-new");
   ServeClient c(dir.path(), plain_capabilities(), path_to_file_uri(dir.path().string()));
@@ -284,4 +331,36 @@ BOOST_AUTO_TEST_CASE(ferry_debug_refuses_a_port_already_taken_on_the_box) {
   // Nothing was started: the box's run list has no debuggee.
   auto runs = c.call("run/list", json::object());
   for (const auto& run : runs["result"]["runs"]) BOOST_TEST(run["state"] != "running", run.dump());
+}
+
+// An untrusted project's ferry.json, or a training config, nested 100,000 levels deep: didOpen
+// and didSave (with its text, and read from disk) each publish one "nested deeper" diagnostic and
+// the server answers the next request. Before the depth limit on documents, the recursive copies
+// of the parsed document took the whole server down with SIGSEGV, every time it was opened.
+BOOST_AUTO_TEST_CASE(a_document_nested_too_deep_is_a_diagnostic_and_the_server_goes_on) {
+  ferry::test::TempDir dir{"ferry-lsp-deep"};
+  const std::string nest = std::string(100000, '[') + std::string(100000, ']');
+  const std::string project = "{\"name\": \"deep\", \"host\": \"local\", \"exclude\": " + nest + "}";
+  const std::string config = "{\"model\": {\"kind\": \"mlp\"}, \"data\": " + nest + "}";
+  ferry::test::write_file(dir / "ferry.json", project);
+  ferry::test::write_file(dir / "train.json", config);
+  ServeClient c(dir.path(), plain_capabilities());
+  auto too_deep = [](const std::string& uri) {
+    return [uri](const json& n) {
+      if (n["method"] != "textDocument/publishDiagnostics" || n["params"]["uri"] != uri) return false;
+      const json& d = n["params"]["diagnostics"];
+      return d.size() == 1 && d[0]["message"] == "nested deeper than 256 levels" && d[0]["code"] == "json";
+    };
+  };
+  for (const auto& [name, text] : {std::pair{"ferry.json", project}, std::pair{"train.json", config}}) {
+    const std::string uri = path_to_file_uri((dir / name).string());
+    c.notify("textDocument/didOpen", {{"textDocument", {{"uri", uri}, {"languageId", "json"}, {"version", 1}, {"text", text}}}});
+    BOOST_TEST(c.wait_notification(too_deep(uri), 30s).has_value(), name << ": didOpen");
+    BOOST_TEST(c.call("ferry/ping", json::object()).contains("result"), name << ": after didOpen");
+    c.notify("textDocument/didSave", {{"textDocument", {{"uri", uri}}}, {"text", text}});
+    BOOST_TEST(c.wait_notification(too_deep(uri), 30s).has_value(), name << ": didSave with its text");
+    c.notify("textDocument/didSave", {{"textDocument", {{"uri", uri}}}});
+    BOOST_TEST(c.wait_notification(too_deep(uri), 30s).has_value(), name << ": didSave read from disk");
+    BOOST_TEST(c.call("ferry/ping", json::object()).contains("result"), name << ": after didSave");
+  }
 }

@@ -124,6 +124,92 @@ BOOST_AUTO_TEST_CASE(sync_of_named_files_only) {
   BOOST_TEST(!fs::exists(remote / "c.py"));
 }
 
+// Every mapping syncs, over the one link: `src` lands in the sandbox, `data-scripts` in a
+// directory of its own elsewhere (an absolute remote, opened by the same agent). An edit in the
+// second goes alone; PATH goes to the mapping holding it; a pull path goes to its mapping.
+BOOST_AUTO_TEST_CASE(every_mapping_is_synced_and_pulled) {
+  TempDir t;
+  const fs::path b = t.path() / "elsewhere/b";
+  write_file(t.path() / "proj/ferry.json", R"({"name":"maps","host":"local","mappings":[{"local":"src","remote":"~/a"},)"
+                                           R"({"local":"data-scripts","remote":")" + b.string() + R"("}]})");
+  write_file(t.path() / "proj/src/train.py", "t = 1\n");
+  write_file(t.path() / "proj/data-scripts/prep.py", "p = 1\n");
+  write_file(t.path() / "proj/notes.txt", "in no mapping\n");
+  const fs::path a = t.path() / "cache/ferry/local/maps/a";
+
+  Run first = run_ferry(t, "sync --json");
+  BOOST_REQUIRE_EQUAL(first.code, 0);
+  json s = json::parse(first.out);
+  BOOST_TEST(s["filesSent"] == 2);
+  BOOST_REQUIRE_EQUAL(s["mappings"].size(), 2u);
+  BOOST_TEST(s["mappings"][0]["local"] == "src");
+  BOOST_TEST(s["mappings"][1]["remote"] == b.string());
+  BOOST_TEST(read_file(a / "train.py") == "t = 1\n");
+  BOOST_TEST(read_file(b / "prep.py") == "p = 1\n");
+  BOOST_TEST(!fs::exists(a / "notes.txt"));
+  BOOST_TEST(!fs::exists(b / "src"));
+
+  write_file(t.path() / "proj/data-scripts/prep.py", "p = 2\n");
+  Run edit = run_ferry(t, "sync --json");
+  BOOST_REQUIRE_EQUAL(edit.code, 0);
+  json e = json::parse(edit.out);
+  BOOST_TEST(e["filesSent"] == 1);
+  BOOST_TEST(e["mappings"][0]["filesSent"] == 0);
+  BOOST_TEST(e["mappings"][1]["filesSent"] == 1);
+  BOOST_TEST(read_file(b / "prep.py") == "p = 2\n");
+
+  // Human output: a line per mapping.
+  Run quiet = run_ferry(t, "sync");
+  BOOST_REQUIRE_EQUAL(quiet.code, 0);
+  BOOST_TEST(quiet.out.find("src -> ~/a: 0 files sent") != std::string::npos, quiet.out);
+  BOOST_TEST(quiet.out.find("data-scripts -> " + b.string() + ": 0 files sent") != std::string::npos, quiet.out);
+
+  write_file(t.path() / "proj/data-scripts/prep.py", "p = 3\n");
+  write_file(t.path() / "proj/src/train.py", "t = 2\n");
+  Run named = run_ferry(t, "sync --json data-scripts/prep.py notes.txt");
+  BOOST_REQUIRE_EQUAL(named.code, 0);
+  json n = json::parse(named.out);
+  BOOST_TEST(n["filesSent"] == 1);
+  BOOST_REQUIRE_EQUAL(n["mappings"].size(), 1u);  // only the mapping holding the path
+  BOOST_TEST(n["mappings"][0]["local"] == "data-scripts");
+  BOOST_TEST(read_file(b / "prep.py") == "p = 3\n");
+  BOOST_TEST(read_file(a / "train.py") == "t = 1\n");  // not named
+
+  write_file(b / "out/result.txt", "made on the box\n");
+  write_file(a / "runs/log.txt", "log\n");
+  Run pulled = run_ferry(t, "pull --json data-scripts/out");
+  BOOST_REQUIRE_EQUAL(pulled.code, 0);
+  BOOST_TEST(json::parse(pulled.out)["filesSent"] == 1);
+  BOOST_TEST(read_file(t.path() / "proj/data-scripts/out/result.txt") == "made on the box\n");
+  BOOST_TEST(!fs::exists(t.path() / "proj/src/runs"));
+  BOOST_TEST(run_ferry(t, "sync").code == 0);  // src/train.py's edit: else pulling src is a conflict
+  Run all = run_ferry(t, "pull --json .");
+  BOOST_REQUIRE_EQUAL(all.code, 0);
+  BOOST_TEST(read_file(t.path() / "proj/src/runs/log.txt") == "log\n");
+  BOOST_TEST(run_ferry(t, "pull outputs").code == 2);  // in no mapping: a usage error
+}
+
+// A mapping inside another's folder keeps its files: the outer mapping neither pushes nor pulls
+// them (each file belongs to the deepest mapping holding it).
+BOOST_AUTO_TEST_CASE(a_nested_mapping_takes_its_folder_from_the_outer_one) {
+  TempDir t;
+  write_file(t.path() / "proj/ferry.json",
+             R"({"name":"nest","host":"local","mappings":[{"local":".","remote":"~/root"},{"local":"data/raw","remote":"~/raw"}]})");
+  write_file(t.path() / "proj/train.py", "t\n");
+  write_file(t.path() / "proj/data/raw/x.csv", "1\n");
+  write_file(t.path() / "proj/data/other.csv", "2\n");
+  const fs::path root = t.path() / "cache/ferry/local/nest/root", raw = t.path() / "cache/ferry/local/nest/raw";
+  Run first = run_ferry(t, "sync --json");
+  BOOST_REQUIRE_EQUAL(first.code, 0);
+  BOOST_TEST(read_file(raw / "x.csv") == "1\n");
+  BOOST_TEST(read_file(root / "data/other.csv") == "2\n");
+  BOOST_TEST(!fs::exists(root / "data/raw"));
+  write_file(root / "data/raw/stray.csv", "not raw's\n");
+  Run pulled = run_ferry(t, "pull --json .");
+  BOOST_REQUIRE_EQUAL(pulled.code, 0);
+  BOOST_TEST(!fs::exists(t.path() / "proj/data/raw/stray.csv"));
+}
+
 // Names are bytes: a conflict on a file whose name is not UTF-8 still prints a JSON summary
 // (the name with U+FFFD in it) and exit status 3; it used to abort in nlohmann's dump.
 BOOST_AUTO_TEST_CASE(a_json_summary_with_a_name_that_is_not_utf8) {

@@ -74,3 +74,38 @@ BOOST_AUTO_TEST_CASE(watch_pushes_saves_and_new_directories_and_exits_0_on_ctrl_
   BOOST_TEST(WIFEXITED(*status));
   BOOST_TEST(WEXITSTATUS(*status) == 0);
 }
+
+// With several mappings every one is watched and pushed: a save in the second mapping (a remote
+// of its own outside the sandbox) goes to it, and Ctrl-C still ends every watch with status 0.
+BOOST_AUTO_TEST_CASE(watch_pushes_a_save_in_the_second_mapping) {
+  TempDir t("ferry-watch-maps");
+  const fs::path project = t / "proj";
+  const fs::path b = t / "elsewhere/b";
+  write_file(project / "ferry.json", R"({"name":"wm","host":"local","mappings":[{"local":"src","remote":"~/a"},)"
+                                     R"({"local":"data-scripts","remote":")" + b.string() + R"("}]})");
+  write_file(project / "src/train.py", "t1\n");
+  write_file(project / "data-scripts/prep.py", "p1\n");
+  const fs::path a = t / "cache/ferry/local/wm/a";
+
+  SpawnedProcess p({FERRY_BIN, "watch", "--quiet-ms", "50"}, project.string(),
+                   {{"XDG_CACHE_HOME", (t / "cache").string()}, {"FERRY_AGENT", FERRY_AGENT_PATH}});
+  line_with(p, "src: initial sync: 1 files sent");
+  line_with(p, "data-scripts: initial sync: 1 files sent");
+  BOOST_TEST(read_file(a / "train.py") == "t1\n");
+  BOOST_TEST(read_file(b / "prep.py") == "p1\n");
+
+  write_file(project / "data-scripts/prep.py", "p2\n");
+  std::string saved = line_with(p, "data-scripts: prep.py: ");
+  BOOST_TEST(saved.find("1 files sent") != std::string::npos, saved);
+  BOOST_TEST(read_file(b / "prep.py") == "p2\n");
+
+  write_file(project / "src/train.py", "t2\n");
+  line_with(p, "src: train.py: 1 files sent");
+  BOOST_TEST(read_file(a / "train.py") == "t2\n");
+
+  p.signal(SIGINT);
+  auto status = p.wait(30s);
+  BOOST_REQUIRE_MESSAGE(status.has_value(), "ferry watch did not exit on SIGINT");
+  BOOST_TEST(WIFEXITED(*status));
+  BOOST_TEST(WEXITSTATUS(*status) == 0);
+}
