@@ -14,7 +14,7 @@ namespace ec = protocol::error_code;
 // debug/prepare's: debugpy is not importable on the box (ferry's range, see protocol.md).
 constexpr int kDebugpyMissing = -32090;
 
-constexpr std::array<std::pair<ErrorKind, int>, 10> kCodes{{
+constexpr std::array<std::pair<ErrorKind, int>, 11> kCodes{{
     {ErrorKind::invalid_input, ec::kInvalidParams},
     {ErrorKind::project_not_found, ec::kProjectNotFound},
     {ErrorKind::invalid_project, ec::kProjectInvalid},
@@ -23,6 +23,7 @@ constexpr std::array<std::pair<ErrorKind, int>, 10> kCodes{{
     {ErrorKind::too_large, ec::kMessageTooLarge},
     {ErrorKind::io, ec::kIoError},
     {ErrorKind::debugpy_missing, kDebugpyMissing},
+    {ErrorKind::untrusted, ec::kProjectUntrusted},
     {ErrorKind::cancelled, ec::kRequestCancelled},
     {ErrorKind::internal, ec::kInternalError},
 }};
@@ -39,6 +40,7 @@ std::string_view to_string(ErrorKind kind) {
     case ErrorKind::too_large: return "too_large";
     case ErrorKind::io: return "io";
     case ErrorKind::debugpy_missing: return "debugpy_missing";
+    case ErrorKind::untrusted: return "untrusted";
     case ErrorKind::cancelled: return "cancelled";
     case ErrorKind::internal: break;
   }

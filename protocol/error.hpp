@@ -29,6 +29,7 @@ enum class ErrorKind {
   too_large,          // a message over the size limit
   io,                 // a local or remote I/O failure (disk full, permission, a failed write)
   debugpy_missing,    // debugpy is not importable by the box's interpreter
+  untrusted,          // the project's ferry.json is not trusted: the person must say so first
   cancelled,          // the caller cancelled
   internal,           // a bug
 };

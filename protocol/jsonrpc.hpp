@@ -31,6 +31,8 @@ inline constexpr int kAgentUnavailable = -32097;
 inline constexpr int kAgentVersionMismatch = -32096;
 inline constexpr int kMessageTooLarge = -32095;
 inline constexpr int kIoError = -32094;
+// The project's ferry.json is not trusted (docs/security.md): nothing connects, runs or opens.
+inline constexpr int kProjectUntrusted = -32093;
 }  // namespace error_code
 
 struct ResponseError {

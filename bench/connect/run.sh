@@ -4,6 +4,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+# The tests' config dir: its trust store trusts the /tmp and /dev/shm trees benches make (docs/security.md).
+export XDG_CONFIG_HOME="$BUILD/test-config"
 cmake --build "$BUILD" --target bench_connect >&2
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $(ssh -V 2>&1)" >&2
 "$BUILD/tests/integration/bench_connect" "${1:-10}"

@@ -8,6 +8,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 HERE="$ROOT/bench/rpc"
 BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
+# The tests' config dir: its trust store trusts the /tmp and /dev/shm trees benches make (docs/security.md).
+export XDG_CONFIG_HOME="$BUILD/test-config"
 REQUESTS="${1:-200000}"
 WINDOW="${2:-256}"
 

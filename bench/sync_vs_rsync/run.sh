@@ -9,6 +9,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$(cd "${FERRY_BUILD_DIR:-$ROOT/build}" && pwd)"  # absolute: the driver starts ferry from other directories
+# The tests' config dir: its trust store trusts the /tmp and /dev/shm trees benches make (docs/security.md).
+export XDG_CONFIG_HOME="$BUILD/test-config"
 cmake --build "$BUILD" --target bench_sync_vs_rsync ferry ferry-agent >&2
 export FERRY_BIN="$BUILD/bin/ferry" FERRY_AGENT="$BUILD/bin/ferry-agent"
 machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/{print $2}') GiB RAM; $(rsync --version | head -1); $(ssh -V 2>&1); zstd $(zstd -V | grep -o 'v[0-9.]*')"

@@ -11,6 +11,10 @@ set -euo pipefail
 rounds="${1:?usage: loopback_ab.sh ROUNDS NAME=BUILD_DIR...}"
 shift
 W="${FERRY_AB_DIR:-/dev/shm/ferry-ab}"
+# A trust store of its own that trusts the bench's tree, for builds that ask (docs/security.md).
+export XDG_CONFIG_HOME="$W.config"
+mkdir -p "$XDG_CONFIG_HOME/ferry/trust"
+printf '{"folders": ["%s"]}\n' "$W" > "$XDG_CONFIG_HOME/ferry/trust/folders.json"
 PORT="${FERRY_AB_PORT:-2299}"
 rm -rf "$W" && mkdir -p "$W/keys" "$W/home" "$W/remote/pull" "$W/remote/push"
 trap '[[ -f $W/sshd.pid ]] && kill "$(cat "$W/sshd.pid")" 2>/dev/null; rm -rf "$W"' EXIT

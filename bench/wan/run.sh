@@ -8,6 +8,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$(cd "${FERRY_BUILD_DIR:-$ROOT/build}" && pwd)"
+# The tests' config dir: its trust store trusts the /tmp and /dev/shm trees benches make (docs/security.md).
+export XDG_CONFIG_HOME="$BUILD/test-config"
 cmake --build "$BUILD" --target bench_wan ferry ferry-agent >&2
 export FERRY_BIN="$BUILD/bin/ferry" FERRY_AGENT="$BUILD/bin/ferry-agent"
 machine="$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/{print $2}') GiB RAM; $(rsync --version | head -1); $(ssh -V 2>&1)"

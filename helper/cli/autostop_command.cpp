@@ -81,6 +81,10 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
       std::cerr << who << ": --action command needs --command CMD\n";
       return exit_status::kUsage;
     }
+    if (auto refused = deploy::autostop_refusal(project->host, a)) {
+      std::cerr << who << ": " << *refused << "\n";
+      return exit_status::kUsage;
+    }
     params = deploy::autostop_set_params(a, *hours * 3600);
     if (auto hook = cloud::autostop_webhook_param()) params["webhook"] = *hook;
     method = "autostop/set";

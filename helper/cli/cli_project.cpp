@@ -1,10 +1,14 @@
 // The CLI's side of the one project prologue (helper/sync/project_endpoint.hpp): find and load
-// ferry.json, and the endpoint options every command shares (-F, the log level, the terminal's
+// ferry.json, admit it only when its user trusts it, and the endpoint options every command shares (-F, the log level, the terminal's
 // passphrase prompt).
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
+#include <string>
 
 #include "helper/cli/commands.hpp"
+#include "helper/deploy/project_trust.hpp"
 #include "helper/ssh/passphrase_prompt.hpp"
 #include "protocol/link_state.hpp"
 
@@ -12,7 +16,7 @@ namespace ferry::cli {
 
 namespace fs = std::filesystem;
 
-std::expected<deploy::ProjectConfig, std::string> find_cli_project(const GlobalOptions& g,
+std::expected<deploy::ProjectConfig, std::string> load_cli_project(const GlobalOptions& g,
                                                                    const std::optional<fs::path>& start) {
   std::error_code ec;
   fs::path from = g.project_dir ? fs::path(*g.project_dir) : start ? *start : fs::current_path(ec);
@@ -21,6 +25,43 @@ std::expected<deploy::ProjectConfig, std::string> find_cli_project(const GlobalO
   auto project = deploy::load_project(*file);
   if (!project) return std::unexpected(project.error().to_string());
   return std::move(*project);
+}
+
+std::expected<deploy::ProjectConfig, std::string> find_cli_project(const GlobalOptions& g,
+                                                                   const std::optional<fs::path>& start) {
+  auto project = load_cli_project(g, start);
+  if (!project) return project;
+  if (auto admitted = admit_cli_project(g, *project); !admitted) return std::unexpected(admitted.error());
+  return project;
+}
+
+namespace {
+
+// The question on the terminal; true for "y" or "yes".
+bool ask_on_terminal(const deploy::ProjectConfig& project, const deploy::TrustStatus& status) {
+  std::cerr << "ferry: " << deploy::trust_question(project, status) << "\nTrust " << project.root.string() << "? [y/N] "
+            << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  return answer == "y" || answer == "Y" || answer == "yes" || answer == "Yes";
+}
+
+}  // namespace
+
+std::expected<void, std::string> admit_cli_project(const GlobalOptions& g, const deploy::ProjectConfig& project) {
+  deploy::TrustStore store;
+  auto status = store.check(project);
+  if (status.trusted()) return {};
+  const bool terminal = ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO);
+  if (g.trust) {
+    const auto summary = deploy::trust_summary(project);
+    std::cerr << "ferry: trusting " << project.root.string() << " (--trust)\n";
+    for (const auto& w : summary.warnings) std::cerr << "ferry:   ! " << w << "\n";
+  } else if (!terminal || !ask_on_terminal(project, status)) {
+    return std::unexpected(deploy::untrusted_message(project, status) + (terminal ? "" : "; or pass --trust"));
+  }
+  if (auto recorded = store.trust(project); !recorded) return std::unexpected("cannot record trust: " + recorded.error());
+  return {};
 }
 
 sync::ProjectEndpointOptions cli_endpoint_options(const GlobalOptions& g) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
@@ -31,6 +32,7 @@ struct GlobalOptions {
   std::string log_level = "warn";          // spdlog level name; logs go to stderr only
   std::optional<std::string> project_dir;  // --project DIR; else walk up from cwd for ferry.json
   std::optional<std::string> ssh_config;   // -F FILE
+  bool trust = false;                      // --trust: record that this project is trusted (docs/security.md)
 };
 
 // Each returns nothing; the sub-command's callback sets the process exit status via exit_code().
@@ -39,6 +41,7 @@ void add_init_command(CLI::App& app, GlobalOptions& g);
 void add_demo_command(CLI::App& app, GlobalOptions& g);
 void add_connect_command(CLI::App& app, GlobalOptions& g);
 void add_trust_command(CLI::App& app, GlobalOptions& g);
+void add_trust_project_command(CLI::App& app, GlobalOptions& g);  // trust_project_command.cpp
 void add_doctor_command(CLI::App& app, GlobalOptions& g);
 void add_sync_command(CLI::App& app, GlobalOptions& g);
 void add_pull_command(CLI::App& app, GlobalOptions& g);
@@ -56,16 +59,19 @@ void add_gpu_command(CLI::App& app, GlobalOptions& g);  // gpu (gpu_command.cpp)
 void add_spot_command(CLI::App& app, GlobalOptions& g);  // spot (spot_command.cpp)
 void add_resume_command(CLI::App& app, GlobalOptions& g);  // resume (resume_command.cpp)
 
-// sync/pull (defined in sync_command.cpp): runs `fn` with an engine for the project's first
-// mapping on its host (local sandbox or SSH) and the endpoint's description; returns fn's code.
-// `prepare`, if given, runs on the engine while the endpoint connects (ferry sync walks the tree).
-int with_sync_engine(const GlobalOptions& g, const std::string& who,
-                     const std::function<int(sync::SyncEngine&, const std::string&)>& fn,
-                     const std::function<void(sync::SyncEngine&)>& prepare = {});
-// The same, also handing `fn` the target (local root, excludes, protect) the engine pushes.
-int with_sync_target(const GlobalOptions& g, const std::string& who,
-                     const std::function<int(sync::SyncEngine&, const std::string&, const sync::SyncTarget&)>& fn,
-                     const std::function<void(sync::SyncEngine&)>& prepare = {});
+// One mapping's engine in a sync command; engines[0] is the first mapping's.
+struct MappingEngine {
+  sync::SyncEngine* engine = nullptr;
+  const sync::SyncTarget* target = nullptr;  // local root, excludes, protect, nested folders
+  const deploy::Mapping* mapping = nullptr;  // as ferry.json writes it
+};
+using MappingsFn = std::function<int(const deploy::ProjectConfig&, std::vector<MappingEngine>&, const std::string& where)>;
+// sync/pull/watch (defined in sync_command.cpp): runs `fn` with one engine per mapping of the
+// project, all over its one endpoint (local sandbox or SSH), and the endpoint's description;
+// returns fn's code. `prepare`, if given, runs on each engine (by index) while the endpoint
+// connects (ferry sync walks the trees).
+int with_sync_engines(const GlobalOptions& g, const std::string& who, const MappingsFn& fn,
+                      const std::function<void(std::size_t, sync::SyncEngine&)>& prepare = {});
 // For SyncOptions::cancelled in a one-shot command (ferry sync, ferry pull): the first Ctrl-C
 // stops the sync after the requests in flight (also mid-listing, between its pages) and says so;
 // a second one quits at once. Defined in sync_command.cpp.
@@ -74,6 +80,16 @@ std::function<bool()> stop_on_ctrl_c();
 std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb);
 // Prints the one-line summary (or JSON); 0 ok, 1 errors, 3 conflicts or held deletes.
 int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& where);
+// One mapping's summary, for print_summaries.
+struct MappingSummary {
+  const deploy::Mapping* mapping = nullptr;
+  sync::SyncSummary summary;
+};
+// As print_summary for a project of one mapping; for a project of `several`, a line per mapping
+// done ("LOCAL -> REMOTE: ...") or one JSON object: the total (paths prefixed with their mapping's
+// folder) plus `mappings`, each done mapping's own summary with its `local` and `remote`. The
+// status is the total's.
+int print_summaries(const std::vector<MappingSummary>& done, bool several, bool as_json, const std::string& where);
 
 // The SSH target of connect/trust/doctor: HOST from the command line, else ferry.json's; -F, else
 // ferry.json's sshConfig (defined in connect_command.cpp).
@@ -84,9 +100,17 @@ std::expected<SshTarget, std::string> ssh_target(const GlobalOptions& g, const s
 remote::SshEndpointOptions endpoint_options(const SshTarget& target);
 
 // The project of a command (cli_project.cpp): --project, else walk up from `start`, else from
-// the cwd. The error is the line to print after "ferry CMD: ".
+// the cwd; only a trusted one (admit_cli_project). The error is the line to print after "ferry CMD: ".
 std::expected<deploy::ProjectConfig, std::string> find_cli_project(const GlobalOptions& g,
                                                                    const std::optional<std::filesystem::path>& start = {});
+// The same without the trust check, for commands that only read ferry.json (cost, advise).
+std::expected<deploy::ProjectConfig, std::string> load_cli_project(const GlobalOptions& g,
+                                                                   const std::optional<std::filesystem::path>& start = {});
+// Project trust on the command line (docs/security.md): ok when the project is trusted; else with
+// --trust, or a "y" on a terminal to the question, the decision is recorded; else the error is the
+// line to print (and the command exits 2). find_cli_project calls it; commands that read ferry.json
+// their own way call it before using the project.
+std::expected<void, std::string> admit_cli_project(const GlobalOptions& g, const deploy::ProjectConfig& project);
 // For sync::make_project_endpoint: -F, --log-level for the local agent, the terminal's passphrase
 // prompt, no reconnects (a command that follows a run turns them on).
 sync::ProjectEndpointOptions cli_endpoint_options(const GlobalOptions& g);

@@ -32,6 +32,8 @@ std::expected<SshTarget, std::string> ssh_target(const GlobalOptions& g, const s
     auto loaded = deploy::load_project(*file);
     if (loaded) project = std::move(*loaded);
     else if (host_arg.empty()) return std::unexpected(loaded.error().to_string());
+    if (project)
+      if (auto admitted = admit_cli_project(g, *project); !admitted) return std::unexpected(admitted.error());
   }
   return remote::make_ssh_target(host_arg, root_arg, g.ssh_config, project ? &*project : nullptr);
 }

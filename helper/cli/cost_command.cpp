@@ -27,7 +27,7 @@ struct CostOptions {
 // project uses the built-in catalog and the user file only.
 std::expected<std::vector<cloud::GpuOffer>, std::string> cli_catalog(const GlobalOptions& g,
                                                                      std::optional<deploy::ProjectConfig>& project) {
-  auto found = find_cli_project(g);
+  auto found = load_cli_project(g);
   if (found) project = std::move(*found);
   else if (g.project_dir) return std::unexpected(found.error());
   return cloud::effective_catalog(project ? project->gpu_catalog : std::vector<cloud::GpuOffer>{});

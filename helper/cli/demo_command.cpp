@@ -18,6 +18,7 @@
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/deploy/project_config.hpp"
+#include "helper/deploy/project_trust.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/run/run_follower.hpp"
 #include "helper/sync/sync_engine.hpp"
@@ -194,6 +195,13 @@ int run_demo(const GlobalOptions& g, const DemoOptions& o) {
   if (!config) {
     std::cerr << "ferry demo: " << config.error().to_string() << "\n";
     return exit_status::kFailed;
+  }
+  // The sample project ships with ferry and is trusted as ferry is; any other is asked about.
+  std::error_code ec;
+  const bool own_sample = fs::equivalent(config->root, fs::path(kSourceDir) / "samples", ec);
+  if (auto admitted = own_sample ? deploy::TrustStore().trust(*config) : admit_cli_project(g, *config); !admitted) {
+    std::cerr << "ferry demo: " << admitted.error() << "\n";
+    return exit_status::kUsage;
   }
   std::cout << "Project  " << (config->root / deploy::kProjectFileName).string() << "\n";
   row("name", config->name);

@@ -78,6 +78,10 @@ std::expected<deploy::ProjectConfig, int> load_config(const GlobalOptions& g, co
     std::cerr << who << ": " << project.error().to_string() << "\n";
     return std::unexpected(kUsage);
   }
+  if (auto admitted = admit_cli_project(g, *project); !admitted) {
+    std::cerr << who << ": " << admitted.error() << "\n";
+    return std::unexpected(kUsage);
+  }
   return std::move(*project);
 }
 

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "helper/cli/commands.hpp"
+#include "helper/deploy/project_trust.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/sync/atomic_file.hpp"
@@ -64,6 +65,9 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
               << " (ferry.json goes in the project directory: check that you may write there, or pass --project DIR)\n";
     return exit_status::kFailed;
   }
+  // The person wrote this ferry.json with this command: it is theirs, so it is trusted as written.
+  if (auto trusted = deploy::TrustStore().trust(*config); !trusted)
+    std::cerr << "ferry init: not recorded as trusted (" << trusted.error() << "); ferry will ask before using it\n";
   std::cout << "Wrote " << file.string() << "\n"
             << "  name         " << config->name << "\n"
             << "  host         " << config->host << (config->host == "local" ? "  (a sandbox on this machine)" : "")

@@ -50,6 +50,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--project", g.project_dir, "Project directory (default: walk up from the cwd to ferry.json)");
   app.add_option("-F", g.ssh_config, "OpenSSH client config file (default: ~/.ssh/config)");
+  app.add_flag("--trust", g.trust, "Trust this project's ferry.json (recorded outside the repository; see ferry trust-project)");
   app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(g.log_level)); });
 
   add_init_command(app, g);
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
   add_demo_command(app, g);
   add_connect_command(app, g);
   add_trust_command(app, g);
+  add_trust_project_command(app, g);
   add_doctor_command(app, g);
   add_sync_command(app, g);
   add_pull_command(app, g);

@@ -59,6 +59,10 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
         std::cerr << "ferry tunnel: " << loaded.error().to_string() << "\n";
         return exit_status::kUsage;
       }
+      if (auto admitted = admit_cli_project(g, *loaded); !admitted) {
+        std::cerr << "ferry tunnel: " << admitted.error() << "\n";
+        return exit_status::kUsage;
+      }
       for (const auto& t : loaded->tunnels) specs.push_back(remote::forward_spec_from(t));
     }
     if (specs.empty()) {

@@ -2,6 +2,9 @@
 // shared by ferry serve (which arms it on connect) and `ferry autostop`.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "helper/deploy/project_config.hpp"
@@ -15,5 +18,14 @@ inline nlohmann::json autostop_set_params(const AutostopConfig& a, double idle_s
   return j;
 }
 inline nlohmann::json autostop_set_params(const AutostopConfig& a) { return autostop_set_params(a, a.idle_minutes * 60.0); }
+
+// Why this autostop must not be armed on `host`, or nullopt. The `local` host is the person's own
+// machine: "stop" would shut the laptop down, so it is never armed there, whoever asks.
+inline std::optional<std::string> autostop_refusal(const std::string& host, const AutostopConfig& a) {
+  if (host == "local" && a.action == "stop")
+    return std::string("autostop's action \"stop\" shuts the host down, and the \"local\" host is this machine: "
+                       "ferry never arms it here (use \"notify\" or \"command\", or a real host)");
+  return std::nullopt;
+}
 
 }  // namespace ferry::deploy

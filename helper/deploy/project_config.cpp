@@ -12,7 +12,9 @@
 #include <system_error>
 
 #include "helper/deploy/host_spec.hpp"
+#include "protocol/json_parse.hpp"
 #include "protocol/json_reader.hpp"
+#include "protocol/json_schema.hpp"
 #include "protocol/spelling.hpp"
 
 namespace ferry::deploy {
@@ -23,8 +25,8 @@ namespace fs = std::filesystem;
 
 // Patterns shared verbatim with the schema.
 constexpr const char* kNamePattern = "^(?!\\.\\.?$)[A-Za-z0-9._-]{1,100}$";
-constexpr const char* kLocalPathPattern = "^(?!/)(?!(?:.*/)?\\.\\.(?:/|$)).+$";
-constexpr const char* kRemotePathPattern = "^(?:/|~/|~$)(?!(?:.*/)?\\.\\.(?:/|$)).*$";
+constexpr const char* kLocalPathPattern = "^(?!\\s)(?!.*\\s$)(?!/)(?!(?:.*/)?\\.\\.(?:/|$)).+$";
+constexpr const char* kRemotePathPattern = "^(?!.*\\s$)(?:/|~/|~$)(?!(?:.*/)?\\.\\.(?:/|$)).*$";
 constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
 constexpr const char* kTunnelNamePattern = "^[A-Za-z0-9._-]{1,64}$";
 // A launch name becomes a file name (.run/ferry NAME.run.xml) and a word on IDE command lines:
@@ -33,6 +35,9 @@ constexpr const char* kLaunchNamePattern = "^[A-Za-z0-9_](?:[A-Za-z0-9 ._-]{0,62
 constexpr const char* kModulePattern = "^[A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*)*$";
 
 bool matches(const std::string& s, const char* pattern) {
+  // libstdc++'s std::regex recurses per character: a 300 KB path in an untrusted ferry.json
+  // overflowed the stack of the CLI and of ferry serve. No name or path is that long.
+  if (s.size() > protocol::kMaxPatternInput) return false;
   static thread_local std::map<const char*, std::regex> cache;
   auto it = cache.find(pattern);
   if (it == cache.end()) it = cache.emplace(pattern, std::regex(pattern, std::regex::ECMAScript)).first;
@@ -40,29 +45,24 @@ bool matches(const std::string& s, const char* pattern) {
 }
 
 
-// "~/", "//etc/./" -> "~", "/etc": the path's components without empty ones and ".".
-std::string normal_root(std::string_view path) {
-  const bool home = path.starts_with('~');
-  std::string out = home ? "~" : "";
-  std::size_t i = home ? 1 : 0;
-  while (i < path.size()) {
-    std::size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    std::string_view part = path.substr(i, j - i);
-    if (!part.empty() && part != ".") out += "/" + std::string(part);
-    i = j + 1;
-  }
-  return out.empty() ? "/" : out;
+// "./a//b/" -> "a/b", "" -> ".": paths as the mapping rules compare them, lexically.
+std::string clean_path(const std::string& p) {
+  std::string s = fs::path(p).lexically_normal().generic_string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s.empty() ? std::string(".") : s;
 }
 
-bool one_of_paths(std::string_view p, std::initializer_list<std::string_view> list) {
-  return std::find(list.begin(), list.end(), p) != list.end();
+// `a` and `b` (both absolute, or both "~/...") name the same directory or one holds the other.
+bool nested_or_same(const std::string& a, const std::string& b) {
+  const std::string x = clean_path(a), y = clean_path(b);
+  auto under = [](const std::string& in, const std::string& dir) { return in.starts_with(dir + "/"); };
+  return x == y || under(x, y) || under(y, x);
 }
 
-bool at_or_below(std::string_view p, std::initializer_list<std::string_view> list) {
-  for (auto d : list)
-    if (p == d || (p.starts_with(d) && p[d.size()] == '/')) return true;
-  return false;
+// Blanks at a path's ends are refused, not trimmed: the path would name another directory than the
+// one the user sees ("~/p " makes a directory whose name ends in a space).
+std::string outer_whitespace(const std::string& path) {
+  return protocol::quoted(path) + " starts or ends with whitespace, which would become part of a directory's name; remove it";
 }
 
 // Walks one document, remembering where it is so every error names its JSON pointer.
@@ -161,15 +161,36 @@ class Validator {
     if (!object(j, p) || !only_keys(j, p, {"local", "remote"})) return false;
     if (auto it = j.find("local"); it != j.end()) {
       if (!string(*it, p + "/local", m.local)) return false;
+      if (protocol::has_outer_whitespace(m.local)) return fail(p + "/local", outer_whitespace(m.local));
       if (!matches(m.local, kLocalPathPattern))
         return fail(p + "/local", "expected a path relative to the project root, without '..'");
     }
     auto it = j.find("remote");
     if (it == j.end()) return fail(p + "/remote", "expected a non-empty string (required)");
     if (!string(*it, p + "/remote", m.remote)) return false;
+    if (protocol::has_outer_whitespace(m.remote)) return fail(p + "/remote", outer_whitespace(m.remote));
     if (!matches(m.remote, kRemotePathPattern))
       return fail(p + "/remote", "expected an absolute path or one starting with \"~/\", without '..'");
     if (auto refused = remote_root_refusal(m.remote, project_name)) return fail(p + "/remote", *refused);
+    return true;
+  }
+
+  // Every file belongs to one mapping (the deepest holding it: a mapping inside another's folder
+  // takes that folder from it), and every remote folder to one: the same local folder twice
+  // would push one file to two places, and a remote inside another mapping's remote would be
+  // listed by that mapping's pushes (and offered for deletion by --delete).
+  bool mapping_apart(const std::vector<Mapping>& earlier, const Mapping& m, const std::string& p) {
+    for (std::size_t k = 0; k < earlier.size(); ++k) {
+      const Mapping& e = earlier[k];
+      const std::string other = "/mappings/" + std::to_string(k);
+      if (clean_path(e.local) == clean_path(m.local))
+        return fail(p + "/local", "\"" + m.local + "\" is the folder \"" + e.local + "\" of " + other +
+                                      " too: a file would belong to two mappings; give each mapping a folder of its own (a "
+                                      "folder inside another mapping's is fine: it takes that folder from it)");
+      if (e.remote.starts_with('~') == m.remote.starts_with('~') && nested_or_same(e.remote, m.remote))
+        return fail(p + "/remote", "\"" + m.remote + "\" overlaps \"" + e.remote + "\" of " + other +
+                                       ": each mapping needs a remote folder of its own, not inside another's");
+    }
     return true;
   }
 
@@ -381,7 +402,8 @@ class Validator {
       if (!it->is_array() || it->empty()) return fail("/mappings", "expected a non-empty array of {local, remote}");
       for (std::size_t i = 0; i < it->size(); ++i) {
         Mapping m;
-        if (!mapping((*it)[i], "/mappings/" + std::to_string(i), m)) return false;
+        const std::string p = "/mappings/" + std::to_string(i);
+        if (!mapping((*it)[i], p, m) || !mapping_apart(c.mappings, m, p)) return false;
         c.mappings.push_back(std::move(m));
       }
     }
@@ -412,7 +434,9 @@ class Validator {
     if (auto it = doc.find("sshConfig"); it != doc.end()) {
       std::string s;
       if (!string(*it, "/sshConfig", s)) return false;
-      c.ssh_config = s;
+      // Relative to the project's folder, like every other path in ferry.json (not to whatever
+      // directory the editor started ferry serve in).
+      c.ssh_config = s.starts_with('/') || s.starts_with('~') ? s : (c.root / s).lexically_normal().string();
     }
     if (auto it = doc.find("launch"); it != doc.end() && !launch(*it, c)) return false;
     return true;
@@ -433,42 +457,7 @@ std::string default_name(const fs::path& root) {
   return out;
 }
 
-std::pair<std::size_t, std::size_t> line_column(std::string_view text, std::size_t byte) {
-  std::size_t line = 1, col = 1;
-  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n')
-      ++line, col = 1;
-    else
-      ++col;
-  }
-  return {line, col};
-}
-
 }  // namespace
-
-std::optional<std::string> remote_root_refusal(std::string_view remote, std::string_view project_name) {
-  const std::string p = normal_root(remote);
-  const std::string shown = "\"" + std::string(remote) + "\"";
-  std::string why;
-  if (p == "/") {
-    why = " is the host's whole filesystem: a sync would list /proc, /sys and every mount, and --delete would offer to "
-          "remove everything ferry did not put there";
-  } else if (p == "~" || one_of_paths(p, {"/root", "/home"}) || (p.starts_with("/home/") && p.find('/', 6) == std::string::npos)) {
-    why = " is a home directory itself: a sync would list all of it (caches, datasets, other projects), and --delete "
-          "would offer to remove everything ferry did not put there";
-  } else if (at_or_below(p, {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run",
-                             "/sbin", "/sys", "/usr", "/var/lib", "/var/log", "/var/cache"}) &&
-             !at_or_below(p, {"/dev/shm"})) {
-    why = " is a system directory (the package manager's, the kernel's or a virtual filesystem), never a project's";
-  } else if (one_of_paths(p, {"/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt", "/media", "/dev/shm"})) {
-    why = " is shared by other users and programs: a sync would list their files, and --delete would offer to remove "
-          "them; a directory of the project's own below it is fine";
-  } else {
-    return std::nullopt;
-  }
-  return shown + " cannot be a mapping root: it" + why + "; use a directory of the project's own, e.g. \"~/work/" +
-         std::string(project_name) + "\"";
-}
 
 std::string ConfigError::to_string() const {
   std::string out;
@@ -527,18 +516,15 @@ std::expected<ProjectConfig, ConfigError> load_project(const fs::path& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   std::string text = ss.str();
-  json doc;
-  try {
-    doc = json::parse(text, nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const json::parse_error& e) {
-    auto [line, col] = line_column(text, e.byte > 0 ? e.byte - 1 : 0);
-    std::string what = e.what();
-    if (auto p = what.find("syntax error"); p != std::string::npos) what = what.substr(p);
+  // Depth-limited: parse_project and its callers copy the document recursively.
+  auto doc = protocol::parse_json_text(text);
+  if (!doc) {
+    const auto& e = doc.error();
     return std::unexpected(ConfigError{file.string(), "",
-                                       "invalid JSON at line " + std::to_string(line) + ", column " +
-                                           std::to_string(col) + ": " + what});
+                                       "invalid JSON at line " + std::to_string(e.line) + ", column " +
+                                           std::to_string(e.column) + ": " + e.message});
   }
-  auto config = parse_project(doc, fs::absolute(file, ec).parent_path());
+  auto config = parse_project(*doc, fs::absolute(file, ec).parent_path());
   if (!config) {
     auto err = config.error();
     err.file = file.string();

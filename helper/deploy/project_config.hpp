@@ -13,6 +13,7 @@
 
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/cloud/gpu_catalog.hpp"
+#include "protocol/mapping_root.hpp"
 
 namespace ferry::deploy {
 
@@ -90,25 +91,10 @@ struct ConfigError {
 // is outside that folder or is the folder itself.
 std::optional<std::string> path_in_mapping(std::string_view path, const Mapping& m);
 // Why `remote` (a mapping's remote path, already of the accepted shape) cannot be a mapping root,
-// or nullopt when it can. A mapping root is listed whole by every sync, and `--delete` offers to
-// remove what ferry did not put there, so it must be the project's own directory: refused are the
-// whole filesystem ("/"), a home directory itself ("~", "/root", "/home", "/home/USER"), system
-// directories and everything below them (/bin /boot /dev /etc /lib /lib32 /lib64 /libx32 /proc
-// /run /sbin /sys /usr /var/lib /var/log /var/cache: the package manager's, the kernel's, or
-// another filesystem; /dev/shm's subdirectories excepted), and shared directories themselves (/tmp
-// /var /var/tmp /opt /srv /mnt /media /dev/shm: other users' and programs' files; a project
-// directory below them is fine, e.g. a scratch copy in RAM at /dev/shm/NAME).
-// Spellings like "//etc/./" count as "/etc". The message suggests "~/work/NAME".
-std::optional<std::string> remote_root_refusal(std::string_view remote, std::string_view project_name);
-
-// The same rule as an ECMAScript regular expression matching the refused roots (anchored with
-// '$', to be used after '^' or inside a lookahead): the schema's /mappings/N/remote pattern starts
-// with "^(?!" + this + ")", so editors flag such roots too.
-inline constexpr const char* kRefusedRemoteRootPattern =
-    "(?:~|/(?:\\.?/)*(?:(?:root|home(?:/(?:\\.?/)*[^/]+)?|tmp|var(?:/(?:\\.?/)*tmp)?|opt|srv|mnt|media)|"
-    "dev(?:/(?:\\.?/)*(?:shm|(?!shm(?:/|$))[^/].*))?|"
-    "(?:bin|boot|etc|lib|lib32|lib64|libx32|proc|run|sbin|sys|usr|var/(?:\\.?/)*(?:lib|log|cache))(?:/.*)?|\\.)?)"
-    "(?:/\\.?)*$";
+// or nullopt when it can; and the same rule as the schema's regular expression. The rule lives in
+// protocol/mapping_root.hpp because the agent applies it too, to the root as it resolves on the box.
+using protocol::kRefusedRemoteRootPattern;
+using protocol::remote_root_refusal;
 
 // Walks up from `start` (a file or directory) to the first directory holding ferry.json, as git
 // finds its repository.

@@ -1,6 +1,8 @@
 // SshTarget resolution and SshEndpointOptions: see endpoint_factory.hpp.
 #include "helper/remote/endpoint_factory.hpp"
 
+#include "helper/deploy/project_trust.hpp"
+
 namespace ferry::remote {
 
 std::expected<SshTarget, std::string> make_ssh_target(std::string host, std::string root,
@@ -11,6 +13,9 @@ std::expected<SshTarget, std::string> make_ssh_target(std::string host, std::str
   t.root = std::move(root);
   t.ssh_config = std::move(ssh_config);
   if (project) {
+    // A project's host, sshConfig and interpreter count only once its user trusts it.
+    if (auto trust = deploy::TrustStore().check(*project); !trust.trusted())
+      return std::unexpected(deploy::untrusted_message(*project, trust));
     if (t.host.empty()) t.host = project->host;
     if (t.root.empty() && !project->mappings.empty()) t.root = project->mappings.front().remote;
     if (!t.ssh_config && project->ssh_config) t.ssh_config = project->ssh_config;

@@ -49,6 +49,9 @@ std::expected<p::DoctorRunResult, p::ResponseError> run_doctor_checks(const Serv
   auto config = lookup_project(params.path, ctx.workspace);
   if (!config && !params.host) return std::unexpected(config.error());
   const deploy::ProjectConfig* project = config ? &*config : nullptr;
+  if (project)  // its host, sshConfig and interpreter are what the doctor would use
+    if (auto admitted = ctx.sessions.trust().admit(*project, call.cancellation()); !admitted)
+      return std::unexpected(admitted.error());
   const std::string host = params.host ? *params.host : project->host;
   auto progress = call.progress();
   progress.begin("Checking " + host);

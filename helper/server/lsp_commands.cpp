@@ -1,5 +1,5 @@
 // workspace/executeCommand: ferry.run, ferry.debug, ferry.train, ferry.sync, ferry.pull,
-// ferry.stop, ferry.tunnel, ferry.doctor, ferry.gpu — what the code lenses run, and what any
+// ferry.stop, ferry.tunnel, ferry.doctor, ferry.gpu, ferry.trustProject — what the code lenses run, and what any
 // client's command palette can. A client with ferry's experimental capability gets ferry's own
 // notifications (run/output, train/metrics); any other gets the output in a log file under
 // .ferry/logs/ opened with window/showDocument (a message naming it where the client cannot),
@@ -39,6 +39,16 @@ std::expected<std::string, ResponseError> mapped_path(const std::string& command
   const std::string rel = fs::weakly_canonical(file, ec).lexically_relative(root).generic_string();
   if (rel.empty() || rel == "." || rel.starts_with(".."))
     return std::unexpected(usage(command, file.string() + " is not inside the mapping " + root.string()));
+  return rel;
+}
+
+// The file relative to the project root (a project of several mappings).
+std::expected<std::string, ResponseError> project_relative(const std::string& command, const deploy::ProjectConfig& config,
+                                                           const fs::path& file) {
+  std::error_code ec;
+  const std::string rel = fs::weakly_canonical(file, ec).lexically_relative(fs::weakly_canonical(config.root, ec)).generic_string();
+  if (rel.empty() || rel.starts_with(".."))
+    return std::unexpected(usage(command, file.string() + " is not inside the project " + config.root.string()));
   return rel;
 }
 
@@ -289,7 +299,8 @@ std::expected<json, ResponseError> pull_command(ServerState& s, const std::strin
       if (!local) return std::unexpected(usage(cmd, local.error()));
       auto config = project_of_file(*local);
       if (!config) return std::unexpected(config.error());
-      auto rel = mapped_path(cmd, *config, *local);
+      // With several mappings sync/pull reads paths from the project root (sync/pull routes them).
+      auto rel = config->mappings.size() > 1 ? project_relative(cmd, *config, *local) : mapped_path(cmd, *config, *local);
       if (!rel) return std::unexpected(rel.error());
       project = config->root.string();
       path = *rel;
@@ -393,11 +404,26 @@ std::expected<json, ResponseError> gpu_command(ServerState& s, const std::string
   return status;
 }
 
+// Asks the trust question again, even for a project the person said "Not now" to (the command is
+// how they change their mind from the editor).
+std::expected<json, ResponseError> trust_command(ServerState& s, const std::string& cmd, const json& arguments,
+                                                 p::CallContext& call) {
+  auto t = command_target(cmd, arguments);
+  if (!t) return std::unexpected(t.error());
+  auto config = command_project(s, *t);
+  if (!config) return std::unexpected(config.error());
+  if (auto admitted = s.sessions.trust().admit(*config, call.cancellation(), true); !admitted)
+    return std::unexpected(admitted.error());
+  if (!s.questions.traits().ferry) s.questions.show(MessageType::info, "ferry: " + config->root.string() + " is trusted");
+  return json{{"trusted", true}, {"root", config->root.string()}};
+}
+
 const std::vector<std::pair<std::string, Handler>>& commands() {
   static const std::vector<std::pair<std::string, Handler>> kCommands{
       {"ferry.run", run_command},       {"ferry.debug", debug_command}, {"ferry.train", train_command},
       {"ferry.sync", sync_command},     {"ferry.pull", pull_command},   {"ferry.stop", stop_command},
       {"ferry.tunnel", tunnel_command}, {"ferry.doctor", doctor_command}, {"ferry.gpu", gpu_command},
+      {"ferry.trustProject", trust_command},
   };
   return kCommands;
 }

@@ -111,6 +111,7 @@ void bind_project_methods(p::BindingTable& table, const Workspace& workspace) {
         return p::ProjectLoadResult{deploy::to_json(*config)};
       },
       p::Execution::worker);
+  table.reserve_name("project/trust");  // server -> client (trust_gate.hpp)
 }
 
 }  // namespace ferry::server

@@ -1,6 +1,7 @@
 // One link per project: see project_session.hpp.
 #include "helper/server/project_session.hpp"
 
+#include <algorithm>
 #include <regex>
 
 #include "helper/cloud/notifier.hpp"
@@ -81,7 +82,7 @@ bool same_link(const deploy::ProjectConfig& a, const deploy::ProjectConfig& b) {
 
 bool same_target(const sync::SyncTarget& a, const sync::SyncTarget& b) {
   return a.local_root == b.local_root && a.remote_base == b.remote_base && a.host == b.host &&
-         a.remote_root == b.remote_root && a.exclude == b.exclude && a.protect == b.protect;
+         a.remote_root == b.remote_root && a.exclude == b.exclude && a.protect == b.protect && a.nested == b.nested;
 }
 
 }  // namespace
@@ -100,7 +101,7 @@ ProjectLink::~ProjectLink() {
     for (auto& b : background_) b.join();
   }
   runs_.reset();
-  engine_.reset();  // persists its state; it uses the endpoint, so before it goes
+  engines_.clear();  // they persist their state; they use the endpoint, so before it goes
   if (link_.endpoint) link_.endpoint->close();
 }
 
@@ -114,21 +115,39 @@ sync::SyncTarget ProjectLink::target() const {
   return link_.target;
 }
 
+std::vector<sync::SyncTarget> ProjectLink::targets() const {
+  std::lock_guard lock(mutex_);
+  return link_.targets;
+}
+
 void ProjectLink::refresh(const deploy::ProjectConfig& config) {
   std::lock_guard lock(mutex_);
   config_ = config;
-  link_.target = sync::mapping_target(config, config.mappings.front());
+  link_.targets = sync::mapping_targets(config);
+  link_.target = link_.targets.front();
 }
 
-std::shared_ptr<sync::SyncEngine> ProjectLink::engine() {
+std::shared_ptr<sync::SyncEngine> ProjectLink::engine() { return engines().front(); }
+
+std::vector<std::shared_ptr<sync::SyncEngine>> ProjectLink::engines() {
   std::lock_guard lock(mutex_);
-  if (engine_ && same_target(engine_->target(), link_.target)) return engine_;
-  // New excludes or protect rules: a new engine (one still pushing keeps its own until done).
-  engine_ = std::make_shared<sync::SyncEngine>(*link_.endpoint, link_.target);
-  // A live engine watches its tree: a no-op push then walks nothing (docs/sync.md).
-  if (auto w = engine_->watch_local_tree(); !w)
-    spdlog::warn("sync: no watch of {} ({}); every push walks the tree", link_.target.local_root.string(), w.error().message);
-  return engine_;
+  std::vector<std::shared_ptr<sync::SyncEngine>> out;
+  for (const auto& target : link_.targets) {
+    auto kept = std::ranges::find_if(engines_, [&](const auto& e) { return same_target(e->target(), target); });
+    if (kept != engines_.end()) {
+      out.push_back(*kept);
+      continue;
+    }
+    // New excludes, protect rules or mappings: a new engine (one still pushing keeps its own
+    // until done). All of them share the link's one endpoint.
+    auto engine = std::make_shared<sync::SyncEngine>(*link_.endpoint, target);
+    // A live engine watches its tree: a no-op push then walks nothing (docs/sync.md).
+    if (auto w = engine->watch_local_tree(); !w)
+      spdlog::warn("sync: no watch of {} ({}); every push walks the tree", target.local_root.string(), w.error().message);
+    out.push_back(std::move(engine));
+  }
+  engines_ = out;
+  return out;
 }
 
 run::RunClient& ProjectLink::runs() {
@@ -183,6 +202,15 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::link(const depl
                                                                       const Report& report) {
   auto s = slot(config.root);
   std::lock_guard connecting(s->connecting);
+  if (auto admitted = trust_.admit(config, cancel); !admitted) {
+    ProjectLinkPtr old;
+    {
+      std::lock_guard lock(mutex_);
+      old = std::exchange(s->link, nullptr);
+    }
+    if (old) old->close();  // its tunnels and watchdog came from fields no longer trusted
+    return std::unexpected(admitted.error());
+  }
   if (s->link && s->link->usable() && same_link(s->link->config(), config)) {
     s->link->refresh(config);
     return s->link;
@@ -259,6 +287,10 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
 // autostop armed by `ferry autostop` alone.
 void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfig& config) {
   if (!config.autostop.enabled) return;
+  if (auto refused = deploy::autostop_refusal(config.host, config.autostop)) {
+    spdlog::warn("ferry.json autostop not armed: {}", *refused);
+    return;
+  }
   auto params = deploy::autostop_set_params(config.autostop);
   if (auto hook = cloud::autostop_webhook_param()) params["webhook"] = *hook;
   auto armed = endpoint.call("autostop/set", params);

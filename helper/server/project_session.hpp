@@ -22,6 +22,7 @@
 #include "helper/server/client_questions.hpp"
 #include "helper/server/server.hpp"
 #include "helper/server/server_progress.hpp"
+#include "helper/server/trust_gate.hpp"
 #include "helper/sync/project_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/binding_table.hpp"
@@ -48,9 +49,12 @@ class ProjectLink {
   const std::string& host() const { return link_.host; }
   bool ssh() const { return link_.ssh; }
   const std::string& mapping_root() const { return link_.mapping_root; }
-  sync::SyncTarget target() const;
-  // The project's sync engine on this link (its manifest and index stay in memory, and it
-  // watches the local tree). A push or pull runs one at a time inside it, whoever calls.
+  sync::SyncTarget target() const;  // the first mapping's (runs, debugging, training)
+  std::vector<sync::SyncTarget> targets() const;  // every mapping's, in ferry.json's order
+  // The project's sync engines on this link, one per mapping in ferry.json's order, all over its
+  // one endpoint (their manifests and indexes stay in memory, and each watches its local tree).
+  // A push or pull runs one at a time inside each, whoever calls. engine() is the first's.
+  std::vector<std::shared_ptr<sync::SyncEngine>> engines();
   std::shared_ptr<sync::SyncEngine> engine();
   // run/* on this link, shared by runs, debug sessions and the editor's followers.
   run::RunClient& runs();
@@ -74,7 +78,7 @@ class ProjectLink {
   sync::ProjectEndpoint link_;
   remote::AgentInfo info_;
   std::shared_ptr<LinkEvents> events_;
-  std::shared_ptr<sync::SyncEngine> engine_;
+  std::vector<std::shared_ptr<sync::SyncEngine>> engines_;
   std::unique_ptr<run::RunClient> runs_;
   bool closed_ = false;
   std::vector<std::jthread> background_;
@@ -88,13 +92,15 @@ class ProjectSessions {
   using Report = std::function<void(const std::string& message)>;
 
   ProjectSessions(ClientQuestions& questions, const ServerOptions& options, ServerProgress& progress)
-      : questions_(questions), options_(options), progress_(progress) {}
+      : questions_(questions), options_(options), progress_(progress), trust_(questions) {}
   ~ProjectSessions();
   ProjectSessions(const ProjectSessions&) = delete;
   ProjectSessions& operator=(const ProjectSessions&) = delete;
 
   // The project's link: the live one, or a new one (asking the editor about an unknown host key
-  // or a key's passphrase). A ferry.json whose host or mapping changed gets a new link.
+  // or a key's passphrase). A ferry.json whose host or mapping changed gets a new link. Nothing
+  // happens for a project that is not trusted (TrustGate: asked once); a live link whose
+  // ferry.json changed into an untrusted one is closed.
   std::expected<ProjectLinkPtr, protocol::ResponseError> link(const deploy::ProjectConfig& config,
                                                               const protocol::CancellationToken& cancel = {},
                                                               const Report& report = {});
@@ -110,6 +116,7 @@ class ProjectSessions {
   void close_all();
 
   ClientQuestions& questions() { return questions_; }
+  TrustGate& trust() { return trust_; }
 
  private:
   struct Slot {
@@ -124,6 +131,7 @@ class ProjectSessions {
   ClientQuestions& questions_;
   const ServerOptions& options_;
   ServerProgress& progress_;
+  TrustGate trust_;
   mutable std::mutex mutex_;
   std::map<std::filesystem::path, std::shared_ptr<Slot>> slots_;
   std::atomic<int> connections_{0};

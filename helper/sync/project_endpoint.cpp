@@ -1,6 +1,7 @@
 // A project's endpoint, sync target and mapping root: see project_endpoint.hpp.
 #include "helper/sync/project_endpoint.hpp"
 
+#include "helper/deploy/project_trust.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/sync/mapping_target.hpp"
@@ -11,9 +12,14 @@ namespace ec = protocol::error_code;
 
 std::expected<ProjectEndpoint, protocol::ResponseError> make_project_endpoint(const deploy::ProjectConfig& project,
                                                                              const ProjectEndpointOptions& options) {
+  // The last line of defence: the CLI and the server ask before they get here (docs/security.md).
+  if (auto trust = deploy::TrustStore().check(project); !trust.trusted())
+    return std::unexpected(protocol::ResponseError{ec::kProjectUntrusted, deploy::untrusted_message(project, trust),
+                                                   protocol::json{{"kind", "projectUntrusted"}, {"root", project.root.string()}}});
   const deploy::Mapping& m = project.mappings.front();
   ProjectEndpoint link;
-  link.target = mapping_target(project, m);
+  link.targets = mapping_targets(project);
+  link.target = link.targets.front();
   if (project.host == "local") {
     remote::LocalEndpointOptions o = local_endpoint_options(project, m);
     o.agent_args = options.agent_args;

@@ -80,6 +80,10 @@ export class FerryController {
         this.events.statusChanged();
         if (s.state === 'connected') this.events.tunnelsChanged();
       }),
+      rpc.onNotification('project/trust', (p: { root: string; trusted: boolean; changed?: string[]; warnings?: string[] }) => {
+        this.status.trust(p);
+        this.events.statusChanged();
+      }),
       rpc.onNotification('train/metrics', (p: { runId: string; event: Record<string, unknown> }) => this.trainEvent(p.runId, p.event)),
       rpc.onNotification('train/exited', (p: TrainExited) => this.trainExited(p)),
       rpc.onRequest('host/confirmHostKey', async (p: { host: string; keyType: string; fingerprint: string }) => {
@@ -346,6 +350,18 @@ export class FerryController {
     }
   }
 
+  // The helper asks (its trust question, with what ferry.json would do); a "Trust" answer records it.
+  async trustProject(): Promise<void> {
+    try {
+      await executeCommand(this.rpc, 'ferry.trustProject', this.projectFileUri());
+      this.status.trust({ root: this.project?.root ?? '', trusted: true });
+      this.events.statusChanged();
+      await this.start();
+    } catch (e) {
+      this.fail('trusting the project', e);
+    }
+  }
+
   // ---- sync ----
 
   async syncNow(): Promise<void> {
@@ -515,6 +531,7 @@ export class FerryController {
     ];
     if (this.status.state === 'disconnected' || this.status.state === 'idle') items.unshift({ label: '$(debug-restart) Connect', value: () => this.start() });
     else items.push({ label: '$(debug-disconnect) Disconnect', description: 'runs go on on the box', value: () => this.disconnect() });
+    if (this.status.untrusted) items.unshift({ label: '$(shield) Trust project…', description: 'ferry does nothing for it until then', value: () => this.trustProject() });
     const picked = await this.host.pick(items, `ferry: ${this.hostName()}`);
     if (picked) await picked.value();
   }

@@ -321,6 +321,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('ferry.openTensorBoard', () => controller.openNamedTunnel('tensorboard'));
   command('ferry.showMenu', () => controller.menu());
   command('ferry.restartHelper', () => client?.restart());
+  command('ferry.trustWorkspaceProject', () => controller.trustProject());  // the server's own ferry.trustProject is registered by the language client
   command('ferry.refreshRuns', () => runsView?.refresh());
   command('ferry.attachRun', (r: RunInfo) => r && controller.attachRun(r.id, runRow(r, new Date()).label));
   command('ferry.showRunLog', (r: RunInfo) => r && controller.attachRun(r.id, runRow(r, new Date()).label));

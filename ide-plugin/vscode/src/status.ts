@@ -43,6 +43,13 @@ export class StatusModel {
   syncing = false;
   lastError = '';
   gpu?: GpuStatus;
+  // project/trust: false until the person trusts the project's ferry.json (docs/security.md).
+  untrusted?: { root: string; changed: string[]; warnings: string[] };
+
+  // project/trust from the helper.
+  trust(p: { root: string; trusted: boolean; changed?: string[]; warnings?: string[] }): void {
+    this.untrusted = p.trusted ? undefined : { root: p.root, changed: p.changed ?? [], warnings: p.warnings ?? [] };
+  }
 
   setHost(host: string): void {
     this.host = host;
@@ -68,6 +75,15 @@ export class StatusModel {
   }
 
   render(): StatusView {
+    if (this.untrusted) {
+      const why = this.untrusted.changed.length ? `ferry.json changed (${this.untrusted.changed.join(', ')})` : 'not trusted yet';
+      return {
+        text: '$(shield) ferry: untrusted',
+        tooltip: [`ferry does nothing for ${this.untrusted.root}: ${why}.`, ...this.untrusted.warnings.map((w) => `! ${w}`),
+          'Click to review and trust it (ferry: Trust Project)'].join('\n'),
+        warning: true,
+      };
+    }
     const host = this.host || 'ferry';
     let words: string;
     switch (this.state) {

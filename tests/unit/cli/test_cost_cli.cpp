@@ -26,6 +26,9 @@ struct Sandbox {
 
   explicit Sandbox(const std::string& ferry_json = R"({"name": "cost-cli", "host": "local"})") {
     ferry::test::write_file(root / "ferry.json", ferry_json);
+    // Its own config dir, in which the project is trusted (docs/security.md), as after `ferry init`.
+    ferry::test::write_file(dir / "config" / "ferry" / "trust" / "folders.json",
+                            "{\"folders\": [\"" + root.string() + "\"]}");
   }
   Run ferry(const std::string& args) const {
     const fs::path out = dir / "out", err = dir / "err";

@@ -51,13 +51,13 @@ BOOST_AUTO_TEST_CASE(a_ferry_client_hears_autostop_and_a_spot_notice) {
   ServeClient client(p.proj);
   BOOST_REQUIRE(client.call("gpu/status", json::object()).contains("result"));  // the link is up
 
-  BOOST_REQUIRE(p.ferry({"autostop", "30m"}) == 0);
+  BOOST_REQUIRE(p.ferry({"autostop", "30m", "--action", "notify"}) == 0);
   auto armed = client.wait_notification(method_is("cloud/event"), 20s);
   BOOST_REQUIRE(armed.has_value());
   BOOST_TEST((*armed)["params"]["source"] == "autostop");
   BOOST_TEST((*armed)["params"]["event"]["event"] == "armed");
   BOOST_TEST((*armed)["params"]["host"] == "local");
-  BOOST_TEST((*armed)["params"]["message"].get<std::string>().starts_with("Autostop armed on local: stop after 30 min idle"));
+  BOOST_TEST((*armed)["params"]["message"].get<std::string>().starts_with("Autostop armed on local: notify after 30 min idle"));
   auto shown = client.wait_notification(method_is("window/showMessage"), 20s);
   BOOST_REQUIRE(shown.has_value());
   BOOST_TEST((*shown)["params"]["type"] == 3);
@@ -79,10 +79,10 @@ BOOST_AUTO_TEST_CASE(a_plain_lsp_client_gets_show_message_only) {
   Project p;
   ServeClient client(p.proj, json::object());
   BOOST_REQUIRE(client.call("gpu/status", json::object()).contains("result"));
-  BOOST_REQUIRE(p.ferry({"autostop", "2h"}) == 0);
+  BOOST_REQUIRE(p.ferry({"autostop", "2h", "--action", "notify"}) == 0);
   auto shown = client.wait_notification(method_is("window/showMessage"), 20s);
   BOOST_REQUIRE(shown.has_value());
-  BOOST_TEST((*shown)["params"]["message"].get<std::string>().starts_with("Autostop armed on local: stop after 120 min idle"));
+  BOOST_TEST((*shown)["params"]["message"].get<std::string>().starts_with("Autostop armed on local: notify after 120 min idle"));
   BOOST_REQUIRE(p.ferry({"autostop", "--cancel"}) == 0);
   auto cancelled = client.wait_notification(method_is("window/showMessage"), 20s);
   BOOST_REQUIRE(cancelled.has_value());

@@ -17,6 +17,7 @@ BOOST_AUTO_TEST_CASE(each_kind_has_its_documented_code) {
   BOOST_TEST(error_code_of(ErrorKind::too_large) == -32095);
   BOOST_TEST(error_code_of(ErrorKind::io) == -32094);
   BOOST_TEST(error_code_of(ErrorKind::debugpy_missing) == -32090);
+  BOOST_TEST(error_code_of(ErrorKind::untrusted) == -32093);
   BOOST_TEST(error_code_of(ErrorKind::cancelled) == -32800);
   BOOST_TEST(error_code_of(ErrorKind::internal) == -32603);
 }

@@ -51,3 +51,26 @@ test('with a price the status bar shows the live cost: the host rate and the run
   s.set('reconnecting');
   assert.doesNotMatch(s.render().text, /\/h/, 'the cost goes with the link');
 });
+
+test('an untrusted project says so until it is trusted', () => {
+  const s = new StatusModel();
+  s.setHost('gpu-box');
+  s.set('connected');
+  s.trust({ root: '/w/repo', trusted: false, changed: ['host', 'sshConfig'], warnings: ['StrictHostKeyChecking is no for evil'] });
+  const v = s.render();
+  assert.equal(v.text, '$(shield) ferry: untrusted');
+  assert.equal(v.warning, true);
+  assert.match(v.tooltip, /ferry does nothing for \/w\/repo: ferry.json changed \(host, sshConfig\)/);
+  assert.match(v.tooltip, /! StrictHostKeyChecking is no for evil/);
+  s.trust({ root: '/w/repo', trusted: true });
+  assert.equal(s.render().text, '$(cloud) gpu-box: connected');
+});
+
+test('the extension stays off in untrusted workspaces and offers the trust command', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const pkg = JSON.parse(readFileSync(join(__dirname, '..', '..', '..', 'package.json'), 'utf8'));
+  assert.equal(pkg.capabilities.untrustedWorkspaces.supported, false);
+  assert.match(pkg.capabilities.untrustedWorkspaces.description, /Restricted Mode/);
+  assert.ok(pkg.contributes.commands.some((c: { command: string }) => c.command === 'ferry.trustWorkspaceProject'));
+});
