@@ -97,13 +97,37 @@ std::string now_utc() {
 
 }  // namespace
 
+namespace {
+
+// What the project's own ssh config makes of its host, hops included: files it Includes can change
+// where the key logs in without a byte of the named file changing.
+json resolved_host(const ProjectConfig& c) {
+  if (c.host == "local") return json();
+  auto host = ssh::resolve_host(c.host, ssh_config_path(c).string());
+  if (!host) return json{{"error", host.error().to_string()}};
+  auto view = [](const ssh::HostConfig& h) {
+    return json{{"at", describe(h)},
+                {"identities", h.identity_files},
+                {"knownHosts", h.user_known_hosts_files},
+                {"strict", std::string(ssh::to_string(h.strict_host_key_checking))},
+                {"proxyCommand", h.proxy_command.value_or("")}};
+  };
+  json hops = json::array();
+  for (const auto& hop : host->proxy_jump) hops.push_back(view(hop));
+  return json{{"host", view(*host)}, {"jump", hops}};
+}
+
+}  // namespace
+
 TrustDigests trust_digests(const ProjectConfig& config) {
   const json view = to_json(config);
   TrustDigests out;
   for (const char* field : kTrustedFields) {
     json value = view.contains(field) ? view[field] : json();
     if (std::string_view(field) == "sshConfig" && config.ssh_config)
-      value = json{{"path", *config.ssh_config}, {"bytes", sha256_hex(file_bytes(ssh_config_path(config)))}};
+      value = json{{"path", *config.ssh_config},
+                   {"bytes", sha256_hex(file_bytes(ssh_config_path(config)))},
+                   {"resolved", resolved_host(config)}};
     out[field] = sha256_hex(value.dump());
   }
   return out;

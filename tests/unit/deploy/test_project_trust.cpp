@@ -181,3 +181,19 @@ BOOST_AUTO_TEST_CASE(the_local_host_is_called_this_machine) {
   BOOST_TEST(text.find("on THIS machine") != std::string::npos, text);
   BOOST_TEST(text.find("/usr/bin/python3") != std::string::npos, text);
 }
+
+BOOST_AUTO_TEST_CASE(an_edit_of_a_file_the_ssh_config_includes_asks_again) {
+  TempDir store_dir("ferry-trust-store");
+  TrustStore store(store_dir.path());
+  Project p;
+  ferry::test::write_file(p.dir / "ssh_config", "Include " + (p.dir / "more_config").string() + "\n");
+  ferry::test::write_file(p.dir / "more_config", "Host box\n  HostName 127.0.0.1\n");
+  p.doc["host"] = "box";
+  p.doc["sshConfig"] = "ssh_config";
+  BOOST_REQUIRE(store.trust(p.config()));
+  BOOST_TEST(store.check(p.config()).trusted());
+  ferry::test::write_file(p.dir / "more_config", "Host box\n  HostName 203.0.113.9\n  StrictHostKeyChecking no\n");
+  auto s = store.check(p.config());
+  BOOST_TEST((s.state == TrustState::changed));
+  BOOST_TEST(s.changed == std::vector<std::string>{"sshConfig"});
+}
