@@ -1,6 +1,8 @@
 // The remembered round trips: see round_trip_memory.hpp.
 #include "helper/remote/round_trip_memory.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -11,7 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/full_io.hpp"
+#include "common/private_files.hpp"
 #include "common/temp_name.hpp"
+#include "common/unique_fd.hpp"
 #include "protocol/json_parse.hpp"
 
 namespace ferry::remote {
@@ -67,9 +72,10 @@ bool remember_round_trip(const fs::path& file, const std::string& host, std::chr
   fs::create_directories(file.parent_path(), ec);
   const fs::path tmp = file.parent_path() / posix::temp_name(file.filename().string());
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << j.dump();
-    if (!out.flush()) {
+    // 0600 like the rest of ferry's own state: which hosts this user reaches is theirs.
+    posix::UniqueFd out(posix::open_private(tmp, O_WRONLY | O_TRUNC | O_CLOEXEC));
+    const std::string text = j.dump();
+    if (!out || posix::write_full(out.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
       fs::remove(tmp, ec);
       return false;
     }
