@@ -11,9 +11,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/spawn.hpp"
 #include "common/unique_fd.hpp"
 
-extern char** environ;
 
 namespace ferry::env {
 
@@ -76,23 +76,10 @@ std::expected<LocalOutput, std::string> run_local_command(const std::vector<std:
   posix_spawn_file_actions_adddup2(&actions, out_write.get(), STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_write.get(), STDERR_FILENO);
   if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // A group of its own, so a timeout ends whatever it started too; SIGPIPE back to the default
-  // (the helper ignores it).
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = ::posix_spawnp(&pid, argv.front().c_str(), &actions, &attr, args.data(), environ);
+  // Its own process group, so a timeout ends whatever it started too (spawn_in_own_group).
+  int rc = 0;
+  const pid_t pid = posix::spawn_in_own_group(argv, &actions, true, rc);
   posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
   out_write.reset();
   err_write.reset();
   if (rc != 0) return std::unexpected(errno_text("cannot run '" + argv.front() + "'", rc));

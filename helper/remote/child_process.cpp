@@ -13,7 +13,8 @@
 #include <cstring>
 #include <thread>
 
-extern char** environ;
+#include "common/spawn.hpp"
+
 
 namespace ferry::remote {
 
@@ -32,26 +33,13 @@ std::expected<ChildProcess::Spawned, std::string> ChildProcess::spawn(const std:
   // dup2 clears close-on-exec on the target, so only fds 0 and 1 (and inherited stderr) survive.
   posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  // Our SIGPIPE is ignored (dead agents give EPIPE); the child gets default dispositions back.
-  sigset_t defaults;
-  sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  // A process group of its own: the terminal's Ctrl-C is for ferry, which decides what it means
-  // (stop a sync after the requests in flight, escalate to a run); it must not kill the agent,
-  // which stands for the remote box. The agent still ends when we do (EOF on its stdin).
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, argv[0].c_str(), &actions, &attr, args.data(), environ);
+  // A process group of its own (spawn_in_own_group): the terminal's Ctrl-C is for ferry, which
+  // decides what it means (stop a sync after the requests in flight, escalate to a run); it must
+  // not kill the agent, which stands for the remote box. The agent still ends when we do (EOF on
+  // its stdin). Our SIGPIPE is ignored (dead agents give EPIPE); the child gets the default back.
+  int rc = 0;
+  const pid_t pid = posix::spawn_in_own_group(argv, &actions, false, rc);
   posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
   ::close(in[0]);
   ::close(out[1]);
   if (rc != 0) {
