@@ -28,7 +28,7 @@ BOOST_AUTO_TEST_CASE(a_round_trip_reads_back_per_host) {
   for (const auto& e : fs::directory_iterator(file.parent_path()))  // no temp file left beside it
     BOOST_TEST(e.path().filename() == "round-trips.json");
   // Only its owner reads which hosts this user reaches.
-  BOOST_TEST((fs::status(file).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write));
+  BOOST_TEST(((fs::status(file).permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write)));
 }
 
 BOOST_AUTO_TEST_CASE(past_the_cap_the_oldest_go) {
