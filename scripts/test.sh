@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Quick start, command 2: the same setup, then every test. The main ctest run comes last so
-# its summary line is the closing line CI reads.
+# its summary line is the closing line CI reads. Before any test runs, every test the suite
+# expects must be registered (tests/registered-tests.txt, scripts/check_registered_tests.py): a
+# tool missing at configure time fails here by name instead of dropping its tests from a green run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
 export BOOST_TEST_COLOR_OUTPUT=no
 "$ROOT/scripts/setup.sh"
+python3 "$ROOT/scripts/check_registered_tests.py" "$BUILD"
 
 # protocol/ unit tests again under ASan+UBSan (no torch: a small, fast build).
 ASAN="$ROOT/build-asan"
@@ -13,6 +16,7 @@ if [[ ! -f "$ASAN/CMakeCache.txt" ]]; then
   cmake -S "$ROOT" -B "$ASAN" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFERRY_SANITIZE=ON -DFERRY_WITH_TORCH=OFF >&2
 fi
 cmake --build "$ASAN" -j"$(nproc)" --target ferry_sanitized_tests >&2
+python3 "$ROOT/scripts/check_registered_tests.py" --label protocol "$ASAN"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ASAN" -L protocol --output-on-failure
 

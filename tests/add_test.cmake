@@ -15,3 +15,15 @@ function(ferry_add_test name)
   endif()
 endfunction()
 
+
+# ferry_add_missing_tool_test(NAME WHY [LABELS l]): where a tool a test needs was not found when the
+# build was configured, the test is registered all the same and fails saying what is missing and
+# what to do, so that a run without the tool cannot pass by leaving the test out.
+function(ferry_add_missing_tool_test name why)
+  cmake_parse_arguments(T "" "" "LABELS" ${ARGN})
+  message(WARNING "${name}: ${why}; registered as a test that fails until then")
+  add_test(NAME ${name} COMMAND /bin/sh -c "printf 'not run: %s\\n' \"$1\" >&2; exit 1" sh "${why}")
+  if(T_LABELS)
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}")
+  endif()
+endfunction()

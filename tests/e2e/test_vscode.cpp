@@ -11,6 +11,10 @@
 #define BOOST_TEST_MODULE vscode_e2e
 #include <boost/test/unit_test.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
 #include <string>
 
@@ -71,8 +75,18 @@ BOOST_AUTO_TEST_CASE(vscode_saves_runs_debugs_and_lists_runs) {
                                {"output_dir", "runs/quick"}}
                               .dump(2) + "\n");
 
+  // Only this run's results may be read: an earlier run's results.json is gone before the driver
+  // starts, and the one read back must carry this run's id.
+  const fs::path results = artifacts / "results.json";
+  std::error_code rm_ec;
+  fs::remove(results, rm_ec);
+  BOOST_REQUIRE_MESSAGE(!fs::exists(results), "cannot remove the previous run's " << results << ": " << rm_ec.message());
+  const std::string run_id = std::to_string(::getpid()) + "-" +
+                             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+
   ferry::test::SpawnedProcess driver({"/usr/bin/env", "node", FERRY_VSCODE_E2E_SCRIPT}, project.string(),
                                      {{"FERRY_E2E_PROJECT", project.string()},
+                                      {"FERRY_E2E_RUN_ID", run_id},
                                       {"FERRY_E2E_BOX", (f.home() / "proj").string()},
                                       {"FERRY_E2E_ARTIFACTS", artifacts.string()},
                                       {"FERRY_E2E_HOST", f.alias()},
@@ -90,16 +104,24 @@ BOOST_AUTO_TEST_CASE(vscode_saves_runs_debugs_and_lists_runs) {
   }
   auto status = driver.wait(30s);
   BOOST_REQUIRE_MESSAGE(status.has_value(), "the driver did not finish:\n" << out);
-  const fs::path results = artifacts / "results.json";
   BOOST_REQUIRE_MESSAGE(fs::exists(results), "the driver wrote no results (scripts/setup.sh installs node, chromium, "
                                              "libkrb5-dev; the first run installs code-server from npm):\n" << out);
   const json r = json::parse(read_file(results));
+  BOOST_REQUIRE_MESSAGE(r.value("runId", json()) == json(run_id),
+                        "results.json is not this run's (runId " << r.value("runId", json()).dump() << ", want " << run_id << ")");
+  BOOST_REQUIRE_MESSAGE(r.contains("steps") && r["steps"].is_array() && !r["steps"].empty(), "no steps in the results:\n" << r.dump(2));
   for (const auto& s : r["steps"]) BOOST_TEST(s["ok"].get<bool>(), s["name"].get<std::string>() + ": " + s["detail"].get<std::string>());
-  BOOST_TEST(r["done"].get<bool>(), "not every step ran:\n" << out << "\nsshd:\n" << f.log());
+  BOOST_TEST(r.value("done", false), "not every step ran:\n" << out << "\nsshd:\n" << f.log());
+  // The driver exits 0 only when every step passed; anything else (a crash before the results
+  // were final, an exception outside the steps) fails here whatever results.json says.
+  BOOST_TEST((WIFEXITED(*status) && WEXITSTATUS(*status) == 0),
+             "the driver exited " << (WIFEXITED(*status) ? "with status " + std::to_string(WEXITSTATUS(*status))
+                                                         : "on signal " + std::to_string(WTERMSIG(*status))) << ":\n" << out);
 
   // The edit is on the box, the run printed it, the debugger stopped on the breakpoint's line.
   BOOST_TEST(read_file(f.home() / "proj" / "main.py").find("edited in VS Code") != std::string::npos);
-  if (r.contains("pausedAt")) BOOST_TEST(r["pausedAt"]["position"].get<std::string>().starts_with(std::to_string(break_line) + ":"));
+  BOOST_REQUIRE_MESSAGE(r.contains("pausedAt"), "the results say nowhere where the debugger paused:\n" << r.dump(2));
+  BOOST_TEST(r["pausedAt"]["position"].get<std::string>().starts_with(std::to_string(break_line) + ":"), r["pausedAt"].dump());
   BOOST_TEST(r["screenshots"].size() >= 5u, r["screenshots"].dump());
   if (std::string(FERRY_TRAIN_PATH).empty()) {
     BOOST_TEST_MESSAGE("ferry-train is not built (FERRY_WITH_TORCH=OFF): training and tunnels were not driven");

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Tests of scripts/check_function_length.py and scripts/check_layers.py on small made-up inputs:
+"""Tests of scripts/check_function_length.py, scripts/check_layers.py and
+scripts/check_registered_tests.py on small made-up inputs:
 each checker must find what it is there to find, and nothing else."""
 import importlib.util
 import sys
@@ -21,6 +22,7 @@ def load(name):
 
 length = load("check_function_length")
 layers = load("check_layers")
+registered = load("check_registered_tests")
 
 TRICKY = textwrap.dedent('''\
     // A comment with braces { { {
@@ -129,6 +131,30 @@ class Layers(unittest.TestCase):
         # A PUBLIC link passes the right to call on.
         graph = [g.replace("link middle bottom private", "link middle bottom public") for g in graph]
         self.assertEqual(self.check(graph, files=files), [])
+
+
+class RegisteredTests(unittest.TestCase):
+    LIST = "# a comment\n\ntest_a\tprotocol;unit\ntest_b\ttrain\ntest_c\t\n"
+
+    def test_the_list_parses_with_labels_and_comments(self):
+        self.assertEqual(registered.parse_list(self.LIST),
+                         {"test_a": ["protocol", "unit"], "test_b": ["train"], "test_c": []})
+
+    def test_a_listed_test_not_registered_is_missing(self):
+        want = registered.parse_list(self.LIST)
+        have = {"test_a": ["protocol", "unit"], "test_c": []}
+        self.assertEqual(registered.compare(want, have), (["test_b"], [], []))
+
+    def test_a_new_test_is_only_extra_and_a_changed_label_is_reported(self):
+        want = registered.parse_list(self.LIST)
+        have = {"test_a": ["protocol"], "test_b": ["train"], "test_c": [], "test_new": ["sync"]}
+        self.assertEqual(registered.compare(want, have), ([], ["test_new"], ["test_a"]))
+
+    def test_a_label_checks_only_its_tests(self):
+        want = registered.parse_list(self.LIST)
+        self.assertEqual(registered.compare(want, {"test_a": ["protocol", "unit"]}, "protocol"), ([], [], []))
+        # A test that lost the label is missing from that label's run.
+        self.assertEqual(registered.compare(want, {"test_a": ["unit"], "test_b": ["train"]}, "protocol"), (["test_a"], [], []))
 
 
 if __name__ == "__main__":

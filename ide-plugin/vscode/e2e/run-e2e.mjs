@@ -12,7 +12,9 @@
 //   FERRY_E2E_ARTIFACTS  where screenshots, the .vsix, logs and results.json go
 //   FERRY_BIN_DIR        ferry and ferry-agent to package
 //   FERRY_E2E_BREAK_LINE the 1-based line of debug_me.py to break on
-// Prints one line per step; exits 0 when every step passed.
+//   FERRY_E2E_RUN_ID     optional: copied into results.json, so a caller can tell this run's from an older one's
+// Prints one line per step; exits 0 when every step passed. Every wait is for a condition, with a
+// deadline: no step sleeps a fixed time and hopes the workbench caught up.
 import { spawn, execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -39,11 +41,12 @@ const binDir = env('FERRY_BIN_DIR');
 const breakLine = Number(env('FERRY_E2E_BREAK_LINE'));
 const hostName = env('FERRY_E2E_HOST', 'ferry-test');
 mkdirSync(artifacts, { recursive: true });
-for (const f of readdirSync(artifacts)) if (f.endsWith('.png')) rmSync(join(artifacts, f));
+// Nothing of an earlier run may be read as this one's: its screenshots and its results go first.
+for (const f of readdirSync(artifacts)) if (f.endsWith('.png') || f === 'results.json') rmSync(join(artifacts, f));
 
 const t0 = Date.now();
 const steps = [];
-const results = { steps, screenshots: [], seconds: {} };
+const results = { runId: process.env.FERRY_E2E_RUN_ID ?? null, steps, screenshots: [], seconds: {} };
 const log = (line) => console.log(`[${((Date.now() - t0) / 1000).toFixed(1)}s] ${line}`);
 function record(name, ok, detail = '') {
   steps.push({ name, ok, detail });
@@ -158,11 +161,11 @@ async function runCommand(title) {
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: 5000 });
     await input.fill(`>${title}`);
-    await sleep(300);
-    // The row whose label is exactly the title (the palette also lists similar commands).
+    // The row whose label is exactly the title (the palette also lists similar commands); not
+    // there within 2 s (the command is not registered yet): the palette is opened again.
     const exact = new RegExp(`^\\s*${title.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`);
     const row = page.locator('.quick-input-list .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: exact }) }).first();
-    if (!(await row.isVisible())) return false;
+    if (!(await row.waitFor({ state: 'visible', timeout: 2000 }).then(() => true, () => false))) return false;
     await row.click();
     return true;
   }, 30000);
@@ -245,9 +248,14 @@ try {
     await openFile('debug_me.py');
     await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
     await page.keyboard.press('Control+G');
-    await page.locator('.quick-input-widget input').fill(`:${breakLine}`);
+    const goTo = page.locator('.quick-input-widget input');
+    await goTo.waitFor({ state: 'visible', timeout: 10000 });
+    await goTo.fill(`:${breakLine}`);
     await page.keyboard.press('Enter');
-    await sleep(200);
+    // F9 toggles the breakpoint on the cursor's line: only once the cursor is there (the status
+    // bar's "Ln N, Col M") and the editor has the focus back from Go to Line.
+    await page.locator('.quick-input-widget').first().waitFor({ state: 'hidden', timeout: 10000 });
+    await page.locator('.statusbar-item', { hasText: new RegExp(`\\bLn ${breakLine}, Col \\d+`) }).first().waitFor({ timeout: 10000 });
     await page.keyboard.press('F9');
     await page.locator('.editor-instance .codicon-debug-breakpoint').first().waitFor({ timeout: 10000 });
     await runCommand('ferry: Debug Current File on Remote');
@@ -308,8 +316,12 @@ try {
       // The plot comes with the pull of the outputs after `done`; under ctest -j2 beside the
       // lane and trainer tests 20 s was once not enough (the same test alone: 60 s in all).
       await webview.locator('#plot img').waitFor({ timeout: 60000 });
-      await sleep(500);
-      const summary = (await webview.locator('#summary').textContent()) ?? '';
+      // The summary's last word is the training's final state (posted before the plot, so this
+      // normally holds at once).
+      const summary = await until('the summary to end with the final state', async () => {
+        const text = (await webview.locator('#summary').textContent().catch(() => '')) ?? '';
+        return /(^|· )(done|stopped|interrupted|error)(: .*)?$/.test(text.trim()) ? text : false;
+      }, 20000);
       await shot('06-training');
       results.training = summary;
       return summary;
@@ -351,7 +363,9 @@ try {
   results.seconds.total = (Date.now() - t0) / 1000;
   try { await browser?.close(); } catch { /* gone */ }
   try { process.kill(-server.pid, 'SIGTERM'); } catch { /* gone */ }
-  await sleep(300);
+  // code-server's own exit, 3 s at most; then whatever is left of its process group is killed.
+  if (server.exitCode === null && server.signalCode === null)
+    await Promise.race([new Promise((r) => server.once('exit', r)), sleep(3000)]);
   try { process.kill(-server.pid, 'SIGKILL'); } catch { /* gone */ }
   writeFileSync(join(artifacts, 'code-server.log'), serverLog);
   // The extension's output channel and the extension host's log, for a failure's report.

@@ -65,11 +65,18 @@ BOOST_AUTO_TEST_CASE(debug_entries_get_the_attach_configuration_and_their_task_f
   const IdeInputs in = inputs();
   const auto configs = vscode_launch_configurations(in);
   BOOST_REQUIRE_EQUAL(configs.size(), 1u);  // run and train entries have nothing to attach to
-  ferry::debug::AttachOptions ao;
-  ao.name = "ferry: eval it";
-  json want = ferry::debug::vscode_attach_configuration(in.project, {{"${workspaceFolder}", "/home/u/ferry/p"}}, ao);
-  want["preLaunchTask"] = "ferry: eval it";
-  BOOST_TEST(json(configs[0]) == want);
+  // Written out, not built with the function under test: debugpy's attach entry on the tunnel's
+  // port, the mapping's local root relative to the workspace, and the task that starts it.
+  const json want = json::parse(R"({
+    "name": "ferry: eval it",
+    "type": "debugpy",
+    "request": "attach",
+    "connect": {"host": "127.0.0.1", "port": 5678},
+    "pathMappings": [{"localRoot": "${workspaceFolder}", "remoteRoot": "/home/u/ferry/p"}],
+    "justMyCode": true,
+    "preLaunchTask": "ferry: eval it"
+  })");
+  BOOST_TEST(json(configs[0]) == want, json(configs[0]).dump());
   BOOST_TEST(configs[0]["connect"]["port"] == ferry::debug::kDefaultDebugpyPort);
   BOOST_TEST(launch_merge(in).array_key == "configurations");
   BOOST_TEST(tasks_merge(in).name_key == "label");

@@ -68,14 +68,26 @@ BOOST_AUTO_TEST_CASE(results_by_path_and_nothing_for_others) {
   jobs.push_back({"a.pt", open_read(t / "a.pt"), {1u << 20, 8}});
   jobs.push_back({"b.pt", open_read(t / "b.pt"), {1u << 20, 8}});
   PullPrep prep(std::move(jobs), 1);
+  BOOST_TEST(prep.has("a.pt"));
+  BOOST_TEST(prep.has("b.pt"));
   BOOST_TEST(!prep.has("c.pt"));
   BOOST_TEST(!prep.wait_for("c.pt").has_value());
   auto gb = prep.wait_for("b.pt");  // the later one first: waits for both reads
   auto ga = prep.wait_for("a.pt");
   BOOST_REQUIRE(ga.has_value());
   BOOST_REQUIRE(gb.has_value());
-  BOOST_TEST((ga->hash == delta::hash128(delta::Bytes(a.data(), a.size()))));
+  // Each path gets its own file's result, whole: size, hash and signature (never the other's).
+  const auto hash_a = delta::hash128(delta::Bytes(a.data(), a.size())), hash_b = delta::hash128(delta::Bytes(b.data(), b.size()));
+  BOOST_REQUIRE(!(hash_a == hash_b));
+  BOOST_TEST(ga->key.size == a.size());
+  BOOST_TEST(gb->key.size == b.size());
+  BOOST_TEST((ga->hash == hash_a));
+  BOOST_TEST((gb->hash == hash_b));
+  BOOST_TEST((ga->signature == builder_signature(a, {1u << 20, 8})));
   BOOST_TEST((gb->signature == builder_signature(b, {1u << 20, 8})));
+  // After the waits, still nothing for a path not asked for.
+  BOOST_TEST(!prep.has("c.pt"));
+  BOOST_TEST(!prep.wait_for("c.pt").has_value());
 }
 
 BOOST_AUTO_TEST_CASE(a_stopped_prep_reads_none_of_the_files_still_queued) {
