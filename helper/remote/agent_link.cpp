@@ -105,6 +105,9 @@ std::expected<AgentInfo, ResponseError> AgentLink::handshake(Clock::time_point d
 std::expected<void, ResponseError> AgentLink::send(protocol::Message message) {
   const protocol::AgentFrame frame = protocol::encode_agent_frame_buffer(std::move(message));
   std::lock_guard lock(write_mutex_);
+  // A writer queued behind one that the link's end woke must not start on a dead stream: not
+  // every ByteStream fails a write at once once the peer is gone.
+  if (!alive_) return std::unexpected(unavailable("the link to the agent is down"));
   for (std::string_view piece : frame.pieces())
     if (auto w = stream_->write_all(piece); !w) return std::unexpected(unavailable(w.error()));
   return {};

@@ -50,11 +50,19 @@ std::string error_kind(const ssh::Error& e) {
 
 using detail::unavailable;
 
+// How long an agent whose death sshd reported (exit signal, non-zero status) may stay quiet before
+// its stream counts as ended: what it wrote before dying still arrives meanwhile, and the link's
+// promise (docs/ssh.md: every call fails within 2 s of the death) holds with a round trip to spare.
+constexpr std::chrono::milliseconds kAgentExitGrace{800};
+
 // The agent's exec channel as the ByteStream AgentLink reads; it reports a broken link upward.
 class SshByteStream final : public ByteStream {
  public:
   SshByteStream(std::unique_ptr<ssh::SshStream> stream, std::function<void(const std::string&)> on_broken)
-      : stream_(std::move(stream)), on_broken_(std::move(on_broken)) {}
+      : stream_(std::move(stream)), on_broken_(std::move(on_broken)) {
+    // A process the agent started may hold its stdout: sshd then sends no EOF when it dies.
+    stream_->end_after_exit(kAgentExitGrace);
+  }
 
   ReadResult read_some(std::span<char> buffer, std::optional<Clock::time_point> deadline) override {
     auto r = stream_->read_some(buffer, deadline);

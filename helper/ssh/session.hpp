@@ -110,6 +110,14 @@ class Channel {
   void ignore_stderr();
   // Makes a pending or later read_some or write_all fail with Errc::kInterrupted (on the strand).
   void interrupt();
+  // read_some reports EOF once the command's death was reported (an exit signal or a non-zero
+  // exit status) and no byte came for `grace`: a process it started may hold its stdout open,
+  // and sshd sends EOF and CLOSE only when every holder is gone, so a reader would otherwise wait
+  // for an answer that can never come. An exit status of 0 is indistinguishable from none in
+  // libssh2 1.10 and ends nothing.
+  void set_exit_grace(Clock::duration grace) { exit_grace_ = grace; }
+  // The server sent the command's exit signal or a non-zero exit status.
+  bool exit_reported() const;
   // Frees the channel now (sending EOF and CLOSE if still due) instead of with the session, so a
   // long-lived session forwarding many short connections does not accumulate them.
   asio::awaitable<void> release(Clock::time_point deadline);
@@ -125,6 +133,12 @@ class Channel {
   _LIBSSH2_CHANNEL* channel_;
   bool closed_ = false;
   bool interrupted_ = false;
+  // The server closed the channel (CLOSE): nothing written can arrive, and no window adjust will
+  // come, so a write waiting for one fails instead (libssh2 1.10 itself would wait forever).
+  bool peer_closed_ = false;
+  bool closed_by_peer();
+  std::optional<Clock::duration> exit_grace_;
+  std::optional<Clock::time_point> exit_quiet_since_;  // exit reported, no byte read since then
   // libssh2 returned EAGAIN from a write: part of our packet may be out, and libssh2 refuses every
   // other send (BAD_USE) until this channel writes the same bytes again, so an interrupt waits.
   bool write_pending_ = false;

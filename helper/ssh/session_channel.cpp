@@ -85,14 +85,40 @@ asio::awaitable<Result<std::size_t>> Channel::read_some(std::span<char> buffer, 
         if (more <= 0) break;  // EAGAIN, EOF or an error: the next call reports it
         got += static_cast<std::size_t>(more);
       }
+      if (exit_quiet_since_) exit_quiet_since_ = Clock::now();  // still draining what it wrote before it died
       co_return got;
     }
     if (n == 0 && libssh2_channel_eof(channel_)) co_return std::size_t{0};
     if (n < 0 && n != LIBSSH2_ERROR_EAGAIN && n != LIBSSH2_ERROR_BAD_USE && !session_->spurious_send_error(n))
       co_return std::unexpected(session_->last_error("reading from the channel"));
-    auto w = co_await session_->wait_socket(deadline, "reading from the channel");
-    if (!w) co_return std::unexpected(w.error());
+    // The command died and its output stays open (set_exit_grace): EOF once it has been quiet.
+    Clock::time_point wait_until = deadline;
+    if (exit_grace_ && !exit_quiet_since_ && exit_reported()) exit_quiet_since_ = Clock::now();
+    if (exit_quiet_since_) {
+      const Clock::time_point over = *exit_quiet_since_ + *exit_grace_;
+      if (Clock::now() >= over) co_return std::size_t{0};
+      wait_until = std::min(deadline, over);
+    }
+    auto w = co_await session_->wait_socket(wait_until, "reading from the channel");
+    if (!w && !(exit_quiet_since_ && w.error().code == make_error_code(Errc::kTimeout) && wait_until < deadline))
+      co_return std::unexpected(w.error());
   }
+}
+
+bool Channel::exit_reported() const {
+  if (libssh2_channel_get_exit_status(channel_) != 0) return true;
+  char* sig = nullptr;
+  std::size_t sig_len = 0;
+  if (libssh2_channel_get_exit_signal(channel_, &sig, &sig_len, nullptr, nullptr, nullptr, nullptr) != 0 || !sig) return false;
+  libssh2_free(session_->raw(), sig);
+  return true;
+}
+
+bool Channel::closed_by_peer() {
+  // wait_closed only reads (it sends nothing) and answers 0 once the server's CLOSE is in; it
+  // refuses to run before EOF, which the server always sends first.
+  if (!peer_closed_ && libssh2_channel_eof(channel_) == 1) peer_closed_ = libssh2_channel_wait_closed(channel_) == 0;
+  return peer_closed_;
 }
 
 void Channel::ignore_stderr() { libssh2_channel_handle_extended_data2(channel_, LIBSSH2_CHANNEL_EXTENDED_DATA_IGNORE); }
@@ -107,13 +133,18 @@ asio::awaitable<Result<void>> Channel::write_all(std::string_view bytes, Clock::
     auto r = co_await retry(
         *session_,
         [&] {
-          if (interrupted_ && !(write_pending_ && session_->send_stalled())) return static_cast<long>(LIBSSH2_ERROR_CHANNEL_CLOSED);
+          // A half-sent packet of ours is finished first: libssh2 refuses every other send until then.
+          const bool may_leave = !(write_pending_ && session_->send_stalled());
+          if ((interrupted_ || peer_closed_) && may_leave) return static_cast<long>(LIBSSH2_ERROR_CHANNEL_CLOSED);
           auto rc = static_cast<long>(libssh2_channel_write_ex(channel_, 0, bytes.data(), bytes.size()));
           write_pending_ = rc == LIBSSH2_ERROR_EAGAIN;
+          // Waiting for window: only the server's adjust ends that, and after its CLOSE none comes.
+          if (write_pending_ && closed_by_peer() && !session_->send_stalled()) return static_cast<long>(LIBSSH2_ERROR_CHANNEL_CLOSED);
           return rc;
         },
         deadline, "writing to the channel");
     if (!r && interrupted_) co_return std::unexpected(make_error(Errc::kInterrupted, "write interrupted"));
+    if (!r && peer_closed_) co_return std::unexpected(make_error(Errc::kClosed, "writing to the channel: the server closed it"));
     if (!r) co_return std::unexpected(r.error());
     bytes.remove_prefix(static_cast<std::size_t>(*r));
   }

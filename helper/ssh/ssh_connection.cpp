@@ -86,6 +86,10 @@ void SshStream::interrupt() {
   asio::post(executor_, [ch = channel_] { ch->interrupt(); });
 }
 
+void SshStream::end_after_exit(Clock::duration grace) {
+  asio::post(executor_, [ch = channel_, grace] { ch->set_exit_grace(grace); });
+}
+
 SshConnection::SshConnection() : strand_(asio::make_strand(io_)) {
   work_.emplace(io_.get_executor());
   thread_ = std::thread([this] { io_.run(); });

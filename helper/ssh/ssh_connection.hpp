@@ -29,6 +29,9 @@ class SshStream {
   Result<void> write_all(std::string_view bytes, Clock::time_point deadline);
   void close_write();
   void interrupt();
+  // Reads end (EOF) `grace` after the command's death was reported with no byte since, even while
+  // a process it started holds its output open (Channel::set_exit_grace).
+  void end_after_exit(Clock::duration grace);
 
  private:
   Executor executor_;
