@@ -1,7 +1,7 @@
 // The env mirror and the project venv: see env_mirror.hpp.
 #include "helper/env/env_mirror.hpp"
 
-#include <xxhash.h>
+#include "common/xxhash_inline.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -14,7 +14,7 @@
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
-#include <xxhash.h>
+#include "common/xxhash_inline.hpp"
 
 #include "helper/sync/atomic_file.hpp"
 #include "protocol/json_parse.hpp"

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include <xxhash.h>
+#include "common/xxhash_inline.hpp"
 
 #include "common/dir_reader.hpp"
 #include "common/file_times.hpp"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include <xxhash.h>
+#include "common/xxhash_inline.hpp"
 
 #include "protocol/delta/rolling_hash.hpp"
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <utility>
 
-#include <xxhash.h>
+#include "common/xxhash_inline.hpp"
 
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
