@@ -34,6 +34,7 @@
 #include "remote-runtime/agent/autostop/spot_watch.hpp"
 #include "remote-runtime/agent/autostop/watchdog.hpp"
 #include "remote-runtime/agent/gpu_methods.hpp"
+#include "remote-runtime/agent/gpu_query.hpp"
 #include "remote-runtime/agent/request_scheduler.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 #include "remote-runtime/agent/run/frame_writer.hpp"
@@ -225,8 +226,7 @@ int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
   auto run_methods = std::make_shared<agent::run::RunMethods>(root, state_dir, writer);
   run_methods->bind(table);
   // FERRY_NVML_LIBRARY: an NVML outside the loader's path (and the tests' stand-in).
-  const char* nvml_env = std::getenv("FERRY_NVML_LIBRARY");
-  agent::bind_gpu_methods(table, {nvml_env && *nvml_env ? nvml_env : "libnvidia-ml.so.1", state_dir, "/proc"});
+  agent::bind_gpu_methods(table, {agent::default_nvidia_smi(), state_dir, "/proc"});
   // This agent counts as a connected helper for autostop while it serves; an armed autostop whose
   // watchdog is gone (a reboot, a kill) gets one again from the next agent.
   const agent::autostop::Paths autostop_paths{state_dir};

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "remote-runtime/agent/gpu_query.hpp"
 #include "remote-runtime/agent/host_stats.hpp"
 #include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
-#include "remote-runtime/train/nvml.hpp"
 
 namespace ferry::agent {
 
@@ -93,21 +93,18 @@ void annotate_processes(json& gpus, const GpuMethodOptions& o) {
 std::optional<protocol::Response> handle_gpu_method(const protocol::Request& request, const GpuMethodOptions& o) {
   if (request.method != "gpu/status") return std::nullopt;
   json host = host_now(o.proc);
-  // Loaded per call: a driver installed after the agent started is seen, and NVML holds no
-  // resources between doctor runs.
-  auto nvml = train::Nvml::load(o.nvml_library);
-  if (!nvml) {
+  // Asked per call: a driver installed after the agent started is seen.
+  auto gpus = query_gpus(o.nvidia_smi);
+  if (!gpus) {
     return protocol::make_result(
         request.id, json{{"available", false},
-                         {"reason", "no NVIDIA GPU visible: NVML could not be loaded or initialised (" + o.nvml_library +
-                                        "): no NVIDIA driver on this machine, or it is not working"},
+                         {"reason", "no NVIDIA GPU visible: " + gpus.error() +
+                                        " (no NVIDIA driver on this machine, or it is not working)"},
                          {"host", std::move(host)}});
   }
-  json gpus = json::array();
-  for (const auto& sample : nvml->sample_all()) gpus.push_back(train::to_json(sample));
-  annotate_processes(gpus, o);
-  json result{{"available", true}, {"gpus", gpus}, {"host", host}};
-  if (auto hint = bottleneck_hint(gpus, host["cpu"]["percent"].get<double>())) result["hint"] = *hint;
+  annotate_processes(*gpus, o);
+  json result{{"available", true}, {"gpus", *gpus}, {"host", host}};
+  if (auto hint = bottleneck_hint(*gpus, host["cpu"]["percent"].get<double>())) result["hint"] = *hint;
   return protocol::make_result(request.id, std::move(result));
 }
 

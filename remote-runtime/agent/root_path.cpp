@@ -1,7 +1,6 @@
 // Wire path validation inside the agent root: see root_path.hpp.
 #include "remote-runtime/agent/root_path.hpp"
 
-#include <pwd.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "protocol/mapping_root.hpp"
+#include "remote-runtime/agent/box_lookup.hpp"
 
 namespace ferry::agent {
 namespace fs = std::filesystem;
@@ -62,7 +62,7 @@ std::vector<fs::path> own_homes() {
   std::vector<fs::path> out;
   std::vector<std::string> named;
   if (const char* h = std::getenv("HOME"); h && *h) named.emplace_back(h);
-  if (const passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir && *pw->pw_dir) named.emplace_back(pw->pw_dir);
+  if (auto pw = passwd_home(::getuid())) named.push_back(*pw);
   for (const auto& h : named) {
     std::error_code ec;
     if (auto canon = fs::canonical(h, ec); !ec) out.push_back(canon);

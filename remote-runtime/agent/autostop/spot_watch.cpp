@@ -2,7 +2,6 @@
 #include "remote-runtime/agent/autostop/spot_watch.hpp"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -18,6 +18,7 @@
 #include "common/private_files.hpp"
 #include "common/unique_fd.hpp"
 #include "remote-runtime/agent/autostop/autostop_state.hpp"
+#include "remote-runtime/agent/box_lookup.hpp"
 #include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
@@ -89,14 +90,15 @@ std::expected<std::pair<int, std::string>, std::string> http_get(const std::stri
   std::string authority = rest.substr(0, slash), target = slash == std::string::npos ? "/" : rest.substr(slash);
   std::string host = authority, port = "80";
   if (auto colon = authority.rfind(':'); colon != std::string::npos) host = authority.substr(0, colon), port = authority.substr(colon + 1);
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || !found) return std::unexpected("cannot resolve " + host);
-  const ferry::posix::UniqueFd sock(::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  unsigned port_number = 0;
+  if (auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), port_number);
+      ec != std::errc() || end != port.data() + port.size() || port_number == 0 || port_number > 65535)
+    return std::unexpected("bad port in " + authority);
+  auto address = resolve_address(host, static_cast<unsigned short>(port_number));
+  if (!address) return std::unexpected(address.error());
+  const ferry::posix::UniqueFd sock(::socket(address->family(), SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   const int fd = sock.get();
-  int rc = fd < 0 ? -1 : ::connect(fd, found->ai_addr, found->ai_addrlen);
-  ::freeaddrinfo(found);
+  int rc = fd < 0 ? -1 : ::connect(fd, address->get(), address->length);
   if (fd < 0) return std::unexpected("socket failed");
   int err = 0;
   socklen_t len = sizeof err;

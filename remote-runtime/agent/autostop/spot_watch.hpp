@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 inline constexpr const char* kAwsNoticeUrl = "http://169.254.169.254/latest/meta-data/spot/instance-action";
-inline constexpr const char* kGcpNoticeUrl = "http://metadata.google.internal/computeMetadata/v1/instance/preempted";
+inline constexpr const char* kGcpNoticeUrl = "http://169.254.169.254/computeMetadata/v1/instance/preempted";
 
 struct Source {
   std::string kind = "aws";  // "aws" | "gcp" | "url" | "file"

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "common/private_files.hpp"
+#include "remote-runtime/agent/gpu_query.hpp"
 #include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
 #include "protocol/json_parse.hpp"
-#include "remote-runtime/train/nvml.hpp"
 
 namespace ferry::agent::autostop {
 
@@ -96,14 +96,8 @@ int run_shell(const Paths& p, const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-GpuUtil nvml_util() {
-  auto nvml = std::make_shared<std::optional<train::Nvml>>(train::Nvml::load());
-  return [nvml] {
-    std::vector<double> out;
-    if (!*nvml) return out;
-    for (const auto& g : (*nvml)->sample_all()) out.push_back(g.utilization_percent.value_or(0));
-    return out;
-  };
+GpuUtil smi_util() {
+  return [smi = default_nvidia_smi()] { return gpu_utilizations(smi); };
 }
 
 void write_status(const Paths& p, const Settings& s, const std::optional<std::string>& busy, double idle_for, long checks) {
@@ -190,7 +184,7 @@ int watch(const fs::path& state_dir, const WatchOptions& options, GpuUtil gpu_ut
   if (options.webhook_stdin) hook = read_webhook_from_stdin();
   int lock = try_lock(p, options.take_over);
   if (lock < 0) return 0;  // another watchdog has it
-  if (!gpu_util) gpu_util = nvml_util();
+  if (!gpu_util) gpu_util = smi_util();
   std::string armed_at;
   auto idle_since = Clock::now();
   long checks = 0;

@@ -1,7 +1,6 @@
 // Shared state and request targets of the agent's sync/* methods: see sync_context.hpp.
 #include "remote-runtime/agent/sync/sync_context.hpp"
 
-#include <pwd.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -9,6 +8,7 @@
 
 #include "protocol/python_sources.hpp"
 #include "remote-runtime/agent/sync/sync_generation.hpp"
+#include "remote-runtime/agent/box_lookup.hpp"
 
 namespace ferry::agent::sync {
 namespace {
@@ -180,10 +180,9 @@ std::expected<SyncContext::OutsideBase, std::string> SyncContext::outside_base(c
   if (!normalize_wire_path(base.substr(base.find('/') + 1))) return std::unexpected(std::string("contains '..'"));
   std::string path = base;
   if (base.starts_with("~/")) {
-    const char* home = std::getenv("HOME");
-    const passwd* pw = home && *home ? nullptr : ::getpwuid(::getuid());
-    if (!(home && *home) && !(pw && pw->pw_dir)) return std::unexpected(std::string("no home directory to expand '~' in"));
-    path = std::string(home && *home ? home : pw->pw_dir) + base.substr(1);
+    auto home = own_home();
+    if (!home) return std::unexpected(std::string("no home directory to expand '~' in"));
+    path = *home + base.substr(1);
   }
   std::lock_guard lock(writers_mu_);
   if (auto it = outside_.find(base); it != outside_.end() && it->second.writer->still_at_root()) return it->second;

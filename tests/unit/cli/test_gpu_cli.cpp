@@ -1,5 +1,5 @@
 // `ferry gpu` as the real executable against the local sandbox's real agent: no driver here is
-// "no NVIDIA GPU visible" with exit 0 and the /proc half still shown; with the stand-in NVML the
+// "no NVIDIA GPU visible" with exit 0 and the /proc half still shown; with the stand-in nvidia-smi the
 // table lists GPUs and processes, and a process of a ferry run carries that run's id; --watch
 // --count N prints N samples.
 #define BOOST_TEST_MODULE gpu_cli
@@ -42,12 +42,12 @@ struct Sandbox {
 
 BOOST_AUTO_TEST_CASE(no_driver_is_exit_zero_with_the_host_half) {
   Sandbox s;
-  Run r = s.ferry("gpu", "FERRY_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1");
+  Run r = s.ferry("gpu", "FERRY_NVIDIA_SMI=/nonexistent/nvidia-smi");
   BOOST_REQUIRE_MESSAGE(r.status == 0, r.err);
   BOOST_TEST(r.out.starts_with("no NVIDIA GPU visible on local"), r.out);
   BOOST_TEST(r.out.find("CPU ") != std::string::npos);
   BOOST_TEST(r.out.find("DISK read") != std::string::npos);
-  Run j = s.ferry("gpu --json", "FERRY_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1");
+  Run j = s.ferry("gpu --json", "FERRY_NVIDIA_SMI=/nonexistent/nvidia-smi");
   BOOST_REQUIRE_MESSAGE(j.status == 0, j.err);
   json status = json::parse(j.out);
   BOOST_TEST(!status["available"].get<bool>());
@@ -66,7 +66,7 @@ BOOST_AUTO_TEST_CASE(gpus_processes_and_the_run_they_belong_to) {
   json list = json::parse(runs.out);
   BOOST_REQUIRE(list.size() == 1u);
   const long long pid = list[0]["pid"].get<long long>();
-  const std::string env = "FERRY_NVML_LIBRARY='" FERRY_FAKE_NVML "' FAKE_NVML_PID=" + std::to_string(pid);
+  const std::string env = "FERRY_NVIDIA_SMI='" FERRY_FAKE_NVIDIA_SMI "' FAKE_GPU_PID=" + std::to_string(pid);
   Run j = s.ferry("gpu --json", env);
   BOOST_REQUIRE_MESSAGE(j.status == 0, j.err);
   json status = json::parse(j.out);

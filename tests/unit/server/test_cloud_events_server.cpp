@@ -25,7 +25,7 @@ struct Project {
   Project() {
     ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
     ::setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
-    ::setenv("FERRY_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    ::setenv("FERRY_NVIDIA_SMI", "/nonexistent/nvidia-smi", 1);
     ferry::test::write_file(proj / "ferry.json", R"({"name": "c", "host": "local"})");
   }
   ~Project() {  // no watcher outlives the test

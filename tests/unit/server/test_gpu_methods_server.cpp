@@ -15,7 +15,7 @@ BOOST_AUTO_TEST_CASE(status_watch_unwatch) {
   ferry::test::TempDir dir("ferry-gpu-server");
   ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
   ::setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
-  ::setenv("FERRY_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+  ::setenv("FERRY_NVIDIA_SMI", "/nonexistent/nvidia-smi", 1);
   ferry::test::write_file(dir / "proj" / "ferry.json", R"({"name": "g", "host": "local", "price": {"usdPerHour": 2.5}})");
   ServeClient client(dir / "proj");
   auto r = client.call("gpu/status", json::object());
@@ -42,5 +42,5 @@ BOOST_AUTO_TEST_CASE(status_watch_unwatch) {
   for (std::size_t i = before; i < client.notifications.size(); ++i) samples += client.notifications[i]["method"] == "gpu/sample";
   BOOST_TEST(samples == 0u);
   BOOST_TEST(client.call("gpu/watch", {{"intervalMs", 5}})["error"]["code"] == -32602);
-  ::unsetenv("FERRY_NVML_LIBRARY");
+  ::unsetenv("FERRY_NVIDIA_SMI");
 }
