@@ -15,6 +15,7 @@ PACKAGES=(
   python3-jedi python3-pylsp python3-venv
   clang-19 libclang-rt-19-dev
   chromium libkrb5-dev ripgrep
+  debootstrap
 )
 # The VS Code extension (ide-plugin/vscode) and its tests need Node.js 20 and npm (the machines
 # have them; elsewhere Debian's nodejs/npm are installed below). Its e2e test also needs Chromium
