@@ -63,6 +63,7 @@ std::string box_probe_script(const std::string& root, const std::vector<std::str
   return set_py + "\n" +
       "echo os=$(uname -s); echo arch=$(uname -m); echo kernel=$(uname -r)\n"
       "echo glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')\n"
+      "ldd --version 2>&1 | grep -qi musl && echo libc=musl\n"
       "echo disk_kb=$(df -Pk " + shell_quote(root) + " 2>/dev/null | awk 'NR==2{print $4}')\n"
       "if command -v nvidia-smi >/dev/null 2>&1; then echo smi=yes; "
       "nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu=/'; "
@@ -112,9 +113,11 @@ std::optional<AgentInfo> check_link(Checks& out, const DoctorOptions& options, c
 }
 
 void check_system(Checks& out, const KeyValues& kv, const std::string& root) {
+  // The agent is static and needs no libc of the box's; the libc is shown for what the user's own
+  // programs (python wheels, ferry-train) will link against.
   std::string glibc = first(kv, "glibc");
-  out.add("system", "pass", first(kv, "os") + " " + first(kv, "arch") + ", kernel " + first(kv, "kernel") +
-                                (glibc.empty() ? "" : ", glibc " + glibc));
+  std::string libc = !glibc.empty() ? ", glibc " + glibc : first(kv, "libc") == "musl" ? ", musl libc" : ", libc unknown";
+  out.add("system", "pass", first(kv, "os") + " " + first(kv, "arch") + ", kernel " + first(kv, "kernel") + libc);
   std::string disk = first(kv, "disk_kb");
   if (disk.empty()) {
     out.add("disk", "warn", "cannot read free space at " + root, "check that " + root + " exists and df works");

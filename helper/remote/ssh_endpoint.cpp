@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "ferry/version.hpp"
+#include "helper/remote/agent_builds.hpp"
 #include "helper/remote/mux_tunnel.hpp"
 #include "helper/remote/openssh_lane.hpp"
 #include "helper/remote/round_trip_memory.hpp"
@@ -566,8 +567,29 @@ ssh::HostKeyInfo SshEndpoint::host_key() const {
 }
 
 
+// One exec starts the installed agent when this build's is there; otherwise it creates the
+// directory and says so (with $HOME, the absolute dir and `uname -sm`), and ferry installs the
+// box's arch's build, then starts again. A warm connect thus costs one remote shell, not two. The
+// build is in the file's name (arch and sha256, checked once when it was installed, before the
+// rename that gave it that name), so the warm path forks only uname: hashing 5 MB on every
+// connect cost ~10 ms. An arch this ferry has no build for falls through to the install step,
+// which names what is missing. --installed: the agent makes its dir and agent.log owner-only (the
+// shell made the log under the login's umask); a new dir is made 0700 by a umask of its own.
+std::string SshEndpoint::launch_command(const std::string& dir_display) const {
+  std::string launch = "D=" + remote_path_expr(dir_display) + "; case \"$(uname -sm)\" in";
+  for (const auto& [arch, agent] : agents_)
+    launch += " 'Linux " + arch + "'" + (arch == "aarch64" ? "|'Linux arm64'" : "") + ") F=\"$D/" + agent_file_name(arch) + "\";;";
+  launch += " *) F=;; esac; if [ -n \"$F\" ] && [ -x \"$F\" ]; then exec \"$F\" --installed --root " +
+            remote_path_expr(options_.remote_root);
+  for (const auto& a : options_.agent_args) launch += " " + shell_quote(a);
+  // Agent logs stay on the box next to the binary.
+  launch += " 2>>\"$D/agent.log\"; fi; (umask 077 && mkdir -p \"$D\") && echo " + std::string(kInstallMarker) +
+            " && printf '%s\\n' \"$HOME\" \"$(cd \"$D\" && pwd)\" \"$(uname -sm)\"";
+  return launch;
+}
+
 std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::establish(Clock::time_point deadline) {
-  if (auto l = load_local_agent(); !l) return std::unexpected(l.error());
+  if (auto l = load_local_agents(); !l) return std::unexpected(l.error());
   auto conn = std::make_unique<ssh::SshConnection>();
   ssh::SessionOptions so = options_.session;
   auto left = [&] { return std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())); };
@@ -584,21 +606,8 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
   std::string dir = options_.agent_dir;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   std::string dir_display = dir + "/" + kVersion;
-  // One exec starts the installed agent when this build's is there; otherwise it creates the
-  // directory and says so (with $HOME and the absolute dir), and ferry installs, then starts again.
-  // A warm connect thus costs one remote shell, not two. The build is in the file's name (its
-  // sha256, checked once when it was installed, before the rename that gave it that name), so
-  // the warm path forks nothing: hashing 4 MB on every connect cost ~10 ms.
-  // --installed: the agent makes its dir and agent.log owner-only (the shell made the log under the
-  // login's umask); a new dir is made 0700 by a umask of its own.
-  std::string launch = "D=" + remote_path_expr(dir_display) + "; F=\"$D/" + agent_file_name() +
-                       "\"; if [ -x \"$F\" ]; then exec \"$F\" --installed --root " + remote_path_expr(options_.remote_root);
-  for (const auto& a : options_.agent_args) launch += " " + shell_quote(a);
-  // Agent logs stay on the box next to the binary.
-  launch += " 2>>\"$D/agent.log\"; fi; (umask 077 && mkdir -p \"$D\") && echo " + std::string(kInstallMarker) +
-            " && printf '%s\\n' \"$HOME\" \"$(cd \"$D\" && pwd)\"";
-
-  AgentInstallReport report{dir_display + "/" + agent_file_name(), "", false, agent_hash_};
+  std::string launch = launch_command(dir_display);
+  AgentInstallReport report{dir_display + "/ferry-agent-<arch>-<hash>", "", false, ""};
   for (int round = 0;; ++round) {
     auto stream = conn->open_stream(launch, left());
     if (!stream) return std::unexpected(unavailable("starting ferry-agent on " + description() + ": " + stream.error().message));
@@ -620,6 +629,11 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
     spdlog::debug("{}: agent {}", options_.host, info ? "ready" : "did not answer hello");
     if (info) {
       info_ = *info;
+      if (!report.installed) {  // found installed: the agent's hello says which arch's build it is
+        const std::string arch = agent_arch_of("Linux " + info->arch).value_or(info->arch);
+        report.remote_path = dir_display + "/" + agent_file_name(arch);
+        if (auto it = agents_.find(arch); it != agents_.end()) report.sha256 = it->second.hash;
+      }
       {
         std::lock_guard lk(mutex_);
         install_ = report;
@@ -642,14 +656,18 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
     auto at = said.find(std::string(kInstallMarker) + "\n");
     if (at != std::string::npos && round == 0) {
       std::istringstream lines(said.substr(at + kInstallMarker.size() + 1));
-      std::string home, abs_dir;
+      std::string home, abs_dir, uname_sm;
       std::getline(lines, home);
       std::getline(lines, abs_dir);
+      std::getline(lines, uname_sm);
       if (abs_dir.empty() || abs_dir[0] != '/')
         return std::unexpected(unavailable("preparing " + dir_display + " on " + description() + " failed"));
-      auto installed = install_agent(*conn, abs_dir, deadline);
+      auto arch = agent_arch_of(uname_sm);
+      if (!arch) return std::unexpected(unavailable(unsupported_box_message(description(), uname_sm), json{{"kind", "unsupportedBox"}}));
+      auto installed = install_agent(*conn, abs_dir, *arch, deadline);
       if (!installed) return std::unexpected(installed.error());
-      report = AgentInstallReport{*installed, home, true, agent_hash_};
+      report = AgentInstallReport{*installed, home, true, agents_.at(*arch).hash};
+      launch = launch_command(dir_display);  // the build may have been hashed anew
       continue;
     }
     auto err = info.error();
@@ -657,9 +675,12 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
     // older than the build needs, a root it cannot create).
     if (auto tail = conn->exec("tail -c 600 " + remote_path_expr(dir_display + "/agent.log") + " 2>/dev/null", 5s);
         tail && !tail->out.empty()) {
+      // ferry's own agents are static: this is a dynamically linked build from $FERRY_AGENT*.
       if (tail->out.find("GLIBC_") != std::string::npos)
-        err.message += "; the box's glibc is older than this ferry-agent build needs (see docs/ssh.md)";
-      err.message += "; agent.log ends with: " + tail->out;
+        err.message += "; the box's glibc is older than this (dynamically linked) ferry-agent build needs (see docs/ssh.md)";
+      std::string said = tail->out;
+      if (auto nl = said.find('\n'); said.size() >= 600 && nl != std::string::npos) said.erase(0, nl + 1);  // from a line start
+      err.message += "; agent.log ends with: " + said;
     }
     return std::unexpected(err);
   }

@@ -44,8 +44,9 @@ struct SshEndpointOptions {
   std::string host;                       // ssh config alias, or user@host:port
   std::optional<std::string> ssh_config;  // -F FILE / "sshConfig"; default ~/.ssh/config
   std::string remote_root;                // the agent's --root; may start with "~/"
-  std::filesystem::path agent_binary;     // the local ferry-agent to install; empty: find_agent_binary()
-  std::string agent_dir = "~/.cache/ferry/agent";  // <agent_dir>/<version>/ferry-agent-<sha256[:16]> on the box
+  std::filesystem::path agent_binary;     // the x86-64 or aarch64 (this ferry's own arch) agent to install;
+                                          // empty: find_agent_for_arch (the other arch's always comes from there)
+  std::string agent_dir = "~/.cache/ferry/agent";  // <agent_dir>/<version>/ferry-agent-<arch>-<sha256[:16]> on the box
   std::vector<std::string> agent_args;
   ssh::SessionOptions session;
   // 0 = from the ssh config (ServerAliveInterval/CountMax), else 4 s x 3: a dead link is noticed
@@ -207,10 +208,11 @@ class SshEndpoint final : public Endpoint {
   void start_early_connections();  // under early_mutex_
   std::shared_ptr<EarlyConnections> take_early_connections();
   std::expected<std::shared_ptr<Link>, ResponseError> establish(Clock::time_point deadline);
-  std::expected<void, ResponseError> load_local_agent();
-  std::string agent_file_name() const;  // ferry-agent-<first 16 hex digits of its sha256>
+  std::expected<void, ResponseError> load_local_agents();
+  std::string agent_file_name(const std::string& arch) const;  // ferry-agent-<arch>-<first 16 hex digits of its sha256>
+  std::string launch_command(const std::string& dir_display) const;
   std::expected<std::string, ResponseError> install_agent(ssh::SshConnection& c, const std::string& abs_dir,
-                                                          Clock::time_point deadline);
+                                                          const std::string& arch, Clock::time_point deadline);
   void emit(HostState state);
   void link_broken(const std::string& why);
   void monitor_loop();
@@ -255,11 +257,15 @@ class SshEndpoint final : public Endpoint {
   std::map<int, Forward> forwards_;
   int next_forward_id_ = 1;
 
-  // The local ferry-agent build, read once (again only if the file changes).
-  std::filesystem::path agent_path_;
-  std::filesystem::file_time_type agent_mtime_{};
-  std::string agent_hash_;
-  std::string agent_bytes_;
+  // The local ferry-agent builds by architecture (agent_builds.hpp), each hashed once (again only
+  // if its file changes); read whole only to upload. `agents_missing_`: why an arch has none.
+  struct LocalAgent {
+    std::filesystem::path path;
+    std::filesystem::file_time_type mtime{};
+    std::string hash;
+  };
+  std::map<std::string, LocalAgent> agents_;
+  std::map<std::string, std::string> agents_missing_;
 };
 
 // What to do about a failed connect (SshEndpoint::connect's error, by its data.kind): "check the

@@ -35,6 +35,7 @@
 #include "remote-runtime/agent/autostop/watchdog.hpp"
 #include "remote-runtime/agent/gpu_methods.hpp"
 #include "remote-runtime/agent/gpu_query.hpp"
+#include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/request_scheduler.hpp"
 #include "remote-runtime/agent/root_path.hpp"
 #include "remote-runtime/agent/run/frame_writer.hpp"
@@ -64,7 +65,8 @@ void keep_install_private() {
   struct stat st {};
   if (::fstat(STDERR_FILENO, &st) == 0 && S_ISREG(st.st_mode)) ferry::posix::make_private(STDERR_FILENO);
   std::error_code ec;
-  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path self = ferry::agent::run::agent_self_path();
+  const auto exe = self == "/proc/self/exe" ? std::filesystem::read_symlink(self, ec) : self;
   if (!ec && exe.filename().string().starts_with("ferry-agent")) ferry::posix::make_private_dirs(exe.parent_path());
 }
 

@@ -168,7 +168,7 @@ void SshdFixture::write_sshd_config() {
                                       << "PrintMotd no\n"
                                       << "LogLevel " << options_.log_level << "\n"
                                       << "SetEnv HOME=" << home().string() << "\n"
-                                      << "Subsystem sftp internal-sftp\n"
+                                      << (options_.sftp ? "Subsystem sftp internal-sftp\n" : "")
                                       << "AllowTcpForwarding yes\nGatewayPorts no\n"
                                       << options_.extra_sshd_config << "\n";
 }

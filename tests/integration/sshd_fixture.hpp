@@ -17,6 +17,7 @@ struct SshdOptions {
   std::string bashrc;             // written to the remote home's .bashrc (login noise)
   std::string log_level = "ERROR";  // INFO logs each accepted login (what connection counts read)
   std::string address = "127.0.0.1";  // any loopback address: two fixtures play two hosts
+  bool sftp = true;                   // false: no sftp subsystem (boxes that disable it)
 };
 
 // `root` and every process below it, found through /proc by parent pid (session processes call

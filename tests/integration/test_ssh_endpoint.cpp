@@ -40,7 +40,7 @@ SshEndpointOptions options_for(const SshdFixture& f, StateLog* log = nullptr) { 
 
 fs::path agent_dir(const SshdFixture& f) { return f.home() / ".cache/ferry/agent" / ferry::kVersion; }
 
-// The installed agents: ferry-agent-<16 hex digits> files in the version's directory.
+// The installed agents: ferry-agent-<arch>-<16 hex digits> files in the version's directory.
 std::vector<fs::path> agents_in(const SshdFixture& f) {
   std::vector<fs::path> found;
   std::error_code ec;
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(reinstalls_when_the_installed_build_differs) {
   BOOST_REQUIRE_MESSAGE(info.has_value(), (info ? "" : info.error().message));
   BOOST_TEST(e.install_report().installed);
   const fs::path ours = installed_agent(f);  // the old two are gone
-  BOOST_TEST(ours.filename().string().size() == std::string("ferry-agent-").size() + 16);
+  BOOST_TEST(ours.filename().string().size() == std::string("ferry-agent-x86_64-").size() + 16);
   BOOST_TEST(e.install_report().remote_path == ours.string());
   BOOST_TEST(fs::file_size(ours) == fs::file_size(FERRY_AGENT_PATH));
 }

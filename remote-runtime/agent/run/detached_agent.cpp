@@ -6,10 +6,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include "common/private_files.hpp"
 
 namespace ferry::agent::run {
+
+const char* agent_self_path() {
+  const char* wrapper = std::getenv("FERRY_AGENT_SELF");
+  return wrapper && wrapper[0] == '/' ? wrapper : "/proc/self/exe";
+}
 
 bool spawn_detached_agent(const DetachedAgent& d) {
   // Everything the children touch is prepared here: after fork() in a threaded process only
@@ -18,6 +24,7 @@ bool spawn_detached_agent(const DetachedAgent& d) {
   for (const auto& a : d.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   const char* log = d.log.c_str();
+  const char* self = agent_self_path();
   pid_t first = ::fork();
   if (first < 0) return false;
   if (first == 0) {
@@ -37,7 +44,7 @@ bool spawn_detached_agent(const DetachedAgent& d) {
     ::dup2(null_fd, STDOUT_FILENO);
     ::dup2(log_fd, STDERR_FILENO);
     ::close_range(d.pass_fd >= 0 ? static_cast<unsigned>(d.pass_as) + 1 : 3U, ~0U, 0);
-    ::execv("/proc/self/exe", argv.data());
+    ::execv(self, argv.data());
     ::_exit(127);
   }
   int status = 0;

@@ -16,9 +16,15 @@ struct DetachedAgent {
 };
 
 // Double-forks (the agent never reaps it; its parent is gone at once), starts a session, leaves
-// the agent's cwd and execs /proc/self/exe with `argv`. No fd of the agent's survives but stdio
+// the agent's cwd and execs /proc/self/exe with `argv` ($FERRY_AGENT_SELF instead, when an agent
+// started through a wrapper names it: under an emulator such as qemu-user, /proc/self/exe is a
+// binary the kernel cannot start by itself). No fd of the agent's survives but stdio
 // and `pass_as`: its stdio is the SSH channel, which a copy would hold open forever. Waits only
 // for the intermediate child; false when a fork failed.
 bool spawn_detached_agent(const DetachedAgent& d);
+
+// The file this agent runs from, as spawn_detached_agent starts it: $FERRY_AGENT_SELF when set to an
+// absolute path, else /proc/self/exe.
+const char* agent_self_path();
 
 }  // namespace ferry::agent::run
