@@ -15,6 +15,8 @@ PACKAGES=(
   python3-jedi python3-pylsp python3-venv
   clang-19 libclang-rt-19-dev
   chromium libkrb5-dev ripgrep
+  # the aarch64 agent: its cross compiler, libzstd's source package (dpkg-dev), its test (qemu, file)
+  g++-aarch64-linux-gnu qemu-user-static dpkg-dev file
   debootstrap
 )
 # The VS Code extension (ide-plugin/vscode) and its tests need Node.js 20 and npm (the machines
@@ -39,6 +41,9 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
+
+# The aarch64 agent's static libraries (libzstd from Debian's source package; cached, quiet then).
+"$ROOT/scripts/cross_deps.sh"
 
 JOBS="$(nproc)"
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
