@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The cross-built agent is what ferry can ship to a box of that architecture: an ELF for it,
-# statically linked (no interpreter, no dynamic section, so no glibc symbol versions a box's older
-# glibc could lack), and, run under qemu-user, the same version line as the native agent.
-#   check_cross_agent.sh ARCH CROSS_AGENT NATIVE_AGENT
+# Each agent is what ferry can ship to a box of that architecture: an ELF for it, statically
+# linked (no interpreter, no dynamic section, so no glibc symbol versions a box's older glibc could
+# lack), and the same version line as the native agent (a cross-built one run under qemu-user).
+#   check_agent_binary.sh ARCH AGENT NATIVE_AGENT
 set -euo pipefail
 arch="$1" agent="$2" native="$3"
 case "$arch" in
   aarch64) triple=aarch64-linux-gnu machine=AArch64 file_arch="ARM aarch64" bfd=elf64-littleaarch64 ;;
-  *) echo "check_cross_agent: unknown architecture $arch" >&2; exit 2 ;;
+  x86_64) triple=x86_64-linux-gnu machine="Advanced Micro Devices X86-64" file_arch="x86-64" bfd=elf64-x86-64 ;;
+  *) echo "check_agent_binary: unknown architecture $arch" >&2; exit 2 ;;
 esac
-qemu="qemu-$arch-static"
-objdump="$triple-objdump"
+# This machine's own arch runs directly, with the host's binutils.
+if [[ "$(uname -m)" == "$arch" ]]; then qemu="env" objdump="objdump"; else qemu="qemu-$arch-static" objdump="$triple-objdump"; fi
 
 fail() {
   echo "FAIL: $*" >&2
