@@ -1,6 +1,6 @@
 // End to end in a real VS Code: code-server (VS Code 1.139's workbench, its extension host on this
 // machine) in Debian's Chromium, driven by playwright-core (ide-plugin/vscode/e2e/run-e2e.mjs). The
-// .vsix is built from this tree with the ferry and ferry-agent of this build inside and installed
+// .vsix is built from this tree with the ferry and both agents of this build inside and installed
 // into a fresh profile; the workspace's ferry.json points at a real sshd on loopback. The driver
 // checks the status bar (connected), a save (on the box), Run Current File (output and exit status
 // in its terminal), Debug Current File (paused at the breakpoint's line) and the Runs view, and

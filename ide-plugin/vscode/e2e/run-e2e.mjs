@@ -10,7 +10,7 @@
 //   FERRY_E2E_PROJECT    the workspace (ferry.json, main.py, debug_me.py)
 //   FERRY_E2E_BOX        that project's folder on the box (to check the save landed)
 //   FERRY_E2E_ARTIFACTS  where screenshots, the .vsix, logs and results.json go
-//   FERRY_BIN_DIR        ferry and ferry-agent to package
+//   FERRY_BIN_DIR        ferry, ferry-agent and ferry-agent-aarch64 to package
 //   FERRY_E2E_BREAK_LINE the 1-based line of debug_me.py to break on
 //   FERRY_E2E_RUN_ID     optional: copied into results.json, so a caller can tell this run's from an older one's
 // Prints one line per step; exits 0 when every step passed. Every wait is for a condition, with a
@@ -110,6 +110,13 @@ const bundled = installed ? join(extensions, installed, 'bin', 'ferry') : '';
 let mode = 0;
 try { mode = (await import('node:fs')).statSync(bundled).mode; } catch { /* checked below */ }
 record('the bundled helper is executable after install', (mode & 0o111) !== 0, `${bundled} mode ${(mode & 0o777).toString(8)}`);
+// Both boxes' agents ship inside: ferry uploads the one a box's `uname -sm` names.
+for (const agent of ['ferry-agent', 'ferry-agent-aarch64']) {
+  const path = installed ? join(extensions, installed, 'bin', agent) : '';
+  let agentMode = 0;
+  try { agentMode = (await import('node:fs')).statSync(path).mode; } catch { /* recorded as missing */ }
+  record(`the bundled ${agent} is executable after install`, (agentMode & 0o111) !== 0, `${path} mode ${(agentMode & 0o777).toString(8)}`);
+}
 results.seconds.installed = (Date.now() - t0) / 1000;
 
 const port = await freePort();
