@@ -42,7 +42,9 @@ std::optional<json> autostop_webhook_param() {
 std::optional<std::expected<int, std::string>> send_notice(const json& notice) {
   auto url = webhook_url_from_env();
   if (!url) return std::nullopt;
-  return webhook::post_json(*url, notice.dump());
+  auto status = webhook::post_json(*url, notice.dump());
+  if (!status) return std::unexpected(std::move(status).error());
+  return *status;
 }
 
 }  // namespace ferry::cloud

@@ -1,6 +1,6 @@
 # Packs the trainer's sources for the box (cmake -P, at build time): the box CMakeLists and
-# build.sh at the top, remote-runtime/train's sources, protocol/json_parse.hpp, nlohmann's headers
-# under third_party/.
+# build.sh at the top, remote-runtime/train's sources, protocol/json_parse_core.hpp, nlohmann's
+# headers under third_party/. All of it is C++17 (the box's compiler may be g++ 9).
 # Fixed mtimes and a sorted list keep the archive (and so its hash, the box's cache key) the same
 # for the same contents (the box keys its cache on the .tar.gz's sha256). In: SOURCE_DIR, JSON_INCLUDE (holding nlohmann/), OUT (the .tar.gz).
 set(stage "${OUT}.stage")
@@ -10,8 +10,9 @@ set(train "${SOURCE_DIR}/remote-runtime/train")
 file(COPY "${train}/box/CMakeLists.txt" "${train}/box/build.sh" DESTINATION "${stage}")
 file(GLOB sources "${train}/*.cpp" "${train}/*.hpp" "${train}/CMakeLists.txt")
 file(COPY ${sources} DESTINATION "${stage}/remote-runtime/train")
-# The one header of protocol/ the trainer includes: header-only, the depth-limited JSON parse.
-file(COPY "${SOURCE_DIR}/protocol/json_parse.hpp" DESTINATION "${stage}/protocol")
+# The one header of protocol/ the trainer includes: header-only, the depth-limited JSON parse
+# (C++17; json_parse.hpp, its std::expected face, stays with the helper).
+file(COPY "${SOURCE_DIR}/protocol/json_parse_core.hpp" DESTINATION "${stage}/protocol")
 file(COPY "${JSON_INCLUDE}/nlohmann" DESTINATION "${stage}/third_party" FILES_MATCHING PATTERN "*.hpp")
 file(GLOB_RECURSE files RELATIVE "${stage}" "${stage}/*")
 list(SORT files)

@@ -77,8 +77,17 @@ X=${CXX:-}
 if [ -z "$X" ]; then for c in c++ g++ clang++; do if command -v $c >/dev/null 2>&1; then X=$c; break; fi; done; fi
 if [ -n "$X" ] && command -v $X >/dev/null 2>&1; then
   echo "cxx=$(command -v $X)"; echo "cxx_version=$($X --version 2>/dev/null | head -n 1)"
-  printf '#include <expected>\nint main() { std::expected<int, int> e{0}; return *e; }\n' |
-    $X -std=c++23 -fsyntax-only -x c++ - >/dev/null 2>&1 && echo "cxx23=yes"
+  # Built and linked as the pack uses C++17: g++ 8 compiles it but links std::filesystem only with
+  # -lstdc++fs, which the pack does not pass.
+  T="${TMPDIR:-/tmp}/ferry-cxx17.$$"
+  if mkdir -m 700 "$T" 2>/dev/null; then
+    printf '%s\n' '#include <charconv>' '#include <filesystem>' '#include <optional>' '#include <string_view>' \
+      '#include <variant>' 'int main(int argc, char** argv) {' '  std::optional<std::string_view> name{argv[0]};' \
+      '  std::variant<int, double> v{argc};' '  auto [a, b] = std::pair<int, int>{std::get<int>(v), 0};' \
+      '  return std::filesystem::exists(std::filesystem::path(std::string(*name))) ? a + b : 1;' '}' |
+      $X -std=c++17 -x c++ - -o "$T/probe" >/dev/null 2>&1 && echo "cxx17=yes"
+    rm -rf "$T"
+  fi
 fi
 if command -v cmake >/dev/null 2>&1; then echo "cmake=$(command -v cmake)"; echo "cmake_version=$(cmake --version | head -n 1)"; fi
 [ -f "$C/packs/$H.tar.gz" ] && echo "have_pack=yes"
@@ -105,7 +114,7 @@ TrainerProbe parse_trainer_probe(std::string_view output) {
     if (eq == std::string_view::npos) continue;  // login noise
     const std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
     if (auto it = fields.find(key); it != fields.end()) *it->second = std::string(value);
-    else if (key == "cxx23") p.cxx23 = value == "yes";
+    else if (key == "cxx17") p.cxx17 = value == "yes";
     else if (key == "have_pack") p.have_pack = value == "yes";
   }
   return p;
@@ -129,10 +138,11 @@ std::optional<std::string> trainer_probe_problem(const TrainerProbe& p, const st
            "reinstall the torch wheel (`" + py + " -m pip install --force-reinstall torch`) or install libtorch-dev";
   if (p.cxx.empty())
     return "no C++ compiler on the box to build ferry-train (PATH has no c++, g++ or clang++): "
-           "`sudo apt install g++` (g++ 12 or newer), or `conda install -c conda-forge gxx` without root; or set CXX in ferry.json's env";
-  if (!p.cxx23)
-    return "the box's C++ compiler (" + (p.cxx_version.empty() ? p.cxx : p.cxx_version) + ") lacks C++23 (<expected>), which ferry-train needs: "
-           "install g++ 12 or newer (`sudo apt install g++-12`, or `conda install -c conda-forge gxx`) and set CXX in ferry.json's env";
+           "`sudo apt install g++` (g++ 9 or newer), or `conda install -c conda-forge gxx` without root; or set CXX in ferry.json's env";
+  if (!p.cxx17)
+    return "the box's C++ compiler (" + (p.cxx_version.empty() ? p.cxx : p.cxx_version) + ") cannot build ferry-train, which "
+           "needs a C++17 compiler (g++ 9 or later, clang 10 or later): install one (`sudo apt install g++-9`, or "
+           "`conda install -c conda-forge gxx` without root) and set CXX in ferry.json's env";
   if (p.cmake.empty())
     return "no CMake on the box to build ferry-train: `" + py + " -m pip install cmake ninja` (works without root; ~/.local/bin and the venv's bin are searched)";
   return std::nullopt;

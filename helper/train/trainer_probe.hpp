@@ -22,7 +22,7 @@ struct TrainerProbe {
   std::string torch_source;   // "python" or "system"
   std::string torch_headers;  // the include dir holding torch/csrc/api/include/torch/torch.h
   std::string cxx, cxx_version;
-  bool cxx23 = false;         // the compiler has C++23's <expected>
+  bool cxx17 = false;         // the compiler builds and links C++17 as the pack needs it
   std::string cmake, cmake_version;
   std::string ready;          // the cached ferry-train for this pack and torch, when built
   std::string version;        // its `ferry-train --version`

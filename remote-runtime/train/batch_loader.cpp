@@ -11,6 +11,9 @@
 namespace ferry::train {
 namespace {
 
+// GCC and Clang's 128-bit integer on 64-bit targets; __extension__ keeps -pedantic quiet about it.
+__extension__ using Uint128 = unsigned __int128;
+
 std::uint64_t splitmix64(std::uint64_t& state) {
   std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
@@ -28,7 +31,7 @@ std::vector<std::int64_t> epoch_order(std::int64_t samples, std::uint64_t seed, 
   for (std::int64_t i = samples - 1; i > 0; --i) {
     // Multiply-shift reduction: unbiased enough for shuffling and identical on every platform.
     const auto r = splitmix64(state);
-    const auto j = static_cast<std::int64_t>((static_cast<unsigned __int128>(r) * static_cast<std::uint64_t>(i + 1)) >> 64);
+    const auto j = static_cast<std::int64_t>((static_cast<Uint128>(r) * static_cast<std::uint64_t>(i + 1)) >> 64);
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(j)]);
   }
   return order;
@@ -112,7 +115,7 @@ std::optional<Batch> BatchLoader::next(double* waited_seconds) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   std::unique_lock lock(mutex_);
-  ready_cv_.wait(lock, [&] { return worker_error_.has_value() || ready_.contains(next_to_consume_); });
+  ready_cv_.wait(lock, [&] { return worker_error_.has_value() || ready_.count(next_to_consume_) != 0; });
   if (worker_error_) throw std::runtime_error("data loader: " + *worker_error_);
   auto node = ready_.extract(next_to_consume_);
   ++next_to_consume_;

@@ -33,7 +33,7 @@ class Search {
  public:
   Search(const ProbeFn& probe, const BatchSearchOptions& o) : probe_(probe), o_(o) {}
 
-  std::expected<BatchSearchResult, BatchSearchError> run() {
+  Expected<BatchSearchResult, BatchSearchError> run() {
     if (o_.budget_bytes <= 0) return fail("the memory budget is " + std::to_string(o_.budget_bytes) + " bytes: nothing can fit");
     if (o_.max_batch < 1) return fail("max batch must be >= 1");
     const int g = std::max(1, o_.granularity);
@@ -184,11 +184,11 @@ class Search {
 
   const ProbeRecord& last() const { return result_.probes.back(); }
 
-  std::unexpected<BatchSearchError> fail(std::string message) {
-    return std::unexpected(BatchSearchError{std::move(message), result_.probes});
+  Unexpected<BatchSearchError> fail(std::string message) {
+    return Unexpected(BatchSearchError{std::move(message), result_.probes});
   }
 
-  std::unexpected<BatchSearchError> fail_first(int batch) {
+  Unexpected<BatchSearchError> fail_first(int batch) {
     const ProbeRecord& r = last();
     if (r.out_of_memory) {
       return fail("batch " + std::to_string(batch) + " already runs out of memory; nothing smaller is tried (budget " +
@@ -199,7 +199,7 @@ class Search {
                 ": use a smaller model, bf16, or a fixed batch size");
   }
 
-  std::expected<BatchSearchResult, BatchSearchError> finish() {
+  Expected<BatchSearchResult, BatchSearchError> finish() {
     result_.budget_bytes = o_.budget_bytes;
     return std::move(result_);
   }
@@ -211,7 +211,7 @@ class Search {
 
 }  // namespace
 
-std::expected<BatchSearchResult, BatchSearchError> search_batch_size(const ProbeFn& probe, const BatchSearchOptions& options) {
+Expected<BatchSearchResult, BatchSearchError> search_batch_size(const ProbeFn& probe, const BatchSearchOptions& options) {
   return Search(probe, options).run();
 }
 

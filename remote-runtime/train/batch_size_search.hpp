@@ -6,13 +6,14 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
+
+#include "remote-runtime/train/expected.hpp"
 
 namespace ferry::train {
 
@@ -65,7 +66,7 @@ struct BatchSearchError {
   std::vector<ProbeRecord> probes;
 };
 
-std::expected<BatchSearchResult, BatchSearchError> search_batch_size(const ProbeFn& probe, const BatchSearchOptions& options);
+Expected<BatchSearchResult, BatchSearchError> search_batch_size(const ProbeFn& probe, const BatchSearchOptions& options);
 
 nlohmann::json to_json(const ProbeRecord& probe);
 nlohmann::json to_json(const BatchSearchResult& result);

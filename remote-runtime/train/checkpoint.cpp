@@ -19,7 +19,8 @@
 #include <torch/optim/adamw.h>
 #include <torch/optim/sgd.h>
 
-#include "protocol/json_parse.hpp"
+#include "protocol/json_parse_core.hpp"
+#include "remote-runtime/train/std_compat.hpp"
 
 namespace ferry::train {
 namespace {
@@ -31,13 +32,13 @@ std::string sys_error(const std::string& what, const std::filesystem::path& p) {
   return what + " " + p.string() + ": " + std::strerror(errno);
 }
 
-std::expected<void, std::string> write_all(int fd, const void* data, std::size_t n, const std::filesystem::path& p) {
+Expected<void, std::string> write_all(int fd, const void* data, std::size_t n, const std::filesystem::path& p) {
   const auto* bytes = static_cast<const char*>(data);
   while (n > 0) {
     const auto w = ::write(fd, bytes, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      return std::unexpected(sys_error("write", p));
+      return Unexpected(sys_error("write", p));
     }
     bytes += w;
     n -= static_cast<std::size_t>(w);
@@ -69,7 +70,7 @@ const torch::Tensor* CheckpointData::find(const std::string& name) const {
   return nullptr;
 }
 
-std::expected<void, std::string> write_checkpoint(const std::filesystem::path& file, const CheckpointData& data) {
+Expected<void, std::string> write_checkpoint(const std::filesystem::path& file, const CheckpointData& data) {
   nlohmann::json header;
   header["format"] = "ferry-checkpoint";
   header["version"] = kCheckpointFormatVersion;
@@ -94,17 +95,17 @@ std::expected<void, std::string> write_checkpoint(const std::filesystem::path& f
   const auto dir = file.parent_path().empty() ? std::filesystem::path(".") : file.parent_path();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return std::unexpected("create " + dir.string() + ": " + ec.message());
+  if (ec) return Unexpected("create " + dir.string() + ": " + ec.message());
   // Built with append: GCC 12 warns falsely (-Wrestrict, PR105329) on "." + std::string.
   std::string tmp_name(".");
   tmp_name.append(file.filename().string()).append(".tmp").append(std::to_string(::getpid()));
   const auto tmp = dir / tmp_name;
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return std::unexpected(sys_error("open", tmp));
-  auto fail = [&](std::string message) -> std::expected<void, std::string> {
+  if (fd < 0) return Unexpected(sys_error("open", tmp));
+  auto fail = [&](std::string message) -> Expected<void, std::string> {
     ::close(fd);
     ::unlink(tmp.c_str());
-    return std::unexpected(std::move(message));
+    return Unexpected(std::move(message));
   };
   unsigned char len_le[8];
   for (int i = 0; i < 8; ++i) len_le[i] = static_cast<unsigned char>(header_len >> (8 * i));
@@ -119,11 +120,11 @@ std::expected<void, std::string> write_checkpoint(const std::filesystem::path& f
   if (::fsync(fd) != 0) return fail(sys_error("fsync", tmp));
   if (::close(fd) != 0) {
     ::unlink(tmp.c_str());
-    return std::unexpected(sys_error("close", tmp));
+    return Unexpected(sys_error("close", tmp));
   }
   if (::rename(tmp.c_str(), file.c_str()) != 0) {
     ::unlink(tmp.c_str());
-    return std::unexpected(sys_error("rename", file));
+    return Unexpected(sys_error("rename", file));
   }
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
@@ -133,30 +134,31 @@ std::expected<void, std::string> write_checkpoint(const std::filesystem::path& f
   return {};
 }
 
-std::expected<CheckpointData, std::string> read_checkpoint(const std::filesystem::path& file) {
+Expected<CheckpointData, std::string> read_checkpoint(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return std::unexpected("cannot open checkpoint " + file.string());
+  if (!in) return Unexpected("cannot open checkpoint " + file.string());
   in.seekg(0, std::ios::end);
   const auto file_size = static_cast<std::uint64_t>(in.tellg());
   in.seekg(0);
   char magic[kMagicLen];
   unsigned char len_le[8];
   if (!in.read(magic, kMagicLen) || std::memcmp(magic, kMagic, kMagicLen) != 0) {
-    return std::unexpected(file.string() + ": not a ferry checkpoint");
+    return Unexpected(file.string() + ": not a ferry checkpoint");
   }
-  if (!in.read(reinterpret_cast<char*>(len_le), 8)) return std::unexpected(file.string() + ": truncated header");
+  if (!in.read(reinterpret_cast<char*>(len_le), 8)) return Unexpected(file.string() + ": truncated header");
   std::uint64_t header_len = 0;
   for (int i = 0; i < 8; ++i) header_len |= static_cast<std::uint64_t>(len_le[i]) << (8 * i);
   const auto data_start = kMagicLen + 8 + header_len;
-  if (header_len > file_size || data_start > file_size) return std::unexpected(file.string() + ": truncated header");
+  if (header_len > file_size || data_start > file_size) return Unexpected(file.string() + ": truncated header");
   std::string text(header_len, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_len));
-  nlohmann::json header = protocol::parse_json_text(text).value_or(nlohmann::json());
+  nlohmann::json header;  // stays null when the text is not JSON
+  protocol::parse_json_into(text, header);
   if (!header.is_object() || header.value("format", "") != "ferry-checkpoint") {
-    return std::unexpected(file.string() + ": bad checkpoint header");
+    return Unexpected(file.string() + ": bad checkpoint header");
   }
   if (header.value("version", 0) != kCheckpointFormatVersion) {
-    return std::unexpected(file.string() + ": unsupported checkpoint version " + header["version"].dump());
+    return Unexpected(file.string() + ": unsupported checkpoint version " + header["version"].dump());
   }
   CheckpointData data;
   data.meta = header.value("meta", nlohmann::json::object());
@@ -171,15 +173,15 @@ std::expected<CheckpointData, std::string> read_checkpoint(const std::filesystem
       auto t = torch::empty(shape, torch::TensorOptions().dtype(dtype));
       if (static_cast<std::uint64_t>(t.numel()) * t.element_size() != nbytes ||
           data_start + offset + nbytes > file_size) {
-        return std::unexpected(file.string() + ": tensor " + name + " has inconsistent size");
+        return Unexpected(file.string() + ": tensor " + name + " has inconsistent size");
       }
       in.seekg(static_cast<std::streamoff>(data_start + offset));
       if (!in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(nbytes))) {
-        return std::unexpected(file.string() + ": truncated tensor " + name);
+        return Unexpected(file.string() + ": truncated tensor " + name);
       }
       data.tensors.emplace_back(name, std::move(t));
     } catch (const std::exception& e) {
-      return std::unexpected(file.string() + ": bad tensor entry: " + e.what());
+      return Unexpected(file.string() + ": bad tensor entry: " + e.what());
     }
   }
   return data;
@@ -196,7 +198,7 @@ std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path&
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const auto name = entry.path().filename().string();
-    if (name.starts_with("ckpt-") && name.ends_with(".ferry")) out.push_back(entry.path());
+    if (starts_with(name, "ckpt-") && ends_with(name, ".ferry")) out.push_back(entry.path());
   }
   std::sort(out.begin(), out.end());  // zero-padded step numbers sort by step
   return out;
@@ -216,12 +218,12 @@ void add_model_state(CheckpointData& data, const torch::nn::Module& model) {
   for (const auto& item : model.named_buffers()) data.tensors.emplace_back("model/" + item.key(), item.value());
 }
 
-std::expected<void, std::string> load_model_state(const CheckpointData& data, torch::nn::Module& model) {
+Expected<void, std::string> load_model_state(const CheckpointData& data, torch::nn::Module& model) {
   torch::NoGradGuard no_grad;
-  auto load = [&](const std::string& name, torch::Tensor& target) -> std::expected<void, std::string> {
+  auto load = [&](const std::string& name, torch::Tensor& target) -> Expected<void, std::string> {
     const auto* t = data.find("model/" + name);
-    if (!t) return std::unexpected("checkpoint lacks model/" + name);
-    if (t->sizes() != target.sizes()) return std::unexpected("checkpoint shape mismatch for model/" + name);
+    if (!t) return Unexpected("checkpoint lacks model/" + name);
+    if (t->sizes() != target.sizes()) return Unexpected("checkpoint shape mismatch for model/" + name);
     target.copy_(*t);
     return {};
   };
@@ -236,7 +238,7 @@ std::expected<void, std::string> load_model_state(const CheckpointData& data, to
 
 void add_optimizer_state(CheckpointData& data, torch::optim::Optimizer& optimizer, const torch::nn::Module& model) {
   auto& state = optimizer.state();
-  using Map = std::remove_cvref_t<decltype(state)>;
+  using Map = std::remove_cv_t<std::remove_reference_t<decltype(state)>>;
   nlohmann::json params = nlohmann::json::object();
   for (const auto& item : model.named_parameters()) {
     const auto it = state.find(state_key<Map>(item.value()));
@@ -262,12 +264,12 @@ void add_optimizer_state(CheckpointData& data, torch::optim::Optimizer& optimize
   data.meta["optimizer"] = {{"params", params}, {"groups", groups}};
 }
 
-std::expected<void, std::string> load_optimizer_state(const CheckpointData& data, torch::optim::Optimizer& optimizer,
+Expected<void, std::string> load_optimizer_state(const CheckpointData& data, torch::optim::Optimizer& optimizer,
                                                       const torch::nn::Module& model) {
-  if (!data.meta.contains("optimizer")) return std::unexpected("checkpoint lacks optimizer state");
+  if (!data.meta.contains("optimizer")) return Unexpected("checkpoint lacks optimizer state");
   const auto& meta = data.meta["optimizer"];
   auto& state = optimizer.state();
-  using Map = std::remove_cvref_t<decltype(state)>;
+  using Map = std::remove_cv_t<std::remove_reference_t<decltype(state)>>;
   auto tensor = [&](const std::string& name, const char* field) -> torch::Tensor {
     const auto* t = data.find(param_key(name, field));
     if (!t) return {};
@@ -284,7 +286,7 @@ std::expected<void, std::string> load_optimizer_state(const CheckpointData& data
     if (is_adamw || is_adam) {
       auto exp_avg = tensor(item.key(), "exp_avg");
       auto exp_avg_sq = tensor(item.key(), "exp_avg_sq");
-      if (!exp_avg.defined() || !exp_avg_sq.defined()) return std::unexpected("checkpoint lacks Adam moments of " + item.key());
+      if (!exp_avg.defined() || !exp_avg_sq.defined()) return Unexpected("checkpoint lacks Adam moments of " + item.key());
       const auto step = entry.value("step", std::int64_t{0});
       // Adam and AdamW keep the same moments under different state types.
       auto restore_moments = [&](auto s) {
@@ -324,9 +326,9 @@ void add_rng_state(CheckpointData& data, int cuda_device) {
   }
 }
 
-std::expected<void, std::string> load_rng_state(const CheckpointData& data, int cuda_device) {
+Expected<void, std::string> load_rng_state(const CheckpointData& data, int cuda_device) {
   const auto* cpu_state = data.find("rng/cpu");
-  if (!cpu_state) return std::unexpected("checkpoint lacks rng/cpu");
+  if (!cpu_state) return Unexpected("checkpoint lacks rng/cpu");
   auto cpu = at::detail::getDefaultCPUGenerator();
   {
     std::lock_guard<std::mutex> lock(cpu.mutex());

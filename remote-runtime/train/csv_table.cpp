@@ -1,9 +1,11 @@
-// CSV parsing for pack. Numbers go through std::from_chars (locale-independent, no allocation).
+// CSV parsing for pack. Numbers are read as std::from_chars reads them (locale-independent).
 #include "remote-runtime/train/csv_table.hpp"
 
 #include <charconv>
 #include <cmath>
 #include <optional>
+
+#include "remote-runtime/train/std_compat.hpp"
 
 namespace ferry::train {
 namespace {
@@ -18,10 +20,7 @@ std::string_view trim(std::string_view s) {
 std::optional<double> to_number(std::string_view s) {
   if (!s.empty() && s.front() == '+') s.remove_prefix(1);
   if (s.empty()) return std::nullopt;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
+  return parse_double(s);  // std::from_chars's answer, also where libstdc++ lacks it for double
 }
 
 std::vector<std::string_view> split(std::string_view line) {
@@ -38,7 +37,7 @@ std::vector<std::string_view> split(std::string_view line) {
 
 }  // namespace
 
-std::expected<CsvTable, std::string> parse_csv_table(std::string_view text, CsvHeaderMode mode) {
+Expected<CsvTable, std::string> parse_csv_table(std::string_view text, CsvHeaderMode mode) {
   if (text.size() >= 3 && text.substr(0, 3) == "\xEF\xBB\xBF") text.remove_prefix(3);  // UTF-8 BOM from spreadsheets
   CsvTable t;
   std::size_t pos = 0;
@@ -63,24 +62,24 @@ std::expected<CsvTable, std::string> parse_csv_table(std::string_view text, CsvH
       }
     }
     if (static_cast<std::int64_t>(fields.size()) != t.cols) {
-      return std::unexpected("line " + std::to_string(line_no) + ": " + std::to_string(fields.size()) + " fields, expected " +
+      return Unexpected("line " + std::to_string(line_no) + ": " + std::to_string(fields.size()) + " fields, expected " +
                              std::to_string(t.cols));
     }
     for (std::size_t c = 0; c < fields.size(); ++c) {
       auto v = to_number(fields[c]);
       if (!v) {
-        return std::unexpected("line " + std::to_string(line_no) + ", column " + std::to_string(c + 1) + ": \"" +
+        return Unexpected("line " + std::to_string(line_no) + ", column " + std::to_string(c + 1) + ": \"" +
                                std::string(fields[c].substr(0, 40)) + "\" is not a number");
       }
       t.values.push_back(*v);
     }
     ++t.rows;
   }
-  if (t.cols == 0 || t.rows == 0) return std::unexpected("the CSV has no data rows");
+  if (t.cols == 0 || t.rows == 0) return Unexpected("the CSV has no data rows");
   return t;
 }
 
-std::expected<std::int64_t, std::string> find_csv_column(const CsvTable& table, std::string_view name_or_index) {
+Expected<std::int64_t, std::string> find_csv_column(const CsvTable& table, std::string_view name_or_index) {
   for (std::size_t i = 0; i < table.header.size(); ++i) {
     if (table.header[i] == name_or_index) return static_cast<std::int64_t>(i);
   }
@@ -91,14 +90,14 @@ std::expected<std::int64_t, std::string> find_csv_column(const CsvTable& table, 
   if (ec == std::errc() && p == end && !name_or_index.empty()) {
     if (index < 0) index += table.cols;
     if (index >= 0 && index < table.cols) return index;
-    return std::unexpected("column index " + std::string(name_or_index) + " is out of range (" + std::to_string(table.cols) + " columns)");
+    return Unexpected("column index " + std::string(name_or_index) + " is out of range (" + std::to_string(table.cols) + " columns)");
   }
   std::string names;
   for (const auto& h : table.header) {
     if (!names.empty()) names += ", ";
     names += h;
   }
-  return std::unexpected("no column named \"" + std::string(name_or_index) + "\"" + (names.empty() ? " (the CSV has no header line)" : " (columns: " + names + ")"));
+  return Unexpected("no column named \"" + std::string(name_or_index) + "\"" + (names.empty() ? " (the CSV has no header line)" : " (columns: " + names + ")"));
 }
 
 }  // namespace ferry::train

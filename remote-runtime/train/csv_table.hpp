@@ -3,10 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "remote-runtime/train/expected.hpp"
 
 namespace ferry::train {
 
@@ -20,9 +21,9 @@ struct CsvTable {
 };
 
 // detect: the first line is a header when any of its fields is not a number.
-std::expected<CsvTable, std::string> parse_csv_table(std::string_view text, CsvHeaderMode mode = CsvHeaderMode::detect);
+Expected<CsvTable, std::string> parse_csv_table(std::string_view text, CsvHeaderMode mode = CsvHeaderMode::detect);
 
 // A label column given by header name, else by 0-based index (negative counts from the end).
-std::expected<std::int64_t, std::string> find_csv_column(const CsvTable& table, std::string_view name_or_index);
+Expected<std::int64_t, std::string> find_csv_column(const CsvTable& table, std::string_view name_or_index);
 
 }  // namespace ferry::train

@@ -80,24 +80,24 @@ Dataset tail(const Dataset& d, std::int64_t from) {
   return out;
 }
 
-std::expected<void, std::string> check_row_shape(const TrainConfig& config, const torch::Tensor& inputs) {
+Expected<void, std::string> check_row_shape(const TrainConfig& config, const torch::Tensor& inputs) {
   const auto per_row = inputs.numel() / std::max<std::int64_t>(1, inputs.size(0));
   const auto want = feature_count(config.model);
   if (config.model.kind == ModelKind::transformer) {
     if (inputs.dim() != 2 || inputs.size(1) != want) {
-      return std::unexpected("data: language-model rows must hold model.context + 1 = " + std::to_string(want) + " tokens");
+      return Unexpected("data: language-model rows must hold model.context + 1 = " + std::to_string(want) + " tokens");
     }
   } else if (per_row != want) {
-    return std::unexpected("data: each sample has " + std::to_string(per_row) + " values but the model expects " +
+    return Unexpected("data: each sample has " + std::to_string(per_row) + " values but the model expects " +
                            std::to_string(want));
   }
   return {};
 }
 
 // MNIST IDX files stay memory-mapped; pixels become floats in [0, 1] per batch.
-std::expected<Dataset, std::string> mnist_part(const TrainConfig& config, bool train) {
+Expected<Dataset, std::string> mnist_part(const TrainConfig& config, bool train) {
   auto split = ferry::train::load_mnist_split(config.data.path, train);
-  if (!split) return std::unexpected("data: " + split.error());
+  if (!split) return Unexpected("data: " + split.error());
   auto owner = std::make_shared<MnistSplit>(std::move(*split));
   Dataset d;
   d.task = config.data.task;
@@ -108,14 +108,14 @@ std::expected<Dataset, std::string> mnist_part(const TrainConfig& config, bool t
   if (config.model.kind == ModelKind::mlp) d.inputs = d.inputs.view({owner->count, owner->rows * owner->cols});
   d.targets = torch::from_blob(labels, {owner->count}, torch::kByte);
   d.backing = owner;
-  if (auto ok = check_row_shape(config, d.inputs); !ok) return std::unexpected(ok.error());
+  if (auto ok = check_row_shape(config, d.inputs); !ok) return Unexpected(ok.error());
   return d;
 }
 
-std::expected<DataSplit, std::string> mnist_data(const TrainConfig& config) {
-  if (config.data.task != Task::classification) return std::unexpected("data: mnist is a classification dataset");
+Expected<DataSplit, std::string> mnist_data(const TrainConfig& config) {
+  if (config.data.task != Task::classification) return Unexpected("data: mnist is a classification dataset");
   auto train = mnist_part(config, true);
-  if (!train) return std::unexpected(train.error());
+  if (!train) return Unexpected(train.error());
   DataSplit split;
   split.train = std::move(*train);
   if (auto test = mnist_part(config, false)) {
@@ -141,32 +141,32 @@ std::optional<torch::ScalarType> torch_dtype(DType t) {
   return std::nullopt;
 }
 
-std::expected<torch::Tensor, std::string> map_tensor(const std::filesystem::path& path, std::shared_ptr<TensorFile>& keep) {
+Expected<torch::Tensor, std::string> map_tensor(const std::filesystem::path& path, std::shared_ptr<TensorFile>& keep) {
   auto file = TensorFile::open(path);
-  if (!file) return std::unexpected("data: " + file.error());
+  if (!file) return Unexpected("data: " + file.error());
   keep = std::make_shared<TensorFile>(std::move(*file));
   auto dtype = torch_dtype(keep->dtype());
-  if (!dtype) return std::unexpected("data: unsupported dtype in " + path.string());
+  if (!dtype) return Unexpected("data: unsupported dtype in " + path.string());
   // Read-only mapping: the loader only ever gathers from it (index_select never writes its source).
   return torch::from_blob(const_cast<void*>(keep->data()), keep->shape(), *dtype);
 }
 
 // .ftensor inputs (and targets unless language modelling) through mmap: pages load as batches touch them.
-std::expected<Dataset, std::string> tensor_data(const TrainConfig& config) {
+Expected<Dataset, std::string> tensor_data(const TrainConfig& config) {
   Dataset d;
   d.task = config.data.task;
   std::shared_ptr<TensorFile> inputs_file, labels_file;
   auto inputs = map_tensor(config.data.path, inputs_file);
-  if (!inputs) return std::unexpected(inputs.error());
+  if (!inputs) return Unexpected(inputs.error());
   d.inputs = *inputs;
   if (config.data.task != Task::language_model) {
-    if (config.data.labels_path.empty()) return std::unexpected("data: labels_path is required for this task");
+    if (config.data.labels_path.empty()) return Unexpected("data: labels_path is required for this task");
     auto labels = map_tensor(config.data.labels_path, labels_file);
-    if (!labels) return std::unexpected(labels.error());
-    if (labels->size(0) != d.inputs.size(0)) return std::unexpected("data: inputs and labels have different row counts");
+    if (!labels) return Unexpected(labels.error());
+    if (labels->size(0) != d.inputs.size(0)) return Unexpected("data: inputs and labels have different row counts");
     d.targets = config.data.task == Task::classification ? labels->reshape({labels->size(0)}) : *labels;
   }
-  if (auto ok = check_row_shape(config, d.inputs); !ok) return std::unexpected(ok.error());
+  if (auto ok = check_row_shape(config, d.inputs); !ok) return Unexpected(ok.error());
   if (config.model.kind == ModelKind::cnn && d.inputs.dim() == 2) {
     d.inputs = d.inputs.view({d.inputs.size(0), config.model.in_channels, config.model.image_size, config.model.image_size});
   }
@@ -176,19 +176,19 @@ std::expected<Dataset, std::string> tensor_data(const TrainConfig& config) {
 
 }  // namespace
 
-std::expected<DataSplit, std::string> load_data(const TrainConfig& config) {
+Expected<DataSplit, std::string> load_data(const TrainConfig& config) {
   if (config.data.source == DataSource::mnist) return mnist_data(config);
   Dataset all;
   if (config.data.source == DataSource::synthetic) {
     all = synthetic(config);
   } else {
     auto loaded = tensor_data(config);
-    if (!loaded) return std::unexpected(loaded.error());
+    if (!loaded) return Unexpected(loaded.error());
     all = std::move(*loaded);
   }
   const auto n = all.size();
   auto eval_n = static_cast<std::int64_t>(static_cast<double>(n) * config.data.eval_fraction);
-  if (eval_n >= n) return std::unexpected("data: eval_fraction leaves no training samples");
+  if (eval_n >= n) return Unexpected("data: eval_fraction leaves no training samples");
   DataSplit split;
   split.train = head(all, n - eval_n);
   split.eval = tail(all, n - eval_n);

@@ -3,12 +3,12 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <memory>
 #include <string>
 
 #include <torch/types.h>
 
+#include "remote-runtime/train/expected.hpp"
 #include "remote-runtime/train/train_config.hpp"
 
 namespace ferry::train {
@@ -30,7 +30,7 @@ struct DataSplit {
   Dataset eval;
 };
 
-std::expected<DataSplit, std::string> load_data(const TrainConfig& config);
+Expected<DataSplit, std::string> load_data(const TrainConfig& config);
 
 // The input and target tensors of a batch built from rows `rows` of `data` (rows on CPU, int64).
 struct Batch {

@@ -79,9 +79,9 @@ class C10dGroup : public ProcessGroupHandle {
 
 }  // namespace
 
-std::expected<DistributedEnv, std::string> distributed_env_from_environment() {
+Expected<DistributedEnv, std::string> distributed_env_from_environment() {
   auto launched = launcher_env_from_process();
-  if (!launched) return std::unexpected(launched.error());
+  if (!launched) return Unexpected(launched.error());
   DistributedEnv env;
   env.rank = launched->rank;
   env.world_size = launched->world_size;
@@ -110,7 +110,7 @@ std::string distributed_backends() {
   return out.empty() ? "none" : out;
 }
 
-std::expected<std::unique_ptr<ProcessGroupHandle>, std::string> ProcessGroupHandle::connect(const DistributedEnv& env,
+Expected<std::unique_ptr<ProcessGroupHandle>, std::string> ProcessGroupHandle::connect(const DistributedEnv& env,
                                                                                             [[maybe_unused]] bool cuda) {
 #if defined(FERRY_HAVE_C10D)
   try {
@@ -141,15 +141,15 @@ std::expected<std::unique_ptr<ProcessGroupHandle>, std::string> ProcessGroupHand
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, gloo_options);
     return std::make_unique<C10dGroup<c10d::ProcessGroupGloo>>(store, group, "gloo");
 #else
-    return std::unexpected(std::string("this ferry-train has c10d NCCL only (no Gloo headers at build time): "
+    return Unexpected(std::string("this ferry-train has c10d NCCL only (no Gloo headers at build time): "
                                        "multi-process runs need device cuda"));
 #endif
   } catch (const std::exception& e) {
-    return std::unexpected(std::string("distributed init failed: ") + e.what());
+    return Unexpected(std::string("distributed init failed: ") + e.what());
   }
 #else
   (void)env;
-  return std::unexpected("this ferry-train was built without torch.distributed (c10d Gloo or NCCL) support");
+  return Unexpected("this ferry-train was built without torch.distributed (c10d Gloo or NCCL) support");
 #endif
 }
 

@@ -2,12 +2,13 @@
 // it. Ranks come from the torchrun environment (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK).
 #pragma once
 
-#include <expected>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <ATen/Tensor.h>
+
+#include "remote-runtime/train/expected.hpp"
 
 namespace ferry::train {
 
@@ -21,7 +22,7 @@ struct DistributedEnv {
 
 // Reads the launcher's variables (torchrun's, or Slurm's: launcher_env.hpp); none means a single
 // process. Bad values are errors.
-std::expected<DistributedEnv, std::string> distributed_env_from_environment();
+Expected<DistributedEnv, std::string> distributed_env_from_environment();
 
 bool distributed_available();
 // The c10d backends compiled in, for --version: "gloo", "nccl", "gloo+nccl" or "none".
@@ -29,7 +30,7 @@ std::string distributed_backends();
 
 class ProcessGroupHandle {
  public:
-  static std::expected<std::unique_ptr<ProcessGroupHandle>, std::string> connect(const DistributedEnv& env, bool cuda);
+  static Expected<std::unique_ptr<ProcessGroupHandle>, std::string> connect(const DistributedEnv& env, bool cuda);
   virtual ~ProcessGroupHandle() = default;
   // Sums `grads` across ranks and divides by the world size, as one flattened bucket.
   virtual void average(const std::vector<at::Tensor>& grads) = 0;

@@ -5,10 +5,11 @@
 // Torch-free, so it is tested without LibTorch.
 #pragma once
 
-#include <expected>
 #include <functional>
 #include <optional>
 #include <string>
+
+#include "remote-runtime/train/expected.hpp"
 
 namespace ferry::train {
 
@@ -25,8 +26,8 @@ struct LauncherEnv {
 using GetEnv = std::function<std::optional<std::string>(const char* name)>;
 
 // Bad values are errors naming the variable.
-std::expected<LauncherEnv, std::string> launcher_env(const GetEnv& get);
-std::expected<LauncherEnv, std::string> launcher_env_from_process();
+Expected<LauncherEnv, std::string> launcher_env(const GetEnv& get);
+Expected<LauncherEnv, std::string> launcher_env_from_process();
 
 // The first host of a Slurm node list: "gpu[03-05,09],cpu1" -> "gpu03", "a,b" -> "a".
 std::string first_slurm_host(const std::string& nodelist);

@@ -19,6 +19,7 @@
 
 #include "remote-runtime/train/event_stream.hpp"
 #include "remote-runtime/train/pack_entry.hpp"
+#include "remote-runtime/train/std_compat.hpp"
 #include "remote-runtime/train/train_config.hpp"
 #include "remote-runtime/train/trainer.hpp"
 
@@ -111,7 +112,7 @@ std::optional<Args> parse_args(const std::vector<std::string>& argv) {
       auto v = value("--device");
       if (!v) return std::nullopt;
       args.run.device = *v;
-    } else if (a.starts_with("--")) {
+    } else if (ferry::starts_with(a, "--")) {
       usage_error("unknown option " + a);
       return std::nullopt;
     } else if (args.config.empty()) {
@@ -145,9 +146,9 @@ std::optional<int> free_loopback_port() {
 }
 
 // --nproc: this process becomes rank 0; ranks 1..N-1 are fresh copies of the executable.
-std::expected<std::vector<pid_t>, std::string> spawn_local_ranks(int nproc, const std::vector<std::string>& argv) {
+ferry::Expected<std::vector<pid_t>, std::string> spawn_local_ranks(int nproc, const std::vector<std::string>& argv) {
   auto port = free_loopback_port();
-  if (!port) return std::unexpected("no free loopback port for the rendezvous");
+  if (!port) return ferry::Unexpected("no free loopback port for the rendezvous");
   const std::string world = std::to_string(nproc);
   ::setenv("MASTER_ADDR", "127.0.0.1", 1);
   ::setenv("MASTER_PORT", std::to_string(*port).c_str(), 1);
@@ -174,7 +175,7 @@ std::expected<std::vector<pid_t>, std::string> spawn_local_ranks(int nproc, cons
     pid_t pid = 0;
     const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, cargv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return std::unexpected(std::string("spawning rank ") + std::to_string(rank) + ": " + std::strerror(rc));
+    if (rc != 0) return ferry::Unexpected(std::string("spawning rank ") + std::to_string(rank) + ": " + std::strerror(rc));
     pids.push_back(pid);
   }
   ::setenv("RANK", "0", 1);

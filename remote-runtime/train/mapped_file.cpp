@@ -12,18 +12,18 @@
 
 namespace ferry::train {
 
-std::expected<MappedFile, std::string> MappedFile::open(const std::filesystem::path& file) {
+Expected<MappedFile, std::string> MappedFile::open(const std::filesystem::path& file) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
+  if (fd < 0) return Unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    return std::unexpected("cannot stat " + file.string() + ": " + std::strerror(err));
+    return Unexpected("cannot stat " + file.string() + ": " + std::strerror(err));
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return std::unexpected(file.string() + " is not a regular file");
+    return Unexpected(file.string() + " is not a regular file");
   }
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size == 0) {
@@ -33,7 +33,7 @@ std::expected<MappedFile, std::string> MappedFile::open(const std::filesystem::p
   void* p = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   const int err = errno;
   ::close(fd);  // the mapping keeps the file alive
-  if (p == MAP_FAILED) return std::unexpected("cannot map " + file.string() + ": " + std::strerror(err));
+  if (p == MAP_FAILED) return Unexpected("cannot map " + file.string() + ": " + std::strerror(err));
   return MappedFile(static_cast<const std::byte*>(p), size);
 }
 

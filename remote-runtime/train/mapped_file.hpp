@@ -5,16 +5,17 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <expected>
 #include <filesystem>
-#include <span>
 #include <string>
+
+#include "remote-runtime/train/expected.hpp"
+#include "remote-runtime/train/span.hpp"
 
 namespace ferry::train {
 
 class MappedFile {
  public:
-  static std::expected<MappedFile, std::string> open(const std::filesystem::path& file);
+  static Expected<MappedFile, std::string> open(const std::filesystem::path& file);
 
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
@@ -22,7 +23,7 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();
 
-  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  Span<const std::byte> bytes() const { return {data_, size_}; }
   std::uint64_t size() const { return size_; }
 
  private:

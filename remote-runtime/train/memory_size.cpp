@@ -9,7 +9,7 @@
 
 namespace ferry::train {
 
-std::expected<std::int64_t, std::string> parse_memory_size(std::string_view text) {
+Expected<std::int64_t, std::string> parse_memory_size(std::string_view text) {
   const std::string bad = "expected a size such as \"4GiB\", \"512MiB\" or \"2GB\", got \"" + std::string(text) + "\"";
   std::size_t i = 0;
   double whole = 0;
@@ -19,7 +19,7 @@ std::expected<std::int64_t, std::string> parse_memory_size(std::string_view text
     ++i;
     ++digits;
   }
-  if (digits == 0 || digits > 18) return std::unexpected(bad);
+  if (digits == 0 || digits > 18) return Unexpected(bad);
   if (i < text.size() && text[i] == '.') {
     ++i;
     double scale = 0.1;
@@ -30,7 +30,7 @@ std::expected<std::int64_t, std::string> parse_memory_size(std::string_view text
       ++i;
       ++frac;
     }
-    if (frac == 0) return std::unexpected(bad);
+    if (frac == 0) return Unexpected(bad);
   }
   while (i < text.size() && text[i] == ' ') ++i;
   const std::string_view unit = text.substr(i);
@@ -41,12 +41,12 @@ std::expected<std::int64_t, std::string> parse_memory_size(std::string_view text
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
       const double bytes = std::floor(whole * factor);
-      if (bytes < 1) return std::unexpected("a memory size must be at least 1 byte, got \"" + std::string(text) + "\"");
-      if (bytes >= 9.2e18) return std::unexpected("memory size too large: \"" + std::string(text) + "\"");
+      if (bytes < 1) return Unexpected("a memory size must be at least 1 byte, got \"" + std::string(text) + "\"");
+      if (bytes >= 9.2e18) return Unexpected("memory size too large: \"" + std::string(text) + "\"");
       return static_cast<std::int64_t>(bytes);
     }
   }
-  return std::unexpected(bad);
+  return Unexpected(bad);
 }
 
 std::string format_bytes(double bytes) {

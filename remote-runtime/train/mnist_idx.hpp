@@ -3,13 +3,13 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <filesystem>
-#include <span>
 #include <string>
 #include <vector>
 
+#include "remote-runtime/train/expected.hpp"
 #include "remote-runtime/train/mapped_file.hpp"
+#include "remote-runtime/train/span.hpp"
 
 namespace ferry::train {
 
@@ -23,14 +23,14 @@ struct IdxHeader {
 };
 
 std::size_t idx_type_size(IdxType type);
-std::expected<IdxHeader, std::string> parse_idx_header(std::span<const std::byte> bytes, std::uint64_t file_size);
+Expected<IdxHeader, std::string> parse_idx_header(Span<const std::byte> bytes, std::uint64_t file_size);
 
 class IdxFile {
  public:
-  static std::expected<IdxFile, std::string> open(const std::filesystem::path& file);
+  static Expected<IdxFile, std::string> open(const std::filesystem::path& file);
   const IdxHeader& header() const { return header_; }
   // Raw big-endian data (for u8/i8 it is simply the values).
-  std::span<const std::byte> data() const { return map_.bytes().subspan(header_.data_offset, header_.data_bytes); }
+  Span<const std::byte> data() const { return map_.bytes().subspan(header_.data_offset, header_.data_bytes); }
 
  private:
   IdxFile(MappedFile map, IdxHeader header) : map_(std::move(map)), header_(std::move(header)) {}
@@ -53,6 +53,6 @@ struct MnistSplit {
 
 // Finds train-images-idx3-ubyte / train-labels-idx1-ubyte (or t10k-* for the test split; the
 // "train-images.idx3-ubyte" spelling too) in `dir` and checks they belong together.
-std::expected<MnistSplit, std::string> load_mnist_split(const std::filesystem::path& dir, bool train);
+Expected<MnistSplit, std::string> load_mnist_split(const std::filesystem::path& dir, bool train);
 
 }  // namespace ferry::train

@@ -20,30 +20,30 @@ class DictParser {
  public:
   explicit DictParser(std::string_view text) : s_(text) {}
 
-  std::expected<std::map<std::string, std::string>, std::string> parse() {
+  Expected<std::map<std::string, std::string>, std::string> parse() {
     skip_ws();
-    if (!eat('{')) return std::unexpected("header is not a dict");
+    if (!eat('{')) return Unexpected("header is not a dict");
     std::map<std::string, std::string> out;
     while (true) {
       skip_ws();
       if (eat('}')) break;
       auto key = quoted();
-      if (!key) return std::unexpected("expected a quoted key in the header dict");
+      if (!key) return Unexpected("expected a quoted key in the header dict");
       skip_ws();
-      if (!eat(':')) return std::unexpected("expected ':' after '" + *key + "'");
+      if (!eat(':')) return Unexpected("expected ':' after '" + *key + "'");
       skip_ws();
       auto value = raw_value();
-      if (!value) return std::unexpected("bad value for '" + *key + "'");
-      if (out.contains(*key)) return std::unexpected("duplicate key '" + *key + "'");
+      if (!value) return Unexpected("bad value for '" + *key + "'");
+      if (out.count(*key) != 0) return Unexpected("duplicate key '" + *key + "'");
       out[*key] = *value;
       skip_ws();
       if (eat(',')) continue;
       skip_ws();
       if (eat('}')) break;
-      return std::unexpected("expected ',' or '}' in the header dict");
+      return Unexpected("expected ',' or '}' in the header dict");
     }
     skip_ws();
-    if (pos_ != s_.size()) return std::unexpected("trailing bytes after the header dict");
+    if (pos_ != s_.size()) return Unexpected("trailing bytes after the header dict");
     return out;
   }
 
@@ -96,7 +96,7 @@ class DictParser {
   std::size_t pos_ = 0;
 };
 
-std::expected<std::vector<std::int64_t>, std::string> parse_shape(const std::string& tuple) {
+Expected<std::vector<std::int64_t>, std::string> parse_shape(const std::string& tuple) {
   std::vector<std::int64_t> shape;
   std::string_view s(tuple);
   s.remove_prefix(1);
@@ -105,11 +105,11 @@ std::expected<std::vector<std::int64_t>, std::string> parse_shape(const std::str
   while (true) {
     while (i < s.size() && s[i] == ' ') ++i;
     if (i == s.size()) break;
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return std::unexpected("bad shape " + tuple);
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return Unexpected("bad shape " + tuple);
     std::uint64_t v = 0;
     std::size_t digits = 0;
     while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
-      if (++digits > 18) return std::unexpected("shape dimension too large in " + tuple);
+      if (++digits > 18) return Unexpected("shape dimension too large in " + tuple);
       v = v * 10 + static_cast<std::uint64_t>(s[i] - '0');
       ++i;
     }
@@ -118,58 +118,58 @@ std::expected<std::vector<std::int64_t>, std::string> parse_shape(const std::str
     shape.push_back(static_cast<std::int64_t>(v));
     while (i < s.size() && s[i] == ' ') ++i;
     if (i == s.size()) break;
-    if (s[i] != ',') return std::unexpected("bad shape " + tuple);
+    if (s[i] != ',') return Unexpected("bad shape " + tuple);
     ++i;  // a trailing comma, as in (4,), is Python's one-tuple
   }
-  if (shape.size() > static_cast<std::size_t>(kTensorMaxRank)) return std::unexpected("rank " + std::to_string(shape.size()) + " is over 8");
+  if (shape.size() > static_cast<std::size_t>(kTensorMaxRank)) return Unexpected("rank " + std::to_string(shape.size()) + " is over 8");
   return shape;
 }
 
 }  // namespace
 
-std::expected<NpyHeader, std::string> parse_npy_header(std::span<const std::byte> b, std::uint64_t file_size) {
-  if (b.size() > file_size) return std::unexpected("header buffer larger than the file");
-  if (b.size() < 10 || std::memcmp(b.data(), kMagic, sizeof kMagic) != 0) return std::unexpected("not a .npy file: bad magic");
+Expected<NpyHeader, std::string> parse_npy_header(Span<const std::byte> b, std::uint64_t file_size) {
+  if (b.size() > file_size) return Unexpected("header buffer larger than the file");
+  if (b.size() < 10 || std::memcmp(b.data(), kMagic, sizeof kMagic) != 0) return Unexpected("not a .npy file: bad magic");
   const int major = static_cast<int>(b[6]);
   std::uint64_t header_len = 0, prefix = 0;
   if (major == 1) {
     header_len = static_cast<std::uint64_t>(b[8]) | static_cast<std::uint64_t>(b[9]) << 8;
     prefix = 10;
   } else if (major == 2 || major == 3) {
-    if (b.size() < 12) return std::unexpected("truncated .npy header");
+    if (b.size() < 12) return Unexpected("truncated .npy header");
     header_len = 0;
     for (int i = 0; i < 4; ++i) header_len |= static_cast<std::uint64_t>(b[8 + i]) << (8 * i);
     prefix = 12;
   } else {
-    return std::unexpected("unsupported .npy format version " + std::to_string(major));
+    return Unexpected("unsupported .npy format version " + std::to_string(major));
   }
-  if (header_len > 1 << 20) return std::unexpected(".npy header length " + std::to_string(header_len) + " is implausible");
-  if (prefix + header_len > b.size()) return std::unexpected("truncated .npy header");
+  if (header_len > 1 << 20) return Unexpected(".npy header length " + std::to_string(header_len) + " is implausible");
+  if (prefix + header_len > b.size()) return Unexpected("truncated .npy header");
   std::string_view text(reinterpret_cast<const char*>(b.data() + prefix), header_len);
   // Version 1/2 headers are latin-1, version 3 utf-8; the keys and values used are ASCII either way.
   auto dict = DictParser(text).parse();
-  if (!dict) return std::unexpected(".npy header: " + dict.error());
+  if (!dict) return Unexpected(".npy header: " + dict.error());
   for (const auto& [key, value] : *dict) {
-    if (key != "descr" && key != "fortran_order" && key != "shape") return std::unexpected(".npy header: unknown key '" + key + "'");
+    if (key != "descr" && key != "fortran_order" && key != "shape") return Unexpected(".npy header: unknown key '" + key + "'");
   }
-  if (!dict->contains("descr") || !dict->contains("fortran_order") || !dict->contains("shape")) {
-    return std::unexpected(".npy header must have descr, fortran_order and shape");
+  if (dict->count("descr") == 0 || dict->count("fortran_order") == 0 || dict->count("shape") == 0) {
+    return Unexpected(".npy header must have descr, fortran_order and shape");
   }
   NpyHeader h;
   const std::string& descr = dict->at("descr");
   if (descr.size() < 2 || descr.front() != '\'') {
-    return std::unexpected("structured .npy arrays are not supported (descr " + descr + ")");
+    return Unexpected("structured .npy arrays are not supported (descr " + descr + ")");
   }
   h.descr = descr.substr(1, descr.size() - 2);
   const std::string& fortran = dict->at("fortran_order");
   if (fortran == "True") {
-    return std::unexpected("Fortran-order .npy arrays are not supported: save with np.save(path, np.ascontiguousarray(a))");
+    return Unexpected("Fortran-order .npy arrays are not supported: save with np.save(path, np.ascontiguousarray(a))");
   }
-  if (fortran != "False") return std::unexpected(".npy header: fortran_order must be True or False");
+  if (fortran != "False") return Unexpected(".npy header: fortran_order must be True or False");
   const std::string& shape = dict->at("shape");
-  if (shape.front() != '(') return std::unexpected(".npy header: shape must be a tuple");
+  if (shape.front() != '(') return Unexpected(".npy header: shape must be a tuple");
   auto dims = parse_shape(shape);
-  if (!dims) return std::unexpected(".npy header: " + dims.error());
+  if (!dims) return Unexpected(".npy header: " + dims.error());
   h.shape = std::move(*dims);
 
   static const struct {
@@ -188,9 +188,9 @@ std::expected<NpyHeader, std::string> parse_npy_header(std::span<const std::byte
   }
   if (!known) {
     if (!h.descr.empty() && h.descr[0] == '>') {
-      return std::unexpected("big-endian .npy arrays are not supported (descr " + h.descr + "): save a.astype('<" + h.descr.substr(1) + "')");
+      return Unexpected("big-endian .npy arrays are not supported (descr " + h.descr + "): save a.astype('<" + h.descr.substr(1) + "')");
     }
-    return std::unexpected("unsupported .npy dtype " + h.descr + " (supported: f2 f4 f8 i1 i4 i8 u1 b1, little-endian)");
+    return Unexpected("unsupported .npy dtype " + h.descr + " (supported: f2 f4 f8 i1 i4 i8 u1 b1, little-endian)");
   }
   h.data_offset = prefix + header_len;
   std::uint64_t elements = 1;
@@ -201,7 +201,7 @@ std::expected<NpyHeader, std::string> parse_npy_header(std::span<const std::byte
   const std::uint64_t available = (file_size - std::min(file_size, h.data_offset)) / static_cast<std::uint64_t>(h.item_size);
   if (!zero) {
     for (auto d : h.shape) {
-      if (elements > available / static_cast<std::uint64_t>(d)) return std::unexpected(".npy shape needs more data than the file holds");
+      if (elements > available / static_cast<std::uint64_t>(d)) return Unexpected(".npy shape needs more data than the file holds");
       elements *= static_cast<std::uint64_t>(d);
     }
   } else {
@@ -209,7 +209,7 @@ std::expected<NpyHeader, std::string> parse_npy_header(std::span<const std::byte
   }
   h.data_bytes = elements * static_cast<std::uint64_t>(h.item_size);
   if (h.data_offset + h.data_bytes != file_size) {
-    return std::unexpected(".npy file size " + std::to_string(file_size) + " does not match its header (" + std::to_string(h.data_offset) +
+    return Unexpected(".npy file size " + std::to_string(file_size) + " does not match its header (" + std::to_string(h.data_offset) +
                            " + " + std::to_string(h.data_bytes) + " data bytes)");
   }
   return h;

@@ -2,10 +2,11 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
-#include <span>
 #include <string>
 #include <vector>
+
+#include "remote-runtime/train/expected.hpp"
+#include "remote-runtime/train/span.hpp"
 
 namespace ferry::train {
 
@@ -22,7 +23,7 @@ struct NpyHeader {
 // Validates magic, version, the header dict and the data size against the whole file.
 // Fortran order, big-endian and object/structured dtypes are rejected with a message that says
 // how to re-save the array.
-std::expected<NpyHeader, std::string> parse_npy_header(std::span<const std::byte> bytes, std::uint64_t file_size);
+Expected<NpyHeader, std::string> parse_npy_header(Span<const std::byte> bytes, std::uint64_t file_size);
 
 // Value of element `index` (caller keeps it in range) as a double.
 double npy_element(const NpyHeader& header, const std::byte* data, std::uint64_t index);

@@ -4,8 +4,9 @@
 #pragma once
 
 #include <chrono>
-#include <expected>
 #include <string>
+
+#include "remote-runtime/train/expected.hpp"
 
 namespace ferry::train {
 
@@ -17,13 +18,13 @@ struct HttpUrl {
   std::string redacted() const;  // scheme://host:port/… : no path, query or credentials, for messages
 };
 
-std::expected<HttpUrl, std::string> parse_http_url(const std::string& url);
+Expected<HttpUrl, std::string> parse_http_url(const std::string& url);
 
 // POSTs `body` as application/json; returns the HTTP status code.
-std::expected<int, std::string> http_post_json(const HttpUrl& url, const std::string& body,
+Expected<int, std::string> http_post_json(const HttpUrl& url, const std::string& body,
                                                std::chrono::milliseconds timeout);
 
 // Runs `command` with /bin/sh -c, `done_json` in FERRY_TRAIN_DONE; returns the exit status.
-std::expected<int, std::string> run_shell_command(const std::string& command, const std::string& done_json);
+Expected<int, std::string> run_shell_command(const std::string& command, const std::string& done_json);
 
 }  // namespace ferry::train

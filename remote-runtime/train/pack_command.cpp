@@ -11,6 +11,7 @@
 
 #include "remote-runtime/train/mapped_file.hpp"
 #include "remote-runtime/train/npy_file.hpp"
+#include "remote-runtime/train/std_compat.hpp"
 
 namespace ferry::train {
 namespace {
@@ -71,7 +72,7 @@ bool encode(DType dtype, double v, std::byte* out) {
 }
 
 template <typename Get>
-std::expected<void, std::string> write_converted(TensorFileWriter& w, DType dtype, std::uint64_t count, Get get) {
+Expected<void, std::string> write_converted(TensorFileWriter& w, DType dtype, std::uint64_t count, Get get) {
   const std::size_t size = dtype_size(dtype);
   std::vector<std::byte> chunk;
   chunk.reserve(kChunkBytes);
@@ -81,7 +82,7 @@ std::expected<void, std::string> write_converted(TensorFileWriter& w, DType dtyp
     if (!encode(dtype, v, chunk.data() + chunk.size() - size)) {
       std::ostringstream msg;
       msg << "element " << i << " (" << v << ") cannot be stored as " << dtype_name(dtype);
-      return std::unexpected(msg.str());
+      return Unexpected(msg.str());
     }
     if (chunk.size() + size > kChunkBytes) {
       if (auto r = w.write(chunk); !r) return r;
@@ -112,42 +113,42 @@ std::filesystem::path default_labels_path(const std::filesystem::path& output) {
   return p;
 }
 
-std::expected<std::vector<PackedFile>, std::string> pack_npy(const PackOptions& o) {
-  if (o.labels_column) return std::unexpected("--labels applies to CSV input; pack a .npy of targets as its own file");
+Expected<std::vector<PackedFile>, std::string> pack_npy(const PackOptions& o) {
+  if (o.labels_column) return Unexpected("--labels applies to CSV input; pack a .npy of targets as its own file");
   auto map = MappedFile::open(o.input);
-  if (!map) return std::unexpected(map.error());
+  if (!map) return Unexpected(map.error());
   auto h = parse_npy_header(map->bytes(), map->size());
-  if (!h) return std::unexpected(o.input.string() + ": " + h.error());
-  if (h->shape.empty()) return std::unexpected(o.input.string() + ": a 0-d (scalar) array is not a dataset");
+  if (!h) return Unexpected(o.input.string() + ": " + h.error());
+  if (h->shape.empty()) return Unexpected(o.input.string() + ": a 0-d (scalar) array is not a dataset");
   const DType dtype = o.dtype.value_or(natural_dtype(*h));
   auto w = TensorFileWriter::create(o.output, dtype, h->shape);
-  if (!w) return std::unexpected(w.error());
+  if (!w) return Unexpected(w.error());
   const std::byte* data = map->bytes().data() + h->data_offset;
   const std::uint64_t count = h->data_bytes / static_cast<std::uint64_t>(h->item_size);
   if (same_layout(*h, dtype)) {
     for (std::uint64_t off = 0; off < h->data_bytes; off += kChunkBytes) {
       const auto n = std::min<std::uint64_t>(kChunkBytes, h->data_bytes - off);
-      if (auto r = w->write({data + off, static_cast<std::size_t>(n)}); !r) return std::unexpected(r.error());
+      if (auto r = w->write({data + off, static_cast<std::size_t>(n)}); !r) return Unexpected(r.error());
     }
   } else if (auto r = write_converted(*w, dtype, count, [&](std::uint64_t i) { return npy_element(*h, data, i); }); !r) {
-    return std::unexpected(o.input.string() + ": " + r.error());
+    return Unexpected(o.input.string() + ": " + r.error());
   }
-  if (auto r = w->commit(); !r) return std::unexpected(r.error());
+  if (auto r = w->commit(); !r) return Unexpected(r.error());
   return std::vector<PackedFile>{{o.output, dtype, h->shape}};
 }
 
-std::expected<std::vector<PackedFile>, std::string> pack_csv(const PackOptions& o) {
+Expected<std::vector<PackedFile>, std::string> pack_csv(const PackOptions& o) {
   std::ifstream in(o.input, std::ios::binary);
-  if (!in) return std::unexpected("cannot open " + o.input.string());
+  if (!in) return Unexpected("cannot open " + o.input.string());
   std::ostringstream text;
   text << in.rdbuf();
   auto table = parse_csv_table(text.str(), o.header);
-  if (!table) return std::unexpected(o.input.string() + ": " + table.error());
+  if (!table) return Unexpected(o.input.string() + ": " + table.error());
   std::optional<std::int64_t> label_col;
   if (o.labels_column) {
     auto c = find_csv_column(*table, *o.labels_column);
-    if (!c) return std::unexpected(o.input.string() + ": " + c.error());
-    if (table->cols < 2) return std::unexpected(o.input.string() + ": the label column is the only column");
+    if (!c) return Unexpected(o.input.string() + ": " + c.error());
+    if (table->cols < 2) return Unexpected(o.input.string() + ": the label column is the only column");
     label_col = *c;
   }
   const std::int64_t rows = table->rows, cols = table->cols;
@@ -157,15 +158,15 @@ std::expected<std::vector<PackedFile>, std::string> pack_csv(const PackOptions& 
   {
     const std::vector<std::int64_t> shape = {rows, feature_cols};
     auto w = TensorFileWriter::create(o.output, dtype, shape);
-    if (!w) return std::unexpected(w.error());
+    if (!w) return Unexpected(w.error());
     auto r = write_converted(*w, dtype, static_cast<std::uint64_t>(rows * feature_cols), [&](std::uint64_t i) {
       const auto row = static_cast<std::int64_t>(i) / feature_cols;
       auto col = static_cast<std::int64_t>(i) % feature_cols;
       if (label_col && col >= *label_col) ++col;  // skip over the label column
       return table->values[static_cast<std::size_t>(row * cols + col)];
     });
-    if (!r) return std::unexpected(o.input.string() + ": " + r.error());
-    if (auto c = w->commit(); !c) return std::unexpected(c.error());
+    if (!r) return Unexpected(o.input.string() + ": " + r.error());
+    if (auto c = w->commit(); !c) return Unexpected(c.error());
     out.push_back({o.output, dtype, shape});
   }
   if (label_col) {
@@ -179,21 +180,21 @@ std::expected<std::vector<PackedFile>, std::string> pack_csv(const PackOptions& 
     const auto path = o.labels_output.value_or(default_labels_path(o.output));
     const std::vector<std::int64_t> shape = {rows};
     auto w = TensorFileWriter::create(path, label_dtype, shape);
-    if (!w) return std::unexpected(w.error());
+    if (!w) return Unexpected(w.error());
     auto r = write_converted(*w, label_dtype, static_cast<std::uint64_t>(rows),
                              [&](std::uint64_t i) { return table->values[static_cast<std::size_t>(static_cast<std::int64_t>(i) * cols + *label_col)]; });
-    if (!r) return std::unexpected(r.error());
-    if (auto c = w->commit(); !c) return std::unexpected(c.error());
+    if (!r) return Unexpected(r.error());
+    if (auto c = w->commit(); !c) return Unexpected(c.error());
     out.push_back({path, label_dtype, shape});
   }
   return out;
 }
 
-std::expected<std::vector<PackedFile>, std::string> pack(const PackOptions& o) {
+Expected<std::vector<PackedFile>, std::string> pack(const PackOptions& o) {
   const std::string ext = lower_extension(o.input);
   if (ext == ".npy") return pack_npy(o);
   if (ext == ".csv") return pack_csv(o);
-  return std::unexpected(o.input.string() + ": unknown input type (want .npy or .csv)");
+  return Unexpected(o.input.string() + ": unknown input type (want .npy or .csv)");
 }
 
 int run_pack(const std::vector<std::string>& args) {
@@ -234,7 +235,7 @@ int run_pack(const std::vector<std::string>& args) {
       o.header = CsvHeaderMode::present;
     } else if (a == "--no-header") {
       o.header = CsvHeaderMode::absent;
-    } else if (a.starts_with("-") && a != "-") {
+    } else if (starts_with(a, "-") && a != "-") {
       return usage_error("unknown option " + a);
     } else if (!have_input) {
       o.input = a;

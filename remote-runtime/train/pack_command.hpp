@@ -3,13 +3,13 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "remote-runtime/train/csv_table.hpp"
+#include "remote-runtime/train/expected.hpp"
 #include "remote-runtime/train/tensor_file.hpp"
 
 namespace ferry::train {
@@ -32,9 +32,9 @@ struct PackedFile {
 // The default labels path: "data.ftensor" -> "data.labels.ftensor".
 std::filesystem::path default_labels_path(const std::filesystem::path& output);
 
-std::expected<std::vector<PackedFile>, std::string> pack_npy(const PackOptions& options);
-std::expected<std::vector<PackedFile>, std::string> pack_csv(const PackOptions& options);
-std::expected<std::vector<PackedFile>, std::string> pack(const PackOptions& options);  // by extension
+Expected<std::vector<PackedFile>, std::string> pack_npy(const PackOptions& options);
+Expected<std::vector<PackedFile>, std::string> pack_csv(const PackOptions& options);
+Expected<std::vector<PackedFile>, std::string> pack(const PackOptions& options);  // by extension
 
 // The sub-command: `args` are the words after "pack". Prints one line per written file on stdout,
 // errors on stderr. Returns 0, 1 (conversion failed) or 2 (bad usage).

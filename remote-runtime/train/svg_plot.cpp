@@ -241,20 +241,20 @@ std::string render_svg_plot(const PlotData& data) {
   return out;
 }
 
-std::expected<void, std::string> write_svg_plot(const std::filesystem::path& file, const PlotData& data) {
+Expected<void, std::string> write_svg_plot(const std::filesystem::path& file, const PlotData& data) {
   const std::string svg = render_svg_plot(data);
   std::filesystem::path tmp = file;
   tmp += ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return std::unexpected("cannot write " + tmp.string());
+    if (!out) return Unexpected("cannot write " + tmp.string());
     out << svg;
     out.flush();
-    if (!out) return std::unexpected("write failed: " + tmp.string());
+    if (!out) return Unexpected("write failed: " + tmp.string());
   }
   std::error_code ec;
   std::filesystem::rename(tmp, file, ec);
-  if (ec) return std::unexpected("cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
+  if (ec) return Unexpected("cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
   return {};
 }
 

@@ -3,10 +3,11 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "remote-runtime/train/expected.hpp"
 
 namespace ferry::train {
 
@@ -27,6 +28,6 @@ struct PlotData {
 
 std::string render_svg_plot(const PlotData& data);
 // Written atomically (temp file + rename) so a viewer never sees half a plot.
-std::expected<void, std::string> write_svg_plot(const std::filesystem::path& file, const PlotData& data);
+Expected<void, std::string> write_svg_plot(const std::filesystem::path& file, const PlotData& data);
 
 }  // namespace ferry::train

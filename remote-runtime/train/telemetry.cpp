@@ -96,11 +96,11 @@ std::string event_line(const Event& event, double unix_time) {
   return line.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::expected<MetricsCsv, std::string> MetricsCsv::open(const std::filesystem::path& file, bool append) {
+Expected<MetricsCsv, std::string> MetricsCsv::open(const std::filesystem::path& file, bool append) {
   std::error_code ec;
   const bool has_rows = append && std::filesystem::exists(file, ec) && std::filesystem::file_size(file, ec) > 0;
   std::FILE* f = std::fopen(file.c_str(), append ? "ab" : "wb");
-  if (f == nullptr) return std::unexpected("cannot open " + file.string() + " for writing");
+  if (f == nullptr) return Unexpected("cannot open " + file.string() + " for writing");
   if (!has_rows) {
     std::string header;
     for (const char* c : kColumns) {
@@ -161,16 +161,16 @@ TelemetryWriter::~TelemetryWriter() {
   if (events_ != nullptr) std::fclose(events_);
 }
 
-std::expected<void, std::string> TelemetryWriter::open_output(const std::filesystem::path& dir, bool append) {
+Expected<void, std::string> TelemetryWriter::open_output(const std::filesystem::path& dir, bool append) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return std::unexpected("cannot create " + dir.string() + ": " + ec.message());
+  if (ec) return Unexpected("cannot create " + dir.string() + ": " + ec.message());
   std::FILE* events = std::fopen((dir / "events.jsonl").c_str(), append ? "ab" : "wb");
-  if (events == nullptr) return std::unexpected("cannot open " + (dir / "events.jsonl").string());
+  if (events == nullptr) return Unexpected("cannot open " + (dir / "events.jsonl").string());
   auto csv = MetricsCsv::open(dir / "metrics.csv", append);
   if (!csv) {
     std::fclose(events);
-    return std::unexpected(csv.error());
+    return Unexpected(csv.error());
   }
   if (events_ != nullptr) std::fclose(events_);
   events_ = events;
@@ -200,8 +200,8 @@ void TelemetryWriter::emit(const Event& event) {
   }
 }
 
-std::expected<void, std::string> TelemetryWriter::write_plot() const {
-  if (dir_.empty()) return std::unexpected("no output directory");
+Expected<void, std::string> TelemetryWriter::write_plot() const {
+  if (dir_.empty()) return Unexpected("no output directory");
   return write_svg_plot(dir_ / "plot.svg", plot_);
 }
 

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <expected>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -12,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "remote-runtime/train/expected.hpp"
 #include "remote-runtime/train/nvml.hpp"
 #include "remote-runtime/train/svg_plot.hpp"
 
@@ -93,7 +93,7 @@ class MetricsCsv {
                                              "eval_loss", "eval_accuracy", "gpu_util_percent", "gpu_mem_used_bytes", "gpu_power_w",
                                              "gpu_temp_c"};
   // append: keep existing rows (a resumed run); the header is written only to a new file.
-  static std::expected<MetricsCsv, std::string> open(const std::filesystem::path& file, bool append);
+  static Expected<MetricsCsv, std::string> open(const std::filesystem::path& file, bool append);
   MetricsCsv(MetricsCsv&&) noexcept;
   MetricsCsv& operator=(MetricsCsv&&) noexcept;
   ~MetricsCsv();
@@ -113,7 +113,7 @@ class TelemetryWriter {
   ~TelemetryWriter();
 
   // Starts events.jsonl and metrics.csv in `dir` (created if missing); plot.svg goes there too.
-  std::expected<void, std::string> open_output(const std::filesystem::path& dir, bool append);
+  Expected<void, std::string> open_output(const std::filesystem::path& dir, bool append);
   void set_title(std::string title) { plot_.title = std::move(title); }
 
   void emit(const Event& event);
@@ -122,7 +122,7 @@ class TelemetryWriter {
     emit(to_event(record));
   }
 
-  std::expected<void, std::string> write_plot() const;
+  Expected<void, std::string> write_plot() const;
   const PlotData& plot_data() const { return plot_; }
 
  private:

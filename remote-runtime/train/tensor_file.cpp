@@ -5,21 +5,23 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <utility>
 
+#include "remote-runtime/train/std_compat.hpp"
+
 namespace ferry::train {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "ferry-train's file formats assume a little-endian host");
+// GCC and Clang predefine these (std::endian is C++20).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "ferry-train's file formats assume a little-endian host");
 
 constexpr char kMagic[6] = {'F', 'T', 'N', 'S', 'R', '\0'};
 constexpr std::size_t kFixedHeader = 24;
 
-std::uint64_t read_le(std::span<const std::byte> b, std::size_t at, std::size_t width) {
+std::uint64_t read_le(Span<const std::byte> b, std::size_t at, std::size_t width) {
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < width; ++i) v |= static_cast<std::uint64_t>(b[at + i]) << (8 * i);
   return v;
@@ -70,53 +72,53 @@ std::uint64_t TensorHeader::elements() const {
   return n;
 }
 
-std::expected<TensorHeader, std::string> parse_tensor_header(std::span<const std::byte> b, std::uint64_t file_size) {
-  if (b.size() > file_size) return std::unexpected("header buffer larger than the file");
-  if (b.size() < kFixedHeader) return std::unexpected("not an .ftensor file: shorter than the 24-byte header");
-  if (std::memcmp(b.data(), kMagic, sizeof kMagic) != 0) return std::unexpected("not an .ftensor file: bad magic (want \"FTNSR\\0\")");
+Expected<TensorHeader, std::string> parse_tensor_header(Span<const std::byte> b, std::uint64_t file_size) {
+  if (b.size() > file_size) return Unexpected("header buffer larger than the file");
+  if (b.size() < kFixedHeader) return Unexpected("not an .ftensor file: shorter than the 24-byte header");
+  if (std::memcmp(b.data(), kMagic, sizeof kMagic) != 0) return Unexpected("not an .ftensor file: bad magic (want \"FTNSR\\0\")");
   const auto version = read_le(b, 6, 2);
-  if (version != kTensorVersion) return std::unexpected("unsupported .ftensor version " + std::to_string(version) + " (this build reads 1)");
+  if (version != kTensorVersion) return Unexpected("unsupported .ftensor version " + std::to_string(version) + " (this build reads 1)");
   const auto dtype_code = static_cast<std::uint8_t>(b[8]);
-  if (dtype_code < 1 || dtype_code > 6) return std::unexpected("bad dtype code " + std::to_string(dtype_code));
+  if (dtype_code < 1 || dtype_code > 6) return Unexpected("bad dtype code " + std::to_string(dtype_code));
   const int rank = static_cast<int>(b[9]);
-  if (rank < 1 || rank > kTensorMaxRank) return std::unexpected("bad rank " + std::to_string(rank) + " (1..8)");
-  if (read_le(b, 10, 2) != 0 || read_le(b, 12, 4) != 0) return std::unexpected("reserved header bytes are not zero");
+  if (rank < 1 || rank > kTensorMaxRank) return Unexpected("bad rank " + std::to_string(rank) + " (1..8)");
+  if (read_le(b, 10, 2) != 0 || read_le(b, 12, 4) != 0) return Unexpected("reserved header bytes are not zero");
   TensorHeader h;
   h.dtype = static_cast<DType>(dtype_code);
   h.data_offset = read_le(b, 16, 8);
   const std::size_t shape_end = kFixedHeader + 8 * static_cast<std::size_t>(rank);
-  if (h.data_offset % kTensorAlignment != 0) return std::unexpected("data offset " + std::to_string(h.data_offset) + " is not 64-byte aligned");
-  if (h.data_offset < shape_end) return std::unexpected("data offset overlaps the header");
-  if (h.data_offset > file_size) return std::unexpected("data offset beyond the end of the file");
-  if (b.size() < shape_end) return std::unexpected("truncated header: the shape is cut off");
+  if (h.data_offset % kTensorAlignment != 0) return Unexpected("data offset " + std::to_string(h.data_offset) + " is not 64-byte aligned");
+  if (h.data_offset < shape_end) return Unexpected("data offset overlaps the header");
+  if (h.data_offset > file_size) return Unexpected("data offset beyond the end of the file");
+  if (b.size() < shape_end) return Unexpected("truncated header: the shape is cut off");
   // Products are bounded by the file size, so no overflow: each step is checked before it multiplies.
   std::uint64_t elements = 1;
   const std::uint64_t max_elements = (file_size - h.data_offset) / dtype_size(h.dtype);
   bool zero = false;
   for (int i = 0; i < rank; ++i) {
     const std::uint64_t d = read_le(b, kFixedHeader + 8 * static_cast<std::size_t>(i), 8);
-    if (d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::unexpected("dimension " + std::to_string(i) + " is too large");
+    if (d > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return Unexpected("dimension " + std::to_string(i) + " is too large");
     h.shape.push_back(static_cast<std::int64_t>(d));
     if (d == 0) zero = true;
     if (!zero) {
-      if (elements > max_elements / d) return std::unexpected("the shape needs more data than the file holds");
+      if (elements > max_elements / d) return Unexpected("the shape needs more data than the file holds");
       elements *= d;
     }
   }
   if (zero) elements = 0;
   h.data_bytes = elements * dtype_size(h.dtype);
   if (h.data_offset + h.data_bytes != file_size) {
-    return std::unexpected("file size " + std::to_string(file_size) + " does not match the header (" +
+    return Unexpected("file size " + std::to_string(file_size) + " does not match the header (" +
                            std::to_string(h.data_offset) + " + " + std::to_string(h.data_bytes) + " data bytes)");
   }
   // The padding must be zero: it keeps files byte-identical for identical content.
   for (std::size_t i = shape_end; i < b.size() && i < h.data_offset; ++i) {
-    if (b[i] != std::byte{0}) return std::unexpected("header padding is not zero");
+    if (b[i] != std::byte{0}) return Unexpected("header padding is not zero");
   }
   return h;
 }
 
-std::vector<std::byte> encode_tensor_header(DType dtype, std::span<const std::int64_t> shape) {
+std::vector<std::byte> encode_tensor_header(DType dtype, Span<const std::int64_t> shape) {
   const std::size_t shape_end = kFixedHeader + 8 * shape.size();
   const std::size_t offset = (shape_end + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
   std::vector<std::byte> out(offset, std::byte{0});
@@ -129,13 +131,13 @@ std::vector<std::byte> encode_tensor_header(DType dtype, std::span<const std::in
   return out;
 }
 
-std::expected<TensorFileWriter, std::string> TensorFileWriter::create(const std::filesystem::path& file, DType dtype,
-                                                                      std::span<const std::int64_t> shape) {
-  if (shape.empty() || shape.size() > static_cast<std::size_t>(kTensorMaxRank)) return std::unexpected("rank must be 1..8");
+Expected<TensorFileWriter, std::string> TensorFileWriter::create(const std::filesystem::path& file, DType dtype,
+                                                                      Span<const std::int64_t> shape) {
+  if (shape.empty() || shape.size() > static_cast<std::size_t>(kTensorMaxRank)) return Unexpected("rank must be 1..8");
   std::uint64_t elements = 1;
   for (auto d : shape) {
-    if (d < 0) return std::unexpected("negative dimension");
-    if (d != 0 && elements > std::numeric_limits<std::uint64_t>::max() / 16 / static_cast<std::uint64_t>(d)) return std::unexpected("shape too large");
+    if (d < 0) return Unexpected("negative dimension");
+    if (d != 0 && elements > std::numeric_limits<std::uint64_t>::max() / 16 / static_cast<std::uint64_t>(d)) return Unexpected("shape too large");
     elements *= static_cast<std::uint64_t>(d);
   }
   TensorFileWriter w;
@@ -144,11 +146,11 @@ std::expected<TensorFileWriter, std::string> TensorFileWriter::create(const std:
   w.tmp_ += ".tmp." + std::to_string(::getpid());
   w.expected_ = elements * dtype_size(dtype);
   w.fd_ = ::open(w.tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (w.fd_ < 0) return std::unexpected(errno_text("cannot create " + w.tmp_.string()));
+  if (w.fd_ < 0) return Unexpected(errno_text("cannot create " + w.tmp_.string()));
   const auto header = encode_tensor_header(dtype, shape);
   const auto expected_data = w.expected_;
   w.expected_ = 0;  // header bytes do not count as data
-  if (auto r = w.write(header); !r) return std::unexpected(r.error());
+  if (auto r = w.write(header); !r) return Unexpected(r.error());
   w.written_ = 0;
   w.expected_ = expected_data;
   return w;
@@ -165,15 +167,15 @@ TensorFileWriter::~TensorFileWriter() {
   }
 }
 
-std::expected<void, std::string> TensorFileWriter::write(std::span<const std::byte> data) {
-  if (fd_ < 0) return std::unexpected("writer is closed");
+Expected<void, std::string> TensorFileWriter::write(Span<const std::byte> data) {
+  if (fd_ < 0) return Unexpected("writer is closed");
   const std::byte* p = data.data();
   std::size_t left = data.size();
   while (left > 0) {
     const ssize_t n = ::write(fd_, p, left);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return std::unexpected(errno_text("write " + tmp_.string()));
+      return Unexpected(errno_text("write " + tmp_.string()));
     }
     p += n;
     left -= static_cast<std::size_t>(n);
@@ -182,35 +184,35 @@ std::expected<void, std::string> TensorFileWriter::write(std::span<const std::by
   return {};
 }
 
-std::expected<void, std::string> TensorFileWriter::commit() {
-  if (fd_ < 0) return std::unexpected("writer is closed");
+Expected<void, std::string> TensorFileWriter::commit() {
+  if (fd_ < 0) return Unexpected("writer is closed");
   if (written_ != expected_) {
-    return std::unexpected("wrote " + std::to_string(written_) + " data bytes, the shape needs " + std::to_string(expected_));
+    return Unexpected("wrote " + std::to_string(written_) + " data bytes, the shape needs " + std::to_string(expected_));
   }
-  if (::fsync(fd_) != 0) return std::unexpected(errno_text("fsync " + tmp_.string()));
-  if (::close(std::exchange(fd_, -1)) != 0) return std::unexpected(errno_text("close " + tmp_.string()));
+  if (::fsync(fd_) != 0) return Unexpected(errno_text("fsync " + tmp_.string()));
+  if (::close(std::exchange(fd_, -1)) != 0) return Unexpected(errno_text("close " + tmp_.string()));
   if (::rename(tmp_.c_str(), file_.c_str()) != 0) {
     const auto err = errno_text("rename to " + file_.string());
     std::error_code ec;
     std::filesystem::remove(tmp_, ec);
-    return std::unexpected(err);
+    return Unexpected(err);
   }
   return {};
 }
 
-std::expected<void, std::string> write_tensor_file(const std::filesystem::path& file, DType dtype, std::span<const std::int64_t> shape,
-                                                   std::span<const std::byte> data) {
+Expected<void, std::string> write_tensor_file(const std::filesystem::path& file, DType dtype, Span<const std::int64_t> shape,
+                                                   Span<const std::byte> data) {
   auto w = TensorFileWriter::create(file, dtype, shape);
-  if (!w) return std::unexpected(w.error());
+  if (!w) return Unexpected(w.error());
   if (auto r = w->write(data); !r) return r;
   return w->commit();
 }
 
-std::expected<TensorFile, std::string> TensorFile::open(const std::filesystem::path& file) {
+Expected<TensorFile, std::string> TensorFile::open(const std::filesystem::path& file) {
   auto map = MappedFile::open(file);
-  if (!map) return std::unexpected(map.error());
+  if (!map) return Unexpected(map.error());
   auto header = parse_tensor_header(map->bytes(), map->size());
-  if (!header) return std::unexpected(file.string() + ": " + header.error());
+  if (!header) return Unexpected(file.string() + ": " + header.error());
   return TensorFile(std::move(*map), std::move(*header));
 }
 
@@ -225,7 +227,7 @@ const std::byte* TensorFile::row(std::int64_t index) const {
 }
 
 std::uint16_t float_to_half(float value) {
-  const auto f = std::bit_cast<std::uint32_t>(value);
+  const auto f = bit_cast<std::uint32_t>(value);
   const std::uint32_t sign = (f >> 16) & 0x8000u;
   const std::uint32_t abs = f & 0x7fffffffu;
   if (abs >= 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));  // inf / nan
@@ -268,16 +270,16 @@ float half_to_float(std::uint16_t bits) {
   } else {
     f = sign | (exp + 112) << 23 | mant << 13;
   }
-  return std::bit_cast<float>(f);
+  return bit_cast<float>(f);
 }
 
 std::uint16_t float_to_bfloat16(float value) {
-  const auto f = std::bit_cast<std::uint32_t>(value);
+  const auto f = bit_cast<std::uint32_t>(value);
   if ((f & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((f >> 16) | 0x40u);  // keep nan a nan
   const std::uint32_t rounding = 0x7fffu + ((f >> 16) & 1u);
   return static_cast<std::uint16_t>((f + rounding) >> 16);
 }
 
-float bfloat16_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+float bfloat16_to_float(std::uint16_t bits) { return bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
 
 }  // namespace ferry::train

@@ -7,15 +7,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <expected>
 #include <filesystem>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "remote-runtime/train/expected.hpp"
 #include "remote-runtime/train/mapped_file.hpp"
+#include "remote-runtime/train/span.hpp"
 
 namespace ferry::train {
 
@@ -39,22 +39,22 @@ struct TensorHeader {
 
 // Validates a header against the whole file's size: a hostile file is rejected, never read past.
 // `bytes` may be just the file's first bytes (at least the header) or all of it.
-std::expected<TensorHeader, std::string> parse_tensor_header(std::span<const std::byte> bytes, std::uint64_t file_size);
+Expected<TensorHeader, std::string> parse_tensor_header(Span<const std::byte> bytes, std::uint64_t file_size);
 // The header bytes, padded to the data offset.
-std::vector<std::byte> encode_tensor_header(DType dtype, std::span<const std::int64_t> shape);
+std::vector<std::byte> encode_tensor_header(DType dtype, Span<const std::int64_t> shape);
 
 // Writes a .ftensor atomically (temp file in the same directory, fsync, rename), in pieces.
 class TensorFileWriter {
  public:
-  static std::expected<TensorFileWriter, std::string> create(const std::filesystem::path& file, DType dtype,
-                                                             std::span<const std::int64_t> shape);
+  static Expected<TensorFileWriter, std::string> create(const std::filesystem::path& file, DType dtype,
+                                                             Span<const std::int64_t> shape);
   TensorFileWriter(TensorFileWriter&& other) noexcept;
   TensorFileWriter& operator=(TensorFileWriter&&) = delete;
   ~TensorFileWriter();  // an uncommitted writer removes its temp file
 
-  std::expected<void, std::string> write(std::span<const std::byte> data);
+  Expected<void, std::string> write(Span<const std::byte> data);
   // Fails unless exactly the header's data size was written.
-  std::expected<void, std::string> commit();
+  Expected<void, std::string> commit();
 
  private:
   TensorFileWriter() = default;
@@ -63,13 +63,13 @@ class TensorFileWriter {
   std::uint64_t expected_ = 0, written_ = 0;
 };
 
-std::expected<void, std::string> write_tensor_file(const std::filesystem::path& file, DType dtype,
-                                                   std::span<const std::int64_t> shape, std::span<const std::byte> data);
+Expected<void, std::string> write_tensor_file(const std::filesystem::path& file, DType dtype,
+                                                   Span<const std::int64_t> shape, Span<const std::byte> data);
 
 // A memory-mapped .ftensor: rows are the first dimension.
 class TensorFile {
  public:
-  static std::expected<TensorFile, std::string> open(const std::filesystem::path& file);
+  static Expected<TensorFile, std::string> open(const std::filesystem::path& file);
 
   DType dtype() const { return header_.dtype; }
   const std::vector<std::int64_t>& shape() const { return header_.shape; }

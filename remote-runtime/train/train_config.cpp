@@ -11,8 +11,9 @@
 #include <string_view>
 #include <utility>
 
-#include "protocol/json_parse.hpp"
+#include "protocol/json_parse_core.hpp"
 #include "remote-runtime/train/memory_size.hpp"
+#include "remote-runtime/train/std_compat.hpp"
 
 namespace ferry::train {
 namespace {
@@ -162,7 +163,7 @@ class ObjectReader {
 
   void reject_unknown() const {
     for (const auto& [key, value] : object_.items()) {
-      if (!known_.contains(key)) fail(pointer_of(key), "unknown key \"" + key + "\"");
+      if (known_.count(key) == 0) fail(pointer_of(key), "unknown key \"" + key + "\"");
     }
   }
 
@@ -331,7 +332,7 @@ void parse_on_complete(ObjectReader& r, OnCompleteConfig& o) {
 
 bool is_device(std::string_view s) {
   if (s == "auto" || s == "cpu" || s == "cuda") return true;
-  if (!s.starts_with("cuda:") || s.size() == 5 || s.size() > 8) return false;
+  if (!starts_with(s, "cuda:") || s.size() == 5 || s.size() > 8) return false;
   for (char c : s.substr(5)) {
     if (!std::isdigit(static_cast<unsigned char>(c))) return false;
   }
@@ -450,24 +451,25 @@ TrainConfig parse_root(const json& doc) {
 
 std::string ConfigError::to_string() const { return (pointer.empty() ? std::string("(root)") : pointer) + ": " + message; }
 
-std::expected<TrainConfig, ConfigError> parse_train_config(const nlohmann::json& doc) {
+Expected<TrainConfig, ConfigError> parse_train_config(const nlohmann::json& doc) {
   try {
     return parse_root(doc);
   } catch (const ConfigFailure& f) {
-    return std::unexpected(f.error);
+    return Unexpected(f.error);
   }
 }
 
-std::expected<TrainConfig, ConfigError> load_train_config(const std::filesystem::path& file) {
+Expected<TrainConfig, ConfigError> load_train_config(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  if (!in) return std::unexpected(ConfigError{"", "cannot open " + file.string()});
+  if (!in) return Unexpected(ConfigError{"", "cannot open " + file.string()});
   std::ostringstream text;
   text << in.rdbuf();
-  // Depth-limited (protocol/json_parse.hpp, header-only, packed with these sources for the box):
-  // the validator and the trainer copy the document recursively.
-  auto doc = protocol::parse_json_text(text.str());
-  if (!doc) return std::unexpected(ConfigError{"", file.string() + " is not valid JSON: " + doc.error().to_string()});
-  return parse_train_config(*doc);
+  // Depth-limited (protocol/json_parse_core.hpp, header-only, packed with these sources for the
+  // box): the validator and the trainer copy the document recursively.
+  nlohmann::json doc;
+  if (auto error = protocol::parse_json_into(text.str(), doc))
+    return Unexpected(ConfigError{"", file.string() + " is not valid JSON: " + error->to_string()});
+  return parse_train_config(doc);
 }
 
 nlohmann::json to_json(const TrainConfig& c) {

@@ -3,13 +3,14 @@
 #pragma once
 
 #include <cstdint>
-#include <expected>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "remote-runtime/train/expected.hpp"
 
 namespace ferry::train {
 
@@ -123,8 +124,8 @@ struct ConfigError {
 };
 
 // Validates and fills defaults. Every bad field is reported with its pointer before any work.
-std::expected<TrainConfig, ConfigError> parse_train_config(const nlohmann::json& doc);
-std::expected<TrainConfig, ConfigError> load_train_config(const std::filesystem::path& file);
+Expected<TrainConfig, ConfigError> parse_train_config(const nlohmann::json& doc);
+Expected<TrainConfig, ConfigError> load_train_config(const std::filesystem::path& file);
 nlohmann::json to_json(const TrainConfig& config);  // normalised, defaults filled
 
 }  // namespace ferry::train

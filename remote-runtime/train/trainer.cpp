@@ -12,11 +12,9 @@
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
-#include <expected>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <numbers>
 
 #include <torch/torch.h>
 
@@ -26,14 +24,19 @@
 #include "remote-runtime/train/dataset.hpp"
 #include "remote-runtime/train/advice.hpp"
 #include "remote-runtime/train/distributed.hpp"
+#include "remote-runtime/train/expected.hpp"
 #include "remote-runtime/train/loss_scaler.hpp"
 #include "remote-runtime/train/models.hpp"
 #include "remote-runtime/train/nvml.hpp"
 #include "remote-runtime/train/on_complete.hpp"
+#include "remote-runtime/train/std_compat.hpp"
 #include "remote-runtime/train/torch_compat.hpp"
 
 namespace ferry::train {
 namespace {
+
+// std::numbers::pi (C++20): the same double.
+constexpr double kPi = 3.14159265358979323846;
 
 std::atomic<int> g_stop_signal{0};
 
@@ -44,25 +47,25 @@ struct RunError : std::runtime_error {
 };
 
 // "auto" and "cuda" pick the GPU of this process's LOCAL_RANK, so --nproc N on an N-GPU host spreads out.
-std::expected<torch::Device, std::string> resolve_device(const std::string& name, int local_rank) {
+Expected<torch::Device, std::string> resolve_device(const std::string& name, int local_rank) {
   if (name == "cpu") return torch::Device(torch::kCPU);
   if (name == "auto" && !cuda_available()) return torch::Device(torch::kCPU);
-  if (name == "auto" || name == "cuda" || name.starts_with("cuda:")) {
+  if (name == "auto" || name == "cuda" || starts_with(name, "cuda:")) {
     int index = cuda_available() ? local_rank % std::max(1, cuda_device_count()) : 0;
     if (name.size() > 5) {
       char* end = nullptr;
       const long n = std::strtol(name.c_str() + 5, &end, 10);
-      if (*end != '\0' || n < 0) return std::unexpected("bad device '" + name + "'");
+      if (*end != '\0' || n < 0) return Unexpected("bad device '" + name + "'");
       index = static_cast<int>(n);
     }
     if (!cuda_available()) {
-      return std::unexpected("device " + name + " requested but " +
+      return Unexpected("device " + name + " requested but " +
                              (built_with_cuda() ? "no CUDA device is visible" : "this LibTorch has no CUDA support"));
     }
-    if (index >= cuda_device_count()) return std::unexpected("device " + name + " does not exist");
+    if (index >= cuda_device_count()) return Unexpected("device " + name + " does not exist");
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
   }
-  return std::unexpected("bad device '" + name + "' (auto, cpu, cuda or cuda:N)");
+  return Unexpected("bad device '" + name + "' (auto, cpu, cuda or cuda:N)");
 }
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const OptimizerConfig& c, std::vector<torch::Tensor> params) {
@@ -153,7 +156,7 @@ std::int64_t read_proc_status_kib(const char* field) {
   std::string line;
   const std::string prefix = std::string(field) + ":";
   while (std::getline(in, line)) {
-    if (line.starts_with(prefix)) return std::atoll(line.c_str() + prefix.size());
+    if (starts_with(line, prefix)) return std::atoll(line.c_str() + prefix.size());
   }
   return -1;
 }
@@ -192,7 +195,7 @@ struct Trainee {
                        group, config.grad_clip_norm, params};
   }
 
-  std::expected<void, std::string> restore(CheckpointData& from, int cuda_index) {
+  Expected<void, std::string> restore(CheckpointData& from, int cuda_index) {
     if (auto r = load_model_state(from, *model); !r) return r;
     if (auto r = load_optimizer_state(from, *optimizer, *model); !r) return r;
     if (auto r = load_rng_state(from, cuda_index); !r) return r;
@@ -311,7 +314,7 @@ LoopState loop_state_from(const nlohmann::json& loop) {
 // A phase of the run either hands on its result or stops the run: the error is ferry-train's exit
 // status, and the phase has already emitted the error event that explains it.
 template <class T>
-using Phase = std::expected<T, int>;
+using Phase = Expected<T, int>;
 
 // The error events of one process.
 struct Reporter {
@@ -341,15 +344,15 @@ void apply_overrides(TrainConfig& config, const RunOptions& options) {
 
 Phase<torch::Device> choose_device(const TrainConfig& config, int local_rank, const Reporter& report) {
   auto device = resolve_device(config.device, local_rank);
-  if (!device) return std::unexpected(report.bad_config("device", "/device", device.error()));
+  if (!device) return Unexpected(report.bad_config("device", "/device", device.error()));
   if (config.precision == Precision::fp16 && !device->is_cuda())
-    return std::unexpected(report.bad_config("config", "/precision", "fp16 needs a CUDA device; use bf16 on CPU"));
+    return Unexpected(report.bad_config("config", "/precision", "fp16 needs a CUDA device; use bf16 on CPU"));
   return *device;
 }
 
-std::expected<CheckpointData, std::string> latest_checkpoint(const std::filesystem::path& dir) {
+Expected<CheckpointData, std::string> latest_checkpoint(const std::filesystem::path& dir) {
   auto all = list_checkpoints(dir);
-  if (all.empty()) return std::unexpected("no checkpoint in " + dir.string());
+  if (all.empty()) return Unexpected("no checkpoint in " + dir.string());
   return read_checkpoint(all.back());
 }
 
@@ -363,11 +366,11 @@ Phase<std::int64_t> search_global_batch(const TrainConfig& config, const Dataset
   search.verify_probes = 3;  // on an H200 the main search alone landed at 0.95 of the budget's maximum
   if (device.is_cuda()) {
     auto info = cuda_memory_info(device.index());
-    if (!info) return std::unexpected(report.fail("auto_batch", "cannot read CUDA memory info"));
+    if (!info) return Unexpected(report.fail("auto_batch", "cannot read CUDA memory info"));
     search.budget_bytes = static_cast<std::int64_t>(static_cast<double>(info->first) * config.batch_size.memory_fraction);
   } else {
     if (!config.batch_size.cpu_memory_limit_bytes)
-      return std::unexpected(report.bad_config("config", "/batch_size", "batch_size \"auto\" on CPU needs cpu_memory_limit"));
+      return Unexpected(report.bad_config("config", "/batch_size", "batch_size \"auto\" on CPU needs cpu_memory_limit"));
     search.budget_bytes = *config.batch_size.cpu_memory_limit_bytes;
   }
   auto found = search_batch_size([&](int b) { return run_probe(config, train, device, b); }, search);
@@ -375,7 +378,7 @@ Phase<std::int64_t> search_global_batch(const TrainConfig& config, const Dataset
     nlohmann::json probes = nlohmann::json::array();
     for (const auto& p : found.error().probes) probes.push_back(to_json(p));
     report.events.emit("error", {{"stage", "auto_batch"}, {"message", found.error().message}, {"probes", probes}});
-    return std::unexpected(kExitFailure);
+    return Unexpected(kExitFailure);
   }
   report.events.emit("auto_batch", {{"result", to_json(*found)}, {"device", device.str()}});
   return static_cast<std::int64_t>(found->batch) * world_size;
@@ -395,7 +398,7 @@ Phase<std::int64_t> choose_batch_size(std::int64_t resumed, const TrainConfig& c
     }
   }
   if (batch % world_size != 0)
-    return std::unexpected(report.bad_config("config", "/batch_size", "batch_size must be a multiple of the number of processes"));
+    return Unexpected(report.bad_config("config", "/batch_size", "batch_size must be a multiple of the number of processes"));
   return batch;
 }
 
@@ -423,7 +426,7 @@ Phase<StepPlan> plan_steps(const TrainConfig& config, std::int64_t batch_size, c
   plan.accum = std::max(1, config.grad_accum_steps);
   plan.steps_per_epoch = probe_count.batches_per_epoch() / plan.accum;
   if (plan.steps_per_epoch == 0)
-    return std::unexpected(report.bad_config("config", "/batch_size",
+    return Unexpected(report.bad_config("config", "/batch_size",
                                              "dataset has fewer samples than one step needs (batch_size x grad_accum_steps)"));
   lo.batches_per_epoch_cap = plan.steps_per_epoch * plan.accum;
   plan.total_steps = config.max_steps ? *config.max_steps : *config.epochs * plan.steps_per_epoch;
@@ -513,7 +516,7 @@ class TrainingLoop {
   Phase<nlohmann::json> finish(std::chrono::steady_clock::time_point started) {
     if (window_steps_ > 0)
       log_step(scheduled_lr(config_.optimizer, config_.schedule, std::max<std::int64_t>(0, state_.step - 1), plan_.total_steps));
-    if (!save("final")) return std::unexpected(kExitFailure);
+    if (!save("final")) return Unexpected(kExitFailure);
     if (group_) group_->barrier();
     const auto hash = parameter_hash(*trainee_.model);
     nlohmann::json done = {{"step", state_.step},
@@ -788,7 +791,7 @@ double scheduled_lr(const OptimizerConfig& optimizer, const ScheduleConfig& sche
     case ScheduleKind::cosine: {
       const auto span = std::max<std::int64_t>(1, total_steps - schedule.warmup_steps);
       const double progress = std::clamp(static_cast<double>(step - schedule.warmup_steps) / static_cast<double>(span), 0.0, 1.0);
-      return schedule.min_lr + 0.5 * (base - schedule.min_lr) * (1.0 + std::cos(std::numbers::pi * progress));
+      return schedule.min_lr + 0.5 * (base - schedule.min_lr) * (1.0 + std::cos(kPi * progress));
     }
   }
   return base;

@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 
+#include "remote-runtime/train/std_compat.hpp"
+
 namespace ferry::webhook {
 
 #ifndef FERRY_NO_CURL
@@ -24,19 +26,19 @@ size_t discard(char*, size_t size, size_t n, void*) { return size * n; }
 }  // namespace
 #endif
 
-std::expected<int, std::string> post_json(const std::string& url, const std::string& json_body, const Options& options) {
+Expected<int, std::string> post_json(const std::string& url, const std::string& json_body, const Options& options) {
   const std::string shown = redact_url(url);
-  if (!url.starts_with("http://") && !url.starts_with("https://"))
-    return std::unexpected("webhook " + shown + ": the URL must start with http:// or https://");
+  if (!starts_with(url, "http://") && !starts_with(url, "https://"))
+    return Unexpected("webhook " + shown + ": the URL must start with http:// or https://");
 #ifdef FERRY_NO_CURL
   (void)json_body;
   (void)options;
-  return std::unexpected("webhook " + shown + ": this ferry-train was built without libcurl (install libcurl4-openssl-dev "
+  return Unexpected("webhook " + shown + ": this ferry-train was built without libcurl (install libcurl4-openssl-dev "
                          "or your distribution's libcurl dev package on the box and rebuild)");
 #else
   global_init();
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
-  if (!curl) return std::unexpected("webhook " + shown + ": libcurl could not start");
+  if (!curl) return Unexpected("webhook " + shown + ": libcurl could not start");
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(
       curl_slist_append(nullptr, "Content-Type: application/json"), curl_slist_free_all);
   char error[CURL_ERROR_SIZE] = {};
@@ -62,7 +64,7 @@ std::expected<int, std::string> post_json(const std::string& url, const std::str
     std::string why = curl_easy_strerror(rc);
     if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CACERT_BADFILE)
       why += " (for a self-signed receiver, point FERRY_WEBHOOK_CA_FILE at its CA certificate)";
-    return std::unexpected("webhook " + shown + ": " + why);
+    return Unexpected("webhook " + shown + ": " + why);
   }
   long status = 0;
   curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

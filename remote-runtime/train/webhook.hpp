@@ -5,9 +5,9 @@
 #pragma once
 
 #include <chrono>
-#include <expected>
 #include <string>
 
+#include "remote-runtime/train/expected.hpp"
 #include "remote-runtime/train/url_redaction.hpp"
 
 namespace ferry::webhook {
@@ -22,6 +22,6 @@ struct Options {
 
 // POSTs `json_body` (Content-Type: application/json); the HTTP status, or why not (with the
 // redacted URL). Only http:// and https:// are accepted; redirects are not followed.
-std::expected<int, std::string> post_json(const std::string& url, const std::string& json_body, const Options& options = {});
+Expected<int, std::string> post_json(const std::string& url, const std::string& json_body, const Options& options = {});
 
 }  // namespace ferry::webhook

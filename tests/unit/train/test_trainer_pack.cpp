@@ -28,8 +28,10 @@ BOOST_AUTO_TEST_CASE(the_built_in_pack_is_the_build_s_pack) {
   BOOST_TEST_REQUIRE(std::system(cmd.c_str()) == 0);
   const std::string names = ferry::test::read_file(list);
   for (const char* want : {"CMakeLists.txt\n", "build.sh\n", "remote-runtime/train/main.cpp\n", "remote-runtime/train/CMakeLists.txt\n",
-                           "protocol/json_parse.hpp\n", "third_party/nlohmann/json.hpp\n"})
+                           "protocol/json_parse_core.hpp\n", "third_party/nlohmann/json.hpp\n"})
     BOOST_TEST(names.find(want) != std::string::npos, want);
+  // The pack is C++17 (the box's compiler may be g++ 9): json_parse.hpp's std::expected stays home.
+  BOOST_TEST(names.find("protocol/json_parse.hpp") == std::string::npos);
   BOOST_TEST(names.find("helper/") == std::string::npos);
   BOOST_TEST(names.find("remote-runtime/agent") == std::string::npos);
 }

@@ -1,11 +1,13 @@
 // The box probe's answer and what it says is missing: each missing piece is one line naming the
-// command that fixes it, in the order a user meets them (torch, headers, compiler, C++23, CMake);
-// a cached trainer needs nothing else. The script itself runs for real in test_trainer_install.
+// command that fixes it, in the order a user meets them (torch, headers, compiler, C++17, CMake);
+// a cached trainer needs nothing else. The script runs for real here (its compiler check, on this
+// machine) and in test_trainer_install (over SSH).
 #define BOOST_TEST_MODULE trainer_probe
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "helper/train/trainer_probe.hpp"
@@ -21,7 +23,7 @@ const char* kBuildable =
     "home=/home/u\ncache=/home/u/.cache/ferry/train\npython=/home/u/venv/bin/python\n"
     "python_torch=2.5.1+cu124\ntorch_version=2.5.1+cu124\ntorch_prefix=/home/u/venv/lib/python3.12/site-packages/torch/share/cmake\n"
     "torch_source=python\ntorch_headers=/home/u/venv/lib/python3.12/site-packages/torch/include\n"
-    "cxx=/usr/bin/c++\ncxx_version=c++ (Debian 12.2.0-14) 12.2.0\ncxx23=yes\n"
+    "cxx=/usr/bin/c++\ncxx_version=c++ (Debian 12.2.0-14) 12.2.0\ncxx17=yes\n"
     "cmake=/home/u/.local/bin/cmake\ncmake_version=cmake version 3.30.0\n";
 
 }  // namespace
@@ -31,7 +33,7 @@ BOOST_AUTO_TEST_CASE(a_buildable_box_parses_and_has_no_problem) {
   BOOST_TEST(p.cache == "/home/u/.cache/ferry/train");
   BOOST_TEST(p.torch_version == "2.5.1+cu124");
   BOOST_TEST(p.torch_source == "python");
-  BOOST_TEST(p.cxx23);
+  BOOST_TEST(p.cxx17);
   BOOST_TEST(!p.have_pack);
   BOOST_TEST(p.ready.empty());
   BOOST_TEST(!trainer_probe_problem(p, "python3").has_value());
@@ -74,12 +76,13 @@ BOOST_AUTO_TEST_CASE(each_missing_piece_names_its_fix) {
   BOOST_TEST(m->find("apt install g++") != std::string::npos);
 
   auto old_cxx = base;
-  old_cxx.cxx23 = false;
-  old_cxx.cxx_version = "g++ (Ubuntu 11.4.0) 11.4.0";
+  old_cxx.cxx17 = false;
+  old_cxx.cxx_version = "g++ (Ubuntu 8.4.0-3ubuntu2) 8.4.0";
   m = trainer_probe_problem(old_cxx, "python3");
   BOOST_TEST_REQUIRE(m.has_value());
-  BOOST_TEST(m->find("11.4.0") != std::string::npos);
-  BOOST_TEST(m->find("C++23") != std::string::npos);
+  BOOST_TEST(m->find("8.4.0") != std::string::npos);
+  BOOST_TEST(m->find("needs a C++17 compiler (g++ 9 or later, clang 10 or later)") != std::string::npos);
+  BOOST_TEST(m->find("set CXX in ferry.json's env") != std::string::npos);
 
   auto no_cmake = base;
   no_cmake.cmake.clear();
@@ -87,6 +90,32 @@ BOOST_AUTO_TEST_CASE(each_missing_piece_names_its_fix) {
   BOOST_TEST_REQUIRE(m.has_value());
   BOOST_TEST(m->find("pip install cmake ninja") != std::string::npos);
   BOOST_TEST(m->find('\n') == std::string::npos);  // one line
+}
+
+// The probe's compiler check, run for real: this machine's c++ builds the pack's C++17; the same
+// compiler held to C++14 (a stand-in for one without C++17: the last -std wins) does not.
+BOOST_AUTO_TEST_CASE(the_compiler_check_compiles_cxx17_for_real) {
+  ferry::test::TempDir dir("ferry-trainer-probe-cxx");
+  const std::string old_cxx = (dir / "old-c++").string();
+  ferry::test::write_file(old_cxx, "#!/bin/sh\nexec c++ \"$@\" -std=c++14\n");
+  std::filesystem::permissions(old_cxx, std::filesystem::perms::owner_all);
+  const std::map<std::string, std::string> env{{"FERRY_TRAIN_CACHE", (dir / "cache").string()}};
+  auto probe_with = [&](const std::string& cxx) {
+    auto with = env;
+    with["CXX"] = cxx;
+    auto r = ferry::test::run_sh(trainer_probe_script("/usr/bin/python3", "0123456789abcdef", with).value(), dir.path().string());
+    BOOST_TEST(r.exit_status == 0);
+    return parse_trainer_probe(r.out);
+  };
+  const auto now = probe_with("c++");
+  BOOST_TEST(!now.cxx.empty());
+  BOOST_TEST(now.cxx17);
+  const auto old = probe_with(old_cxx);
+  BOOST_TEST(old.cxx == old_cxx);
+  BOOST_TEST(!old.cxx17);
+  auto m = trainer_probe_problem(old, "/usr/bin/python3");
+  BOOST_TEST_REQUIRE(m.has_value());
+  BOOST_TEST(m->find("needs a C++17 compiler (g++ 9 or later, clang 10 or later)") != std::string::npos, *m);
 }
 
 BOOST_AUTO_TEST_CASE(the_script_quotes_what_it_is_given) {
