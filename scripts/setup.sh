@@ -15,6 +15,8 @@ PACKAGES=(
   python3-jedi python3-pylsp python3-venv
   clang-19 libclang-rt-19-dev
   chromium libkrb5-dev ripgrep
+  # ferry-train's box pack built with Ubuntu 22.04's compiler (trainer_install's g++ 11 case)
+  g++-11
   # the aarch64 agent: its cross compiler, libzstd's source package (dpkg-dev), its test (qemu, file)
   g++-aarch64-linux-gnu qemu-user-static dpkg-dev file
   debootstrap

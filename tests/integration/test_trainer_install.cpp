@@ -2,15 +2,18 @@
 // first `ferry train` builds it there, two helpers at once build it once, the next train reuses
 // it with no build, other sources rebuild it, and a box without a compiler gets one clear line.
 // The build is shared by these tests through FERRY_TRAIN_CACHE (ctest fixture trainer_box), so
-// a CI run builds the trainer once (plus the one rebuild the rebuild test is about).
+// a CI run builds the trainer once (plus the one rebuild the rebuild test is about). A box whose
+// compiler is g++ 11 builds it too (fixture trainer_gxx11, its own cache kept between runs).
 #define BOOST_TEST_MODULE trainer_install
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -18,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "helper/train/trainer_pack.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/serve_client.hpp"
 #include "tests/support/spawned_process.hpp"
@@ -123,6 +127,50 @@ fs::path changed_pack(const fs::path& work, const std::string& tag) {
 }
 
 const json kNoCompilerCache = {{"CCACHE_DISABLE", "1"}};
+
+// The g++ 11 box's trainer cache: outside the build tree, so a CI run (or another build tree) after
+// no change to the trainer's sources builds nothing, and one after a change rebuilds what changed.
+fs::path gxx11_cache() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path root = xdg && *xdg ? fs::path(xdg) : fs::path(home ? home : "/root") / ".cache";
+  return root / "ferry" / "test-trainer-gxx11";
+}
+
+// The "GCC: (...) VERSION" notes GCC leaves in each object's .comment section, as found in `file`.
+std::vector<std::string> gcc_notes(const fs::path& file) {
+  const std::string bytes = ferry::test::read_file(file);
+  std::vector<std::string> notes;
+  for (auto at = bytes.find("GCC: ("); at != std::string::npos; at = bytes.find("GCC: (", at + 1))
+    notes.push_back(bytes.substr(at, bytes.find('\0', at) - at));
+  return notes;
+}
+
+// The compiler CMake configured the box's build with (build.sh's work-<torch>[-ninja] folder).
+std::string configured_compiler(const fs::path& cache) {
+  for (const auto& e : fs::directory_iterator(cache)) {
+    if (e.path().filename().string().rfind("work-", 0) != 0) continue;
+    std::ifstream in(e.path() / "CMakeCache.txt");
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("CMAKE_CXX_COMPILER:", 0) == 0) return line.substr(line.find('=') + 1);
+  }
+  return "";
+}
+
+// Keeps the cache from growing by one trainer per change of its sources: the newest few stay.
+void prune_old_trainers(const fs::path& cache, const fs::path& keep) {
+  std::vector<fs::path> built;
+  for (const auto& e : fs::directory_iterator(cache))
+    if (e.path() != keep && fs::is_regular_file(e.path() / "ferry-train")) built.push_back(e.path());
+  std::sort(built.begin(), built.end(), [](const fs::path& a, const fs::path& b) {
+    return fs::last_write_time(a) > fs::last_write_time(b);
+  });
+  for (std::size_t i = 3; i < built.size(); ++i) {
+    const std::string key = built[i].filename().string().substr(0, 16);
+    fs::remove_all(built[i]);
+    fs::remove(cache / "packs" / (key + ".tar.gz"));
+  }
+}
 
 std::string read_all(ferry::test::SpawnedProcess& p, std::chrono::seconds limit) {
   std::string out;
@@ -443,4 +491,49 @@ BOOST_AUTO_TEST_CASE(train_start_sends_the_trainer_build_as_progress) {
   }
   ::unsetenv("FERRY_TRAIN_PACK");
   BOOST_TEST(builds_logged(kCache) == before + 1);
+}
+
+// ctest: FIXTURES_SETUP trainer_gxx11. A box whose compiler is g++ 11 (Ubuntu 22.04's; CXX in
+// ferry.json's env, as a user of such a box sets it): the probe accepts it, the pack builds with
+// it and trains. The trainer it built is copied to FERRY_TRAINER_GXX11_BIN, where
+// test_train_cli_gxx11 runs the binary-level training tests (resume bit-identical included) on it.
+// No g++-11 here fails this test (scripts/setup.sh installs it): it never passes by skipping.
+BOOST_AUTO_TEST_CASE(a_gxx11_box_builds_the_trainer_and_trains) {
+  const fs::path out_bin = FERRY_TRAINER_GXX11_BIN;
+  fs::remove(out_bin);
+  const std::string gxx = ferry::test::run_command("command -v g++-11 || true");
+  BOOST_TEST_REQUIRE(!gxx.empty(), "g++-11 is not installed: run scripts/setup.sh (or apt-get install g++-11)");
+  const std::string gxx_version = ferry::test::run_command("g++-11 -dumpfullversion");
+  const fs::path cache = gxx11_cache();
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  ferry::test::TempDir dir("ferry-trainer-gxx11");
+  write_project(dir.path(), sshd, cache, json{{"CXX", "g++-11"}});
+  auto p = start_train(dir.path());
+  auto r = finish_train(p);
+  BOOST_TEST_INFO(r.text);
+  BOOST_TEST_REQUIRE(r.status == 0);
+  BOOST_TEST(r.done);
+  BOOST_TEST(fs::is_regular_file(dir.path() / "out" / "plot.svg"));
+  const bool built = contains(r.build_stages, "compile");
+  BOOST_TEST_MESSAGE((built ? "built with g++ 11 this run" : "g++ 11's trainer was cached"));
+
+  auto pack = ferry::training::trainer_pack();
+  BOOST_TEST_REQUIRE(pack.has_value());
+  fs::path entry;
+  for (const auto& e : fs::directory_iterator(cache))
+    if (e.path().filename().string().rfind(pack->key() + "-", 0) == 0 && fs::is_regular_file(e.path() / "ferry-train")) entry = e.path();
+  BOOST_TEST_REQUIRE(!entry.empty(), "no trainer for pack " + pack->key() + " in " + cache.string());
+  BOOST_TEST(r.text.find(entry.string()) != std::string::npos);  // the one that trained
+  // g++ 11 built it: CMake was configured with it, and its objects carry its version note.
+  BOOST_TEST(configured_compiler(cache) == gxx.substr(0, gxx.find('\n')));
+  const std::string note_end = ") " + gxx_version.substr(0, gxx_version.find('\n'));
+  const auto notes = gcc_notes(entry / "ferry-train");
+  BOOST_TEST(std::any_of(notes.begin(), notes.end(), [&](const std::string& n) { return n.ends_with(note_end); }),
+             "no \"GCC: (...)" << note_end << "\" note in " << entry / "ferry-train");
+
+  fs::last_write_time(entry, fs::file_time_type::clock::now());  // the newest, whatever pruning sees
+  prune_old_trainers(cache, entry);
+  fs::create_directories(out_bin.parent_path());
+  fs::copy_file(entry / "ferry-train", out_bin, fs::copy_options::overwrite_existing);
 }

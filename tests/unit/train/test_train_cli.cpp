@@ -1,6 +1,7 @@
 // Tests of the real ferry-train binary as a subprocess: config rejection, SIGTERM + --resume ending
 // bit-identical, 2-process Gloo equal to 1 process, outputs well-formed, worker-count independence,
-// completion hooks.
+// completion hooks. The binary is this build's, or FERRY_TEST_TRAIN_BIN's: the same sources built
+// another way (test_train_cli_gxx11: the box pack built with g++ 11).
 #define BOOST_TEST_MODULE train_cli
 #include <boost/test/unit_test.hpp>
 
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -33,6 +35,23 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+const std::string& train_bin() {
+  static const std::string bin = [] {
+    const char* other = std::getenv("FERRY_TEST_TRAIN_BIN");
+    return std::string(other && *other ? other : FERRY_TRAIN_BIN);
+  }();
+  return bin;
+}
+
+// Names the binary under test in the log, and stops at once when it is missing.
+struct TrainBinCheck {
+  TrainBinCheck() {
+    BOOST_TEST_MESSAGE("ferry-train under test: " << train_bin());
+    BOOST_TEST_REQUIRE(::access(train_bin().c_str(), X_OK) == 0, train_bin() + " is not an executable");
+  }
+};
+BOOST_TEST_GLOBAL_FIXTURE(TrainBinCheck);
 
 // A child process whose stdout we read line by line with a deadline.
 class Child {
@@ -115,7 +134,7 @@ struct Run {
 };
 
 Run run_train(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  args.insert(args.begin(), FERRY_TRAIN_BIN);
+  args.insert(args.begin(), train_bin());
   Child child(args, env);
   Run r;
   r.events = child.events();
@@ -262,7 +281,7 @@ BOOST_AUTO_TEST_CASE(sigterm_then_resume_is_bit_identical) {
   const int stop_at = std::uniform_int_distribution<int>(5, 120)(rng);
   BOOST_TEST_MESSAGE("SIGTERM after step " << stop_at);
   {
-    Child child({FERRY_TRAIN_BIN, cfg.string()});
+    Child child({train_bin(), cfg.string()});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     bool sent = false;
     // Each step writes a line; the pipe fills long before step 600 if we stop reading, so the
