@@ -29,16 +29,22 @@ namespace ferry::test {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-std::string run_command(const std::string& command) {
+ShellRun run_shell(const std::string& command) {
   std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(command.c_str(), "r"), ::pclose);
   if (!p) throw std::runtime_error("popen failed: " + command);
-  std::string out;
+  ShellRun r;
   std::array<char, 4096> buf{};
   std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p.get())) > 0) out.append(buf.data(), n);
+  while ((n = std::fread(buf.data(), 1, buf.size(), p.get())) > 0) r.out.append(buf.data(), n);
   int status = ::pclose(p.release());
-  if (status != 0) throw std::runtime_error("command failed (" + std::to_string(status) + "): " + command + "\n" + out);
-  return out;
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string run_command(const std::string& command) {
+  ShellRun r = run_shell(command);
+  if (r.status != 0) throw std::runtime_error("command failed (" + std::to_string(r.status) + "): " + command + "\n" + r.out);
+  return r.out;
 }
 
 int pick_free_port() {

@@ -93,6 +93,13 @@ class SshAgentProcess {
   pid_t pid_ = -1;
 };
 
+// A shell command run to its end: its exit status (-1: not a normal exit) and its stdout (the
+// command redirects stdin and stderr as it needs, e.g. `... </dev/null 2>&1`).
+struct ShellRun {
+  int status = -1;
+  std::string out;
+};
+ShellRun run_shell(const std::string& command);
 // Runs a shell command, returns its stdout; throws when it exits non-zero.
 std::string run_command(const std::string& command);
 // Waits until connect() to 127.0.0.1:port succeeds or the deadline passes.

@@ -55,23 +55,11 @@ std::vector<std::string> agents_in(const SshdFixture& f) {
   return found;
 }
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
+using Run = ferry::test::ShellRun;
 
 // ferry with stdin closed and no terminal; stderr joins stdout. `env`: assignments put first.
 Run run_ferry(const std::string& env, const std::string& args, const fs::path& cwd) {
-  std::string cmd = "cd '" + cwd.string() + "' && " + env + " '" FERRY_BIN "' " + args + " </dev/null 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
-  BOOST_REQUIRE(p);
-  Run r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p.get())) > 0) r.out.append(buf.data(), n);
-  int st = ::pclose(p.release());
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return ferry::test::run_shell("cd '" + cwd.string() + "' && " + env + " '" FERRY_BIN "' " + args + " </dev/null 2>&1");
 }
 
 }  // namespace

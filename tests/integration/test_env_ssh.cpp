@@ -30,22 +30,11 @@ using json = nlohmann::json;
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
+using Run = ferry::test::ShellRun;
 
 // A shell command with stdin closed; stderr joins stdout when `join`.
 Run sh(const std::string& cmd, bool join = true) {
-  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen((cmd + " </dev/null" + (join ? " 2>&1" : "")).c_str(), "r"), ::pclose);
-  BOOST_REQUIRE(p);
-  Run r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p.get())) > 0) r.out.append(buf.data(), n);
-  int st = ::pclose(p.release());
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return ferry::test::run_shell(cmd + " </dev/null" + (join ? " 2>&1" : ""));
 }
 
 // Appended, not '+': GCC 12 warns -Wrestrict (falsely) on "'" + string.

@@ -23,23 +23,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out;
-};
-
 // Runs ferry with stdin closed and no terminal, so nothing can prompt; stderr joins stdout.
-Run run_ferry(const std::string& args, const fs::path& cwd) {
-  std::string cmd = "cd '" + cwd.string() + "' && '" FERRY_BIN "' " + args + " </dev/null 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
-  BOOST_REQUIRE(p);
-  Run r;
-  std::array<char, 4096> buf{};
-  std::size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p.get())) > 0) r.out.append(buf.data(), n);
-  int st = ::pclose(p.release());
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+ferry::test::ShellRun run_ferry(const std::string& args, const fs::path& cwd) {
+  return ferry::test::run_shell("cd '" + cwd.string() + "' && '" FERRY_BIN "' " + args + " </dev/null 2>&1");
 }
 
 }  // namespace
