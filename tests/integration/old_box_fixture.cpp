@@ -2,7 +2,6 @@
 // teardown that never deletes a root while something is still mounted in it.
 #include "tests/integration/old_box_fixture.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -235,34 +234,6 @@ void OldBox::write_keys_and_configs() {
 
 namespace {
 
-// The inode of the socket listening on 127.0.0.1:port (/proc/net/tcp), 0 if none.
-unsigned long listening_inode(int port) {
-  in_addr addr{};
-  ::inet_pton(AF_INET, "127.0.0.1", &addr);
-  char want[32];
-  // The kernel prints the address's bytes as one host-order word: 127.0.0.1 is 0100007F.
-  std::snprintf(want, sizeof want, "%08X:%04X", static_cast<unsigned>(addr.s_addr), port);
-  std::ifstream in("/proc/net/tcp");
-  std::string line;
-  std::getline(in, line);  // header
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::string sl, local, remote, state, queues, tr, retr, uid, timeout;
-    unsigned long inode = 0;
-    f >> sl >> local >> remote >> state >> queues >> tr >> retr >> uid >> timeout >> inode;
-    if (local == want && state == "0A") return inode;
-  }
-  return 0;
-}
-
-bool owns_socket(pid_t pid, unsigned long inode) {
-  std::error_code ec;
-  const std::string target = "socket:[" + std::to_string(inode) + "]";
-  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec))
-    if (fs::read_symlink(e.path(), ec) == target) return true;
-  return false;
-}
-
 std::string sshd_config(int port) {
   return "Port " + std::to_string(port) +
          "\nListenAddress 127.0.0.1\nHostKey /etc/ssh/box_host\nPidFile /run/box-sshd.pid\n"
@@ -285,7 +256,7 @@ void OldBox::start_sshd() {
     bool exited = false;
     while (!exited && Clock::now() < deadline) {
       exited = ::waitpid(sshd_pid_, nullptr, WNOHANG) == sshd_pid_;
-      if (const auto inode = listening_inode(port_); !exited && inode && owns_socket(sshd_pid_, inode)) return;
+      if (const auto inode = listening_inode("127.0.0.1", port_); !exited && inode && process_has_socket(sshd_pid_, inode)) return;
       std::this_thread::sleep_for(5ms);  // polling /proc for the listener, bounded by the deadline
     }
     if (!exited) throw std::runtime_error("the old box's sshd did not listen within 20 s:\n" + sshd_log());

@@ -183,8 +183,6 @@ void SshdFixture::add_client_config(const std::string& text) const {
   std::ofstream(ssh_config(), std::ios::app) << text << "\n";
 }
 
-namespace {
-
 // The inode of the socket listening on address:port, from /proc/net/tcp (0 if none).
 unsigned long listening_inode(const std::string& address, int port) {
   in_addr addr{};
@@ -212,8 +210,6 @@ bool process_has_socket(pid_t pid, unsigned long inode) {
     if (fs::read_symlink(e.path(), ec) == target) return true;
   return false;
 }
-
-}  // namespace
 
 void SshdFixture::start() {
   // Parallel tests pick ports too: the fixture is ready only when *its* sshd owns the listening

@@ -102,6 +102,10 @@ struct ShellRun {
 ShellRun run_shell(const std::string& command);
 // Runs a shell command, returns its stdout; throws when it exits non-zero.
 std::string run_command(const std::string& command);
+// The inode of the socket listening on address:port, from /proc/net/tcp (0 if none), and whether
+// `pid` holds it: a fixture's sshd is ready when its own process owns the listener.
+unsigned long listening_inode(const std::string& address, int port);
+bool process_has_socket(pid_t pid, unsigned long inode);
 // Waits until connect() to 127.0.0.1:port succeeds or the deadline passes.
 bool wait_for_port(int port, std::chrono::milliseconds timeout);
 int pick_free_port();
