@@ -26,6 +26,7 @@
 
 #include "tests/integration/old_box_fixture.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/ferry_process.hpp"
 #include "tests/support/loopback_port.hpp"
 #include "tests/support/tcp_peers.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -37,99 +38,9 @@ using ferry::test::OldBox;
 
 namespace {
 
-// `ferry ARGS...` in `cwd`: stdout and stderr on their own pipes, read by a thread that waits can
-// watch; stdin /dev/null; its own process group, so a SIGINT reaches ferry alone.
-class Ferry {
- public:
-  Ferry(const fs::path& cwd, const std::vector<std::string>& args) {
-    int out[2], err[2];
-    if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe2");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      ::dup2(out[1], 1);
-      ::dup2(err[1], 2);
-      ::dup2(::open("/dev/null", O_RDONLY), 0);
-      ::signal(SIGPIPE, SIG_DFL);
-      if (::chdir(cwd.c_str()) != 0) ::_exit(126);
-      std::vector<char*> argv{const_cast<char*>(FERRY_BIN)};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(FERRY_BIN, argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    ::close(err[1]);
-    reader_ = std::thread([this, o = out[0], e = err[0]] { read_loop(o, e); });
-  }
-  ~Ferry() {
-    if (!reaped_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    reader_.join();
-  }
-  void signal(int s) const { ::kill(pid_, s); }
-
-  // Waits until stdout (or stderr) holds `what`; false at EOF or after `limit`.
-  bool wait_for(const std::string& what, std::chrono::milliseconds limit, bool on_stderr = false) {
-    std::unique_lock lock(mutex_);
-    const auto& s = on_stderr ? err_ : out_;
-    cv_.wait_for(lock, limit, [&] { return s.find(what) != std::string::npos || eof_; });
-    return s.find(what) != std::string::npos;
-  }
-  // The exit status (-1 when killed by a signal) once both pipes ended; killed after `limit`.
-  int wait(std::chrono::milliseconds limit = 120s) {
-    {
-      std::unique_lock lock(mutex_);
-      if (!cv_.wait_for(lock, limit, [&] { return eof_; })) ::kill(pid_, SIGKILL);
-    }
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-    reaped_ = true;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  }
-  std::string out() {
-    std::lock_guard lock(mutex_);
-    return out_;
-  }
-  std::string err() {
-    std::lock_guard lock(mutex_);
-    return err_;
-  }
-
- private:
-  void read_loop(int o, int e) {
-    pollfd fds[2] = {{o, POLLIN, 0}, {e, POLLIN, 0}};
-    for (int open = 2; open > 0;) {
-      if (::poll(fds, 2, -1) < 0) continue;
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].fd < 0 || !fds[i].revents) continue;
-        char buf[65536];
-        const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-        std::lock_guard lock(mutex_);
-        if (n <= 0) {
-          ::close(fds[i].fd);
-          fds[i].fd = -1;
-          --open;
-        } else {
-          (i == 0 ? out_ : err_).append(buf, static_cast<std::size_t>(n));
-        }
-        cv_.notify_all();
-      }
-    }
-    std::lock_guard lock(mutex_);
-    eof_ = true;
-    cv_.notify_all();
-  }
-
-  pid_t pid_ = -1;
-  bool reaped_ = false;
-  std::thread reader_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::string out_, err_;
-  bool eof_ = false;
+// This build's ferry as a child (tests/support/ferry_process.hpp).
+struct Ferry : ferry::test::FerryProcess {
+  Ferry(const fs::path& cwd, const std::vector<std::string>& args) : FerryProcess(FERRY_BIN, cwd, args) {}
 };
 
 // The exit status, stdout and stderr of a ferry command that ends by itself.
@@ -139,7 +50,7 @@ struct Done {
 };
 Done ferry_done(const fs::path& cwd, const std::vector<std::string>& args) {
   Ferry f(cwd, args);
-  const int status = f.wait();
+  const int status = f.wait(120s);
   return {status, f.out(), f.err()};
 }
 
@@ -259,16 +170,16 @@ BOOST_AUTO_TEST_CASE(a_run_streams_and_exits_with_its_status_across_a_cut_link_a
   BOOST_REQUIRE(::mkfifo((shared->remote() / "gate").c_str(), 0600) == 0);
 
   Ferry run(p.path(), {"run", "--", "job.py"});
-  BOOST_REQUIRE_MESSAGE(run.wait_for("before 2\n", 60s), run.out() + run.err());
+  BOOST_REQUIRE_MESSAGE(run.wait_out("before 2\n", 60s), run.out() + run.err());
   BOOST_TEST(run.out() == "before 0\nbefore 1\nbefore 2\n");  // streamed while the run waits
   shared->box->cut_sessions();
-  BOOST_REQUIRE_MESSAGE(run.wait_for("lost the connection", 30s, true), run.err());
+  BOOST_REQUIRE_MESSAGE(run.wait_out("lost the connection", 30s, true), run.err());
   {
     const int gate = ::open((shared->remote() / "gate").c_str(), O_WRONLY);  // blocks until the run reads
     BOOST_REQUIRE(gate >= 0);
     ::close(gate);
   }
-  BOOST_TEST(run.wait() == 7, run.err());
+  BOOST_TEST(run.wait(120s) == 7, run.err());
   BOOST_TEST_MESSAGE("ferry run's stderr across the cut:\n" << run.err());
   BOOST_TEST(run.out() == "before 0\nbefore 1\nbefore 2\nafter 0\nafter 1\nafter 2\n");
   BOOST_TEST(run.err().find("to stderr\n") != std::string::npos, run.err());
@@ -294,7 +205,7 @@ std::string http_get(int port, const std::string& path) {
 
 // The local port `ferry tunnel` announces ("127.0.0.1:PORT → remote ..."), 0 if it never does.
 int announced_port(Ferry& tunnel) {
-  if (!tunnel.wait_for("\n", 60s)) return 0;
+  if (!tunnel.wait_out("\n", 60s)) return 0;
   std::smatch m;
   const std::string out = tunnel.out();
   return std::regex_search(out, m, std::regex(R"(^127\.0\.0\.1:(\d+) )")) ? std::stoi(m[1].str()) : 0;

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/ferry_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using ferry::test::SshdFixture;
@@ -32,119 +33,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// ferry as a child: stdout and stderr on their own pipes, read by a thread into strings that
-// waits can watch; stdin from a pipe the test writes (or /dev/null).
-class Ferry {
- public:
-  Ferry(const fs::path& cwd, const std::vector<std::string>& args, bool stdin_pipe = false) {
-    int out[2], err[2], in[2];
-    if (::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC) || ::pipe2(in, O_CLOEXEC)) throw std::runtime_error("pipe2");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);  // our SIGINTs reach ferry only, as a terminal's would reach its job
-      ::dup2(out[1], 1);
-      ::dup2(err[1], 2);
-      if (stdin_pipe) ::dup2(in[0], 0);
-      else {
-        int null = ::open("/dev/null", O_RDONLY);
-        ::dup2(null, 0);
-      }
-      if (::chdir(cwd.c_str()) != 0) ::_exit(126);
-      std::vector<char*> argv{const_cast<char*>(FERRY_BIN)};
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      ::execv(FERRY_BIN, argv.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    ::close(err[1]);
-    ::close(in[0]);
-    if (stdin_pipe) stdin_ = in[1];
-    else ::close(in[1]);
-    reader_ = std::thread([this, o = out[0], e = err[0]] { read_loop(o, e); });
-  }
-  ~Ferry() {
-    if (stdin_ >= 0) ::close(stdin_);
-    if (pid_ > 0 && !status_) {
-      ::kill(pid_, SIGKILL);
-      int st;
-      ::waitpid(pid_, &st, 0);
-    }
-    if (reader_.joinable()) reader_.join();
-  }
-
-  void write_stdin(const std::string& s) { BOOST_REQUIRE(::write(stdin_, s.data(), s.size()) == static_cast<ssize_t>(s.size())); }
-  void close_stdin() {
-    ::close(stdin_);
-    stdin_ = -1;
-  }
-  void signal(int s) { ::kill(pid_, s); }
-
-  // Waits until stdout (or stderr) holds `what` or `limit` passes.
-  bool wait_out(const std::string& what, std::chrono::milliseconds limit = 30s, bool on_stderr = false) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, limit, [&] { return (on_stderr ? err_ : out_).find(what) != std::string::npos || eof_; }) &&
-           (on_stderr ? err_ : out_).find(what) != std::string::npos;
-  }
-  bool wait_out_size(std::size_t n, std::chrono::milliseconds limit = 30s) {
-    std::unique_lock lock(mutex_);
-    return cv_.wait_for(lock, limit, [&] { return out_.size() >= n || eof_; }) && out_.size() >= n;
-  }
-  // The exit status (WEXITSTATUS, or -1), after both pipes reached EOF; kills after `limit`.
-  int wait(std::chrono::milliseconds limit = 60s) {
-    {
-      std::unique_lock lock(mutex_);
-      if (!cv_.wait_for(lock, limit, [&] { return eof_; })) ::kill(pid_, SIGKILL);
-    }
-    int st = 0;
-    ::waitpid(pid_, &st, 0);
-    status_ = st;
-    if (reader_.joinable()) reader_.join();
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  }
-  std::string out() {
-    std::lock_guard lock(mutex_);
-    return out_;
-  }
-  std::string err() {
-    std::lock_guard lock(mutex_);
-    return err_;
-  }
-
- private:
-  void read_loop(int o, int e) {
-    pollfd fds[2] = {{o, POLLIN, 0}, {e, POLLIN, 0}};
-    int open = 2;
-    char buf[65536];
-    while (open > 0) {
-      if (::poll(fds, 2, -1) < 0) continue;
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].fd < 0 || !fds[i].revents) continue;
-        ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-        std::lock_guard lock(mutex_);
-        if (n <= 0) {
-          ::close(fds[i].fd);
-          fds[i].fd = -1;
-          --open;
-        } else {
-          (i == 0 ? out_ : err_).append(buf, static_cast<std::size_t>(n));
-        }
-        cv_.notify_all();
-      }
-    }
-    std::lock_guard lock(mutex_);
-    eof_ = true;
-    cv_.notify_all();
-  }
-
-  pid_t pid_ = -1;
-  int stdin_ = -1;
-  std::optional<int> status_;
-  std::thread reader_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  std::string out_, err_;
-  bool eof_ = false;
+// This build's ferry as a child (tests/support/ferry_process.hpp).
+struct Ferry : ferry::test::FerryProcess {
+  Ferry(const fs::path& cwd, const std::vector<std::string>& args, bool stdin_pipe = false)
+      : FerryProcess(FERRY_BIN, cwd, args, stdin_pipe) {}
 };
 
 // A project on the fixture's box: mapping "." -> ~/proj, the Debian python (it has hashlib).
