@@ -1,6 +1,9 @@
 // file:// URIs as LSP clients send them (RFC 3986 with percent-encoding; VS Code also encodes
 // ':' in Windows drive letters and '@'), to and from local paths. Anything that is not a local
 // file URI is refused with a message, never guessed at: these come from outside.
+//
+// Both path styles are here on every platform (so both are tested on Linux); callers that do not
+// name one get the style of the platform ferry was built for.
 #pragma once
 
 #include <expected>
@@ -9,12 +12,40 @@
 
 namespace ferry::protocol {
 
-// "file:///home/u/a%20b.py" -> "/home/u/a b.py". Accepts "file://localhost/..." and an empty
-// authority; refuses other schemes, other hosts, relative paths, bad escapes and NUL bytes.
-std::expected<std::string, std::string> file_uri_to_path(std::string_view uri);
+enum class PathStyle {
+  posix,    // "/home/u/a.py"
+  windows,  // "C:\Users\me\a.py", "\\server\share\a.py"
+};
 
-// "/home/u/a b.py" -> "file:///home/u/a%20b.py": every byte outside RFC 3986's unreserved set
-// and '/' is escaped, so any file name (spaces, '#', '?', '%', non-UTF-8 bytes) round-trips.
-std::string path_to_file_uri(std::string_view absolute_path);
+#ifdef _WIN32
+inline constexpr PathStyle native_path_style = PathStyle::windows;
+#else
+inline constexpr PathStyle native_path_style = PathStyle::posix;
+#endif
+
+// posix: "file:///home/u/a%20b.py" -> "/home/u/a b.py". Accepts "file://localhost/..." and an
+// empty authority; refuses other hosts.
+//
+// windows: a drive path or a UNC path, '\'-separated, the drive letter upper-cased:
+//   "file:///c%3A/Users/me/a.py" (VS Code), "file:///C:/Users/me/a.py" (LSP4IJ / IntelliJ),
+//   "file://localhost/c:/x" and the old "file:///C|/x"          -> "C:\Users\me\a.py"
+//   "file://server/share/dir/a.py", "file:////server/share/x"    -> "\\server\share\dir\a.py"
+// A URI with neither a drive nor a server and share ("file:///home/u") is refused.
+//
+// Both: other schemes, relative paths, bad escapes and NUL bytes are refused; a query or a
+// fragment is not part of the name. Bytes are as the URI's escapes spell them (UTF-8 from every
+// client ferry knows), never re-encoded.
+std::expected<std::string, std::string> file_uri_to_path(std::string_view uri, PathStyle style = native_path_style);
+
+// posix: "/home/u/a b.py" -> "file:///home/u/a%20b.py": every byte outside RFC 3986's unreserved
+// set and '/' is escaped, so any file name (spaces, '#', '?', '%', non-UTF-8 bytes) round-trips.
+//
+// windows: the form VS Code writes, '\' or '/' separators accepted:
+//   "C:\x\y", "c:/x/y" -> "file:///c%3A/x/y" (lower-case drive, ':' escaped; "C:" is "C:\")
+//   "\\Server\share\x", "//server/share/x" -> "file://server/share/x" (the host lower-cased,
+//   as VS Code does: Windows does not tell a server's name's case)
+// A path with neither (it is not absolute on Windows) is written as "file:///" and the path with
+// '/' separators; file_uri_to_path refuses it back.
+std::string path_to_file_uri(std::string_view absolute_path, PathStyle style = native_path_style);
 
 }  // namespace ferry::protocol
