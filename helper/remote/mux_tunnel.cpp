@@ -109,7 +109,7 @@ void MuxTunnel::stop() {
   wake();
 }
 
-bool MuxTunnel::take(int fd, const std::shared_ptr<ssh::ForwardCounters>& counters) {
+bool MuxTunnel::take(net::NativeSocket fd, const std::shared_ptr<ssh::ForwardCounters>& counters) {
   {
     std::lock_guard lk(mutex_);
     if (stopping_) return false;

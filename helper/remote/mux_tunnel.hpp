@@ -27,7 +27,7 @@ class MuxTunnel final : public ssh::ConnectionHandoff {
   MuxTunnel(const MuxTunnel&) = delete;
   MuxTunnel& operator=(const MuxTunnel&) = delete;
 
-  bool take(int fd, const std::shared_ptr<ssh::ForwardCounters>& counters) override;
+  bool take(net::NativeSocket fd, const std::shared_ptr<ssh::ForwardCounters>& counters) override;
   void stop() override;
 
  private:

@@ -1,9 +1,6 @@
 // ssh -L over a Session, and the bridge bookkeeping both kinds of forward share (port_forward.hpp).
 #include <utility>  // before asio on GCC 12
 
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -22,11 +19,11 @@ asio::awaitable<void> release_channel(std::shared_ptr<Channel> channel) { co_awa
 
 }  // namespace
 
-void BridgeSet::add(const std::shared_ptr<Session>& session, std::shared_ptr<Channel> channel, int fd,
-                    std::size_t buffer_bytes, std::shared_ptr<void> owner) {
+void BridgeSet::add(const std::shared_ptr<Session>& session, std::shared_ptr<Channel> channel,
+                    std::shared_ptr<StreamSocket> end, std::size_t buffer_bytes, std::shared_ptr<void> owner) {
   auto bridge = std::make_shared<Bridge>();
   bridge->channel = std::move(channel);
-  bridge->end = std::make_shared<asio::posix::stream_descriptor>(session->executor(), fd);
+  bridge->end = std::move(end);
   live_.insert(bridge);
   ++counters_->live;
   // `owner` (the forward holding this set) stays alive until its last bridge ends.
@@ -43,7 +40,7 @@ void BridgeSet::close_all() {
   for (const auto& bridge : live_) {
     bridge->channel->interrupt();
     if (bridge->end->is_open()) {
-      ::shutdown(bridge->end->native_handle(), SHUT_RDWR);
+      net::socket_shutdown(bridge->end->native_handle(), net::ShutdownHow::both);
       boost::system::error_code ignored;
       bridge->end->cancel(ignored);
     }
@@ -53,23 +50,23 @@ void BridgeSet::close_all() {
 LocalForward::LocalForward(std::shared_ptr<Session> session, std::string host, int port, ForwardTuning tuning)
     : session_(std::move(session)), host_(std::move(host)), port_(port), tuning_(tuning), acceptor_(session_->executor()) {}
 
-Result<std::shared_ptr<LocalForward>> LocalForward::start(std::shared_ptr<Session> session, int listen_fd, std::string host,
+Result<std::shared_ptr<LocalForward>> LocalForward::start(std::shared_ptr<Session> session, net::NativeSocket listen_fd,
+                                                          std::string host,
                                                           int port, ForwardTuning tuning,
                                                           std::shared_ptr<ConnectionHandoff> handoff) {
   if (!session->is_open()) return std::unexpected(make_error(Errc::kClosed, "forwarding: " + session->close_reason()));
-  sockaddr_storage addr{};
-  socklen_t len = sizeof addr;
-  if (::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+  const int family = net::socket_family(listen_fd);
+  if (family != AF_INET && family != AF_INET6)
     return std::unexpected(make_error(Errc::kConnectFailed, "forwarding: the listening socket is not usable"));
-  int fd = ::dup(listen_fd);
-  if (fd < 0) return std::unexpected(make_error(Errc::kConnectFailed, "forwarding: dup failed"));
+  const net::NativeSocket fd = net::socket_duplicate(listen_fd);
+  if (fd == net::kNoSocket) return std::unexpected(make_error(Errc::kConnectFailed, "forwarding: dup failed"));
   auto self = std::make_shared<LocalForward>(std::move(session), std::move(host), port, tuning);
   self->handoff_ = std::move(handoff);
   boost::system::error_code ec;
-  auto protocol = addr.ss_family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4();
+  auto protocol = family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4();
   self->acceptor_.assign(protocol, fd, ec);
   if (ec) {
-    ::close(fd);
+    net::socket_close(fd);
     return std::unexpected(make_error(Errc::kConnectFailed, "forwarding: " + ec.message()));
   }
   self->acceptor_.non_blocking(true, ec);
@@ -101,37 +98,41 @@ void LocalForward::stop() {
 asio::awaitable<void> LocalForward::accept_loop(std::shared_ptr<LocalForward> self) {
   while (!stopped_) {
     boost::system::error_code ec;
-    asio::ip::tcp::socket sock(session_->executor());
-    co_await acceptor_.async_accept(sock, asio::redirect_error(asio::use_awaitable, ec));
+    auto sock = std::make_shared<StreamSocket>(session_->executor());
+    co_await acceptor_.async_accept(*sock, asio::redirect_error(asio::use_awaitable, ec));
     if (stopped_) break;
     if (ec) {
       if (ec == asio::error::connection_aborted) continue;
       spdlog::warn("ssh: forward to {}:{}: accept failed: {}", host_, port_, ec.message());
       break;
     }
-    sock.set_option(asio::ip::tcp::no_delay(true), ec);
-    int fd = sock.release(ec);
-    if (ec) continue;
-    if (handoff_ && handoff_->take(fd, counters_)) continue;
-    asio::co_spawn(session_->executor(), serve(fd, self), [](std::exception_ptr) {});
+    sock->set_option(asio::ip::tcp::no_delay(true), ec);
+    if (handoff_) {
+      // The handoff takes the bare socket (a POSIX descriptor the OpenSSH master is handed); one it
+      // declines is adopted back.
+      const net::NativeSocket fd = sock->release(ec);
+      if (ec) continue;
+      if (handoff_->take(fd, counters_)) continue;
+      *sock = adopt_stream_socket(session_->executor(), fd, ec);
+      if (ec) continue;
+    }
+    asio::co_spawn(session_->executor(), serve(std::move(sock), self), [](std::exception_ptr) {});
   }
 }
 
-asio::awaitable<void> LocalForward::serve(int fd, std::shared_ptr<LocalForward> self) {
+asio::awaitable<void> LocalForward::serve(std::shared_ptr<StreamSocket> sock, std::shared_ptr<LocalForward> self) {
   ++counters_->accepted;
   auto ch = co_await session_->open_direct_tcpip(host_, port_, Clock::now() + 15s, tuning_.window_bytes);
   if (!ch) {
     ++counters_->failed;
     spdlog::warn("ssh: forwarded connection to {}:{} refused: {}", host_, port_, ch.error().message);
-    ::close(fd);
     co_return;
   }
   if (stopped_) {
-    ::close(fd);
     co_await (*ch)->release(Clock::now() + 5s);
     co_return;
   }
-  bridges_.add(session_, std::move(*ch), fd, tuning_.buffer_bytes, self);
+  bridges_.add(session_, std::move(*ch), std::move(sock), tuning_.buffer_bytes, self);
 }
 
 }  // namespace ferry::ssh

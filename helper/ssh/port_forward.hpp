@@ -40,7 +40,7 @@ class ConnectionHandoff {
   virtual ~ConnectionHandoff() = default;
   // Takes the connected socket `fd` (and counts it in `counters`) if it can carry it now; false
   // leaves `fd` to the session. Called on the session's strand: must not wait on the network.
-  virtual bool take(int fd, const std::shared_ptr<ForwardCounters>& counters) = 0;
+  virtual bool take(net::NativeSocket fd, const std::shared_ptr<ForwardCounters>& counters) = 0;
   // Ends every connection taken; called when the forward stops.
   virtual void stop() = 0;
 };
@@ -49,17 +49,17 @@ class ConnectionHandoff {
 class BridgeSet {
  public:
   explicit BridgeSet(std::shared_ptr<ForwardCounters> counters) : counters_(std::move(counters)) {}
-  // Bridges `channel` with the connected socket `fd` (taken over) until both directions end;
-  // `owner` is kept alive until then.
-  void add(const std::shared_ptr<Session>& session, std::shared_ptr<Channel> channel, int fd, std::size_t buffer_bytes,
-           std::shared_ptr<void> owner);
+  // Bridges `channel` with the connected socket `end` until both directions end; `owner` is kept
+  // alive until then.
+  void add(const std::shared_ptr<Session>& session, std::shared_ptr<Channel> channel, std::shared_ptr<StreamSocket> end,
+           std::size_t buffer_bytes, std::shared_ptr<void> owner);
   // Ends every live bridge (on the strand).
   void close_all();
 
  private:
   struct Bridge {
     std::shared_ptr<Channel> channel;
-    std::shared_ptr<asio::posix::stream_descriptor> end;
+    std::shared_ptr<StreamSocket> end;
   };
   std::shared_ptr<ForwardCounters> counters_;
   std::set<std::shared_ptr<Bridge>> live_;
@@ -94,7 +94,8 @@ class LocalForward final : public PortForward, public std::enable_shared_from_th
   // `listen_fd` listens already; it is dup'ed, so the caller's socket stays open (and keeps
   // queueing connections) after this forward stops. On the strand.
   // `handoff`, when given, is offered each accepted connection first.
-  static Result<std::shared_ptr<LocalForward>> start(std::shared_ptr<Session> session, int listen_fd, std::string host,
+  static Result<std::shared_ptr<LocalForward>> start(std::shared_ptr<Session> session, net::NativeSocket listen_fd,
+                                                     std::string host,
                                                      int port, ForwardTuning tuning = {},
                                                      std::shared_ptr<ConnectionHandoff> handoff = nullptr);
   void stop() override;
@@ -105,7 +106,7 @@ class LocalForward final : public PortForward, public std::enable_shared_from_th
  private:
   // `self` in the frame: co_spawn starts the body later, when only the coroutine holds the forward.
   asio::awaitable<void> accept_loop(std::shared_ptr<LocalForward> self);
-  asio::awaitable<void> serve(int fd, std::shared_ptr<LocalForward> self);
+  asio::awaitable<void> serve(std::shared_ptr<StreamSocket> sock, std::shared_ptr<LocalForward> self);
 
   std::shared_ptr<Session> session_;
   std::string host_;

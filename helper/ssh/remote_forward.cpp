@@ -77,11 +77,11 @@ asio::awaitable<void> RemoteForward::serve(std::shared_ptr<Channel> channel, std
                                                  asio::redirect_error(asio::use_awaitable, ec));
   // The deadline's handler may run after the connect completed (or this coroutine ended): it
   // holds the attempt's socket itself.
-  auto sock = std::make_shared<asio::ip::tcp::socket>(executor);
+  auto sock = std::make_shared<StreamSocket>(executor);
   if (!ec) {
     ec = asio::error::host_not_found;
     for (const auto& target : targets) {
-      sock = std::make_shared<asio::ip::tcp::socket>(executor);
+      sock = std::make_shared<StreamSocket>(executor);
       auto connected = std::make_shared<bool>(false);
       asio::steady_timer timer(executor, 10s);
       timer.async_wait([sock, connected](boost::system::error_code e) {
@@ -90,7 +90,8 @@ asio::awaitable<void> RemoteForward::serve(std::shared_ptr<Channel> channel, std
           sock->close(ignored);
         }
       });
-      co_await sock->async_connect(target.endpoint(), asio::redirect_error(asio::use_awaitable, ec));
+      const asio::generic::stream_protocol::endpoint to(target.endpoint().data(), target.endpoint().size(), IPPROTO_TCP);
+      co_await sock->async_connect(to, asio::redirect_error(asio::use_awaitable, ec));
       *connected = !ec && sock->is_open();
       timer.cancel();
       if (*connected) break;
@@ -106,12 +107,7 @@ asio::awaitable<void> RemoteForward::serve(std::shared_ptr<Channel> channel, std
     co_return;
   }
   sock->set_option(asio::ip::tcp::no_delay(true), ec);
-  int fd = sock->release(ec);
-  if (ec) {
-    co_await channel->release(Clock::now() + 5s);
-    co_return;
-  }
-  bridges_.add(session_, std::move(channel), fd, tuning_.buffer_bytes, self);
+  bridges_.add(session_, std::move(channel), std::move(sock), tuning_.buffer_bytes, self);
 }
 
 }  // namespace ferry::ssh

@@ -5,7 +5,6 @@
 // session_exec, session_forward, session_sftp and session_keepalive.
 #include "helper/ssh/session.hpp"
 
-#include <sys/socket.h>
 
 #include <algorithm>
 
@@ -59,7 +58,7 @@ Session::Session(Executor executor, HostConfig host, SessionOptions options)
 
 Session::~Session() {
   if (session_) {
-    if (socket_.is_open()) ::shutdown(socket_.native_handle(), SHUT_RDWR);
+    if (socket_.is_open()) net::socket_shutdown(socket_.native_handle(), net::ShutdownHow::both);
     // Every I/O now fails at once, so blocking mode cannot hang; it lets libssh2 free everything.
     libssh2_session_set_blocking(session_, 1);
     // Blocking libssh2 polls and then recv()s: a remembered EAGAIN would spin it forever.
@@ -100,7 +99,7 @@ void Session::close(std::string why) {
   auto hooks = std::move(close_hooks_);
   for (auto& hook : hooks) hook();
   if (socket_.is_open()) {
-    ::shutdown(socket_.native_handle(), SHUT_RDWR);
+    net::socket_shutdown(socket_.native_handle(), net::ShutdownHow::both);
     boost::system::error_code ignored;
     socket_.cancel(ignored);
   }

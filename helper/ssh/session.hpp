@@ -21,10 +21,11 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "common/socket_calls.hpp"
 #include "helper/ssh/known_hosts.hpp"
 #include "helper/ssh/ssh_config.hpp"
 #include "helper/ssh/ssh_error.hpp"
@@ -41,6 +42,12 @@ using Clock = std::chrono::steady_clock;
 using Executor = asio::strand<asio::io_context::executor_type>;
 template <class T>
 using Result = std::expected<T, Error>;
+// The session's socket and a bridge's local end: TCP, or one end of a socket pair (a Unix one on
+// POSIX, loopback TCP on Windows), so the family is the socket's own.
+using StreamSocket = asio::generic::stream_protocol::socket;
+
+// `s` owned by a StreamSocket on `executor` (closed when that fails, with `ec` set).
+StreamSocket adopt_stream_socket(const Executor& executor, net::NativeSocket s, boost::system::error_code& ec);
 
 // Asked for the passphrase of an encrypted key; nullopt = skip that key. It runs on the session's
 // strand and may block (a terminal prompt) or wait for the IDE.
@@ -191,12 +198,12 @@ class Session : public std::enable_shared_from_this<Session> {
   Result<std::shared_ptr<Channel>> poll_forward_accept(_LIBSSH2_LISTENER* listener);
   asio::awaitable<Result<void>> forward_cancel(_LIBSSH2_LISTENER* listener, Clock::time_point deadline);
 
-  // Pumps bytes both ways between `channel` and a local stream `end` (a socketpair or an accepted
-  // TCP socket: it must be a socket, it is written with send(MSG_NOSIGNAL)) with buffers of `buffer_bytes`, both directions coroutines on this strand. A
+  // Pumps bytes both ways between `channel` and a local stream `end` (a socket pair's end or an accepted
+  // TCP socket: it must be a socket, it is written with net::socket_send) with buffers of `buffer_bytes`, both directions coroutines on this strand. A
   // half-close travels as EOF each way; an error ends both. on_done runs on the strand once both
   // directions have ended. `moved`, when given, counts the bytes moved either way.
   using ByteCount = std::shared_ptr<std::atomic<std::uint64_t>>;
-  void start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
+  void start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<StreamSocket> end,
                     std::size_t buffer_bytes, std::function<void()> on_done, ByteCount moved = nullptr);
   // Runs `hook` on the strand when the session closes (forwards stop their listeners there).
   void add_close_hook(std::function<void()> hook);
@@ -238,24 +245,27 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   Session(Executor executor, HostConfig host, SessionOptions options);
   asio::awaitable<Result<void>> connect_tcp(Clock::time_point deadline);
-  asio::awaitable<Result<void>> attach_fd(int fd);
+  Result<void> attach_socket(net::NativeSocket s);
+  Result<void> start_libssh2();
   asio::awaitable<Result<void>> handshake(Clock::time_point deadline);
   Result<void> check_host_key();
   asio::awaitable<Result<void>> authenticate(Clock::time_point deadline);
   asio::awaitable<void> keepalive_loop(std::chrono::milliseconds interval, int count_max);
   asio::awaitable<void> open_pump_channel(Clock::time_point deadline);
-  asio::awaitable<void> bridge_loop(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
+  asio::awaitable<void> bridge_loop(std::shared_ptr<Channel> channel, std::shared_ptr<StreamSocket> end,
                                     std::size_t buffer_bytes, ByteCount moved);
-  asio::awaitable<void> bridge_up(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
+  asio::awaitable<void> bridge_up(std::shared_ptr<Channel> channel, std::shared_ptr<StreamSocket> end,
                                   std::size_t buffer_bytes, ByteCount moved);
 
-  static long recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract);
-  static long send_hook(int socket, const void* buffer, std::size_t length, int flags, void** abstract);
+  // libssh2's LIBSSH2_RECV_FUNC / LIBSSH2_SEND_FUNC (ssize_t, libssh2_socket_t).
+  static std::ptrdiff_t recv_hook(net::NativeSocket socket, void* buffer, std::size_t length, int flags, void** abstract);
+  static std::ptrdiff_t send_hook(net::NativeSocket socket, const void* buffer, std::size_t length, int flags,
+                                  void** abstract);
 
   Executor executor_;
   HostConfig host_;
   SessionOptions options_;
-  asio::posix::stream_descriptor socket_;
+  StreamSocket socket_;
   _LIBSSH2_SESSION* session_ = nullptr;
   std::atomic<bool> closed_{false};  // read off the strand by SshConnection::is_open
   std::string close_reason_;

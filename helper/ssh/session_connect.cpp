@@ -1,14 +1,11 @@
-// Session::connect: the TCP connect (or, for a ProxyJump hop, a socketpair bridged to a
+// Session::connect: the TCP connect (or, for a ProxyJump hop, a socket pair bridged to a
 // direct-tcpip channel of the previous hop), libssh2's session on that socket, the handshake with
 // ferry's algorithm preferences, and the host key check against known_hosts. Authentication is in
 // session_auth.cpp.
 #include <utility>  // before asio on GCC 12
 
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 
@@ -94,7 +91,10 @@ asio::awaitable<Result<void>> Session::connect_tcp(Clock::time_point deadline) {
   if (ec) co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": cannot resolve " + host_.hostname + ": " + ec.message()));
   std::string last = "no addresses";
   for (const auto& entry : results) {
-    auto sock = std::make_shared<tcp::socket>(executor_);
+    // A generic socket from the start, connected in place and then moved into socket_: no second
+    // registration of one socket with the reactor (epoll or a completion port) on the way.
+    auto sock = std::make_shared<StreamSocket>(executor_);
+    const asio::generic::stream_protocol::endpoint target(entry.endpoint().data(), entry.endpoint().size(), IPPROTO_TCP);
     auto timed_out = std::make_shared<bool>(false);
     asio::steady_timer t(executor_, deadline);
     t.async_wait([sock, timed_out](boost::system::error_code e) {
@@ -104,7 +104,7 @@ asio::awaitable<Result<void>> Session::connect_tcp(Clock::time_point deadline) {
         sock->close(ignored);
       }
     });
-    co_await sock->async_connect(entry.endpoint(), asio::redirect_error(use_awaitable, ec));
+    co_await sock->async_connect(target, asio::redirect_error(use_awaitable, ec));
     t.cancel();
     if (*timed_out) co_return std::unexpected(timeout_error(what));
     if (ec) {
@@ -112,32 +112,39 @@ asio::awaitable<Result<void>> Session::connect_tcp(Clock::time_point deadline) {
       continue;
     }
     sock->set_option(tcp::no_delay(true), ec);
-    // release(), not dup(): asio closes its own sockets without EPOLL_CTL_DEL, and a dup kept the
-    // file (so its epoll registration) alive, pointing at a recycled reactor slot; every packet then
-    // also woke whatever op later took that slot (a tunnel's acceptor: one stray accept() per packet).
-    int fd = sock->release(ec);
-    if (ec || fd < 0) co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": " + ec.message()));
-    co_return co_await attach_fd(fd);
+    net::socket_no_inherit(sock->native_handle());
+    socket_ = std::move(*sock);
+    co_return start_libssh2();
   }
   co_return std::unexpected(make_error(Errc::kConnectFailed, what + ": " + last));
 }
 
-asio::awaitable<Result<void>> Session::attach_fd(int fd) {
-  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+StreamSocket adopt_stream_socket(const Executor& executor, net::NativeSocket s, boost::system::error_code& ec) {
+  const int family = net::socket_family(s);
+  StreamSocket socket(executor);
+  socket.assign(asio::generic::stream_protocol(family, family == AF_UNIX ? 0 : IPPROTO_TCP), s, ec);
+  if (ec) net::socket_close(s);
+  return socket;
+}
+
+Result<void> Session::attach_socket(net::NativeSocket s) {
+  net::socket_no_inherit(s);
   boost::system::error_code ec;
-  socket_.assign(fd, ec);
-  if (ec) {
-    ::close(fd);
-    co_return std::unexpected(make_error(Errc::kConnectFailed, "attaching the socket: " + ec.message()));
-  }
+  socket_ = adopt_stream_socket(executor_, s, ec);
+  if (ec) return std::unexpected(make_error(Errc::kConnectFailed, "attaching the socket: " + ec.message()));
+  return start_libssh2();
+}
+
+Result<void> Session::start_libssh2() {
+  boost::system::error_code ec;
   socket_.non_blocking(true, ec);
   global_init();
   session_ = libssh2_session_init_ex(nullptr, nullptr, nullptr, this);
-  if (!session_) co_return std::unexpected(make_error(Errc::kConnectFailed, "libssh2_session_init failed"));
+  if (!session_) return std::unexpected(make_error(Errc::kConnectFailed, "libssh2_session_init failed"));
   libssh2_session_set_blocking(session_, 0);
   libssh2_session_callback_set(session_, LIBSSH2_CALLBACK_RECV, reinterpret_cast<void*>(&Session::recv_hook));
   libssh2_session_callback_set(session_, LIBSSH2_CALLBACK_SEND, reinterpret_cast<void*>(&Session::send_hook));
-  co_return Result<void>{};
+  return {};
 }
 
 asio::awaitable<Result<void>> Session::handshake(Clock::time_point deadline) {
@@ -156,7 +163,7 @@ asio::awaitable<Result<void>> Session::handshake(Clock::time_point deadline) {
   std::string prefs;
   for (const auto& t : order) prefs += (prefs.empty() ? "" : ",") + t;
   set_method_pref(session_, LIBSSH2_METHOD_HOSTKEY, prefs);
-  int fd = socket_.native_handle();
+  const libssh2_socket_t fd = socket_.native_handle();
   auto r = co_await retry(*this, [&] { return static_cast<long>(libssh2_session_handshake(session_, fd)); }, deadline, what);
   if (!r) co_return std::unexpected(r.error());
   co_return Result<void>{};
@@ -240,11 +247,16 @@ asio::awaitable<Result<std::shared_ptr<Session>>> Session::connect(Executor exec
         co_return std::unexpected(make_error(Errc::kConnectFailed, "connecting to " + describe(hop) + " through " +
                                                                        describe(previous->host()) + ": " + ch.error().message));
       }
-      int sv[2];
-      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        co_return std::unexpected(make_error(Errc::kConnectFailed, "socketpair failed"));
-      auto end = std::make_shared<asio::posix::stream_descriptor>(executor, sv[1]);
-      auto a = co_await s->attach_fd(sv[0]);
+      net::NativeSocket sv[2];
+      if (const int e = net::socket_pair(sv); e != 0)
+        co_return std::unexpected(make_error(Errc::kConnectFailed, std::string("socket pair failed: ") + std::strerror(e)));
+      boost::system::error_code ec;
+      auto end = std::make_shared<StreamSocket>(adopt_stream_socket(executor, sv[1], ec));
+      if (ec) {
+        net::socket_close(sv[0]);
+        co_return std::unexpected(make_error(Errc::kConnectFailed, "socket pair: " + ec.message()));
+      }
+      auto a = s->attach_socket(sv[0]);
       if (!a) co_return std::unexpected(a.error());
       previous->start_bridge(*ch, end, 256 << 10, [] {});
       s->jump_ = previous;

@@ -2,7 +2,6 @@
 // listeners (remote forwards), and the bridge that pumps a channel to a local socket both ways.
 #include <utility>  // before asio on GCC 12
 
-#include <sys/socket.h>
 
 #include <cerrno>
 
@@ -83,8 +82,8 @@ asio::awaitable<Result<void>> Session::forward_cancel(LIBSSH2_LISTENER* listener
   co_return Result<void>{};
 }
 
-void Session::start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<asio::posix::stream_descriptor> end,
-                           std::size_t buffer_bytes, std::function<void()> on_done, ByteCount moved) {
+void Session::start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<StreamSocket> end, std::size_t buffer_bytes,
+                           std::function<void()> on_done, ByteCount moved) {
   // Both directions share one completion: the second to end runs on_done.
   auto remaining = std::make_shared<int>(2);
   auto finish = [remaining, on_done = std::move(on_done)](std::exception_ptr e) {
@@ -96,7 +95,7 @@ void Session::start_bridge(std::shared_ptr<Channel> channel, std::shared_ptr<asi
 }
 
 asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
-                                           std::shared_ptr<asio::posix::stream_descriptor> end, std::size_t buffer_bytes,
+                                           std::shared_ptr<StreamSocket> end, std::size_t buffer_bytes,
                                            ByteCount moved) {
   // channel -> socket. Parameters, not lambda captures: they live in this coroutine's own frame.
   auto self = shared_from_this();
@@ -106,7 +105,7 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
     if (!n || *n == 0) {
       if (!n || channel->eof()) {
         // EOF from the far side ends only our writing half; an error ends the socket.
-        if (end->is_open()) ::shutdown(end->native_handle(), n ? SHUT_WR : SHUT_RDWR);
+        if (end->is_open()) net::socket_shutdown(end->native_handle(), n ? net::ShutdownHow::write : net::ShutdownHow::both);
         co_return;
       }
       continue;
@@ -114,33 +113,33 @@ asio::awaitable<void> Session::bridge_loop(std::shared_ptr<Channel> channel,
     if (moved) *moved += *n;
     // A burst usually fits the socket's buffer: send it now rather than through the reactor, whose
     // completion costs another round on the strand; when it does not, wait until the socket takes
-    // more. Always send(MSG_NOSIGNAL), never write(): a client that closed (a port probe, a browser
-    // tab) must be an EPIPE for this connection, not a SIGPIPE that kills the process (issue #17).
+    // more. Always net::socket_send (MSG_NOSIGNAL), never write(): a client that closed (a port probe,
+    // a browser tab) must be an EPIPE for this connection, not a SIGPIPE that kills the process (issue #17).
     boost::system::error_code ec;
     for (std::size_t sent = 0; sent < *n;) {
-      auto w = ::send(end->native_handle(), buf.data() + sent, *n - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      const auto w = net::socket_send(end->native_handle(), buf.data() + sent, *n - sent, true);
       if (w > 0) {
         sent += static_cast<std::size_t>(w);
-      } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        co_await end->async_wait(asio::posix::stream_descriptor::wait_write, asio::redirect_error(use_awaitable, ec));
+      } else if (w == -EAGAIN) {
+        co_await end->async_wait(StreamSocket::wait_write, asio::redirect_error(use_awaitable, ec));
         if (ec) break;
-      } else if (w < 0 && errno == EINTR) {
+      } else if (w == -EINTR) {
         continue;
       } else {
-        ec = boost::system::error_code(w < 0 ? errno : EPIPE, boost::system::system_category());
+        ec = boost::system::error_code(w < 0 ? static_cast<int>(-w) : EPIPE, boost::system::generic_category());
         break;
       }
     }
     if (ec) {
       channel->interrupt();  // the other direction stops writing into a dead connection
-      if (end->is_open()) ::shutdown(end->native_handle(), SHUT_RDWR);
+      if (end->is_open()) net::socket_shutdown(end->native_handle(), net::ShutdownHow::both);
       co_return;
     }
   }
 }
 
 asio::awaitable<void> Session::bridge_up(std::shared_ptr<Channel> channel,
-                                         std::shared_ptr<asio::posix::stream_descriptor> end, std::size_t buffer_bytes,
+                                         std::shared_ptr<StreamSocket> end, std::size_t buffer_bytes,
                                          ByteCount moved) {
   // socket -> channel.
   auto self = shared_from_this();
@@ -157,7 +156,7 @@ asio::awaitable<void> Session::bridge_up(std::shared_ptr<Channel> channel,
     auto w = co_await channel->write_all(std::string_view(buf.data(), n), Clock::time_point::max());
     if (!w) {
       channel->interrupt();
-      if (end->is_open()) ::shutdown(end->native_handle(), SHUT_RDWR);
+      if (end->is_open()) net::socket_shutdown(end->native_handle(), net::ShutdownHow::both);
       co_return;
     }
   }

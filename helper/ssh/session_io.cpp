@@ -3,10 +3,6 @@
 // every sender finishes first. All on the session's strand.
 #include <utility>  // before asio on GCC 12
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -23,14 +19,13 @@ namespace ferry::ssh {
 using asio::use_awaitable;
 using namespace std::chrono_literals;
 
-long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags, void** abstract) {
+std::ptrdiff_t Session::recv_hook(net::NativeSocket socket, void* buffer, std::size_t length, int flags, void** abstract) {
   auto* self = static_cast<Session*>(*abstract);
   // libssh2 talks to ssh-agent through this hook too, on the agent's own (blocking) socket: none
   // of the SSH socket's read-ahead or remembered EAGAIN applies there (a remembered EAGAIN made
   // agent auth fail with "cannot list keys").
   if (socket != self->socket_.native_handle()) {
-    const ssize_t n = ::recv(socket, buffer, length, flags);
-    return n < 0 ? -errno : static_cast<long>(n);
+    return net::socket_recv(socket, buffer, length, flags);
   }
   auto& ahead = self->rx_ahead_;
   // libssh2 asks for at most 16 KiB at a time, so a 32 KiB packet took two or three recv()s. Reading
@@ -45,10 +40,10 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
     // (EPOLL_CTL_MOD) when a wait starts, so bytes that came meanwhile end that wait at once.
     if (self->rx_drained_ && !self->rx_blocking_) return -EAGAIN;
     if (ahead.empty()) ahead.resize(kReadAheadBytes);
-    ssize_t n = ::recv(socket, ahead.data(), ahead.size(), flags);
+    const std::ptrdiff_t n = net::socket_recv(socket, ahead.data(), ahead.size(), flags);
     if (n < 0) {
-      if ((errno == EAGAIN || errno == EWOULDBLOCK) && !self->rx_blocking_) self->rx_drained_ = true;
-      return -errno;
+      if (n == -EAGAIN && !self->rx_blocking_) self->rx_drained_ = true;
+      return n;
     }
     if (n == 0) return 0;
     // ACK at once, not up to 40 ms later: sshd sends without TCP_NODELAY until a session's
@@ -56,10 +51,7 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
     // confirmation) waited for this side's delayed ACK. Channel opens time the link, so loopback
     // and LANs were timed at 40+ ms and got long-link windows and bulk lanes
     // (test_ssh_session). Linux leaves quick-ACK mode by itself: asked again after each read.
-#ifdef TCP_QUICKACK
-    const int one = 1;
-    (void)::setsockopt(socket, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
-#endif
+    net::socket_quick_ack(socket);
     // A short read emptied the kernel's queue (TCP copies until the queue and its backlog are
     // empty or the buffer is full), so the next recv() would say EAGAIN: remember that now
     // rather than ask, which cost one recv() per packet burst. Bytes arriving later end the next
@@ -86,18 +78,18 @@ long Session::recv_hook(int socket, void* buffer, std::size_t length, int flags,
   std::size_t n = std::min(length, self->rx_end_ - self->rx_begin_);
   std::memcpy(buffer, ahead.data() + self->rx_begin_, n);
   self->rx_begin_ += n;
-  return static_cast<long>(n);
+  return static_cast<std::ptrdiff_t>(n);
 }
 
-long Session::send_hook(int socket, const void* buffer, std::size_t length, int flags, void** abstract) {
+std::ptrdiff_t Session::send_hook(net::NativeSocket socket, const void* buffer, std::size_t length, int /*flags*/,
+                                  void** abstract) {
   auto* self = static_cast<Session*>(*abstract);
-  ssize_t n = ::send(socket, buffer, length, flags | MSG_NOSIGNAL);
-  if (socket != self->socket_.native_handle()) return n < 0 ? -errno : static_cast<long>(n);  // ssh-agent's socket
+  const std::ptrdiff_t n = net::socket_send(socket, buffer, length);
+  if (socket != self->socket_.native_handle()) return n;  // ssh-agent's socket
   if (n < 0) {
-    int e = errno;
-    if (e == EAGAIN || e == EWOULDBLOCK) self->send_stalled_ = true;
+    if (n == -EAGAIN) self->send_stalled_ = true;
     else self->send_failed_ = true;
-    return -e;
+    return n;
   }
   if (static_cast<std::size_t>(n) < length) {
     self->send_stalled_ = true;
@@ -115,8 +107,7 @@ asio::awaitable<Result<void>> Session::wait_socket(Clock::time_point deadline, s
   auto now = Clock::now();
   if (now >= deadline) co_return std::unexpected(timeout_error(what));
   int dirs = session_ ? libssh2_session_block_directions(session_) : LIBSSH2_SESSION_BLOCK_INBOUND;
-  auto kind = (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? asio::posix::stream_descriptor::wait_write
-                                                       : asio::posix::stream_descriptor::wait_read;
+  auto kind = (dirs & LIBSSH2_SESSION_BLOCK_OUTBOUND) ? StreamSocket::wait_write : StreamSocket::wait_read;
   // A cap guards against a readiness edge lost between libssh2's EAGAIN and this wait: the worst case
   // is one spurious retry per second. Waits without a near deadline (the bridges') share one
   // session timer rather than arming and cancelling one each, which cost every round trip.

@@ -2,8 +2,6 @@
 // pumps the transport, and the dead-link verdict when nothing has arrived for interval * count.
 #include <utility>  // before asio on GCC 12
 
-#include <linux/sockios.h>
-#include <sys/ioctl.h>
 
 #include <algorithm>
 #include <array>
@@ -65,8 +63,7 @@ asio::awaitable<void> Session::keepalive_loop(std::chrono::milliseconds interval
     // libssh2 sends only when its interval has passed. A keepalive that hit EAGAIN would stay half
     // sent with nobody to finish it (and block every other send), so it goes only when the kernel's
     // send queue is empty and the small packet is sure to fit; a full queue means the link is busy.
-    int queued = 0;
-    if (::ioctl(socket_.native_handle(), SIOCOUTQ, &queued) == 0 && queued == 0) libssh2_keepalive_send(session_, &next);
+    if (net::socket_send_queue_empty(socket_.native_handle())) libssh2_keepalive_send(session_, &next);
     if (pump_channel_) libssh2_channel_read_ex(pump_channel_->raw(), 0, sink.data(), sink.size());
     if (Clock::now() - last_rx_ > limit) {
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_rx_).count();

@@ -1,16 +1,15 @@
 // OpenSSH client config parsing and host resolution (see ssh_config.hpp).
 #include "helper/ssh/ssh_config.hpp"
 
-#include <glob.h>
-#include <pwd.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "common/path_glob.hpp"
+#include "common/user_dirs.hpp"
 
 namespace ferry::ssh {
 namespace {
@@ -107,13 +106,13 @@ std::optional<bool> parse_yes_no(std::string_view text) {
 
 std::string expand_tilde(const std::string& path, const LocalContext& local) {
   if (path == "~") return local.home.string();
-  if (path.starts_with("~/")) return (local.home / path.substr(2)).string();
+  if (path.starts_with("~/") || path.starts_with("~\\")) return (local.home / path.substr(2)).string();
   if (path.starts_with("~")) {
     auto slash = path.find('/');
     std::string name = path.substr(1, slash == std::string::npos ? std::string::npos : slash - 1);
-    if (const passwd* pw = ::getpwnam(name.c_str())) {
+    if (auto home = platform::home_of_user(name)) {
       std::string rest = slash == std::string::npos ? "" : path.substr(slash);
-      return std::string(pw->pw_dir) + rest;
+      return home->string() + rest;
     }
   }
   return path;
@@ -228,14 +227,8 @@ struct Parser {
       if (depth >= kMaxIncludeDepth) return std::unexpected(error(file, number, "Include nested too deeply"));
       for (const auto& pattern : args) {
         std::string p = expand_tilde(pattern, local);
-        if (!p.starts_with("/")) p = (ssh_dir / p).string();
-        glob_t g{};
-        int rc = ::glob(p.c_str(), 0, nullptr, &g);
-        std::vector<std::string> files;
-        if (rc == 0)
-          for (std::size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
-        ::globfree(&g);
-        for (const auto& f : files) {
+        if (!std::filesystem::path(p).is_absolute()) p = (ssh_dir / p).string();
+        for (const auto& f : platform::glob_paths(p)) {
           // An included file starts in the includer's state; the state is restored after it.
           bool inner = active;
           if (auto r = read_file(f, inner, depth + 1, true, never_match || !active); !r) return r;
@@ -416,7 +409,9 @@ std::expected<HostConfig, ConfigParseError> resolve_depth(const Destination& des
     if (!e) return where("UserKnownHostsFile: " + e.error());
     h.user_known_hosts_files.push_back(*e);
   }
-  auto gkh = c.global_known_hosts.value_or(std::vector<std::string>{"/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"});
+  const auto sys = platform::ssh_system_dir();
+  auto gkh = c.global_known_hosts.value_or(
+      std::vector<std::string>{(sys / "ssh_known_hosts").string(), (sys / "ssh_known_hosts2").string()});
   for (const auto& f : gkh)
     if (lower(f) != "none") h.global_known_hosts_files.push_back(expand_tilde(f, local));
   h.strict_host_key_checking = c.strict.value_or(StrictHostKeyChecking::kYes);
@@ -508,14 +503,9 @@ std::expected<Destination, std::string> parse_destination(std::string_view text)
 
 LocalContext current_local_context() {
   LocalContext local;
-  const passwd* pw = ::getpwuid(::getuid());
-  if (pw) local.local_user = pw->pw_name;
+  local.local_user = platform::user_name();
   // OpenSSH takes ~ from the password database; $HOME only when there is none.
-  if (pw && pw->pw_dir && *pw->pw_dir) local.home = pw->pw_dir;
-  else if (const char* h = std::getenv("HOME")) local.home = h;
-  if (local.local_user.empty()) {
-    if (const char* u = std::getenv("USER")) local.local_user = u;
-  }
+  if (auto home = platform::login_home_dir()) local.home = *home;
   return local;
 }
 
@@ -592,8 +582,15 @@ std::expected<HostAliasLookup, ConfigParseError> lookup_host_alias(std::string_v
 std::string describe(const HostConfig& host) {
   std::string out = host.user.empty() ? "" : host.user + "@";
   bool v6 = host.hostname.find(':') != std::string::npos;
-  out += v6 ? "[" + host.hostname + "]" : host.hostname;
-  if (host.port != 22) out += ":" + std::to_string(host.port);
+  // Appended piece by piece: GCC 12 reports `":" + std::to_string(port)` here as an overlapping
+  // copy (-Wrestrict, a false positive).
+  if (v6) out += '[';
+  out += host.hostname;
+  if (v6) out += ']';
+  if (host.port != 22) {
+    out += ':';
+    out += std::to_string(host.port);
+  }
   return out;
 }
 

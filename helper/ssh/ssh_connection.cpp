@@ -152,7 +152,7 @@ asio::awaitable<Result<ForwardHandle>> do_remote_forward(std::shared_ptr<Session
 
 }  // namespace
 
-Result<ForwardHandle> SshConnection::start_local_forward(int listen_fd, std::string host, int port, ForwardTuning tuning,
+Result<ForwardHandle> SshConnection::start_local_forward(net::NativeSocket listen_fd, std::string host, int port, ForwardTuning tuning,
                                                         std::shared_ptr<ConnectionHandoff> handoff) {
   if (!session_) return std::unexpected(not_connected());
   std::promise<Result<ForwardHandle>> done;

@@ -54,7 +54,7 @@ class SshConnection {
   void start_keepalive(std::chrono::milliseconds interval, int count_max, std::function<void(const Error&)> on_dead);
   // ssh -L from a listening socket here (dup'ed: the caller's socket stays open after the
   // forward stops) to host:port as the server sees it.
-  Result<ForwardHandle> start_local_forward(int listen_fd, std::string host, int port, ForwardTuning tuning = {},
+  Result<ForwardHandle> start_local_forward(net::NativeSocket listen_fd, std::string host, int port, ForwardTuning tuning = {},
                                             std::shared_ptr<ConnectionHandoff> handoff = nullptr);
   // ssh -R: the server listens on bind_host:port (0: it picks; see bound_port()).
   Result<ForwardHandle> start_remote_forward(std::string bind_host, int port, std::string local_host, int local_port,
