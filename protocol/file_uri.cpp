@@ -152,6 +152,26 @@ std::expected<std::string, std::string> file_uri_to_path(std::string_view uri, P
   return percent_decode(parts->path);
 }
 
+std::expected<std::filesystem::path, std::string> file_uri_to_fs_path(std::string_view uri) {
+  auto path = file_uri_to_path(uri);
+  if (!path) return std::unexpected(std::move(path.error()));
+  try {
+    return std::filesystem::path(std::u8string(path->begin(), path->end()));
+  } catch (const std::exception&) {  // Windows: not UTF-8, so no UTF-16 name
+    return std::unexpected("a file URI whose name is not UTF-8: " + std::string(uri.substr(0, 80)));
+  }
+}
+
+std::string fs_path_to_file_uri(const std::filesystem::path& absolute_path) {
+  std::u8string utf8;
+  try {
+    utf8 = absolute_path.u8string();
+  } catch (const std::exception&) {  // Windows: a name with a lone UTF-16 surrogate
+    return path_to_file_uri(absolute_path.string());
+  }
+  return path_to_file_uri(std::string_view(reinterpret_cast<const char*>(utf8.data()), utf8.size()));
+}
+
 std::string path_to_file_uri(std::string_view absolute_path, PathStyle style) {
   if (style == PathStyle::windows) return windows_file_uri(absolute_path);
   std::string out = "file://";

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <expected>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -47,5 +48,12 @@ std::expected<std::string, std::string> file_uri_to_path(std::string_view uri, P
 // A path with neither (it is not absolute on Windows) is written as "file:///" and the path with
 // '/' separators; file_uri_to_path refuses it back.
 std::string path_to_file_uri(std::string_view absolute_path, PathStyle style = native_path_style);
+
+// The same in the native style, as std::filesystem::path, which is made from the UTF-8 and read
+// back as UTF-8: MinGW's libstdc++ takes a narrow std::string through the C locale byte by byte,
+// so fs::path(std::string) and .string() garble every non-ASCII name on Windows. A URI whose
+// bytes are not UTF-8 is refused on Windows (no name there can have them); on POSIX any bytes go.
+std::expected<std::filesystem::path, std::string> file_uri_to_fs_path(std::string_view uri);
+std::string fs_path_to_file_uri(const std::filesystem::path& absolute_path);
 
 }  // namespace ferry::protocol
