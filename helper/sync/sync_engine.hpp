@@ -81,6 +81,14 @@ struct SyncOptions {
   // remote no longer has (or that pull_leave_out left out) is deleted locally, if it is still
   // what ferry wrote; one changed locally is a conflict and stays.
   bool pull_mirror = false;
+  // Pull only: the local side holds names as Windows does (helper/sync/windows_names.hpp). A
+  // remote name it cannot hold (aux.py, a:b, x.) or two that differ only in case are per-file
+  // errors, never written, never renamed; the rest of the pull goes on. On in Windows builds.
+#ifdef _WIN32
+  bool windows_local_names = true;
+#else
+  bool windows_local_names = false;
+#endif
   unsigned in_flight = 8;              // concurrent requests to the agent
   std::uint64_t cache_max_bytes = 1ull << 30;  // the sent-copy cache used as delta bases
   std::uint64_t stream_above = 64ull << 20;    // whole files larger than this go in chunks

@@ -25,6 +25,7 @@
 #include "helper/sync/pull_prep.hpp"
 #include "helper/sync/project_lock.hpp"
 #include "helper/sync/sync_engine_state.hpp"
+#include "helper/sync/windows_names.hpp"
 #include "protocol/delta/delta.hpp"
 #include "protocol/delta/parallel_signature.hpp"
 #include "protocol/delta/patch.hpp"
@@ -517,12 +518,25 @@ void plan_pull_file(PullRun& run, const std::string& path, const FileMeta& R, in
 void plan_pull(PullRun& run) {
   const fs::path& root = run.target.local_root;
   std::size_t matched_any = 0;
+  // A Windows laptop: names it cannot hold, or that clash by case among those pulled, are
+  // reported, never written or renamed (kept in run.remote, so a mirror does not delete them).
+  std::map<std::string, std::string> unholdable;
+  if (run.o.windows_local_names) {
+    std::vector<std::string> pulled;
+    for (const auto& [path, R] : run.remote)
+      if (under_any(path, run.paths) && path != ".ferry" && !path.starts_with(".ferry/")) pulled.push_back(path);
+    unholdable = windows_path_problems(pulled);
+  }
   for (const auto& [path, R] : run.remote) {
     if (!under_any(path, run.paths)) continue;
     // Ignore rules do not apply (asking for outputs/ means wanting what is there, ignored or
     // not), but ferry's own state never comes back.
     if (path == ".ferry" || path.starts_with(".ferry/")) continue;
     ++matched_any;
+    if (auto bad = unholdable.find(path); bad != unholdable.end()) {
+      run.summary.errors.push_back("pull '" + path + "': not written: " + bad->second + "; ferry does not rename files");
+      continue;
+    }
     auto parent = open_dir_chain(root, dir_of(path), false);
     if (!parent && parent.error() != "missing") {
       run.summary.errors.push_back("pull '" + path + "': " + parent.error());

@@ -396,3 +396,52 @@ BOOST_AUTO_TEST_CASE(a_new_big_file_is_pulled_without_hashing_it_on_the_box_firs
   BOOST_TEST(same.unchanged == 1u);
   BOOST_TEST(same.files_sent == 0u);
 }
+
+// A Windows laptop (the flag Windows builds set, forced here): names Windows cannot hold and
+// names that differ only in case are per-file errors naming the file and why, never written or
+// renamed; the files beside them come as usual.
+BOOST_AUTO_TEST_CASE(a_pull_to_windows_reports_names_it_cannot_hold_and_brings_the_rest) {
+  Fixture f;
+  for (const char* name : {"aux.py", "a:b", "x.", "Data.csv", "data.csv", "ok.py", "sub/nul/f.txt", "sub/fine.txt"})
+    write_file(f.remote / name, text(std::string("remote ") + name + "\n"));
+  SyncOptions windows;
+  windows.windows_local_names = true;
+  SyncSummary s = f.pull({""}, windows);
+  BOOST_TEST(s.conflicts.empty());
+  BOOST_TEST(s.files_sent == 2u);
+  BOOST_TEST((read_bytes(f.local / "ok.py") == text("remote ok.py\n")));
+  BOOST_TEST((read_bytes(f.local / "sub/fine.txt") == text("remote sub/fine.txt\n")));
+  std::map<std::string, std::string> errors;  // the file each error names -> the error
+  for (const auto& e : s.errors) {
+    BOOST_REQUIRE(e.starts_with("pull '"));
+    errors[e.substr(6, e.find('\'', 6) - 6)] = e;
+  }
+  BOOST_TEST(errors.size() == s.errors.size());
+  for (const char* name : {"aux.py", "a:b", "x.", "Data.csv", "data.csv", "sub/nul", "sub/nul/f.txt"}) {
+    BOOST_TEST(errors.contains(name), name);
+    BOOST_TEST(!fs::exists(f.local / name), name);
+  }
+  BOOST_TEST(s.errors.size() == 7u);
+  BOOST_TEST(errors["aux.py"] ==
+             "pull 'aux.py': not written: 'aux.py': AUX is a device name on Windows (with any extension too); ferry does not rename files");
+  BOOST_TEST(errors["a:b"].find("Windows does not allow ':' in a name") != std::string::npos);
+  BOOST_TEST(errors["x."].find("trailing dot") != std::string::npos);
+  BOOST_TEST(errors["data.csv"].find("'Data.csv' and 'data.csv' differ only in case") != std::string::npos);
+  BOOST_TEST(errors["sub/nul/f.txt"].find("in 'sub/nul': 'nul': NUL is a device name") != std::string::npos);
+  BOOST_TEST(temp_files(f.local) == 0u);
+
+  // Nothing was recorded for them: the next pull says the same, and moves nothing.
+  SyncSummary again = f.pull({""}, windows);
+  BOOST_TEST(again.errors.size() == 7u);
+  BOOST_TEST(again.files_sent == 0u);
+  BOOST_TEST(again.unchanged == 2u);
+  // One of the two spellings asked for alone clashes with nothing in that pull: it comes.
+  SyncSummary one = f.pull({"data.csv"}, windows);
+  BOOST_TEST(one.errors.empty());
+  BOOST_TEST((read_bytes(f.local / "data.csv") == text("remote data.csv\n")));
+  // Without the flag (a Linux or macOS laptop's default here) every name comes.
+  SyncSummary posix = f.pull({""});
+  BOOST_TEST(posix.errors.empty());
+  BOOST_TEST((read_bytes(f.local / "a:b") == text("remote a:b\n")));
+  BOOST_TEST((read_bytes(f.local / "sub/nul/f.txt") == text("remote sub/nul/f.txt\n")));
+}
