@@ -290,3 +290,37 @@ BOOST_AUTO_TEST_CASE(wildmatch_edge_cases) {
   BOOST_TEST(!wildmatch("\\*", "a", true));
   BOOST_TEST(!wildmatch("ab\\", "ab", true));
 }
+
+// A .gitignore or .ferryignore saved on Windows (CRLF line ends, blank lines too) decides as the
+// same file with LF ends: the CR is no part of a pattern.
+BOOST_AUTO_TEST_CASE(crlf_ignore_files_decide_as_lf_ones) {
+  const std::string git = "*.log\n\n# comment\n!keep.log\nbuild/\ntrailing  \n/rooted.txt\nsub/*.tmp\n";
+  const std::string ferry = "keep.log\n\n!trace.log\nmodels/\n";
+  const auto crlf = [](const std::string& s) {
+    std::string out;
+    for (const char c : s) out += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    return out;
+  };
+  TempDir lf, cr;
+  write_file(lf.path() / ".gitignore", git);
+  write_file(lf.path() / ".ferryignore", ferry);
+  write_file(cr.path() / ".gitignore", crlf(git));
+  write_file(cr.path() / ".ferryignore", crlf(ferry));
+  const IgnoreMatcher a = IgnoreMatcher::for_tree(lf.path(), {});
+  const IgnoreMatcher b = IgnoreMatcher::for_tree(cr.path(), {});
+  const std::vector<std::pair<std::string, bool>> probes{
+      {"x.log", false},     {"keep.log", false}, {"trace.log", false}, {"build", true},       {"build", false},
+      {"trailing", false},  {"trailing  ", false}, {"rooted.txt", false}, {"a/rooted.txt", false}, {"sub/x.tmp", false},
+      {"models", true},     {"models/m.pt", false}, {"x.log\r", false}, {"other.py", false},    {"comment", false}};
+  for (const auto& [path, dir] : probes) BOOST_TEST(a.is_ignored(path, dir) == b.is_ignored(path, dir), path);
+  BOOST_TEST(b.is_ignored("x.log", false));
+  BOOST_TEST(b.is_ignored("keep.log", false));   // .ferryignore's line, CR and all, wins
+  BOOST_TEST(!b.is_ignored("trace.log", false)); // its negation too
+  BOOST_TEST(b.is_ignored("build", true));
+  BOOST_TEST(!b.is_ignored("build", false));     // "build/\r" is still a directory-only pattern
+  BOOST_TEST(b.is_ignored("trailing", false));
+  BOOST_TEST(b.is_ignored("rooted.txt", false));
+  BOOST_TEST(!b.is_ignored("a/rooted.txt", false));
+  BOOST_TEST(b.is_ignored("models", true));
+  BOOST_TEST(!b.is_ignored("other.py", false));
+}
