@@ -19,6 +19,8 @@ PACKAGES=(
   g++-11
   # the aarch64 agent: its cross compiler, libzstd's source package (dpkg-dev), its test (qemu, file)
   g++-aarch64-linux-gnu qemu-user-static dpkg-dev file
+  # ferry.exe for Windows: the MinGW-w64 cross compiler, Wine to run its tests
+  g++-mingw-w64-x86-64-posix wine64
   debootstrap
 )
 # The VS Code extension (ide-plugin/vscode) and its tests need Node.js 20 and npm (the machines
@@ -46,6 +48,8 @@ fi
 
 # The aarch64 agent's static libraries (libzstd from Debian's source package; cached, quiet then).
 "$ROOT/scripts/cross_deps.sh"
+# ferry.exe's static libraries (zstd, libcrypto, libssh2, curl with Schannel; cached, quiet then).
+"$ROOT/scripts/windows_deps.sh"
 
 JOBS="$(nproc)"
 if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
