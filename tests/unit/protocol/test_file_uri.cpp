@@ -10,24 +10,27 @@
 
 using ferry::protocol::file_uri_to_path;
 using ferry::protocol::path_to_file_uri;
+using ferry::protocol::PathStyle;
+// The POSIX style named: these run under Wine too, where the native style is Windows'.
+constexpr auto kPosix = PathStyle::posix;
 
 BOOST_AUTO_TEST_CASE(clients_encodings_decode_to_the_path) {
-  BOOST_TEST(file_uri_to_path("file:///home/u/a%20b.py").value() == "/home/u/a b.py");
-  BOOST_TEST(file_uri_to_path("file:///home/u/a b.py").value() == "/home/u/a b.py");  // Neovim leaves some as they are
-  BOOST_TEST(file_uri_to_path("file://localhost/tmp/x").value() == "/tmp/x");
-  BOOST_TEST(file_uri_to_path("FILE:///tmp/%C3%A9t%c3%a9.py").value() == "/tmp/\xc3\xa9t\xc3\xa9.py");
-  BOOST_TEST(file_uri_to_path("file:///tmp/a%23b%3Fc").value() == "/tmp/a#b?c");
-  BOOST_TEST(file_uri_to_path("file:///tmp/x.py#L3").value() == "/tmp/x.py");
+  BOOST_TEST(file_uri_to_path("file:///home/u/a%20b.py", kPosix).value() == "/home/u/a b.py");
+  BOOST_TEST(file_uri_to_path("file:///home/u/a b.py", kPosix).value() == "/home/u/a b.py");  // Neovim leaves some as they are
+  BOOST_TEST(file_uri_to_path("file://localhost/tmp/x", kPosix).value() == "/tmp/x");
+  BOOST_TEST(file_uri_to_path("FILE:///tmp/%C3%A9t%c3%a9.py", kPosix).value() == "/tmp/\xc3\xa9t\xc3\xa9.py");
+  BOOST_TEST(file_uri_to_path("file:///tmp/a%23b%3Fc", kPosix).value() == "/tmp/a#b?c");
+  BOOST_TEST(file_uri_to_path("file:///tmp/x.py#L3", kPosix).value() == "/tmp/x.py");
 }
 
 BOOST_AUTO_TEST_CASE(what_is_not_a_local_file_is_refused) {
   for (const char* bad : {"http://x/y", "file:relative", "file://", "file://other/tmp/x", "file:///a%2", "file:///a%zz",
                           "file:///a%00b", "untitled:Untitled-1", ""})
-    BOOST_TEST(!file_uri_to_path(bad).has_value(), bad);
+    BOOST_TEST(!file_uri_to_path(bad, kPosix).has_value(), bad);
 }
 
 BOOST_AUTO_TEST_CASE(any_byte_string_round_trips) {
-  BOOST_TEST(path_to_file_uri("/a b/#?%") == "file:///a%20b/%23%3F%25");
+  BOOST_TEST(path_to_file_uri("/a b/#?%", kPosix) == "file:///a%20b/%23%3F%25");
   std::mt19937 rng(7);
   for (int i = 0; i < 2000; ++i) {
     std::string path = "/";
@@ -36,14 +39,13 @@ BOOST_AUTO_TEST_CASE(any_byte_string_round_trips) {
       char c = static_cast<char>(rng() % 256);
       path.push_back(c == '\0' ? 'z' : c);
     }
-    auto back = file_uri_to_path(path_to_file_uri(path));
+    auto back = file_uri_to_path(path_to_file_uri(path, kPosix), kPosix);
     BOOST_REQUIRE(back.has_value());
     BOOST_TEST(*back == path);
   }
 }
 
 // Windows paths, tested on every platform through the explicit style.
-using ferry::protocol::PathStyle;
 constexpr auto kWin = PathStyle::windows;
 
 BOOST_AUTO_TEST_CASE(windows_clients_uris_decode_to_drive_and_unc_paths) {
@@ -129,4 +131,15 @@ BOOST_AUTO_TEST_CASE(filesystem_paths_go_through_utf8) {
   BOOST_TEST((*back == p));
   BOOST_TEST((back->filename().u8string() == u8"\u5b66\u7fd2.py"));
   BOOST_TEST(!file_uri_to_fs_path("http://x/y").has_value());
+}
+
+// Callers that name no style get the platform's.
+BOOST_AUTO_TEST_CASE(the_default_style_is_the_platforms) {
+#ifdef _WIN32
+  BOOST_TEST(file_uri_to_path("file:///c%3A/x").value() == "C:\\x");
+  BOOST_TEST(path_to_file_uri("C:\\x") == "file:///c%3A/x");
+#else
+  BOOST_TEST(file_uri_to_path("file:///c%3A/x").value() == "/c:/x");
+  BOOST_TEST(path_to_file_uri("/x y") == "file:///x%20y");
+#endif
 }
