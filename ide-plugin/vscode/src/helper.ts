@@ -1,5 +1,5 @@
 // Which `ferry` to start, and when to start it again.
-import { delimiter, join } from 'node:path';
+import { posix, win32 } from 'node:path';
 
 export interface HelperChoice {
   command: string;
@@ -13,19 +13,23 @@ export interface FileProbe {
 }
 
 // The `ferry.path` setting, else the binaries inside the extension (bin/ferry, bin/ferry-agent of
-// the platform package), else `ferry` on PATH. Undefined when none is found.
+// the platform package; bin\ferry.exe and the Linux agent bin\ferry-agent on Windows), else
+// `ferry` on PATH (`ferry.exe`, PATH split at ';', on Windows). Undefined when none is found.
 export function chooseHelper(setting: string | undefined, extensionDir: string, pathEnv: string | undefined,
-                             probe: FileProbe): HelperChoice | undefined {
+                             probe: FileProbe, platform: NodeJS.Platform = process.platform): HelperChoice | undefined {
   const configured = setting?.trim();
   if (configured) return { command: configured, source: 'setting' };
-  const bundled = join(extensionDir, 'bin', 'ferry');
+  const windows = platform === 'win32';
+  const path = windows ? win32 : posix;
+  const exe = windows ? 'ferry.exe' : 'ferry';
+  const bundled = path.join(extensionDir, 'bin', exe);
   if (probe.isExecutable(bundled)) {
-    const agent = join(extensionDir, 'bin', 'ferry-agent');
+    const agent = path.join(extensionDir, 'bin', 'ferry-agent');
     return { command: bundled, source: 'bundled', agent: probe.isExecutable(agent) ? agent : undefined };
   }
-  for (const dir of (pathEnv ?? '').split(delimiter)) {
+  for (const dir of (pathEnv ?? '').split(path.delimiter)) {
     if (!dir) continue;
-    const candidate = join(dir, 'ferry');
+    const candidate = path.join(dir, exe);
     if (probe.isExecutable(candidate)) return { command: candidate, source: 'PATH' };
   }
   return undefined;

@@ -1,5 +1,7 @@
 // What the Runs and Tunnels views show for each item. Pure (extension.ts makes the TreeItems).
-import { basename } from 'node:path';
+import { posix } from 'node:path';
+
+const { basename } = posix;  // argv is the box's (Linux) command line, whatever this OS is
 import type { RunInfo, Tunnel } from './rpc';
 
 export function duration(fromIso: string, to: Date): string {

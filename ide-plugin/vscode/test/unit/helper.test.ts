@@ -15,6 +15,20 @@ test('the ferry.path setting comes first, then the bundled binaries, then PATH',
   assert.equal(chooseHelper(undefined, '/ext', '/usr/bin', probe([])), undefined);
 });
 
+test('on Windows the bundled ferry.exe, its Linux agent beside it, and ferry.exe along a ;-separated PATH', () => {
+  const ext = 'C:\\Users\\me\\.vscode\\extensions\\ferry.ferry-0.1.0-win32-x64';
+  const bundled = probe([`${ext}\\bin\\ferry.exe`, `${ext}\\bin\\ferry-agent`]);
+  assert.deepEqual(chooseHelper(undefined, ext, 'C:\\Windows', bundled, 'win32'),
+    { command: `${ext}\\bin\\ferry.exe`, source: 'bundled', agent: `${ext}\\bin\\ferry-agent` });
+  const onPath = probe(['D:\\tools\\ferry\\ferry.exe']);
+  assert.deepEqual(chooseHelper(undefined, ext, 'C:\\Windows;D:\\tools\\ferry', onPath, 'win32'),
+    { command: 'D:\\tools\\ferry\\ferry.exe', source: 'PATH' });
+  // A POSIX ferry (no .exe) on that PATH is not a Windows program.
+  assert.equal(chooseHelper(undefined, ext, 'D:\\tools\\ferry', probe(['D:\\tools\\ferry\\ferry']), 'win32'), undefined);
+  assert.deepEqual(chooseHelper('C:\\ferry\\ferry.exe', ext, '', onPath, 'win32'),
+    { command: 'C:\\ferry\\ferry.exe', source: 'setting' });
+});
+
 test('a dying helper is restarted and the user told once; too many deaths stop the restarts', () => {
   const policy = new RestartPolicy(3, 180_000);
   assert.deepEqual(policy.died(0), { restart: true, tell: true });
