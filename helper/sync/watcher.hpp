@@ -1,14 +1,15 @@
-// `ferry watch`'s eyes: a recursive inotify watch of a project tree that applies the sync's
-// ignore rules (ignored directories such as .git, node_modules, __pycache__ are never watched),
-// picks up new directories (and the files created in them before their watch existed),
-// coalesces a burst of events into one batch, and turns a kernel queue overflow into a rescan.
+// `ferry watch`'s eyes: a recursive watch of a project tree that applies the sync's ignore
+// rules (ignored directories such as .git, node_modules, __pycache__ are never watched on Linux,
+// and their events dropped on Windows), picks up new directories (and the files created in them
+// before their watch existed, or moved in with them), coalesces a burst of events into one
+// batch, and turns lost events (a kernel queue or change buffer overflow) into a rescan. The OS
+// part is behind watch_backend.hpp: inotify (posix/), ReadDirectoryChangesW (windows/).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <expected>
 #include <filesystem>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -38,6 +39,9 @@ struct WatchBatch {
   std::string reason;              // why a rescan ("inotify queue overflow", ...)
 };
 
+class WatchBackend;  // watch_backend.hpp: the OS part
+struct WatchEvent;
+
 class TreeWatcher {
  public:
   // Watches every directory under `root` that the rules built from `root` and `excludes` (as
@@ -50,28 +54,32 @@ class TreeWatcher {
   TreeWatcher& operator=(const TreeWatcher&) = delete;
 
   // Waits up to `timeout` for a burst of changes to settle and returns it; nullopt when the
-  // timeout passes with nothing pending or stop() was called. Errors: the inotify fd failed or
+  // timeout passes with nothing pending or stop() was called. Errors: the OS watch failed or
   // the root itself went away.
   std::expected<std::optional<WatchBatch>, std::string> next(std::chrono::milliseconds timeout);
 
-  // The sync's no-op check: what the kernel has queued up to this call, at once, without
-  // waiting for a burst to settle. A rescan (overflow, an ignore file changed, a directory moved
-  // away, more than max_paths) restarts the watch before returning, so a full walk that follows
-  // misses nothing. Errors as for next(); the watcher is then unusable.
+  // The sync's no-op check: every change made before this call, at once, without waiting for a
+  // burst to settle (what inotify queued; on Windows the request in flight is completed first).
+  // A rescan (overflow, an ignore file changed, a directory moved away, more than max_paths)
+  // restarts the watch before returning, so a full walk that follows misses nothing. Errors as
+  // for next(); the watcher is then unusable.
   std::expected<WatchBatch, std::string> take_pending();
 
-  // Tests: makes the next take_pending()/next() fail as if the inotify fd had.
+  // Tests: makes the next take_pending()/next() fail as if the OS watch had.
   void fail_for_test(std::string error) { injected_error_ = std::move(error); }
 
-  // Makes next() return nullopt at once; safe from another thread and from a signal handler.
+  // Makes next() return nullopt at once, and every later one; safe from another thread, and on
+  // POSIX from a signal handler (an eventfd write; on Windows an event is set).
   void stop();
 
-  // The overflow path: a fresh inotify instance and a new walk of the tree (ignore files
-  // re-read, new directories picked up). Returns the rescan batch next() reports after one.
+  // The overflow path: a fresh OS watch and a new walk of the tree (ignore files re-read, new
+  // directories picked up). Returns the rescan batch next() reports after one.
   WatchBatch rescan(std::string reason);
 
-  std::size_t watched_directories() const { return dirs_.size(); }
-  // Whether the directory `rel` ("" = the root) has a watch.
+  // The directories covered: each has a watch on Linux; on Windows the root's subtree watch
+  // covers them and these are the ones the walks found (ignored ones left out).
+  std::size_t watched_directories() const;
+  // Whether the directory `rel` ("" = the root) is covered.
   bool watches(std::string_view rel) const;
   const std::filesystem::path& root() const { return root_; }
 
@@ -80,18 +88,22 @@ class TreeWatcher {
   std::expected<void, std::string> start();
   // Watches `rel` and every directory below it that is not ignored; every entry found is
   // added to `found` (a new directory's files were created before its watch could see them).
-  void add_tree(const std::string& rel, std::set<std::string>* found);
-  // Reads what the kernel queued; false when the fd failed.
-  bool drain(std::string& error);
+  // The error of `rel`'s own watch, if it failed.
+  std::expected<void, std::string> add_tree(const std::string& rel, std::set<std::string>* found);
+  // Reads what the OS has for us (see WatchDrain) into pending_; false when the watch failed.
+  bool drain(bool all_before_now, std::string& error);
+  void absorb(WatchEvent& ev);
+  // The burst as a batch: a rescan (the watch restarted) or the paths, pending_ emptied.
+  WatchBatch take_batch();
 
   std::filesystem::path root_;
   std::vector<std::string> excludes_;
   WatchOptions options_;
   IgnoreMatcher ignore_;
-  int inotify_fd_ = -1;
-  int stop_fd_ = -1;  // an eventfd
-  std::map<int, std::string> dirs_;  // watch descriptor -> directory relative to the root
-  std::map<std::string, int, std::less<>> wd_of_;
+  std::unique_ptr<WatchBackend> backend_;
+  // The ignored directories the walks and events met (not those inside them): a Windows removal
+  // does not say whether a directory went, and an ignored one must not be reported as a file.
+  std::set<std::string, std::less<>> ignored_dirs_;
   std::set<std::string> pending_;
   bool pending_rescan_ = false;
   std::string rescan_reason_;
