@@ -23,6 +23,8 @@ include_directories(SYSTEM ${ferry_links})
 
 # Windows 10 and later; <windows.h> without min/max macros or the rarely used half.
 add_compile_definitions(_WIN32_WINNT=0x0A00 WINVER=0x0A00 WIN32_LEAN_AND_MEAN NOMINMAX UNICODE _UNICODE)
+# Boost.Process 1.74 (common/process.cpp) uses MSVC's __kernel_entry annotation, unknown to MinGW.
+add_compile_definitions(__kernel_entry=)
 # Boost 1.74's asio/awaitable.hpp uses std::exchange without including <utility> (MinGW's headers
 # do not bring it in on the way, glibc's do).
 add_compile_options(-include utility)
@@ -62,6 +64,9 @@ set_property(TARGET PkgConfig::LIBSSH2 PROPERTY INTERFACE_LINK_LIBRARIES OpenSSL
 ferry_win_static_lib(CURL::libcurl libcurl.a)
 set_property(TARGET CURL::libcurl PROPERTY INTERFACE_COMPILE_DEFINITIONS CURL_STATICLIB)
 set_property(TARGET CURL::libcurl PROPERTY INTERFACE_LINK_LIBRARIES ws2_32 crypt32 secur32 bcrypt advapi32)
+ferry_win_static_lib(Boost::filesystem libboost_filesystem.a)
+set_property(TARGET Boost::filesystem PROPERTY INTERFACE_COMPILE_DEFINITIONS BOOST_FILESYSTEM_STATIC_LINK BOOST_ALL_NO_LIB)
+set_property(TARGET Boost::filesystem PROPERTY INTERFACE_LINK_LIBRARIES advapi32)
 
 # What builds for Windows so far (docs/windows.md): `ferry_windows` builds these and the tests in
 # tests/windows-tests.txt, each registered with ctest under the label `windows`.

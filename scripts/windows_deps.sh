@@ -7,8 +7,11 @@
 #   libssh2  libssh2.a, OpenSSL backend, no zlib
 #   curl     libcurl.a, HTTP and HTTPS only, TLS by Windows' Schannel (Windows' own CA store);
 #            its users define CURL_STATICLIB (libcurl.pc's Cflags say so)
+#   boost_filesystem  libboost_filesystem.a (Boost.Process needs its compiled part), from the
+#            boost1.NN source package behind the host's libboost-filesystem-dev, compiled against
+#            the host's own Boost headers (users define BOOST_FILESYSTEM_STATIC_LINK; no .pc file)
 # Each library is keyed by the source version of the host's -dev package (libzstd-dev, libssl-dev,
-# libssh2-1-dev, libcurl4-openssl-dev) and a recipe number (RECIPE below) in its own stamp
+# libssh2-1-dev, libcurl4-openssl-dev, libboost-filesystem1.NN-dev) and a recipe number (RECIPE below) in its own stamp
 # (<lib>.version), so a change rebuilds only that one; quiet when everything is up to date. The
 # .pc files are relocatable (${pcfiledir}) and name in Libs.private what a static link needs. Sources come from the Debian mirror the machine's
 # apt already uses, through the private apt configuration of scripts/lib/debian_source.sh (shared
@@ -23,14 +26,22 @@ PREFIX="$CACHE/$TRIPLE"
 DS_LABEL="ferry windows deps"
 DS_CACHE="$CACHE"
 
-NAMES=(zstd openssl libssh2 curl) # in build order: libssh2 compiles against openssl's headers
+NAMES=(zstd openssl libssh2 curl boost_filesystem) # in build order: libssh2 compiles against openssl's headers
 declare -A SOURCE=([zstd]=libzstd [openssl]=openssl [libssh2]=libssh2 [curl]=curl)
 declare -A DEV=([zstd]=libzstd-dev [openssl]=libssl-dev [libssh2]=libssh2-1-dev [curl]=libcurl4-openssl-dev)
+# Boost.Filesystem must match the headers in /usr/include/boost: Debian's boost-defaults makes
+# libboost-filesystem-dev depend on libboost-filesystem1.NN-dev, whose source package (boost1.NN)
+# and version are what is built (1.74 when the host has none: whatever is cached will do).
+DEV[boost_filesystem]="$(dpkg-query -W -f='${Depends}' libboost-filesystem-dev 2>/dev/null |
+  grep -o 'libboost-filesystem1\.[0-9]*-dev' | head -n 1 || true)"
+DEV[boost_filesystem]="${DEV[boost_filesystem]:-libboost-filesystem1.74-dev}"
+SOURCE[boost_filesystem]="$(dpkg-query -W -f='${source:Package}' "${DEV[boost_filesystem]}" 2>/dev/null || echo boost1.74)"
 declare -A PRODUCTS=(
   [zstd]="lib/libzstd.a include/zstd.h lib/pkgconfig/libzstd.pc"
   [openssl]="lib/libcrypto.a include/openssl/opensslv.h lib/pkgconfig/libcrypto.pc"
   [libssh2]="lib/libssh2.a include/libssh2.h lib/pkgconfig/libssh2.pc"
   [curl]="lib/libcurl.a include/curl/curl.h lib/pkgconfig/libcurl.pc"
+  [boost_filesystem]="lib/libboost_filesystem.a"
 )
 # What each static library needs from Windows at link time (its .pc's Libs.private; from its
 # undefined symbols: advapi32, user32 and kernel32 are among MinGW's default libraries anyway).
@@ -39,9 +50,10 @@ declare -A WINLIBS=(
   [openssl]="-lws2_32 -luser32 -ladvapi32"
   [libssh2]="-lws2_32"
   [curl]="-lws2_32 -lcrypt32 -ladvapi32 -lbcrypt"
+  [boost_filesystem]="-ladvapi32"
 )
 # Bump a library's recipe when its build below changes, so that caches built the old way are redone.
-declare -A RECIPE=([zstd]=1 [openssl]=1 [libssh2]=1 [curl]=1)
+declare -A RECIPE=([zstd]=1 [openssl]=1 [libssh2]=1 [curl]=1 [boost_filesystem]=1)
 
 # The version each library is keyed on; without the -dev package, whatever is cached will do.
 declare -A WANT
@@ -66,7 +78,7 @@ for tool in gcc-posix g++-posix ar ranlib windres; do
   command -v "$TRIPLE-$tool" >/dev/null ||
     fail "$TRIPLE-$tool not found: install g++-mingw-w64-x86-64-posix (scripts/setup.sh does)"
 done
-for tool in cmake make perl dpkg-source; do
+for tool in cmake make perl dpkg-source patch; do
   command -v "$tool" >/dev/null || fail "$tool not found (scripts/setup.sh installs it)"
 done
 
@@ -195,13 +207,83 @@ build_curl() {
     -lcurl "${WINLIBS[curl]}" -DCURL_STATICLIB
 }
 
+# debian_source_fetch for boost1.NN, downloading only: its orig tarball (~60 MB) unpacks to some
+# 600 MB, of which Boost.Filesystem's sources are 300 KB. Extracts libs/filesystem/src alone and
+# applies those of Debian's patches (debian/patches/series, in order) that touch it. The host's
+# version first, then the mirror's, newest first. Sets DS_VERSION and DS_SRC as debian_source_fetch
+# does (DS_SRC holds libs/filesystem/src).
+fetch_boost_filesystem() { # PACKAGE WANT DIR
+  local pkg="$1" want="$2" dir="$3" v p versions=()
+  debian_source_update "$pkg source package"
+  [[ -z "$want" ]] || versions=("$want")
+  while read -r v; do
+    [[ -z "$v" || "$v" == "$want" ]] || versions+=("$v")
+  done < <(apt-cache "${DS_APT_OPTS[@]}" showsrc "$pkg" 2>>"$DS_LOG" | sed -n 's/^Version: //p' | sort -u -r -V)
+  ((${#versions[@]})) || step_failed "the machine's Debian mirror lists no $pkg source package"
+  DS_VERSION=""
+  for v in "${versions[@]}"; do
+    rm -rf "$dir" && mkdir -p "$dir"
+    if (cd "$dir" && apt-get "${DS_APT_OPTS[@]}" -q source --download-only "$pkg=$v") >>"$DS_LOG" 2>&1; then
+      DS_VERSION="$v"
+      break
+    fi
+  done
+  [[ -n "$DS_VERSION" ]] || step_failed "apt-get source --download-only $pkg failed for every listed version (${versions[*]})"
+  [[ "$DS_VERSION" == "$want" || -z "$want" ]] || note "$pkg $want is not served by the mirror; building $DS_VERSION"
+  DS_SRC="$dir/src"
+  mkdir -p "$DS_SRC"
+  tar -xf "$dir/"*.orig.tar.* -C "$DS_SRC" --strip-components=1 --wildcards '*/libs/filesystem/src/*' >>"$DS_LOG" 2>&1 ||
+    step_failed "extracting libs/filesystem/src from $pkg's orig tarball failed"
+  tar -xf "$dir/"*.debian.tar.* -C "$DS_SRC" debian/patches >>"$DS_LOG" 2>&1 ||
+    step_failed "extracting debian/patches from $pkg's Debian tarball failed"
+  while read -r p _; do
+    [[ -n "$p" && "$p" != \#* ]] || continue
+    # The patch's sections for libs/filesystem/src/ files, hunk lengths counted (a removed line
+    # reading "--- " is no file header).
+    awk '
+      o > 0 || n > 0 { c = substr($0, 1, 1); if (c != "\\") { if (c != "+") o--; if (c != "-") n-- }; if (keep) print; next }
+      /^\\/ { if (keep) print; next }
+      /^--- / { old = $0; next }
+      /^\+\+\+ / { keep = ($2 ~ /^[^\/]+\/libs\/filesystem\/src\//); if (keep) { print old; print }; next }
+      /^@@ / { o = split($2, a, ",") > 1 ? a[2] + 0 : 1; n = split($3, b, ",") > 1 ? b[2] + 0 : 1; if (keep) print }
+    ' "$DS_SRC/debian/patches/$p" >"$dir/filesystem.patch"
+    [[ -s "$dir/filesystem.patch" ]] || continue
+    patch -d "$DS_SRC" -p1 --batch --quiet --no-backup-if-mismatch <"$dir/filesystem.patch" >>"$DS_LOG" 2>&1 ||
+      step_failed "Debian's patch $p does not apply to libs/filesystem/src"
+    echo "applied $p to libs/filesystem/src" >>"$DS_LOG"
+  done <"$DS_SRC/debian/patches/series"
+}
+
+# libboost_filesystem.a: every libs/filesystem/src/*.cpp, compiled against the host's Boost headers
+# (through a folder holding one link, so nothing else of /usr/include is seen) as Debian builds it
+# (gnu++17, -O2), static: users define BOOST_FILESYSTEM_STATIC_LINK (windows_shape.cmake does).
+build_boost_filesystem() {
+  [[ -d /usr/include/boost ]] || fail "/usr/include/boost is missing (scripts/setup.sh installs libboost-dev)"
+  local src="$DS_SRC/libs/filesystem/src" obj="$WORK/build-boost_filesystem"
+  mkdir -p "$obj/include"
+  ln -sfn /usr/include/boost "$obj/include/boost"
+  # shellcheck disable=SC2016 # $0..$3 are sh -c's
+  find "$src" -name '*.cpp' -print0 |
+    xargs -0 -P"$JOBS" -I{} sh -c '"$0" -std=gnu++17 -O2 -DNDEBUG -D_WIN32_WINNT=0x0A00 -DBOOST_FILESYSTEM_STATIC_LINK \
+      -DBOOST_ALL_NO_LIB -isystem "$1" -c "$2" -o "$3/$(basename "$2" .cpp).o"' \
+      "$TRIPLE-g++-posix" "$obj/include" {} "$obj" >>"$DS_LOG" 2>&1 ||
+    step_failed "compiling Boost.Filesystem with $TRIPLE-g++-posix failed"
+  rm -f "$obj/libboost_filesystem.a"
+  "$TRIPLE-ar" rcs "$obj/libboost_filesystem.a" "$obj"/*.o || step_failed "archiving libboost_filesystem.a failed"
+  install -m 644 "$obj/libboost_filesystem.a" "$PREFIX/lib/"
+}
+
 note "building ${STALE[*]} for $TRIPLE from Debian's source packages, into $PREFIX (logs: $CACHE/$TRIPLE-<lib>.log)"
 for lib in "${STALE[@]}"; do
   started=$SECONDS
   DS_LOG="$CACHE/$TRIPLE-$lib.log"
   : >"$DS_LOG"
   rm -f "$PREFIX/$lib.version"
-  debian_source_fetch "${SOURCE[$lib]}" "${WANT[$lib]}" "$WORK/src-$lib"
+  if declare -F "fetch_$lib" >/dev/null; then
+    "fetch_$lib" "${SOURCE[$lib]}" "${WANT[$lib]}" "$WORK/src-$lib"
+  else
+    debian_source_fetch "${SOURCE[$lib]}" "${WANT[$lib]}" "$WORK/src-$lib"
+  fi
   "build_$lib" "$DS_VERSION"
   # Written last: a build cut short leaves no stamp and is redone.
   printf 'key=%s\nrecipe=%s\nsource=%s %s\n' "${WANT[$lib]:-$DS_VERSION}" "${RECIPE[$lib]}" "${SOURCE[$lib]}" "$DS_VERSION" \
