@@ -97,7 +97,7 @@ if(FERRY_TESTS)
   function(ferry_add_missing_tool_test)
   endfunction()
   add_custom_target(ferry_sanitized_tests)
-  foreach(dir unit/protocol unit/delta)
+  foreach(dir unit/common unit/protocol unit/delta)
     add_subdirectory(tests/${dir})
   endforeach()
   # helper/sync's rules for names on a Windows laptop: pure, so built here ahead of helper/sync.
