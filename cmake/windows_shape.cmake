@@ -57,6 +57,7 @@ function(ferry_win_static_lib target file)
                                              INTERFACE_INCLUDE_DIRECTORIES ${FERRY_CROSS_PREFIX}/include)
 endfunction()
 ferry_win_static_lib(zstd::libzstd_static libzstd.a)
+add_library(zstd::libzstd_shared ALIAS zstd::libzstd_static)  # static here: one .exe
 ferry_win_static_lib(OpenSSL::Crypto libcrypto.a)
 set_property(TARGET OpenSSL::Crypto PROPERTY INTERFACE_LINK_LIBRARIES ws2_32 crypt32 bcrypt user32 advapi32)
 ferry_win_static_lib(PkgConfig::LIBSSH2 libssh2.a)
@@ -73,6 +74,10 @@ set_property(TARGET Boost::filesystem PROPERTY INTERFACE_LINK_LIBRARIES advapi32
 add_custom_target(ferry_windows ALL)
 add_subdirectory(common)
 add_subdirectory(protocol)
+# ferry-train's torch-free pieces the helper shares (ferry_webhook, ferry_train_support).
+set(FERRY_WITH_TORCH OFF)
+add_subdirectory(remote-runtime/train)
+add_subdirectory(helper)
 add_dependencies(ferry_windows ferry_protocol ferry_delta ferry_sync_wire)
 
 if(FERRY_TESTS)
@@ -97,7 +102,7 @@ if(FERRY_TESTS)
   function(ferry_add_missing_tool_test)
   endfunction()
   add_custom_target(ferry_sanitized_tests)
-  foreach(dir unit/common unit/protocol unit/delta)
+  foreach(dir unit/common unit/protocol unit/delta unit/cloud unit/deploy unit/ssh)
     add_subdirectory(tests/${dir})
   endforeach()
   # helper/sync's rules for names on a Windows laptop: pure, so built here ahead of helper/sync.

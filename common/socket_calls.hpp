@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace ferry::net {
 
@@ -38,6 +39,14 @@ bool socket_send_queue_empty(NativeSocket s);
 int socket_family(NativeSocket s);
 // A second handle to the same socket (dup(2); WSADuplicateSocket), kNoSocket on failure.
 NativeSocket socket_duplicate(NativeSocket s);
+// A TCP socket listening on the loopback address (::1 when `v6`, else 127.0.0.1) at `port` (0: any
+// free one), not inherited, bound exclusively (no other socket may take the port meanwhile);
+// kNoSocket with `error` set (EADDRINUSE when the port is taken).
+NativeSocket listen_loopback(bool v6, int port, int& error);
+// The local port of a bound socket (0 when unknown).
+int socket_local_port(NativeSocket s);
+// "pid 1234 (python3)" for the process listening on a TCP port here, or "" if unknown.
+std::string port_holder(int port);
 // Two connected stream sockets (a Unix socket pair; on Windows two ends of a loopback TCP
 // connection). 0, or an errno value.
 int socket_pair(NativeSocket (&ends)[2]);

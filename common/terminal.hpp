@@ -13,6 +13,10 @@ namespace ferry::platform {
 // fd: 0, 1 or 2.
 bool is_terminal(int fd);
 
+// `fd` carries bytes as they are: nothing to do on POSIX; on Windows the C runtime's text mode
+// would turn "\r\n" into "\n" on reads and "\n" into "\r\n" on writes, which breaks LSP framing.
+void set_binary_mode(int fd);
+
 struct TerminalSize {
   int columns = 0;
   int rows = 0;

@@ -12,6 +12,8 @@ listed (a test just added) pass with a note asking to add them.
   scripts/check_registered_tests.py [BUILD_DIR]                  check (default: $FERRY_BUILD_DIR or build/)
   scripts/check_registered_tests.py --label protocol BUILD_DIR   only the listed tests with that label
   scripts/check_registered_tests.py --update [BUILD_DIR]         rewrite the list from BUILD_DIR
+  scripts/check_registered_tests.py --names tests/windows-tests.txt build-windows
+                                                                 another build's list of names (no labels)
 """
 import argparse
 import json
@@ -68,12 +70,22 @@ def main() -> int:
     ap.add_argument("build", nargs="?", default=os.environ.get("FERRY_BUILD_DIR", str(ROOT / "build")))
     ap.add_argument("--label", help="check only the listed tests that carry this label")
     ap.add_argument("--update", action="store_true", help="rewrite tests/registered-tests.txt from the build")
+    ap.add_argument("--names", help="check the names this file lists (one per line, # comments) instead")
     a = ap.parse_args()
     build = Path(a.build)
     if not (build / "CTestTestfile.cmake").exists():
         print(f"check_registered_tests: {build} is not a configured build (no CTestTestfile.cmake)", file=sys.stderr)
         return 2
     have = registered(build)
+    if a.names:
+        names = [l.strip() for l in Path(a.names).read_text().splitlines() if l.strip() and not l.startswith("#")]
+        missing = sorted(set(names) - set(have))
+        if missing:
+            print(f"check_registered_tests: FAILED: {len(missing)} of the {len(names)} tests {a.names} lists are not "
+                  f"registered in {build}: {', '.join(missing)}", file=sys.stderr)
+            return 1
+        print(f"check_registered_tests: {len(names)} tests {a.names} lists are registered in {build}")
+        return 0
     if a.update:
         if a.label:
             print("check_registered_tests: --update takes the whole build, not --label", file=sys.stderr)

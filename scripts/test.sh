@@ -30,4 +30,14 @@ fi
 "$ROOT/scripts/old_box_root.sh" >/dev/null ||
   echo "scripts/test.sh: scripts/old_box_root.sh failed (above); test_old_box will fail" >&2
 
-ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@"
+# ferry.exe and its unit tests, cross-built with MinGW-w64 and run under Wine (label windows).
+WINBUILD="${FERRY_WINDOWS_BUILD_DIR:-$ROOT/build-windows}"
+FERRY_WINDOWS_BUILD_DIR="$WINBUILD" "$ROOT/scripts/build-windows.sh"
+python3 "$ROOT/scripts/check_registered_tests.py" --names "$ROOT/tests/windows-tests.txt" "$WINBUILD"
+win_rc=0
+ctest --test-dir "$WINBUILD" -L windows --output-on-failure -j"$(nproc)" || win_rc=$?
+
+main_rc=0
+ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@" || main_rc=$?
+if ((win_rc)); then echo "scripts/test.sh: the Windows tests (build-windows, label windows) failed: see above" >&2; fi
+exit $((main_rc || win_rc))

@@ -10,6 +10,8 @@ namespace ferry::platform {
 
 bool is_terminal(int fd) { return ::isatty(fd) == 1; }
 
+void set_binary_mode(int) {}
+
 std::optional<TerminalSize> terminal_size(int fd) {
   winsize ws{};
   if (::ioctl(fd, TIOCGWINSZ, &ws) != 0 || ws.ws_col == 0) return std::nullopt;

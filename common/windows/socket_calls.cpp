@@ -4,8 +4,12 @@
 
 #include <winsock2.h>
 #include <ws2tcpip.h>
+#include <iphlpapi.h>
+#include <windows.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <vector>
 
 namespace ferry::net {
 namespace {
@@ -78,6 +82,72 @@ NativeSocket socket_duplicate(NativeSocket s) {
   const SOCKET d = ::WSASocketW(FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, FROM_PROTOCOL_INFO, &info, 0,
                                 WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
   return d == INVALID_SOCKET ? kNoSocket : static_cast<NativeSocket>(d);
+}
+
+NativeSocket listen_loopback(bool v6, int port, int& error) {
+  const SOCKET s = ::WSASocketW(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, IPPROTO_TCP, nullptr, 0, kFlags);
+  if (s == INVALID_SOCKET) {
+    error = errno_of(::WSAGetLastError());
+    return kNoSocket;
+  }
+  // Windows' SO_REUSEADDR would let another program bind the same port and take connections
+  // meant for the tunnel; exclusive use is what a Linux listener has anyway.
+  const BOOL one = TRUE;
+  ::setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, reinterpret_cast<const char*>(&one), sizeof one);
+  int rc;
+  if (v6) {
+    sockaddr_in6 a{};
+    a.sin6_family = AF_INET6;
+    a.sin6_addr = in6addr_loopback;
+    a.sin6_port = htons(static_cast<u_short>(port));
+    rc = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  } else {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<u_short>(port));
+    rc = ::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  }
+  if (rc != 0 || ::listen(s, SOMAXCONN) != 0) {
+    const int wsa = ::WSAGetLastError();
+    error = wsa == WSAEADDRINUSE || wsa == WSAEACCES ? EADDRINUSE : errno_of(wsa);
+    ::closesocket(s);
+    return kNoSocket;
+  }
+  return s;
+}
+
+int socket_local_port(NativeSocket s) {
+  sockaddr_storage bound{};
+  int len = sizeof bound;
+  if (::getsockname(static_cast<SOCKET>(s), reinterpret_cast<sockaddr*>(&bound), &len) != 0) return 0;
+  return ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                           : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+}
+
+std::string port_holder(int port) {
+  ULONG size = 0;
+  ::GetExtendedTcpTable(nullptr, &size, FALSE, AF_INET, TCP_TABLE_OWNER_PID_LISTENER, 0);
+  std::vector<unsigned char> buf(size);
+  if (size == 0 || ::GetExtendedTcpTable(buf.data(), &size, FALSE, AF_INET, TCP_TABLE_OWNER_PID_LISTENER, 0) != NO_ERROR)
+    return {};
+  const auto* table = reinterpret_cast<const MIB_TCPTABLE_OWNER_PID*>(buf.data());
+  for (DWORD i = 0; i < table->dwNumEntries; ++i) {
+    const MIB_TCPROW_OWNER_PID& row = table->table[i];
+    if (ntohs(static_cast<u_short>(row.dwLocalPort)) != port) continue;
+    std::string out = "pid " + std::to_string(row.dwOwningPid);
+    if (HANDLE h = ::OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, row.dwOwningPid)) {
+      wchar_t name[MAX_PATH];
+      DWORD n = MAX_PATH;
+      if (::QueryFullProcessImageNameW(h, 0, name, &n)) {
+        const std::u8string u8 = std::filesystem::path(std::wstring(name, n)).filename().u8string();
+        out += " (" + std::string(u8.begin(), u8.end()) + ")";
+      }
+      ::CloseHandle(h);
+    }
+    return out;
+  }
+  return {};
 }
 
 int socket_pair(NativeSocket (&ends)[2]) {

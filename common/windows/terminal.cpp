@@ -2,6 +2,7 @@
 // (so any passphrase the keyboard can type arrives intact) and handed out as UTF-8.
 #include "common/terminal.hpp"
 
+#include <fcntl.h>
 #include <io.h>
 #include <windows.h>
 
@@ -18,6 +19,8 @@ std::string utf8_of(const std::wstring& w) {
 }
 
 }  // namespace
+
+void set_binary_mode(int fd) { ::_setmode(fd, _O_BINARY); }
 
 bool is_terminal(int fd) {
   DWORD mode = 0;

@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/executables.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
@@ -51,17 +52,12 @@ struct IdeCliOptions {
 // the IDE has; run `ferry ide` again if it moves. --ferry overrides both.
 std::string ferry_command() {
   std::error_code ec;
-  const fs::path self = fs::canonical("/proc/self/exe", ec);
+  const auto exe = platform::executable_path();
+  if (!exe) return "ferry";
+  const fs::path self = fs::canonical(*exe, ec);
   if (ec) return "ferry";
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (dir.empty()) continue;
-    const fs::path candidate = fs::path(dir) / "ferry";
-    if (::access(candidate.c_str(), X_OK) != 0) continue;
-    // The first ferry on PATH is the one a shell runs: this one or not.
-    return fs::canonical(candidate, ec) == self && !ec ? "ferry" : self.string();
-  }
+  // The first ferry on PATH is the one a shell runs: this one or not.
+  if (auto on_path = platform::find_on_path("ferry")) return fs::canonical(*on_path, ec) == self && !ec ? "ferry" : self.string();
   return self.string();
 }
 

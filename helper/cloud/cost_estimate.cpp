@@ -1,6 +1,8 @@
 // Cost arithmetic: see cost_estimate.hpp.
 #include "helper/cloud/cost_estimate.hpp"
 
+#include <chrono>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -165,9 +167,11 @@ std::optional<double> parse_iso_utc(const std::string& iso) {
   if (std::sscanf(iso.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
                   &tm.tm_sec, &ms) < 6)
     return std::nullopt;
-  tm.tm_year -= 1900;
-  tm.tm_mon -= 1;
-  return static_cast<double>(::timegm(&tm)) + ms / 1000.0;
+  // Civil date to seconds by <chrono>'s calendar (timegm is not on every platform).
+  using namespace std::chrono;
+  const sys_days date = year{tm.tm_year} / month{static_cast<unsigned>(tm.tm_mon)} / day{static_cast<unsigned>(tm.tm_mday)};
+  const auto at = date + hours{tm.tm_hour} + minutes{tm.tm_min} + seconds{tm.tm_sec};
+  return static_cast<double>(at.time_since_epoch().count()) + ms / 1000.0;
 }
 
 }  // namespace ferry::cloud

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <regex>
 
+#include "common/user_dirs.hpp"
 #include "protocol/json_parse.hpp"
 
 namespace ferry::protocol {
@@ -132,9 +133,7 @@ const std::vector<GpuOffer>& builtin_catalog() {
 
 fs::path user_catalog_path() {
   if (const char* f = std::getenv("FERRY_GPU_CATALOG"); f && *f) return f;
-  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return fs::path(x) / "ferry" / "gpu-catalog.json";
-  const char* home = std::getenv("HOME");
-  return fs::path(home ? home : ".") / ".config" / "ferry" / "gpu-catalog.json";
+  return platform::config_home().value_or(fs::path(".config")) / "ferry" / "gpu-catalog.json";
 }
 
 void merge_offers(std::vector<GpuOffer>& base, const std::vector<GpuOffer>& extra) {

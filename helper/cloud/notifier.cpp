@@ -1,9 +1,9 @@
 // Webhook notifications: see notifier.hpp.
 #include "helper/cloud/notifier.hpp"
 
-#include <csignal>
 #include <cstdlib>
 
+#include "protocol/box_signals.hpp"
 #include "remote-runtime/train/webhook.hpp"
 
 namespace ferry::cloud {
@@ -21,7 +21,8 @@ json run_exit_notice(const json& exited, const std::string& project, const std::
   std::optional<int> code, sig;
   if (exited.contains("exitCode") && exited["exitCode"].is_number_integer()) code = exited["exitCode"].get<int>();
   if (exited.contains("signal") && exited["signal"].is_number_integer()) sig = exited["signal"].get<int>();
-  auto interrupting = [](int s) { return s == SIGTERM || s == SIGINT || s == SIGHUP || s == SIGKILL; };
+  namespace box = protocol::box_signal;  // the run's signals are the box's (Linux) numbers
+  auto interrupting = [](int s) { return s == box::kTerm || s == box::kInt || s == box::kHup || s == box::kKill; };
   std::string event = "run.failed";
   if (sig ? interrupting(*sig) : code && *code > 128 && interrupting(*code - 128)) event = "run.interrupted";
   else if (code && *code == 0) event = "run.completed";

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/user_dirs.hpp"
 #include "helper/ssh/ssh_config.hpp"
 #include "helper/sync/atomic_file.hpp"
 #include "protocol/json_parse.hpp"
@@ -37,10 +38,7 @@ std::string sha256_hex(std::string_view bytes) {
   return hex;
 }
 
-fs::path home_dir() {
-  const char* h = std::getenv("HOME");
-  return h && *h == '/' ? fs::path(h) : fs::path();
-}
+fs::path home_dir() { return platform::home_dir().value_or(fs::path()); }
 
 // The path ferry.json's sshConfig names, as the SSH layer reads it (~ expanded); a relative path
 // is taken from the project root, where the person reading ferry.json would look for it.
@@ -136,9 +134,8 @@ TrustDigests trust_digests(const ProjectConfig& config) {
 // ---- the store ----
 
 fs::path TrustStore::default_dir() {
-  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x == '/') return fs::path(x) / "ferry" / "trust";
-  fs::path home = home_dir();
-  return home.empty() ? fs::path() : home / ".config" / "ferry" / "trust";
+  auto config = platform::config_home();
+  return config ? *config / "ferry" / "trust" : fs::path();
 }
 
 TrustStore::TrustStore(fs::path dir) : dir_(std::move(dir)) {}

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/user_dirs.hpp"
 #include "common/private_files.hpp"
 #include "helper/env/local_command.hpp"
 #include "helper/sync/atomic_file.hpp"
@@ -98,9 +99,7 @@ std::string EnvSyncReport::one_line() const {
 }
 
 fs::path default_cache_root() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return fs::path(x) / "ferry" / "env";
-  const char* home = std::getenv("HOME");
-  return fs::path(home && *home ? home : "/tmp") / ".cache" / "ferry" / "env";
+  return platform::cache_home().value_or(fs::temp_directory_path() / ".cache") / "ferry" / "env";
 }
 
 fs::path mirror_dir(const fs::path& cache_root, const std::string& host, const std::string& interpreter) {

@@ -3,6 +3,7 @@
 // shell as text: locally it is an argv, over SSH each of its words is quoted.
 #include <cstdlib>
 
+#include "common/user_dirs.hpp"
 #include "helper/env/env_probe.hpp"
 #include "helper/env/local_command.hpp"
 #include "helper/remote/endpoint.hpp"
@@ -14,10 +15,10 @@ namespace {
 
 // What the box's shell does to a leading "~/" (probe_command leaves it to it), done here.
 std::vector<std::string> with_home(std::vector<std::string> argv) {
-  const char* home = std::getenv("HOME");
-  if (!home || !*home) return argv;
+  const auto home = platform::home_dir();
+  if (!home) return argv;
   for (auto& word : argv)
-    if (word == "~" || word.starts_with("~/")) word = home + word.substr(1);
+    if (word == "~" || word.starts_with("~/")) word = home->string() + word.substr(1);
   return argv;
 }
 

@@ -1,16 +1,29 @@
 // Which agent build a box gets: see agent_builds.hpp.
 #include "helper/remote/agent_builds.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
+#include "common/executables.hpp"
 #include "helper/remote/local_endpoint.hpp"
 
 namespace ferry::remote {
 namespace fs = std::filesystem;
+
+std::expected<fs::path, std::string> find_agent_binary() {
+  if (const char* env = std::getenv("FERRY_AGENT"); env && *env) {
+    fs::path p(env);
+    if (!platform::is_executable_file(p)) return std::unexpected("$FERRY_AGENT='" + p.string() + "' is not an executable file");
+    return p;
+  }
+  auto self = platform::executable_path();
+  if (!self) return std::unexpected(self.error());
+  fs::path p = self->parent_path() / "ferry-agent";
+  if (!platform::is_executable_file(p))
+    return std::unexpected("no ferry-agent next to " + self->string() + " (set $FERRY_AGENT to its path)");
+  return p;
+}
 
 std::string_view native_arch() {
 #if defined(__x86_64__)
@@ -26,15 +39,14 @@ std::expected<fs::path, std::string> find_agent_for_arch(std::string_view arch) 
   std::string var = "FERRY_AGENT_" + std::string(arch);
   std::transform(var.begin(), var.end(), var.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
   if (const char* env = std::getenv(var.c_str()); env && *env) {
-    if (::access(env, X_OK) != 0) return std::unexpected("$" + var + "='" + env + "' is not an executable file");
+    if (!platform::is_executable_file(env)) return std::unexpected("$" + var + "='" + env + "' is not an executable file");
     return fs::path(env);
   }
   if (arch == native_arch()) return find_agent_binary();
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return std::unexpected("cannot read /proc/self/exe: " + ec.message());
-  fs::path p = self.parent_path() / ("ferry-agent-" + std::string(arch));
-  if (::access(p.c_str(), X_OK) != 0)
+  auto self = platform::executable_path();
+  if (!self) return std::unexpected(self.error());
+  fs::path p = self->parent_path() / ("ferry-agent-" + std::string(arch));
+  if (!platform::is_executable_file(p))
     return std::unexpected("this ferry has no " + std::string(arch) + " agent (no " + p.string() + "; set $" + var + ")");
   return p;
 }

@@ -15,6 +15,8 @@ namespace ferry::remote {
 // The architectures ferry has an agent for, as Linux's `uname -m` spells them.
 inline constexpr std::array<std::string_view, 2> kAgentArches{"x86_64", "aarch64"};
 
+// $FERRY_AGENT, else ferry-agent next to the running executable.
+std::expected<std::filesystem::path, std::string> find_agent_binary();
 // The architecture this ferry was built for (its own agent, ferry-agent, is that one's).
 std::string_view native_arch();
 

@@ -1,7 +1,6 @@
 // LocalEndpoint: see local_endpoint.hpp.
 #include "helper/remote/local_endpoint.hpp"
 
-#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,6 +8,9 @@
 #include <system_error>
 
 #include <spdlog/spdlog.h>
+
+#include "common/user_dirs.hpp"
+#include "helper/remote/agent_builds.hpp"
 
 namespace ferry::remote {
 namespace fs = std::filesystem;
@@ -23,32 +25,8 @@ ResponseError not_connected(std::string_view method) {
 
 }  // namespace
 
-std::expected<fs::path, std::string> find_agent_binary() {
-  if (const char* env = std::getenv("FERRY_AGENT"); env && *env) {
-    fs::path p(env);
-    if (::access(p.c_str(), X_OK) != 0) return std::unexpected("$FERRY_AGENT='" + p.string() + "' is not an executable file");
-    return p;
-  }
-  std::error_code e;
-  fs::path self = fs::read_symlink("/proc/self/exe", e);
-  if (e) return std::unexpected("cannot read /proc/self/exe: " + e.message());
-  fs::path p = self.parent_path() / "ferry-agent";
-  if (::access(p.c_str(), X_OK) != 0)
-    return std::unexpected("no ferry-agent next to " + self.string() + " (set $FERRY_AGENT to its path)");
-  return p;
-}
-
 fs::path default_sandbox_root(std::string_view project_name) {
-  fs::path cache;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg && fs::path(xdg).is_absolute()) {
-    cache = xdg;
-  } else {
-    const char* home = std::getenv("HOME");
-    if (!home || !*home) {
-      if (const passwd* pw = ::getpwuid(::getuid())) home = pw->pw_dir;
-    }
-    cache = fs::path(home ? home : "/tmp") / ".cache";
-  }
+  const fs::path cache = platform::cache_home().value_or(fs::temp_directory_path() / ".cache");
   return cache / "ferry" / "local" / std::string(project_name.empty() ? "default" : project_name);
 }
 

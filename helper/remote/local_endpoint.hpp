@@ -25,8 +25,6 @@ struct LocalEndpointOptions {
   std::vector<std::string> agent_args;  // appended after --root DIR (e.g. --log-level debug)
 };
 
-// $FERRY_AGENT, else ferry-agent next to the running executable (/proc/self/exe).
-std::expected<std::filesystem::path, std::string> find_agent_binary();
 
 // $XDG_CACHE_HOME/ferry/local/<name>, else ~/.cache/ferry/local/<name>.
 std::filesystem::path default_sandbox_root(std::string_view project_name);

@@ -5,6 +5,8 @@
 #include <expected>
 #include <string>
 
+#include "common/socket_calls.hpp"
+
 namespace ferry::remote {
 
 class LoopbackListener {
@@ -20,16 +22,13 @@ class LoopbackListener {
   LoopbackListener(const LoopbackListener&) = delete;
   LoopbackListener& operator=(const LoopbackListener&) = delete;
 
-  int fd() const { return fd_; }
+  net::NativeSocket fd() const { return fd_; }
   int port() const { return port_; }
   void close();
 
  private:
-  int fd_ = -1;
+  net::NativeSocket fd_ = net::kNoSocket;
   int port_ = 0;
 };
-
-// "pid 1234 (python3)" for the process listening on a TCP port here, or "" if unknown.
-std::string port_holder(int port);
 
 }  // namespace ferry::remote

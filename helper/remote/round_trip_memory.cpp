@@ -17,6 +17,7 @@
 #include "common/private_files.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"
+#include "common/user_dirs.hpp"
 #include "protocol/json_parse.hpp"
 
 namespace ferry::remote {
@@ -39,8 +40,7 @@ json load(const fs::path& file) {
 }  // namespace
 
 fs::path default_round_trip_memory() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x == '/') return fs::path(x) / "ferry" / "round-trips.json";
-  if (const char* h = std::getenv("HOME"); h && *h == '/') return fs::path(h) / ".cache" / "ferry" / "round-trips.json";
+  if (auto cache = platform::cache_home()) return *cache / "ferry" / "round-trips.json";
   return {};
 }
 
@@ -73,7 +73,7 @@ bool remember_round_trip(const fs::path& file, const std::string& host, std::chr
   const fs::path tmp = file.parent_path() / posix::temp_name(file.filename().string());
   {
     // 0600 like the rest of ferry's own state: which hosts this user reaches is theirs.
-    posix::UniqueFd out(posix::open_private(tmp, O_WRONLY | O_TRUNC | O_CLOEXEC));
+    posix::UniqueFd out(posix::open_private(tmp, O_WRONLY | O_TRUNC));
     const std::string text = j.dump();
     if (!out || posix::write_full(out.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
       fs::remove(tmp, ec);

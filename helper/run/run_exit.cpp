@@ -5,16 +5,20 @@
 #include <array>
 #include <cctype>
 #include <charconv>
-#include <csignal>
 #include <utility>
+
+#include "protocol/box_signals.hpp"
 
 namespace ferry::run {
 
 namespace {
 
+namespace sig = protocol::box_signal;
+// The box's numbers: a run's signals are Linux's whatever the laptop is.
 constexpr std::array<std::pair<std::string_view, int>, 11> kSignals{{
-    {"HUP", SIGHUP}, {"INT", SIGINT}, {"QUIT", SIGQUIT}, {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
-    {"TERM", SIGTERM}, {"CONT", SIGCONT}, {"STOP", SIGSTOP}, {"TSTP", SIGTSTP}, {"WINCH", SIGWINCH}}};
+    {"HUP", sig::kHup}, {"INT", sig::kInt}, {"QUIT", sig::kQuit}, {"KILL", sig::kKill}, {"USR1", sig::kUsr1},
+    {"USR2", sig::kUsr2}, {"TERM", sig::kTerm}, {"CONT", sig::kCont}, {"STOP", sig::kStop}, {"TSTP", sig::kTstp},
+    {"WINCH", sig::kWinch}}};
 
 }  // namespace
 

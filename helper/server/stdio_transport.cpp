@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "common/terminal.hpp"
+
 #include "helper/server/output_channel.hpp"
 #include "helper/server/worker_pool.hpp"
 #include "protocol/dispatcher.hpp"
@@ -31,6 +33,8 @@ void log_to_spdlog(protocol::LogLevel level, const std::string& message) {
 }  // namespace
 
 int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, const TransportOptions& options) {
+  platform::set_binary_mode(in_fd);
+  platform::set_binary_mode(out_fd);
   OutputChannel out(out_fd, options.encoding);
   WorkerPool pool(options.workers);
   std::optional<int> exit_code;

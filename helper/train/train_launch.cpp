@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include "common/executables.hpp"
+
 namespace ferry::training {
 namespace fs = std::filesystem;
 
@@ -60,14 +62,14 @@ std::expected<TrainOutputs, std::string> train_outputs(const nlohmann::json& con
 
 std::expected<fs::path, std::string> find_local_train_binary() {
   if (const char* env = std::getenv("FERRY_TRAIN"); env && *env) {
-    if (::access(env, X_OK) != 0) return std::unexpected(std::string("$FERRY_TRAIN='") + env + "' is not an executable file");
+    if (!platform::is_executable_file(env)) return std::unexpected(std::string("$FERRY_TRAIN='") + env + "' is not an executable file");
     return fs::path(env);
   }
-  std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return std::unexpected("cannot read /proc/self/exe: " + ec.message());
+  const auto exe = platform::executable_path();
+  if (!exe) return std::unexpected(exe.error());
+  const fs::path self = *exe;
   for (const fs::path& p : {self.parent_path() / "ferry-train", self.parent_path().parent_path() / "remote-runtime" / "train" / "ferry-train"}) {
-    if (::access(p.c_str(), X_OK) == 0) return p;
+    if (platform::is_executable_file(p)) return p;
   }
   return std::unexpected("no ferry-train next to " + self.string() +
                          ": build it (cmake -DFERRY_WITH_TORCH=ON, target ferry-train) or set $FERRY_TRAIN to its path");

@@ -23,6 +23,7 @@
 #include "tests/support/tcp_peers.hpp"
 
 using namespace ferry::remote;
+using ferry::net::port_holder;
 using namespace ferry::test;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "ferry/version.hpp"
+#include "helper/remote/agent_builds.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "protocol/agent_wire.hpp"
 #include "tests/support/temp_dir.hpp"
