@@ -14,9 +14,10 @@ struct LocalOutput {
   int exit_status = 0;   // 128 + the signal when killed
 };
 
-// argv[0] is looked up on PATH as execvp does; stdin is /dev/null; `cwd` ("" = ours) is entered
-// first. The error says why no exit status came back: the program could not be started (not
-// found, not executable), or it ran past `timeout` (it is killed, with its process group).
+// argv[0] is looked up on PATH as execvp does; stdin is the null device; `cwd` (UTF-8, "" = ours)
+// is entered first. Started by the launcher (common/process.hpp) on POSIX and Windows alike. The
+// error says why no exit status came back: the program could not be started (not found, not
+// executable), or it ran past `timeout` (it is killed, with its process group or job).
 std::expected<LocalOutput, std::string> run_local_command(const std::vector<std::string>& argv, const std::string& cwd,
                                                          std::chrono::milliseconds timeout);
 

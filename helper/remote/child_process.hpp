@@ -1,15 +1,17 @@
-// A child process with its stdin/stdout on pipes, started with posix_spawn (safe in a threaded
-// helper) and reaped exactly once, however many threads ask for its exit status.
+// A child process with its stdin/stdout on pipes (the local agent, the OpenSSH client), started by
+// the launcher (common/process.hpp: Boost.Process, in a process group of its own) and reaped
+// exactly once, however many threads ask for its exit status.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
 #include <expected>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "common/process.hpp"
 
 namespace ferry::remote {
 
@@ -17,32 +19,32 @@ class ChildProcess {
  public:
   // argv[0] is the executable path (no PATH search). stderr is inherited, so the child's logs
   // join ours; the child leads a process group of its own (a terminal's Ctrl-C reaches only us).
-  // The returned fds are close-on-exec and owned by the caller.
+  // The returned ends are not inherited by other children and are owned by the caller: on POSIX
+  // fds (close(2) them), on Windows pipe HANDLEs (CloseHandle).
   struct Spawned {
-    int stdin_fd = -1;   // write end
-    int stdout_fd = -1;  // read end
+    platform::NativePipe stdin_fd = platform::kNoPipe;   // write end
+    platform::NativePipe stdout_fd = platform::kNoPipe;  // read end
   };
   std::expected<Spawned, std::string> spawn(const std::vector<std::string>& argv);
 
   ChildProcess() = default;
-  ~ChildProcess();  // kills and reaps a child still running
+  ~ChildProcess() = default;  // the launcher kills and reaps a child still running
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
-  pid_t pid() const { return pid_; }
-  // The wait(2) status once the child has exited, waiting at most `timeout`.
+  pid_t pid() const { return static_cast<pid_t>(process_.id()); }
+  // The exit status once the child has exited, waiting at most `timeout`: the wait(2) status on
+  // POSIX, the exit code on Windows (describe_status reads either).
   std::optional<int> wait_for(std::chrono::milliseconds timeout);
-  bool reaped();
-  void kill(int signal);
+  bool reaped() { return process_.reaped(); }
+  // `signal` to the child alone (on Windows, which has no signals, it is terminated).
+  void kill(int signal) { process_.signal(signal); }
 
   // "exited with status 3", "killed by signal 9 (Killed)".
-  static std::string describe_status(int status);
+  static std::string describe_status(int status) { return platform::ExitStatus{status}.describe(); }
 
  private:
-  pid_t pid_ = -1;
-  int pidfd_ = -1;  // readable once the child exits (Linux >= 5.3); else we poll waitpid
-  std::mutex mutex_;
-  std::optional<int> status_;
+  platform::Process process_;
 };
 
 }  // namespace ferry::remote
