@@ -76,7 +76,7 @@ std::expected<void, std::string> TreeWatcher::add_tree(const std::string& rel, s
     stack.pop_back();
     // The watch first, then the listing: an entry created in between is seen by one or both.
     if (auto watched = backend_->watch_directory(dir); !watched) {
-      if (dir == rel) return std::unexpected(watched.error().message);
+      if (dir.empty()) return std::unexpected(watched.error().message);  // the root: no watch at all
       if (!watched.error().gone) spdlog::warn("watch '{}': {}", dir, watched.error().message);
       continue;
     }
@@ -134,7 +134,7 @@ void TreeWatcher::absorb(WatchEvent& ev) {
     return;
   }
   pending_.insert(rel);
-  if (is_dir && came) (void)add_tree(rel, &pending_);
+  if (is_dir && came) (void)add_tree(rel, &pending_);  // fails only for the root
   if (is_dir && ev.kind == WatchEvent::Kind::moved_from) {
     // Its files left with it, unseen one by one: only a full push finds them all.
     pending_rescan_ = true;

@@ -88,7 +88,7 @@ class TreeWatcher {
   std::expected<void, std::string> start();
   // Watches `rel` and every directory below it that is not ignored; every entry found is
   // added to `found` (a new directory's files were created before its watch could see them).
-  // The error of `rel`'s own watch, if it failed.
+  // Fails only when `rel` is the root and it cannot be watched.
   std::expected<void, std::string> add_tree(const std::string& rel, std::set<std::string>* found);
   // Reads what the OS has for us (see WatchDrain) into pending_; false when the watch failed.
   bool drain(bool all_before_now, std::string& error);
