@@ -321,7 +321,10 @@ std::expected<json, InvalidMessage> decode_value(std::string_view body, std::opt
   try {
     if (auto lifted = lift_byte_strings(body)) {
       sax.set_lifted(std::move(lifted->lifted));
-      ok = json::sax_parse(lifted->body.begin(), lifted->body.end(), &sax, json::input_format_t::cbor, /*strict=*/true);
+      // As chars: nlohmann 3.11.2 reads unsigned char iterators through std::char_traits<unsigned
+      // char>, which libc++ 19 (macOS's) no longer has (scripts/check_libcxx.sh).
+      const auto* first = reinterpret_cast<const char*>(lifted->body.data());
+      ok = json::sax_parse(first, first + lifted->body.size(), &sax, json::input_format_t::cbor, /*strict=*/true);
     } else {
       ok = json::sax_parse(body.begin(), body.end(), &sax, json::input_format_t::cbor, /*strict=*/true);
     }

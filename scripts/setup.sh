@@ -14,6 +14,8 @@ PACKAGES=(
   openssh-server openssh-client rsync python3-debugpy neovim
   python3-jedi python3-pylsp python3-venv
   clang-19 libclang-rt-19-dev
+  # scripts/check_libcxx.sh: the engine's core with libc++, macOS's standard library
+  libc++-19-dev libc++abi-19-dev
   chromium libkrb5-dev ripgrep
   # ferry-train's box pack built with Ubuntu 22.04's compiler (trainer_install's g++ 11 case)
   g++-11

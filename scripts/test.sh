@@ -25,6 +25,9 @@ if [[ -x "$ROOT/tests/fuzz/replay.sh" ]]; then
   "$ROOT/tests/fuzz/replay.sh"
 fi
 
+# The macOS portability check: the engine's core compiled with clang 19 and libc++.
+"$ROOT/scripts/check_libcxx.sh"
+
 # The old box test_old_box runs ferry against (Debian 11, glibc 2.31): built once, then cached. If
 # it cannot be built the suite still runs, and test_old_box fails naming the script.
 "$ROOT/scripts/old_box_root.sh" >/dev/null ||
