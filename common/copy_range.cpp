@@ -1,16 +1,13 @@
-// Range copies in the kernel with fallbacks; see copy_range.hpp.
+// Range copies in the kernel with fallbacks (see copy_range.hpp): the order of the methods and
+// when to give one up; the system calls themselves are the platform's (platform_io.hpp).
 #include "common/copy_range.hpp"
-
-#include <linux/fs.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <vector>
 
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/platform_io.hpp"
 
 namespace ferry::posix {
 namespace {
@@ -18,11 +15,6 @@ namespace {
 constexpr std::uint64_t kCloneAlign = 4096;       // the common block size; a misaligned clone is EINVAL anyway
 constexpr std::size_t kUserBlock = 1u << 20;
 constexpr std::size_t kKernelStep = 1u << 30;     // copy_file_range's count is a size_t, but stay well inside ssize_t
-
-ssize_t system_copy(int in_fd, std::uint64_t in_off, int out_fd, std::uint64_t out_off, std::size_t n) {
-  auto in = static_cast<off64_t>(in_off), out = static_cast<off64_t>(out_off);
-  return ::copy_file_range(in_fd, &in, out_fd, &out, n, 0);
-}
 
 }  // namespace
 
@@ -32,18 +24,14 @@ bool copy_method_unsupported(int err) {
 
 bool RangeCopier::try_clone(int in_fd, std::uint64_t in_off, int out_fd, std::uint64_t out_off, std::size_t n) {
   if (!clone_ok_ || n == 0 || in_off % kCloneAlign || out_off % kCloneAlign || n % kCloneAlign) return false;
-  file_clone_range arg{};
-  arg.src_fd = in_fd;
-  arg.src_offset = in_off;
-  arg.src_length = n;
-  arg.dest_offset = out_off;
-  if (::ioctl(out_fd, FICLONERANGE, &arg) == 0) {
+  const int err = os::clone_range(in_fd, in_off, out_fd, out_off, n);
+  if (err == 0) {
     counts_.cloned += n;
     return true;
   }
   // EINVAL is this range (alignment, past the source's end): the next one may clone. Anything
   // else says this pair of files never will.
-  if (errno != EINVAL) clone_ok_ = false;
+  if (err != EINVAL) clone_ok_ = false;
   return false;
 }
 
@@ -69,7 +57,7 @@ ssize_t RangeCopier::copy(int in_fd, std::uint64_t in_off, int out_fd, std::uint
   while (kernel_ok_ && done < n) {
     const std::size_t step = std::min(n - done, kKernelStep);
     const ssize_t got = kernel_ ? kernel_(in_fd, in_off + done, out_fd, out_off + done, step)
-                                : system_copy(in_fd, in_off + done, out_fd, out_off + done, step);
+                                : os::kernel_copy(in_fd, in_off + done, out_fd, out_off + done, step);
     if (got < 0) {
       if (errno == EINTR) continue;
       if (!copy_method_unsupported(errno)) return -1;
@@ -86,16 +74,16 @@ ssize_t RangeCopier::copy(int in_fd, std::uint64_t in_off, int out_fd, std::uint
   return static_cast<ssize_t>(done + static_cast<std::size_t>(rest));
 }
 
-bool copy_while_unchanged(int in_fd, const struct stat& before, int out_fd, const std::atomic<bool>& stop, RangeCopier& copier) {
-  const auto size = static_cast<std::uint64_t>(before.st_size);
+bool copy_while_unchanged(int in_fd, const FileStat& before, int out_fd, const std::atomic<bool>& stop, RangeCopier& copier) {
+  const std::uint64_t size = before.size;
   for (std::uint64_t at = 0; at < size;) {
     if (stop.load(std::memory_order_relaxed)) return false;
     const std::uint64_t n = std::min(kCopyPiece, size - at);
     if (copier.copy(in_fd, at, out_fd, at, static_cast<std::size_t>(n)) != static_cast<ssize_t>(n)) return false;
     at += n;
   }
-  struct stat after {};
-  return ::fstat(in_fd, &after) == 0 && same_file_state(before, after);
+  FileStat after;
+  return stat_fd(in_fd, after) == 0 && same_file_state(before, after);
 }
 
 }  // namespace ferry::posix

@@ -2,10 +2,10 @@
 // reflink (FICLONERANGE) where the file system shares extents (btrfs, xfs), else
 // copy_file_range(2) (the kernel copies page to page), else pread/pwrite. What a delta's
 // unchanged ranges go through when a big file is rebuilt from its old version, and what a whole
-// file copied ahead of a delta goes through.
+// file copied ahead of a delta goes through. On Windows only pread/pwrite: the reflink and the
+// kernel copy are POSIX's (platform_io.hpp), refused there at once.
 #pragma once
 
-#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+
+#include "common/file_times.hpp"
 
 namespace ferry::posix {
 
@@ -54,7 +56,7 @@ class RangeCopier {
 // and `in_fd` still has `before`'s state afterwards (same_file_state): what a copy made ahead of
 // a same-size delta (the agent's sync/prepareDelta, a pull's BaseCopy) needs before it is used.
 inline constexpr std::uint64_t kCopyPiece = 8u << 20;
-bool copy_while_unchanged(int in_fd, const struct stat& before, int out_fd, const std::atomic<bool>& stop, RangeCopier& copier);
+bool copy_while_unchanged(int in_fd, const FileStat& before, int out_fd, const std::atomic<bool>& stop, RangeCopier& copier);
 
 // True for the errors after which copy_file_range(2) or FICLONERANGE will not work between these
 // two files (so the next method is tried), as opposed to a real I/O error.

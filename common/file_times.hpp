@@ -1,39 +1,39 @@
-// A struct stat's times as nanoseconds since the epoch (the unit of every manifest and wire
-// field), and back to a timespec for futimens; whether two stats show one file unchanged.
+// What ferry knows of a file on every platform (FileStat: kind, size, times in nanoseconds since
+// the Unix epoch, the unit of every manifest and wire field), read from an open descriptor, and the
+// mtime set through one; whether two stats show one file unchanged. POSIX fills it from struct stat
+// (common/posix/stat_times.hpp), Windows from the handle's file information, whose times have
+// 100 ns steps.
 #pragma once
-
-#include <sys/stat.h>
-#include <time.h>
 
 #include <cstdint>
 
 namespace ferry::posix {
 
-inline std::int64_t mtime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-}
+enum class FileKind : std::uint8_t { regular, directory, symlink, other };
 
-inline std::int64_t ctime_of(const struct stat& st) {
-  return static_cast<std::int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
-}
+struct FileStat {
+  FileKind kind = FileKind::other;  // symlink: also a Windows reparse point that stands for a link
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;
+  std::int64_t ctime_ns = 0;  // the last change of data or metadata (Windows: ChangeTime)
+  // The permission bits (st_mode & 07777). Windows has none to give: 0755 for a directory, 0644
+  // for a file, 0444 for a read-only one.
+  std::uint32_t mode = 0;
+  std::uint64_t dev = 0;  // Windows: the volume's serial number
+  std::uint64_t ino = 0;  // Windows: the file id
+};
 
 // The same file, unchanged between the two stats: what any write or rename changes (device, inode,
 // size, mtime, ctime). Two writes in one clock tick can still leave all five alike.
-inline bool same_file_state(const struct stat& a, const struct stat& b) {
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino && a.st_size == b.st_size && mtime_of(a) == mtime_of(b) &&
-         ctime_of(a) == ctime_of(b);
+inline bool same_file_state(const FileStat& a, const FileStat& b) {
+  return a.dev == b.dev && a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns;
 }
 
-// Nanoseconds to a timespec with tv_nsec in [0, 1e9) also for times before 1970.
-inline timespec to_timespec(std::int64_t ns) {
-  timespec ts{};
-  ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-  ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-  if (ts.tv_nsec < 0) {
-    ts.tv_nsec += 1'000'000'000;
-    --ts.tv_sec;
-  }
-  return ts;
-}
+// fstat(2) of `fd` into `out`: 0, or the errno.
+int stat_fd(int fd, FileStat& out);
+
+// The file's mtime set to `mtime_ns` (its access time left alone): 0, or the errno. Windows keeps
+// 100 ns steps: the time is rounded down to one.
+int set_mtime_fd(int fd, std::int64_t mtime_ns);
 
 }  // namespace ferry::posix

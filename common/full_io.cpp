@@ -1,10 +1,10 @@
-// Whole reads and writes; see full_io.hpp.
+// Whole reads and writes (see full_io.hpp): loops over the platform's single calls (platform_io.hpp).
 #include "common/full_io.hpp"
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+
+#include "common/platform_io.hpp"
 
 namespace ferry::posix {
 namespace {
@@ -33,28 +33,28 @@ ssize_t loop(std::size_t n, Step step) {
 
 ssize_t read_full(int fd, void* buf, std::size_t n) {
   auto* p = static_cast<char*>(buf);
-  return loop<false>(n, [&](std::size_t done) { return ::read(fd, p + done, n - done); });
+  return loop<false>(n, [&](std::size_t done) { return os::read_some(fd, p + done, n - done); });
 }
 
 ssize_t write_full(int fd, const void* buf, std::size_t n) {
   const auto* p = static_cast<const char*>(buf);
-  return loop<true>(n, [&](std::size_t done) { return ::write(fd, p + done, n - done); });
+  return loop<true>(n, [&](std::size_t done) { return os::write_some(fd, p + done, n - done); });
 }
 
 ssize_t pread_full(int fd, void* buf, std::size_t n, std::uint64_t offset) {
   auto* p = static_cast<char*>(buf);
-  return loop<false>(n, [&](std::size_t done) { return ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done)); });
+  return loop<false>(n, [&](std::size_t done) { return os::pread_some(fd, p + done, n - done, offset + done); });
 }
 
 ssize_t pwrite_full(int fd, const void* buf, std::size_t n, std::uint64_t offset) {
   const auto* p = static_cast<const char*>(buf);
-  return loop<true>(n, [&](std::size_t done) { return ::pwrite(fd, p + done, n - done, static_cast<off_t>(offset + done)); });
+  return loop<true>(n, [&](std::size_t done) { return os::pwrite_some(fd, p + done, n - done, offset + done); });
 }
 
 bool read_to_end(int fd, std::string& out, std::size_t limit) {
   char buf[65536];
   for (std::size_t got = 0; got < limit;) {
-    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, limit - got));
+    const ssize_t n = os::read_some(fd, buf, std::min(sizeof buf, limit - got));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return false;
     if (n == 0) break;

@@ -2,7 +2,8 @@
 // 1 GiB push delta: no 1 GiB buffer to fault in and fill). A mapped file that someone truncates
 // meanwhile would kill the process with SIGBUS on the next touch of a vanished page; here a
 // handler maps a page of zeros in its place instead and the mapping reports truncated(): the
-// caller treats the file as changed while read (the next sync sends it).
+// caller treats the file as changed while read (the next sync sends it). On Windows a file with a
+// mapped view cannot be truncated at all (SetEndOfFile fails), so truncated() stays false there.
 #pragma once
 
 #include <cstddef>
@@ -38,7 +39,7 @@ class MappedFile {
   void* data_ = nullptr;
   std::size_t size_ = 0, mapped_ = 0;
   std::int64_t mtime_ns_ = 0;
-  int slot_ = -1;  // in the SIGBUS handler's table
+  int slot_ = -1;  // POSIX: in the SIGBUS handler's table (Windows needs none)
 };
 
 }  // namespace ferry::posix

@@ -1,10 +1,11 @@
-// UniqueFd: the one owner of a file descriptor (move-only, closed exactly once).
+// UniqueFd: the one owner of a file descriptor (move-only, closed exactly once). On Windows the
+// descriptors are the C runtime's (_open, _close), which ferry's own files use there too.
 #pragma once
-
-#include <unistd.h>
 
 #include <cerrno>
 #include <utility>
+
+#include "common/open_file.hpp"
 
 namespace ferry::posix {
 
@@ -30,14 +31,14 @@ class UniqueFd {
   void reset(int fd = -1) noexcept {
     if (fd_ >= 0 && fd_ != fd) {
       const int saved = errno;
-      ::close(fd_);
+      close_fd(fd_);
       errno = saved;
     }
     fd_ = fd;
   }
   // Closes now and returns close(2)'s result, for writers that must know the data reached the
   // file system (a deferred NFS error shows up only here).
-  int close() noexcept { return fd_ >= 0 ? ::close(std::exchange(fd_, -1)) : 0; }
+  int close() noexcept { return fd_ >= 0 ? close_fd(std::exchange(fd_, -1)) : 0; }
 
  private:
   int fd_ = -1;

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "common/file_times.hpp"
+#include "common/posix/stat_times.hpp"
 #include "helper/sync/atomic_file.hpp"
 
 namespace ferry::sync {
@@ -79,10 +79,9 @@ std::optional<Hash128> hash_from_hex(std::string_view hex) {
   return h;
 }
 
-IndexKey index_key_of(const struct stat& st) {
-  return IndexKey{static_cast<std::uint64_t>(st.st_size), posix::mtime_of(st), static_cast<std::uint32_t>(st.st_mode & 07777),
-                  static_cast<std::uint64_t>(st.st_ino)};
-}
+IndexKey index_key_of(const posix::FileStat& st) { return IndexKey{st.size, st.mtime_ns, st.mode, st.ino}; }
+
+IndexKey index_key_of(const struct stat& st) { return index_key_of(posix::file_stat_of(st)); }
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())

@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/file_times.hpp"
 #include "helper/sync/file_meta.hpp"
 
 namespace ferry::sync {
@@ -30,6 +31,7 @@ struct IndexKey {
 };
 
 // The key of the file `st` describes.
+IndexKey index_key_of(const ferry::posix::FileStat& st);
 IndexKey index_key_of(const struct stat& st);
 
 class FileIndex {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 
 namespace ferry::sync {
@@ -104,8 +105,8 @@ std::expected<ferry::delta::DeltaStats, std::string> patch_to_fd(std::span<const
 
 BaseCopy::BaseCopy(int base_fd, int out_fd, std::uint64_t size) {
   done_ = std::async(std::launch::async, [this, base_fd, out_fd, size] {
-    struct stat before {};
-    if (::fstat(base_fd, &before) != 0 || static_cast<std::uint64_t>(before.st_size) != size) return false;
+    ferry::posix::FileStat before;
+    if (ferry::posix::stat_fd(base_fd, before) != 0 || before.size != size) return false;
     ferry::posix::RangeCopier copier;
     return ferry::posix::copy_while_unchanged(base_fd, before, out_fd, stop_, copier);
   });

@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/posix/stat_times.hpp"
 #include "common/unique_fd.hpp"
 #include "common/mapped_file.hpp"
 #include "helper/sync/sent_copy.hpp"

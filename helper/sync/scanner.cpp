@@ -18,6 +18,7 @@
 #include "common/dir_reader.hpp"
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/posix/dir_at.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/sync/file_index.hpp"
 
@@ -29,8 +30,8 @@ namespace posix = ferry::posix;
 constexpr std::size_t kReadChunk = 256u << 10;
 constexpr std::uint64_t kInlineHashLimit = 64u << 10;  // smaller files are hashed by the lister
 
-using posix::ctime_of;
-using posix::mtime_of;
+using posix::FileKind;
+using posix::FileStat;
 using posix::UniqueFd;
 
 std::string parent_of(const std::string& rel) {
@@ -41,7 +42,7 @@ std::string parent_of(const std::string& rel) {
 struct Item {
   std::string rel;
   bool is_dir = false;
-  struct stat st {};
+  FileStat st;
 };
 
 struct Shard {
@@ -76,7 +77,7 @@ class Walker {
       const std::string name = rel.substr(pos);
       const std::string parent = parent_of(rel);
       if (ok && !name.empty() && name != "." && name != ".." && (parent.empty() || !ignore_.is_ignored(parent, true))) {
-        struct stat st {};
+        FileStat st;
         const int err = posix::stat_nofollow(dir.get(), name.c_str(), st);
         record(dir.get(), name.c_str(), rel, err, st, shard, false);
       }
@@ -150,38 +151,38 @@ class Walker {
       shard.issues.push_back({rel, std::string("cannot open directory: ") + std::strerror(errno)});
       return;
     }
-    auto dir = posix::DirReader::adopt(std::move(fd));
+    auto dir = posix::adopt_dir(std::move(fd));
     if (!dir) {
       shard.issues.push_back({rel, std::string("cannot list directory: ") + std::strerror(dir.error())});
       return;
     }
     while (auto de = dir->next()) {
       const std::string_view name = de->name;
-      record(dir->fd(), de->name, rel.empty() ? std::string(name) : rel + "/" + std::string(name), de->stat_error, de->st,
-             shard, true);
+      record(posix::dir_fd(*dir), de->name, rel.empty() ? std::string(name) : rel + "/" + std::string(name),
+             de->stat_error, de->st, shard, true);
     }
   }
 
   // Records one directory entry, statted without following (`stat_error` its errno, or 0), and
   // queues a directory's listing when `descend`.
-  void record(int dirfd, const char* name, std::string child, int stat_error, const struct stat& st, Shard& shard,
+  void record(int dirfd, const char* name, std::string child, int stat_error, const FileStat& st, Shard& shard,
               bool descend) {
     if (stat_error != 0) {
       if (stat_error != ENOENT) shard.issues.push_back({child, std::string("cannot stat: ") + std::strerror(stat_error)});
       return;
     }
-    const bool is_dir = S_ISDIR(st.st_mode);
+    const bool is_dir = st.kind == FileKind::directory;
     if (ignore_.is_ignored_entry(child, is_dir)) return;
     FileMeta meta;
-    meta.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
-    meta.mtime_ns = mtime_of(st);
+    meta.mode = st.mode;
+    meta.mtime_ns = st.mtime_ns;
     if (is_dir) {
       meta.kind = EntryKind::dir;
       ++shard.stats.dirs;
       shard.entries.emplace(child, meta);
       if (descend) push(Item{std::move(child), true, st});
-    } else if (S_ISLNK(st.st_mode)) {
-      auto target = posix::read_link_at(dirfd, name, static_cast<std::size_t>(st.st_size));
+    } else if (st.kind == FileKind::symlink) {
+      auto target = posix::read_link_at(dirfd, name, static_cast<std::size_t>(st.size));
       if (!target) {
         shard.issues.push_back({child, "cannot read symlink (or it changed while read)"});
         return;
@@ -191,9 +192,9 @@ class Walker {
       meta.link_target = std::move(*target);
       ++shard.stats.symlinks;
       shard.entries.emplace(std::move(child), std::move(meta));
-    } else if (S_ISREG(st.st_mode)) {
+    } else if (st.kind == FileKind::regular) {
       meta.kind = EntryKind::file;
-      meta.size = static_cast<std::uint64_t>(st.st_size);
+      meta.size = st.size;
       ++shard.stats.files;
       if (!options_.hash_files) {
         shard.entries.emplace(std::move(child), std::move(meta));
@@ -223,12 +224,12 @@ class Walker {
       else shard.issues.push_back({item.rel, std::string("cannot open: ") + std::strerror(errno)});
       return;
     }
-    struct stat before {}, after {};
-    auto same = [](const struct stat& a, const struct stat& b) {
-      return a.st_ino == b.st_ino && a.st_size == b.st_size && mtime_of(a) == mtime_of(b) && ctime_of(a) == ctime_of(b);
+    FileStat before, after;
+    auto same = [](const FileStat& a, const FileStat& b) {
+      return a.ino == b.ino && a.size == b.size && a.mtime_ns == b.mtime_ns && a.ctime_ns == b.ctime_ns;
     };
     const std::int64_t hashed_at = now_ns();
-    bool ok = ::fstat(fd, &before) == 0 && same(before, item.st);
+    bool ok = posix::stat_fd(fd, before) == 0 && same(before, item.st);
     XXH3_state_t* state = XXH3_createState();
     XXH3_128bits_reset(state);
     std::vector<char> buf(kReadChunk);
@@ -245,8 +246,7 @@ class Walker {
       if (static_cast<std::size_t>(n) < buf.size()) break;  // end of file
     }
     if (options_.after_read_hook) options_.after_read_hook(item.rel);
-    ok = ok && ::fstat(fd, &after) == 0 && same(before, after) &&
-         total == static_cast<std::uint64_t>(after.st_size);
+    ok = ok && posix::stat_fd(fd, after) == 0 && same(before, after) && total == after.size;
     held.reset();
     if (!ok) {
       XXH3_freeState(state);
@@ -263,9 +263,9 @@ class Walker {
     shard.stats.bytes_hashed += total;
     FileMeta meta;
     meta.kind = EntryKind::file;
-    meta.mode = static_cast<std::uint32_t>(after.st_mode & 07777);
+    meta.mode = after.mode;
     meta.size = total;
-    meta.mtime_ns = mtime_of(after);
+    meta.mtime_ns = after.mtime_ns;
     meta.hash = h;
     shard.entries.emplace(item.rel, std::move(meta));
   }

@@ -22,8 +22,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/posix/stat_times.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/atomic_file.hpp"

@@ -16,9 +16,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/dir_reader.hpp"
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/posix/dir_at.hpp"
+#include "common/posix/stat_times.hpp"
 #include "common/temp_name.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/patch_file.hpp"

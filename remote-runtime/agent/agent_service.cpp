@@ -12,7 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/file_times.hpp"
+#include "common/posix/stat_times.hpp"
 #include "ferry/version.hpp"
 #include "protocol/messages.hpp"
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <stdexcept>
 #include <cstdint>
 #include <string>
@@ -17,10 +18,20 @@ namespace ferry::test {
 class TempDir {
  public:
   explicit TempDir(const std::string& prefix = "ferry-test") {
-    std::string tmpl = (std::filesystem::temp_directory_path() / (prefix + "-XXXXXX")).string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed for " + tmpl);
-    // Canonical, so paths a program prints (after its own realpath) compare equal to ours.
-    path_ = std::filesystem::canonical(tmpl);
+    // mkdtemp's way on every platform (Windows has none): six random letters or digits, the
+    // directory created only if it was not there, and made 0700.
+    static constexpr char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    static thread_local std::mt19937_64 rng{std::random_device{}()};
+    for (int attempt = 0; attempt < 100 && path_.empty(); ++attempt) {
+      std::string name = prefix + "-";
+      for (int i = 0; i < 6; ++i) name += kLetters[rng() % (sizeof kLetters - 1)];
+      const auto dir = std::filesystem::temp_directory_path() / name;
+      if (!std::filesystem::create_directory(dir)) continue;
+      std::filesystem::permissions(dir, std::filesystem::perms::owner_all);
+      // Canonical, so paths a program prints (after its own realpath) compare equal to ours.
+      path_ = std::filesystem::canonical(dir);
+    }
+    if (path_.empty()) throw std::runtime_error("cannot make a temporary directory named " + prefix + "-*");
   }
   ~TempDir() {
     std::error_code ec;

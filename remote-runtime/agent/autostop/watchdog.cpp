@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/posix/private_at.hpp"
 #include "common/private_files.hpp"
 #include "remote-runtime/agent/gpu_query.hpp"
 #include "remote-runtime/agent/run/detached_agent.hpp"

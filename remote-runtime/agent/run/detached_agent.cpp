@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "common/private_files.hpp"
+#include "common/posix/private_at.hpp"
 
 namespace ferry::agent::run {
 

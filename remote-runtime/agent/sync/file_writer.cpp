@@ -19,9 +19,9 @@
 #include <vector>
 
 
-#include "common/file_times.hpp"
 #include "common/copy_range.hpp"
 #include "common/full_io.hpp"
+#include "common/posix/stat_times.hpp"
 #include "protocol/delta/parallel_signature.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"

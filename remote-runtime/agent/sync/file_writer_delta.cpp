@@ -24,7 +24,7 @@
 
 #include "common/copy_range.hpp"
 #include "common/full_io.hpp"
-#include "common/file_times.hpp"
+#include "common/posix/stat_times.hpp"
 #include "common/unique_fd.hpp"
 #include "protocol/delta/patch.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"

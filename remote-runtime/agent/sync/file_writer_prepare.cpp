@@ -14,7 +14,7 @@
 #include <cstring>
 
 #include "common/copy_range.hpp"
-#include "common/file_times.hpp"
+#include "common/posix/stat_times.hpp"
 #include "remote-runtime/agent/sync/file_writer.hpp"
 #include "remote-runtime/agent/sync/file_writer_parent.hpp"
 
@@ -50,7 +50,8 @@ std::expected<bool, WriteError> FileWriter::prepare_delta_base(std::string_view 
   PreparedBase& held = *p;
   p->copied = std::async(std::launch::async, [&held, temp_fd = p->file.temp_fd(), copy = kernel_copy_] {
     ferry::posix::RangeCopier copier(copy);
-    return ferry::posix::copy_while_unchanged(held.base.get(), held.before, temp_fd, held.stop, copier);
+    return ferry::posix::copy_while_unchanged(held.base.get(), ferry::posix::file_stat_of(held.before), temp_fd, held.stop,
+                                              copier);
   });
   std::vector<std::unique_ptr<PreparedBase>> gone;  // freed outside the lock: each may wait for its thread
   std::lock_guard lock(prepared_->mu);

@@ -4,7 +4,7 @@
 #include <deque>
 #include <mutex>
 
-#include "common/file_times.hpp"
+#include "common/posix/stat_times.hpp"
 
 namespace ferry::agent::sync {
 namespace {

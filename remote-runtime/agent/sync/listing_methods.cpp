@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/file_times.hpp"
+#include "common/posix/stat_times.hpp"
 #include "protocol/delta/delta_types.hpp"
 #include "protocol/python_sources.hpp"
 #include "remote-runtime/agent/sync/sync_bindings.hpp"

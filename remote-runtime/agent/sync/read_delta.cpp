@@ -15,9 +15,9 @@
 #include <mutex>
 #include <string>
 
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 #include "common/mapped_file.hpp"
+#include "common/posix/stat_times.hpp"
 #include "common/unique_fd.hpp"
 #include "protocol/delta/patch.hpp"
 #include "remote-runtime/agent/sync/hash_cache.hpp"

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/posix/stat_times.hpp"
 #include "common/unique_fd.hpp"
 #include "protocol/payload_codec.hpp"
 #include "remote-runtime/agent/sync/read_delta.hpp"

@@ -12,12 +12,11 @@
 
 #include "common/xxhash_inline.hpp"
 
-#include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/posix/dir_at.hpp"
 #include "remote-runtime/agent/sync/hash_cache.hpp"
 
 namespace ferry::agent::sync {
-using ferry::posix::mtime_of;
 using ferry::posix::UniqueFd;
 
 std::optional<Hash128> hash_file_at(int dirfd, const char* name, std::uint64_t listed_size, bool cached_only) {
@@ -59,7 +58,7 @@ std::expected<TreeLister, WriteError> TreeLister::open(const FileWriter& writer,
   if (::fstat(root.get(), &st) != 0) {
     return std::unexpected(WriteError{WriteErrc::io, "stat root " + writer.root().string() + ": " + std::strerror(errno)});
   }
-  auto d = ferry::posix::DirReader::adopt(std::move(root));
+  auto d = ferry::posix::adopt_dir(std::move(root));
   if (!d) {
     return std::unexpected(WriteError{WriteErrc::io, "read root " + writer.root().string() + ": " + std::strerror(d.error())});
   }
@@ -83,32 +82,32 @@ std::vector<TreeEntry> TreeLister::next(std::size_t max_entries, Clock::time_poi
     }
     const std::string_view name = de->name;
     if (name.starts_with(kTempPrefix) || de->stat_error != 0) continue;
-    const int dfd = level.dir.fd();
-    const struct stat& st = de->st;
+    const int dfd = ferry::posix::dir_fd(level.dir);
+    const ferry::posix::FileStat& st = de->st;
     TreeEntry e;
     e.path = level.rel.empty() ? std::string(name) : level.rel + "/" + std::string(name);
-    e.mode = static_cast<std::uint32_t>(st.st_mode & 07777);
-    e.mtime_ns = mtime_of(st);
+    e.mode = st.mode;
+    e.mtime_ns = st.mtime_ns;
     std::optional<Level> enter;
-    if (S_ISDIR(st.st_mode)) {
+    if (st.kind == ferry::posix::FileKind::directory) {
       if (options_.prune && options_.prune(e.path)) continue;
       e.kind = TreeEntryKind::dir;
-      if (st.st_dev != root_dev_) {
+      if (st.dev != root_dev_) {
         // A mount point (/proc under "/", a dataset volume): listed as the directory it is, never
         // walked, so a listing stays on the mapping's own filesystem.
         other_filesystems_.push_back(e.path);
       } else {
-        if (auto child = ferry::posix::DirReader::open(dfd, de->name)) enter = Level{std::move(*child), e.path};
+        if (auto child = ferry::posix::open_dir_at(dfd, de->name)) enter = Level{std::move(*child), e.path};
       }
-    } else if (S_ISLNK(st.st_mode)) {
+    } else if (st.kind == ferry::posix::FileKind::symlink) {
       e.kind = TreeEntryKind::symlink;
-      auto target = ferry::posix::read_link_at(dfd, de->name, static_cast<std::size_t>(st.st_size));
+      auto target = ferry::posix::read_link_at(dfd, de->name, static_cast<std::size_t>(st.size));
       if (!target) continue;
       e.size = target->size();
       e.link_target = std::move(*target);
-    } else if (S_ISREG(st.st_mode)) {
+    } else if (st.kind == ferry::posix::FileKind::regular) {
       e.kind = TreeEntryKind::file;
-      e.size = static_cast<std::uint64_t>(st.st_size);
+      e.size = st.size;
       if (options_.hash_if && options_.hash_if(e.path)) e.hash = hash_file_at(dfd, de->name, e.size, e.size > options_.hash_at_most);
     } else {
       continue;  // fifos, sockets, devices: never sync targets

@@ -77,7 +77,7 @@ class TreeLister {
     std::string rel;
   };
   std::vector<Level> stack_;
-  dev_t root_dev_ = 0;
+  std::uint64_t root_dev_ = 0;
   ListOptions options_;
   std::vector<std::string> other_filesystems_;
   std::uint64_t listed_ = 0;

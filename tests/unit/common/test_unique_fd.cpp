@@ -1,21 +1,31 @@
-// UniqueFd: moves hand the descriptor over, and it is closed exactly once.
+// UniqueFd: moves hand the descriptor over, and it is closed exactly once (on Windows too, where
+// the descriptors are the C runtime's).
 #define BOOST_TEST_MODULE unique_fd
 #include <boost/test/unit_test.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
-
+#include <cerrno>
 #include <utility>
 
+#include "common/file_times.hpp"
+#include "common/open_file.hpp"
 #include "common/unique_fd.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using ferry::posix::UniqueFd;
 
 namespace {
 
-bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
+bool is_open(int fd) {
+  ferry::posix::FileStat st;
+  return ferry::posix::stat_fd(fd, st) != EBADF;
+}
 
-int open_null() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+const ferry::test::TempDir& dir() {
+  static const ferry::test::TempDir d("ferry-unique-fd");
+  return d;
+}
+
+int open_null() { return ferry::posix::open_file(dir() / "f", O_RDONLY | O_CREAT); }
 
 }  // namespace
 
@@ -70,7 +80,8 @@ BOOST_AUTO_TEST_CASE(release_gives_up_ownership) {
     BOOST_TEST(!fd);
   }
   BOOST_TEST(is_open(raw));
-  ::close(raw);
+  BOOST_TEST(ferry::posix::close_fd(raw) == 0);
+  BOOST_TEST(!is_open(raw));
 }
 
 BOOST_AUTO_TEST_CASE(close_reports_and_forgets) {

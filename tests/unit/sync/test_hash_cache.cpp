@@ -9,7 +9,7 @@
 
 #include <filesystem>
 
-#include "common/file_times.hpp"
+#include "common/posix/stat_times.hpp"
 #include "protocol/delta/signature.hpp"
 #include "remote-runtime/agent/sync/hash_cache.hpp"
 #include "remote-runtime/agent/sync/read_delta.hpp"

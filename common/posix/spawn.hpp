@@ -1,6 +1,7 @@
-// Starting a child the way ferry's helper starts all of them: in a process group of its own (the
-// terminal's Ctrl-C is ferry's to interpret, and a timeout can end the whole group) and with
-// SIGPIPE back to its default (the helper ignores it).
+// POSIX only (Windows will start children through Boost.Process): starting a child the way
+// ferry's helper starts all of them: in a process group of its own (the terminal's Ctrl-C is
+// ferry's to interpret, and a timeout can end the whole group) and with SIGPIPE back to its
+// default (the helper ignores it).
 #pragma once
 
 #include <spawn.h>

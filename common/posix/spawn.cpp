@@ -1,5 +1,5 @@
 // Children in their own process group: see spawn.hpp.
-#include "common/spawn.hpp"
+#include "common/posix/spawn.hpp"
 
 #include <signal.h>
 

@@ -1,4 +1,4 @@
-// Owner-only files and directories of ferry's own: see private_files.hpp.
+// Owner-only files and directories of ferry's own, on POSIX: see private_files.hpp.
 #include "common/private_files.hpp"
 
 #include <fcntl.h>
@@ -8,10 +8,16 @@
 #include <cerrno>
 #include <vector>
 
+#include "common/posix/private_at.hpp"
 #include "common/unique_fd.hpp"
 
 namespace ferry::posix {
 namespace fs = std::filesystem;
+
+namespace {
+constexpr mode_t kPrivateDirMode = 0700;
+constexpr mode_t kPrivateFileMode = 0600;
+}  // namespace
 
 std::error_code make_private(int fd) {
   struct stat st {};

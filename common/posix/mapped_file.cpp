@@ -1,6 +1,6 @@
-// Read-only file mappings that survive truncation: see mapped_file.hpp. The SIGBUS handler only
-// reads a fixed table of lock-free slots and calls mmap (a plain system call on Linux), so it is
-// safe to run at any point of any thread. A SIGBUS outside every slot goes to the handler that
+// Read-only file mappings that survive truncation, on POSIX: see mapped_file.hpp. The SIGBUS
+// handler only reads a fixed table of lock-free slots and calls mmap (a plain system call on
+// Linux), so it is safe to run at any point of any thread. A SIGBUS outside every slot goes to the handler that
 // was there before (or the default action: the process dies as it would have).
 #include "common/mapped_file.hpp"
 
@@ -17,7 +17,7 @@
 #include <mutex>
 #include <utility>
 
-#include "common/file_times.hpp"
+#include "common/posix/stat_times.hpp"
 #include "common/unique_fd.hpp"
 
 namespace ferry::posix {
