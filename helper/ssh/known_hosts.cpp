@@ -3,8 +3,6 @@
 #include "helper/ssh/known_hosts.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +15,7 @@
 #include <openssl/sha.h>
 
 #include "common/full_io.hpp"
+#include "common/open_file.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/ssh/ssh_config.hpp"
 
@@ -168,15 +167,15 @@ std::expected<void, std::string> append_known_host(const std::filesystem::path& 
     std::filesystem::create_directories(file.parent_path(), ec);
     if (ec) return std::unexpected("cannot create " + file.parent_path().string() + ": " + ec.message());
   }
-  ferry::posix::UniqueFd fd(::open(file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+  ferry::posix::UniqueFd fd(ferry::posix::open_file(file, O_WRONLY | O_APPEND | O_CREAT, 0600));
   if (!fd) return std::unexpected("cannot open " + file.string() + ": " + std::strerror(errno));
   // Make sure the new entry starts on its own line even if the file lacks a final newline.
   std::string prefix;
-  struct stat st {};
-  if (::fstat(fd.get(), &st) == 0 && st.st_size > 0) {
-    const ferry::posix::UniqueFd rfd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (!ec && size > 0) {
+    const ferry::posix::UniqueFd rfd(ferry::posix::open_file(file, O_RDONLY));
     char last = '\n';
-    if (rfd && ferry::posix::pread_full(rfd.get(), &last, 1, static_cast<std::uint64_t>(st.st_size - 1)) != 1) last = '\n';
+    if (rfd && ferry::posix::pread_full(rfd.get(), &last, 1, size - 1) != 1) last = '\n';
     if (last != '\n') prefix = "\n";
   }
   std::string line = prefix + known_hosts_name(host, port) + " " + key.type + " " + base64_encode(key.blob) + "\n";
