@@ -83,6 +83,7 @@ add_dependencies(ferry_windows ferry_protocol ferry_delta ferry_sync_wire ferry_
 if(FERRY_TESTS)
   enable_testing()
   file(STRINGS ${CMAKE_SOURCE_DIR}/tests/windows-tests.txt ferry_windows_tests REGEX "^[a-z]")
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/windows-tests.txt)
   set(FERRY_TEST_ENV "BOOST_TEST_COLOR_OUTPUT=no")
   # The Linux build's ferry_add_test, for the tests listed: the same sources, Boost.Test compiled
   # in, run under Wine. Tests not (yet) listed are left out of this build.
