@@ -7,7 +7,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${FERRY_BUILD_DIR:-$ROOT/build}"
 export BOOST_TEST_COLOR_OUTPUT=no
+# Each step's wall time goes to stderr, so a CI log shows where its minutes went.
+step_started=$SECONDS
+step_done() { echo "scripts/test.sh: [$1] $((SECONDS - step_started)) s (total $SECONDS s)" >&2; step_started=$SECONDS; }
 "$ROOT/scripts/setup.sh"
+step_done setup
 python3 "$ROOT/scripts/check_registered_tests.py" "$BUILD"
 
 # protocol/ unit tests again under ASan+UBSan (no torch: a small, fast build).
@@ -19,28 +23,35 @@ cmake --build "$ASAN" -j"$(nproc)" --target ferry_sanitized_tests >&2
 python3 "$ROOT/scripts/check_registered_tests.py" --label protocol "$ASAN"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir "$ASAN" -L protocol --output-on-failure
+step_done sanitizers
 
 # Fuzz targets built with clang's libFuzzer, replaying their seed corpora.
 if [[ -x "$ROOT/tests/fuzz/replay.sh" ]]; then
   "$ROOT/tests/fuzz/replay.sh"
 fi
+step_done fuzz
 
 # The macOS portability check: the engine's core compiled with clang 19 and libc++.
 "$ROOT/scripts/check_libcxx.sh"
+step_done libcxx
 
 # The old box test_old_box runs ferry against (Debian 11, glibc 2.31): built once, then cached. If
 # it cannot be built the suite still runs, and test_old_box fails naming the script.
 "$ROOT/scripts/old_box_root.sh" >/dev/null ||
   echo "scripts/test.sh: scripts/old_box_root.sh failed (above); test_old_box will fail" >&2
+step_done old-box
 
 # ferry.exe and its unit tests, cross-built with MinGW-w64 and run under Wine (label windows).
 WINBUILD="${FERRY_WINDOWS_BUILD_DIR:-$ROOT/build-windows}"
 FERRY_WINDOWS_BUILD_DIR="$WINBUILD" "$ROOT/scripts/build-windows.sh"
 python3 "$ROOT/scripts/check_registered_tests.py" --names "$ROOT/tests/windows-tests.txt" "$WINBUILD"
 win_rc=0
+step_done windows-build
 ctest --test-dir "$WINBUILD" -L windows --output-on-failure -j"$(nproc)" || win_rc=$?
+step_done windows-tests
 
 main_rc=0
 ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@" || main_rc=$?
+step_done tests
 if ((win_rc)); then echo "scripts/test.sh: the Windows tests (build-windows, label windows) failed: see above" >&2; fi
 exit $((main_rc || win_rc))
