@@ -2,8 +2,8 @@
 // is not a symlink (on Windows: not a reparse point that stands for a link, such as a junction),
 // and its entries are statted without following, so a link is always seen as itself and never
 // walked into. Names are handed out as UTF-8 on every platform. What to do with each entry stays
-// with the caller (the helper's scanner, the agent's tree listing). The POSIX-only calls relative
-// to a directory descriptor are in common/posix/dir_at.hpp.
+// with the caller (the helper's scanner, the agent's tree listing). The calls relative
+// to a directory descriptor are in common/dir_at.hpp.
 #pragma once
 
 #include <expected>

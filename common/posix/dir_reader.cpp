@@ -1,4 +1,4 @@
-// The no-follow directory reader on POSIX (see dir_reader.hpp and posix/dir_at.hpp): readdir over
+// The no-follow directory reader on POSIX (see dir_reader.hpp and dir_at.hpp): readdir over
 // a descriptor opened with O_NOFOLLOW, each entry statted with AT_SYMLINK_NOFOLLOW.
 #include "common/dir_reader.hpp"
 
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-#include "common/posix/dir_at.hpp"
+#include "common/dir_at.hpp"
 #include "common/posix/stat_times.hpp"
 
 namespace ferry::posix {
@@ -19,29 +19,6 @@ struct DirReader::State {
   DIR* dir;
   ~State() { ::closedir(dir); }
 };
-
-UniqueFd open_dir_nofollow(int at, const std::string& rel) {
-  // "." rather than dup(): a new open file description, so the listing has its own offset.
-  if (rel.empty()) return UniqueFd(::openat(at, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  return UniqueFd(::openat(at, rel.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-}
-
-int stat_nofollow(int dirfd, const char* name, FileStat& out) {
-  struct stat st {};
-  out = {};
-  if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return errno;
-  out = file_stat_of(st);
-  return 0;
-}
-
-std::optional<std::string> read_link_at(int dirfd, const char* name, std::size_t st_size) {
-  // One byte more than lstat said: a target that grew since fills it, and is refused.
-  std::string target(st_size + 1, '\0');
-  const ssize_t n = ::readlinkat(dirfd, name, target.data(), target.size());
-  if (n < 0 || static_cast<std::size_t>(n) >= target.size()) return std::nullopt;
-  target.resize(static_cast<std::size_t>(n));
-  return target;
-}
 
 std::expected<DirReader, int> adopt_dir(UniqueFd dir) {
   if (!dir) return std::unexpected(EBADF);

@@ -11,18 +11,19 @@
 #include <utility>
 #include <vector>
 
+#include "common/dir_at.hpp"
 #include "common/windows/win32.hpp"
 
 namespace ferry::posix {
 
 struct DirReader::State {
+  UniqueFd fd;                                       // owns the directory handle
   HANDLE dir;
   std::uint64_t dev;                                 // the volume's serial number, for every entry
   std::vector<std::uint64_t> batch = std::vector<std::uint64_t>(8192);  // 64 KiB, 8-byte aligned
   std::size_t at = 0;                                // the next record's offset in `batch`
   bool filled = false, restart = true;
   std::string name;                                  // the last entry's name, UTF-8
-  ~State() { ::CloseHandle(dir); }
 
   // The next record, reading a new batch when this one is used up; nullptr at the end.
   const FILE_ID_BOTH_DIR_INFO* next_record();
@@ -59,20 +60,31 @@ DirEntry DirReader::State::entry_of(const FILE_ID_BOTH_DIR_INFO& record, std::ws
   return DirEntry{name.c_str(), st, 0};
 }
 
-std::expected<DirReader, int> DirReader::open(const std::filesystem::path& dir) {
-  if (dir.empty()) return std::unexpected(ENOENT);
-  if (win::path_is_link(dir)) return std::unexpected(ELOOP);
-  const HANDLE h = ::CreateFileW(dir.c_str(), FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
-                                 FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
-                                 FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, nullptr);
-  if (h == INVALID_HANDLE_VALUE) return std::unexpected(win::errno_of(::GetLastError()));
-  auto state = std::make_unique<State>(h, 0);
+std::expected<DirReader, int> adopt_dir(UniqueFd dir) {
+  if (!dir) return std::unexpected(EBADF);
+  const HANDLE h = win::handle_of(dir.get());
+  if (h == INVALID_HANDLE_VALUE) return std::unexpected(EBADF);
   FileStat st;
   if (const int err = win::stat_handle(h, st)) return std::unexpected(err);
   if (st.kind == FileKind::symlink) return std::unexpected(ELOOP);  // made a link since the check
   if (st.kind != FileKind::directory) return std::unexpected(ENOTDIR);
-  state->dev = st.dev;
-  return DirReader(std::move(state));
+  return DirReader(std::make_unique<DirReader::State>(std::move(dir), h, st.dev));
+}
+
+std::expected<DirReader, int> open_dir_at(int at, const std::string& rel) {
+  UniqueFd fd = open_dir_nofollow(at, rel);
+  if (!fd) return std::unexpected(errno);
+  return adopt_dir(std::move(fd));
+}
+
+int dir_fd(const DirReader& reader) { return reader.state().fd.get(); }
+
+std::expected<DirReader, int> DirReader::open(const std::filesystem::path& dir) {
+  if (dir.empty()) return std::unexpected(ENOENT);
+  if (win::path_is_link(dir)) return std::unexpected(ELOOP);
+  UniqueFd fd(win::open_dir_handle(dir, FILE_FLAG_OPEN_REPARSE_POINT));
+  if (!fd) return std::unexpected(errno);
+  return adopt_dir(std::move(fd));
 }
 
 DirReader::DirReader(std::unique_ptr<State> state) noexcept : state_(std::move(state)) {}

@@ -140,6 +140,14 @@ HANDLE create_file(const std::filesystem::path& p, int flags, DWORD how, DWORD e
   return h;
 }
 
+int open_dir_handle(const std::filesystem::path& p, DWORD extra) {
+  const HANDLE h = ::CreateFileW(p.c_str(), FILE_LIST_DIRECTORY | FILE_TRAVERSE | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
+                                 FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                                 FILE_FLAG_BACKUP_SEMANTICS | extra, nullptr);
+  if (h == INVALID_HANDLE_VALUE) return fail_with_last_error();
+  return fd_of(h, O_RDONLY);
+}
+
 int fd_of(HANDLE h, int flags) {
   const int fd = ::_open_osfhandle(reinterpret_cast<intptr_t>(h), (flags & O_APPEND) | O_BINARY | O_NOINHERIT);
   if (fd < 0) {

@@ -50,6 +50,9 @@ int stat_handle(HANDLE h, FileStat& out);
 // CreateFileW for the access of open(2)'s `flags`, sharing everything; `how`: the disposition;
 // `extra`: FILE_FLAG_* and attribute bits. INVALID_HANDLE_VALUE with errno set on failure.
 HANDLE create_file(const std::filesystem::path& p, int flags, DWORD how, DWORD extra);
+// The directory at `p` as a C runtime descriptor (listable, and a root for relative opens);
+// `extra`: FILE_FLAG_OPEN_REPARSE_POINT not to follow a final link. -1 with errno set on failure.
+int open_dir_handle(const std::filesystem::path& p, DWORD extra);
 // The C runtime descriptor that owns `h` from now on (binary, O_APPEND kept), or -1 with errno set
 // (the handle is then closed).
 int fd_of(HANDLE h, int flags);

@@ -18,7 +18,7 @@
 #include "common/dir_reader.hpp"
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
-#include "common/posix/dir_at.hpp"
+#include "common/dir_at.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/sync/file_index.hpp"
 

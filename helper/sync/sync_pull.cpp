@@ -17,7 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/full_io.hpp"
-#include "common/posix/dir_at.hpp"
+#include "common/dir_at.hpp"
 #include "common/posix/stat_times.hpp"
 #include "common/temp_name.hpp"
 #include "helper/remote/endpoint.hpp"

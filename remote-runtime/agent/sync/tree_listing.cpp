@@ -13,7 +13,7 @@
 #include "common/xxhash_inline.hpp"
 
 #include "common/full_io.hpp"
-#include "common/posix/dir_at.hpp"
+#include "common/dir_at.hpp"
 #include "remote-runtime/agent/sync/hash_cache.hpp"
 
 namespace ferry::agent::sync {

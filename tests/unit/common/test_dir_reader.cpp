@@ -1,7 +1,7 @@
 // DirReader and friends never follow a link: not into a linked directory, not when statting an
 // entry, not when opening a directory by name. Entries carry the same FileStat a descriptor of the
 // file gives, and names come back as UTF-8 on every platform. The calls relative to a directory
-// descriptor (common/posix/dir_at.hpp) are POSIX's; on Windows, which reparse points count as
+// descriptor (common/dir_at.hpp) are POSIX's; on Windows, which reparse points count as
 // links, and a link made under Wine.
 #define BOOST_TEST_MODULE dir_reader
 #include <boost/test/unit_test.hpp>
@@ -23,7 +23,7 @@
 #else
 #include <fcntl.h>
 
-#include "common/posix/dir_at.hpp"
+#include "common/dir_at.hpp"
 #endif
 
 namespace fs = std::filesystem;
