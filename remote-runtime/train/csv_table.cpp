@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "remote-runtime/train/parse_double.hpp"
 #include "remote-runtime/train/std_compat.hpp"
 
 namespace ferry::train {

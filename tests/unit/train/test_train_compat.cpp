@@ -15,6 +15,7 @@
 
 #include "remote-runtime/train/expected.hpp"
 #include "remote-runtime/train/span.hpp"
+#include "remote-runtime/train/parse_double.hpp"
 #include "remote-runtime/train/std_compat.hpp"
 
 namespace {
