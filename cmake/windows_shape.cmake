@@ -103,13 +103,7 @@ if(FERRY_TESTS)
   function(ferry_add_missing_tool_test)
   endfunction()
   add_custom_target(ferry_sanitized_tests)
-  foreach(dir unit/common unit/protocol unit/delta unit/cloud unit/deploy unit/ssh)
+  foreach(dir unit/common unit/protocol unit/delta unit/cloud unit/deploy unit/ssh unit/sync)
     add_subdirectory(tests/${dir})
   endforeach()
-  # helper/sync's rules for names on a Windows laptop: pure, so built here ahead of helper/sync.
-  ferry_add_test(test_windows_names SOURCES tests/unit/sync/test_windows_names.cpp helper/sync/windows_names.cpp LABELS sync)
-  # helper/sync's save watcher (ReadDirectoryChangesW) with just the ignore rules it needs, ahead of
-  # the rest of helper/sync (until tests/unit/sync joins the list above).
-  ferry_add_test(test_watcher SOURCES tests/unit/sync/test_watcher.cpp helper/sync/watcher.cpp helper/sync/windows/watch_backend.cpp
-                 helper/sync/ignore_rules.cpp helper/sync/wildmatch.cpp LIBS ferry_posix spdlog::spdlog LABELS sync)
 endif()

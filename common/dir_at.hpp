@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -23,7 +24,7 @@ namespace ferry::posix {
 UniqueFd open_dir_nofollow(int at, const std::string& rel);
 // Opens the directory at `path` (absolute, or relative to the working directory) as a directory
 // descriptor, following links as any path does: the root a walk starts from.
-UniqueFd open_dir_path(const std::string& path);
+UniqueFd open_dir_path(const std::filesystem::path& path);
 
 // Opens `rel` under `dirfd` as a file, never following a link in its last component (ELOOP).
 // `flags`: O_RDONLY/O_WRONLY/O_RDWR, O_CREAT, O_EXCL, O_TRUNC, O_APPEND; close-on-exec (and, on

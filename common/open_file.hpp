@@ -15,6 +15,10 @@ namespace ferry::posix {
 // read-only). The descriptor, or -1 with errno set.
 int open_file(const std::filesystem::path& path, int flags, int mode = 0666);
 
+// open_file that never follows a link in the last component of `path` (ELOOP), for files ferry
+// reads or replaces inside a tree the user may have put links in.
+int open_file_nofollow(const std::filesystem::path& path, int flags, int mode = 0666);
+
 // close(2) (_close on Windows): 0, or -1 with errno set.
 int close_fd(int fd) noexcept;
 

@@ -18,7 +18,7 @@ UniqueFd open_dir_nofollow(int at, const std::string& rel) {
   return UniqueFd(::openat(at, rel.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
 }
 
-UniqueFd open_dir_path(const std::string& path) {
+UniqueFd open_dir_path(const std::filesystem::path& path) {
   return UniqueFd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
 

@@ -125,8 +125,8 @@ UniqueFd open_dir_nofollow(int at, const std::string& rel) {
   return UniqueFd(h == INVALID_HANDLE_VALUE ? -1 : win::fd_of(h, O_RDONLY));
 }
 
-UniqueFd open_dir_path(const std::string& path) {
-  return UniqueFd(win::open_dir_handle(std::filesystem::path(std::u8string(path.begin(), path.end())), 0));
+UniqueFd open_dir_path(const std::filesystem::path& path) {
+  return UniqueFd(win::open_dir_handle(path, 0));
 }
 
 int open_at(int dirfd, const std::string& rel, int flags, int mode) {

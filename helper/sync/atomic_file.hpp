@@ -2,8 +2,7 @@
 // the new version, never a torn one.
 #pragma once
 
-#include <sys/types.h>
-
+#include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <string>
@@ -15,7 +14,7 @@ namespace ferry::sync {
 // Creates the parent directory if missing, owner-only (0700, also when an older ferry made it 0755).
 // The file gets `mode` (0600: ferry's own state is nobody else's business).
 std::expected<void, std::string> write_file_atomically(const std::filesystem::path& file, std::string_view bytes,
-                                                       mode_t mode = 0600);
+                                                       std::uint32_t mode = 0600);
 
 // The same for a file of the user's project (ferry.json, the IDE files): an existing file keeps
 // its mode, a new one gets 0644 like any file the user makes.

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <cstring>
 
-#include "common/posix/stat_times.hpp"
 #include "helper/sync/atomic_file.hpp"
 
 namespace ferry::sync {
@@ -81,7 +80,6 @@ std::optional<Hash128> hash_from_hex(std::string_view hex) {
 
 IndexKey index_key_of(const posix::FileStat& st) { return IndexKey{st.size, st.mtime_ns, st.mode, st.ino}; }
 
-IndexKey index_key_of(const struct stat& st) { return index_key_of(posix::file_stat_of(st)); }
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())

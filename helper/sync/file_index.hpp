@@ -4,8 +4,6 @@
 // a second write in the same timestamp tick would otherwise go unnoticed (git's "racy clean").
 #pragma once
 
-#include <sys/stat.h>
-
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -32,7 +30,6 @@ struct IndexKey {
 
 // The key of the file `st` describes.
 IndexKey index_key_of(const ferry::posix::FileStat& st);
-IndexKey index_key_of(const struct stat& st);
 
 class FileIndex {
  public:

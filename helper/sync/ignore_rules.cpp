@@ -4,12 +4,12 @@
 #include "helper/sync/ignore_rules.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <map>
 #include <mutex>
 
 #include "common/full_io.hpp"
+#include "common/open_file.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/sync/wildmatch.hpp"
@@ -73,7 +73,7 @@ bool matches(const IgnorePattern& p, std::string_view rel_to_base, bool is_dir) 
 }
 
 std::optional<std::string> read_regular_file_nofollow(const std::filesystem::path& path) {
-  const ferry::posix::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const ferry::posix::UniqueFd fd(ferry::posix::open_file_nofollow(path, O_RDONLY));
   if (!fd) return std::nullopt;
   std::string content;
   ferry::posix::read_to_end(fd.get(), content);  // an unreadable rest counts as not there

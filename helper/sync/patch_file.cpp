@@ -1,9 +1,6 @@
 // Applying a pulled delta to a local file: see patch_file.hpp.
 #include "helper/sync/patch_file.hpp"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <future>
@@ -11,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/dir_at.hpp"
 #include "common/file_times.hpp"
 #include "common/full_io.hpp"
 
@@ -95,7 +93,7 @@ std::expected<ferry::delta::DeltaStats, std::string> patch_to_fd(std::span<const
     ++stats.copy_ops;
   }
   if (out_at != h.output_size) return std::unexpected(std::string("delta: output shorter than declared"));
-  if (out_holds_base && h.output_size < base_size && ::ftruncate(out_fd, static_cast<off_t>(h.output_size)) != 0)
+  if (out_holds_base && h.output_size < base_size && ferry::posix::truncate_fd(out_fd, h.output_size) != 0)
     return std::unexpected(errno_text("truncate"));
   auto digest = hashed.get();
   if (!digest) return std::unexpected(digest.error());

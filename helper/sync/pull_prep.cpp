@@ -1,12 +1,11 @@
 // A pull's look at its big local copies during the listing: see pull_prep.hpp.
 #include "helper/sync/pull_prep.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <future>
 
+#include "common/file_times.hpp"
 #include "common/full_io.hpp"
 #include "protocol/delta/parallel_signature.hpp"
 
@@ -18,8 +17,8 @@ constexpr std::size_t kPiece = 1u << 20;
 }  // namespace
 
 std::optional<PreparedCopy> prepare_copy(int fd, delta::SignatureParams params, unsigned threads, const std::atomic<bool>& stop) {
-  struct stat before {};
-  if (::fstat(fd, &before) != 0 || !S_ISREG(before.st_mode)) return std::nullopt;
+  posix::FileStat before;
+  if (posix::stat_fd(fd, before) != 0 || before.kind != posix::FileKind::regular) return std::nullopt;
   PreparedCopy out;
   out.key = index_key_of(before);
   out.read_at_ns = now_ns();
@@ -52,8 +51,8 @@ std::optional<PreparedCopy> prepare_copy(int fd, delta::SignatureParams params, 
   const auto signed_ok = delta::sign_in_parallel(read_at, params, 0, size, size, threads, out.signature);
   if (!signed_ok) failed = true;
   const std::optional<Hash128> hash = hashing.get();
-  struct stat after {};
-  if (!signed_ok || !hash || ::fstat(fd, &after) != 0 || !(index_key_of(after) == out.key)) return std::nullopt;
+  posix::FileStat after;
+  if (!signed_ok || !hash || posix::stat_fd(fd, after) != 0 || !(index_key_of(after) == out.key)) return std::nullopt;
   out.hash = *hash;
   return out;
 }

@@ -3,8 +3,6 @@
 #include "helper/sync/scanner.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -217,7 +215,7 @@ class Walker {
   // Hashes a file and checks it did not change between the listing, the open and the end of
   // the read (size, mtime, ctime, inode): a file being written is reported, never half-hashed.
   void hash_file(const Item& item, Shard& shard) {
-    UniqueFd held(::openat(root_fd_, item.rel.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd held(posix::open_at(root_fd_, item.rel, O_RDONLY));
     const int fd = held.get();
     if (fd < 0) {
       if (errno == ENOENT || errno == ELOOP) shard.unstable.push_back(item.rel);
@@ -284,7 +282,7 @@ class Walker {
 
 std::expected<ScanResult, std::string> scan_tree(const std::filesystem::path& root, const IgnoreMatcher& ignore,
                                                  FileIndex* index, const ScanOptions& options) {
-  const UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd root_fd = posix::open_dir_path(root);
   if (!root_fd) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
   Walker walker(root_fd.get(), ignore, index, options);
   return walker.run();
@@ -293,7 +291,7 @@ std::expected<ScanResult, std::string> scan_tree(const std::filesystem::path& ro
 std::expected<ScanResult, std::string> scan_paths(const std::filesystem::path& root, const IgnoreMatcher& ignore,
                                                   FileIndex* index, const std::vector<std::string>& paths,
                                                   const ScanOptions& options) {
-  const UniqueFd root_fd(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const UniqueFd root_fd = posix::open_dir_path(root);
   if (!root_fd) return std::unexpected("cannot open " + root.string() + ": " + std::strerror(errno));
   Walker walker(root_fd.get(), ignore, index, options);
   return walker.run_paths(paths);

@@ -1,11 +1,10 @@
 // Ignore rules agree with git: random pattern sets (a grammar over every .gitignore feature)
 // and hand-written tricky ones are laid out in temp repos, `git check-ignore --no-index -v -n
 // -z --stdin` is asked once per repo, and every decision (and the deciding source:line) must
-// match ours.
+// match ours. Under Wine (the Windows build) git is not there to ask: the cases that need it are
+// POSIX-only, the rest (CRLF ignore files among them) run on both.
 #define BOOST_TEST_MODULE ignore_rules
 #include <boost/test/unit_test.hpp>
-
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +24,7 @@ using ferry::test::TempDir;
 using ferry::test::read_file;
 using ferry::test::write_file;
 
+#ifndef _WIN32
 namespace {
 
 struct Case {
@@ -233,6 +233,8 @@ BOOST_AUTO_TEST_CASE(tricky_cases_agree_with_git_check_ignore) {
   c.info_exclude = "*.o\n!src/build/x.o\n";
   BOOST_TEST(compare_with_git(c, "tricky") > 40);
 }
+
+#endif  // _WIN32
 
 BOOST_AUTO_TEST_CASE(ferryignore_applies_after_gitignore_in_its_directory) {
   TempDir tmp;

@@ -5,15 +5,15 @@
 #include <boost/test/unit_test.hpp>
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <string>
 #include <vector>
 
+#include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/open_file.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/sync/patch_file.hpp"
 #include "tests/support/random_bytes.hpp"
@@ -28,9 +28,9 @@ using ferry::test::TempDir;
 namespace {
 
 Buf contents(int fd) {
-  struct stat st {};
-  ::fstat(fd, &st);
-  Buf v(static_cast<std::size_t>(st.st_size));
+  ferry::posix::FileStat st;
+  BOOST_REQUIRE(ferry::posix::stat_fd(fd, st) == 0);
+  Buf v(static_cast<std::size_t>(st.size));
   BOOST_REQUIRE(ferry::posix::pread_full(fd, v.data(), v.size(), 0) == static_cast<ssize_t>(v.size()));
   return v;
 }
@@ -65,7 +65,7 @@ BOOST_AUTO_TEST_CASE(pulled_deltas_of_every_shape_rebuild_the_file) {
     return b;
   }());
   ferry::test::write_file(t / "base", base);
-  UniqueFd base_fd(::open((t / "base").c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd base_fd(ferry::posix::open_file(t / "base", O_RDONLY));
   BOOST_REQUIRE(base_fd);
   for (bool refuse : {false, true}) {
     for (const auto& [what, next] : cases) {
@@ -73,7 +73,7 @@ BOOST_AUTO_TEST_CASE(pulled_deltas_of_every_shape_rebuild_the_file) {
         Buf d;
         auto made = delta::generate_delta_from_base(base, next, 0, d);
         BOOST_REQUIRE(made.has_value());
-        UniqueFd out(::open((t / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+        UniqueFd out(ferry::posix::open_file(t / "out", O_RDWR | O_CREAT | O_TRUNC, 0600));
         BOOST_REQUIRE(out);
         int calls = 0;
         ferry::posix::RangeCopier::KernelCopy refusal;
@@ -99,8 +99,8 @@ BOOST_AUTO_TEST_CASE(a_lying_delta_is_refused) {
   Buf next = base;
   next[10] ^= 1;
   ferry::test::write_file(t / "base", base);
-  UniqueFd base_fd(::open((t / "base").c_str(), O_RDONLY | O_CLOEXEC));
-  UniqueFd out(::open((t / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  UniqueFd base_fd(ferry::posix::open_file(t / "base", O_RDONLY));
+  UniqueFd out(ferry::posix::open_file(t / "out", O_RDWR | O_CREAT | O_TRUNC, 0600));
   Buf d;
   BOOST_REQUIRE(delta::generate_delta_from_base(base, next, 0, d).has_value());
   // The agent described another file than its delta builds.
@@ -157,13 +157,13 @@ BOOST_AUTO_TEST_CASE(deltas_patched_into_a_copy_of_the_base_rebuild_the_file) {
     cases.emplace_back("1 MiB inserted at the start", std::move(b));
   }
   ferry::test::write_file(t / "base", base);
-  UniqueFd base_fd(::open((t / "base").c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd base_fd(ferry::posix::open_file(t / "base", O_RDONLY));
   BOOST_REQUIRE(base_fd);
   for (const auto& [what, next] : cases) {
     BOOST_TEST_CONTEXT(what) {
       Buf d;
       BOOST_REQUIRE(delta::generate_delta_from_base(base, next, 0, d).has_value());
-      UniqueFd out(::open((t / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+      UniqueFd out(ferry::posix::open_file(t / "out", O_RDWR | O_CREAT | O_TRUNC, 0600));
       BOOST_REQUIRE(out);
       {
         ferry::sync::BaseCopy copy(base_fd.get(), out.get(), base.size());
@@ -180,13 +180,13 @@ BOOST_AUTO_TEST_CASE(deltas_patched_into_a_copy_of_the_base_rebuild_the_file) {
   Buf next = base, d;
   next[100] ^= 1;
   BOOST_REQUIRE(delta::generate_delta_from_base(base, next, 0, d).has_value());
-  UniqueFd out(::open((t / "out").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  UniqueFd out(ferry::posix::open_file(t / "out", O_RDWR | O_CREAT | O_TRUNC, 0600));
   {
     ferry::sync::BaseCopy copy(base_fd.get(), out.get(), base.size());
     BOOST_REQUIRE(copy.ready());
   }
   const std::uint8_t flipped = base[2'000'000] ^ 0x10;
-  BOOST_REQUIRE(::pwrite(out.get(), &flipped, 1, 2'000'000) == 1);
+  BOOST_REQUIRE(ferry::posix::pwrite_full(out.get(), &flipped, 1, 2'000'000) == 1);
   auto r = ferry::sync::patch_to_fd(d, base_fd.get(), base.size(), out.get(), header_for(base, next), {}, true);
   BOOST_REQUIRE(!r.has_value());
   BOOST_TEST(r.error().find("does not hash") != std::string::npos);

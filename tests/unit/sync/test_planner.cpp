@@ -3,12 +3,12 @@
 #define BOOST_TEST_MODULE planner
 #include <boost/test/unit_test.hpp>
 
-#include <unistd.h>
 
 #include <filesystem>
 
 #include "helper/sync/manifest.hpp"
 #include "helper/sync/planner.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace ferry::sync;
 
@@ -265,13 +265,11 @@ BOOST_AUTO_TEST_CASE(manifest_round_trips_and_rejects_garbage) {
   BOOST_TEST(!manifest_from_json(R"({"version":1,"entries":{"a":{"kind":"file","mode":99999,"mtime_ns":1,"size":1}}})").has_value());
   BOOST_TEST(!manifest_from_json(R"({"version":1,"entries":{"a":{"kind":"file","mode":420,"mtime_ns":1,"size":1,"hash":"zz"}}})").has_value());
 
-  std::string dir_tmpl = (std::filesystem::temp_directory_path() / "ferry-manifest-XXXXXX").string();
-  BOOST_REQUIRE(::mkdtemp(dir_tmpl.data()));
-  const std::filesystem::path f = std::filesystem::path(dir_tmpl) / ".ferry/manifest.json";
+  ferry::test::TempDir dir;
+  const std::filesystem::path f = dir.path() / ".ferry/manifest.json";
   BOOST_TEST(load_manifest(f)->entries.empty());
   BOOST_REQUIRE(save_manifest(f, m).has_value());
   BOOST_TEST((load_manifest(f)->entries == m.entries));
-  std::filesystem::remove_all(dir_tmpl);
 
   const auto a = default_manifest_path("/p", "gpu-box", "~/proj");
   BOOST_TEST(a.parent_path() == "/p/.ferry");

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "common/open_file.hpp"
 #include "helper/sync/pull_prep.hpp"
 #include "protocol/delta/signature.hpp"
 #include "tests/support/random_bytes.hpp"
@@ -21,7 +22,7 @@ namespace delta = ferry::delta;
 
 namespace {
 
-ferry::posix::UniqueFd open_read(const fs::path& p) { return ferry::posix::UniqueFd(::open(p.c_str(), O_RDONLY | O_CLOEXEC)); }
+ferry::posix::UniqueFd open_read(const fs::path& p) { return ferry::posix::UniqueFd(ferry::posix::open_file(p, O_RDONLY)); }
 
 std::vector<std::uint8_t> builder_signature(const std::vector<std::uint8_t>& data, delta::SignatureParams params) {
   std::vector<std::uint8_t> sig;
