@@ -2,7 +2,6 @@
 #include "helper/sync/project_lock.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +9,8 @@
 #include <fstream>
 #include <thread>
 
+#include "common/dir_at.hpp"
+#include "common/file_lock.hpp"
 #include "common/full_io.hpp"
 #include "common/private_files.hpp"
 
@@ -56,10 +57,9 @@ std::expected<ProjectLock, Error> ProjectLock::acquire(const fs::path& local_roo
   const int fd = held.get();
   if (fd < 0) return std::unexpected(Error{ErrorKind::io, "cannot open " + file.string() + ": " + std::strerror(errno)});
   bool told = false;
-  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno == EINTR) continue;
-    if (errno != EWOULDBLOCK) {
-      return std::unexpected(Error{ErrorKind::io, "cannot lock " + file.string() + ": " + std::strerror(errno)});
+  while (const int err = ferry::posix::try_lock_exclusive(fd)) {
+    if (err != EWOULDBLOCK) {
+      return std::unexpected(Error{ErrorKind::io, "cannot lock " + file.string() + ": " + std::strerror(err)});
     }
     if (!told && waiting) waiting(read_holder(fd));
     told = true;
@@ -70,7 +70,7 @@ std::expected<ProjectLock, Error> ProjectLock::acquire(const fs::path& local_roo
     std::this_thread::sleep_for(kPollWhileHeld);
   }
   const std::string me = describe_self() + "\n";
-  if (::ftruncate(fd, 0) == 0) ferry::posix::pwrite_full(fd, me.data(), me.size(), 0);  // only a hint for waiters
+  if (ferry::posix::truncate_fd(fd, 0) == 0) ferry::posix::pwrite_full(fd, me.data(), me.size(), 0);  // only a hint for waiters
   return ProjectLock(std::move(held));
 }
 

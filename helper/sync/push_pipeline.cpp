@@ -3,7 +3,6 @@
 #include "helper/sync/push_pipeline.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -13,7 +12,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/full_io.hpp"
-#include "common/posix/stat_times.hpp"
+#include "common/file_times.hpp"
+#include "common/open_file.hpp"
 #include "common/unique_fd.hpp"
 #include "common/mapped_file.hpp"
 #include "helper/sync/sent_copy.hpp"
@@ -339,7 +339,7 @@ struct PushPipeline::Stream {
 // Each worker reads, compresses and sends its own chunk, so reading, compressing (on every
 // core) and the link overlap instead of taking turns.
 void PushPipeline::stream_file(const Transfer& t) {
-  const posix::UniqueFd file(::open((c_.root / t.path).c_str(), O_RDONLY | O_CLOEXEC));
+  const posix::UniqueFd file(posix::open_file(c_.root / t.path, O_RDONLY));
   if (!file) {
     const int e = errno;
     return prog_.read_failed(t.path, e == ENOENT ? "missing" : std::strerror(e));
@@ -475,9 +475,9 @@ namespace {
 
 // The file is still at the size and mtime the scan hashed it at.
 bool still_as_scanned(const fs::path& file, const FileMeta& scanned) {
-  struct stat st {};
-  return ::stat(file.c_str(), &st) == 0 && static_cast<std::uint64_t>(st.st_size) == scanned.size &&
-         posix::mtime_of(st) == scanned.mtime_ns;
+  const posix::UniqueFd fd(posix::open_file(file, O_RDONLY));
+  posix::FileStat st;
+  return fd && posix::stat_fd(fd.get(), st) == 0 && st.size == scanned.size && st.mtime_ns == scanned.mtime_ns;
 }
 
 }  // namespace
@@ -618,7 +618,7 @@ void PushPipeline::two_level_delta(const Transfer& t, std::span<const std::uint8
   // The coarse pass over every byte reads the file forward, not through the mapping (on some VMs
   // a fresh mapping's first pass costs ~0.4 s per GiB more than the reads); the refinement below
   // touches only the literal ranges through it.
-  const posix::UniqueFd fd(::open((c_.root / t.path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const posix::UniqueFd fd(posix::open_file_nofollow(c_.root / t.path, O_RDONLY));
   const delta::ReadAt read_at = [&fd](std::uint64_t at, std::uint8_t* buf, std::size_t n) { return posix::pread_full(fd.get(), buf, n, at); };
   if (view && fd.get() >= 0) {
     auto streamed = delta::generate_delta_streamed(*view, read_at, bytes.size(), coarse, t.local.hash);

@@ -5,8 +5,6 @@
 #include "helper/sync/sync_engine.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -23,7 +21,8 @@
 #include <spdlog/spdlog.h>
 
 #include "common/full_io.hpp"
-#include "common/posix/stat_times.hpp"
+#include "common/file_times.hpp"
+#include "common/open_file.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/atomic_file.hpp"
@@ -97,17 +96,15 @@ int stream_level(const std::uint8_t* data, std::size_t size) { return protocol::
 std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashing(const fs::path& root, const std::string& rel,
                                                                                  FileMeta& meta, FileIndex& index) {
   const std::int64_t hashed_at = now_ns();
-  const posix::UniqueFd file(::open((root / rel).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  const posix::UniqueFd file(posix::open_file_nofollow(root / rel, O_RDONLY));
   if (!file) {
     if (errno == ENOENT || errno == ELOOP) return std::unexpected(std::string("missing"));
     return std::unexpected(fmt::format("cannot open {}: {}", rel, std::strerror(errno)));
   }
   const int fd = file.get();
-  using posix::ctime_of, posix::mtime_of;
-  struct stat before {}, after {};
-  if (::fstat(fd, &before) != 0) return std::unexpected(fmt::format("cannot stat {}: {}", rel, std::strerror(errno)));
-  if (!S_ISREG(before.st_mode) || static_cast<std::uint64_t>(before.st_size) != meta.size || mtime_of(before) != meta.mtime_ns ||
-      static_cast<std::uint32_t>(before.st_mode & 07777) != meta.mode)
+  posix::FileStat before, after;
+  if (const int err = posix::stat_fd(fd, before)) return std::unexpected(fmt::format("cannot stat {}: {}", rel, std::strerror(err)));
+  if (before.kind != posix::FileKind::regular || before.size != meta.size || before.mtime_ns != meta.mtime_ns || before.mode != meta.mode)
     return std::nullopt;
   std::vector<std::uint8_t> out(meta.size);
   const ssize_t got = posix::read_full(fd, out.data(), out.size());
@@ -115,11 +112,10 @@ std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashin
   const ssize_t more = got == static_cast<ssize_t>(out.size()) ? posix::read_full(fd, &probe, 1) : 0;
   if (got < 0 || more < 0) return std::unexpected(fmt::format("cannot read {}: {}", rel, std::strerror(errno)));
   if (more > 0) return std::nullopt;  // grew while read
-  if (static_cast<std::size_t>(got) != out.size() || ::fstat(fd, &after) != 0 || after.st_ino != before.st_ino ||
-      after.st_size != before.st_size || mtime_of(after) != mtime_of(before) || ctime_of(after) != ctime_of(before))
+  if (static_cast<std::size_t>(got) != out.size() || posix::stat_fd(fd, after) != 0 || !posix::same_file_state(before, after))
     return std::nullopt;
   meta.hash = delta::hash128(out);
-  index.store(rel, IndexKey{meta.size, meta.mtime_ns, meta.mode, static_cast<std::uint64_t>(after.st_ino)}, *meta.hash, hashed_at);
+  index.store(rel, IndexKey{meta.size, meta.mtime_ns, meta.mode, after.ino}, *meta.hash, hashed_at);
   return out;
 }
 

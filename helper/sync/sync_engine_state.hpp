@@ -4,8 +4,6 @@
 #pragma once
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,7 +23,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/file_times.hpp"
 #include "common/full_io.hpp"
+#include "common/open_file.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/sync/atomic_file.hpp"
 #include "helper/sync/file_index.hpp"
@@ -154,12 +154,12 @@ Error list_failed(remote::Endpoint& endpoint, const protocol::ResponseError& e);
 // and copied: 60% of the helper's CPU for a 1-byte edit.) Errors as read_whole_file's
 // ("missing" when it is gone); a file that grows meanwhile is read to its end.
 inline std::expected<std::vector<std::uint8_t>, std::string> read_bytes(const fs::path& file) {
-  const posix::UniqueFd owned(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  const posix::UniqueFd owned(posix::open_file(file, O_RDONLY));
   if (!owned) return std::unexpected(errno == ENOENT ? std::string("missing") : fmt::format("cannot open {}: {}", file.string(), std::strerror(errno)));
   const int fd = owned.get();
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) return std::unexpected(fmt::format("cannot stat {}: {}", file.string(), std::strerror(errno)));
-  std::vector<std::uint8_t> out(static_cast<std::size_t>(std::max<off_t>(st.st_size, 0)));
+  posix::FileStat st;
+  if (const int err = posix::stat_fd(fd, st)) return std::unexpected(fmt::format("cannot stat {}: {}", file.string(), std::strerror(err)));
+  std::vector<std::uint8_t> out(static_cast<std::size_t>(st.size));
   const ssize_t got = posix::read_full(fd, out.data(), out.size());
   std::string grown;  // past the stat size: EOF (the usual case) costs one empty read
   if (got < 0 || (static_cast<std::size_t>(got) == out.size() && !posix::read_to_end(fd, grown)))

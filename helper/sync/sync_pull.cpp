@@ -4,8 +4,6 @@
 // O_NOFOLLOW, into a temp file beside the target, and is renamed only after its whole-file
 // hash checks and the target is still what was planned against.
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,9 +14,9 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/full_io.hpp"
 #include "common/dir_at.hpp"
-#include "common/posix/stat_times.hpp"
+#include "common/file_times.hpp"
+#include "common/full_io.hpp"
 #include "common/temp_name.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/sync/patch_file.hpp"
@@ -54,7 +52,6 @@ constexpr std::uint64_t kMaxPullDelta = 128u << 20;
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-using posix::mtime_of;
 
 std::string dir_of(const std::string& rel) {
   auto slash = rel.rfind('/');
@@ -69,7 +66,7 @@ std::string name_of(const std::string& rel) {
 // symlink (or file) anywhere on the way is refused, never followed. Missing components are made
 // when `create` (0755), else the error is "missing".
 std::expected<posix::UniqueFd, std::string> open_dir_chain(const fs::path& root, const std::string& rel, bool create) {
-  posix::UniqueFd cur(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  posix::UniqueFd cur = posix::open_dir_path(root);
   if (cur.get() < 0) return std::unexpected(errno_text(("open " + root.string()).c_str()));
   std::size_t start = 0;
   while (start < rel.size()) {
@@ -79,11 +76,11 @@ std::expected<posix::UniqueFd, std::string> open_dir_chain(const fs::path& root,
     start = end + 1;
     if (comp.empty() || comp == ".") continue;
     if (comp == "..") return std::unexpected("'..' in a path");
-    int next = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int next = posix::open_dir_nofollow(cur.get(), comp).release();
     if (next < 0 && errno == ENOENT) {
       if (!create) return std::unexpected(std::string("missing"));
-      if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) return std::unexpected(errno_text(("mkdir " + comp).c_str()));
-      next = ::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (posix::mkdir_at(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) return std::unexpected(errno_text(("mkdir " + comp).c_str()));
+      next = posix::open_dir_nofollow(cur.get(), comp).release();
     }
     if (next < 0) {
       if (errno == ELOOP || errno == ENOTDIR)
@@ -190,7 +187,7 @@ struct TempFile {
   posix::UniqueFd fd;
   bool kept = false;
   ~TempFile() {
-    if (!name.empty() && !kept) ::unlinkat(dir_fd, name.c_str(), 0);
+    if (!name.empty() && !kept) posix::unlink_at(dir_fd, name.c_str());
   }
 };
 
@@ -198,7 +195,7 @@ std::expected<void, std::string> make_temp(TempFile& t, int dir_fd, const std::s
   t.dir_fd = dir_fd;
   for (int attempt = 0; attempt < 16; ++attempt) {
     std::string name = posix::temp_name(target_name);
-    int fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = posix::open_at(dir_fd, name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) {
       t.name = std::move(name);
       t.fd = posix::UniqueFd(fd);
@@ -244,16 +241,16 @@ void mirror_deletes(const fs::path& local_root, const TreeState& remote, const s
   for (const auto& path : gone) {
     const FileMeta recorded = manifest.entries.at(path);
     auto dir = open_dir_chain(local_root, dir_of(path), false);
-    struct stat st {};
-    if (!dir || ::fstatat(dir->get(), name_of(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    posix::FileStat st;
+    if (!dir || posix::stat_nofollow(dir->get(), name_of(path).c_str(), st) != 0) {
       if (!dry_run) manifest.forget(path);  // already gone locally
       continue;
     }
     std::optional<Hash128> local;
-    if (S_ISREG(st.st_mode)) {
-      posix::UniqueFd fd(::openat(dir->get(), name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    if (st.kind == posix::FileKind::regular) {
+      posix::UniqueFd fd(posix::open_at(dir->get(), name_of(path), O_RDONLY));
       if (fd.get() >= 0)
-        if (auto h = hash_fd(fd.get(), static_cast<std::uint64_t>(st.st_size))) local = *h;
+        if (auto h = hash_fd(fd.get(), st.size)) local = *h;
     }
     if (!local || !recorded.hash || *local != *recorded.hash) {
       summary.conflicts.push_back({path, ConflictKind::changed_remotely, "changed locally since ferry mirrored it; left as it is"});
@@ -261,7 +258,7 @@ void mirror_deletes(const fs::path& local_root, const TreeState& remote, const s
     }
     ++summary.files_deleted;
     if (dry_run) continue;
-    if (::unlinkat(dir->get(), name_of(path).c_str(), 0) != 0 && errno != ENOENT) {
+    if (posix::unlink_at(dir->get(), name_of(path).c_str()) != 0 && errno != ENOENT) {
       summary.errors.push_back(errno_text(("delete " + path).c_str()));
       continue;
     }
@@ -334,10 +331,10 @@ std::unique_ptr<PullPrep> start_pull_prep(const PullRun& run) {
     if (p.empty() || jobs.size() >= kMaxPrepared) continue;
     auto dir = open_dir_chain(run.target.local_root, dir_of(p), false);
     if (!dir) continue;
-    posix::UniqueFd fd(::openat(dir->get(), name_of(p).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st {};
-    if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    const auto size = static_cast<std::uint64_t>(st.st_size);
+    posix::UniqueFd fd(posix::open_at(dir->get(), name_of(p), O_RDONLY));
+    posix::FileStat st;
+    if (fd.get() < 0 || posix::stat_fd(fd.get(), st) != 0 || st.kind != posix::FileKind::regular) continue;
+    const auto size = st.size;
     if (size < kTwoLevelAbove || size > PlanOptions{}.delta_max_size) continue;
     jobs.push_back(PullPrep::Job{p, std::move(fd), delta::SignatureParams{kCoarseBlock, 8}});
   }
@@ -395,8 +392,8 @@ std::expected<void, Error> hash_remote_files_with_local_copies(PullRun& run) {
   for (const auto& [path, R] : run.remote) {
     if (R.kind != EntryKind::file || R.hash) continue;
     if (!under_any(path, run.paths)) continue;
-    struct stat st {};
-    if (::fstatat(AT_FDCWD, (run.target.local_root / path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+    std::error_code ec;
+    if (fs::symlink_status(run.target.local_root / path, ec).type() == fs::file_type::regular)
       want.push_back(path);
   }
   if (want.empty()) return {};
@@ -415,24 +412,24 @@ std::expected<void, Error> hash_remote_files_with_local_copies(PullRun& run) {
 }
 
 // A remote directory: made locally (0755 on the way, its own mode at the end) unless a file is there.
-void pull_directory(PullRun& run, const std::string& path, const FileMeta& R, bool exists, const struct stat& st) {
-  if (exists && !S_ISDIR(st.st_mode)) {
+void pull_directory(PullRun& run, const std::string& path, const FileMeta& R, bool exists, const posix::FileStat& st) {
+  if (exists && st.kind != posix::FileKind::directory) {
     run.summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a directory"});
   } else if (!exists && !run.o.dry_run) {
     auto made = open_dir_chain(run.target.local_root, path, true);
     if (!made) run.summary.errors.push_back("mkdir '" + path + "': " + made.error());
-    else ::fchmod(made->get(), R.mode & 07777);
+    else posix::chmod_fd(made->get(), R.mode & 07777);
     ++run.summary.dirs_made;
   }
 }
 
 // A remote symlink: made as a link, never followed (its target may well point outside the root).
-void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int parent_fd, bool exists, const struct stat& st) {
+void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int parent_fd, bool exists, const posix::FileStat& st) {
   const std::string name = name_of(path);
-  if (exists && S_ISLNK(st.st_mode)) {
-    if (posix::read_link_at(parent_fd, name.c_str(), static_cast<std::size_t>(st.st_size)) == R.link_target) return;
+  if (exists && st.kind == posix::FileKind::symlink) {
+    if (posix::read_link_at(parent_fd, name.c_str(), static_cast<std::size_t>(st.size)) == R.link_target) return;
   }
-  if (exists && !S_ISLNK(st.st_mode) && !run.o.force) {
+  if (exists && st.kind != posix::FileKind::symlink && !run.o.force) {
     run.summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local file where the remote has a symlink"});
     return;
   }
@@ -444,9 +441,9 @@ void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int 
     return;
   }
   const std::string tmp = posix::temp_name(name);
-  if (::symlinkat(R.link_target.c_str(), dir->get(), tmp.c_str()) != 0 || ::renameat(dir->get(), tmp.c_str(), dir->get(), name.c_str()) != 0) {
+  if (posix::symlink_at(R.link_target, dir->get(), tmp.c_str()) != 0 || posix::rename_at(dir->get(), tmp.c_str(), dir->get(), name.c_str()) != 0) {
     run.summary.errors.push_back("symlink '" + path + "': " + std::strerror(errno));
-    ::unlinkat(dir->get(), tmp.c_str(), 0);
+    posix::unlink_at(dir->get(), tmp.c_str());
   } else {
     run.manifest.record(path, R);
   }
@@ -455,7 +452,7 @@ void pull_symlink(PullRun& run, const std::string& path, const FileMeta& R, int 
 // The local file's hash: from the index when unchanged since it was last hashed (a 1 GiB
 // checkpoint costs a stat, not a second read), else read, and stored only when the file did not
 // move while read (the index is trusted later).
-std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int parent_fd, const struct stat& st) {
+std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int parent_fd, const posix::FileStat& st) {
   std::optional<Hash128> local_hash = run.index.lookup(path, index_key_of(st));
   if (!local_hash && run.prep && run.prep->has(path))
     if (auto read = run.prep->wait_for(path); read && read->key == index_key_of(st)) {
@@ -463,13 +460,13 @@ std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int 
       run.index_changed = true;
       return read->hash;
     }
-  posix::UniqueFd fd(local_hash ? -1 : ::openat(parent_fd, name_of(path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-  struct stat after {};
+  posix::UniqueFd fd(local_hash ? -1 : posix::open_at(parent_fd, name_of(path), O_RDONLY));
+  posix::FileStat after;
   const std::int64_t hashed_at = now_ns();
   if (fd.get() >= 0)
-    if (auto h = hash_fd(fd.get(), static_cast<std::uint64_t>(st.st_size))) {
+    if (auto h = hash_fd(fd.get(), st.size)) {
       local_hash = *h;
-      if (::fstat(fd.get(), &after) == 0 && index_key_of(after) == index_key_of(st)) {
+      if (posix::stat_fd(fd.get(), after) == 0 && index_key_of(after) == index_key_of(st)) {
         run.index.store(path, index_key_of(st), *h, hashed_at);
         run.index_changed = true;
       }
@@ -479,15 +476,15 @@ std::optional<Hash128> local_hash_of(PullRun& run, const std::string& path, int 
 
 // A remote file, compared with the local one by content: unchanged, a conflict (changed
 // locally since ferry last synced it, unless forced), or queued into run.files.
-void plan_pull_file(PullRun& run, const std::string& path, const FileMeta& R, int parent_fd, bool exists, const struct stat& st) {
+void plan_pull_file(PullRun& run, const std::string& path, const FileMeta& R, int parent_fd, bool exists, const posix::FileStat& st) {
   const std::uint64_t delta_min_size = PlanOptions{}.delta_min_size;
   const std::uint64_t delta_max_size = PlanOptions{}.delta_max_size;  // the agent builds a delta in memory
-  if (exists && S_ISDIR(st.st_mode)) {
+  if (exists && st.kind == posix::FileKind::directory) {
     run.summary.conflicts.push_back({path, ConflictKind::kind_mismatch, "a local directory where the remote has a file"});
     return;
   }
   std::optional<Hash128> local_hash;
-  if (exists && S_ISREG(st.st_mode)) local_hash = local_hash_of(run, path, parent_fd, st);
+  if (exists && st.kind == posix::FileKind::regular) local_hash = local_hash_of(run, path, parent_fd, st);
   if (local_hash && R.hash && *local_hash == *R.hash) {
     ++run.summary.unchanged;
     if (!run.o.dry_run) run.manifest.record(path, R);
@@ -507,8 +504,8 @@ void plan_pull_file(PullRun& run, const std::string& path, const FileMeta& R, in
     run.summary.bytes_literal += R.size;
     return;
   }
-  PullFile f{path, R, exists, exists ? static_cast<std::uint64_t>(st.st_size) : 0, exists ? mtime_of(st) : 0, false};
-  f.delta = exists && S_ISREG(st.st_mode) && f.local_size >= delta_min_size && R.size >= delta_min_size &&
+  PullFile f{path, R, exists, exists ? st.size : 0, exists ? st.mtime_ns : 0, false};
+  f.delta = exists && st.kind == posix::FileKind::regular && f.local_size >= delta_min_size && R.size >= delta_min_size &&
             f.local_size <= delta_max_size && R.size <= delta_max_size;
   run.files.push_back(std::move(f));
 }
@@ -542,8 +539,8 @@ void plan_pull(PullRun& run) {
       run.summary.errors.push_back("pull '" + path + "': " + parent.error());
       continue;
     }
-    struct stat st {};
-    const bool exists = parent && ::fstatat(parent->get(), name_of(path).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    posix::FileStat st;
+    const bool exists = parent && posix::stat_nofollow(parent->get(), name_of(path).c_str(), st) == 0;
     if (R.kind == EntryKind::dir) pull_directory(run, path, R, exists, st);
     else if (R.kind == EntryKind::symlink) pull_symlink(run, path, R, parent ? parent->get() : -1, exists, st);
     else plan_pull_file(run, path, R, parent ? parent->get() : -1, exists, st);
@@ -596,7 +593,7 @@ void PullPipeline::receive(const PullFile& f) {
   if (r.status == Fetched::Status::fallback) {
     if (f.delta) spdlog::debug("pull '{}': whole file ({})", f.path, r.message);
     const std::uint64_t spent = r.wire;
-    if (::ftruncate(tmp.fd.get(), 0) != 0) return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("truncate")));
+    if (posix::truncate_fd(tmp.fd.get(), 0) != 0) return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("truncate")));
     r = fetch_whole(f, tmp.fd.get());
     r.wire += spent;
   } else if (r.status == Fetched::Status::ok) {
@@ -623,10 +620,9 @@ void PullPipeline::receive(const PullFile& f) {
 
 // The local target is still what was planned against (a user edit during the pull is not).
 bool PullPipeline::still_as_planned(const PullFile& f, int dir_fd) {
-  struct stat now {};
-  const bool now_exists = ::fstatat(dir_fd, name_of(f.path).c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0;
-  return now_exists == f.local_exists &&
-         (!now_exists || (static_cast<std::uint64_t>(now.st_size) == f.local_size && mtime_of(now) == f.local_mtime_ns));
+  posix::FileStat now;
+  const bool now_exists = posix::stat_nofollow(dir_fd, name_of(f.path).c_str(), now) == 0;
+  return now_exists == f.local_exists && (!now_exists || (now.size == f.local_size && now.mtime_ns == f.local_mtime_ns));
 }
 
 // The temp file given the remote's mode and mtime, synced and renamed over the target; then
@@ -634,14 +630,14 @@ bool PullPipeline::still_as_planned(const PullFile& f, int dir_fd) {
 void PullPipeline::install(const PullFile& f, int dir_fd, TempFile& tmp, const Fetched& r) {
   Progress& prog = run_.prog;
   const std::string name = name_of(f.path);
-  const timespec times[2] = {{0, UTIME_OMIT}, posix::to_timespec(r.got.mtime_ns)};
-  if (::fchmod(tmp.fd.get(), r.got.mode) != 0 || ::futimens(tmp.fd.get(), times) != 0 || ::fsync(tmp.fd.get()) != 0)
+  if (posix::chmod_fd(tmp.fd.get(), r.got.mode) != 0 || (errno = posix::set_mtime_fd(tmp.fd.get(), r.got.mtime_ns)) != 0 ||
+      posix::sync_fd(tmp.fd.get()) != 0)
     return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("set attributes")));
-  if (::renameat(dir_fd, tmp.name.c_str(), dir_fd, name.c_str()) != 0)
+  if (posix::rename_at(dir_fd, tmp.name.c_str(), dir_fd, name.c_str()) != 0)
     return prog.error(fmt::format("pull '{}': {}", f.path, errno_text("rename")));
   tmp.kept = true;
-  ::fsync(dir_fd);  // best effort, as write_file_atomically
-  if (struct stat done {}; ::fstat(tmp.fd.get(), &done) == 0) {
+  posix::sync_fd(dir_fd);  // best effort, as write_file_atomically
+  if (posix::FileStat done; posix::stat_fd(tmp.fd.get(), done) == 0) {
     run_.index.store(f.path, index_key_of(done), *r.got.hash, now_ns());
     run_.index_changed = true;
   }
@@ -656,8 +652,8 @@ void PullPipeline::install(const PullFile& f, int dir_fd, TempFile& tmp, const F
 // and mode as the base now open) with these parameters; else an error, and the caller signs.
 std::expected<std::vector<std::uint8_t>, std::string> PullPipeline::prepared_signature(const PullFile& f, int base_fd,
                                                                                       delta::SignatureParams params) {
-  struct stat st {};
-  if (!run_.prep || !run_.prep->has(f.path) || ::fstat(base_fd, &st) != 0) return std::unexpected(std::string("not prepared"));
+  posix::FileStat st;
+  if (!run_.prep || !run_.prep->has(f.path) || posix::stat_fd(base_fd, st) != 0) return std::unexpected(std::string("not prepared"));
   auto read = run_.prep->wait_for(f.path);
   if (!read || !(read->key == index_key_of(st)) || read->params.block_size != params.block_size || read->params.strong_len != params.strong_len)
     return std::unexpected(std::string("not prepared"));
@@ -669,7 +665,7 @@ std::expected<std::vector<std::uint8_t>, std::string> PullPipeline::prepared_sig
 // agent's delta back, patched from the local file into `tmp`.
 Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   const std::string name = name_of(f.path);
-  posix::UniqueFd base_fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  posix::UniqueFd base_fd(posix::open_at(dir_fd, name, O_RDONLY));
   if (base_fd.get() < 0) return failed(Fetched::Status::fallback, errno_text("open the local copy"));
   // The size kept (an edit in place): the local copy goes into the temp file while the delta is
   // asked for, and the delta's unmoved ranges are then there already.
@@ -724,7 +720,7 @@ Fetched PullPipeline::fetch_delta(const PullFile& f, int dir_fd, int tmp_fd) {
   spdlog::debug("pull '{}': delta received", f.path);
   const bool in_place = copy && copy->ready();
   if (copy) spdlog::debug("pull '{}': local copy made ahead {}", f.path, in_place ? "used" : "not usable");
-  if (copy && !in_place && ::ftruncate(tmp_fd, 0) != 0) return failed(Fetched::Status::error, errno_text("truncate"), wire_bytes);
+  if (copy && !in_place && posix::truncate_fd(tmp_fd, 0) != 0) return failed(Fetched::Status::error, errno_text("truncate"), wire_bytes);
   auto stats = patch_to_fd(*d, base_fd.get(), f.local_size, tmp_fd, expect, {}, in_place);
   if (!stats) return failed(Fetched::Status::error, stats.error(), wire_bytes);
   spdlog::debug("pull '{}': patched", f.path);
