@@ -1,7 +1,5 @@
 // `ferry`: the CLI entry point. Sub-commands live in their own files (see commands.hpp).
-#include <malloc.h>
 
-#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -9,6 +7,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "common/process_defaults.hpp"
 #include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
@@ -24,16 +23,8 @@ int main(int argc, char** argv) {
   using namespace ferry::cli;
   // Stdout belongs to the protocol in `ferry serve`: every log line goes to stderr.
   spdlog::set_default_logger(spdlog::stderr_color_mt("ferry"));
-  // Every command writes to sockets and pipes whose far end may close at any moment: tunnel
-  // clients, the agent's stdin, an IDE, `| head`. Each such write handles EPIPE where it happens;
-  // a SIGPIPE would instead end the process and every other connection with it (issue #17).
-  // Children get the default back (ChildProcess resets it before exec).
-  std::signal(SIGPIPE, SIG_IGN);
-  // Sync requests allocate buffers of megabytes (file data, compressed chunks, frames); glibc
-  // would mmap each and unmap it on free, or trim the heap at once, so every request paid page
-  // faults and zeroing. Keeping up to 64 MiB of freed heap lets the next request reuse it.
-  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  // No SIGPIPE, a heap that keeps freed buffers (common/process_defaults.hpp says why).
+  ferry::platform::apply_process_defaults();
 
   CLI::App app{"ferry: edit locally, run on a remote GPU box.\n"
                "Sync, remote runs, tunnels, GPU monitoring and a LibTorch trainer behind one helper.",

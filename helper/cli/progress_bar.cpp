@@ -1,13 +1,13 @@
 // ProgressBar (see progress_bar.hpp): one '\r'-redrawn line; "\r\033[K" erases it.
 #include "helper/cli/progress_bar.hpp"
 
-#include <sys/ioctl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
+
+#include "common/full_io.hpp"
+#include "common/terminal.hpp"
 
 namespace ferry::cli {
 namespace {
@@ -27,23 +27,18 @@ std::string duration(double seconds) {
 }
 
 int terminal_width(int fd) {
-  winsize ws{};
-  if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20) return ws.ws_col;
-  return 80;
+  const auto size = platform::terminal_size(fd);
+  return size && size->columns >= 20 ? size->columns : 80;
 }
 
 void write_all(int fd, const std::string& s) {
-  for (std::size_t off = 0; off < s.size();) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-    if (n <= 0) return;  // a closed terminal: nothing to draw on
-    off += static_cast<std::size_t>(n);
-  }
+  (void)posix::write_full(fd, s.data(), s.size());  // a closed terminal: nothing to draw on
 }
 
 }  // namespace
 
 ProgressBar::ProgressBar(std::string verb, int fd, bool force, std::function<Clock::time_point()> now)
-    : verb_(std::move(verb)), fd_(fd), enabled_(force || ::isatty(fd) == 1), now_(std::move(now)) {}
+    : verb_(std::move(verb)), fd_(fd), enabled_(force || platform::is_terminal(fd)), now_(std::move(now)) {}
 
 ProgressBar::~ProgressBar() { clear(); }
 

@@ -3,9 +3,6 @@
 // view that draws events and the trainer's build, and the Ctrl-C pipe.
 #pragma once
 
-#include <sys/ioctl.h>
-#include <unistd.h>
-
 #include <expected>
 #include <filesystem>
 #include <iostream>
@@ -16,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/terminal.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/train/build_progress.hpp"
@@ -43,16 +41,15 @@ extern int g_interrupt_pipe[2];
 void on_sigint(int);
 
 inline std::size_t terminal_width() {
-  winsize ws{};
-  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20) return ws.ws_col - 1;
-  return 100;
+  const auto size = platform::terminal_size(1);
+  return size && size->columns > 20 ? static_cast<std::size_t>(size->columns - 1) : 100;
 }
 
 // Writes event lines and the bar. On a terminal the bar is redrawn in place; elsewhere (a pipe,
 // a CI log) each step event is one plain line.
 class TerminalView {
  public:
-  explicit TerminalView(bool json) : json_(json), tty_(::isatty(STDOUT_FILENO) == 1), width_(terminal_width()) {}
+  explicit TerminalView(bool json) : json_(json), tty_(platform::is_terminal(1)), width_(terminal_width()) {}
 
   void event(const training::TrainEvent& e, std::string_view line) {
     std::lock_guard lock(mu_);

@@ -2,14 +2,15 @@
 #include "helper/debug/launch_json.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
+#include "common/dir_at.hpp"
 #include "common/full_io.hpp"
+#include "common/open_file.hpp"
 #include "common/temp_name.hpp"
 #include "common/unique_fd.hpp"
 #include "helper/debug/jsonc_merge.hpp"
@@ -53,7 +54,7 @@ std::expected<LaunchJsonWrite, std::string> write_launch_configuration(const fs:
 
   // Temp file beside the target, fsync, rename: the editor never sees a torn launch.json.
   const fs::path temp = dir / ferry::posix::temp_name("launch.json");
-  ferry::posix::UniqueFd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  ferry::posix::UniqueFd fd(ferry::posix::open_file(temp, O_WRONLY | O_CREAT | O_EXCL, 0644));
   if (!fd) return std::unexpected("cannot create " + temp.string() + ": " + std::strerror(errno));
   if (ferry::posix::write_full(fd.get(), merged->text.data(), merged->text.size()) < 0) {
     const std::string why = std::strerror(errno);
@@ -61,7 +62,7 @@ std::expected<LaunchJsonWrite, std::string> write_launch_configuration(const fs:
     fs::remove(temp, ec);
     return std::unexpected("cannot write " + temp.string() + ": " + why);
   }
-  if (::fsync(fd.get()) != 0 || fd.close() != 0) {
+  if (ferry::posix::sync_fd(fd.get()) != 0 || fd.close() != 0) {
     const std::string why = std::strerror(errno);
     fs::remove(temp, ec);
     return std::unexpected("cannot flush " + temp.string() + ": " + why);

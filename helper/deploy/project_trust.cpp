@@ -2,14 +2,15 @@
 #include "helper/deploy/project_trust.hpp"
 
 #include <openssl/evp.h>
-#include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <iterator>
 
+#include "common/private_files.hpp"
 #include "common/user_dirs.hpp"
 #include "helper/ssh/ssh_config.hpp"
 #include "helper/sync/atomic_file.hpp"
@@ -77,19 +78,21 @@ std::expected<json, std::string> read_json_file(const fs::path& file) {
 }
 
 std::expected<void, std::string> make_private_dir(const fs::path& dir) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return std::unexpected("cannot create " + dir.string() + ": " + ec.message());
-  if (::chmod(dir.c_str(), 0700) != 0) return std::unexpected("cannot restrict " + dir.string());
+  if (const std::error_code ec = ferry::posix::make_private_dirs(dir)) return std::unexpected("cannot create " + dir.string() + ": " + ec.message());
   return {};
 }
 
+// Now as ISO 8601 in UTC, from the calendar types (no gmtime_r on Windows).
 std::string now_utc() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
+  using namespace std::chrono;
+  const auto now = floor<seconds>(system_clock::now());
+  const auto day = floor<days>(now);
+  const year_month_day date{day};
+  const hh_mm_ss time{now - day};
   char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  std::snprintf(text, sizeof text, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
+                static_cast<unsigned>(date.day()), static_cast<int>(time.hours().count()), static_cast<int>(time.minutes().count()),
+                static_cast<int>(time.seconds().count()));
   return text;
 }
 

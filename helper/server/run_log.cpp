@@ -2,7 +2,6 @@
 #include "helper/server/run_log.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -12,6 +11,8 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "common/full_io.hpp"
+#include "common/open_file.hpp"
 #include "common/private_files.hpp"
 
 namespace ferry::server {
@@ -28,7 +29,7 @@ std::expected<std::shared_ptr<RunLog>, std::string> RunLog::create(const fs::pat
   std::string stem = fmt::format("{}-{:%Y%m%d-%H%M%S}", safe.empty() ? "run" : safe, now);
   for (int n = 0; n < 100; ++n) {
     fs::path path = dir / (n ? fmt::format("{}-{}.log", stem, n) : stem + ".log");
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+    int fd = posix::open_file(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
     if (fd >= 0) return std::shared_ptr<RunLog>(new RunLog(path, fd));
     if (errno != EEXIST) return std::unexpected("cannot create " + path.string() + ": " + std::strerror(errno));
   }
@@ -36,17 +37,12 @@ std::expected<std::shared_ptr<RunLog>, std::string> RunLog::create(const fs::pat
 }
 
 RunLog::~RunLog() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) posix::close_fd(fd_);
 }
 
 void RunLog::write(std::string_view bytes) {
   std::lock_guard lock(mutex_);
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // a full disk loses log lines, not the run
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
+  (void)posix::write_full(fd_, bytes.data(), bytes.size());  // a full disk loses log lines, not the run
 }
 
 }  // namespace ferry::server

@@ -27,7 +27,7 @@ using posix::UniqueFd;
 namespace {
 
 UniqueFd open_dir(const fs::path& p) {
-  UniqueFd fd = posix::open_dir_path(reinterpret_cast<const char*>(p.u8string().c_str()));
+  UniqueFd fd = posix::open_dir_path(p);
   BOOST_REQUIRE_MESSAGE(fd, "open " << p << ": errno " << errno);
   return fd;
 }

@@ -1,4 +1,4 @@
-// LocalEndpoint: see local_endpoint.hpp.
+// LocalEndpoint on POSIX: see local_endpoint.hpp.
 #include "helper/remote/local_endpoint.hpp"
 
 #include <signal.h>
@@ -9,7 +9,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include "common/user_dirs.hpp"
 #include "helper/remote/agent_builds.hpp"
 
 namespace ferry::remote {
@@ -24,11 +23,6 @@ ResponseError not_connected(std::string_view method) {
 }
 
 }  // namespace
-
-fs::path default_sandbox_root(std::string_view project_name) {
-  const fs::path cache = platform::cache_home().value_or(fs::temp_directory_path() / ".cache");
-  return cache / "ferry" / "local" / std::string(project_name.empty() ? "default" : project_name);
-}
 
 LocalEndpoint::LocalEndpoint(LocalEndpointOptions options) : options_(std::move(options)) {
   if (options_.root.empty()) options_.root = default_sandbox_root(options_.project_name);
@@ -108,7 +102,7 @@ void LocalEndpoint::stop(bool graceful) {
     auto status = child_->wait_for(alive ? kGracefulExit : std::chrono::milliseconds(0));
     if (!status) {
       if (alive) spdlog::warn("ferry-agent (pid {}) did not exit; killing it", child_->pid());
-      child_->kill(SIGKILL);
+      child_->kill(SIGKILL);  // the launcher kills it alone
       status = child_->wait_for(std::chrono::hours(1));
     }
     exit_status_ = status;
