@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "common/executables.hpp"
+#include "common/user_dirs.hpp"
 #include "helper/remote/local_endpoint.hpp"
 
 namespace ferry::remote {
@@ -23,6 +24,11 @@ std::expected<fs::path, std::string> find_agent_binary() {
   if (!platform::is_executable_file(p))
     return std::unexpected("no ferry-agent next to " + self->string() + " (set $FERRY_AGENT to its path)");
   return p;
+}
+
+fs::path default_sandbox_root(std::string_view project_name) {
+  const fs::path cache = platform::cache_home().value_or(fs::temp_directory_path() / ".cache");
+  return cache / "ferry" / "local" / std::string(project_name.empty() ? "default" : project_name);
 }
 
 std::string_view native_arch() {

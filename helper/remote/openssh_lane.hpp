@@ -24,6 +24,10 @@ namespace ferry::remote {
 // The OpenSSH client to use: $FERRY_OPENSSH if set ("none" or "0": none), else `ssh` on PATH.
 std::optional<std::filesystem::path> find_openssh_client();
 
+// Why this platform has no lanes or tunnel master ("" when it has them): Windows' OpenSSH has no
+// ControlMaster, and its pipes need a stream of their own (docs/windows.md).
+std::string openssh_transports_unavailable();
+
 // Why `host` cannot be reached by a lane of this kind ("" when it can): proxies are the link's
 // business (ferry resolves ProxyJump itself; a lane would have to repeat it).
 std::string openssh_lane_unsupported(const ssh::HostConfig& host);

@@ -3,12 +3,15 @@
 #define BOOST_TEST_MODULE project_lock
 #include <boost/test/unit_test.hpp>
 
+#ifndef _WIN32
 #include <sys/wait.h>
+#endif
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "helper/sync/project_lock.hpp"
@@ -18,6 +21,20 @@ using ferry::sync::ProjectLock;
 
 namespace {
 
+#ifdef _WIN32
+// Windows has no fork: the holder is a second descriptor of this process, which LockFileEx refuses
+// as it refuses another process's (and flock another open file description's).
+struct Holder {
+  pid_t pid = ::getpid();
+  std::optional<ProjectLock> lock;
+  explicit Holder(const std::filesystem::path& root) {
+    auto taken = ProjectLock::acquire(root);
+    BOOST_REQUIRE(taken.has_value());
+    lock.emplace(std::move(*taken));
+  }
+  void let_go() { lock.reset(); }
+};
+#else
 // A child process holding the lock until it reads a byte from `release`.
 struct Holder {
   pid_t pid = -1;
@@ -51,6 +68,8 @@ struct Holder {
     ::close(release[1]);
   }
 };
+
+#endif
 
 }  // namespace
 
