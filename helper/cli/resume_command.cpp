@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "common/path_within.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/train_terminal.hpp"
 #include "helper/run/run_exit.hpp"
@@ -58,7 +59,7 @@ std::expected<std::vector<std::string>, std::string> run_outputs(const fs::path&
   std::ifstream in(config);
   json j = protocol::parse_json_text(std::string(std::istreambuf_iterator<char>(in), {})).value_or(json());
   if (!j.is_object()) return std::unexpected(config.string() + " is not a JSON object (the run's config)");
-  const std::string cwd = config.parent_path().lexically_relative(target.local_root).string();
+  const std::string cwd = ferry::posix::relative_to(config.parent_path(), target.local_root).generic_string();
   auto outputs = training::train_outputs(j, cwd.empty() ? "." : cwd, std::nullopt);
   if (!outputs) return std::unexpected(outputs.error());
   std::vector<std::string> paths = outputs->files;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/path_within.hpp"
+
 namespace ferry::debug {
 
 namespace fs = std::filesystem;
@@ -40,7 +42,7 @@ std::expected<std::vector<PathMapping>, std::string> resolve_path_mappings(const
     const auto& m = config.mappings[i];
     PathMapping pm;
     const fs::path local = (config.root / m.local).lexically_normal();
-    const fs::path rel = local.lexically_relative(config.root);
+    const fs::path rel = ferry::posix::relative_to(local, config.root);
     if (workspace_relative && !rel.empty() && !rel.string().starts_with("..")) {
       pm.local_root = rel == "." ? "${workspaceFolder}" : "${workspaceFolder}/" + rel.string();
     } else {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/path_within.hpp"
 #include "common/private_files.hpp"
 #include "common/user_dirs.hpp"
 #include "helper/ssh/ssh_config.hpp"
@@ -63,11 +64,8 @@ fs::path real_path(const fs::path& p) {
   return ec ? p.lexically_normal() : r;
 }
 
-// `inner` is `outer` or below it, component by component.
-bool is_within(const fs::path& inner, const fs::path& outer) {
-  auto [o, i] = std::mismatch(outer.begin(), outer.end(), inner.begin(), inner.end());
-  return o == outer.end();
-}
+// `inner` is `outer` or below it, component by component (without regard to case on Windows).
+bool is_within(const fs::path& inner, const fs::path& outer) { return ferry::posix::is_within(inner, outer); }
 
 std::expected<json, std::string> read_json_file(const fs::path& file) {
   std::error_code ec;

@@ -1,6 +1,7 @@
 // ferry.json's own rules: see project_rules.hpp.
 #include "helper/diagnostics/project_rules.hpp"
 
+#include "common/path_within.hpp"
 #include "helper/deploy/host_spec.hpp"
 #include "helper/sync/ignore_rules.hpp"
 #include "protocol/spelling.hpp"
@@ -16,7 +17,7 @@ std::string json_quoted(std::string_view s) { return json(std::string(s)).dump(-
 std::optional<RuleFinding> check_local_path(const std::string& local, const fs::path& root, const std::string& pointer) {
   fs::path p(local);
   if (p.is_absolute()) {
-    fs::path rel = root.empty() ? fs::path() : p.lexically_normal().lexically_relative(root.lexically_normal());
+    fs::path rel = root.empty() ? fs::path() : ferry::posix::relative_to(p.lexically_normal(), root.lexically_normal());
     if (rel.empty() || *rel.begin() == "..")
       return RuleFinding{pointer, Mark::value, Severity::error,
                          json_quoted(local) + " is outside the project" + (root.empty() ? "" : " (" + root.string() + ")") +

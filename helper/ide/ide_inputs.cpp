@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "common/path_within.hpp"
 #include "protocol/shell_words.hpp"
 
 namespace ferry::ide {
@@ -34,7 +35,7 @@ std::string ide_word(std::string_view word) {
 }
 
 std::string project_relative(std::string_view local, const std::string& root, std::string_view macro) {
-  const auto rel = std::filesystem::path(local).lexically_relative(root).generic_string();
+  const auto rel = ferry::posix::relative_to(std::filesystem::path(local), root).generic_string();
   if (rel.empty() || rel == ".." || rel.starts_with("../")) return std::string(local);
   std::string out(macro);
   if (rel != ".") out.append("/").append(rel);

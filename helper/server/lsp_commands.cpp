@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/path_within.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/remote/forward_spec.hpp"
 #include "helper/server/lsp_params.hpp"
@@ -36,7 +37,7 @@ std::expected<std::string, ResponseError> mapped_path(const std::string& command
                                                       const fs::path& file) {
   const fs::path root = sync::mapping_target(config, config.mappings.front()).local_root;
   std::error_code ec;
-  const std::string rel = fs::weakly_canonical(file, ec).lexically_relative(root).generic_string();
+  const std::string rel = ferry::posix::relative_to(fs::weakly_canonical(file, ec), root).generic_string();
   if (rel.empty() || rel == "." || rel.starts_with(".."))
     return std::unexpected(usage(command, file.string() + " is not inside the mapping " + root.string()));
   return rel;
@@ -46,7 +47,7 @@ std::expected<std::string, ResponseError> mapped_path(const std::string& command
 std::expected<std::string, ResponseError> project_relative(const std::string& command, const deploy::ProjectConfig& config,
                                                            const fs::path& file) {
   std::error_code ec;
-  const std::string rel = fs::weakly_canonical(file, ec).lexically_relative(fs::weakly_canonical(config.root, ec)).generic_string();
+  const std::string rel = ferry::posix::relative_to(fs::weakly_canonical(file, ec), fs::weakly_canonical(config.root, ec)).generic_string();
   if (rel.empty() || rel.starts_with(".."))
     return std::unexpected(usage(command, file.string() + " is not inside the project " + config.root.string()));
   return rel;
@@ -54,7 +55,7 @@ std::expected<std::string, ResponseError> project_relative(const std::string& co
 
 // Opens `path` in the editor without taking focus; a client that cannot is told where it is.
 void show_file(ServerState& s, const fs::path& path, const std::string& what) {
-  json params{{"uri", p::path_to_file_uri(path.string())},
+  json params{{"uri", p::fs_path_to_file_uri(path)},
               {"takeFocus", false},
               // LSP4IJ reads `selection` without a null check: always send one.
               {"selection", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}}};
@@ -295,7 +296,7 @@ std::expected<json, ResponseError> pull_command(ServerState& s, const std::strin
     if (!a.is_string()) return std::unexpected(usage(cmd, "expected paths (relative to the mapping) or file URIs"));
     std::string path = a.get<std::string>();
     if (path.starts_with("file:")) {
-      auto local = p::file_uri_to_path(path);
+      auto local = p::file_uri_to_fs_path(path);
       if (!local) return std::unexpected(usage(cmd, local.error()));
       auto config = project_of_file(*local);
       if (!config) return std::unexpected(config.error());

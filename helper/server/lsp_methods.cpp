@@ -48,7 +48,7 @@ std::optional<std::string> read_text(const fs::path& path) {
 // Publishes (or clears) the diagnostics of one document; only ferry.json and training configs
 // get any, and a document that had some gets an empty list once fixed.
 void publish_diagnostics(ServerState& s, const fs::path& path, std::string_view text) {
-  const std::string uri = p::path_to_file_uri(path.string());
+  const std::string uri = p::fs_path_to_file_uri(path);
   json list = document_diagnostics(path, text);
   {
     std::lock_guard lock(s.lsp_mutex);
@@ -95,7 +95,7 @@ void on_workspace_folders(ServerState& s, const json& params) {
     if (!event.contains(key) || !event[key].is_array()) return;
     for (const auto& f : event[key])
       if (f.is_object() && f.contains("uri") && f["uri"].is_string())
-        if (auto path = p::file_uri_to_path(f["uri"].get<std::string>())) fn(fs::path(*path));
+        if (auto path = p::file_uri_to_fs_path(f["uri"].get<std::string>())) fn(*path);
   };
   each("removed", [&](const fs::path& f) {
     s.workspace.remove_folder(f);
@@ -106,15 +106,16 @@ void on_workspace_folders(ServerState& s, const json& params) {
 }
 
 std::expected<p::CodeLensResult, ResponseError> code_lens(const p::CodeLensParams& params) {
-  auto path = p::file_uri_to_path(params.text_document.uri);
+  auto path = p::file_uri_to_fs_path(params.text_document.uri);
   if (!path) return std::unexpected(ResponseError{p::error_code::kInvalidParams, std::string(p::method::kCodeLens) + ": " + path.error(), {}});
   auto text = read_text(*path);
   if (!text) return p::CodeLensResult{};
-  const auto kind = document_kind(fs::path(*path).filename().string(), *text);
+  const std::u8string name = path->filename().u8string();  // UTF-8 on Windows too (.string() is the ANSI page)
+  const auto kind = document_kind(std::string(name.begin(), name.end()), *text);
   if (kind == DocumentKind::other) return p::CodeLensResult{};
   auto config = project_of_file(*path);
   if (!config) return p::CodeLensResult{};  // not in a ferry project: nothing to offer
-  return p::CodeLensResult{to_lsp(code_lenses(kind, *text, p::path_to_file_uri(*path), config->host))};
+  return p::CodeLensResult{to_lsp(code_lenses(kind, *text, p::fs_path_to_file_uri(*path), config->host))};
 }
 
 }  // namespace
@@ -196,7 +197,7 @@ void offer_project_file(ServerState& s) {
       s.questions.show(MessageType::info, "ferry: wrote " + file.string());
       if (s.questions.traits().show_document)
         (void)s.client.call("window/showDocument",
-                            json{{"uri", p::path_to_file_uri(file.string())}, {"takeFocus", true},
+                            json{{"uri", p::fs_path_to_file_uri(file)}, {"takeFocus", true},
                                  {"selection", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}}},
                             std::chrono::seconds(10));
     } else {

@@ -20,9 +20,9 @@ std::expected<fs::path, ResponseError> document_path(const json& params, std::st
     return std::unexpected(ResponseError{p::error_code::kInvalidParams,
                                          "invalid params for " + std::string(method) + ": /textDocument/uri: expected a string",
                                          json{{"pointer", "/textDocument/uri"}}});
-  auto path = p::file_uri_to_path((*doc)["uri"].get<std::string>());
+  auto path = p::file_uri_to_fs_path((*doc)["uri"].get<std::string>());
   if (!path) return std::unexpected(ResponseError{p::error_code::kInvalidParams, std::string(method) + ": " + path.error(), {}});
-  return fs::path(*path);
+  return *path;
 }
 
 std::expected<CommandTarget, ResponseError> command_target(const std::string& command, const json& arguments) {
@@ -60,9 +60,9 @@ std::expected<CommandTarget, ResponseError> command_target(const std::string& co
     return std::unexpected(command_usage(command, "resume: expected true or false"));
   if (where) {
     if (where->starts_with("file:")) {
-      auto path = p::file_uri_to_path(*where);
+      auto path = p::file_uri_to_fs_path(*where);
       if (!path) return std::unexpected(command_usage(command, path.error()));
-      t.file = fs::path(*path);
+      t.file = *path;
     } else if (fs::path(*where).is_absolute()) {
       t.file = fs::path(*where);
     } else {

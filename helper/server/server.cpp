@@ -71,9 +71,9 @@ std::vector<std::filesystem::path> workspace_folders(const p::InitializeParams& 
   if (params.workspace_folders.is_array())
     for (const auto& f : params.workspace_folders)
       if (f.is_object() && f.contains("uri") && f["uri"].is_string())
-        if (auto path = p::file_uri_to_path(f["uri"].get<std::string>())) folders.emplace_back(*path);
+        if (auto path = p::file_uri_to_fs_path(f["uri"].get<std::string>())) folders.emplace_back(*path);
   if (folders.empty() && params.root_uri)
-    if (auto path = p::file_uri_to_path(*params.root_uri)) folders.emplace_back(*path);
+    if (auto path = p::file_uri_to_fs_path(*params.root_uri)) folders.emplace_back(*path);
   if (folders.empty() && params.root_path && !params.root_path->empty()) folders.emplace_back(*params.root_path);
   return folders;
 }

@@ -212,12 +212,12 @@ namespace {
 // mapping. Empty when it cannot be one.
 fs::path absolute_saved_path(const std::string& saved, const Workspace& workspace) {
   if (saved.starts_with("file:")) {
-    auto path = p::file_uri_to_path(saved);
+    auto path = p::file_uri_to_fs_path(saved);
     if (!path) {
       spdlog::warn("sync on save: {}", path.error());
       return {};
     }
-    return fs::path(*path);
+    return *path;
   }
   fs::path path(saved);
   if (path.is_absolute()) return path;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "common/path_within.hpp"
+
 namespace ferry::sync {
 
 namespace fs = std::filesystem;
@@ -62,7 +64,7 @@ std::optional<MappedPath> mapping_of(const std::vector<SyncTarget>& targets, con
   std::optional<MappedPath> best;
   std::size_t best_depth = 0;
   for (std::size_t i = 0; i < targets.size(); ++i) {
-    const std::string rel = path.lexically_normal().lexically_relative(targets[i].local_root).generic_string();
+    const std::string rel = posix::relative_to(path.lexically_normal(), targets[i].local_root).generic_string();
     if (rel.empty() || rel == "." || rel == ".." || rel.starts_with("../")) continue;
     const std::size_t depth = targets[i].local_root.string().size();
     if (!best || depth > best_depth) best = MappedPath{i, rel}, best_depth = depth;
@@ -155,7 +157,7 @@ MappingPaths paths_in_mapping(const std::filesystem::path& local_root, const std
   MappingPaths out;
   for (const auto& given : paths) {
     const fs::path named = named_path(given, cwd);
-    const std::string rel = named.empty() ? std::string() : named.lexically_relative(local_root).generic_string();
+    const std::string rel = named.empty() ? std::string() : posix::relative_to(named, local_root).generic_string();
     if (rel.empty() || rel == "." || rel == ".." || rel.starts_with("../")) out.outside.push_back(given);
     else out.inside.push_back(rel);
   }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "common/executables.hpp"
+#include "common/path_within.hpp"
 
 namespace ferry::training {
 namespace fs = std::filesystem;
@@ -23,7 +24,7 @@ std::expected<TrainLaunch, std::string> make_train_launch(const fs::path& config
   std::error_code ec;
   const fs::path abs_config = fs::weakly_canonical(fs::absolute(config, ec), ec);
   const fs::path abs_root = fs::weakly_canonical(fs::absolute(mapping_root, ec), ec);
-  const fs::path rel = abs_config.lexically_relative(abs_root);
+  const fs::path rel = ferry::posix::relative_to(abs_config, abs_root);
   if (rel.empty() || rel.string().starts_with("..") || rel.is_absolute())
     return std::unexpected(config.string() + " is not inside the mapped folder " + abs_root.string() +
                            " (only synced files reach the box)");
