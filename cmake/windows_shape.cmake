@@ -33,6 +33,8 @@ find_package(Threads REQUIRED)
 foreach(lib nlohmann_json fmt spdlog spdlog_header_only CLI11 xxhash)
   add_library(ferry_win_${lib} INTERFACE)
 endforeach()
+# Its folder is also what the trainer's source pack copies nlohmann/ from (helper/train).
+set_target_properties(ferry_win_nlohmann_json PROPERTIES INTERFACE_INCLUDE_DIRECTORIES ${ferry_links})
 add_library(nlohmann_json::nlohmann_json ALIAS ferry_win_nlohmann_json)
 target_compile_definitions(ferry_win_fmt INTERFACE FMT_HEADER_ONLY=1)
 add_library(fmt::fmt ALIAS ferry_win_fmt)

@@ -13,7 +13,13 @@ file(COPY ${sources} DESTINATION "${stage}/remote-runtime/train")
 # The one header of protocol/ the trainer includes: header-only, the depth-limited JSON parse
 # (C++17; json_parse.hpp, its std::expected face, stays with the helper).
 file(COPY "${SOURCE_DIR}/protocol/json_parse_core.hpp" DESTINATION "${stage}/protocol")
-file(COPY "${JSON_INCLUDE}/nlohmann" DESTINATION "${stage}/third_party" FILES_MATCHING PATTERN "*.hpp")
+# The folder itself, not a link to it (the Windows build reaches nlohmann/ through a link), which
+# file(COPY) would copy as a link. A pack without it cannot build on the box: refused here.
+file(REAL_PATH "${JSON_INCLUDE}/nlohmann" json_dir)
+if(NOT EXISTS "${json_dir}/json.hpp")
+  message(FATAL_ERROR "pack_trainer_sources: no nlohmann/json.hpp under '${JSON_INCLUDE}'")
+endif()
+file(COPY "${json_dir}/" DESTINATION "${stage}/third_party/nlohmann" FILES_MATCHING PATTERN "*.hpp")
 file(GLOB_RECURSE files RELATIVE "${stage}" "${stage}/*")
 list(SORT files)
 # gzip -n: no name or time in the gzip header either.

@@ -8,14 +8,23 @@
 #include <fstream>
 #include <sstream>
 
-asm(".section .rodata\n"
+// ELF's read-only data and its section stack; PE/COFF (Windows) names the section .rdata and has
+// no stack, so the assembler is put back in .text, where the compiler left it before this asm.
+#ifdef __ELF__
+#define FERRY_PACK_SECTION ".section .rodata\n"
+#define FERRY_PACK_SECTION_END ".previous\n"
+#else
+#define FERRY_PACK_SECTION ".section .rdata,\"dr\"\n"
+#define FERRY_PACK_SECTION_END ".text\n"
+#endif
+asm(FERRY_PACK_SECTION
     ".balign 16\n"
     ".global ferry_trainer_pack_begin\n"
     "ferry_trainer_pack_begin:\n"
     ".incbin \"" FERRY_TRAIN_PACK_FILE "\"\n"
     ".global ferry_trainer_pack_end\n"
     "ferry_trainer_pack_end:\n"
-    ".previous\n");
+    FERRY_PACK_SECTION_END);
 extern "C" const char ferry_trainer_pack_begin[];
 extern "C" const char ferry_trainer_pack_end[];
 
