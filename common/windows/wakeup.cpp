@@ -1,0 +1,81 @@
+// Wakeup, wait_any and StopRequests on Windows (see wakeup.hpp): a manual-reset event,
+// WaitForMultipleObjects, and a console control handler (it runs on a thread Windows starts for
+// it) that only notes the kind and sets the event.
+#include "common/wakeup.hpp"
+
+#include <windows.h>
+
+#include <vector>
+
+namespace ferry::platform {
+namespace {
+
+std::atomic<Wakeup*> g_stop_wakeup{nullptr};
+std::atomic<int> g_stop_kind{0};
+
+BOOL WINAPI on_console_event(DWORD event) {
+  switch (event) {
+    case CTRL_C_EVENT:
+      StopRequests::note(StopKind::interrupt);
+      return TRUE;
+    case CTRL_BREAK_EVENT:
+    case CTRL_CLOSE_EVENT:
+    case CTRL_LOGOFF_EVENT:
+    case CTRL_SHUTDOWN_EVENT:
+      StopRequests::note(StopKind::terminate);
+      return TRUE;
+    default:
+      return FALSE;
+  }
+}
+
+}  // namespace
+
+Wakeup::Wakeup() : waitable_(::CreateEventW(nullptr, TRUE, FALSE, nullptr)), raiser_(waitable_) {}
+
+Wakeup::~Wakeup() {
+  if (waitable_) ::CloseHandle(waitable_);
+}
+
+void Wakeup::raise() noexcept { ::SetEvent(raiser_); }
+
+bool Wakeup::take() noexcept {
+  const bool raised = ::WaitForSingleObject(waitable_, 0) == WAIT_OBJECT_0;
+  ::ResetEvent(waitable_);
+  return raised;
+}
+
+int wait_any(std::span<Wakeup* const> wakeups, std::optional<std::chrono::milliseconds> timeout) {
+  std::vector<HANDLE> handles;
+  for (const Wakeup* w : wakeups) handles.push_back(w->waitable());
+  if (handles.empty() || handles.size() > MAXIMUM_WAIT_OBJECTS) return -1;
+  const DWORD ms = timeout ? static_cast<DWORD>(std::min<long long>(std::max<long long>(timeout->count(), 0), INFINITE - 1)) : INFINITE;
+  const DWORD got = ::WaitForMultipleObjects(static_cast<DWORD>(handles.size()), handles.data(), FALSE, ms);
+  if (got >= WAIT_OBJECT_0 && got < WAIT_OBJECT_0 + handles.size()) return static_cast<int>(got - WAIT_OBJECT_0);
+  return -1;
+}
+
+StopRequests::StopRequests() {
+  g_stop_kind = 0;
+  g_stop_wakeup = &wakeup_;
+  ::SetConsoleCtrlHandler(on_console_event, TRUE);
+}
+
+StopRequests::~StopRequests() {
+  ::SetConsoleCtrlHandler(on_console_event, FALSE);
+  g_stop_wakeup = nullptr;
+}
+
+void StopRequests::note(StopKind kind) noexcept {
+  int seen = g_stop_kind.load();
+  while (seen < static_cast<int>(kind) && !g_stop_kind.compare_exchange_weak(seen, static_cast<int>(kind))) {
+  }
+  if (Wakeup* w = g_stop_wakeup.load()) w->raise();
+}
+
+StopKind StopRequests::take() noexcept {
+  wakeup_.take();
+  return static_cast<StopKind>(g_stop_kind.exchange(0));
+}
+
+}  // namespace ferry::platform
