@@ -1,9 +1,6 @@
 // RunFollower: exact resume of a run's output stream.
 #include "helper/run/run_follower.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
 
 namespace ferry::run {
@@ -16,29 +13,19 @@ constexpr int kMaxFruitlessAttaches = 5;
 
 RunFollower::RunFollower(RunClient& client, std::string id, std::uint64_t offset, Sink sink)
     : client_(client), id_(std::move(id)), sink_(std::move(sink)), cursor_(offset) {
-  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
   client_.watch(id_, this);
 }
 
 RunFollower::~RunFollower() {
   client_.unwatch(id_, this);
-  if (wake_[0] >= 0) ::close(wake_[0]);
-  if (wake_[1] >= 0) ::close(wake_[1]);
 }
 
 void RunFollower::wake_locked() {
   cv_.notify_all();
-  if (wake_[1] >= 0) {
-    char c = 1;
-    [[maybe_unused]] auto n = ::write(wake_[1], &c, 1);  // a full pipe already wakes the reader
-  }
+  wake_.raise();
 }
 
-void RunFollower::drain() {
-  char buf[64];
-  while (wake_[0] >= 0 && ::read(wake_[0], buf, sizeof buf) > 0) {
-  }
-}
+void RunFollower::drain() { wake_.take(); }
 
 std::expected<AttachReply, ResponseError> RunFollower::attach() {
   std::uint64_t offset;

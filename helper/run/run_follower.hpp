@@ -1,7 +1,7 @@
 // RunFollower: follows one run's output from an offset to its exit, across re-attaches and SSH
 // reconnects, delivering each record exactly once and in log order. The owner drives it: it
 // calls attach() when needs_attach() says so (at the start, after link_restored(), after a
-// gap) and waits on wake_fd() (poll) or wait() (threads) for the next event.
+// gap) and waits on wakeup() (with others) or wait() (threads) for the next event.
 #pragma once
 
 #include <chrono>
@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "common/wakeup.hpp"
 #include "helper/run/run_client.hpp"
 
 namespace ferry::run {
@@ -46,8 +47,10 @@ class RunFollower final : public RunWatcher {
   std::uint64_t delivered_bytes() const;
   const std::string& id() const { return id_; }
 
-  // Readable when something changed; drain() empties it.
-  int wake_fd() const { return wake_[0]; }
+  // Raised when something changed (wait on it with others: platform::wait_any, or poll its
+  // waitable on POSIX); drain() lowers it.
+  platform::Wakeup& wakeup() { return wake_; }
+  platform::NativeWaitable wake_fd() const { return wake_.waitable(); }
   void drain();
 
   enum class Event { finished, needs_attach, failed, timeout };
@@ -64,7 +67,7 @@ class RunFollower final : public RunWatcher {
   RunClient& client_;
   std::string id_;
   Sink sink_;
-  int wake_[2] = {-1, -1};
+  platform::Wakeup wake_;
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
