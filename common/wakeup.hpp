@@ -46,10 +46,11 @@ enum class StopKind { none, interrupt, terminate };
 
 // While it lives, the terminal's requests to stop raise wakeup() instead of ending the process:
 // interrupt (Ctrl-C, SIGINT) or terminate (SIGTERM, SIGHUP; Ctrl-Break, the console closed, logoff,
-// shutdown). One at a time in a process; the destructor puts back what was there.
+// shutdown). One at a time in a process; the destructor puts back what was there. Without
+// `terminate_too` only interrupts are caught (the others keep their default: the process ends).
 class StopRequests {
  public:
-  StopRequests();
+  explicit StopRequests(bool terminate_too = true);
   ~StopRequests();
   StopRequests(const StopRequests&) = delete;
   StopRequests& operator=(const StopRequests&) = delete;
@@ -63,6 +64,7 @@ class StopRequests {
 
  private:
   Wakeup wakeup_;
+  bool terminate_too_;
 };
 
 }  // namespace ferry::platform

@@ -70,18 +70,18 @@ int wait_any(std::span<Wakeup* const> wakeups, std::optional<std::chrono::millis
   }
 }
 
-StopRequests::StopRequests() {
+StopRequests::StopRequests(bool terminate_too) : terminate_too_(terminate_too) {
   g_stop_kind = 0;
   g_stop_wakeup = &wakeup_;
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
-  for (int i = 0; i < 3; ++i) ::sigaction(kStopSignals[i], &sa, &g_saved[i]);
+  for (int i = 0; i < (terminate_too_ ? 3 : 1); ++i) ::sigaction(kStopSignals[i], &sa, &g_saved[i]);
 }
 
 StopRequests::~StopRequests() {
-  for (int i = 0; i < 3; ++i) ::sigaction(kStopSignals[i], &g_saved[i], nullptr);
+  for (int i = 0; i < (terminate_too_ ? 3 : 1); ++i) ::sigaction(kStopSignals[i], &g_saved[i], nullptr);
   g_stop_wakeup = nullptr;
 }
 

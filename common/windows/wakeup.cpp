@@ -12,6 +12,7 @@ namespace {
 
 std::atomic<Wakeup*> g_stop_wakeup{nullptr};
 std::atomic<int> g_stop_kind{0};
+std::atomic<bool> g_terminate_too{true};
 
 BOOL WINAPI on_console_event(DWORD event) {
   switch (event) {
@@ -22,6 +23,7 @@ BOOL WINAPI on_console_event(DWORD event) {
     case CTRL_CLOSE_EVENT:
     case CTRL_LOGOFF_EVENT:
     case CTRL_SHUTDOWN_EVENT:
+      if (!g_terminate_too) return FALSE;  // the next handler: by default, the end of the process
       StopRequests::note(StopKind::terminate);
       return TRUE;
     default:
@@ -55,7 +57,8 @@ int wait_any(std::span<Wakeup* const> wakeups, std::optional<std::chrono::millis
   return -1;
 }
 
-StopRequests::StopRequests() {
+StopRequests::StopRequests(bool terminate_too) : terminate_too_(terminate_too) {
+  g_terminate_too = terminate_too;
   g_stop_kind = 0;
   g_stop_wakeup = &wakeup_;
   ::SetConsoleCtrlHandler(on_console_event, TRUE);

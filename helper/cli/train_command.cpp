@@ -3,10 +3,6 @@
 // pass the JSON lines through), pull the plot, CSV and newest checkpoint back, and exit with
 // ferry-train's status. Ctrl-C interrupts ferry-train, which checkpoints and exits 130. With --hosts or
 // --nproc-per-host the training spans many ranks: train_ranks_command.cpp.
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -17,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/launch_target.hpp"
@@ -35,16 +32,6 @@
 namespace ferry::cli {
 namespace train_cli {
 
-// Ctrl-C while following: the handler only writes to a pipe; the follow loop acts on it.
-int g_interrupt_pipe[2] = {-1, -1};
-void on_sigint(int) {
-  const int saved = errno;
-  if (g_interrupt_pipe[1] >= 0) {
-    char c = 1;
-    [[maybe_unused]] auto n = ::write(g_interrupt_pipe[1], &c, 1);
-  }
-  errno = saved;
-}
 
 std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const TrainCliOptions& o) {
   constexpr const char* who = "ferry train";
@@ -146,16 +133,10 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     return exit_status::kOk;
   }
 
-  if (::pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_interrupt_pipe[0] = g_interrupt_pipe[1] = -1;
-  struct sigaction sa {}, old {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old);
+  // Ctrl-C while following raises a wakeup the follow loop acts on (SIGTERM keeps its default).
+  auto stop = std::make_unique<platform::StopRequests>(false);
   run::InterruptEscalation escalation;
-  auto followed = session.follow(g_interrupt_pipe[0], [&] {
-    char buf[16];
-    while (::read(g_interrupt_pipe[0], buf, sizeof buf) > 0) {
-    }
+  auto followed = session.follow(&stop->wakeup(), [&] {
     auto step = escalation.next(*id);
     auto sent = session.signal(step.signal);
     if (!sent) {
@@ -168,10 +149,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
       view.note(step.note);
     }
   });
-  ::sigaction(SIGINT, &old, nullptr);
-  ::close(g_interrupt_pipe[0]);
-  ::close(g_interrupt_pipe[1]);
-  g_interrupt_pipe[0] = g_interrupt_pipe[1] = -1;
+  stop.reset();
   live = nullptr;
   view.finish();
   if (!followed) {

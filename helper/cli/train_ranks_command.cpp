@@ -1,11 +1,6 @@
 // `ferry train CONFIG --hosts a,b --nproc-per-host N`: one training over many processes and hosts.
 // Every host is synced and gets its trainer, one run per rank starts with torchrun's environment,
 // progress comes from rank 0, and the first failure stops the others (docs/train.md).
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <ctime>
 #include <deque>
@@ -15,8 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "common/wakeup.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cli/train_terminal.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
@@ -53,14 +50,13 @@ struct RankRun {
 struct RankEvents {
   std::mutex mu;
   std::deque<std::pair<std::size_t, std::expected<run::RunExit, Error>>> exits;
-  int wake[2] = {-1, -1};
+  platform::Wakeup wake;
   void push(std::size_t i, std::expected<run::RunExit, Error> e) {
     {
       std::lock_guard lock(mu);
       exits.emplace_back(i, std::move(e));
     }
-    char c = 1;
-    [[maybe_unused]] auto n = ::write(wake[1], &c, 1);
+    wake.raise();
   }
 };
 
@@ -121,9 +117,9 @@ void signal_ranks(std::vector<RankRun>& ranks, const std::vector<bool>& ended, c
 
 // Follows every rank to its end: Ctrl-C interrupts them all (rank 0 checkpoints once, the ranks
 // agree to stop at the same step), and the first failure stops the others.
-std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, TerminalView& view, bool& interrupted) {
+std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, TerminalView& view, bool& interrupted,
+                                                   platform::Wakeup& interrupt) {
   RankEvents events;
-  if (::pipe2(events.wake, O_CLOEXEC | O_NONBLOCK) != 0) return {};
   for (std::size_t i = 0; i < ranks.size(); ++i)
     ranks[i].follower = std::thread([&events, &ranks, i] { events.push(i, ranks[i].session->follow()); });
   std::vector<bool> ended(ranks.size(), false);
@@ -132,20 +128,16 @@ std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, 
   run::InterruptEscalation escalation;
   interrupted = false;
   while (outcomes.size() < ranks.size()) {
-    pollfd fds[2] = {{events.wake[0], POLLIN, 0}, {g_interrupt_pipe[0], POLLIN, 0}};
-    if (::poll(fds, g_interrupt_pipe[0] >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) break;
-    char buf[64];
-    if (fds[1].revents & POLLIN) {
-      while (::read(g_interrupt_pipe[0], buf, sizeof buf) > 0) {
-      }
+    platform::Wakeup* wakeups[] = {&events.wake, &interrupt};
+    platform::wait_any(wakeups);
+    if (interrupt.take()) {
       auto step = escalation.next(ranks[0].run_id);
       interrupted = true;
       signal_ranks(ranks, ended, step.signal, ranks.size(), view);
       view.note(escalation.presses() == 1 ? "sent SIGINT to every rank: rank 0 writes one checkpoint and all stop; Ctrl-C again sends SIGTERM"
                                           : "sent SIG" + step.signal + " to every rank");
     }
-    while (::read(events.wake[0], buf, sizeof buf) > 0) {
-    }
+    events.wake.take();
     std::unique_lock lock(events.mu);
     while (!events.exits.empty()) {
       auto [i, exit] = std::move(events.exits.front());
@@ -174,8 +166,6 @@ std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, 
   }
   for (auto& r : ranks)
     if (r.follower.joinable()) r.follower.join();
-  ::close(events.wake[0]);
-  ::close(events.wake[1]);
   return outcomes;
 }
 
@@ -185,8 +175,7 @@ std::vector<training::RankOutcome> supervise_ranks(std::vector<RankRun>& ranks, 
 std::string new_group_id() {
   std::random_device rd;
   const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  ::gmtime_r(&t, &tm);
+  const std::tm tm = fmt::gmtime(t);  // gmtime_r or gmtime_s, whichever the platform has
   char when[32];
   std::strftime(when, sizeof when, "%Y%m%dT%H%M%S", &tm);
   return fmt::format("train-{}-{:04x}", when, rd() & 0xffff);
@@ -269,11 +258,8 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
   TerminalView view(o.json);
   const int world = static_cast<int>(ranks.size());
   std::cerr << fmt::format("{} ranks on {} host(s), rendezvous {}:{}\n", world, hosts.size(), rv->master_addr, rv->master_port);
-  if (::pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_interrupt_pipe[0] = g_interrupt_pipe[1] = -1;
-  struct sigaction sa {}, old {};
-  sa.sa_handler = on_sigint;
-  sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, &old);
+  // Ctrl-C raises a wakeup supervise_ranks acts on (SIGTERM keeps its default).
+  auto stop = std::make_unique<platform::StopRequests>(false);
   std::vector<training::RankOutcome> outcomes;
   bool interrupted = false;
   auto started = start_ranks(o, *inputs, ranks, *rv, world, view);
@@ -283,12 +269,9 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
     for (std::size_t i = 0; i < ranks.size(); ++i) ended[i] = ranks[i].run_id.empty();
     signal_ranks(ranks, ended, "TERM", ranks.size(), view);
   } else {
-    outcomes = supervise_ranks(ranks, view, interrupted);
+    outcomes = supervise_ranks(ranks, view, interrupted, stop->wakeup());
   }
-  ::sigaction(SIGINT, &old, nullptr);
-  ::close(g_interrupt_pipe[0]);
-  ::close(g_interrupt_pipe[1]);
-  g_interrupt_pipe[0] = g_interrupt_pipe[1] = -1;
+  stop.reset();
   view.finish();
   if (!started) return run::kFerryFailure;
   auto& rank0 = *ranks[0].session;

@@ -36,10 +36,6 @@ struct TrainCliOptions {
   std::string host;           // train on this host instead of ferry.json's (ferry resume --host)
 };
 
-// Ctrl-C while following: the handler only writes to this pipe; the follow loop acts on it.
-extern int g_interrupt_pipe[2];
-void on_sigint(int);
-
 inline std::size_t terminal_width() {
   const auto size = platform::terminal_size(1);
   return size && size->columns > 20 ? static_cast<std::size_t>(size->columns - 1) : 100;

@@ -10,11 +10,9 @@
 #include <mutex>
 #include <thread>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <spdlog/spdlog.h>
 
+#include "common/wakeup.hpp"
 #include "helper/run/run_exit.hpp"
 #include "helper/server/error_codes.hpp"
 #include "helper/server/sync_result.hpp"
@@ -44,15 +42,13 @@ struct Training {
   std::unique_ptr<training::TrainSession> session;
   remote::Subscription states;
   std::thread follower;
-  int stop_pipe[2] = {-1, -1};
+  platform::Wakeup stop;  // raised when the server stops following it (shutdown)
   std::atomic<bool> finished{false};
 
   ~Training() {
     states.reset();
     if (follower.joinable()) follower.join();
     session.reset();
-    for (int fd : stop_pipe)
-      if (fd >= 0) ::close(fd);
   }
 };
 
@@ -64,10 +60,7 @@ class TrainService {
   ~TrainService() {
     std::lock_guard lock(mu_);
     // The runs go on on the box (they are runs); only the following stops.
-    for (auto& t : trainings_) {
-      char c = 1;
-      [[maybe_unused]] auto n = ::write(t->stop_pipe[1], &c, 1);
-    }
+    for (auto& t : trainings_) t->stop.raise();
     trainings_.clear();
   }
 
@@ -77,7 +70,6 @@ class TrainService {
     auto config = lookup_project(params.path, ctx_.workspace);
     if (!config) return std::unexpected(config.error());
     auto t = std::make_shared<Training>();
-    if (::pipe2(t->stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return std::unexpected(error("cannot make a pipe"));
     const bool local = config->host == "local";
     auto link = ctx_.sessions.link(*config, ctx.cancellation());
     if (!link) return std::unexpected(link.error());
@@ -177,7 +169,7 @@ class TrainService {
 
   void follow(Training& t, const std::string& id, const TrainObserver& observer) {
     bool abandoned = false;
-    auto exit = t.session->follow(t.stop_pipe[0], [&] { abandoned = true; }, [&] { return abandoned; });
+    auto exit = t.session->follow(&t.stop, [&] { abandoned = true; }, [&] { return abandoned; });
     p::TrainExitedParams done;
     done.run_id = id;
     if (!exit) {

@@ -1,7 +1,6 @@
 // See train_session.hpp.
 #include "helper/train/train_session.hpp"
 
-#include <poll.h>
 
 #include <cerrno>
 #include <cstring>
@@ -115,7 +114,7 @@ void TrainSession::on_record(const run::OutputRecord& record) {
   });
 }
 
-std::expected<run::RunExit, Error> TrainSession::follow(int interrupt_fd, const std::function<void()>& on_interrupt,
+std::expected<run::RunExit, Error> TrainSession::follow(platform::Wakeup* interrupt, const std::function<void()>& on_interrupt,
                                                        const std::function<bool()>& abandon) {
   if (!follower_) return std::unexpected(Error{ErrorKind::internal, "no run started"});
   for (;;) {
@@ -127,11 +126,10 @@ std::expected<run::RunExit, Error> TrainSession::follow(int interrupt_fd, const 
         return std::unexpected(remote::call_error(attached.error(), "attaching to run " + run_id_ + ": " + attached.error().message));
       continue;
     }
-    pollfd fds[2] = {{follower_->wake_fd(), POLLIN, 0}, {interrupt_fd, POLLIN, 0}};
-    const int n = ::poll(fds, interrupt_fd >= 0 ? 2 : 1, 1000);
-    if (n < 0 && errno != EINTR) return std::unexpected(Error{ErrorKind::io, std::string("poll: ") + std::strerror(errno)});
-    if (n > 0 && (fds[0].revents & POLLIN)) follower_->drain();
-    if (n > 0 && interrupt_fd >= 0 && (fds[1].revents & POLLIN)) {
+    platform::Wakeup* wakeups[2] = {&follower_->wakeup(), interrupt};
+    platform::wait_any(std::span(wakeups, interrupt ? 2 : 1), std::chrono::seconds(1));
+    follower_->drain();
+    if (interrupt && interrupt->take()) {
       if (on_interrupt) on_interrupt();
       if (abandon && abandon()) return std::unexpected(Error{ErrorKind::cancelled, "stopped following run " + run_id_ + " (it goes on)"});
     }

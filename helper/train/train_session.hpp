@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/wakeup.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/run/run_client.hpp"
 #include "helper/run/run_follower.hpp"
@@ -68,11 +69,11 @@ class TrainSession {
   const std::optional<TrainerInstall>& trainer() const { return trainer_; }
   const std::string& run_id() const { return run_id_; }
 
-  // Follows the run to its exit. When `interrupt_fd` (-1: none) becomes readable,
+  // Follows the run to its exit. When `interrupt` (none: null) is raised, it is lowered and
   // `on_interrupt` runs on this thread (it may call signal()); if `abandon` then says true,
   // following stops (the run goes on) with a cancelled error. A local agent that died is
   // agent_lost; an agent that refuses the stream (an unknown id, a log it cannot send) io.
-  std::expected<run::RunExit, Error> follow(int interrupt_fd = -1, const std::function<void()>& on_interrupt = {},
+  std::expected<run::RunExit, Error> follow(platform::Wakeup* interrupt = nullptr, const std::function<void()>& on_interrupt = {},
                                             const std::function<bool()>& abandon = {});
   std::expected<void, Error> signal(const std::string& name);
 
