@@ -1,11 +1,6 @@
 // `ferry debug`: run a script on the box under debugpy and hand the IDE a ready attach
 // configuration (VS Code) through a local tunnel; `--pycharm PORT` instead opens the reverse
 // tunnel PyCharm's debug server needs and prints the settrace line to paste.
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -19,6 +14,8 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/full_io.hpp"
+#include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/debug/attach_configuration.hpp"
@@ -61,59 +58,7 @@ struct DebugCliOptions {
   std::vector<std::string> command;
 };
 
-// Ctrl-C through a self-pipe, so the wait loop sees it beside the run's wake fd.
-int g_sigint_pipe[2] = {-1, -1};
-void on_sigint(int sig) {
-  const int saved = errno;
-  char c = sig == SIGINT ? 'i' : 't';
-  [[maybe_unused]] auto n = ::write(g_sigint_pipe[1], &c, 1);
-  errno = saved;
-}
-
-class SigintGuard {
- public:
-  SigintGuard() {
-    if (::pipe2(g_sigint_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
-    struct sigaction sa {};
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    // SIGTERM and SIGHUP (terminal closed) count as Ctrl-C: a debuggee left waiting for a client
-    // nobody will bring would sit on the box forever.
-    ::sigaction(SIGINT, &sa, &old_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-    ::sigaction(SIGHUP, &sa, &old_hup_);
-    installed_ = true;
-  }
-  ~SigintGuard() {
-    if (!installed_) return;
-    ::sigaction(SIGINT, &old_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-    ::sigaction(SIGHUP, &old_hup_, nullptr);
-    ::close(g_sigint_pipe[0]);
-    ::close(g_sigint_pipe[1]);
-    g_sigint_pipe[0] = g_sigint_pipe[1] = -1;
-  }
-  int fd() const { return g_sigint_pipe[0]; }
-  // 0: nothing; 'i': Ctrl-C; 't': SIGTERM or SIGHUP (the last one read wins).
-  char take() const {
-    char buf[16];
-    const ssize_t n = installed_ ? ::read(g_sigint_pipe[0], buf, sizeof buf) : 0;
-    return n > 0 ? buf[n - 1] : 0;
-  }
-
- private:
-  struct sigaction old_ {}, old_term_ {}, old_hup_ {};
-  bool installed_ = false;
-};
-
-void write_fd(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
+void write_fd(int fd, std::string_view bytes) { (void)posix::write_full(fd, bytes.data(), bytes.size()); }
 
 // The project, its first mapping's sync target and a connected endpoint for its host: the
 // same resolution as `ferry sync` (with_sync_engines), kept here because debug needs the endpoint
@@ -151,7 +96,7 @@ std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::
 
 // The debuggee (or the PyCharm-mode script) followed to its end with output to our stdout and
 // stderr; Ctrl-C escalates INT, TERM, KILL. Returns ferry's exit status.
-int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std::string& id, const SigintGuard& sigint) {
+int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std::string& id, platform::StopRequests& stop) {
   const bool reconnects = endpoint.reconnects();
   run::RunFollower follower(client, id, 0, [](const run::OutputRecord& rec) {
     write_fd(rec.stream == run::Stream::stdout_stream ? 1 : 2, rec.data);
@@ -161,10 +106,10 @@ int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std:
     follower.drain();
     if (follower.needs_attach()) (void)follower.attach();
     if (follower.finished() || follower.failed()) break;
-    pollfd fds[2] = {{follower.wake_fd(), POLLIN, 0}, {sigint.fd(), POLLIN, 0}};
     // Woken at least once a second to look at the link: an SSH link that dropped and came back
     // needs a re-attach at the next offset; a local agent that died never comes back.
-    if (::poll(fds, sigint.fd() >= 0 ? 2 : 1, 1000) < 0 && errno != EINTR) break;
+    platform::Wakeup* wakeups[] = {&stop.wakeup(), &follower.wakeup()};
+    platform::wait_any(wakeups, std::chrono::seconds(1));
     if (const bool up = endpoint.connected(); !up && !reconnects) {
       std::cerr << "ferry debug: lost the agent on " << endpoint.description() << "; run " << id
                 << " goes on (`ferry attach " << id << "` follows it)\n";
@@ -174,12 +119,12 @@ int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std:
     } else if (up && follower.link_down()) {
       follower.link_restored();
     }
-    if (const char why = sigint.take(); why == 't') {
+    if (const auto why = stop.take(); why == platform::StopKind::terminate) {
       // ferry itself is being stopped: end the run too. KILL, because debugpy waiting for its
       // client ignores SIGINT and SIGTERM, and nobody will attach once ferry is gone.
       (void)client.signal(id, "KILL");
       std::cerr << "ferry debug: stopping; sent SIGKILL to run " << id << "\n";
-    } else if (why) {
+    } else if (why == platform::StopKind::interrupt) {
       auto step = escalation.next(id);
       (void)client.signal(id, step.signal);
       std::cerr << step.note << "\n";
@@ -196,7 +141,7 @@ debug::DebugTarget debug_target(const ProjectLink& link) {
   return {link.project, link.target.remote_base, link.first_remote_root};
 }
 
-debug::DebugRequest debug_request(const DebugCliOptions& o, int interrupt_fd) {
+debug::DebugRequest debug_request(const DebugCliOptions& o, platform::Wakeup* interrupt) {
   debug::DebugRequest r;
   r.command = o.command;
   r.port = o.port;
@@ -206,7 +151,7 @@ debug::DebugRequest debug_request(const DebugCliOptions& o, int interrupt_fd) {
   r.wait = std::chrono::seconds(o.wait_seconds);
   r.attach.legacy_type = o.legacy_type;
   r.attach.just_my_code = !o.all_code;
-  r.interrupt_fd = interrupt_fd;
+  r.interrupt = interrupt;
   return r;
 }
 
@@ -244,16 +189,17 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
             << "paste this where the remote code should connect (pip install pydevd-pycharm~=<your PyCharm build> on the box):\n";
   std::cout << debug::pycharm_settrace_line(*o.pycharm) << std::endl;
 
-  SigintGuard sigint;
+  // Ctrl-C, SIGTERM and SIGHUP (a closed terminal) alike: a debuggee left waiting for a client
+  // nobody will bring would sit on the box forever.
+  platform::StopRequests stop;
   int rc = 0;
   if (o.command.empty()) {
     std::cerr << "tunnel open; Ctrl-C closes it\n";
-    pollfd p{sigint.fd(), POLLIN, 0};
-    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
-    }
+    platform::Wakeup* wakeups[] = {&stop.wakeup()};
+    platform::wait_any(wakeups);
   } else {
     run::RunClient client(*link.endpoint);
-    auto spec_run = debug::debug_run_spec(debug_target(link), debug_request(o, -1), o.command);
+    auto spec_run = debug::debug_run_spec(debug_target(link), debug_request(o, nullptr), o.command);
     if (!spec_run) {
       std::cerr << "ferry debug: " << spec_run.error() << "\n";
       rc = kUsage;
@@ -261,7 +207,7 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
       std::cerr << "ferry debug: cannot start the run on " << link.endpoint->description() << ": " << started.error().message << "\n";
       rc = kFailure;
     } else {
-      rc = follow_to_end(client, *link.endpoint, started->id, sigint);
+      rc = follow_to_end(client, *link.endpoint, started->id, stop);
     }
   }
   (void)link.endpoint->close_forward(forward->id);
@@ -270,8 +216,8 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
 
 int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
   run::RunClient client(*link.endpoint);
-  SigintGuard sigint;
-  auto launched = debug::launch_under_debugpy(*link.endpoint, client, debug_target(link), debug_request(o, sigint.fd()));
+  platform::StopRequests stop;  // as in pycharm_mode
+  auto launched = debug::launch_under_debugpy(*link.endpoint, client, debug_target(link), debug_request(o, &stop.wakeup()));
   if (!launched) {
     const auto& e = launched.error();
     switch (e.kind) {
@@ -280,7 +226,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
       case debug::DebugErrorKind::interrupted: std::cerr << "ferry debug: interrupted\n"; return exit_status::kInterrupted;
       case debug::DebugErrorKind::debuggee_ended: {
         // Show what it printed (why it ended), then say so.
-        (void)follow_to_end(client, *link.endpoint, *e.run_id, sigint);
+        (void)follow_to_end(client, *link.endpoint, *e.run_id, stop);
         std::cerr << "ferry debug: " << e.message << "\n";
         return e.exit ? std::max(1, run::exit_status(*e.exit)) : kFailure;
       }
@@ -307,7 +253,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
   std::cerr << debug::kReadyLinePrefix << "127.0.0.1:" << o.port << " (run " << launched->run_id << "); tunnel "
             << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
   std::cout << configuration.dump(2) << "\n" << std::flush;
-  const int rc = follow_to_end(client, *link.endpoint, launched->run_id, sigint);
+  const int rc = follow_to_end(client, *link.endpoint, launched->run_id, stop);
   (void)link.endpoint->close_forward(launched->forward.id);
   return rc;
 }

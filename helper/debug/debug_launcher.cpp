@@ -1,13 +1,11 @@
 // debug_launcher: check debugpy, start the debuggee, wait for its listener, open the tunnel.
 #include "helper/debug/debug_launcher.hpp"
 
-#include <poll.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <memory>
 
+#include "common/wakeup.hpp"
 #include "helper/run/launch_spec.hpp"
 #include "helper/run/run_follower.hpp"
 
@@ -22,7 +20,7 @@ class Followed {
  public:
   Followed(run::RunClient& client, std::string id, run::RunFollower::Sink sink)
       : follower_(client, std::move(id), 0, std::move(sink)) {}
-  int wake_fd() const { return follower_.wake_fd(); }
+  platform::Wakeup& wakeup() { return follower_.wakeup(); }
   // Attaches when due; true once the run is over (or cannot be followed).
   bool step() {
     follower_.drain();
@@ -46,19 +44,18 @@ DebugError make_error(DebugErrorKind kind, std::string message, std::optional<st
 
 enum class Woke { change, interrupt, deadline };
 
-Woke wait_any(const std::vector<Followed*>& runs, int interrupt_fd, Clock::time_point deadline) {
-  std::vector<pollfd> fds;
-  for (auto* r : runs) fds.push_back({r->wake_fd(), POLLIN, 0});
-  if (interrupt_fd >= 0) fds.push_back({interrupt_fd, POLLIN, 0});
+// The interrupt comes first (a run's steady output must not hide it) and is looked at, not
+// lowered: it belongs to the caller (the CLI reads its kind).
+Woke wait_any(const std::vector<Followed*>& runs, platform::Wakeup* interrupt, Clock::time_point deadline) {
+  std::vector<platform::Wakeup*> wakeups;
+  if (interrupt) wakeups.push_back(interrupt);
+  for (auto* r : runs) wakeups.push_back(&r->wakeup());
   for (;;) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) return Woke::deadline;
-    int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<long long>(left, 60'000)));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Woke::change;
-    if (n == 0) continue;
-    if (interrupt_fd >= 0 && (fds.back().revents & POLLIN)) return Woke::interrupt;
-    return Woke::change;
+    const int woke = platform::wait_any(wakeups, std::chrono::milliseconds(std::min<long long>(left, 60'000)));
+    if (woke < 0) continue;
+    return interrupt && woke == 0 ? Woke::interrupt : Woke::change;
   }
 }
 
@@ -69,7 +66,7 @@ struct Finished {
 
 // A short helper run (the check, the probe) to its end; removed afterwards so `ferry runs`
 // shows only what the user started.
-std::expected<Finished, DebugError> run_to_end(run::RunClient& client, const run::RunSpec& spec, int interrupt_fd,
+std::expected<Finished, DebugError> run_to_end(run::RunClient& client, const run::RunSpec& spec, platform::Wakeup* interrupt,
                                                std::chrono::seconds timeout, const std::string& what) {
   auto started = client.start(spec);
   if (!started) return std::unexpected(make_error(DebugErrorKind::failure, "cannot start " + what + ": " + started.error().message));
@@ -81,7 +78,7 @@ std::expected<Finished, DebugError> run_to_end(run::RunClient& client, const run
     });
     const auto deadline = Clock::now() + timeout;
     while (!r.step()) {
-      const auto woke = wait_any({&r}, interrupt_fd, deadline);
+      const auto woke = wait_any({&r}, interrupt, deadline);
       if (woke == Woke::change) continue;
       (void)client.signal(started->id, "KILL");
       return std::unexpected(make_error(woke == Woke::interrupt ? DebugErrorKind::interrupted : DebugErrorKind::failure,
@@ -124,7 +121,7 @@ std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& en
   if (!mappings) return usage(mappings.error());
 
   // 1. debugpy importable by the configured interpreter, in the run's own environment.
-  auto check = run_to_end(client, *check_spec, request.interrupt_fd, std::chrono::seconds(60),
+  auto check = run_to_end(client, *check_spec, request.interrupt, std::chrono::seconds(60),
                           "the debugpy check (" + target.project.interpreter + ")");
   if (!check) return std::unexpected(check.error());
   if (run::exit_status(check->exit) == kDebugPortInUse && check->err.find("port in use") != std::string::npos)
@@ -157,7 +154,7 @@ std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& en
     const auto deadline = Clock::now() + request.wait + std::chrono::seconds(10);
     bool probe_done = probe.step(), debuggee_done = debuggee.step();
     while (!probe_done && !debuggee_done) {
-      const auto woke = wait_any({&probe, &debuggee}, request.interrupt_fd, deadline);
+      const auto woke = wait_any({&probe, &debuggee}, request.interrupt, deadline);
       if (woke == Woke::interrupt) {
         (void)client.signal(probe_started->id, "KILL");
         return fail(DebugErrorKind::interrupted, "interrupted");

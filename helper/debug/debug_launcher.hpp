@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/wakeup.hpp"
 #include "helper/debug/attach_configuration.hpp"
 #include "helper/debug/debugpy_command.hpp"
 #include "helper/deploy/project_config.hpp"
@@ -35,7 +36,7 @@ struct DebugRequest {
   std::string cwd;                   // relative to the mapping root
   std::chrono::seconds wait{30};     // for debugpy to listen
   AttachOptions attach;              // its port is set to the tunnel's
-  int interrupt_fd = -1;             // readable: give up (Ctrl-C), killing the run
+  platform::Wakeup* interrupt = nullptr;  // raised: give up (Ctrl-C), killing the run
 };
 
 enum class DebugErrorKind {
