@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <span>
 
@@ -66,5 +67,10 @@ class StopRequests {
   Wakeup wakeup_;
   bool terminate_too_;
 };
+
+// For work that looks at a flag between steps (sync, pull): from now on the first Ctrl-C sets the
+// flag the returned function reads and writes `note` (a string literal) to stderr; a second one
+// ends the process as Ctrl-C does by default. Calling it again clears the flag.
+std::function<bool()> first_interrupt_flag(const char* note);
 
 }  // namespace ferry::platform

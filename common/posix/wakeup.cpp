@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <vector>
 
 namespace ferry::platform {
@@ -25,7 +26,32 @@ void on_stop_signal(int sig) {
   errno = saved;
 }
 
+std::atomic<bool> g_interrupted{false};
+const char* g_interrupt_note = "";
+
+// What the SIGINT handler may touch: a lock-free flag, write(2), signal(2), raise(3).
+extern "C" void on_first_interrupt(int) {
+  if (g_interrupted.exchange(true)) {  // the second Ctrl-C: quit now
+    ::signal(SIGINT, SIG_DFL);
+    ::raise(SIGINT);
+    return;
+  }
+  const int saved = errno;
+  [[maybe_unused]] auto n = ::write(STDERR_FILENO, g_interrupt_note, std::strlen(g_interrupt_note));
+  errno = saved;
+}
+
 }  // namespace
+
+std::function<bool()> first_interrupt_flag(const char* note) {
+  g_interrupted = false;
+  g_interrupt_note = note;
+  struct sigaction sa {};
+  sa.sa_handler = on_first_interrupt;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, nullptr);
+  return [] { return g_interrupted.load(); };
+}
 
 Wakeup::Wakeup() : waitable_(-1), raiser_(-1) {
   int p[2];

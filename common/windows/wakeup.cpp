@@ -5,6 +5,7 @@
 
 #include <windows.h>
 
+#include <cstring>
 #include <vector>
 
 namespace ferry::platform {
@@ -31,7 +32,27 @@ BOOL WINAPI on_console_event(DWORD event) {
   }
 }
 
+std::atomic<bool> g_interrupted{false};
+std::atomic<const char*> g_interrupt_note{""};
+
+BOOL WINAPI on_first_interrupt(DWORD event) {
+  if (event != CTRL_C_EVENT) return FALSE;
+  if (g_interrupted.exchange(true)) return FALSE;  // the second Ctrl-C: the default handler ends the process
+  const char* note = g_interrupt_note.load();
+  DWORD written = 0;
+  ::WriteFile(::GetStdHandle(STD_ERROR_HANDLE), note, static_cast<DWORD>(std::strlen(note)), &written, nullptr);
+  return TRUE;
+}
+
 }  // namespace
+
+std::function<bool()> first_interrupt_flag(const char* note) {
+  g_interrupted = false;
+  g_interrupt_note = note;
+  static const bool installed = ::SetConsoleCtrlHandler(on_first_interrupt, TRUE) != 0;
+  (void)installed;
+  return [] { return g_interrupted.load(); };
+}
 
 Wakeup::Wakeup() : waitable_(::CreateEventW(nullptr, TRUE, FALSE, nullptr)), raiser_(waitable_) {}
 

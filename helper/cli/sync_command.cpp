@@ -3,9 +3,6 @@
 // summary per mapping (or one JSON object). Also defines with_sync_engines(), which `ferry pull`
 // and `ferry watch` share: it opens the right endpoint for the project's host and one engine per
 // mapping over it.
-#include <signal.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <filesystem>
 #include <iostream>
@@ -17,6 +14,8 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/server/sync_result.hpp"
+#include "common/terminal.hpp"
+#include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cli/progress_bar.hpp"
@@ -74,30 +73,8 @@ int with_sync_engines(const GlobalOptions& g, const std::string& who, const Mapp
   return rc;
 }
 
-namespace {
-
-// What the SIGINT handler may touch: a lock-free flag, write(2), signal(2), raise(3).
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void on_sync_interrupt(int) {
-  if (g_interrupted.exchange(true)) {  // the second Ctrl-C: quit now, as before
-    ::signal(SIGINT, SIG_DFL);
-    ::raise(SIGINT);
-    return;
-  }
-  static const char note[] = "\nferry: stopping after the requests in flight (Ctrl-C again quits at once)\n";
-  [[maybe_unused]] auto n = ::write(STDERR_FILENO, note, sizeof note - 1);
-}
-
-}  // namespace
-
 std::function<bool()> stop_on_ctrl_c() {
-  g_interrupted = false;
-  struct sigaction sa {};
-  sa.sa_handler = on_sync_interrupt;
-  ::sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  return [] { return g_interrupted.load(); };
+  return platform::first_interrupt_flag("\nferry: stopping after the requests in flight (Ctrl-C again quits at once)\n");
 }
 
 namespace {
@@ -243,7 +220,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
       so.cancelled = stop_on_ctrl_c();
       so.confirm_mass_delete = [o, bar](const std::string& reason, std::size_t n) {
         if (o->yes) return true;
-        if (!::isatty(STDIN_FILENO)) return false;
+        if (!platform::is_terminal(0)) return false;
         if (bar) bar->clear();
         std::cerr << "ferry sync: " << reason << ". Delete " << n << " remote paths? [y/N] " << std::flush;
         std::string answer;
@@ -263,7 +240,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
         if (done.back().summary.cancelled) break;
       }
       const int rc = print_summaries(done, engines.size() > 1, o->json, where);
-      return !done.empty() && done.back().summary.cancelled ? 128 + SIGINT : rc;
+      return !done.empty() && done.back().summary.cancelled ? exit_status::kInterrupted : rc;
     }, walk_while_connecting);
   });
 }

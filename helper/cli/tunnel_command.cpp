@@ -2,8 +2,6 @@
 // when no SPEC is given) and stays in the foreground until Ctrl-C, printing one line per tunnel on
 // stdout; link drops and reconnects are reported on stderr, and the tunnels come back by themselves.
 // On a short link its local tunnels go through the OpenSSH master from the first connection.
-#include <signal.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -12,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_config.hpp"
@@ -76,13 +75,9 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     std::cerr << "ferry tunnel: " << target.error() << "\n";
     return exit_status::kUsage;
   }
-  // Ctrl-C and SIGTERM are taken by sigwait below; blocked before any thread starts, so every
-  // thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Ctrl-C, SIGTERM or a closed terminal ends the wait below; taken from here on, so one that
+  // comes during the connect ends the command as soon as the tunnels are up.
+  platform::StopRequests stop;
 
   remote::SshEndpointOptions eo = endpoint_options(*target);
   eo.reconnect = true;
@@ -124,8 +119,8 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     spdlog::debug("ferry tunnel: connections go over the link's libssh2 channels");
   for (const auto& line : lines) std::cout << line << std::endl;
   std::cerr << "ferry: forwarding; Ctrl-C to stop\n";
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  platform::Wakeup* stop_wakeup[] = {&stop.wakeup()};
+  platform::wait_any(stop_wakeup);
   std::cerr << "ferry: closing tunnels\n";
   e.close();
   return lines.size() == specs.size() ? 0 : 1;
