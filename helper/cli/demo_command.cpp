@@ -7,8 +7,6 @@
 #include <mutex>
 #include <vector>
 
-#include <sys/wait.h>
-
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
