@@ -14,6 +14,7 @@ inline constexpr int kFailed = 1;        // the command failed; stderr says why 
 inline constexpr int kUsage = run::kUsageFailure;  // 2: bad arguments, no or a bad ferry.json, an unknown run id
 inline constexpr int kAttention = 3;     // done, but something needs you: sync conflicts or held deletes, debugpy missing
 inline constexpr int kInterrupted = 130; // Ctrl-C (128 + SIGINT)
+inline constexpr int kReaderGone = 141;  // stdout's reader went away: 128 + SIGPIPE, as a shell says
 inline constexpr int kFerryFailure = run::kFerryFailure;  // 255: run, train, debug, logs when ferry itself failed
 
 // A failed command's status from its error's kind: 2 when the fix is in the arguments or

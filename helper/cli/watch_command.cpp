@@ -2,10 +2,6 @@
 // then a recursive inotify watch per mapping (helper/sync/watcher.hpp) turns each settled burst
 // of changes into a push of just those paths, printing one summary line per push; Ctrl-C ends it
 // with status 0.
-#include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -15,9 +11,12 @@
 #include <thread>
 
 #include <CLI/CLI.hpp>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "helper/server/sync_result.hpp"
+#include "common/terminal.hpp"
+#include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cli/progress_bar.hpp"
@@ -36,13 +35,13 @@ struct WatchCliOptions {
   int quiet_ms = 100;
 };
 
-// What the signal handler may touch: an atomic flag and the watchers' eventfd writes (one watcher
-// per mapping, in an array published before the handler is installed).
+// Set once watching is to end (Ctrl-C, SIGTERM, a closed terminal, a failed watcher, stdout's
+// reader gone); the watchers (one per mapping, in an array published while they run) are stopped.
 std::atomic<bool> g_interrupted{false};
 std::atomic<std::atomic<sync::TreeWatcher*>*> g_watchers{nullptr};
 std::atomic<std::size_t> g_watcher_count{0};
 
-extern "C" void on_interrupt(int) {
+void stop_all_watchers() {
   g_interrupted.store(true);
   auto* ws = g_watchers.load();
   const std::size_t n = ws ? g_watcher_count.load() : 0;
@@ -55,9 +54,7 @@ extern "C" void on_interrupt(int) {
 constexpr std::size_t kDeletesForFullPush = 5;
 
 std::string clock_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  ::localtime_r(&t, &tm);
+  const std::tm tm = fmt::localtime(std::time(nullptr));  // localtime_r or localtime_s
   return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
@@ -101,7 +98,7 @@ bool push_mapping(Watched& w, const WatchCliOptions& o, std::vector<std::string>
   so.listing_progress = listing_callback(bar);
   so.confirm_mass_delete = [yes = o.yes, bar](const std::string& reason, std::size_t n) {
     if (yes) return true;
-    if (!::isatty(STDIN_FILENO)) return false;
+    if (!platform::is_terminal(0)) return false;
     std::lock_guard lock(g_out_mu);
     if (bar) bar->clear();
     std::cerr << "ferry watch: " << reason << ". Delete " << n << " remote paths? [y/N] " << std::flush;
@@ -125,8 +122,8 @@ bool push_mapping(Watched& w, const WatchCliOptions& o, std::vector<std::string>
 bool reader_gone(std::atomic<int>& rc) {
   std::lock_guard lock(g_out_mu);
   if (std::cout.good()) return false;
-  if (rc.exchange(128 + SIGPIPE) != 128 + SIGPIPE) std::cerr << "ferry watch: stdout was closed (its reader went away); stopped watching\n";
-  on_interrupt(0);  // the other mappings' loops stop too
+  if (rc.exchange(exit_status::kReaderGone) != exit_status::kReaderGone) std::cerr << "ferry watch: stdout was closed (its reader went away); stopped watching\n";
+  stop_all_watchers();  // the other mappings' loops stop too
   return true;
 }
 
@@ -141,7 +138,7 @@ void watch_loop(Watched& w, const WatchCliOptions& o, std::atomic<int>& rc, bool
         std::cerr << "ferry watch: " << batch.error() << "\n";
       }
       rc = 1;
-      on_interrupt(0);
+      stop_all_watchers();
       return;
     }
     if (!*batch) continue;  // an hour without changes, or stopped
@@ -152,8 +149,8 @@ void watch_loop(Watched& w, const WatchCliOptions& o, std::atomic<int>& rc, bool
     }
     std::size_t gone = 0;
     for (const auto& p : b.paths) {
-      struct stat st {};
-      if (::lstat((root / p).c_str(), &st) != 0) ++gone;
+      std::error_code ec;
+      if (!fs::exists(fs::symlink_status(root / p, ec))) ++gone;
     }
     if (gone >= kDeletesForFullPush) push_mapping(w, o, {}, fmt::format("{} paths removed", gone), bar_ok);
     else push_mapping(w, o, b.paths, b.paths.size() == 1 ? b.paths.front() : fmt::format("{} paths", b.paths.size()), bar_ok);
@@ -180,12 +177,16 @@ int watch_mappings(std::vector<MappingEngine>& engines, const WatchCliOptions& o
   for (std::size_t i = 0; i < watched.size(); ++i) slots[i] = watched[i].watcher.get();
   g_watcher_count = watched.size();
   g_watchers = slots.get();
-  struct sigaction sa {};
-  sa.sa_handler = on_interrupt;
-  ::sigemptyset(&sa.sa_mask);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  // Ctrl-C, SIGTERM or a closed terminal stops every watcher, from a thread of its own.
+  platform::StopRequests stop;
+  platform::Wakeup finished;
+  std::jthread stopper([&] {
+    platform::Wakeup* wakeups[] = {&finished, &stop.wakeup()};
+    if (platform::wait_any(wakeups) == 1) stop_all_watchers();
+  });
   auto unpublish = [&] {
+    finished.raise();
+    stopper.join();
     g_watchers = nullptr;
     g_watcher_count = 0;
   };
