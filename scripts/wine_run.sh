@@ -12,12 +12,19 @@ export WINEPREFIX="${FERRY_WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/ferry/win
 export WINEDEBUG=-all
 # No Gecko/Mono prompts while a prefix is made, and no desktop integration.
 export WINEDLLOVERRIDES="${WINEDLLOVERRIDES:-mscoree,mshtml=;winemenubuilder.exe=d}"
-if [[ ! -f "$WINEPREFIX/system.reg" ]]; then
-  mkdir -p "$WINEPREFIX"
-  # One maker at a time: ctest -j starts several tests against a prefix that is not there yet.
-  exec 8>"$WINEPREFIX.lock"
-  flock 8
-  [[ -f "$WINEPREFIX/system.reg" ]] || "$WINE" wineboot --init >/dev/null 2>&1 || true
-  exec 8>&-
+# A wineserver that outlives each test by a few seconds: with Wine's default, it exits as the
+# last program ends, and the next test, starting in that instant, fails with "wine client
+# error: recvmsg: Connection reset by peer". A new server gets the prefix made (first use)
+# and Wine's own services started here with no output attached: started by a test, they would
+# hold its output pipe open until the server exits, and ctest would wait for them. One test
+# at a time does this (ctest -j), and nothing it starts may inherit the lock.
+mkdir -p "$WINEPREFIX"
+exec 8>"$WINEPREFIX.lock"
+flock 8
+if "${FERRY_WINESERVER:-$(dirname "$WINE")/wineserver}" -p15 </dev/null >/dev/null 2>&1 8>&-; then
+  boot=()
+  [[ -f "$WINEPREFIX/system.reg" ]] || boot=(--init)
+  "$WINE" wineboot "${boot[@]}" </dev/null >/dev/null 2>&1 8>&- || true
 fi
+exec 8>&-
 exec "$WINE" "$@"
