@@ -80,7 +80,7 @@ add_subdirectory(protocol)
 set(FERRY_WITH_TORCH OFF)
 add_subdirectory(remote-runtime/train)
 add_subdirectory(helper)
-add_dependencies(ferry_windows ferry_protocol ferry_delta ferry_sync_wire ferry_posix)
+add_dependencies(ferry_windows ferry ferry_protocol ferry_delta ferry_sync_wire ferry_posix)
 
 if(FERRY_TESTS)
   enable_testing()

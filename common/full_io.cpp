@@ -41,6 +41,17 @@ ssize_t write_full(int fd, const void* buf, std::size_t n) {
   return loop<true>(n, [&](std::size_t done) { return os::write_some(fd, p + done, n - done); });
 }
 
+ssize_t write_stream(int fd, const void* buf, std::size_t n) {
+  const auto* p = static_cast<const char*>(buf);
+  return loop<true>(n, [&](std::size_t done) {
+    for (;;) {
+      const ssize_t k = os::write_some(fd, p + done, n - done);
+      if (k >= 0 || errno != EAGAIN) return k;
+      os::wait_writable(fd, 1000);
+    }
+  });
+}
+
 ssize_t pread_full(int fd, void* buf, std::size_t n, std::uint64_t offset) {
   auto* p = static_cast<char*>(buf);
   return loop<false>(n, [&](std::size_t done) { return os::pread_some(fd, p + done, n - done, offset + done); });

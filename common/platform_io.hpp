@@ -18,6 +18,10 @@ ssize_t write_some(int fd, const void* buf, std::size_t n);
 ssize_t pread_some(int fd, void* buf, std::size_t n, std::uint64_t offset);
 ssize_t pwrite_some(int fd, const void* buf, std::size_t n, std::uint64_t offset);
 
+// Waits up to `ms` for `fd` to take a write (poll(2) on POSIX; Windows descriptors never say
+// EAGAIN, so there it returns at once).
+void wait_writable(int fd, int ms);
+
 // copy_file_range(2) between explicit offsets: bytes copied, or -1 with errno set (ENOSYS where
 // the platform has no kernel copy).
 ssize_t kernel_copy(int in_fd, std::uint64_t in_off, int out_fd, std::uint64_t out_off, std::size_t n);

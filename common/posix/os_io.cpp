@@ -3,6 +3,7 @@
 #include "common/platform_io.hpp"
 
 #include <linux/fs.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -13,6 +14,11 @@ namespace ferry::posix::os {
 ssize_t read_some(int fd, void* buf, std::size_t n) { return ::read(fd, buf, n); }
 
 ssize_t write_some(int fd, const void* buf, std::size_t n) { return ::write(fd, buf, n); }
+
+void wait_writable(int fd, int ms) {
+  pollfd p{fd, POLLOUT, 0};
+  ::poll(&p, 1, ms);
+}
 
 ssize_t pread_some(int fd, void* buf, std::size_t n, std::uint64_t offset) {
   return ::pread(fd, buf, n, static_cast<off_t>(offset));

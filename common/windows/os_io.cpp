@@ -62,6 +62,8 @@ ssize_t write_some(int fd, const void* buf, std::size_t n) {
   return put;
 }
 
+void wait_writable(int, int) {}
+
 ssize_t pread_some(int fd, void* buf, std::size_t n, std::uint64_t offset) {
   LARGE_INTEGER pointer;
   const HANDLE h = positioned_handle(fd, pointer);

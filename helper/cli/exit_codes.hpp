@@ -15,6 +15,7 @@ inline constexpr int kUsage = run::kUsageFailure;  // 2: bad arguments, no or a 
 inline constexpr int kAttention = 3;     // done, but something needs you: sync conflicts or held deletes, debugpy missing
 inline constexpr int kInterrupted = 130; // Ctrl-C (128 + SIGINT)
 inline constexpr int kReaderGone = 141;  // stdout's reader went away: 128 + SIGPIPE, as a shell says
+inline constexpr int kTerminated = 143;  // run, logs, attach told to stop following (SIGTERM, SIGHUP, a closed console): 128 + SIGTERM
 inline constexpr int kFerryFailure = run::kFerryFailure;  // 255: run, train, debug, logs when ferry itself failed
 
 // A failed command's status from its error's kind: 2 when the fix is in the arguments or

@@ -2,12 +2,6 @@
 // terminal. Runs live on the box (the agent's supervisor), so this process only starts, streams,
 // signals and re-attaches; a dropped SSH link is waited out and the stream resumes at the next
 // offset. Remote stdout/stderr go to ours as raw bytes; the exit status is the remote one.
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/ioctl.h>
-#include <termios.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -24,6 +18,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/full_io.hpp"
+#include "common/terminal.hpp"
+#include "common/terminal_input.hpp"
+#include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
@@ -117,86 +115,21 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::
   return connect_project(g, std::move(*config), who);
 }
 
-// ---- signals and the terminal ----
+// ---- the terminal ----
 
-int g_signal_pipe[2] = {-1, -1};
+constexpr int kStdin = 0, kStdout = 1, kStderr = 2;
 
-extern "C" void note_signal(int signo) {
-  int saved = errno;
-  unsigned char c = static_cast<unsigned char>(signo);
-  [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &c, 1);
-  errno = saved;
-}
-
-// Routes the given signals into a pipe for the poll loop while it lives; restores on exit.
-class SignalPipe {
- public:
-  explicit SignalPipe(std::initializer_list<int> signals) {
-    if (g_signal_pipe[0] < 0 && ::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
-    for (int s : signals) {
-      struct sigaction sa {};
-      sa.sa_handler = note_signal;
-      sigemptyset(&sa.sa_mask);
-      sa.sa_flags = SA_RESTART;
-      struct sigaction old {};
-      if (::sigaction(s, &sa, &old) == 0) saved_.emplace_back(s, old);
-    }
-  }
-  ~SignalPipe() {
-    for (auto& [s, old] : saved_) ::sigaction(s, &old, nullptr);
-  }
-  int fd() const { return g_signal_pipe[0]; }
-
- private:
-  std::vector<std::pair<int, struct sigaction>> saved_;
-};
-
-// Raw mode for --tty: keys go to the remote pty as typed (its line discipline does ^C, echo).
-class RawTerminal {
- public:
-  RawTerminal() {
-    if (!::isatty(STDIN_FILENO) || ::tcgetattr(STDIN_FILENO, &saved_) != 0) return;
-    termios raw = saved_;
-    ::cfmakeraw(&raw);
-    active_ = ::tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
-  }
-  ~RawTerminal() {
-    if (active_) ::tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
-  }
-  bool active() const { return active_; }
-
- private:
-  termios saved_{};
-  bool active_ = false;
-};
-
+// The terminal's size for the remote pty; 0x0 when there is none.
 std::pair<int, int> terminal_size() {
-  winsize ws{};
-  for (int fd : {STDOUT_FILENO, STDIN_FILENO, STDERR_FILENO})
-    if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return {ws.ws_col, ws.ws_row};
+  for (int fd : {1, 0, 2})
+    if (auto size = platform::terminal_size(fd)) return {size->columns, size->rows};
   return {0, 0};
 }
-
-// ferry's status when the reader of its stdout went away (`ferry logs -f ID | head`): what a shell
-// reports for a pipeline member killed by SIGPIPE, which ferry ignores (main.cpp).
-constexpr int kReaderGone = 128 + SIGPIPE;
 
 // False when the reader is gone (EPIPE): the follow loops then stop instead of streaming a whole
 // run into a closed pipe. Other failures drop the bytes (nowhere else to put them).
 bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, 1000);
-      continue;
-    }
-    if (n < 0 && errno == EPIPE) return false;
-    if (n <= 0) return true;
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
+  return posix::write_stream(fd, data.data(), data.size()) >= 0 || errno != EPIPE;
 }
 
 // The agent's refusal of a run request, with where it was asked and, for an id it does not know,
@@ -218,7 +151,7 @@ std::string start_error(const std::string& who, const ProjectLink& link, const r
 }
 
 // A note on stderr that reads right in raw mode too.
-void note(bool raw, const std::string& text) { write_all(STDERR_FILENO, text + (raw ? "\r\n" : "\n")); }
+void note(bool raw, const std::string& text) { write_all(kStderr, text + (raw ? "\r\n" : "\n")); }
 
 // ---- following a run ----
 
@@ -236,8 +169,8 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
   run::RunFollower follower(client, id, offset, [&o, &reader_gone](const run::OutputRecord& r) {
     bool err = r.stream == run::Stream::stderr_stream;
     if (o.stderr_only && !err) return;
-    const int fd = err && !o.stderr_only ? STDERR_FILENO : STDOUT_FILENO;
-    if (!write_all(fd, r.data) && fd == STDOUT_FILENO) reader_gone = true;
+    const int fd = err && !o.stderr_only ? kStderr : kStdout;
+    if (!write_all(fd, r.data) && fd == kStdout) reader_gone = true;
   });
   {
     std::lock_guard lock(link.notes->mutex);
@@ -251,11 +184,12 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
     }
   } unhook{*link.notes};
 
-  std::initializer_list<int> caught = {SIGINT, SIGTERM, SIGHUP, SIGWINCH};
-  SignalPipe signals(o.forward_interrupts ? caught : std::initializer_list<int>{SIGTERM, SIGHUP});
-  std::optional<RawTerminal> raw;
-  if (o.tty) raw.emplace();
-  bool is_raw = raw && raw->active();
+  // Ctrl-C escalates on the run (or, for logs, ends the following); SIGTERM, SIGHUP, a closed
+  // console detach. With --tty the terminal is raw, so a Ctrl-C typed is a byte for the remote pty.
+  platform::StopRequests stops;
+  std::optional<platform::TerminalInput> input;
+  if (o.forward_stdin) input.emplace(o.tty);
+  const bool is_raw = input && input->raw();
   run::InterruptEscalation escalation;
   bool stdin_open = o.forward_stdin;
   if (o.tty) {
@@ -268,7 +202,7 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
       note(is_raw, who + ": stdout was closed (its reader went away); stopped following run " + id +
                        ", which goes on (`ferry logs " + id + "` shows its output, `ferry kill " + id + "` stops it)");
       (void)client.detach(id);
-      return kReaderGone;
+      return exit_status::kReaderGone;
     }
     if (auto failed = follower.failed()) {
       note(is_raw, who + ": " + *failed);
@@ -283,39 +217,34 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
       }
       continue;
     }
-    pollfd fds[3] = {{follower.wake_fd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
-    int n = ::poll(fds, stdin_open ? 3 : 2, -1);
-    if (n < 0 && errno != EINTR) {
-      note(is_raw, who + ": poll: " + std::strerror(errno));
-      return kFerryFailure;
+    std::vector<platform::Wakeup*> waits = {&follower.wakeup(), &stops.wakeup()};
+    if (input) waits.push_back(&input->wakeup());
+    platform::wait_any(waits);
+    follower.drain();
+    switch (stops.take()) {
+      case platform::StopKind::none:
+        break;
+      case platform::StopKind::interrupt:
+        if (!o.forward_interrupts) return exit_status::kInterrupted;
+        if (auto step = escalation.next(id); auto sent = client.signal(id, step.signal))
+          note(is_raw, "ferry: " + step.note);
+        else
+          note(is_raw, who + ": could not signal run " + id + ": " + sent.error().message);
+        break;
+      case platform::StopKind::terminate:
+        note(is_raw, "ferry: stopped following run " + id + " (it goes on; `ferry attach " + id + "` resumes)");
+        (void)client.detach(id);
+        return exit_status::kTerminated;
     }
-    if (fds[0].revents) follower.drain();
-    if (fds[1].revents & POLLIN) {
-      unsigned char sigs[32];
-      ssize_t got = ::read(signals.fd(), sigs, sizeof sigs);
-      for (ssize_t i = 0; i < got; ++i) {
-        int s = sigs[i];
-        if (s == SIGINT) {
-          auto step = escalation.next(id);
-          auto sent = client.signal(id, step.signal);
-          note(is_raw, sent ? "ferry: " + step.note : who + ": could not signal run " + id + ": " + sent.error().message);
-        } else if (s == SIGWINCH && o.tty) {
-          auto [cols, rows] = terminal_size();
-          if (cols > 0) (void)client.resize(id, cols, rows);
-        } else if (s == SIGTERM || s == SIGHUP) {
-          note(is_raw, "ferry: stopped following run " + id + " (it goes on; `ferry attach " + id + "` resumes)");
-          (void)client.detach(id);
-          return 128 + s;
-        }
-      }
+    if (!input) continue;
+    auto taken = input->take();
+    if (taken.resized && o.tty) {
+      auto [cols, rows] = terminal_size();
+      if (cols > 0) (void)client.resize(id, cols, rows);
     }
-    if (stdin_open && (fds[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-      char buf[65536];
-      ssize_t got = ::read(STDIN_FILENO, buf, sizeof buf);
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      bool eof = got <= 0;
-      auto sent = client.input(id, std::string_view(buf, eof ? 0 : static_cast<std::size_t>(got)), eof);
-      if (eof || !sent) stdin_open = false;  // a finished run takes no more input
+    if (stdin_open && (!taken.bytes.empty() || taken.eof)) {
+      auto sent = client.input(id, taken.bytes, taken.eof);
+      if (taken.eof || !sent) stdin_open = false;  // a finished run takes no more input
     }
   }
   auto exit = follower.exit();
@@ -400,7 +329,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   FollowOptions fo;
   fo.tty = o.tty;
   // A terminal's keystrokes are for --tty; piped input is forwarded, then EOF.
-  fo.forward_stdin = o.tty || !::isatty(STDIN_FILENO);
+  fo.forward_stdin = o.tty || !platform::is_terminal(kStdin);
   fo.forward_interrupts = true;
   int rc = follow_run(*link, client, started->id, 0, fo, "ferry run");
   link->endpoint->close();
@@ -529,7 +458,7 @@ int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bo
     for (const auto& rec : r->records) {
       bool err = rec.stream == run::Stream::stderr_stream;
       if (stderr_only && !err) continue;
-      if (!write_all(stderr_only || !err ? STDOUT_FILENO : STDERR_FILENO, rec.data)) return kReaderGone;
+      if (!write_all(stderr_only || !err ? kStdout : kStderr, rec.data)) return exit_status::kReaderGone;
     }
     if (r->records.empty() || r->next == offset) break;  // all that is there now
     offset = r->next;

@@ -181,6 +181,29 @@ BOOST_AUTO_TEST_CASE(ctrl_c_escalates_int_term_kill) {
   BOOST_TEST(gone.wait() == 2);
 }
 
+BOOST_AUTO_TEST_CASE(sigterm_stops_following_and_the_run_goes_on) {
+  Project p;
+  ferry::test::write_file(p.dir / "ticks.py",
+                          "import sys, time\n"
+                          "print('ready', flush=True)\n"
+                          "line = sys.stdin.readline()\n"
+                          "print('read', line.strip(), flush=True)\n"
+                          "time.sleep(600)\n");
+  Ferry run(p.dir.path(), {"run", "--", "ticks.py"}, true);
+  BOOST_REQUIRE_MESSAGE(run.wait_out("ready\n"), run.err());
+  run.write_stdin("forwarded\n");  // stdin is a pipe here: forwarded while following
+  BOOST_REQUIRE_MESSAGE(run.wait_out("read forwarded\n"), run.err());
+  run.signal(SIGTERM);
+  BOOST_TEST(run.wait() == 143, run.err());
+  BOOST_TEST(run.err().find("stopped following run") != std::string::npos, run.err());
+  std::string id;
+  for (const auto& r : p.runs())
+    if (r["argv"].back().get<std::string>().ends_with("ticks.py") && r.value("state", "") == "running") id = r["id"];
+  BOOST_REQUIRE_MESSAGE(!id.empty(), "the run goes on after ferry stopped following it");
+  Ferry kill(p.dir.path(), {"kill", id, "--signal", "KILL"});
+  BOOST_TEST(kill.wait() == 0, kill.err());
+}
+
 BOOST_AUTO_TEST_CASE(tty_gives_the_run_a_terminal) {
   Project p;
   Ferry run(p.dir.path(),

@@ -14,6 +14,9 @@ ResponseError not_on_windows() {
 
 }  // namespace
 
+// No relay is made here (open_forward refuses); the endpoint's map of them still needs this.
+TcpRelay::~TcpRelay() = default;
+
 LocalEndpoint::LocalEndpoint(LocalEndpointOptions options) : options_(std::move(options)) {
   if (options_.root.empty()) options_.root = default_sandbox_root(options_.project_name);
 }

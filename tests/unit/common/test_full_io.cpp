@@ -1,6 +1,7 @@
 // Whole reads and writes over a pipe (which moves at most its capacity per call, so short
 // counts really happen) and over a file at offsets; files opened by open_file keep their bytes as
-// written (binary on Windows). A read interrupted by a signal is retried (POSIX).
+// written (binary on Windows). A read interrupted by a signal is retried (POSIX). write_stream
+// waits out a non-blocking pipe that is full where write_full gives up (POSIX).
 #define BOOST_TEST_MODULE full_io
 #include <boost/test/unit_test.hpp>
 
@@ -86,6 +87,29 @@ BOOST_AUTO_TEST_CASE(write_full_and_read_full_move_everything_through_a_small_pi
   writer.join();
   BOOST_TEST(wrote == static_cast<ssize_t>(sent.size()));
   BOOST_TEST(got.size() == sent.size());
+  BOOST_TEST((got == sent));
+}
+
+BOOST_AUTO_TEST_CASE(write_stream_waits_out_a_full_non_blocking_pipe_and_loses_nothing) {
+  Pipe p;
+#ifndef _WIN32
+  ::fcntl(p.w.get(), F_SETFL, ::fcntl(p.w.get(), F_GETFL) | O_NONBLOCK);  // as another program may leave it
+  errno = 0;
+  BOOST_TEST(posix::write_full(p.w.get(), pattern(kPipeSize * 4).data(), kPipeSize * 4) == -1);  // the plain one gives up
+  BOOST_TEST(errno == EAGAIN);
+  char sink[kPipeSize];  // what it did put in, so the pipe starts empty again
+  BOOST_REQUIRE(posix::read_full(p.r.get(), sink, kPipeSize) == static_cast<ssize_t>(kPipeSize));
+#endif
+  const std::string sent = pattern(1 << 18);
+  ssize_t wrote = -2;
+  std::thread writer([&] {
+    wrote = posix::write_stream(p.w.get(), sent.data(), sent.size());
+    p.w.reset();
+  });
+  std::string got;
+  BOOST_REQUIRE(posix::read_to_end(p.r.get(), got));
+  writer.join();
+  BOOST_TEST(wrote == static_cast<ssize_t>(sent.size()));
   BOOST_TEST((got == sent));
 }
 
