@@ -5,7 +5,8 @@
 // children get the default back), and glibc's heap told to keep freed memory (sync requests
 // allocate buffers of megabytes; unmapping each on free made every request pay page faults and
 // zeroing). Windows has neither: a write to a closed pipe fails (EPIPE), and its heap keeps
-// freed blocks itself.
+// freed blocks itself; there the standard streams are put in binary mode instead (remote output
+// passes through byte for byte).
 #pragma once
 
 namespace ferry::platform {

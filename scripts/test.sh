@@ -53,7 +53,8 @@ ctest --test-dir "$WINBUILD" -L windows --output-on-failure -j"$(nproc)" || win_
 step_done windows-tests
 
 main_rc=0
-ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@" || main_rc=$?
+# test_windows_cli drives this ferry.exe under Wine against the sshd fixture.
+FERRY_WINDOWS_EXE="$WINBUILD/bin/ferry.exe" ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@" || main_rc=$?
 step_done tests
 if ((win_rc)); then echo "scripts/test.sh: the Windows tests (build-windows, label windows) failed: see above" >&2; fi
 exit $((main_rc || win_rc))

@@ -199,4 +199,12 @@ Plan plan_push(const TreeState& local, const Manifest& manifest, const TreeState
   return plan;
 }
 
+void adopt_box_modes(TreeState& local, const TreeState& remote, const std::function<std::uint32_t(const std::string& path)>& new_file_mode) {
+  for (auto& [path, meta] : local) {
+    if (auto r = remote.find(path); r != remote.end() && r->second.kind == meta.kind) meta.mode = r->second.mode;
+    else if (meta.kind == EntryKind::dir) meta.mode = 0755;
+    else if (meta.kind == EntryKind::file) meta.mode = new_file_mode(path);
+  }
+}
+
 }  // namespace ferry::sync

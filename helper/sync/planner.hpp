@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -88,6 +89,12 @@ struct Plan {
 };
 
 Plan plan_push(const TreeState& local, const Manifest& manifest, const TreeState& remote, const PlanOptions& options);
+
+// Where the laptop has no permission bits worth pushing (Windows: no exec bit), `local` is given
+// the modes the box should keep before it is planned: a path's mode on the box when the box has
+// the same kind there, 0755 for a new directory, new_file_mode(path) for a new file (the engine's
+// reads its #! line). The plan, the transfers and the manifest then all carry the box's modes.
+void adopt_box_modes(TreeState& local, const TreeState& remote, const std::function<std::uint32_t(const std::string& path)>& new_file_mode);
 
 // Whether the remote entry is still exactly what ferry wrote (size, mtime, kind, target and,
 // when the remote reported one, the hash).

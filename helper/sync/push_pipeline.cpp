@@ -266,7 +266,7 @@ void PushPipeline::send_batch(const std::vector<const Transfer*>& batch) {
     FileMeta meta = t->local;
     std::vector<std::uint8_t> read;
     if (!meta.hash) {
-      auto hashed = read_hashing(c_.root, t->path, meta, c_.index);
+      auto hashed = read_hashing(c_.root, t->path, meta, c_.index, c_.options.local_modes);
       if (!hashed) {
         prog_.read_failed(t->path, hashed.error());
         continue;

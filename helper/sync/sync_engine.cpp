@@ -30,6 +30,7 @@
 #include "helper/sync/project_lock.hpp"
 #include "helper/sync/push_pipeline.hpp"
 #include "helper/sync/manifest.hpp"
+#include "helper/sync/new_file_mode.hpp"
 #include "helper/sync/scanner.hpp"
 #include "helper/sync/watcher.hpp"
 #include "helper/sync/sync_engine_state.hpp"
@@ -94,7 +95,7 @@ int stream_level(const std::uint8_t* data, std::size_t size) { return protocol::
 // mode) and unchanged while read (inode, size, mtime, ctime), else nullopt (unstable: the next
 // sync sends it). The hash goes into `meta` and the index, as the scanner's would.
 std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashing(const fs::path& root, const std::string& rel,
-                                                                                 FileMeta& meta, FileIndex& index) {
+                                                                                 FileMeta& meta, FileIndex& index, bool check_mode) {
   const std::int64_t hashed_at = now_ns();
   const posix::UniqueFd file(posix::open_file_nofollow(root / rel, O_RDONLY));
   if (!file) {
@@ -104,7 +105,8 @@ std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashin
   const int fd = file.get();
   posix::FileStat before, after;
   if (const int err = posix::stat_fd(fd, before)) return std::unexpected(fmt::format("cannot stat {}: {}", rel, std::strerror(err)));
-  if (before.kind != posix::FileKind::regular || before.size != meta.size || before.mtime_ns != meta.mtime_ns || before.mode != meta.mode)
+  if (before.kind != posix::FileKind::regular || before.size != meta.size || before.mtime_ns != meta.mtime_ns ||
+      (check_mode && before.mode != meta.mode))
     return std::nullopt;
   std::vector<std::uint8_t> out(meta.size);
   const ssize_t got = posix::read_full(fd, out.data(), out.size());
@@ -115,7 +117,7 @@ std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashin
   if (static_cast<std::size_t>(got) != out.size() || posix::stat_fd(fd, after) != 0 || !posix::same_file_state(before, after))
     return std::nullopt;
   meta.hash = delta::hash128(out);
-  index.store(rel, IndexKey{meta.size, meta.mtime_ns, meta.mode, after.ino}, *meta.hash, hashed_at);
+  index.store(rel, IndexKey{meta.size, meta.mtime_ns, before.mode, after.ino}, *meta.hash, hashed_at);
   return out;
 }
 
@@ -751,11 +753,18 @@ std::expected<void, Error> SyncEngine::push_plan(PushRun& run) {
   popt.ignore = &*st.ignore;
   popt.skip.insert(run.scanned.unstable.begin(), run.scanned.unstable.end());
   popt.overwrite_conflicts = o.force;
+  // Windows: the box's modes, not the laptop's (adopt_box_modes), against the remote view planned on.
+  TreeState& adoptable = run.scanned.entries;
+  auto box_modes = [&](const TreeState& remote_view) {
+    if (!o.local_modes)
+      adopt_box_modes(adoptable, remote_view, [&root = target_.local_root](const std::string& p) { return new_file_mode(root / p); });
+  };
   // A save sees only its own paths; its deletes are weighed against the whole tree (an estimate
   // that counts directories too, kept O(1) so a save stays fast).
   if (run.save) popt.tree_files = manifest.entries.size();
   const bool reuse_empty = run.alias_manifest && run.summary.local_scan == "none" && !o.force && st.empty_plan &&
                            st.empty_plan->manifest_version == st.manifest_version && st.empty_plan->deletes == o.deletes;
+  if (!reuse_empty) box_modes(run.alias_manifest ? manifest.entries : run.remote);
   plan = reuse_empty          ? Plan{}
          : run.alias_manifest ? plan_push(local, manifest, manifest.entries, popt)
                               : plan_push(local, run.plan_manifest, run.remote, popt);
@@ -764,12 +773,19 @@ std::expected<void, Error> SyncEngine::push_plan(PushRun& run) {
     run.remote = manifest.entries;
     run.plan_manifest = manifest;
   }
+  bool listed = false;  // the whole remote was listed for this plan: its modes are current
   if (run.fast && needs_listing(plan, run.remote)) {
+    listed = true;
     if (auto ok = list_remote(run); !ok) return std::unexpected(ok.error());
     if (run.listing_cancelled) return {};
     if (auto ok = hash_listed(run); !ok) return std::unexpected(ok.error());
     popt.skip.insert(run.scanned.unstable.begin(), run.scanned.unstable.end());
     if (run.save) keep_only(run.remote, o.only_paths);
+    box_modes(run.remote);
+    plan = plan_push(local, run.plan_manifest, run.remote, popt);
+  }
+  if (run.fast && !listed && !o.local_modes) {
+    if (auto ok = refresh_box_modes(run); !ok) return std::unexpected(ok.error());
     plan = plan_push(local, run.plan_manifest, run.remote, popt);
   }
   if (plan.needs_confirmation && o.confirm_mass_delete &&
@@ -785,6 +801,28 @@ std::expected<void, Error> SyncEngine::push_plan(PushRun& run) {
   run.summary.conflicts = plan.conflicts;
   run.summary.held_deletes = plan.held_deletes;
   run.summary.unchanged = plan.unchanged;
+  return {};
+}
+
+// Windows, fast path: the manifest's modes may be stale (a `chmod +x` on the box changes neither
+// size nor mtime, so the stamp does not see it). The box's modes of the files this plan writes
+// are read now, in one stat round trip, and adopted, so a write keeps them.
+std::expected<void, Error> SyncEngine::refresh_box_modes(PushRun& run) {
+  std::vector<std::string> paths;
+  for (const auto* v : {&run.plan.send_whole, &run.plan.send_delta, &run.plan.metadata})
+    for (const auto& t : *v)
+      if (run.remote.contains(t.path)) paths.push_back(t.path);
+  if (paths.empty()) return {};
+  wire::ListParams params;
+  params.where = wire::Where::at_base(target_.remote_base);
+  params.only = paths;
+  params.sweep = false;
+  auto listed = call_list(*client_, params);
+  if (!listed) return std::unexpected(list_failed(endpoint_, listed.error()));
+  for (const auto& [path, now] : tree_state_of(listed->entries))
+    if (auto it = run.remote.find(path); it != run.remote.end() && it->second.kind == now.kind) it->second.mode = now.mode;
+  adopt_box_modes(run.scanned.entries, run.remote,
+                  [&root = target_.local_root](const std::string& p) { return new_file_mode(root / p); });
   return {};
 }
 

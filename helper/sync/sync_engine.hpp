@@ -89,6 +89,14 @@ struct SyncOptions {
 #else
   bool windows_local_names = false;
 #endif
+  // Push only: the local side's permission bits are what the box gets. Off in Windows builds
+  // (Windows has no exec bit): the box keeps the mode of a file it has, a new directory is 0755,
+  // a new file 0644, or 0755 when it starts with #! (helper/sync/new_file_mode.hpp).
+#ifdef _WIN32
+  bool local_modes = false;
+#else
+  bool local_modes = true;
+#endif
   unsigned in_flight = 8;              // concurrent requests to the agent
   std::uint64_t cache_max_bytes = 1ull << 30;  // the sent-copy cache used as delta bases
   std::uint64_t stream_above = 64ull << 20;    // whole files larger than this go in chunks
@@ -191,6 +199,7 @@ class SyncEngine {
   std::expected<void, Error> list_remote(PushRun& run);
   std::expected<void, Error> hash_listed(PushRun& run);
   std::expected<void, Error> push_plan(PushRun& run);
+  std::expected<void, Error> refresh_box_modes(PushRun& run);
   std::uint64_t push_transfer(PushRun& run);
   void push_commit_manifest(PushRun& run, std::uint64_t mutations);
   void warm_bulk_lanes(const PushRun& run);

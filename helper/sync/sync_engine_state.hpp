@@ -129,9 +129,10 @@ int stream_level(const std::uint8_t* data, std::size_t size);
 
 // A file the scan left unhashed, read once for both its bytes and its hash, held to the
 // scanner's stability rules (nullopt: changed since the scan or while read); the hash goes into
-// `meta` and the index.
+// `meta` and the index. `check_mode`: the mode is part of "what the scan saw" (not where meta
+// carries the box's mode, SyncOptions::local_modes off).
 std::expected<std::optional<std::vector<std::uint8_t>>, std::string> read_hashing(const fs::path& root, const std::string& rel,
-                                                                                 FileMeta& meta, FileIndex& index);
+                                                                                 FileMeta& meta, FileIndex& index, bool check_mode);
 
 // What a (paged) remote listing gave: the entries, or `cancelled` when options.cancelled() turned
 // true between pages (the agent was told to drop the walk).

@@ -5,6 +5,7 @@
 
 
 #include <filesystem>
+#include <map>
 
 #include "helper/sync/manifest.hpp"
 #include "helper/sync/planner.hpp"
@@ -252,6 +253,34 @@ BOOST_AUTO_TEST_CASE(kind_changes) {
   BOOST_TEST(p.replace == V{"x"});
   BOOST_TEST(p.mkdirs == V{"x"});
   BOOST_TEST(conflict_paths(p) == (V{"y", "z"}));
+}
+
+// Windows (adopt_box_modes): the laptop's modes say nothing, so the box keeps its own.
+BOOST_AUTO_TEST_CASE(without_local_modes_the_box_keeps_its_modes_and_new_files_get_the_callbacks) {
+  TreeState remote{{"run.sh", file(1, 10, 1000, 0755)}, {"same.py", file(2, 10, 1000, 0640)}, {"d", dir(0700)},
+                   {"was_dir", dir(0711)}};
+  // The laptop reports 0644 (files) and 0755 (folders) whatever the box has: run.sh changed.
+  TreeState local{{"run.sh", file(9, 10, 1000)}, {"same.py", file(2, 10, 1000)}, {"d", dir()}, {"new.sh", file(3)},
+                  {"new.py", file(4)}, {"nd", dir(0700)}, {"was_dir", file(5)}};
+  Manifest m = manifest("/r", remote);
+  // With local modes (Linux), these trees set the laptop's modes on the box.
+  BOOST_TEST(paths(plan_push(local, m, remote, {}).metadata) == (V{"d", "same.py"}));
+
+  std::vector<std::string> asked;
+  adopt_box_modes(local, remote, [&](const std::string& path) {
+    asked.push_back(path);
+    return path.ends_with(".sh") ? 0755u : 0644u;
+  });
+  BOOST_TEST(asked == (V{"new.py", "new.sh", "was_dir"}));  // only files the box has no file for
+  BOOST_TEST(local["nd"].mode == 0755u);                     // a new folder
+  Plan p = plan_push(local, m, remote, {});
+  BOOST_TEST(p.metadata.empty());  // same.py's and d's modes differ only on the laptop: nothing to set
+  std::map<std::string, std::uint32_t> sent;
+  for (const auto& t : p.send_whole) sent[t.path] = t.local.mode;
+  BOOST_TEST(sent.size() == 3u);
+  BOOST_TEST(sent["run.sh"] == 0755u);  // changed content keeps the box's exec bit
+  BOOST_TEST(sent["new.sh"] == 0755u);
+  BOOST_TEST(sent["new.py"] == 0644u);
 }
 
 BOOST_AUTO_TEST_CASE(manifest_round_trips_and_rejects_garbage) {

@@ -1,0 +1,223 @@
+// ferry.exe end to end: the Windows build (build-windows/, scripts/build-windows.sh) run under
+// Wine against the real sshd fixture on 127.0.0.1, as a Windows user would drive it. Its paths
+// are Windows paths (Wine's Z: is /), its SSH config and known_hosts name Z:\ files, and the
+// Linux agent it installs on the box is this build's. init writes ferry.json; trust-project
+// records the decision; sync honours a CRLF .gitignore and gives a script with a #! line its exec
+// bit on the box while keeping the box's own bit on a changed file; run streams stdout and stderr
+// apart with the exit status and forwards piped stdin; pull brings results back and reports the
+// names Windows cannot hold (aux.py, a:b, Data.csv beside data.csv) without writing them; watch
+// pushes a save; tunnel relays a connection; and serve, spoken to as VS Code speaks
+// (file:///z%3A/... URIs), lands a saved file on the box.
+#define BOOST_TEST_MODULE windows_cli
+#include <boost/test/unit_test.hpp>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/ferry_process.hpp"
+#include "tests/support/serve_process.hpp"
+#include "tests/support/tcp_peers.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
+
+using ferry::test::read_file;
+using ferry::test::SshdFixture;
+using ferry::test::write_file;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The ferry.exe under test: $FERRY_WINDOWS_EXE (scripts/test.sh names its build), else the
+// default build folder's.
+fs::path ferry_exe() {
+  const char* env = std::getenv("FERRY_WINDOWS_EXE");
+  return env && *env ? fs::path(env) : fs::path(FERRY_WINDOWS_EXE_DEFAULT);
+}
+
+// A path of this machine as ferry.exe under Wine names it.
+std::string win(const fs::path& p) {
+  std::string s = "Z:" + fs::absolute(p).string();
+  for (char& c : s)
+    if (c == '/') c = '\\';
+  return s;
+}
+
+// What VS Code on Windows sends for it: lower-case drive, the colon escaped.
+std::string vscode_uri(const fs::path& p) { return "file:///z%3A" + fs::absolute(p).string(); }
+
+// Every test: ferry.exe's config folder (trust decisions) in a temp dir, the Linux agent to
+// install, and ferry.exe built.
+struct WineEnv {
+  ferry::test::TempDir config{"ferry-win-config"};
+  WineEnv() {
+    ::setenv("XDG_CONFIG_HOME", win(config.path()).c_str(), 1);
+    ::setenv("FERRY_AGENT", win(FERRY_AGENT_PATH).c_str(), 1);
+    ::unsetenv("SSH_AUTH_SOCK");
+    if (!fs::exists(ferry_exe()))
+      throw std::runtime_error(ferry_exe().string() + " is missing: build it with scripts/build-windows.sh "
+                               "(or name another with FERRY_WINDOWS_EXE)");
+  }
+};
+
+// `ferry.exe ARGS...` under Wine (scripts/wine_run.sh) as a child of this test.
+struct FerryExe : ferry::test::FerryProcess {
+  FerryExe(const fs::path& cwd, std::vector<std::string> args, bool stdin_pipe = false)
+      : FerryProcess(FERRY_WINE_RUN, cwd, with_exe(std::move(args)), stdin_pipe) {}
+  static std::vector<std::string> with_exe(std::vector<std::string> args) {
+    args.insert(args.begin(), ferry_exe().string());
+    return args;
+  }
+};
+
+// A project made with ferry.exe itself: init, the SSH config a Windows user writes (Z:\ paths),
+// trust-project.
+struct Project {
+  SshdFixture sshd;
+  ferry::test::TempDir dir{"ferry-win-e2e"};
+  fs::path remote() const { return sshd.home() / "proj"; }
+
+  Project() {
+    sshd.trust_host_key();
+    write_file(dir / "ssh_config", "Host win-box\n  HostName 127.0.0.1\n  Port " + std::to_string(sshd.port()) +
+                                       "\n  User root\n  IdentityFile " + win(sshd.client_key()) +
+                                       "\n  IdentitiesOnly yes\n  UserKnownHostsFile " + win(sshd.known_hosts()) +
+                                       "\n  GlobalKnownHostsFile none\n");
+    FerryExe init(dir.path(), {"init", "--host", "win-box", "--remote-root", "~/proj"});
+    BOOST_REQUIRE_MESSAGE(init.wait() == 0, init.err());
+    json config = json::parse(read_file(dir / "ferry.json"));
+    BOOST_REQUIRE(config["host"] == "win-box");
+    config["sshConfig"] = win(dir / "ssh_config");
+    config["interpreter"] = "/usr/bin/python3 -u";
+    write_file(dir / "ferry.json", config.dump(2));
+    FerryExe trust(dir.path(), {"trust-project"});
+    BOOST_REQUIRE_MESSAGE(trust.wait() == 0, trust.err());
+  }
+  // `ferry.exe ARGS` to its end: the status, with stderr kept for messages.
+  int run(const std::vector<std::string>& args, std::string* err = nullptr, std::string* out = nullptr) {
+    FerryExe f(dir.path(), args);
+    const int rc = f.wait(120s);
+    if (err) *err = f.err();
+    if (out) *out = f.out();
+    return rc;
+  }
+};
+
+mode_t mode_of(const fs::path& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+}  // namespace
+
+BOOST_GLOBAL_FIXTURE(WineEnv);
+
+BOOST_AUTO_TEST_CASE(init_sync_run_and_pull_as_a_windows_user) {
+  Project p;
+  write_file(p.dir / "train.py", "import sys\nprint('out', sys.argv[1:])\nprint('err', file=sys.stderr)\nsys.exit(3)\n");
+  write_file(p.dir / "tool.sh", "#!/bin/sh\necho tool ran\n");
+  write_file(p.dir / ".gitignore", "*.log\r\nbuild/\r\n");
+  write_file(p.dir / "x.log", "ignored\n");
+  write_file(p.dir / "build" / "out.bin", "ignored\n");
+  std::string err;
+  BOOST_REQUIRE_MESSAGE(p.run({"sync"}, &err) == 0, err);
+  BOOST_TEST(read_file(p.remote() / "train.py").starts_with("import sys"));
+  BOOST_TEST(!fs::exists(p.remote() / "x.log"));  // the CRLF rules hold
+  BOOST_TEST(!fs::exists(p.remote() / "build"));
+  BOOST_TEST(mode_of(p.remote() / "tool.sh") == 0755u);  // a #! line: runnable on the box
+  BOOST_TEST(mode_of(p.remote() / "train.py") == 0644u);
+
+  // The box's exec bit survives an edit from a laptop that has none.
+  fs::permissions(p.remote() / "train.py", fs::perms(0750));
+  write_file(p.dir / "train.py", "import sys\nprint('out', sys.argv[1:])\nprint('err', file=sys.stderr)\nsys.exit(4)\n");
+  BOOST_REQUIRE_MESSAGE(p.run({"sync"}, &err) == 0, err);
+  BOOST_TEST(read_file(p.remote() / "train.py").find("exit(4)") != std::string::npos);
+  BOOST_TEST(mode_of(p.remote() / "train.py") == 0750u);
+
+  // run: the program's streams apart, its status; a script runs by its exec bit.
+  FerryExe run(p.dir.path(), {"run", "--no-sync", "--", "train.py", "a b"});
+  BOOST_TEST(run.wait(120s) == 4, run.err());
+  BOOST_TEST(run.out() == "out ['a b']\n");
+  BOOST_TEST(run.err().find("err\n") != std::string::npos, run.err());
+  FerryExe tool(p.dir.path(), {"run", "--no-sync", "--", "./tool.sh"});
+  BOOST_TEST(tool.wait(120s) == 0, tool.err());
+  BOOST_TEST(tool.out() == "tool ran\n");
+  FerryExe piped(p.dir.path(), {"run", "--no-sync", "--", "tr", "a-z", "A-Z"}, true);
+  piped.write_stdin("from windows\n");
+  piped.close_stdin();
+  BOOST_TEST(piped.wait(120s) == 0, piped.err());
+  BOOST_TEST(piped.out() == "FROM WINDOWS\n");
+
+  // pull: results come back; names Windows cannot hold are reported, not written, not renamed.
+  write_file(p.remote() / "out" / "result.txt", "42\n");
+  write_file(p.remote() / "out" / "aux.py", "device name\n");
+  write_file(p.remote() / "out" / "a:b", "colon\n");
+  write_file(p.remote() / "out" / "Data.csv", "upper\n");
+  write_file(p.remote() / "out" / "data.csv", "lower\n");
+  const int pulled = p.run({"pull", "out"}, &err);
+  BOOST_TEST(pulled != 0, err);
+  BOOST_TEST(read_file(p.dir / "out" / "result.txt") == "42\n");
+  for (const char* name : {"aux.py", "a:b", "Data.csv", "data.csv"}) {
+    BOOST_TEST(!fs::exists(p.dir / "out" / name), name);
+    BOOST_TEST(err.find(name) != std::string::npos, name << " not named in: " << err);
+  }
+  BOOST_TEST(err.find("differ only in case") != std::string::npos, err);
+  BOOST_TEST(std::distance(fs::directory_iterator(p.dir / "out"), fs::directory_iterator()) == 1);
+}
+
+BOOST_AUTO_TEST_CASE(watch_pushes_a_save_and_tunnel_relays) {
+  Project p;
+  write_file(p.dir / "main.py", "print('first')\n");
+  FerryExe watch(p.dir.path(), {"watch"});
+  BOOST_REQUIRE_MESSAGE(ferry::test::eventually([&] { return fs::exists(p.remote() / "main.py"); }, 120s), watch.err());
+  write_file(p.dir / "main.py", "print('saved on windows')\n");
+  BOOST_TEST(ferry::test::eventually([&] { return read_file(p.remote() / "main.py") == "print('saved on windows')\n"; }, 60s),
+             watch.out() + watch.err());
+
+  ferry::test::EchoServer echo;
+  FerryExe tunnel(p.dir.path(), {"tunnel", "0:127.0.0.1:" + std::to_string(echo.port())});
+  BOOST_REQUIRE_MESSAGE(tunnel.wait_out("\n", 120s), tunnel.err());
+  std::smatch m;
+  const std::string line = tunnel.out();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(line, m, std::regex(R"(^127\.0\.0\.1:(\d+) )")), line);
+  const int fd = ferry::test::tcp_connect("127.0.0.1", std::stoi(m[1].str()));
+  BOOST_REQUIRE(fd >= 0);
+  ferry::test::write_all_fd(fd, "through ferry.exe");
+  ::shutdown(fd, SHUT_WR);
+  BOOST_TEST(ferry::test::read_to_eof(fd, 30s) == "through ferry.exe");
+  ::close(fd);
+}
+
+BOOST_AUTO_TEST_CASE(serve_takes_vscode_uris_and_a_save_lands_on_the_box) {
+  Project p;
+  write_file(p.dir / "main.py", "print('before')\n");
+  ferry::test::ServeProcess serve({FERRY_WINE_RUN, ferry_exe().string(), "serve"});
+  const json folder{{"uri", vscode_uri(p.dir.path())}, {"name", "proj"}};
+  auto init = serve.call(1, "initialize",
+                         {{"processId", nullptr}, {"rootUri", vscode_uri(p.dir.path())}, {"workspaceFolders", {folder}},
+                          {"capabilities", json::object()}},
+                         120s);
+  BOOST_REQUIRE_MESSAGE(init && init->contains("result"), (init ? init->dump() : "no answer"));
+  BOOST_REQUIRE(serve.send({{"jsonrpc", "2.0"}, {"method", "initialized"}, {"params", json::object()}}));
+  write_file(p.dir / "main.py", "print('saved in VS Code on Windows')\n");
+  BOOST_REQUIRE(serve.send({{"jsonrpc", "2.0"},
+                            {"method", "textDocument/didSave"},
+                            {"params", {{"textDocument", {{"uri", vscode_uri(p.dir / "main.py")}}}}}}));
+  BOOST_TEST(ferry::test::eventually(
+      [&] { return fs::exists(p.remote() / "main.py") && read_file(p.remote() / "main.py") == "print('saved in VS Code on Windows')\n"; },
+      120s));
+  BOOST_REQUIRE(serve.send({{"jsonrpc", "2.0"}, {"id", 2}, {"method", "shutdown"}}));  // no params, as VS Code sends it
+  auto bye = serve.response(2, 60s);
+  BOOST_TEST((bye && bye->contains("result")), (bye ? bye->dump() : "no answer"));
+  serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
+}
