@@ -1,24 +1,71 @@
 // zstd payloads of the sync wire: see payload_codec.hpp.
 #include "protocol/payload_codec.hpp"
 
-#include <memory>
+#include <mutex>
+#include <vector>
 
 #include <zstd.h>
 
 namespace ferry::protocol {
 namespace {
 
-// One compression context per thread: creating one per call costs its table setup every time.
-ZSTD_CCtx* thread_cctx() {
-  thread_local std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
-  return cctx.get();
-}
+// zstd contexts reused across calls (creating one per call costs its table setup every time; for a
+// batch of tiny files that was most of the agent's CPU), from a free list any thread takes from.
+// Not thread_local: MinGW runs a thread_local's destructor after its emulated TLS block is freed,
+// which crashed ferry.exe as its threads ended. The pool is never destroyed (threads may still
+// hold a context while the process exits).
+template <class Ctx, Ctx* (*kMake)(), std::size_t (*kFree)(Ctx*)>
+class ContextPool {
+ public:
+  // A context for one call (nullptr when zstd could not make one); back in the pool at scope end.
+  class Lease {
+   public:
+    explicit Lease(ContextPool& pool) : pool_(pool), ctx_(pool.take()) {}
+    ~Lease() { pool_.give_back(ctx_); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Ctx* get() const { return ctx_; }
+
+   private:
+    ContextPool& pool_;
+    Ctx* ctx_;
+  };
+
+  static ContextPool& instance() {
+    static auto* pool = new ContextPool;
+    return *pool;
+  }
+
+ private:
+  Ctx* take() {
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        Ctx* c = free_.back();
+        free_.pop_back();
+        return c;
+      }
+    }
+    return kMake();
+  }
+  void give_back(Ctx* c) {
+    if (!c) return;
+    std::lock_guard lock(mutex_);
+    free_.push_back(c);
+  }
+
+  std::mutex mutex_;
+  std::vector<Ctx*> free_;
+};
+using CompressContexts = ContextPool<ZSTD_CCtx, ZSTD_createCCtx, ZSTD_freeCCtx>;
+using DecompressContexts = ContextPool<ZSTD_DCtx, ZSTD_createDCtx, ZSTD_freeDCtx>;
 
 // One frame of `size` bytes into `out`, resized to zstd's bound first: its length, or 0 when
 // zstd failed.
 std::size_t compress_into(std::vector<std::uint8_t>& out, const std::uint8_t* data, std::size_t size, int level) {
   out.resize(ZSTD_compressBound(size));
-  ZSTD_CCtx* cctx = thread_cctx();
+  const CompressContexts::Lease lease(CompressContexts::instance());
+  ZSTD_CCtx* cctx = lease.get();
   const std::size_t n = cctx ? ZSTD_compressCCtx(cctx, out.data(), out.size(), data, size, level)
                              : ZSTD_compress(out.data(), out.size(), data, size, level);
   return ZSTD_isError(n) ? 0 : n;
@@ -61,10 +108,9 @@ std::expected<void, std::string> decompress_payload_into(const std::uint8_t* dat
   if (claimed != ZSTD_CONTENTSIZE_UNKNOWN && claimed != expected)
     return std::unexpected("zstd frame holds " + std::to_string(claimed) + " bytes, " + std::to_string(expected) + " declared");
   out.resize(expected);
-  // One context per thread: ZSTD_decompress sets up a fresh one per call, which was most of
-  // the agent's CPU for a batch of tiny files.
-  thread_local std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), &ZSTD_freeDCtx);
-  std::size_t n = dctx ? ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), data, size)
+  const DecompressContexts::Lease lease(DecompressContexts::instance());
+  ZSTD_DCtx* dctx = lease.get();
+  std::size_t n = dctx ? ZSTD_decompressDCtx(dctx, out.data(), out.size(), data, size)
                        : ZSTD_decompress(out.data(), out.size(), data, size);
   if (ZSTD_isError(n)) return std::unexpected(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n != expected)

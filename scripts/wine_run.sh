@@ -9,7 +9,7 @@ if [[ ! -x "$WINE" ]]; then
   exit 127
 fi
 export WINEPREFIX="${FERRY_WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/ferry/wine}"
-export WINEDEBUG=-all
+export WINEDEBUG="${FERRY_WINEDEBUG:--all}"  # FERRY_WINEDEBUG: Wine's own channels, to chase a crash
 # No Gecko/Mono prompts while a prefix is made, and no desktop integration.
 export WINEDLLOVERRIDES="${WINEDLLOVERRIDES:-mscoree,mshtml=;winemenubuilder.exe=d}"
 # A wineserver that outlives each test by a few seconds: with Wine's default, it exits as the

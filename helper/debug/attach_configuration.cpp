@@ -16,6 +16,12 @@ std::string without_trailing_slash(std::string s) {
   return s;
 }
 
+// A local folder as text, without the separator lexically_normal leaves after "a/." (roots such
+// as "/" and "C:\\" stay whole).
+std::string local_folder_text(const fs::path& p) {
+  return !p.has_filename() && p.has_relative_path() ? p.parent_path().string() : p.string();
+}
+
 }  // namespace
 
 std::optional<std::string> remote_home_from(std::string_view first_remote_spec, std::string_view first_remote_root) {
@@ -44,9 +50,9 @@ std::expected<std::vector<PathMapping>, std::string> resolve_path_mappings(const
     const fs::path local = (config.root / m.local).lexically_normal();
     const fs::path rel = ferry::posix::relative_to(local, config.root);
     if (workspace_relative && !rel.empty() && !rel.string().starts_with("..")) {
-      pm.local_root = rel == "." ? "${workspaceFolder}" : "${workspaceFolder}/" + rel.string();
+      pm.local_root = rel == "." ? "${workspaceFolder}" : "${workspaceFolder}/" + rel.generic_string();
     } else {
-      pm.local_root = without_trailing_slash(local.string());
+      pm.local_root = local_folder_text(local);
     }
     if (i == 0) {
       pm.remote_root = without_trailing_slash(std::string(first_remote_root));
@@ -75,7 +81,7 @@ nlohmann::json vscode_attach_configuration(const deploy::ProjectConfig& config, 
                                            const AttachOptions& options) {
   nlohmann::json path_mappings = nlohmann::json::array();
   for (const auto& m : mappings) path_mappings.push_back({{"localRoot", m.local_root}, {"remoteRoot", m.remote_root}});
-  return {
+  nlohmann::json entry = {
       {"name", options.name.empty() ? "ferry: attach (" + config.name + ")" : options.name},
       {"type", options.legacy_type ? "python" : "debugpy"},
       {"request", "attach"},
@@ -83,6 +89,10 @@ nlohmann::json vscode_attach_configuration(const deploy::ProjectConfig& config, 
       {"pathMappings", std::move(path_mappings)},
       {"justMyCode", options.just_my_code},
   };
+  // Local roots are Windows paths here: debugpy on the (Linux) box maps C:\... breakpoints only when
+  // told the client's OS (VS Code's Python extension adds it too; other DAP clients need it said).
+  if constexpr (fs::path::preferred_separator == '\\') entry["clientOS"] = "windows";
+  return entry;
 }
 
 }  // namespace ferry::debug

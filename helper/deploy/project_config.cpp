@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cmath>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <system_error>
@@ -38,10 +40,18 @@ bool matches(const std::string& s, const char* pattern) {
   // libstdc++'s std::regex recurses per character: a 300 KB path in an untrusted ferry.json
   // overflowed the stack of the CLI and of ferry serve. No name or path is that long.
   if (s.size() > protocol::kMaxPatternInput) return false;
-  static thread_local std::map<const char*, std::regex> cache;
-  auto it = cache.find(pattern);
-  if (it == cache.end()) it = cache.emplace(pattern, std::regex(pattern, std::regex::ECMAScript)).first;
-  return std::regex_match(s, it->second);
+  // Compiled once per pattern and shared (matching a const regex is thread-safe); not a
+  // thread_local, whose destructor MinGW runs after freeing its storage. Never destroyed.
+  static std::mutex mutex;
+  static auto* cache = new std::map<const char*, std::regex>;
+  const std::regex* re;
+  {
+    std::lock_guard lock(mutex);
+    auto it = cache->find(pattern);
+    if (it == cache->end()) it = cache->emplace(pattern, std::regex(pattern, std::regex::ECMAScript)).first;
+    re = &it->second;
+  }
+  return std::regex_match(s, *re);
 }
 
 

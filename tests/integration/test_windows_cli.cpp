@@ -6,8 +6,10 @@
 // bit on the box while keeping the box's own bit on a changed file; run streams stdout and stderr
 // apart with the exit status and forwards piped stdin; pull brings results back and reports the
 // names Windows cannot hold (aux.py, a:b, Data.csv beside data.csv) without writing them; watch
-// pushes a save; tunnel relays a connection; and serve, spoken to as VS Code speaks
-// (file:///z%3A/... URIs), lands a saved file on the box.
+// pushes a save; tunnel relays a connection; debug prints an attach configuration with Windows
+// local roots through which a DAP client stops at a breakpoint set on the Windows path of the
+// script (real debugpy on the box); and serve, spoken to as VS Code speaks (file:///z%3A/...
+// URIs), lands a saved file on the box.
 #define BOOST_TEST_MODULE windows_cli
 #include <boost/test/unit_test.hpp>
 
@@ -23,7 +25,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/breakpoint_scenario.hpp"
 #include "tests/support/ferry_process.hpp"
+#include "tests/support/loopback_port.hpp"
 #include "tests/support/serve_process.hpp"
 #include "tests/support/tcp_peers.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -220,4 +224,32 @@ BOOST_AUTO_TEST_CASE(serve_takes_vscode_uris_and_a_save_lands_on_the_box) {
   auto bye = serve.response(2, 60s);
   BOOST_TEST((bye && bye->contains("result")), (bye ? bye->dump() : "no answer"));
   serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
+}
+
+BOOST_AUTO_TEST_CASE(debug_stops_at_a_breakpoint_set_on_the_windows_path) {
+  Project p;
+  fs::create_directories(p.dir / "debug");
+  fs::copy_file(fs::path(FERRY_SAMPLES_DIR) / "debug" / "loop.py", p.dir / "debug" / "loop.py");
+  const int line = ferry::test::line_of(p.dir / "debug" / "loop.py", "ferry-test: breakpoint");
+  BOOST_REQUIRE_GT(line, 0);
+  const int remote_port = ferry::test::free_loopback_port();
+  FerryExe debug(p.dir.path(), {"debug", "--port", std::to_string(remote_port), "--local-port", "0", "--", "debug/loop.py", "5"});
+  if (!debug.wait_out("\n}\n", 120s)) BOOST_FAIL("no configuration; status " << debug.wait(10s) << "; " << debug.out() << debug.err());
+  const std::string out = debug.out();
+  const json config = json::parse(out.substr(0, out.find("\n}\n") + 2));
+  BOOST_TEST(config["request"] == "attach");
+  BOOST_REQUIRE_EQUAL(config["pathMappings"].size(), 1u);
+  const std::string local_root = config["pathMappings"][0]["localRoot"];
+  BOOST_TEST(local_root == win(fs::weakly_canonical(p.dir.path())), local_root);  // what VS Code on Windows opens
+  BOOST_TEST(config["pathMappings"][0]["remoteRoot"] == p.remote().string());
+
+  const std::string windows_script = local_root + "\\debug\\loop.py";
+  BOOST_TEST(config["clientOS"] == "windows");  // debugpy on the box maps Z:\... paths only when told
+  auto seen = ferry::test::run_breakpoint_scenario_with(config["connect"]["port"].get<int>(), windows_script, line, config);
+  BOOST_REQUIRE_MESSAGE(seen.has_value(), (seen ? std::string() : seen.error()) + "\nferry.exe stderr:\n" + debug.err());
+  BOOST_TEST(seen->stopped_line == line);
+  BOOST_TEST(seen->first_n == "5");
+  BOOST_TEST(seen->terminated);
+  BOOST_TEST(debug.wait(60s) == 0, debug.err());
+  BOOST_TEST(debug.out().find("sum of squares below 5: 30") != std::string::npos, debug.out());
 }

@@ -43,8 +43,10 @@ inline int line_of(const std::filesystem::path& file, const std::string& marker)
 
 // `source` is the script as this client names it (the local path); with `mappings` the attach
 // request carries pathMappings, as VS Code sends them from ferry's configuration.
-inline std::expected<BreakpointObservation, std::string> run_breakpoint_scenario(
-    int port, const std::filesystem::path& source, int line, const std::vector<PathMapping>& mappings = {},
+// As run_breakpoint_scenario below, attaching with `attach` as its arguments: what an editor sends
+// for a launch.json entry (ferry's printed configuration, for one).
+inline std::expected<BreakpointObservation, std::string> run_breakpoint_scenario_with(
+    int port, const std::filesystem::path& source, int line, const json& attach,
     std::chrono::milliseconds connect_timeout = std::chrono::seconds(20)) {
   using namespace std::chrono_literals;
   BreakpointObservation seen;
@@ -53,12 +55,6 @@ inline std::expected<BreakpointObservation, std::string> run_breakpoint_scenario
   auto fail = [&](const std::string& what) -> std::unexpected<std::string> {
     return std::unexpected(what + "\n--- DAP transcript ---\n" + client->transcript());
   };
-
-  json attach = {{"name", "ferry test attach"}, {"type", "debugpy"}, {"request", "attach"}, {"justMyCode", true}};
-  if (!mappings.empty()) {
-    attach["pathMappings"] = json::array();
-    for (const auto& m : mappings) attach["pathMappings"].push_back({{"localRoot", m.local_root}, {"remoteRoot", m.remote_root}});
-  }
   // debugpy answers attach only after configurationDone; it says "initialized" first.
   const int attach_seq = client->send_request("attach", attach);
   if (auto e = client->wait_event("initialized", 15s); !e) return fail(e.error());
@@ -123,6 +119,17 @@ inline std::expected<BreakpointObservation, std::string> run_breakpoint_scenario
   if (auto exited = client->wait_event("exited", 0ms); exited && exited->contains("exitCode"))
     seen.exit_code = (*exited)["exitCode"].get<int>();
   return seen;
+}
+
+inline std::expected<BreakpointObservation, std::string> run_breakpoint_scenario(
+    int port, const std::filesystem::path& source, int line, const std::vector<PathMapping>& mappings = {},
+    std::chrono::milliseconds connect_timeout = std::chrono::seconds(20)) {
+  json attach = {{"name", "ferry test attach"}, {"type", "debugpy"}, {"request", "attach"}, {"justMyCode", true}};
+  if (!mappings.empty()) {
+    attach["pathMappings"] = json::array();
+    for (const auto& m : mappings) attach["pathMappings"].push_back({{"localRoot", m.local_root}, {"remoteRoot", m.remote_root}});
+  }
+  return run_breakpoint_scenario_with(port, source, line, attach, connect_timeout);
 }
 
 }  // namespace ferry::test
