@@ -21,6 +21,10 @@ std::optional<std::filesystem::path> login_home_dir();
 std::filesystem::path ssh_system_dir();
 // The home of another user (~name): the password database; nothing on Windows.
 std::optional<std::filesystem::path> home_of_user(const std::string& name);
+// The agent SSH keys are asked of when $SSH_AUTH_SOCK is not set, as the platform's OpenSSH has it:
+// none on POSIX; on Windows a description of the two libssh2 then tries itself, Pageant and the
+// Windows OpenSSH agent's pipe (\\.\pipe\openssh-ssh-agent).
+std::optional<std::string> default_ssh_agent();
 // The login name ("" when unknown).
 std::string user_name();
 // ferry's per-user config root's parent ($XDG_CONFIG_HOME, ~/.config; %APPDATA%), and cache root's

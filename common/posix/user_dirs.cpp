@@ -60,4 +60,6 @@ std::optional<fs::path> cache_home() {
   return std::nullopt;
 }
 
+std::optional<std::string> default_ssh_agent() { return std::nullopt; }
+
 }  // namespace ferry::platform

@@ -62,4 +62,6 @@ std::optional<fs::path> cache_home() {
   return known_folder(FOLDERID_LocalAppData);
 }
 
+std::optional<std::string> default_ssh_agent() { return "Pageant, then \\\\.\\pipe\\openssh-ssh-agent"; }
+
 }  // namespace ferry::platform

@@ -12,6 +12,7 @@
 
 #include <libssh2.h>
 
+#include "common/user_dirs.hpp"
 #include "helper/ssh/private_key_file.hpp"
 #include "helper/ssh/session.hpp"
 #include "helper/ssh/session_internal.hpp"
@@ -107,14 +108,20 @@ asio::awaitable<Result<void>> Session::authenticate(Clock::time_point deadline) 
 asio::awaitable<std::optional<Result<void>>> KeyAuth::with_agent() {
   const std::string& user = host_.user;
   const auto configured_blobs = configured_public_blobs(host_);
-  std::string agent_path = options_.agent_socket ? *options_.agent_socket : (std::getenv("SSH_AUTH_SOCK") ? std::getenv("SSH_AUTH_SOCK") : "");
-  if (agent_path.empty()) {
-    auth_log_.push_back("ssh-agent: SSH_AUTH_SOCK not set");
+  // The agent's socket: the option ("" turns the agent off), else $SSH_AUTH_SOCK, else the
+  // platform's own agents (Windows: Pageant and OpenSSH's pipe, which libssh2 finds itself).
+  const char* env = std::getenv("SSH_AUTH_SOCK");
+  std::optional<std::string> socket = options_.agent_socket;
+  if (!socket && env && *env) socket = env;
+  const auto fallback = options_.agent_socket ? std::nullopt : platform::default_ssh_agent();
+  if ((!socket || socket->empty()) && !fallback) {
+    auth_log_.push_back(options_.agent_socket ? "ssh-agent: off" : "ssh-agent: SSH_AUTH_SOCK not set");
     co_return std::nullopt;
   }
+  const std::string agent_path = socket && !socket->empty() ? *socket : *fallback;
   AgentConnection agent(session_.raw());
   if (!agent) co_return std::nullopt;
-  libssh2_agent_set_identity_path(agent.get(), agent_path.c_str());
+  if (socket && !socket->empty()) libssh2_agent_set_identity_path(agent.get(), socket->c_str());
   if (libssh2_agent_connect(agent.get()) != 0) {
     auth_log_.push_back("ssh-agent at " + agent_path + ": cannot connect");
     co_return std::nullopt;

@@ -253,3 +253,19 @@ BOOST_AUTO_TEST_CASE(debug_stops_at_a_breakpoint_set_on_the_windows_path) {
   BOOST_TEST(debug.wait(60s) == 0, debug.err());
   BOOST_TEST(debug.out().find("sum of squares below 5: 30") != std::string::npos, debug.out());
 }
+
+// No $SSH_AUTH_SOCK on Windows: Pageant and the Windows OpenSSH agent's pipe are asked (none runs
+// under Wine here, so the log says so and names them); the key files come next.
+BOOST_AUTO_TEST_CASE(without_ssh_auth_sock_the_windows_agents_are_asked) {
+  Project p;
+  std::string config = read_file(p.dir / "ssh_config");
+  const auto at = config.find("  IdentityFile ");
+  config.replace(at, config.find('\n', at) - at, "  IdentityFile " + win(p.dir / "no_such_key"));
+  config.replace(config.find("  IdentitiesOnly yes"), std::string("  IdentitiesOnly yes").size(), "  IdentitiesOnly no");
+  write_file(p.dir / "ssh_config", config);
+  std::string err;
+  BOOST_REQUIRE_MESSAGE(p.run({"trust-project"}, &err) == 0, err);  // the SSH config is part of what was trusted
+  BOOST_TEST(p.run({"sync"}, &err) != 0);
+  BOOST_TEST(err.find("ssh-agent at Pageant, then \\\\.\\pipe\\openssh-ssh-agent: cannot connect") != std::string::npos, err);
+  BOOST_TEST(err.find("SSH_AUTH_SOCK not set") == std::string::npos, err);
+}
