@@ -99,7 +99,7 @@ std::expected<std::string, std::string> first_remote_root(const GlobalOptions& g
   auto info = endpoint.connect();
   if (!info) return std::unexpected("cannot reach " + endpoint.description() + ": " + info.error().message);
   endpoint.close();
-  return (fs::path(info->root) / target.remote_base).lexically_normal().string();
+  return (fs::path(info->root) / target.remote_base).lexically_normal().generic_string();  // a box path: / on every laptop
 }
 
 std::expected<std::vector<debug::PathMapping>, int> path_mappings(const GlobalOptions& g, const deploy::ProjectConfig& project,

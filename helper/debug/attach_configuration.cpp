@@ -57,13 +57,13 @@ std::expected<std::vector<PathMapping>, std::string> resolve_path_mappings(const
     if (i == 0) {
       pm.remote_root = without_trailing_slash(std::string(first_remote_root));
     } else if (m.remote.starts_with("/")) {
-      pm.remote_root = without_trailing_slash(fs::path(m.remote).lexically_normal().string());
+      pm.remote_root = without_trailing_slash(fs::path(m.remote).lexically_normal().generic_string());
     } else if (m.remote == "~" || m.remote.starts_with("~/")) {
       if (!home)
         return std::unexpected("cannot resolve \"" + m.remote + "\" (/mappings/" + std::to_string(i) +
                                "/remote): the box's home is not known from the first mapping \"" +
                                config.mappings.front().remote + "\"; use an absolute remote path");
-      pm.remote_root = without_trailing_slash((fs::path(*home) / m.remote.substr(m.remote.size() > 1 ? 2 : 1)).lexically_normal().string());
+      pm.remote_root = without_trailing_slash((fs::path(*home) / m.remote.substr(m.remote.size() > 1 ? 2 : 1)).lexically_normal().generic_string());
     } else {
       return std::unexpected("/mappings/" + std::to_string(i) + "/remote \"" + m.remote +
                              "\" is neither absolute nor under ~/");

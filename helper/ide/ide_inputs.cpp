@@ -24,6 +24,22 @@ std::string shell_word(std::string_view word) {
   return plain ? std::string(word) : protocol::shell_quote(word);
 }
 
+std::string script_text(std::string_view ferry, const std::vector<std::string>& args, bool powershell) {
+  if (!powershell) {
+    std::string s = shell_word(ferry);
+    for (const auto& a : args) s.append(" ").append(shell_word(a));
+    return s;
+  }
+  auto word = [](std::string_view w) {
+    std::string out(1, '\'');
+    for (char c : w) out.append(c == '\'' ? 2 : 1, c);
+    return out + '\'';
+  };
+  std::string s = "& " + word(ferry);
+  for (const auto& a : args) s.append(" ").append(word(a));
+  return s + "; exit $LASTEXITCODE";
+}
+
 std::string ide_word(std::string_view word) {
   if (!word.empty() && word.find_first_of(" \t\"") == std::string_view::npos) return std::string(word);
   std::string out(1, '"');

@@ -35,6 +35,12 @@ std::vector<std::string> launch_args(const IdeInputs& in, const deploy::LaunchEn
 // protocol::shell_quote's single-quoted form.
 std::string shell_word(std::string_view word);
 
+// A run configuration's script text running `ferry ARGS`. PyCharm's Shell Script runs it as
+// `<default shell> -c TEXT`: sh on Linux and macOS (POSIX words), powershell.exe on Windows, where
+// the text is `& 'ferry.exe' 'ARG' ...; exit $LASTEXITCODE` (single-quoted words, ' doubled; the
+// exit passes ferry's status on, which `-c` alone would make 0 or 1).
+std::string script_text(std::string_view ferry, const std::vector<std::string>& args, bool powershell);
+
 // A word for a command line the IDE itself splits (LSP4IJ): double-quoted when it holds a blank.
 std::string ide_word(std::string_view word);
 

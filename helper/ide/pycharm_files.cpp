@@ -3,6 +3,7 @@
 #include "helper/ide/pycharm_files.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -16,10 +17,9 @@ std::string option(std::string_view name, std::string_view value) {
   return s;
 }
 
+// The script text for this platform's PyCharm (script_text: PowerShell where paths are Windows').
 std::string command_line(const IdeInputs& in, const std::vector<std::string>& args) {
-  std::string s = shell_word(in.ferry);
-  for (const auto& a : args) s.append(" ").append(shell_word(a));
-  return s;
+  return script_text(in.ferry, args, std::filesystem::path::preferred_separator == '\\');
 }
 
 // Lines joined with newlines, each but the first indented by `indent` levels of two spaces.

@@ -269,3 +269,24 @@ BOOST_AUTO_TEST_CASE(without_ssh_auth_sock_the_windows_agents_are_asked) {
   BOOST_TEST(err.find("ssh-agent at Pageant, then \\\\.\\pipe\\openssh-ssh-agent: cannot connect") != std::string::npos, err);
   BOOST_TEST(err.find("SSH_AUTH_SOCK not set") == std::string::npos, err);
 }
+
+// `ferry.exe ide pycharm`: the run configurations' script text is PowerShell (what PyCharm on
+// Windows runs it with), naming this ferry.exe by its Windows path and passing its status on.
+BOOST_AUTO_TEST_CASE(ide_pycharm_writes_powershell_run_configurations) {
+  Project p;
+  json config = json::parse(read_file(p.dir / "ferry.json"));
+  config["launch"] = json::array({{{"name", "fit"}, {"script", "train.py"}}});
+  write_file(p.dir / "ferry.json", config.dump(2));
+  write_file(p.dir / "train.py", "print('fit')\n");
+  std::string err;
+  BOOST_REQUIRE_MESSAGE(p.run({"trust-project"}, &err) == 0, err);
+  std::string out;
+  const int rc = p.run({"ide", "pycharm"}, &err, &out);
+  BOOST_REQUIRE_MESSAGE(rc == 0, "status " << rc << ": " << err << out);
+  const std::string run = read_file(p.dir / ".run" / "ferry fit.run.xml");
+  BOOST_TEST(run.find("name=\"SCRIPT_TEXT\" value=\"&amp; ") != std::string::npos, run);
+  BOOST_TEST(run.find(win(ferry_exe())) != std::string::npos, run);
+  BOOST_TEST(run.find("run") != std::string::npos, run);
+  BOOST_TEST(run.find("fit") != std::string::npos, run);
+  BOOST_TEST(run.find("; exit $LASTEXITCODE\"") != std::string::npos, run);
+}

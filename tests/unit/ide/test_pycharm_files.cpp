@@ -97,6 +97,14 @@ BOOST_AUTO_TEST_CASE(each_kind_runs_its_command_with_words_quoted) {
   BOOST_TEST(ide_word("/usr/bin/ferry") == "/usr/bin/ferry");
 }
 
+// On Windows PyCharm runs the text with powershell.exe -c: PowerShell words, and ferry's status kept.
+BOOST_AUTO_TEST_CASE(script_text_for_powershell_quotes_every_word_and_keeps_the_status) {
+  const std::vector<std::string> args{"run", "--launch", "it's $HOME `x` a;b"};
+  BOOST_TEST(script_text("C:\\Program Files\\ferry\\ferry.exe", args, true) ==
+             "& 'C:\\Program Files\\ferry\\ferry.exe' 'run' '--launch' 'it''s $HOME `x` a;b'; exit $LASTEXITCODE");
+  BOOST_TEST(script_text("/opt/ferry/bin/ferry", {"run", "--launch", "a b"}, false) == "/opt/ferry/bin/ferry run --launch 'a b'");
+}
+
 BOOST_AUTO_TEST_CASE(debug_server_maps_every_mapping) {
   IdeInputs in = inputs();
   in.pycharm_port = 12345;
