@@ -254,9 +254,11 @@ BOOST_AUTO_TEST_CASE(debug_stops_at_a_breakpoint_set_on_the_windows_path) {
   BOOST_TEST(debug.out().find("sum of squares below 5: 30") != std::string::npos, debug.out());
 }
 
-// No $SSH_AUTH_SOCK on Windows: Pageant and the Windows OpenSSH agent's pipe are asked (none runs
-// under Wine here, so the log says so and names them); the key files come next.
-BOOST_AUTO_TEST_CASE(without_ssh_auth_sock_the_windows_agents_are_asked) {
+// No $SSH_AUTH_SOCK on Windows: Pageant and then the Windows OpenSSH agent's pipe are asked, as
+// Windows' own ssh does. With no key file: first no agent runs (the log names both), then a
+// stand-in for Windows' ssh-agent service (tests/support/windows_ssh_agent.cpp, the fixture's key
+// on \\.\pipe\openssh-ssh-agent) signs the login.
+BOOST_AUTO_TEST_CASE(without_ssh_auth_sock_the_windows_openssh_agent_signs) {
   Project p;
   std::string config = read_file(p.dir / "ssh_config");
   const auto at = config.find("  IdentityFile ");
@@ -268,6 +270,15 @@ BOOST_AUTO_TEST_CASE(without_ssh_auth_sock_the_windows_agents_are_asked) {
   BOOST_TEST(p.run({"sync"}, &err) != 0);
   BOOST_TEST(err.find("ssh-agent at Pageant, then \\\\.\\pipe\\openssh-ssh-agent: cannot connect") != std::string::npos, err);
   BOOST_TEST(err.find("SSH_AUTH_SOCK not set") == std::string::npos, err);
+
+  ferry::test::FerryProcess agent(FERRY_WINE_RUN, p.dir.path(),
+                                  {(ferry_exe().parent_path() / "windows_ssh_agent.exe").string(), win(p.sshd.client_key())});
+  BOOST_REQUIRE_MESSAGE(agent.wait_out("ready", 120s), agent.err());
+  std::string out;
+  const int rc = p.run({"--log-level", "debug", "sync"}, &err, &out);
+  BOOST_TEST(rc == 0, err);
+  BOOST_TEST(err.find("with ssh-agent key ssh-ed25519") != std::string::npos, err);
+  BOOST_TEST(fs::exists(p.remote() / "ferry.json"));
 }
 
 // `ferry.exe ide pycharm`: the run configurations' script text is PowerShell (what PyCharm on
