@@ -26,5 +26,10 @@ if "${FERRY_WINESERVER:-$(dirname "$WINE")/wineserver}" -p15 </dev/null >/dev/nu
   [[ -f "$WINEPREFIX/system.reg" ]] || boot=(--init)
   "$WINE" wineboot "${boot[@]}" </dev/null >/dev/null 2>&1 8>&- || true
 fi
+# Wine's null graphics driver: windows can be made with no X display (the tests' Pageant is one).
+if [[ ! -f "$WINEPREFIX/.ferry-null-graphics" ]]; then
+  "$WINE" reg add 'HKCU\Software\Wine\Drivers' /v Graphics /d null /f </dev/null >/dev/null 2>&1 8>&- &&
+    touch "$WINEPREFIX/.ferry-null-graphics"
+fi
 exec 8>&-
 exec "$WINE" "$@"

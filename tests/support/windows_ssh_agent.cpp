@@ -1,15 +1,18 @@
-// A stand-in for the Windows OpenSSH agent, for test_windows_cli: serves the agent protocol
-// (draft-miller-ssh-agent: list identities, sign) on \\.\pipe\openssh-ssh-agent, the pipe
-// Windows' ssh-agent service listens on, with the one unencrypted ed25519 key in the OpenSSH key
-// file it is given. Windows only (built by the Windows shape, run under Wine); prints "ready"
-// once the pipe exists and serves until killed.
-//   windows_ssh_agent.exe KEY_FILE
+// Stand-ins for the SSH agents of Windows, for test_windows_cli: the agent protocol
+// (draft-miller-ssh-agent: list identities, sign) with the one unencrypted ed25519 key in the
+// OpenSSH key file it is given, served on \\.\pipe\openssh-ssh-agent (the pipe Windows'
+// ssh-agent service listens on) or, with --pageant, as Pageant (a window of class and title
+// "Pageant" answering WM_COPYDATA requests in a named file mapping, as PuTTY's agent does).
+// Windows only (built by the Windows shape, run under Wine); prints "ready" once it can be found
+// and serves until killed.
+//   windows_ssh_agent.exe [--pageant] KEY_FILE
 #include <windows.h>
 
 #include <openssl/evp.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -137,6 +140,52 @@ void serve(HANDLE pipe, const Key& k) {
   ::CloseHandle(pipe);
 }
 
+// Pageant's side of WM_COPYDATA: the request (uint32 length + body) in the file mapping the
+// message names, the reply written over it; nonzero for answered.
+constexpr ULONG_PTR kPageantCopyDataId = 0x804e50ba;
+constexpr std::size_t kPageantMaxMessage = 8192;
+const Key* g_pageant_key = nullptr;
+
+LRESULT CALLBACK pageant_window(HWND hwnd, UINT message, WPARAM wparam, LPARAM lparam) {
+  if (message != WM_COPYDATA) return ::DefWindowProcA(hwnd, message, wparam, lparam);
+  const auto* cds = reinterpret_cast<const COPYDATASTRUCT*>(lparam);
+  if (cds->dwData != kPageantCopyDataId || cds->cbData == 0) return 0;
+  const std::string name(static_cast<const char*>(cds->lpData), cds->cbData - 1);
+  HANDLE map = ::OpenFileMappingA(FILE_MAP_ALL_ACCESS, FALSE, name.c_str());
+  if (!map) return 0;
+  auto* view = static_cast<char*>(::MapViewOfFile(map, FILE_MAP_WRITE, 0, 0, 0));
+  LRESULT answered = 0;
+  if (view) {
+    const std::uint32_t n = Reader{std::string(view, 4)}.u32();
+    if (n + 4 <= kPageantMaxMessage) {
+      const std::string reply = str(answer(*g_pageant_key, std::string(view + 4, n)));
+      if (reply.size() <= kPageantMaxMessage) {
+        std::memcpy(view, reply.data(), reply.size());
+        answered = 1;
+      }
+    }
+    ::UnmapViewOfFile(view);
+  }
+  ::CloseHandle(map);
+  return answered;
+}
+
+int serve_as_pageant(const Key& key) {
+  g_pageant_key = &key;
+  WNDCLASSA wc{};
+  wc.lpfnWndProc = pageant_window;
+  wc.hInstance = ::GetModuleHandleA(nullptr);
+  wc.lpszClassName = "Pageant";
+  if (!::RegisterClassA(&wc)) return 1;
+  // A hidden top-level window: FindWindowA does not see message-only ones.
+  if (!::CreateWindowA("Pageant", "Pageant", 0, 0, 0, 0, 0, nullptr, nullptr, wc.hInstance, nullptr)) return 1;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  MSG msg;
+  while (::GetMessageA(&msg, nullptr, 0, 0) > 0) ::DispatchMessageA(&msg);
+  return 0;
+}
+
 HANDLE new_instance() {
   return ::CreateNamedPipeW(L"\\\\.\\pipe\\openssh-ssh-agent", PIPE_ACCESS_DUPLEX, PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT,
                             PIPE_UNLIMITED_INSTANCES, 65536, 65536, 0, nullptr);
@@ -145,17 +194,20 @@ HANDLE new_instance() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: windows_ssh_agent.exe KEY_FILE\n");
+  const bool pageant = argc == 3 && std::string(argv[1]) == "--pageant";
+  if (argc != 2 && !pageant) {
+    std::fprintf(stderr, "usage: windows_ssh_agent.exe [--pageant] KEY_FILE\n");
     return 2;
   }
+  const char* key_file = argv[argc - 1];
   Key key;
   try {
-    key = read_key(argv[1]);
+    key = read_key(key_file);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "windows_ssh_agent: %s: %s\n", argv[1], e.what());
+    std::fprintf(stderr, "windows_ssh_agent: %s: %s\n", key_file, e.what());
     return 1;
   }
+  if (pageant) return serve_as_pageant(key);
   HANDLE pipe = new_instance();
   if (pipe == INVALID_HANDLE_VALUE) {
     std::fprintf(stderr, "windows_ssh_agent: cannot create the pipe (%lu)\n", ::GetLastError());
