@@ -426,7 +426,9 @@ BOOST_AUTO_TEST_CASE(ctrl_c_in_a_console_escalates_on_the_run) {
   Project p;
   write_file(p.dir / "stubborn.py",
              "import signal, sys, time\n"
-             "def note(s, f): print('got', signal.Signals(s).name, flush=True)\n"
+             // One write per line (the interpreter runs with -u): ferry's own notes on stderr
+             // may land between two writes on the console.
+             "def note(s, f): sys.stdout.write('got ' + signal.Signals(s).name + '\\n')\n"
              "signal.signal(signal.SIGINT, note)\n"
              "signal.signal(signal.SIGTERM, note)\n"
              "print('ready', flush=True)\n"
