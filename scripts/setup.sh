@@ -24,6 +24,8 @@ PACKAGES=(
   # ferry.exe for Windows: the MinGW-w64 cross compiler, Wine to run its tests
   g++-mingw-w64-x86-64-posix wine64
   debootstrap
+  # tests/e2e's shell_completions: ferry's completion scripts in zsh and fish, its man page through groff
+  zsh fish groff-base
 )
 # The VS Code extension (ide-plugin/vscode) and its tests need Node.js 20 and npm (the machines
 # have them; elsewhere Debian's nodejs/npm are installed below). Its e2e test also needs Chromium

@@ -58,6 +58,8 @@ void add_autostop_command(CLI::App& app, GlobalOptions& g);  // autostop (autost
 void add_gpu_command(CLI::App& app, GlobalOptions& g);  // gpu (gpu_command.cpp)
 void add_spot_command(CLI::App& app, GlobalOptions& g);  // spot (spot_command.cpp)
 void add_resume_command(CLI::App& app, GlobalOptions& g);  // resume (resume_command.cpp)
+void add_completion_command(CLI::App& app, GlobalOptions& g);  // completion bash|zsh|fish (completion_command.cpp)
+void add_man_page_command(CLI::App& app, GlobalOptions& g);  // man-page, hidden (completion_command.cpp)
 
 // One mapping's engine in a sync command; engines[0] is the first mapping's.
 struct MappingEngine {

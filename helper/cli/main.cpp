@@ -66,6 +66,8 @@ int main(int argc, char** argv) {
   add_gpu_command(app, g);
   add_spot_command(app, g);
   add_resume_command(app, g);
+  add_completion_command(app, g);
+  add_man_page_command(app, g);
 
   try {
     app.parse(argc, argv);
