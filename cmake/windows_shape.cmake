@@ -114,3 +114,20 @@ if(FERRY_TESTS)
     add_subdirectory(tests/${dir})
   endforeach()
 endif()
+
+# The Windows zip (scripts/package.sh: `cpack -G ZIP` here): ferry.exe with the Linux agents it
+# uploads, in the installed layout of cmake/install.cmake (ferry.exe finds them in ..\libexec\ferry),
+# unpacked anywhere. The agents are the Linux build's.
+set(FERRY_AGENTS_DIR ${CMAKE_SOURCE_DIR}/build/bin CACHE PATH "The Linux build's bin/ holding ferry-agent and ferry-agent-aarch64")
+install(TARGETS ferry RUNTIME DESTINATION bin)
+install(PROGRAMS ${FERRY_AGENTS_DIR}/ferry-agent ${FERRY_AGENTS_DIR}/ferry-agent-aarch64 DESTINATION libexec/ferry)
+install(FILES protocol/spec/ferry.schema.json protocol/spec/train-config.schema.json DESTINATION share/ferry/schemas)
+install(FILES README.md packaging/copyright DESTINATION share/doc/ferry)
+install(DIRECTORY docs/ DESTINATION share/doc/ferry/docs)
+set(CPACK_PACKAGE_NAME ferry)
+set(CPACK_PACKAGE_VENDOR "the ferry authors")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_FILE_NAME ferry-${PROJECT_VERSION}-windows-x86_64)
+set(CPACK_GENERATOR ZIP)
+set(CPACK_STRIP_FILES bin/ferry.exe)
+include(CPack)

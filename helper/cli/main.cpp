@@ -7,8 +7,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "common/build_info.hpp"
 #include "common/process_defaults.hpp"
-#include "ferry/version.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 
@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ferry: edit locally, run on a remote GPU box.\n"
                "Sync, remote runs, tunnels, GPU monitoring and a LibTorch trainer behind one helper.",
                "ferry"};
-  app.set_version_flag("--version", std::string("ferry ") + ferry::kVersion);
+  app.set_version_flag("--version", "ferry " + ferry::version_text());
   app.require_subcommand(1);
   app.footer(exit_status::kHelpText);
   // Global options work after the sub-command too (`ferry run -F FILE -- x.py`): sub-commands

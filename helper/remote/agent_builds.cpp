@@ -4,7 +4,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 
+#include "common/build_info.hpp"
 #include "common/executables.hpp"
 #include "common/user_dirs.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -12,18 +15,33 @@
 namespace ferry::remote {
 namespace fs = std::filesystem;
 
+std::vector<fs::path> agent_dirs() {
+  auto self = platform::executable_path();
+  if (!self) return {};
+  const fs::path bin = self->parent_path();
+  return {bin, (bin / ".." / "libexec" / "ferry").lexically_normal()};
+}
+
+namespace {
+
+// `name` in the first of agent_dirs() that has it as an executable file.
+std::expected<fs::path, std::string> find_beside_ferry(const std::string& name, const std::string& env_hint) {
+  const auto dirs = agent_dirs();
+  for (const auto& dir : dirs)
+    if (platform::is_executable_file(dir / name)) return dir / name;
+  if (dirs.empty()) return std::unexpected("cannot tell where this ferry is installed (set " + env_hint + ")");
+  return std::unexpected("no " + name + " in " + dirs[0].string() + " or " + dirs[1].string() + " (set " + env_hint + ")");
+}
+
+}  // namespace
+
 std::expected<fs::path, std::string> find_agent_binary() {
   if (const char* env = std::getenv("FERRY_AGENT"); env && *env) {
     fs::path p(env);
     if (!platform::is_executable_file(p)) return std::unexpected("$FERRY_AGENT='" + p.string() + "' is not an executable file");
     return p;
   }
-  auto self = platform::executable_path();
-  if (!self) return std::unexpected(self.error());
-  fs::path p = self->parent_path() / "ferry-agent";
-  if (!platform::is_executable_file(p))
-    return std::unexpected("no ferry-agent next to " + self->string() + " (set $FERRY_AGENT to its path)");
-  return p;
+  return find_beside_ferry("ferry-agent", "$FERRY_AGENT to its path");
 }
 
 fs::path default_sandbox_root(std::string_view project_name) {
@@ -49,12 +67,9 @@ std::expected<fs::path, std::string> find_agent_for_arch(std::string_view arch) 
     return fs::path(env);
   }
   if (arch == native_arch()) return find_agent_binary();
-  auto self = platform::executable_path();
-  if (!self) return std::unexpected(self.error());
-  fs::path p = self->parent_path() / ("ferry-agent-" + std::string(arch));
-  if (!platform::is_executable_file(p))
-    return std::unexpected("this ferry has no " + std::string(arch) + " agent (no " + p.string() + "; set $" + var + ")");
-  return p;
+  auto found = find_beside_ferry("ferry-agent-" + std::string(arch), "$" + var);
+  if (!found) return std::unexpected("this ferry has no " + std::string(arch) + " agent: " + found.error());
+  return found;
 }
 
 std::optional<std::string> agent_arch_of(std::string_view uname_sm) {
@@ -69,6 +84,63 @@ std::string unsupported_box_message(std::string_view box, std::string_view uname
   while (!said.empty() && std::isspace(static_cast<unsigned char>(said.back()))) said.pop_back();
   if (said.empty()) said = "an unknown system (uname -sm printed nothing)";
   return std::string(box) + " is " + said + ": ferry-agent runs on x86-64 and aarch64 Linux";
+}
+
+std::optional<std::string> read_build_marker(const fs::path& binary) {
+  std::ifstream in(binary, std::ios::binary);
+  if (!in) return std::nullopt;
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The prefix alone can be in a binary too (ferry's own, which reads markers): the marker is the
+  // one followed by "<version> <commit>" and a NUL.
+  for (std::size_t at = bytes.find(kBuildMarkerPrefix); at != std::string::npos; at = bytes.find(kBuildMarkerPrefix, at + 1)) {
+    const std::size_t from = at + kBuildMarkerPrefix.size();
+    const std::size_t end = bytes.find('\0', from);
+    if (end == std::string::npos || end - from > 200) continue;
+    const std::string text = bytes.substr(from, end - from);
+    const auto space = text.find(' ');
+    if (space != 0 && space != std::string::npos && text.find(' ', space + 1) == std::string::npos && space + 1 < text.size())
+      return text;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+AgentBuildCheck check_agent_build(std::string_view arch) {
+  AgentBuildCheck c{std::string(arch), "pass", "", ""};
+  const bool native = arch == native_arch();
+  std::string var = "FERRY_AGENT_" + std::string(arch);
+  std::transform(var.begin(), var.end(), var.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+  const bool chosen = std::getenv(var.c_str()) || (native && std::getenv("FERRY_AGENT"));
+  auto found = find_agent_for_arch(arch);
+  const std::string reinstall = "reinstall ferry: its agents come with it (libexec/ferry/ beside bin/ferry)";
+  if (!found) {
+    c.status = native ? "fail" : "warn";
+    c.detail = found.error() + (native ? "" : "; " + std::string(arch) + " boxes cannot be used");
+    c.fix = reinstall;
+    return c;
+  }
+  const std::string mine = std::string(build_version()) + " " + std::string(build_commit());
+  const auto theirs = read_build_marker(*found);
+  if (chosen) {
+    c.detail = found->string() + " (chosen by $" + (std::getenv(var.c_str()) ? var : std::string("FERRY_AGENT")) + ")";
+  } else if (theirs == mine) {
+    c.detail = found->string() + " (ferry " + mine + ")";
+  } else {
+    c.status = "fail";
+    c.detail = found->string() + " is " + (theirs ? "ferry " + *theirs : std::string("of an unknown build")) +
+               ", this ferry is " + mine + ": " + std::string(arch) + " boxes would get an agent of another build";
+    c.fix = reinstall;
+  }
+  return c;
+}
+
+}  // namespace
+
+std::vector<AgentBuildCheck> check_agent_builds() {
+  std::vector<AgentBuildCheck> out;
+  for (auto arch : kAgentArches) out.push_back(check_agent_build(arch));
+  return out;
 }
 
 }  // namespace ferry::remote

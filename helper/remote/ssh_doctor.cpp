@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "ferry/version.hpp"
+#include "helper/remote/agent_builds.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "protocol/shell_words.hpp"
 
@@ -216,6 +217,8 @@ json to_json(const DoctorCheck& c) {
 
 std::vector<DoctorCheck> run_doctor(DoctorOptions options) {
   Checks out;
+  // This ferry's own install first: an agent of another build fails on every box.
+  for (auto& a : check_agent_builds()) out.add("agent " + a.arch, a.status, a.detail, a.fix);
   auto resolved = ssh::resolve_host(options.endpoint.host, options.endpoint.ssh_config);
   if (!resolved) {
     out.add("ssh config", "fail", resolved.error().to_string(), "fix the line named above in your ssh config");

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/env/env_mirror.hpp"
+#include "helper/remote/agent_builds.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/sync/project_endpoint.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -23,13 +24,15 @@ p::DoctorRunResult doctor_local(const std::string& project_name) {
   p::DoctorRunResult r{"local", {}};
   remote::LocalEndpointOptions options;
   options.project_name = project_name;
+  for (auto& a : remote::check_agent_builds())
+    if (a.arch == remote::native_arch()) r.checks.push_back({"agent " + a.arch, a.status, a.detail, a.fix});
   remote::LocalEndpoint endpoint(std::move(options));
   const auto start = std::chrono::steady_clock::now();
   auto info = endpoint.connect();
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
   if (!info) {
-    r.checks.push_back({"agent", "fail", info.error().message, "build ferry-agent (cmake --build ... --target ferry-agent) or set $FERRY_AGENT"});
+    r.checks.push_back({"agent", "fail", info.error().message, "reinstall ferry (its agent comes with it), build ferry-agent (cmake --build ... --target ferry-agent) or set $FERRY_AGENT"});
     return r;
   }
   r.checks.push_back({"connection", "pass", "local sandbox agent started in " + std::to_string(ms) + " ms", ""});

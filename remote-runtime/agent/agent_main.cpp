@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/private_files.hpp"
+#include "common/build_info.hpp"
 #include "ferry/version.hpp"
 #include "protocol/agent_wire.hpp"
 #include "protocol/binding_table.hpp"
@@ -296,7 +297,8 @@ int main(int argc, char** argv) {
     } else if (a == "--log-level" && i + 1 < argc) {
       spdlog::set_level(spdlog::level::from_str(argv[++i]));
     } else if (a == "--version") {
-      std::cout << ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) << "\n";
+      std::cout << ferry::protocol::agent_magic_line(ferry::kAgentProtocolVersion, ferry::kVersion) << "\n"
+                << "ferry-agent " << ferry::version_text() << "\n";
       return 0;
     } else if (a == "--help" || a == "-h") {
       usage(std::cout);

@@ -47,3 +47,42 @@ BOOST_AUTO_TEST_CASE(where_each_build_is_looked_for) {
   BOOST_TEST(find_agent_for_arch("x86_64").value() == agent);
   ::unsetenv("FERRY_AGENT");
 }
+
+BOOST_AUTO_TEST_CASE(build_marker_read_from_a_binary_s_bytes) {
+  ferry::test::TempDir dir("agent-marker");
+  using namespace std::string_literals;
+  // The bare prefix (as ferry's own binary holds it) is passed over; the marker is the one with
+  // "<version> <commit>" up to a NUL.
+  ferry::test::write_file(dir / "agent", "\x7f" "ELF..FERRY-BUILD \0..FERRY-BUILD not a marker at all\0"
+                                         "..FERRY-BUILD 0.2.0 1a2b3c4d5e6f\0tail"s);
+  BOOST_TEST(read_build_marker(dir / "agent").value_or("none") == "0.2.0 1a2b3c4d5e6f");
+  ferry::test::write_file(dir / "old", "\x7f" "ELF no marker here\0"s);
+  BOOST_TEST(!read_build_marker(dir / "old").has_value());
+  BOOST_TEST(!read_build_marker(dir / "missing").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(agent_build_checks_name_what_is_wrong) {
+  ferry::test::TempDir dir("agent-checks");
+  // Nothing beside this test binary: the native agent missing fails, the other arch's warns.
+  auto checks = check_agent_builds();
+  BOOST_REQUIRE(checks.size() == 2u);
+  BOOST_TEST(checks[0].arch == "x86_64");
+  BOOST_TEST(checks[0].status == "fail");
+  BOOST_TEST(checks[0].detail.find("libexec") != std::string::npos, checks[0].detail);
+  BOOST_TEST(!checks[0].fix.empty());
+  BOOST_TEST(checks[1].status == "warn");
+  BOOST_TEST(checks[1].detail.find("aarch64 boxes cannot be used") != std::string::npos, checks[1].detail);
+  // Agents named by the environment are the user's choice, whatever their build.
+  const fs::path agent = dir / "agent";
+  ferry::test::write_file(agent, "#!/bin/sh\n");
+  fs::permissions(agent, fs::perms::owner_all);
+  ::setenv("FERRY_AGENT", agent.c_str(), 1);
+  ::setenv("FERRY_AGENT_AARCH64", agent.c_str(), 1);
+  checks = check_agent_builds();
+  BOOST_TEST(checks[0].status == "pass");
+  BOOST_TEST(checks[0].detail.find("$FERRY_AGENT") != std::string::npos, checks[0].detail);
+  BOOST_TEST(checks[1].status == "pass");
+  BOOST_TEST(checks[1].detail.find("$FERRY_AGENT_AARCH64") != std::string::npos, checks[1].detail);
+  ::unsetenv("FERRY_AGENT");
+  ::unsetenv("FERRY_AGENT_AARCH64");
+}
