@@ -40,7 +40,7 @@ PACKAGES=(
   g++-mingw-w64-x86-64-posix wine64
   debootstrap
   # tests/e2e's shell_completions: ferry's completion scripts in zsh and fish, its man page through groff
-  zsh fish groff-base
+  zsh fish groff-base man-db
   # the packages (scripts/package.sh, test_installed_ferry): lintian checks the .deb, patchelf
   # points the tarball's ferry at the libraries bundled beside it
   lintian patchelf

@@ -102,7 +102,8 @@ struct Project {
                                        "\n  IdentitiesOnly yes\n  UserKnownHostsFile " + win(sshd.known_hosts()) +
                                        "\n  GlobalKnownHostsFile none\n");
     FerryExe init(dir.path(), {"init", "--host", "win-box", "--remote-root", "~/proj"});
-    BOOST_REQUIRE_MESSAGE(init.wait() == 0, init.err());
+    const int init_rc = init.wait();
+    BOOST_REQUIRE_MESSAGE(init_rc == 0, "ferry.exe init exited " << init_rc << ": " << init.err() << init.out());
     json config = json::parse(read_file(dir / "ferry.json"));
     BOOST_REQUIRE(config["host"] == "win-box");
     config["sshConfig"] = win(dir / "ssh_config");
@@ -324,6 +325,44 @@ BOOST_AUTO_TEST_CASE(ide_pycharm_writes_powershell_run_configurations) {
   BOOST_TEST(run.find("run") != std::string::npos, run);
   BOOST_TEST(run.find("fit") != std::string::npos, run);
   BOOST_TEST(run.find("; exit $LASTEXITCODE\"") != std::string::npos, run);
+}
+
+// The Windows zip (`cpack -G ZIP` in ferry.exe's build, as scripts/package.sh makes it): unpacked
+// anywhere, its ferry.exe finds the Linux agents in ..\libexec\ferry with no $FERRY_AGENT, uploads
+// the x86-64 one on connect, and doctor finds both of this very build.
+BOOST_AUTO_TEST_CASE(the_zip_s_ferry_exe_finds_its_agents_beside_it) {
+  const fs::path build = ferry_exe().parent_path().parent_path();
+  ferry::test::TempDir out("ferry-win-zip");
+  auto made = ferry::test::run_shell("cpack -G ZIP --config '" + (build / "CPackConfig.cmake").string() + "' -B '" +
+                                     (out / "cpack").string() + "' 2>&1");
+  BOOST_REQUIRE_MESSAGE(made.status == 0, made.out);
+  fs::path zip;
+  for (const auto& e : fs::directory_iterator(out / "cpack"))
+    if (e.path().extension() == ".zip") zip = e.path();
+  BOOST_REQUIRE_MESSAGE(zip.filename().string().ends_with("-windows-x86_64.zip"), made.out);
+  BOOST_REQUIRE(ferry::test::run_shell("python3 -m zipfile -e '" + zip.string() + "' '" + (out / "x").string() + "'").status == 0);
+  const fs::path top = out / "x" / zip.stem();
+  for (const char* f : {"bin/ferry.exe", "libexec/ferry/ferry-agent", "libexec/ferry/ferry-agent-aarch64",
+                        "share/ferry/schemas/ferry.schema.json", "share/doc/ferry/README.md"})
+    BOOST_TEST(fs::is_regular_file(top / f), f);
+
+  Project p;
+  const std::string chosen = std::getenv("FERRY_AGENT");
+  ::unsetenv("FERRY_AGENT");
+  const auto zipped = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), (top / "bin" / "ferry.exe").string());
+    ferry::test::FerryProcess f(FERRY_WINE_RUN, p.dir.path(), args);
+    f.wait(120s);
+    return f.out() + f.err();
+  };
+  const std::string connected = zipped({"connect", "--json"});
+  const std::string doctor = zipped({"doctor"});
+  ::setenv("FERRY_AGENT", chosen.c_str(), 1);
+  const auto j = json::parse(connected.substr(connected.find('{'), connected.rfind('}') - connected.find('{') + 1));
+  BOOST_TEST(j["agent"]["installed"] == true, connected);
+  BOOST_TEST(read_file(j["agent"]["path"].get<std::string>()) == read_file(top / "libexec/ferry/ferry-agent"));
+  BOOST_TEST(doctor.find("[pass] agent x86_64") != std::string::npos, doctor);
+  BOOST_TEST(doctor.find("[pass] agent aarch64") != std::string::npos, doctor);
 }
 
 namespace {
