@@ -39,6 +39,8 @@ PACKAGES=(
   # ferry.exe for Windows: the MinGW-w64 cross compiler, Wine to run its tests
   g++-mingw-w64-x86-64-posix wine64
   debootstrap
+  # tests/integration's Slurm cluster (slurm_fixture, docs/slurm.md): munged, slurmctld, two slurmd
+  slurmctld slurmd slurm-client munge
   # tests/e2e's shell_completions: ferry's completion scripts in zsh and fish, its man page through groff
   zsh fish groff-base man-db
   # the packages (scripts/package.sh, test_installed_ferry): lintian checks the .deb, patchelf
