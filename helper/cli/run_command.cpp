@@ -309,6 +309,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   req.mapping_root = link->mapping_root;
   req.tty = o.tty;
   if (o.tty) std::tie(req.cols, req.rows) = terminal_size();
+  req.slurm = link->config.slurm;
   auto spec = run::make_run_spec(req);
   if (!spec) {
     std::cerr << "ferry run: " << spec.error() << "\n";

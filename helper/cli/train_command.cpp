@@ -111,6 +111,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   request.interpreter = project.interpreter;
   request.local_host = local;
   request.env = inputs->env;
+  request.slurm = project.slurm;
   auto id = session.start(request);
   if (!id) {
     std::cerr << who << ": " << id.error().message << "\n";

@@ -232,6 +232,11 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
     std::cerr << who << ": --detach is for one process; a multi-rank training is supervised while it runs\n";
     return run::kUsageFailure;
   }
+  if (inputs->project.slurm) {
+    std::cerr << who << ": on a Slurm cluster ranks are started by srun, not by ferry: --hosts and --nproc-per-host "
+                        "would run them on the login node (a multi-node training is not there yet: docs/slurm.md)\n";
+    return run::kUsageFailure;
+  }
   auto rv = rendezvous_for(g, inputs->project, o, hosts[0]);
   if (!rv) {
     std::cerr << who << ": " << rv.error() << "\n";

@@ -392,7 +392,7 @@ class Validator {
   bool document(const json& doc, ProjectConfig& c) {
     if (!object(doc, "")) return false;
     if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "trainer", "env",
-                             "tunnels", "autostop", "sshConfig", "protect", "launch", "price", "gpuCatalog"}))
+                             "tunnels", "autostop", "sshConfig", "protect", "launch", "price", "gpuCatalog", "slurm"}))
       return false;
     if (auto it = doc.find("$schema"); it != doc.end()) {
       std::string ignored;
@@ -432,6 +432,11 @@ class Validator {
       }
     }
     if (auto it = doc.find("autostop"); it != doc.end() && !autostop(*it, "/autostop", c.autostop)) return false;
+    if (auto it = doc.find("slurm"); it != doc.end()) {
+      auto o = protocol::slurm_options_from_json(*it);
+      if (!o) return fail("/slurm", o.error());
+      c.slurm = *o;
+    }
     if (auto it = doc.find("gpuCatalog"); it != doc.end() && !gpu_catalog(*it, c)) return false;
     if (auto it = doc.find("price"); it != doc.end()) {
       cloud::HostPrice hp;
@@ -566,6 +571,7 @@ json to_json(const ProjectConfig& c) {
           {{"enabled", c.autostop.enabled}, {"idleMinutes", c.autostop.idle_minutes}, {"action", c.autostop.action}}}};
   if (!c.autostop.command.empty()) j["autostop"]["command"] = c.autostop.command;
   if (!c.autostop.pre_stop.empty()) j["autostop"]["preStop"] = c.autostop.pre_stop;
+  if (c.slurm) j["slurm"] = protocol::to_json(*c.slurm);
   if (c.autostop.gpu_util_below != AutostopConfig{}.gpu_util_below) j["autostop"]["gpuUtilBelow"] = c.autostop.gpu_util_below;
   if (c.price) {
     json price{{"market", c.price->spot ? "spot" : "onDemand"}};

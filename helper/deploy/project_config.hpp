@@ -14,6 +14,7 @@
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/cloud/gpu_catalog.hpp"
 #include "protocol/mapping_root.hpp"
+#include "protocol/slurm_job.hpp"
 
 namespace ferry::deploy {
 
@@ -78,6 +79,7 @@ struct ProjectConfig {
   std::vector<cloud::GpuOffer> gpu_catalog;  // rows added to / overriding the GPU catalog
   std::optional<std::string> ssh_config;  // path to an OpenSSH client config
   std::vector<LaunchEntry> launch;        // names unique
+  std::optional<protocol::SlurmJobOptions> slurm;  // the host is a Slurm login node: runs are jobs
 };
 
 struct ConfigError {

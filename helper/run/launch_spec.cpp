@@ -23,6 +23,7 @@ json RunSpec::to_json() const {
     if (cols > 0) j["cols"] = cols;
     if (rows > 0) j["rows"] = rows;
   }
+  if (slurm) j["slurm"] = protocol::to_json(*slurm);
   return j;
 }
 
@@ -84,9 +85,12 @@ std::expected<RunSpec, std::string> make_run_spec(const LaunchRequest& request) 
   }
   // Without it Python block-buffers a pipe and the output arrives in lumps at exit.
   spec.env.try_emplace("PYTHONUNBUFFERED", "1");
+  if (request.slurm && request.tty)
+    return std::unexpected("a run on a Slurm cluster has no terminal (--tty): its output comes from the job's files");
   spec.tty = request.tty;
   spec.cols = request.cols;
   spec.rows = request.rows;
+  spec.slurm = request.slurm;
   return spec;
 }
 

@@ -4,12 +4,14 @@
 
 #include <expected>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "protocol/jsonrpc.hpp"
 #include "protocol/shell_words.hpp"
+#include "protocol/slurm_job.hpp"
 
 namespace ferry::run {
 
@@ -26,6 +28,7 @@ struct LaunchRequest {
   std::string mapping_root;                      // the mapping root as an absolute path on the box
   bool tty = false;
   int cols = 0, rows = 0;
+  std::optional<protocol::SlurmJobOptions> slurm;  // ferry.json's `slurm`: the run is a Slurm job
 };
 
 // The agent's run/start params.
@@ -35,6 +38,7 @@ struct RunSpec {
   std::map<std::string, std::string> env;
   bool tty = false;
   int cols = 0, rows = 0;
+  std::optional<protocol::SlurmJobOptions> slurm;
   json to_json() const;
 };
 

@@ -86,6 +86,7 @@ std::expected<p::RunStartResult, ResponseError> RunService::start(const RunStart
   req.tty = params.tty;
   req.cols = params.cols;
   req.rows = params.rows;
+  req.slurm = config.slurm;
   auto spec = run::make_run_spec(req);
   if (!spec) return std::unexpected(response_error({ErrorKind::invalid_input, spec.error()}, p::method::kRunStart));
   auto started = (*link)->runs().start(*spec);

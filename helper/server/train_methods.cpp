@@ -127,6 +127,7 @@ class TrainService {
     request.interpreter = config->interpreter;
     request.local_host = local;
     request.env = config->env;
+    request.slurm = config->slurm;
     auto id = t->session->start(request);
     if (*build_begun) build_progress->end(id || t->session->trainer() ? "ferry-train built" : "building ferry-train failed");
     // The session's error carries its kind: the link going down is agent_lost, a bad config

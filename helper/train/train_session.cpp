@@ -74,6 +74,7 @@ std::expected<std::string, Error> TrainSession::start(const TrainRequest& reques
   if (!cwd) return std::unexpected(bad_input("the config's directory leaves the mapping"));
   spec.cwd = *cwd;
   spec.env = request.env;
+  spec.slurm = request.slurm;
   client_ = std::make_unique<run::RunClient>(endpoint_);
   auto started = client_->start(spec);
   if (!started) {

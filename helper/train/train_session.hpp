@@ -16,6 +16,7 @@
 
 #include "common/wakeup.hpp"
 #include "helper/remote/endpoint.hpp"
+#include "protocol/slurm_job.hpp"
 #include "helper/run/run_client.hpp"
 #include "helper/run/run_follower.hpp"
 #include "helper/sync/sync_engine.hpp"
@@ -35,6 +36,7 @@ struct TrainRequest {
   std::string interpreter = "python3";     // ferry.json's: whose torch the box's trainer is built with
   bool local_host = false;                 // the `local` host: ferry-train is the one built with ferry
   std::map<std::string, std::string> env;  // ferry.json env
+  std::optional<protocol::SlurmJobOptions> slurm;  // ferry.json's `slurm`: the training is a Slurm job
 };
 
 // Called on the endpoint's reader thread, in output order.

@@ -42,6 +42,7 @@
 #include "remote-runtime/agent/run/frame_writer.hpp"
 #include "remote-runtime/agent/run/run_methods.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
+#include "remote-runtime/agent/run/slurm_job.hpp"
 #include "remote-runtime/agent/run/supervisor.hpp"
 #include "remote-runtime/agent/sync_methods.hpp"
 
@@ -52,6 +53,8 @@ void usage(std::ostream& out) {
          "       ferry-agent --autostop-watch STATE_DIR [--id ID] [--take-over] [--webhook-stdin]\n"
          "                                              (the autostop watchdog; started by the agent)\n"
          "       ferry-agent --spot-watch STATE_DIR       (the spot-notice watcher; started by the agent)\n"
+         "       ferry-agent --slurm-job RUN_DIR          (a run that is a Slurm job: submits and follows it)\n"
+         "       ferry-agent --slurm-step SCRIPT          (that job's batch script, on the compute node)\n"
          "       ferry-agent --version\n"
          "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n"
          "Runs live under --state-dir (default $XDG_CACHE_HOME/ferry/state or ~/.cache/ferry/state).\n"
@@ -279,6 +282,8 @@ int main(int argc, char** argv) {
   if (argc >= 3 && std::string_view(argv[1]) == "--autostop-watch")
     return ferry::agent::autostop::watch(argv[2], ferry::agent::autostop::parse_watch_options({argv + 3, argv + argc}));
   if (argc == 3 && std::string_view(argv[1]) == "--spot-watch") return ferry::agent::spot::watch(argv[2]);
+  if (argc == 3 && std::string_view(argv[1]) == "--slurm-job") return ferry::agent::run::follow_slurm_job(argv[2]);
+  if (argc == 3 && std::string_view(argv[1]) == "--slurm-step") return ferry::agent::run::run_slurm_step(argv[2]);
   // Sync requests allocate buffers of megabytes (frames, decompressed data): keep up to 64 MiB of
   // freed heap for the next one instead of page faults and zeroing per request (a tenth of the
   // agent's CPU in a big initial sync).

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -243,6 +244,15 @@ BOOST_AUTO_TEST_CASE(the_tarball_runs_from_anywhere_with_its_own_libraries) {
   const auto ldd = run_shell("ldd " + q(dir / "moved/bin/ferry"));
   BOOST_TEST(ldd.out.find((dir / "moved/bin/../lib/ferry/libssh2.so.1").string()) != std::string::npos, ldd.out);
   BOOST_TEST(ldd.out.find("not found") == std::string::npos, ldd.out);
+  // Everything else it loads is glibc's or GCC's runtime, which every laptop it targets has.
+  const std::regex system_lib(R"(^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil|libstdc\+\+|libgcc_s)\.so)");
+  std::istringstream lines(ldd.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, std::regex(R"(^\s*(\S+) => (\S+))"))) continue;
+    if (m[2].str().starts_with((dir / "moved/").string())) continue;
+    BOOST_TEST(std::regex_search(m[1].str(), system_lib), "loaded from the system: " << line);
+  }
   const auto version = run_shell("env -i " + q(dir / "moved/bin/ferry") + " --version");
   BOOST_TEST(version.out == build_version_line());
   // Ubuntu 22.04 has glibc 2.35 and GCC 12's libstdc++ (GLIBCXX_3.4.30): nothing in the tarball

@@ -21,6 +21,7 @@
 
 #include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/run/output_log.hpp"
+#include "remote-runtime/agent/run/slurm_job.hpp"
 #include "remote-runtime/agent/run/supervisor.hpp"
 
 extern char** environ;
@@ -355,6 +356,13 @@ Response RunMethods::start(const protocol::Request& r) {
     if (!v || *v < 1 || *v > 10000) return bad(r, std::string(key) + " must be an integer from 1 to 10000");
     *out = static_cast<unsigned>(*v);
   }
+  std::optional<protocol::SlurmJobOptions> slurm;
+  if (auto it = p.find("slurm"); it != p.end() && !it->is_null()) {
+    auto o = protocol::slurm_options_from_json(*it);
+    if (!o) return bad(r, o.error());
+    if (tty) return bad(r, "a Slurm run has no tty: its output comes from the job's files");
+    slurm = *o;
+  }
   auto resolved = root_.resolve(cwd, FollowFinal::yes);
   if (!resolved) return bad(r, "cwd: " + resolved.error());
   std::error_code e;
@@ -379,16 +387,24 @@ Response RunMethods::start(const protocol::Request& r) {
     }
   }
   if (tty && !env.contains("TERM")) env["TERM"] = "xterm-256color";
-  auto program = find_program(argv[0], env.contains("PATH") ? env["PATH"] : "/usr/bin:/bin", resolved->absolute);
+  auto program = slurm ? std::optional<fs::path>(agent_file_path())
+                       : find_program(argv[0], env.contains("PATH") ? env["PATH"] : "/usr/bin:/bin", resolved->absolute);
   if (!program) return bad(r, "command '" + argv[0] + "' not found" + (argv[0].find('/') == std::string::npos ? " on PATH" : ""));
 
   auto now = std::chrono::system_clock::now();
   auto run = store_.create(now);
   if (!run) return io_error(r, run.error());
+  const std::vector<std::string> shown = argv;
+  if (slurm) {
+    // The run's process is the follower; the program runs in the job (slurm_job.hpp).
+    if (auto w = write_slurm_request(run->dir, *slurm, argv, resolved->absolute, env); !w) return io_error(r, w.error());
+    argv = {program->string(), "--slurm-job", run->dir.string()};
+  }
   json env_list = json::array();
   for (const auto& [k, v] : env) env_list.push_back(k + "=" + v);
   std::string started_at = iso_utc_ms(now);
   json spec{{"argv", argv},
+            {"displayArgv", shown},
             {"program", program->string()},
             {"cwd", resolved->relative.empty() ? "." : resolved->relative},
             {"cwdAbsolute", resolved->absolute.string()},
@@ -485,6 +501,8 @@ Response RunMethods::signal(const protocol::Request& r) {
   if (status->state == "exited") return bad(r, "run " + *id + " has exited");
   long long pgid = status->meta.value("pgid", 0LL);
   if (pgid <= 1) return io_error(r, "run " + *id + " has no process group in meta.json");
+  // A KILL ends the follower of a Slurm run before it could cancel its job: cancel it here.
+  if (*sig == SIGKILL) cancel_slurm_job(run->dir);
   if (::kill(static_cast<pid_t>(-pgid), *sig) != 0) {
     if (errno == ESRCH) return bad(r, "run " + *id + " has exited");
     return io_error(r, "kill run " + *id + ": " + std::strerror(errno));

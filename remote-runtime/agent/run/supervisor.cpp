@@ -363,7 +363,8 @@ std::expected<pid_t, std::string> start_command(Spec& spec, ChildStdio& stdio) {
 // meta.json: what run/list shows (env keys only, never values).
 json run_meta(const RunFiles& run, const Spec& spec, const json& spec_json, pid_t pid) {
   json meta{{"id", run.id},
-            {"argv", spec.argv},
+            // A Slurm run's process is the follower: the list shows the program it submitted.
+            {"argv", spec_json.contains("displayArgv") ? spec_json["displayArgv"] : json(spec.argv)},
             {"cwd", spec_json.value("cwd", ".")},
             {"root", spec_json.value("root", "")},
             {"env", spec_json.value("envKeys", json::array())},

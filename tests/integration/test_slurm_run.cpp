@@ -1,0 +1,132 @@
+// ferry run on a Slurm cluster (real slurmctld, two slurmd and munged: slurm_fixture), the login
+// node being the sshd fixture: the job's stdout and stderr stream back apart and its exit status
+// is ferry's; a job waiting for resources says why, then runs; Ctrl-C reaches the program on the
+// compute node through scancel; `ferry kill -s KILL` cancels the job.
+#define BOOST_TEST_MODULE slurm_run
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/slurm_fixture.hpp"
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/ferry_process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using ferry::test::read_file;
+using ferry::test::write_file;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Ferry : ferry::test::FerryProcess {
+  Ferry(const fs::path& cwd, const std::vector<std::string>& args) : FerryProcess(FERRY_BIN, cwd, args) {}
+};
+
+// A cluster, its login node, and a project whose ferry.json names both.
+struct Cluster {
+  ferry::test::SlurmCluster slurm;
+  ferry::test::SshdFixture login;
+  ferry::test::TempDir project{"ferry-slurm-project"};
+  Cluster() {
+    login.trust_host_key();
+    write_file(project / "ferry.json",
+               nlohmann::json{{"name", "slurmproj"},
+                              {"host", login.alias()},
+                              {"sshConfig", login.ssh_config().string()},
+                              {"interpreter", "/usr/bin/python3 -u"},
+                              {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}},
+                              {"env", {{"SLURM_CONF", slurm.conf().string()}}},
+                              {"slurm", {{"partition", "main"}}}}
+                   .dump(2));
+  }
+};
+
+// The job id in "ferry: Slurm job 12 submitted".
+std::string job_id_in(const std::string& err) {
+  std::smatch m;
+  return std::regex_search(err, m, std::regex(R"(Slurm job (\d+) submitted)")) ? m[1].str() : "";
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_run_is_a_job_whose_output_and_status_come_back) {
+  Cluster c;
+  write_file(c.project / "hello.py",
+             "import os, sys\n"
+             "print('out from', os.environ.get('SLURMD_NODENAME'), 'job', os.environ.get('SLURM_JOB_ID'))\n"
+             "print('err line', file=sys.stderr)\n"
+             "sys.exit(3)\n");
+  Ferry run(c.project.path(), {"run", "--", "hello.py"});
+  const int status = run.wait(120s);
+  BOOST_TEST(status == 3, run.out() + run.err());
+  const std::string id = job_id_in(run.err());
+  BOOST_REQUIRE_MESSAGE(!id.empty(), run.err());
+  BOOST_TEST(run.out().find("out from n") != std::string::npos, run.out());
+  BOOST_TEST(run.out().find("job " + id) != std::string::npos, run.out());
+  BOOST_TEST(run.out().find("err line") == std::string::npos, run.out());
+  BOOST_TEST(run.err().find("err line") != std::string::npos, run.err());
+  BOOST_TEST(run.err().find("job " + id + " ended FAILED (exit code 3:0)") != std::string::npos, run.err());
+  // The script the job ran is the agent's, with the program as JSON: no shell.
+  BOOST_TEST(c.slurm.job_state(id).state == "FAILED");
+}
+
+BOOST_AUTO_TEST_CASE(a_pending_job_says_why_then_runs) {
+  Cluster c;
+  // Both nodes held: the run's job waits for resources.
+  const std::string holder = c.slurm.submit("-p main -N2 --exclusive --wrap 'sleep 300'");
+  write_file(c.project / "quick.py", "print('ran after the wait')\n");
+  Ferry run(c.project.path(), {"run", "--", "quick.py"});
+  BOOST_REQUIRE_MESSAGE(run.wait_out("pending (Resources)", 60s, true), run.err());
+  BOOST_TEST(c.slurm.run("scancel " + holder).status == 0);
+  BOOST_TEST(run.wait(120s) == 0, run.out() + run.err());
+  BOOST_TEST(run.out().find("ran after the wait") != std::string::npos, run.out());
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_reaches_the_program_on_the_node) {
+  Cluster c;
+  write_file(c.project / "wait.py",
+             "import signal, sys, time\n"
+             "def stop(sig, frame):\n"
+             "    print('got', signal.Signals(sig).name, flush=True)\n"
+             "    sys.exit(5)\n"
+             "signal.signal(signal.SIGINT, stop)\n"
+             "print('ready', flush=True)\n"
+             "time.sleep(300)\n");
+  Ferry run(c.project.path(), {"run", "--", "wait.py"});
+  BOOST_REQUIRE_MESSAGE(run.wait_out("ready", 90s), run.out() + run.err());
+  BOOST_TEST(run.wait_out("running on n", 30s, true), run.err());
+  run.signal(SIGINT);
+  BOOST_TEST(run.wait(90s) == 5, run.out() + run.err());
+  BOOST_TEST(run.out().find("got SIGINT") != std::string::npos, run.out());
+  BOOST_TEST(run.err().find("SIGINT sent to job") != std::string::npos, run.err());
+}
+
+BOOST_AUTO_TEST_CASE(ferry_kill_cancels_the_job) {
+  Cluster c;
+  write_file(c.project / "long.py", "import time\nprint('started', flush=True)\ntime.sleep(300)\n");
+  Ferry run(c.project.path(), {"run", "--detach", "--", "long.py"});
+  BOOST_REQUIRE_MESSAGE(run.wait(60s) == 0, run.out() + run.err());
+  std::smatch m;
+  const std::string said = run.out() + run.err();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(said, m, std::regex(R"((\d{8}-\d{6}-[0-9a-f]{4}))")), said);
+  const std::string run_id = m[1].str();
+  // The job is submitted and running before it is killed.
+  Ferry logs(c.project.path(), {"logs", "--follow", run_id});
+  BOOST_REQUIRE_MESSAGE(logs.wait_out("started", 90s), logs.out() + logs.err());
+  const std::string id = job_id_in(logs.err() + logs.out());
+  // KILL ends the follower at once: the agent cancels the job first (TERM would reach the program).
+  Ferry kill(c.project.path(), {"kill", "--signal", "KILL", run_id});
+  BOOST_TEST(kill.wait(60s) == 0, kill.out() + kill.err());
+  BOOST_REQUIRE_MESSAGE(!id.empty(), logs.out() + logs.err());
+  const auto end = c.slurm.wait_job(id, 60s);
+  std::string agent_log;
+  for (const auto& e : fs::recursive_directory_iterator(c.login.home() / ".cache/ferry/agent"))
+    if (e.path().filename() == "agent.log") agent_log += read_file(e.path());
+  BOOST_TEST(end.state.starts_with("CANCELLED"), end.state << "; the agent's log:\n" << agent_log);
+}

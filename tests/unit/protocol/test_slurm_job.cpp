@@ -1,0 +1,95 @@
+// slurm_job: ferry.json's `slurm` block read and refused field by field, the sbatch arguments and
+// the batch script made from it (no shell anywhere: arguments and a JSON argv), the script read
+// back on the node, scontrol's line, and the exit status a job's end gives.
+#define BOOST_TEST_MODULE slurm_job
+#include <boost/test/unit_test.hpp>
+
+#include "protocol/slurm_job.hpp"
+
+using namespace ferry::protocol;
+using json = nlohmann::json;
+
+BOOST_AUTO_TEST_CASE(options_are_read_and_written_back) {
+  const json j = json::parse(R"({"partition": "gpu", "account": "proj1", "qos": "high", "time": "2:00:00",
+                                 "constraint": "a100", "nodes": 2, "gpusPerNode": 4, "cpusPerTask": 8,
+                                 "sbatchOptions": ["--mem=32G", "--exclusive"]})");
+  auto o = slurm_options_from_json(j);
+  BOOST_REQUIRE_MESSAGE(o.has_value(), o.error());
+  BOOST_TEST(o->partition == "gpu");
+  BOOST_TEST(o->nodes == 2);
+  BOOST_TEST(o->gpus_per_node == 4);
+  BOOST_TEST(o->sbatch_options.size() == 2u);
+  BOOST_TEST(to_json(*o) == j);
+  BOOST_TEST(slurm_options_from_json(json::object())->nodes == 1);
+}
+
+BOOST_AUTO_TEST_CASE(bad_options_are_refused_naming_the_field) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"nodes": 0})", "slurm.nodes"},
+      {R"({"nodes": "2"})", "slurm.nodes"},
+      {R"({"partition": 3})", "slurm.partition"},
+      {R"({"time": "1:00\n#SBATCH --x"})", "slurm.time must be one line"},
+      {R"({"sbatchOptions": ["mem=1G"]})", "slurm.sbatchOptions"},
+      {R"({"sbatchOptions": "--mem=1G"})", "slurm.sbatchOptions"},
+      {R"({"gpus": 1})", "slurm.gpus is not a setting"},
+      {R"([1])", "slurm must be an object"},
+  };
+  for (auto [text, expected] : cases) {
+    auto o = slurm_options_from_json(json::parse(text));
+    BOOST_REQUIRE_MESSAGE(!o.has_value(), text);
+    BOOST_TEST(o.error().find(expected) != std::string::npos, text << " -> " << o.error());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(sbatch_arguments_hold_each_option_as_one_argument) {
+  SlurmJobOptions o;
+  o.partition = "gpu";
+  o.time = "30";
+  o.gpus_per_node = 2;
+  o.sbatch_options = {"--mem=32G"};
+  auto a = sbatch_arguments(o, "ferry-run1", "/s/job.out", "/s/job.err", "/home/u/proj dir");
+  const std::vector<std::string> expected{"--parsable", "--job-name=ferry-run1", "--output=/s/job.out", "--error=/s/job.err",
+                                          "--chdir=/home/u/proj dir", "--export=ALL", "--nodes=1", "--partition=gpu",
+                                          "--time=30", "--gpus-per-node=2", "--mem=32G"};
+  BOOST_TEST(a == expected, boost::test_tools::per_element());
+  o.nodes = 3;
+  a = sbatch_arguments(o, "n", "o", "e", "c");
+  BOOST_TEST((std::find(a.begin(), a.end(), "--ntasks-per-node=1") != a.end()));
+}
+
+BOOST_AUTO_TEST_CASE(the_batch_script_is_the_agent_and_a_json_argv) {
+  SlurmJobOptions o;
+  const std::vector<std::string> argv{"python3", "train.py", "--lr", "$(rm -rf ~)", "it's"};
+  const std::string script = batch_script("/home/u/.cache/ferry/agent/ferry-agent-x86_64", argv, o, "/s/slurm-exit");
+  BOOST_TEST(script.starts_with("#!/home/u/.cache/ferry/agent/ferry-agent-x86_64 --slurm-step\n"));
+  auto step = slurm_step_of(script);
+  BOOST_REQUIRE(step.has_value());
+  BOOST_TEST(step->argv == argv, boost::test_tools::per_element());
+  BOOST_TEST(step->exit_file == "/s/slurm-exit");
+  // More than one node: srun starts it on each.
+  o.nodes = 2;
+  step = slurm_step_of(batch_script("/a", argv, o, "/x"));
+  BOOST_REQUIRE(step.has_value());
+  BOOST_TEST(step->argv.size() == argv.size() + 3);
+  BOOST_TEST(step->argv[0] == "srun");
+  BOOST_TEST(step->argv[2] == "--");
+  BOOST_TEST(!slurm_step_of("#!/bin/sh\necho hi\n").has_value());
+  BOOST_TEST(!slurm_step_of("no shebang").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(scontrol_lines_and_exit_statuses) {
+  auto f = parse_scontrol_line("JobId=12 JobName=ferry-x UserId=root(0) JobState=FAILED Reason=NonZeroExitCode ExitCode=3:0 RunTime=00:00:01\n");
+  BOOST_TEST(f["JobId"] == "12");
+  BOOST_TEST(f["JobState"] == "FAILED");
+  BOOST_TEST(f["ExitCode"] == "3:0");
+  BOOST_TEST(f["RunTime"] == "00:00:01");
+  BOOST_TEST(slurm_exit_status("COMPLETED", "0:0") == 0);
+  BOOST_TEST(slurm_exit_status("FAILED", "3:0") == 3);
+  BOOST_TEST(slurm_exit_status("CANCELLED", "0:15") == 143);
+  BOOST_TEST(slurm_exit_status("TIMEOUT", "0:0") == 1);
+  BOOST_TEST(slurm_exit_status("NODE_FAIL", "") == 1);
+  for (const char* s : {"COMPLETED", "FAILED", "CANCELLED", "CANCELLED+", "TIMEOUT", "PREEMPTED", "OUT_OF_MEMORY"})
+    BOOST_TEST(slurm_state_is_final(s), s);
+  for (const char* s : {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", ""})
+    BOOST_TEST(!slurm_state_is_final(s), s);
+}
