@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -25,7 +26,31 @@ struct InitOptions {
   std::string remote_root;  // default ~/ferry/<name>
   std::string name;         // default: the folder's name, made safe
   bool force = false;
+  // --slurm and the options an HPC user names first; the rest go into ferry.json by hand.
+  bool slurm = false;
+  std::string partition, account, time;
+  int gpus_per_node = 0;
 };
+
+// ferry.json's `slurm` block from the flags: nullopt without --slurm or any of its options.
+std::optional<nlohmann::json> slurm_block(const InitOptions& o) {
+  if (!o.slurm && o.partition.empty() && o.account.empty() && o.time.empty() && !o.gpus_per_node) return std::nullopt;
+  nlohmann::json j = nlohmann::json::object();
+  if (!o.partition.empty()) j["partition"] = o.partition;
+  if (!o.account.empty()) j["account"] = o.account;
+  if (!o.time.empty()) j["time"] = o.time;
+  if (o.gpus_per_node) j["gpusPerNode"] = o.gpus_per_node;
+  return j;
+}
+
+// "partition gpu, account proj1, time 2:00:00" (or the cluster's defaults).
+std::string slurm_summary(const protocol::SlurmJobOptions& s) {
+  std::string out;
+  for (auto [name, value] : {std::pair{"partition", s.partition}, std::pair{"account", s.account}, std::pair{"time", s.time}})
+    if (!value.empty()) out += (out.empty() ? "" : ", ") + std::string(name) + " " + value;
+  if (s.gpus_per_node) out += (out.empty() ? "" : ", ") + std::to_string(s.gpus_per_node) + " GPU(s) per node";
+  return out.empty() ? "the cluster's defaults" : out;
+}
 
 std::string safe_name(const fs::path& dir) {
   std::string out;
@@ -53,6 +78,7 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
   std::string name = o.name.empty() ? safe_name(dir) : o.name;
   std::string remote = o.remote_root.empty() ? "~/ferry/" + name : o.remote_root;
   auto doc = deploy::starter_config(o.host, remote, name);
+  if (auto slurm = slurm_block(o)) doc["slurm"] = *slurm;
   // What we write must load: a bad --host or --remote-root is reported now, by its field.
   auto config = deploy::parse_project(doc, dir);
   if (!config) {
@@ -73,8 +99,10 @@ int run_init(const GlobalOptions& g, const InitOptions& o) {
             << "  host         " << config->host << (config->host == "local" ? "  (a sandbox on this machine)" : "")
             << "\n"
             << "  mapping      " << config->mappings[0].local << " -> " << config->mappings[0].remote << "\n"
-            << "  interpreter  " << config->interpreter << "\n"
-            << "Edit it to add exclude patterns, env and tunnels (reference: docs/config.md).\n";
+            << "  interpreter  " << config->interpreter << "\n";
+  if (config->slurm)
+    std::cout << "  slurm        runs are Slurm jobs (" << slurm_summary(*config->slurm) << "; docs/slurm.md)\n";
+  std::cout << "Edit it to add exclude patterns, env and tunnels (reference: docs/config.md).\n";
   return exit_status::kOk;
 }
 
@@ -87,6 +115,11 @@ void add_init_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--remote-root", opts->remote_root, "Where the project lives on the host (default: ~/ferry/NAME)");
   cmd->add_option("--name", opts->name, "Project name (default: the folder's name)");
   cmd->add_flag("--force", opts->force, "Overwrite an existing ferry.json");
+  cmd->add_flag("--slurm", opts->slurm, "The host is a Slurm cluster's login node: runs become jobs (docs/slurm.md)");
+  cmd->add_option("--partition", opts->partition, "Slurm partition for the jobs (implies --slurm)");
+  cmd->add_option("--account", opts->account, "Slurm account to charge (implies --slurm)");
+  cmd->add_option("--time", opts->time, "Slurm time limit per job, e.g. 2:00:00 (implies --slurm)");
+  cmd->add_option("--gpus-per-node", opts->gpus_per_node, "GPUs per node for the jobs (implies --slurm)")->check(CLI::Range(1, 100000));
   cmd->callback([&g, opts] { exit_code() = run_init(g, *opts); });
 }
 

@@ -82,6 +82,29 @@ BOOST_AUTO_TEST_CASE(init_refuses_to_overwrite_without_force) {
   BOOST_TEST(entries == 1);
 }
 
+BOOST_AUTO_TEST_CASE(init_for_a_slurm_cluster) {
+  TempDir t("ferry-cli");
+  auto r = run_ferry(t.path(), "init --host login.hpc --partition gpu --account proj1 --time 2:00:00 --gpus-per-node 4");
+  BOOST_TEST(r.status == 0, r.err);
+  BOOST_TEST(r.out.find("runs are Slurm jobs (partition gpu, account proj1, time 2:00:00, 4 GPU(s) per node") != std::string::npos, r.out);
+  auto config = ferry::deploy::load_project(t.path());
+  BOOST_REQUIRE_MESSAGE(config.has_value(), (config ? std::string() : config.error().to_string()));
+  BOOST_REQUIRE(config->slurm.has_value());
+  BOOST_TEST(config->slurm->partition == "gpu");
+  BOOST_TEST(config->slurm->account == "proj1");
+  BOOST_TEST(config->slurm->time == "2:00:00");
+  BOOST_TEST(config->slurm->gpus_per_node == 4);
+  // --slurm alone: the cluster's defaults.
+  auto plain = run_ferry(t.path(), "init --force --host login.hpc --slurm");
+  BOOST_TEST(plain.status == 0, plain.err);
+  BOOST_TEST(plain.out.find("the cluster's defaults") != std::string::npos, plain.out);
+  BOOST_TEST(ferry::deploy::load_project(t.path())->slurm.has_value());
+  // Without it, no block.
+  BOOST_REQUIRE(run_ferry(t.path(), "init --force --host login.hpc").status == 0);
+  BOOST_TEST(!ferry::deploy::load_project(t.path())->slurm.has_value());
+  BOOST_TEST(slurp(t.path() / "ferry.json").find("slurm") == std::string::npos);
+}
+
 BOOST_AUTO_TEST_CASE(init_validates_before_writing) {
   TempDir t("ferry-cli");
   auto bad_host = run_ferry(t.path(), "init --host 'not a host'");
