@@ -12,6 +12,7 @@
 #include "helper/cli/exit_codes.hpp"
 #include "helper/env/env_mirror.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/run/slurm_doctor.hpp"
 #include "helper/train/trainer_install.hpp"
 
 namespace ferry::cli {
@@ -49,8 +50,12 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   d.timeout = std::chrono::seconds(o.timeout_s);
   // ferry.json's env (PATH, CXX, FERRY_TRAIN_CACHE ...) counts for the trainer as in ferry train.
   auto project = find_cli_project(g, std::nullopt);
-  d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{}](
-                       remote::SshEndpoint& e) { return std::vector<remote::DoctorCheck>{training::doctor_trainer_check(e, interpreter, env)}; };
+  d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{},
+                     slurm = project ? project->slurm : std::nullopt](remote::SshEndpoint& e) {
+    std::vector<remote::DoctorCheck> checks{training::doctor_trainer_check(e, interpreter, env)};
+    if (slurm) checks.push_back(run::doctor_slurm_check(e, *slurm, env));
+    return checks;
+  };
   auto checks = remote::run_doctor(d);
   if (auto line = env_mirror_line(g, o.host)) checks.push_back(std::move(*line));
   bool failed = false;

@@ -10,6 +10,7 @@
 #include "helper/sync/project_endpoint.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/run/slurm_doctor.hpp"
 #include "helper/train/trainer_install.hpp"
 #include "helper/server/host_methods.hpp"
 #include "protocol/messages.hpp"
@@ -72,8 +73,12 @@ std::expected<p::DoctorRunResult, p::ResponseError> run_doctor_checks(const Serv
     return ctx.questions.passphrase(key, cancel);
   };
   d.interpreter = target->interpreter;
-  d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{}](
-                       remote::SshEndpoint& e) { return std::vector<remote::DoctorCheck>{training::doctor_trainer_check(e, interpreter, env)}; };
+  d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{},
+                     slurm = project ? project->slurm : std::nullopt](remote::SshEndpoint& e) {
+    std::vector<remote::DoctorCheck> checks{training::doctor_trainer_check(e, interpreter, env)};
+    if (slurm) checks.push_back(run::doctor_slurm_check(e, *slurm, env));
+    return checks;
+  };
   p::DoctorRunResult r{target->host, {}};
   for (const auto& c : remote::run_doctor(std::move(d))) r.checks.push_back({c.name, c.status, c.detail, c.fix});
   if (call.cancelled()) return std::unexpected(p::cancelled_error(call.method()));

@@ -1,7 +1,8 @@
 // ferry run on a Slurm cluster (real slurmctld, two slurmd and munged: slurm_fixture), the login
 // node being the sshd fixture: the job's stdout and stderr stream back apart and its exit status
 // is ferry's; a job waiting for resources says why, then runs; Ctrl-C reaches the program on the
-// compute node through scancel; `ferry kill -s KILL` cancels the job.
+// compute node through scancel; `ferry kill -s KILL` cancels the job; `ferry doctor` checks the
+// partition on the login node.
 #define BOOST_TEST_MODULE slurm_run
 #include <boost/test/unit_test.hpp>
 
@@ -129,4 +130,19 @@ BOOST_AUTO_TEST_CASE(ferry_kill_cancels_the_job) {
   for (const auto& e : fs::recursive_directory_iterator(c.login.home() / ".cache/ferry/agent"))
     if (e.path().filename() == "agent.log") agent_log += read_file(e.path());
   BOOST_TEST(end.state.starts_with("CANCELLED"), end.state << "; the agent's log:\n" << agent_log);
+}
+
+BOOST_AUTO_TEST_CASE(doctor_checks_the_partition_on_the_login_node) {
+  Cluster c;
+  Ferry doctor(c.project.path(), {"doctor"});
+  doctor.wait(120s);
+  BOOST_TEST(std::regex_search(doctor.out(), std::regex(R"(\[pass\] slurm: \S+ [0-9.]+, partition main up with 2 node\(s\))")),
+             doctor.out() + doctor.err());
+  auto config = nlohmann::json::parse(read_file(c.project / "ferry.json"));
+  config["slurm"]["partition"] = "gpu";
+  write_file(c.project / "ferry.json", config.dump(2));
+  Ferry again(c.project.path(), {"--trust", "doctor"});
+  BOOST_TEST(again.wait(120s) == 1);
+  BOOST_TEST(again.out().find("[FAIL] slurm: ") != std::string::npos, again.out());
+  BOOST_TEST(again.out().find("no partition \"gpu\" (there are: main, second)") != std::string::npos, again.out());
 }
