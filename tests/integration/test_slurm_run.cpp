@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -146,3 +147,36 @@ BOOST_AUTO_TEST_CASE(doctor_checks_the_partition_on_the_login_node) {
   BOOST_TEST(again.out().find("[FAIL] slurm: ") != std::string::npos, again.out());
   BOOST_TEST(again.out().find("no partition \"gpu\" (there are: main, second)") != std::string::npos, again.out());
 }
+
+#ifdef FERRY_TRAIN_BIN
+// `ferry train` on a Slurm project: the training is a job (ferry-train on a node, CPU), its events
+// stream back through the job's output file and its outputs are pulled.
+BOOST_AUTO_TEST_CASE(ferry_train_is_a_job_whose_events_stream_back) {
+  Cluster c;
+  const nlohmann::json config = {{"model", {{"kind", "mlp"}, {"input_dim", 16}, {"hidden", {32}}, {"output_dim", 4}}},
+                                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 512}, {"workers", 0}}},
+                                 {"optimizer", {{"kind", "adamw"}, {"lr", 0.003}}},
+                                 {"batch_size", 32},
+                                 {"max_steps", 20},
+                                 {"log_every_steps", 10},
+                                 {"threads", 1},
+                                 {"device", "cpu"},
+                                 {"output_dir", "out"}};
+  write_file(c.project / "cfg" / "tiny.json", config.dump());
+  Ferry train(c.project.path(), {"train", "cfg/tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN});
+  BOOST_TEST(train.wait(180s) == 0, train.out() + train.err());
+  std::vector<std::string> kinds;
+  std::istringstream lines(train.out());
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("event")) kinds.push_back(j["event"]);
+  }
+  BOOST_REQUIRE(!kinds.empty());
+  BOOST_TEST(kinds.front() == "start");
+  BOOST_TEST(kinds.back() == "done");
+  const std::string id = job_id_in(train.err());
+  BOOST_REQUIRE_MESSAGE(!id.empty(), train.err());
+  BOOST_TEST(c.slurm.job_state(id).state == "COMPLETED");
+  BOOST_TEST(fs::is_regular_file(c.project / "cfg" / "out" / "checkpoints" / "ckpt-0000000020.ferry"));
+}
+#endif
