@@ -77,6 +77,7 @@ json to_json(const RunListResult& r) {
     if (!e.ended_at.empty()) j["endedAt"] = e.ended_at;
     if (e.exit_code) j["exitCode"] = *e.exit_code;
     if (e.signal) j["signal"] = *e.signal;
+    if (!e.slurm_job.empty()) j["slurmJob"] = e.slurm_job;
     arr.push_back(std::move(j));
   }
   return {{"runs", std::move(arr)}};

@@ -90,6 +90,7 @@ struct RunListEntry {
   std::string ended_at;  // absent while running
   std::optional<int> exit_code;
   std::optional<int> signal;
+  std::string slurm_job;  // the run is this Slurm job (docs/slurm.md); absent when ""
 };
 struct RunListResult {
   std::vector<RunListEntry> runs;

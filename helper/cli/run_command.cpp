@@ -391,6 +391,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       if (r.signal) j["signal"] = *r.signal;
       if (!r.group.empty()) j["group"] = r.group;
       if (!r.label.empty()) j["label"] = r.label;
+      if (!r.slurm_job.empty()) j["slurmJob"] = r.slurm_job;
       if (auto secs = seconds_of(r); secs && usd_per_hour) {
         j["costUsd"] = static_cast<double>(cloud::cost_cents(*usd_per_hour, *secs / 3600)) / 100.0;
         j["usdPerHour"] = *usd_per_hour;
@@ -430,6 +431,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
     std::string exit = r.exit_code ? std::to_string(*r.exit_code) : r.signal ? "SIG" + run::signal_name(*r.signal) : "-";
     std::string command = join_argv(r.argv);
     if (!r.label.empty()) command = "[" + r.label + "] " + command;
+    if (!r.slurm_job.empty()) command = "[slurm job " + r.slurm_job + "] " + command;
     std::cout << fmt::format("{}{:<21} {:<8} {:>9}{} {:>6}  {}\n", r.group.empty() ? "" : "  ", r.id, r.state, duration, cost, exit, command);
   }
   if (usd_per_hour) std::cerr << "cost at " << cloud::format_rate(*usd_per_hour) << " (ferry.json price); running runs: so far\n";

@@ -74,6 +74,7 @@ std::expected<RunInfo, std::string> parse_run_info(const json& entry) {
   if (auto b = entry.find("logBytes"); b != entry.end() && b->is_number_unsigned()) r.log_bytes = b->get<std::uint64_t>();
   r.group = entry.value("group", "");
   r.label = entry.value("label", "");
+  r.slurm_job = entry.value("slurmJob", "");
   return r;
 }
 

@@ -49,6 +49,7 @@ struct RunInfo {
   std::uint64_t log_bytes = 0;
   std::string group;  // runs started together (the ranks of one `ferry train --hosts`), "" alone
   std::string label;  // this run within its group ("rank 1 of 2 on gpu2")
+  std::string slurm_job;  // the Slurm job the run is (a cluster's login node), "" for a plain run
 };
 std::expected<RunInfo, std::string> parse_run_info(const json& entry);
 

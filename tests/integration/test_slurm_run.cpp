@@ -180,3 +180,19 @@ BOOST_AUTO_TEST_CASE(ferry_train_is_a_job_whose_events_stream_back) {
   BOOST_TEST(fs::is_regular_file(c.project / "cfg" / "out" / "checkpoints" / "ckpt-0000000020.ferry"));
 }
 #endif
+
+BOOST_AUTO_TEST_CASE(ferry_runs_names_the_job) {
+  Cluster c;
+  write_file(c.project / "one.py", "print('one')\n");
+  Ferry run(c.project.path(), {"run", "--", "one.py"});
+  BOOST_REQUIRE_MESSAGE(run.wait(120s) == 0, run.out() + run.err());
+  const std::string id = job_id_in(run.err());
+  Ferry runs(c.project.path(), {"runs"});
+  BOOST_TEST(runs.wait(60s) == 0, runs.err());
+  BOOST_TEST(runs.out().find("[slurm job " + id + "] /usr/bin/python3 -u one.py") != std::string::npos, runs.out());
+  Ferry as_json(c.project.path(), {"runs", "--json"});
+  BOOST_TEST(as_json.wait(60s) == 0, as_json.err());
+  const auto list = nlohmann::json::parse(as_json.out());
+  BOOST_REQUIRE(list.is_array() && !list.empty());
+  BOOST_TEST(list[0].value("slurmJob", "") == id, list.dump());
+}

@@ -270,10 +270,14 @@ int run_slurm_step(const fs::path& script) {
   return code;
 }
 
+std::string slurm_job_id(const fs::path& run_dir) {
+  const std::string text = read_text(SlurmRunFiles::in(run_dir).job_id);
+  return text.substr(0, text.find('\n'));
+}
+
 void cancel_slurm_job(const fs::path& run_dir) {
   // In the agent serving the link: stderr is its log, not the run's output.
-  const std::string id = read_text(SlurmRunFiles::in(run_dir).job_id);
-  const std::string trimmed = id.substr(0, id.find('\n'));
+  const std::string trimmed = slurm_job_id(run_dir);
   if (trimmed.empty()) return;
   // With the run's environment, as the follower has it ($SLURM_CONF, $PATH naming Slurm's commands).
   std::vector<std::string> env;

@@ -43,6 +43,8 @@ std::string agent_file_path();
 int follow_slurm_job(const std::filesystem::path& run_dir);
 // ferry-agent --slurm-step SCRIPT: on the compute node, run what the batch script names.
 int run_slurm_step(const std::filesystem::path& script);
+// The id of a run's Slurm job ("" when it is not one, or sbatch has not answered yet).
+std::string slurm_job_id(const std::filesystem::path& run_dir);
 // The Slurm job of a run, when it is one (its id is in the run dir), cancelled: `ferry kill`.
 void cancel_slurm_job(const std::filesystem::path& run_dir);
 
