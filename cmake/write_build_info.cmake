@@ -8,8 +8,9 @@ if(GIT_FOUND AND EXISTS "${SOURCE_DIR}/.git")
                   OUTPUT_VARIABLE head RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(rc EQUAL 0 AND head)
     set(commit "${head}")
-    # Tracked files changed since that commit: say so, as `git describe --dirty` does.
-    execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" diff-index --quiet HEAD --
+    # Tracked files changed since that commit: say so, as `git describe --dirty` does. `git diff`
+    # compares contents (diff-index would take a file merely touched since for a changed one).
+    execute_process(COMMAND "${GIT_EXECUTABLE}" -C "${SOURCE_DIR}" diff --quiet HEAD --
                     RESULT_VARIABLE dirty ERROR_QUIET)
     if(NOT dirty EQUAL 0)
       string(APPEND commit "-dirty")

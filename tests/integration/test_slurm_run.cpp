@@ -17,6 +17,7 @@
 #include "tests/integration/slurm_fixture.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/ferry_process.hpp"
+#include "tests/support/loopback_port.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using ferry::test::read_file;
@@ -196,3 +197,42 @@ BOOST_AUTO_TEST_CASE(ferry_runs_names_the_job) {
   BOOST_REQUIRE(list.is_array() && !list.empty());
   BOOST_TEST(list[0].value("slurmJob", "") == id, list.dump());
 }
+
+#ifdef FERRY_TRAIN_BIN
+// `nodes: 2`: srun starts ferry-train once on each node, which take their ranks from Slurm's
+// variables (launcher_env) and train as one (Gloo on CPU). The test's node names do not resolve,
+// so MASTER_ADDR is the loopback, as a site would set it where they do not either.
+BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job) {
+  Cluster c;
+  auto project = nlohmann::json::parse(read_file(c.project / "ferry.json"));
+  project["slurm"]["nodes"] = 2;
+  project["env"]["MASTER_ADDR"] = "127.0.0.1";
+  project["env"]["MASTER_PORT"] = std::to_string(ferry::test::free_loopback_port());
+  write_file(c.project / "ferry.json", project.dump(2));
+  const nlohmann::json config = {{"model", {{"kind", "mlp"}, {"input_dim", 16}, {"hidden", {32}}, {"output_dim", 4}}},
+                                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 512}, {"workers", 0}}},
+                                 {"optimizer", {{"kind", "adamw"}, {"lr", 0.003}}},
+                                 {"batch_size", 32},
+                                 {"max_steps", 20},
+                                 {"log_every_steps", 10},
+                                 {"threads", 1},
+                                 {"device", "cpu"},
+                                 {"output_dir", "out"}};
+  write_file(c.project / "cfg" / "tiny.json", config.dump());
+  Ferry train(c.project.path(), {"train", "cfg/tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN});
+  BOOST_TEST(train.wait(240s) == 0, train.out() + train.err());
+  const std::string id = job_id_in(train.err());
+  BOOST_REQUIRE_MESSAGE(!id.empty(), train.err());
+  const auto state = c.slurm.job_state(id);
+  BOOST_TEST(state.state == "COMPLETED");
+  BOOST_TEST(state.nodes == "n[1-2]", state.nodes);
+  // One training: the start event says two processes.
+  std::istringstream lines(train.out());
+  bool started_as_two = false;
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.value("event", "") == "start") started_as_two = j.dump().find("\"world_size\":2") != std::string::npos;
+  }
+  BOOST_TEST(started_as_two, train.out());
+}
+#endif
