@@ -2,7 +2,8 @@
 // node being the sshd fixture: the job's stdout and stderr stream back apart and its exit status
 // is ferry's; a job waiting for resources says why, then runs; Ctrl-C reaches the program on the
 // compute node through scancel; `ferry kill -s KILL` cancels the job; `ferry doctor` checks the
-// partition on the login node.
+// partition on the login node; `ferry train` is a job (one node, two nodes as one training, Ctrl-C
+// checkpointing on the node and --resume continuing in a new job), and `ferry runs` names the job.
 #define BOOST_TEST_MODULE slurm_run
 #include <boost/test/unit_test.hpp>
 
@@ -234,5 +235,58 @@ BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job) {
     if (!j.is_discarded() && j.is_object() && j.value("event", "") == "start") started_as_two = j.dump().find("\"world_size\":2") != std::string::npos;
   }
   BOOST_TEST(started_as_two, train.out());
+}
+#endif
+
+#ifdef FERRY_TRAIN_BIN
+// Ctrl-C on a training job: SIGINT reaches ferry-train on the node (scancel --signal), which
+// checkpoints and stops; the checkpoint comes back, and --resume continues from it in a new job.
+BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_and_resume_continues_in_a_new_job) {
+  Cluster c;
+  const nlohmann::json config = {{"model", {{"kind", "mlp"}, {"input_dim", 64}, {"hidden", {256, 256}}, {"output_dim", 4}}},
+                                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 4096}, {"workers", 0}}},
+                                 {"optimizer", {{"kind", "adamw"}, {"lr", 0.01}}},
+                                 {"batch_size", 64},
+                                 {"max_steps", 3000},
+                                 {"log_every_steps", 10},
+                                 {"threads", 1},
+                                 {"seed", 7},
+                                 {"device", "cpu"},
+                                 {"output_dir", "out"}};
+  write_file(c.project / "tiny.json", config.dump());
+  const std::vector<std::string> args = {"train", "tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN};
+  std::int64_t stopped_at = -1;
+  std::string first_job;
+  {
+    Ferry train(c.project.path(), args);
+    BOOST_REQUIRE_MESSAGE(train.wait_out("\"event\":\"step\"", 120s), train.out() + train.err());
+    train.signal(SIGINT);
+    BOOST_TEST(train.wait(120s) == 130, train.out() + train.err());
+    std::istringstream lines(train.out());
+    for (std::string line; std::getline(lines, line);) {
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded() && j.is_object() && j.value("event", "") == "checkpoint") stopped_at = j.value("step", std::int64_t{-1});
+    }
+    first_job = job_id_in(train.err());
+  }
+  BOOST_REQUIRE_MESSAGE(stopped_at > 0 && stopped_at < 3000, "checkpoint at " << stopped_at);
+  BOOST_TEST(fs::exists(c.project / "out" / "checkpoints"));
+  std::vector<std::string> resume = args;
+  resume.push_back("--resume");
+  Ferry again(c.project.path(), resume);
+  BOOST_TEST(again.wait(300s) == 0, again.out() + again.err());
+  nlohmann::json start, done;
+  std::istringstream lines(again.out());
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;
+    if (j.value("event", "") == "start") start = j;
+    if (j.value("event", "") == "done") done = j;
+  }
+  BOOST_TEST(start.value("resumed", false), start.dump());
+  BOOST_TEST(start.value("step", std::int64_t{0}) == stopped_at);
+  BOOST_TEST(!done.is_null());
+  const std::string second_job = job_id_in(again.err());
+  BOOST_TEST((!second_job.empty() && second_job != first_job), first_job << " then " << second_job);
 }
 #endif
