@@ -57,6 +57,31 @@ std::string job_id_in(const std::string& err) {
   return std::regex_search(err, m, std::regex(R"(Slurm job (\d+) submitted)")) ? m[1].str() : "";
 }
 
+// A small CPU training config (ferry-train's JSON), `max_steps` long.
+nlohmann::json tiny_training(int max_steps) {
+  return {{"model", {{"kind", "mlp"}, {"input_dim", 16}, {"hidden", {32}}, {"output_dim", 4}}},
+          {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 512}, {"workers", 0}}},
+          {"optimizer", {{"kind", "adamw"}, {"lr", 0.003}}},
+          {"batch_size", 32},
+          {"max_steps", max_steps},
+          {"log_every_steps", 10},
+          {"threads", 1},
+          {"seed", 7},
+          {"device", "cpu"},
+          {"output_dir", "out"}};
+}
+
+// The event lines of `ferry train --json`'s stdout.
+std::vector<nlohmann::json> events_in(const std::string& out) {
+  std::vector<nlohmann::json> events;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("event")) events.push_back(std::move(j));
+  }
+  return events;
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(a_run_is_a_job_whose_output_and_status_come_back) {
@@ -155,27 +180,13 @@ BOOST_AUTO_TEST_CASE(doctor_checks_the_partition_on_the_login_node) {
 // stream back through the job's output file and its outputs are pulled.
 BOOST_AUTO_TEST_CASE(ferry_train_is_a_job_whose_events_stream_back) {
   Cluster c;
-  const nlohmann::json config = {{"model", {{"kind", "mlp"}, {"input_dim", 16}, {"hidden", {32}}, {"output_dim", 4}}},
-                                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 512}, {"workers", 0}}},
-                                 {"optimizer", {{"kind", "adamw"}, {"lr", 0.003}}},
-                                 {"batch_size", 32},
-                                 {"max_steps", 20},
-                                 {"log_every_steps", 10},
-                                 {"threads", 1},
-                                 {"device", "cpu"},
-                                 {"output_dir", "out"}};
-  write_file(c.project / "cfg" / "tiny.json", config.dump());
+  write_file(c.project / "cfg" / "tiny.json", tiny_training(20).dump());
   Ferry train(c.project.path(), {"train", "cfg/tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN});
   BOOST_TEST(train.wait(180s) == 0, train.out() + train.err());
-  std::vector<std::string> kinds;
-  std::istringstream lines(train.out());
-  for (std::string line; std::getline(lines, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object() && j.contains("event")) kinds.push_back(j["event"]);
-  }
-  BOOST_REQUIRE(!kinds.empty());
-  BOOST_TEST(kinds.front() == "start");
-  BOOST_TEST(kinds.back() == "done");
+  const auto events = events_in(train.out());
+  BOOST_REQUIRE(!events.empty());
+  BOOST_TEST(events.front()["event"] == "start");
+  BOOST_TEST(events.back()["event"] == "done");
   const std::string id = job_id_in(train.err());
   BOOST_REQUIRE_MESSAGE(!id.empty(), train.err());
   BOOST_TEST(c.slurm.job_state(id).state == "COMPLETED");
@@ -210,16 +221,7 @@ BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job) {
   project["env"]["MASTER_ADDR"] = "127.0.0.1";
   project["env"]["MASTER_PORT"] = std::to_string(ferry::test::free_loopback_port());
   write_file(c.project / "ferry.json", project.dump(2));
-  const nlohmann::json config = {{"model", {{"kind", "mlp"}, {"input_dim", 16}, {"hidden", {32}}, {"output_dim", 4}}},
-                                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 512}, {"workers", 0}}},
-                                 {"optimizer", {{"kind", "adamw"}, {"lr", 0.003}}},
-                                 {"batch_size", 32},
-                                 {"max_steps", 20},
-                                 {"log_every_steps", 10},
-                                 {"threads", 1},
-                                 {"device", "cpu"},
-                                 {"output_dir", "out"}};
-  write_file(c.project / "cfg" / "tiny.json", config.dump());
+  write_file(c.project / "cfg" / "tiny.json", tiny_training(20).dump());
   Ferry train(c.project.path(), {"train", "cfg/tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN});
   BOOST_TEST(train.wait(240s) == 0, train.out() + train.err());
   const std::string id = job_id_in(train.err());
@@ -228,13 +230,10 @@ BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job) {
   BOOST_TEST(state.state == "COMPLETED");
   BOOST_TEST(state.nodes == "n[1-2]", state.nodes);
   // One training: the start event says two processes.
-  std::istringstream lines(train.out());
-  bool started_as_two = false;
-  for (std::string line; std::getline(lines, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_discarded() && j.is_object() && j.value("event", "") == "start") started_as_two = j.dump().find("\"world_size\":2") != std::string::npos;
-  }
-  BOOST_TEST(started_as_two, train.out());
+  const auto events = events_in(train.out());
+  BOOST_REQUIRE(!events.empty());
+  BOOST_TEST(events.front()["event"] == "start");
+  BOOST_TEST(events.front().value("world_size", 0) == 2, events.front().dump());
 }
 #endif
 
@@ -243,16 +242,10 @@ BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job) {
 // checkpoints and stops; the checkpoint comes back, and --resume continues from it in a new job.
 BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_and_resume_continues_in_a_new_job) {
   Cluster c;
-  const nlohmann::json config = {{"model", {{"kind", "mlp"}, {"input_dim", 64}, {"hidden", {256, 256}}, {"output_dim", 4}}},
-                                 {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 4096}, {"workers", 0}}},
-                                 {"optimizer", {{"kind", "adamw"}, {"lr", 0.01}}},
-                                 {"batch_size", 64},
-                                 {"max_steps", 3000},
-                                 {"log_every_steps", 10},
-                                 {"threads", 1},
-                                 {"seed", 7},
-                                 {"device", "cpu"},
-                                 {"output_dir", "out"}};
+  nlohmann::json config = tiny_training(3000);
+  config["model"] = {{"kind", "mlp"}, {"input_dim", 64}, {"hidden", {256, 256}}, {"output_dim", 4}};
+  config["data"]["samples"] = 4096;
+  config["batch_size"] = 64;
   write_file(c.project / "tiny.json", config.dump());
   const std::vector<std::string> args = {"train", "tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN};
   std::int64_t stopped_at = -1;
@@ -262,11 +255,8 @@ BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_and_resume_continues_in_a_new_job) {
     BOOST_REQUIRE_MESSAGE(train.wait_out("\"event\":\"step\"", 120s), train.out() + train.err());
     train.signal(SIGINT);
     BOOST_TEST(train.wait(120s) == 130, train.out() + train.err());
-    std::istringstream lines(train.out());
-    for (std::string line; std::getline(lines, line);) {
-      auto j = nlohmann::json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.is_object() && j.value("event", "") == "checkpoint") stopped_at = j.value("step", std::int64_t{-1});
-    }
+    for (const auto& e : events_in(train.out()))
+      if (e["event"] == "checkpoint") stopped_at = e.value("step", std::int64_t{-1});
     first_job = job_id_in(train.err());
   }
   BOOST_REQUIRE_MESSAGE(stopped_at > 0 && stopped_at < 3000, "checkpoint at " << stopped_at);
@@ -276,12 +266,9 @@ BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_and_resume_continues_in_a_new_job) {
   Ferry again(c.project.path(), resume);
   BOOST_TEST(again.wait(300s) == 0, again.out() + again.err());
   nlohmann::json start, done;
-  std::istringstream lines(again.out());
-  for (std::string line; std::getline(lines, line);) {
-    auto j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;
-    if (j.value("event", "") == "start") start = j;
-    if (j.value("event", "") == "done") done = j;
+  for (const auto& e : events_in(again.out())) {
+    if (e["event"] == "start") start = e;
+    if (e["event"] == "done") done = e;
   }
   BOOST_TEST(start.value("resumed", false), start.dump());
   BOOST_TEST(start.value("step", std::int64_t{0}) == stopped_at);
