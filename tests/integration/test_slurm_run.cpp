@@ -3,11 +3,15 @@
 // is ferry's; a job waiting for resources says why, then runs; Ctrl-C reaches the program on the
 // compute node through scancel; `ferry kill -s KILL` cancels the job; `ferry doctor` checks the
 // partition on the login node; `ferry train` is a job (one node, two nodes as one training, Ctrl-C
-// checkpointing on the node and --resume continuing in a new job), and `ferry runs` names the job.
+// checkpointing on the node and --resume continuing in a new job), `ferry runs` names the job, and a
+// job goes on across a cut login link with its output resumed byte for byte.
 #define BOOST_TEST_MODULE slurm_run
 #include <boost/test/unit_test.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <regex>
 #include <sstream>
@@ -289,4 +293,33 @@ BOOST_AUTO_TEST_CASE(debug_and_train_hosts_refuse_a_slurm_host) {
   Ferry ranks(c.project.path(), {"train", "tiny.json", "--hosts", "a,b"});
   BOOST_TEST(ranks.wait(60s) == 2, ranks.err());
   BOOST_TEST(ranks.err().find("ranks are started by srun, not by ferry") != std::string::npos, ranks.err());
+}
+
+// The login link dies while a job runs: the job (under slurmd) and its follower (in the agent's
+// supervisor, a session of its own) go on; ferry reconnects and the output resumes at the next
+// byte, neither lost nor doubled, with the job's status at the end.
+BOOST_AUTO_TEST_CASE(a_job_goes_on_across_a_cut_login_link) {
+  Cluster c;
+  write_file(c.project / "job.py",
+             "import sys\n"
+             "for i in range(3): print('before', i)\n"
+             "with open('gate') as g: g.read()\n"
+             "for i in range(3): print('after', i)\n"
+             "sys.exit(7)\n");
+  const fs::path remote = c.login.home() / "proj";
+  fs::create_directories(remote);
+  BOOST_REQUIRE(::mkfifo((remote / "gate").c_str(), 0600) == 0);
+  Ferry run(c.project.path(), {"run", "--", "job.py"});
+  BOOST_REQUIRE_MESSAGE(run.wait_out("before 2\n", 90s), run.out() + run.err());
+  c.login.kill_all();
+  BOOST_REQUIRE_MESSAGE(run.wait_out("lost the connection", 30s, true), run.err());
+  c.login.start();
+  {
+    const int gate = ::open((remote / "gate").c_str(), O_WRONLY);  // blocks until the job reads
+    BOOST_REQUIRE(gate >= 0);
+    ::close(gate);
+  }
+  BOOST_TEST(run.wait(120s) == 7, run.out() + run.err());
+  BOOST_TEST(run.out() == "before 0\nbefore 1\nbefore 2\nafter 0\nafter 1\nafter 2\n");
+  BOOST_TEST(run.err().find("reconnected") != std::string::npos, run.err());
 }
