@@ -191,17 +191,22 @@ JobEnd follow(const SlurmRunFiles& files, const std::string& id, Relay& out, Rel
   int seen_int = 0, seen_term = 0, seen_hup = 0;
   std::string last_view;
   auto next_poll = Clock::now();
+  std::optional<Clock::time_point> step_done_at;
   for (;;) {
     out.pump();
     err.pump();
     forward_signals(id, seen_int, seen_term, seen_hup);
     const bool step_done = fs::exists(files.exit);
+    if (step_done && !step_done_at) step_done_at = Clock::now();
     if (step_done || Clock::now() >= next_poll) {
       const std::string view = queue_view(id);
       report_view(id, view, last_view);
       if (view.empty() || step_done)
         if (auto end = job_end(id)) return *end;
-      next_poll = Clock::now() + (view.starts_with("PENDING") ? 2s : 10s);
+      // The program ended but Slurm will not say how the job did (no scontrol or sacct answer):
+      // after a while the recorded status is the answer.
+      if (step_done_at && Clock::now() - *step_done_at > 60s) return JobEnd{"", ""};
+      next_poll = Clock::now() + (view.starts_with("PENDING") ? 2s : step_done ? 1s : 10s);
     }
     std::this_thread::sleep_for(250ms);  // a signal ends it early (no SA_RESTART)
   }
@@ -231,6 +236,10 @@ int follow_slurm_job(const fs::path& run_dir) {
   out.pump();
   err.pump();
   const auto recorded = recorded_exit(files.exit);
+  if (end.state.empty()) {  // Slurm did not say (see follow): the program's own status
+    say("job " + *id + ": Slurm did not say how it ended; the program exited with " + std::to_string(recorded.value_or(1)));
+    return recorded.value_or(1);
+  }
   if (end.state != "COMPLETED" || (recorded && *recorded != 0))
     say("job " + *id + " ended " + end.state + " (exit code " + end.exit_code + ")");
   return recorded && (end.state == "COMPLETED" || end.state == "FAILED") ? *recorded
