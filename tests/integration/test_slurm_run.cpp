@@ -4,7 +4,8 @@
 // compute node through scancel; `ferry kill -s KILL` cancels the job; `ferry doctor` checks the
 // partition on the login node; `ferry train` is a job (one node, two nodes as one training, Ctrl-C
 // checkpointing on the node and --resume continuing in a new job), `ferry runs` names the job, and a
-// job goes on across a cut login link with its output resumed byte for byte.
+// job goes on across a cut login link with its output resumed byte for byte; and ferry serve runs a
+// job for the editor (run/start, run/output, run/exited, run/list).
 #define BOOST_TEST_MODULE slurm_run
 #include <boost/test/unit_test.hpp>
 
@@ -23,6 +24,7 @@
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/ferry_process.hpp"
 #include "tests/support/loopback_port.hpp"
+#include "tests/support/serve_client.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using ferry::test::read_file;
@@ -322,4 +324,32 @@ BOOST_AUTO_TEST_CASE(a_job_goes_on_across_a_cut_login_link) {
   BOOST_TEST(run.wait(120s) == 7, run.out() + run.err());
   BOOST_TEST(run.out() == "before 0\nbefore 1\nbefore 2\nafter 0\nafter 1\nafter 2\n");
   BOOST_TEST(run.err().find("reconnected") != std::string::npos, run.err());
+}
+
+// The same from an editor: `ferry serve` (in process, spoken to as an LSP client speaks) starts
+// the run as a job; its output and its exit status arrive as run/output and run/exited, and
+// run/list names the job.
+BOOST_AUTO_TEST_CASE(ferry_serve_runs_a_job_for_the_editor) {
+  Cluster c;
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);  // the server in this process finds no agent beside it
+  write_file(c.project / "job.py", "import sys\nprint('from the editor', flush=True)\nsys.exit(4)\n");
+  ferry::test::ServeClient client(c.project.path());
+  BOOST_REQUIRE(client.call("sync/push", nlohmann::json::object()).contains("result"));
+  auto started = client.call("run/start", {{"argv", {"job.py"}}});
+  BOOST_REQUIRE_MESSAGE(started.contains("result"), started.dump());
+  const std::string run_id = started["result"]["id"];
+  auto exited = client.wait_notification(
+      [&](const nlohmann::json& n) { return n["method"] == "run/exited" && n["params"]["id"] == run_id; }, 120s);
+  ::unsetenv("FERRY_AGENT");
+  BOOST_REQUIRE(exited);
+  BOOST_TEST((*exited)["params"]["exitCode"] == 4, exited->dump());
+  std::string out, err;
+  for (const auto& n : client.notifications)
+    if (n["method"] == "run/output" && n["params"]["id"] == run_id)
+      (n["params"]["stream"] == "stdout" ? out : err) += n["params"].value("text", "");
+  BOOST_TEST(out == "from the editor\n", out);
+  BOOST_TEST(err.find("Slurm job") != std::string::npos, err);
+  auto list = client.call("run/list", nlohmann::json::object());
+  BOOST_REQUIRE(list.contains("result"));
+  BOOST_TEST(list["result"]["runs"][0].value("slurmJob", "") == job_id_in(err), list.dump());
 }
