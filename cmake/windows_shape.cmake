@@ -118,6 +118,9 @@ endif()
 # The Windows zip (scripts/package.sh: `cpack -G ZIP` here): ferry.exe with the Linux agents it
 # uploads, in the installed layout of cmake/install.cmake (ferry.exe finds them in ..\libexec\ferry),
 # unpacked anywhere. The agents are the Linux build's.
+# cpack installs what ferry_windows built: not `all`, which holds libraries that do not build for
+# Windows (ferry_nvml).
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 set(FERRY_AGENTS_DIR ${CMAKE_SOURCE_DIR}/build/bin CACHE PATH "The Linux build's bin/ holding ferry-agent and ferry-agent-aarch64")
 install(TARGETS ferry RUNTIME DESTINATION bin)
 install(PROGRAMS ${FERRY_AGENTS_DIR}/ferry-agent ${FERRY_AGENTS_DIR}/ferry-agent-aarch64 DESTINATION libexec/ferry)
