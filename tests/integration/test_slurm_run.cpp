@@ -2,10 +2,11 @@
 // node being the sshd fixture: the job's stdout and stderr stream back apart and its exit status
 // is ferry's; a job waiting for resources says why, then runs; Ctrl-C reaches the program on the
 // compute node through scancel; `ferry kill -s KILL` cancels the job; `ferry doctor` checks the
-// partition on the login node; `ferry train` is a job (one node, two nodes as one training, Ctrl-C
-// checkpointing on the node and --resume continuing in a new job), `ferry runs` names the job, and a
-// job goes on across a cut login link with its output resumed byte for byte; and ferry serve runs a
-// job for the editor (run/start, run/output, run/exited, run/list).
+// partition on the login node; `ferry train` is a job (one node; two nodes as one training, ending
+// with the parameters of `ferry train --hosts` on two hosts bit for bit; Ctrl-C checkpointing on the
+// node and --resume continuing in a new job to the parameters of an uninterrupted job), `ferry runs`
+// names the job, and a job goes on across a cut login link with its output resumed byte for byte;
+// and ferry serve runs a job for the editor (run/start, run/output, run/exited, run/list).
 #define BOOST_TEST_MODULE slurm_run
 #include <boost/test/unit_test.hpp>
 
@@ -14,12 +15,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <regex>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#ifdef FERRY_TRAIN_BIN
+#include "tests/integration/checkpoint_tensors.hpp"
+#endif
 #include "tests/integration/slurm_fixture.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/ferry_process.hpp"
@@ -87,6 +92,32 @@ std::vector<nlohmann::json> events_in(const std::string& out) {
   }
   return events;
 }
+
+#ifdef FERRY_TRAIN_BIN
+// ferry-train's checkpoint of `step` under `dir` (its output_dir).
+fs::path checkpoint_at(const fs::path& dir, int step) {
+  char name[64];
+  std::snprintf(name, sizeof name, "ckpt-%010d.ferry", step);
+  return dir / "checkpoints" / name;
+}
+
+// Two trainings ended with the same tensors (parameters and AdamW's moments), bit for bit.
+void expect_same_tensors(const fs::path& got_file, const fs::path& want_file) {
+  BOOST_TEST_REQUIRE(fs::is_regular_file(got_file), got_file);
+  BOOST_TEST_REQUIRE(fs::is_regular_file(want_file), want_file);
+  const auto got = ferry::test::checkpoint_tensors(got_file);
+  const auto want = ferry::test::checkpoint_tensors(want_file);
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  BOOST_TEST_REQUIRE(got.size() > 4u);  // weights, biases and AdamW's moments
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    BOOST_TEST_INFO(got[i].first);
+    BOOST_TEST(got[i].first == want[i].first);
+    BOOST_TEST_REQUIRE(got[i].second.sizes() == want[i].second.sizes());
+    BOOST_TEST_REQUIRE(got[i].second.nbytes() == want[i].second.nbytes());
+    BOOST_TEST(std::memcmp(got[i].second.data_ptr(), want[i].second.data_ptr(), got[i].second.nbytes()) == 0);
+  }
+}
+#endif
 
 }  // namespace
 
@@ -219,8 +250,10 @@ BOOST_AUTO_TEST_CASE(ferry_runs_names_the_job) {
 #ifdef FERRY_TRAIN_BIN
 // `nodes: 2`: srun starts ferry-train once on each node, which take their ranks from Slurm's
 // variables (launcher_env) and train as one (Gloo on CPU). The test's node names do not resolve,
-// so MASTER_ADDR is the loopback, as a site would set it where they do not either.
-BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job) {
+// so MASTER_ADDR is the loopback, as a site would set it where they do not either. The training
+// ends with the parameters of the same config trained by `ferry train --hosts` on two hosts (the
+// login node's sshd and a second one on 127.0.0.2), bit for bit.
+BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job_as_hosts_do) {
   Cluster c;
   auto project = nlohmann::json::parse(read_file(c.project / "ferry.json"));
   project["slurm"]["nodes"] = 2;
@@ -240,12 +273,37 @@ BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job) {
   BOOST_REQUIRE(!events.empty());
   BOOST_TEST(events.front()["event"] == "start");
   BOOST_TEST(events.front().value("world_size", 0) == 2, events.front().dump());
+
+  // The same config with `ferry train --hosts box-a,box-b`: a project of its own (no slurm block)
+  // on the login node's sshd as box-a and a second sshd as box-b, one rank on each.
+  ferry::test::SshdOptions at_b;
+  at_b.address = "127.0.0.2";
+  ferry::test::SshdFixture box_b(at_b);
+  box_b.trust_host_key();
+  ferry::test::TempDir hosts{"ferry-slurm-hosts"};
+  write_file(hosts / "ssh_config", c.login.ssh_config_as("box-a") + "\n" + box_b.ssh_config_as("box-b") + "\n");
+  write_file(hosts / "ferry.json", nlohmann::json{{"name", "hostsproj"},
+                                                  {"host", "box-a"},
+                                                  {"sshConfig", (hosts / "ssh_config").string()},
+                                                  {"mappings", {{{"local", "."}, {"remote", "~/hostsproj"}}}}}
+                                       .dump(2));
+  write_file(hosts / "cfg" / "tiny.json", tiny_training(20).dump());
+  Ferry ranks(hosts.path(), {"train", "cfg/tiny.json", "--hosts", "box-a,box-b", "--json", "--trainer", FERRY_TRAIN_BIN,
+                             "--master-port", std::to_string(ferry::test::free_loopback_port())});
+  BOOST_TEST_REQUIRE(ranks.wait(240s) == 0, ranks.out() + ranks.err());
+  const auto hosts_events = events_in(ranks.out());
+  BOOST_REQUIRE(!hosts_events.empty());
+  BOOST_TEST(hosts_events.front().value("world_size", 0) == 2, hosts_events.front().dump());
+  BOOST_TEST(fs::exists(box_b.home() / "hostsproj" / "cfg" / "tiny.json"));  // rank 1 ran on box-b
+  expect_same_tensors(checkpoint_at(c.project / "cfg" / "out", 20), checkpoint_at(hosts / "cfg" / "out", 20));
 }
 #endif
 
 #ifdef FERRY_TRAIN_BIN
 // Ctrl-C on a training job: SIGINT reaches ferry-train on the node (scancel --signal), which
-// checkpoints and stops; the checkpoint comes back, and --resume continues from it in a new job.
+// checkpoints and stops; the checkpoint comes back, and --resume continues from it in a new job,
+// ending with the parameters (and optimizer state) of an uninterrupted job of the same config, bit
+// for bit.
 BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_and_resume_continues_in_a_new_job) {
   Cluster c;
   nlohmann::json config = tiny_training(3000);
@@ -281,6 +339,14 @@ BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_and_resume_continues_in_a_new_job) {
   BOOST_TEST(!done.is_null());
   const std::string second_job = job_id_in(again.err());
   BOOST_TEST((!second_job.empty() && second_job != first_job), first_job << " then " << second_job);
+
+  // The same config uninterrupted, as a job of its own (its outputs in ref/out).
+  write_file(c.project / "ref" / "tiny.json", config.dump());
+  Ferry reference(c.project.path(), {"train", "ref/tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN});
+  BOOST_TEST_REQUIRE(reference.wait(300s) == 0, reference.out() + reference.err());
+  for (const auto& e : events_in(reference.out()))
+    if (e["event"] == "start") BOOST_TEST(!e.value("resumed", false), e.dump());
+  expect_same_tensors(checkpoint_at(c.project / "out", 3000), checkpoint_at(c.project / "ref" / "out", 3000));
 }
 #endif
 
