@@ -8,6 +8,7 @@
 #include <string>
 
 #include "helper/cli/commands.hpp"
+#include "helper/run/slurm_allocation.hpp"
 #include "helper/deploy/project_trust.hpp"
 #include "helper/ssh/passphrase_prompt.hpp"
 #include "protocol/link_state.hpp"
@@ -88,6 +89,19 @@ bool connect_cli_endpoint(sync::ProjectEndpoint& link, const std::string& who) {
   if (info) return true;
   std::cerr << cannot_reach(who, link.endpoint->description(), info.error()) << "\n";
   return false;
+}
+
+std::expected<std::unique_ptr<remote::JobEndpoint>, std::string> allocation_endpoint(remote::Endpoint& login,
+                                                                                     const deploy::ProjectConfig& project) {
+  auto* ssh = dynamic_cast<remote::SshEndpoint*>(&login);
+  if (!project.slurm || !ssh) return nullptr;
+  auto job = run::running_allocation(login, project);
+  if (!job) return std::unexpected("cannot ask Slurm for this project's allocation: " + job.error().message);
+  if (!*job) return nullptr;
+  std::cerr << "ferry: into " << run::describe_allocation(**job) << "\n";
+  auto e = run::open_allocation_endpoint(*ssh, project, **job);
+  if (!e) return std::unexpected(e.error().message);
+  return std::move(*e);
 }
 
 }  // namespace ferry::cli

@@ -18,6 +18,7 @@ class App;
 }
 namespace ferry::remote {
 struct SshEndpointOptions;
+class JobEndpoint;
 }
 namespace ferry::sync {
 class SyncEngine;
@@ -46,6 +47,7 @@ void add_doctor_command(CLI::App& app, GlobalOptions& g);
 void add_sync_command(CLI::App& app, GlobalOptions& g);
 void add_pull_command(CLI::App& app, GlobalOptions& g);
 void add_tunnel_command(CLI::App& app, GlobalOptions& g);
+void add_alloc_command(CLI::App& app, GlobalOptions& g);  // alloc (alloc_command.cpp)
 void add_train_command(CLI::App& app, GlobalOptions& g);  // train_command.cpp
 void add_debug_command(CLI::App& app, GlobalOptions& g);  // debug_command.cpp
 void add_run_commands(CLI::App& app, GlobalOptions& g);  // run, runs, logs, attach, kill (run_command.cpp)
@@ -121,6 +123,11 @@ sync::ProjectEndpointOptions cli_endpoint_options(const GlobalOptions& g);
 std::function<void(const std::string&)> waiting_note(const std::string& who);
 // Connects; prints "WHO: cannot reach ...: why" and returns false when it cannot.
 bool connect_cli_endpoint(sync::ProjectEndpoint& link, const std::string& who);
+// Runs, tunnels and the debugger of a Slurm project go into its running allocation (`ferry alloc`)
+// when it has one: an agent on the node, through `login`. Null when there is none (no slurm block,
+// no SSH host, no running allocation); an error is a line to print after "WHO: ".
+std::expected<std::unique_ptr<remote::JobEndpoint>, std::string> allocation_endpoint(remote::Endpoint& login,
+                                                                                     const deploy::ProjectConfig& project);
 // "WHO: cannot reach WHERE: WHY; NEXT STEP (ferry doctor checks each step)" for a failed connect
 // (defined in connect_command.cpp).
 std::string cannot_reach(const std::string& who, const std::string& where, const remote::ResponseError& error);

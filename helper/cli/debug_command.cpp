@@ -25,6 +25,7 @@
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
+#include "helper/run/slurm_allocation.hpp"
 #include "helper/run/interrupt_escalation.hpp"
 #include "helper/run/launch_spec.hpp"
 #include "helper/run/run_client.hpp"
@@ -66,6 +67,10 @@ void write_fd(int fd, std::string_view bytes) { (void)posix::write_full(fd, byte
 struct ProjectLink {
   deploy::ProjectConfig project;
   sync::SyncTarget target;
+  // On a Slurm cluster: the login node's, while `endpoint` is an agent inside a job (declared
+  // first: it outlives that one).
+  std::unique_ptr<remote::Endpoint> login;
+  std::string session_allocation;  // a job ferry debug took for itself: released at the end
   std::unique_ptr<remote::Endpoint> endpoint;
   std::string first_remote_root;  // the first mapping's root on the box, absolute
 };
@@ -138,7 +143,7 @@ int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std:
 }
 
 debug::DebugTarget debug_target(const ProjectLink& link) {
-  return {link.project, link.target.remote_base, link.first_remote_root};
+  return {link.project, link.target.remote_base, link.first_remote_root, link.login != nullptr};
 }
 
 debug::DebugRequest debug_request(const DebugCliOptions& o, platform::Wakeup* interrupt) {
@@ -273,6 +278,51 @@ std::expected<void, int> apply_launch(deploy::ProjectConfig& project, DebugCliOp
   return {};
 }
 
+// A Slurm project debugs on a compute node: inside `ferry alloc`'s allocation when there is one,
+// else in one taken for this session (released when it ends). The login link stays for the job's
+// agent, which travels over it.
+int enter_compute_node(ProjectLink& link) {
+  auto* ssh = dynamic_cast<remote::SshEndpoint*>(link.endpoint.get());
+  if (!ssh) {
+    std::cerr << "ferry debug: a Slurm project's host must be an SSH login node\n";
+    return kUsage;
+  }
+  auto job = run::running_allocation(*ssh, link.project);
+  if (!job) {
+    std::cerr << "ferry debug: cannot ask Slurm for this project's allocation: " << job.error().message << "\n";
+    return kFailure;
+  }
+  if (!*job) {
+    platform::StopRequests stop;
+    auto id = run::allocate(*ssh, link.project, *link.project.slurm);
+    if (!id) {
+      std::cerr << "ferry debug: " << id.error().message << "\n";
+      return kFailure;
+    }
+    link.session_allocation = *id;
+    std::cerr << "ferry: Slurm job " << *id << " submitted (a node for this debug session)\n";
+    auto running = run::wait_running(
+        *ssh, link.project, *id, [](const run::SlurmJobInfo& j) { std::cerr << "ferry: " << run::describe_allocation(j) << "\n"; },
+        &stop.wakeup());
+    if (!running) {
+      (void)run::release(*ssh, link.project, *id);
+      std::cerr << "ferry debug: " << running.error().message << "\n";
+      return running.error().code == protocol::error_code::kRequestCancelled ? exit_status::kInterrupted : kFailure;
+    }
+    *job = *running;
+  }
+  std::cerr << "ferry: debugging in " << run::describe_allocation(**job) << "\n";
+  auto inside = run::open_allocation_endpoint(*ssh, link.project, **job);
+  if (!inside) {
+    std::cerr << "ferry debug: " << inside.error().message << "\n";
+    if (!link.session_allocation.empty()) (void)run::release(*ssh, link.project, link.session_allocation);
+    return kFailure;
+  }
+  link.login = std::move(link.endpoint);
+  link.endpoint = std::move(*inside);
+  return 0;
+}
+
 int run_debug(const GlobalOptions& g, DebugCliOptions o) {
   if (!o.pycharm && o.command.empty() && o.launch.empty()) {
     std::cerr << "ferry debug: nothing to debug: ferry debug -- script.py ARGS, ferry debug --launch NAME "
@@ -292,8 +342,25 @@ int run_debug(const GlobalOptions& g, DebugCliOptions o) {
       return rc;
     }
   }
+  if (link->project.slurm) {
+    if (o.pycharm) {
+      std::cerr << "ferry debug: --pycharm needs a reverse tunnel into a Slurm job's node, which is not there yet: debug "
+                   "with debugpy (docs/slurm.md)\n";
+      link->endpoint->close();
+      return kUsage;
+    }
+    if (int rc = enter_compute_node(*link); rc != 0) {
+      link->endpoint->close();
+      return rc;
+    }
+  }
   const int rc = o.pycharm ? pycharm_mode(*link, o) : debugpy_mode(*link, o);
   link->endpoint->close();
+  if (!link->session_allocation.empty()) {
+    (void)run::release(*link->login, link->project, link->session_allocation);
+    std::cerr << "ferry debug: released Slurm job " << link->session_allocation << "\n";
+  }
+  if (link->login) link->login->close();
   return rc;
 }
 

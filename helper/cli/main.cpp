@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   add_sync_command(app, g);
   add_pull_command(app, g);
   add_tunnel_command(app, g);
+  add_alloc_command(app, g);
   add_train_command(app, g);
   add_debug_command(app, g);
   add_run_commands(app, g);

@@ -234,7 +234,7 @@ int run_train_ranks(const GlobalOptions& g, const TrainCliOptions& o) {
   }
   if (inputs->project.slurm) {
     std::cerr << who << ": on a Slurm cluster ranks are started by srun, not by ferry: --hosts and --nproc-per-host "
-                        "would run them on the login node (a multi-node training is not there yet: docs/slurm.md)\n";
+                        "would run them on the login node: set \"nodes\" in ferry.json's slurm block for a multi-node training (docs/slurm.md)\n";
     return run::kUsageFailure;
   }
   auto rv = rendezvous_for(g, inputs->project, o, hosts[0]);

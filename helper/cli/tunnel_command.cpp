@@ -16,6 +16,7 @@
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/forward_spec.hpp"
+#include "helper/remote/job_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "protocol/link_state.hpp"
 
@@ -27,6 +28,7 @@ struct TunnelOptions {
   std::vector<std::string> reverse_specs;
   std::string host;
   int timeout_s = 30;
+  bool login_node = false;  // a Slurm project's tunnels to the login node even with an allocation
 };
 
 int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
@@ -47,23 +49,25 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     }
     specs.push_back(*s);
   }
-  if (specs.empty()) {
-    // No SPEC: the project's tunnels.
-    std::error_code ec;
-    std::filesystem::path start = g.project_dir ? std::filesystem::path(*g.project_dir) : std::filesystem::current_path(ec);
-    auto file = deploy::find_project_file(start);
-    if (file) {
-      auto loaded = deploy::load_project(*file);
-      if (!loaded) {
-        std::cerr << "ferry tunnel: " << loaded.error().to_string() << "\n";
-        return exit_status::kUsage;
-      }
-      if (auto admitted = admit_cli_project(g, *loaded); !admitted) {
-        std::cerr << "ferry tunnel: " << admitted.error() << "\n";
-        return exit_status::kUsage;
-      }
-      for (const auto& t : loaded->tunnels) specs.push_back(remote::forward_spec_from(t));
+  // The project: its tunnels when no SPEC is given, and its Slurm allocation (not with --host).
+  std::optional<deploy::ProjectConfig> project;
+  std::error_code ec;
+  std::filesystem::path start = g.project_dir ? std::filesystem::path(*g.project_dir) : std::filesystem::current_path(ec);
+  if (auto file = deploy::find_project_file(start); file && (specs.empty() || o.host.empty())) {
+    auto loaded = deploy::load_project(*file);
+    if (!loaded) {
+      std::cerr << "ferry tunnel: " << loaded.error().to_string() << "\n";
+      return exit_status::kUsage;
     }
+    if (auto admitted = admit_cli_project(g, *loaded); !admitted) {
+      std::cerr << "ferry tunnel: " << admitted.error() << "\n";
+      return exit_status::kUsage;
+    }
+    project = std::move(*loaded);
+  }
+  if (specs.empty()) {
+    if (project)
+      for (const auto& t : project->tunnels) specs.push_back(remote::forward_spec_from(t));
     if (specs.empty()) {
       std::cerr << "ferry tunnel: nothing to forward: give PORT, LPORT:HOST:RPORT or -R RPORT[:HOST:LPORT], or list "
                    "\"tunnels\" in ferry.json\n";
@@ -99,10 +103,21 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
     std::cerr << cannot_reach("ferry tunnel", e.description(), info.error()) << "\n";
     return exit_status::kFailed;
   }
+  // A Slurm project's running allocation: the tunnels reach its node through an agent there.
+  std::unique_ptr<remote::JobEndpoint> job;
+  if (project && o.host.empty() && !o.login_node) {
+    auto found = allocation_endpoint(e, *project);
+    if (!found) {
+      std::cerr << "ferry tunnel: " << found.error() << "\n";
+      return exit_status::kFailed;
+    }
+    job = std::move(*found);
+  }
+  remote::Endpoint& where = job ? static_cast<remote::Endpoint&>(*job) : e;
   std::vector<std::string> lines;
   bool local = false;
   for (const auto& spec : specs) {
-    auto f = e.open_forward(spec);
+    auto f = where.open_forward(spec);
     if (!f) {
       std::cerr << "ferry tunnel: " << f.error().message << "\n";
       continue;
@@ -115,13 +130,14 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
   // listens only after its login), so the first connection does not stay on libssh2 for its life.
   // A link that takes none (a long one, a ProxyJump host, no ssh client) answers at once; one
   // that does not come up in time leaves the connections on libssh2 until it does.
-  if (local && !e.wait_openssh_tunnels(std::chrono::seconds(std::clamp(o.timeout_s, 1, 10))))
+  if (local && !job && !e.wait_openssh_tunnels(std::chrono::seconds(std::clamp(o.timeout_s, 1, 10))))
     spdlog::debug("ferry tunnel: connections go over the link's libssh2 channels");
   for (const auto& line : lines) std::cout << line << std::endl;
   std::cerr << "ferry: forwarding; Ctrl-C to stop\n";
   platform::Wakeup* stop_wakeup[] = {&stop.wakeup()};
   platform::wait_any(stop_wakeup);
   std::cerr << "ferry: closing tunnels\n";
+  if (job) job->close();
   e.close();
   return lines.size() == specs.size() ? 0 : 1;
 }
@@ -136,6 +152,7 @@ void add_tunnel_command(CLI::App& app, GlobalOptions& g) {
                   "None: ferry.json's tunnels");
   cmd->add_option("-R", o->reverse_specs, "RPORT[:HOST:LPORT]: the host's 127.0.0.1:RPORT -> HOST:LPORT here (repeatable)");
   cmd->add_option("--host", o->host, "ssh config alias or user@host:port (default: ferry.json's host)");
+  cmd->add_flag("--login-node", o->login_node, "On a Slurm cluster: to the login node even while `ferry alloc` holds a node");
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the connection")->capture_default_str();
   cmd->fallthrough();
   cmd->callback([&g, o] { exit_code() = run_tunnel(g, *o); });

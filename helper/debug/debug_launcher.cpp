@@ -96,9 +96,9 @@ std::expected<Finished, DebugError> run_to_end(run::RunClient& client, const run
 
 std::expected<run::RunSpec, std::string> debug_run_spec(const DebugTarget& target, const DebugRequest& request,
                                                         std::vector<std::string> args) {
-  if (target.project.slurm)
-    return std::unexpected("ferry debug on a Slurm cluster is not there yet: it would debug on the login node, not on a "
-                           "compute node (docs/slurm.md)");
+  if (target.project.slurm && !target.in_slurm_job)
+    return std::unexpected("on a Slurm cluster this would debug on the login node, not on a compute node: "
+                           "ferry debug from the terminal takes a node for the session (or uses `ferry alloc`'s; docs/slurm.md)");
   run::LaunchRequest r;
   r.command = std::move(args);
   r.interpreter = target.project.interpreter;

@@ -26,6 +26,9 @@ struct DebugTarget {
   deploy::ProjectConfig project;
   std::string remote_base;        // the first mapping's directory under the agent's root ("" = the root)
   std::string first_remote_root;  // the first mapping's root on the box, absolute
+  // The endpoint is an agent inside a Slurm job (remote::JobEndpoint): the debuggee runs there. On
+  // a Slurm project without one, it would run on the login node, which is refused.
+  bool in_slurm_job = false;
 };
 
 struct DebugRequest {

@@ -686,6 +686,27 @@ std::expected<std::shared_ptr<SshEndpoint::Link>, ResponseError> SshEndpoint::es
   }
 }
 
+std::expected<std::unique_ptr<AgentLink>, ResponseError> SshEndpoint::open_job_link(const json& request, Clock::time_point deadline,
+                                                                                     NotificationHandler on_notification, AgentInfo& info) {
+  auto link = current();
+  if (!link || !link->connection) return std::unexpected(unavailable("not connected to " + description()));
+  // The build this link runs, found or installed by connect(); its agent.log takes srun's words.
+  const std::string agent = install_report().remote_path;
+  const std::string command = "F=" + remote_path_expr(agent) + "; exec \"$F\" --job-link 2>>\"${F%/*}/agent.log\"";
+  auto left = std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  auto stream = link->connection->open_stream(command, left);
+  if (!stream) return std::unexpected(unavailable("starting ferry-agent --job-link on " + description() + ": " + stream.error().message));
+  auto bytes = std::make_unique<SshByteStream>(std::move(*stream), [](const std::string&) {});
+  if (auto w = bytes->write_all(request.dump() + "\n"); !w)
+    return std::unexpected(unavailable("starting ferry-agent --job-link on " + description() + ": " + w.error()));
+  auto agent_link = std::make_unique<AgentLink>(std::move(bytes));
+  agent_link->set_notification_handler(std::move(on_notification));
+  auto hello = agent_link->handshake(deadline);
+  if (!hello) return std::unexpected(hello.error());
+  info = *hello;
+  return agent_link;
+}
+
 std::expected<AgentInfo, ResponseError> SshEndpoint::connect(std::chrono::milliseconds timeout) {
   close();
   {

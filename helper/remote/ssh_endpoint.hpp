@@ -161,6 +161,11 @@ class SshEndpoint final : public Endpoint {
   // A shell command whose stdout is read as it comes (the trainer's build progress).
   std::expected<std::unique_ptr<ssh::SshStream>, ResponseError> open_stream(const std::string& command,
                                                                              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  // A second agent over this link's connection, started by the installed agent's `--job-link` with
+  // `request` as its first stdin line (an agent inside a Slurm job: job_endpoint.hpp), handshaken.
+  // The link does not reconnect: when the connection goes, so does it.
+  std::expected<std::unique_ptr<AgentLink>, ResponseError> open_job_link(const json& request, Clock::time_point deadline,
+                                                                         NotificationHandler on_notification, AgentInfo& info);
   // Whether local tunnels of this link go through the OpenSSH master, waiting up to `timeout`
   // for a master that is starting (tests, benchmarks); false when the link has none.
   bool wait_openssh_tunnels(std::chrono::milliseconds timeout);

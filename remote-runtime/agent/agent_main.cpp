@@ -42,9 +42,11 @@
 #include "remote-runtime/agent/run/frame_writer.hpp"
 #include "remote-runtime/agent/run/run_methods.hpp"
 #include "remote-runtime/agent/run/run_store.hpp"
+#include "remote-runtime/agent/run/slurm_alloc_methods.hpp"
 #include "remote-runtime/agent/run/slurm_job.hpp"
 #include "remote-runtime/agent/run/supervisor.hpp"
 #include "remote-runtime/agent/sync_methods.hpp"
+#include "remote-runtime/agent/tcp_relay_methods.hpp"
 
 namespace {
 
@@ -55,6 +57,8 @@ void usage(std::ostream& out) {
          "       ferry-agent --spot-watch STATE_DIR       (the spot-notice watcher; started by the agent)\n"
          "       ferry-agent --slurm-job RUN_DIR          (a run that is a Slurm job: submits and follows it)\n"
          "       ferry-agent --slurm-step SCRIPT          (that job's batch script, on the compute node)\n"
+         "       ferry-agent --slurm-hold SCRIPT          (an allocation's batch script: holds the nodes)\n"
+         "       ferry-agent --job-link                   (an agent inside a running job, through srun; where: stdin's first line)\n"
          "       ferry-agent --version\n"
          "Serves ferry's CBOR JSON-RPC on stdin/stdout inside DIR (created if missing).\n"
          "Runs live under --state-dir (default $XDG_CACHE_HOME/ferry/state or ~/.cache/ferry/state).\n"
@@ -220,7 +224,9 @@ int read_loop(protocol::Dispatcher& dispatcher, agent::RequestScheduler& schedul
 // Serves the agent wire on stdin/stdout: every method family bound into one BindingTable,
 // served by protocol's Dispatcher (CBOR, no LSP lifecycle) with the RequestScheduler as its
 // schedule hook.
-int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
+// `in_job`: inside a Slurm job (--job-link): the cluster owns the node, so no autostop and no spot
+// watch.
+int serve(const agent::RootPath& root, const std::filesystem::path& state_dir, bool in_job) {
   // Runs, marks, autostop and spot state are the user's alone; an older ferry left the dir 0755.
   if (auto ec = ferry::posix::make_private_dirs(state_dir)) spdlog::warn("state dir {}: {}", state_dir.string(), ec.message());
   auto writer = std::make_shared<agent::run::FrameWriter>(STDOUT_FILENO);
@@ -236,11 +242,17 @@ int serve(const agent::RootPath& root, const std::filesystem::path& state_dir) {
   // This agent counts as a connected helper for autostop while it serves; an armed autostop whose
   // watchdog is gone (a reboot, a kill) gets one again from the next agent.
   const agent::autostop::Paths autostop_paths{state_dir};
-  agent::autostop::ConnectionMark connection_mark(autostop_paths);
-  agent::autostop::ensure_watchdog(autostop_paths);
-  agent::autostop::bind_autostop_methods(table, autostop_paths);
-  agent::spot::ensure_watcher(state_dir);  // a spot watch armed before a restart goes on
-  agent::spot::bind_spot_methods(table, state_dir);
+  std::optional<agent::autostop::ConnectionMark> connection_mark;
+  if (!in_job) {
+    connection_mark.emplace(autostop_paths);
+    agent::autostop::ensure_watchdog(autostop_paths);
+    agent::autostop::bind_autostop_methods(table, autostop_paths);
+    agent::spot::ensure_watcher(state_dir);  // a spot watch armed before a restart goes on
+    agent::spot::bind_spot_methods(table, state_dir);
+  }
+  agent::run::bind_slurm_alloc_methods(table, state_dir);
+  agent::TcpRelayMethods tcp(writer);
+  tcp.bind(table);
   // Streams end (threads joined) on every way out of the loop; the runs themselves go on.
   struct StopStreams {
     std::shared_ptr<agent::run::RunMethods> runs;
@@ -284,6 +296,8 @@ int main(int argc, char** argv) {
   if (argc == 3 && std::string_view(argv[1]) == "--spot-watch") return ferry::agent::spot::watch(argv[2]);
   if (argc == 3 && std::string_view(argv[1]) == "--slurm-job") return ferry::agent::run::follow_slurm_job(argv[2]);
   if (argc == 3 && std::string_view(argv[1]) == "--slurm-step") return ferry::agent::run::run_slurm_step(argv[2]);
+  if (argc == 3 && std::string_view(argv[1]) == "--slurm-hold") return ferry::agent::run::hold_allocation();
+  if (argc == 2 && std::string_view(argv[1]) == "--job-link") return ferry::agent::run::start_job_link();
   // Sync requests allocate buffers of megabytes (frames, decompressed data): keep up to 64 MiB of
   // freed heap for the next one instead of page faults and zeroing per request (a tenth of the
   // agent's CPU in a big initial sync).
@@ -291,12 +305,15 @@ int main(int argc, char** argv) {
   ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
   std::string root_arg;
   std::string state_dir_arg;
+  bool in_job = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (a == "--root" && i + 1 < argc) {
       root_arg = argv[++i];
     } else if (a == "--state-dir" && i + 1 < argc) {
       state_dir_arg = argv[++i];
+    } else if (a == "--in-job") {
+      in_job = true;
     } else if (a == "--installed") {
       keep_install_private();
     } else if (a == "--log-level" && i + 1 < argc) {
@@ -332,5 +349,5 @@ int main(int argc, char** argv) {
   // Absolute: supervisors run from "/" and find their run directory by this path.
   std::filesystem::path state_dir = std::filesystem::absolute(
       state_dir_arg.empty() ? ferry::agent::run::default_state_dir() : std::filesystem::path(state_dir_arg), ec);
-  return serve(*root, state_dir);
+  return serve(*root, state_dir, in_job);
 }

@@ -1,0 +1,169 @@
+// AgentTunnel on POSIX sockets: an acceptor thread woken by a self-pipe, and a SocketPump per
+// connection whose peer is the agent (tcp/* notifications).
+#include "helper/remote/agent_tunnel.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <spdlog/spdlog.h>
+
+#include "common/socket_pump.hpp"
+#include "common/unique_fd.hpp"
+#include "protocol/messages_tcp.hpp"
+
+namespace ferry::remote {
+
+namespace method = protocol::method;
+
+struct AgentTunnel::Conn {
+  posix::UniqueFd fd;
+  std::unique_ptr<SocketPump> pump;
+};
+
+AgentTunnel::AgentTunnel(Endpoint& agent, LoopbackListener listener, std::string host, int port)
+    : agent_(agent), listener_(std::move(listener)), port_(listener_.port()), host_(std::move(host)), target_port_(port) {
+  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+  subscription_ = agent_.subscribe([this](const protocol::Notification& note) { route(note); });
+  acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+AgentTunnel::~AgentTunnel() {
+  close();
+  for (int fd : wake_)
+    if (fd >= 0) ::close(fd);
+}
+
+std::uint64_t AgentTunnel::live() const {
+  std::lock_guard lk(mutex_);
+  return conns_.size();
+}
+
+void AgentTunnel::close() {
+  if (closing_.exchange(true)) return;
+  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+  if (acceptor_.joinable()) acceptor_.join();
+  subscription_.reset();  // no handler runs after this: the pumps can go
+  std::map<std::int64_t, std::shared_ptr<Conn>> conns;
+  {
+    std::lock_guard lk(mutex_);
+    conns.swap(conns_);
+  }
+  for (auto& [id, c] : conns) {
+    c->pump->stop();
+    (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));
+  }
+  conns.clear();
+  reap();
+  listener_.close();
+}
+
+// Notifications come on the endpoint's reader thread: hand over, never block.
+void AgentTunnel::route(const protocol::Notification& note) {
+  if (!note.method.starts_with("tcp/")) return;
+  std::int64_t id = 0;
+  if (auto it = note.params.find("id"); it != note.params.end() && it->is_number_integer()) id = it->get<std::int64_t>();
+  std::shared_ptr<Conn> c;
+  {
+    std::lock_guard lk(mutex_);
+    if (auto it = conns_.find(id); it != conns_.end()) c = it->second;
+  }
+  if (!c) return;  // another tunnel's connection, or one that ended
+  if (note.method == method::kTcpData) {
+    protocol::TcpDataParams p;
+    if (!from_json(note.params, p)) c->pump->on_data(std::move(p.data));
+  } else if (note.method == method::kTcpAck) {
+    protocol::TcpAckParams p;
+    if (!from_json(note.params, p)) c->pump->on_ack(static_cast<std::uint64_t>(p.bytes));
+  } else if (note.method == method::kTcpEof) {
+    c->pump->on_eof();
+  }
+}
+
+void AgentTunnel::reap() {
+  std::vector<std::shared_ptr<Conn>> done;
+  {
+    std::lock_guard lk(mutex_);
+    done.swap(done_);
+  }
+}
+
+void AgentTunnel::accept_loop() {
+  while (!closing_.load()) {
+    pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if (fds[1].revents) break;
+    reap();
+    const int client = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    ++accepted_;
+    serve(client);
+  }
+}
+
+void AgentTunnel::serve(int client) {
+  auto conn = std::make_shared<Conn>();
+  conn->fd = posix::UniqueFd(client);
+  auto r = agent_.call(method::kTcpConnect, to_json(protocol::TcpConnectParams{host_, target_port_}), std::chrono::seconds(15));
+  protocol::TcpConnectResult connected;
+  if (!r || from_json(*r, connected)) {
+    spdlog::warn("tunnel {} -> {}:{}: {}", port_, host_, target_port_, r ? "a reply without an id" : r.error().message);
+    return;  // the client sees its connection closed, as with ssh -L when the far side refuses
+  }
+  int one = 1;
+  ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  const std::int64_t id = connected.id;
+  Endpoint& agent = agent_;
+  SocketPump::Socket socket{
+      [client](std::uint8_t* b, std::size_t n) -> std::ptrdiff_t {
+        for (;;) {
+          auto got = ::recv(client, b, n, 0);
+          if (got >= 0 || errno != EINTR) return got;
+        }
+      },
+      [client](std::span<const std::uint8_t> s) {
+        while (!s.empty()) {
+          auto w = ::send(client, s.data(), s.size(), MSG_NOSIGNAL);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) return false;
+          s = s.subspan(static_cast<std::size_t>(w));
+        }
+        return true;
+      },
+      [client] { ::shutdown(client, SHUT_WR); },
+      [client] { ::shutdown(client, SHUT_RDWR); }};
+  SocketPump::Peer peer{
+      [&agent, id](std::span<const std::uint8_t> d) {
+        return agent.notify(method::kTcpData, protocol::tcp_data_params(id, d.data(), d.size())).has_value();
+      },
+      [&agent, id](std::uint64_t n) {
+        return agent.notify(method::kTcpAck, to_json(protocol::TcpAckParams{id, static_cast<std::int64_t>(n)})).has_value();
+      },
+      [&agent, id] { return agent.notify(method::kTcpEof, to_json(protocol::TcpIdParams{id})).has_value(); },
+      [this, id] {
+        (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));
+        std::lock_guard lk(mutex_);
+        if (auto it = conns_.find(id); it != conns_.end()) {
+          done_.push_back(std::move(it->second));
+          conns_.erase(it);
+        }
+      }};
+  conn->pump = std::make_unique<SocketPump>(std::move(socket), std::move(peer));
+  {
+    std::lock_guard lk(mutex_);
+    conns_[id] = conn;
+  }
+  conn->pump->start();
+  // The agent reads nothing from its socket until this grant: the id is known here now.
+  (void)agent_.notify(method::kTcpAck, to_json(protocol::TcpAckParams{id, static_cast<std::int64_t>(kPumpWindow)}));
+}
+
+}  // namespace ferry::remote

@@ -1,0 +1,191 @@
+// ferry alloc on a real Slurm cluster (slurm_fixture: slurmctld, two slurmd, munged) whose login
+// node is the sshd fixture: an allocation holds a node and is found again by name; ferry tunnel then
+// reaches a server started inside it through an agent in the job (srun carries the agent's stream,
+// no sshd on the node), byte for byte for a file bigger than the relay's window; Ctrl-C while it
+// pends takes the request back; --release ends it; and ferry debug takes a node for its session, a
+// real debugpy stops at a breakpoint there, and the node is released at the end.
+#define BOOST_TEST_MODULE slurm_allocation
+#include <boost/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <random>
+#include <regex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/slurm_fixture.hpp"
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/breakpoint_scenario.hpp"
+#include "tests/support/ferry_process.hpp"
+#include "tests/support/loopback_port.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
+
+using ferry::test::read_file;
+using ferry::test::write_file;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Ferry : ferry::test::FerryProcess {
+  Ferry(const fs::path& cwd, const std::vector<std::string>& args) : FerryProcess(FERRY_BIN, cwd, args) {}
+};
+
+// A cluster, its login node, and a project whose ferry.json names both.
+struct Cluster {
+  ferry::test::SlurmCluster slurm;
+  ferry::test::SshdFixture login;
+  ferry::test::TempDir project{"ferry-slurm-alloc"};
+  Cluster() {
+    login.trust_host_key();
+    write_file(project / "ferry.json", nlohmann::json{{"name", "allocproj"},
+                                                      {"host", login.alias()},
+                                                      {"sshConfig", login.ssh_config().string()},
+                                                      {"interpreter", "/usr/bin/python3 -u"},
+                                                      {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}},
+                                                      {"env", {{"SLURM_CONF", slurm.conf().string()}}},
+                                                      {"slurm", {{"partition", "main"}, {"time", "10"}}}}
+                                           .dump(2));
+  }
+  // The names of job `id`'s steps that Slurm lists now.
+  std::string steps(const std::string& id) const { return slurm.run("squeue -h --steps --jobs " + id + " -o %j").out; }
+};
+
+std::string job_id_in(const std::string& text) {
+  std::smatch m;
+  return std::regex_search(text, m, std::regex(R"(Slurm job (\d+) submitted)")) ? m[1].str() : "";
+}
+
+// GET `path` from 127.0.0.1:port (HTTP/1.0: the server closes when done); the whole response.
+std::string http_get(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string response;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    (void)!::write(fd, request.data(), request.size());
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) response.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return response;
+}
+
+std::string body_of(const std::string& response) {
+  const auto at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(an_allocation_holds_a_node_that_tunnels_reach_through_an_agent_in_the_job) {
+  Cluster c;
+  Ferry alloc(c.project.path(), {"alloc"});
+  BOOST_TEST_REQUIRE(alloc.wait(120s) == 0, alloc.out() + alloc.err());
+  std::smatch m;
+  const std::string said = alloc.out();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(said, m, std::regex(R"(allocation (\d+) on (n\d))")), said + alloc.err());
+  const std::string id = m[1].str();
+  BOOST_TEST(c.slurm.job_state(id).state == "RUNNING");
+  {
+    Ferry status(c.project.path(), {"alloc", "--status"});
+    BOOST_TEST(status.wait(60s) == 0, status.err());
+    BOOST_TEST(status.out().find("allocation " + id + " on ") != std::string::npos, status.out());
+  }
+
+  // A server inside the allocation, serving a small file and one bigger than the relay's window.
+  const fs::path site = c.project / "site";
+  fs::create_directories(site);
+  write_file(site / "hello.txt", "hello from the node\n");
+  std::string big(5u << 20, '\0');
+  std::mt19937 rng(7);
+  for (auto& ch : big) ch = static_cast<char>(rng());
+  write_file(site / "big.bin", big);
+  const int port = ferry::test::free_loopback_port();
+  const auto server = c.slurm.run("cd '" + site.string() + "' && (srun --jobid=" + id + " --overlap -N1 -n1 --job-name=site " +
+                                  "python3 -m http.server --bind 127.0.0.1 " + std::to_string(port) + " >server.log 2>&1 &)");
+  BOOST_REQUIRE_EQUAL(server.status, 0);
+  BOOST_REQUIRE_MESSAGE(ferry::test::eventually([&] { return c.steps(id).find("site") != std::string::npos; }, 30s), c.steps(id));
+
+  Ferry tunnel(c.project.path(), {"tunnel", "0:127.0.0.1:" + std::to_string(port)});
+  BOOST_REQUIRE_MESSAGE(tunnel.wait_out("\n", 90s), tunnel.out() + tunnel.err());
+  const std::string opened = tunnel.out();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(opened, m, std::regex(R"(127\.0\.0\.1:(\d+))")), opened);
+  const int local = std::stoi(m[1].str());
+  BOOST_TEST(tunnel.err().find("into allocation " + id) != std::string::npos, tunnel.err());
+  // The tunnel's agent is a step of the job: the node is reached through Slurm, not through sshd.
+  BOOST_TEST(c.steps(id).find("ferry-agent") != std::string::npos, c.steps(id));
+  // The server may still be starting: its first answer is awaited, the rest must come at once.
+  BOOST_REQUIRE(ferry::test::eventually([&] { return body_of(http_get(local, "/hello.txt")) == "hello from the node\n"; }, 30s));
+  BOOST_TEST(body_of(http_get(local, "/big.bin")) == big);
+  BOOST_TEST(body_of(http_get(local, "/hello.txt")) == "hello from the node\n");
+
+  tunnel.signal(SIGINT);
+  BOOST_TEST(tunnel.wait(60s) == 0, tunnel.err());
+  // The agent's step ends with the tunnel: nothing of ferry's is left in the job.
+  BOOST_TEST(ferry::test::eventually([&] { return c.steps(id).find("ferry-agent") == std::string::npos; }, 30s), c.steps(id));
+
+  Ferry release(c.project.path(), {"alloc", "--release"});
+  BOOST_TEST(release.wait(60s) == 0, release.err());
+  BOOST_TEST(release.err().find("released allocation " + id) != std::string::npos, release.err());
+  BOOST_TEST(c.slurm.wait_job(id, 60s).final());
+  Ferry none(c.project.path(), {"alloc", "--status"});
+  BOOST_TEST(none.wait(60s) == 1, none.out() + none.err());
+}
+
+BOOST_AUTO_TEST_CASE(ctrl_c_while_an_allocation_pends_takes_it_back) {
+  Cluster c;
+  const std::string holder = c.slurm.submit("-p main -N2 --exclusive --wrap 'sleep 300'");
+  Ferry alloc(c.project.path(), {"alloc"});
+  BOOST_REQUIRE_MESSAGE(alloc.wait_out("pending (Resources)", 60s, true), alloc.err());
+  const std::string id = job_id_in(alloc.err());
+  BOOST_REQUIRE(!id.empty());
+  alloc.signal(SIGINT);
+  BOOST_TEST(alloc.wait(60s) == 130, alloc.err());
+  BOOST_TEST(c.slurm.wait_job(id, 60s).state.starts_with("CANCELLED"));
+  BOOST_TEST(c.slurm.run("scancel " + holder).status == 0);
+}
+
+BOOST_AUTO_TEST_CASE(ferry_debug_stops_at_a_breakpoint_on_a_compute_node) {
+  Cluster c;
+  fs::create_directories(c.project / "debug");
+  fs::copy_file(fs::path(FERRY_SAMPLES_DIR) / "debug" / "loop.py", c.project / "debug" / "loop.py");
+  const fs::path local_script = c.project / "debug" / "loop.py";
+  const int line = ferry::test::line_of(local_script, "ferry-test: breakpoint");
+  BOOST_REQUIRE_GT(line, 0);
+  const int port = ferry::test::free_loopback_port();
+  Ferry debug(c.project.path(), {"debug", "--port", std::to_string(port), "--local-port", "0", "--", "debug/loop.py", "5"});
+  BOOST_REQUIRE_MESSAGE(debug.wait_out("\n}\n", 120s), debug.out() + debug.err());
+  const std::string id = job_id_in(debug.err());
+  BOOST_REQUIRE_MESSAGE(!id.empty(), debug.err());
+  BOOST_TEST(debug.err().find("debugging in allocation " + id + " on n") != std::string::npos, debug.err());
+  const std::string out = debug.out();
+  const auto config = nlohmann::json::parse(out.substr(0, out.find("\n}\n") + 2), nullptr, false);
+  BOOST_REQUIRE_MESSAGE(config.is_object(), out);
+  const int local_port = config["connect"]["port"].get<int>();
+  std::vector<ferry::test::PathMapping> mappings;
+  for (const auto& mp : config["pathMappings"]) mappings.push_back({mp["localRoot"], mp["remoteRoot"]});
+  // The debuggee is a step of the job (through its agent): it runs on the node.
+  BOOST_TEST(c.steps(id).find("ferry-agent") != std::string::npos, c.steps(id));
+  auto seen = ferry::test::run_breakpoint_scenario(local_port, local_script, line, mappings);
+  BOOST_REQUIRE_MESSAGE(seen.has_value(), (seen ? std::string() : seen.error()) + "\nferry stderr:\n" + debug.err());
+  BOOST_TEST(seen->stopped_reason == "breakpoint");
+  BOOST_TEST(seen->stopped_line == line);
+  BOOST_TEST(fs::path(seen->stopped_path) == local_script);
+  BOOST_TEST(seen->first_n == "5");
+  BOOST_TEST(debug.wait(60s) == 0, debug.err());
+  BOOST_TEST(debug.out().find("sum of squares below 5: 30") != std::string::npos, debug.out());
+  // The node was taken for this session only.
+  BOOST_TEST(debug.err().find("released Slurm job " + id) != std::string::npos, debug.err());
+  BOOST_TEST(c.slurm.wait_job(id, 60s).final());
+}
