@@ -50,10 +50,14 @@ int run_doctor_command(const GlobalOptions& g, const DoctorCliOptions& o) {
   d.timeout = std::chrono::seconds(o.timeout_s);
   // ferry.json's env (PATH, CXX, FERRY_TRAIN_CACHE ...) counts for the trainer as in ferry train.
   auto project = find_cli_project(g, std::nullopt);
+  std::vector<std::string> mapping_roots;  // the Slurm check asks whether the compute nodes see them
+  if (project)
+    for (const auto& m : project->mappings) mapping_roots.push_back(m.remote);
   d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{},
-                     slurm = project ? project->slurm : std::nullopt](remote::SshEndpoint& e) {
+                     slurm = project ? project->slurm : std::nullopt, mapping_roots](remote::SshEndpoint& e) {
     std::vector<remote::DoctorCheck> checks{training::doctor_trainer_check(e, interpreter, env)};
-    if (slurm) checks.push_back(run::doctor_slurm_check(e, *slurm, env));
+    if (slurm)
+      for (auto& c : run::doctor_slurm_checks(e, *slurm, env, mapping_roots)) checks.push_back(std::move(c));
     return checks;
   };
   auto checks = remote::run_doctor(d);

@@ -73,10 +73,14 @@ std::expected<p::DoctorRunResult, p::ResponseError> run_doctor_checks(const Serv
     return ctx.questions.passphrase(key, cancel);
   };
   d.interpreter = target->interpreter;
+  std::vector<std::string> mapping_roots;  // the Slurm check asks whether the compute nodes see them
+  if (project)
+    for (const auto& m : project->mappings) mapping_roots.push_back(m.remote);
   d.extra_checks = [interpreter = target->interpreter, env = project ? project->env : std::map<std::string, std::string>{},
-                     slurm = project ? project->slurm : std::nullopt](remote::SshEndpoint& e) {
+                     slurm = project ? project->slurm : std::nullopt, mapping_roots](remote::SshEndpoint& e) {
     std::vector<remote::DoctorCheck> checks{training::doctor_trainer_check(e, interpreter, env)};
-    if (slurm) checks.push_back(run::doctor_slurm_check(e, *slurm, env));
+    if (slurm)
+      for (auto& c : run::doctor_slurm_checks(e, *slurm, env, mapping_roots)) checks.push_back(std::move(c));
     return checks;
   };
   p::DoctorRunResult r{target->host, {}};

@@ -2,7 +2,8 @@
 // node being the sshd fixture: the job's stdout and stderr stream back apart and its exit status
 // is ferry's; a job waiting for resources says why, then runs; Ctrl-C reaches the program on the
 // compute node through scancel; `ferry kill -s KILL` cancels the job; `ferry doctor` checks the
-// partition on the login node; `ferry train` is a job (one node; two nodes as one training, ending
+// partition on the login node and that a compute node sees the mapping root (or says it could not
+// check, the queue being busy); `ferry train` is a job (one node; two nodes as one training, ending
 // with the parameters of `ferry train --hosts` on two hosts bit for bit; Ctrl-C checkpointing on the
 // node and --resume continuing in a new job to the parameters of an uninterrupted job), `ferry runs`
 // names the job, and a job goes on across a cut login link with its output resumed byte for byte;
@@ -31,6 +32,7 @@
 #include "tests/support/loopback_port.hpp"
 #include "tests/support/serve_client.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
 
 using ferry::test::read_file;
 using ferry::test::write_file;
@@ -197,12 +199,26 @@ BOOST_AUTO_TEST_CASE(ferry_kill_cancels_the_job) {
   BOOST_TEST(end.state.starts_with("CANCELLED"), end.state << "; the agent's log:\n" << agent_log);
 }
 
+// The doctor's marker files (.ferry-doctor-<nonce>) left anywhere under the login node's home.
+std::vector<std::string> doctor_markers(const fs::path& home) {
+  std::vector<std::string> left;
+  for (const auto& e : fs::recursive_directory_iterator(home))
+    if (e.path().filename().string().starts_with(".ferry-doctor-")) left.push_back(e.path().string());
+  return left;
+}
+
+// The slurm line from the login node, and the slurm nodes line from a compute node that read back
+// a marker written in the mapping root and in ~/.cache/ferry; a partition the cluster lacks fails,
+// and the node check is then not made.
 BOOST_AUTO_TEST_CASE(doctor_checks_the_partition_on_the_login_node) {
   Cluster c;
   Ferry doctor(c.project.path(), {"doctor"});
   doctor.wait(120s);
   BOOST_TEST(std::regex_search(doctor.out(), std::regex(R"(\[pass\] slurm: \S+ [0-9.]+, partition main up with 2 node\(s\))")),
              doctor.out() + doctor.err());
+  BOOST_TEST(std::regex_search(doctor.out(), std::regex(R"(\[pass\] slurm nodes: mapping root ~/proj is visible on compute node n[12], and so is ~/\.cache/ferry\n)")),
+             doctor.out());
+  BOOST_TEST(doctor_markers(c.login.home()).empty());
   auto config = nlohmann::json::parse(read_file(c.project / "ferry.json"));
   config["slurm"]["partition"] = "gpu";
   write_file(c.project / "ferry.json", config.dump(2));
@@ -210,6 +226,28 @@ BOOST_AUTO_TEST_CASE(doctor_checks_the_partition_on_the_login_node) {
   BOOST_TEST(again.wait(120s) == 1);
   BOOST_TEST(again.out().find("[FAIL] slurm: ") != std::string::npos, again.out());
   BOOST_TEST(again.out().find("no partition \"gpu\" (there are: main, second)") != std::string::npos, again.out());
+  BOOST_TEST(again.out().find("[warn] slurm nodes: not checked: the slurm line above is not a pass") != std::string::npos, again.out());
+}
+
+// Both nodes held by a job: the node probe does not start within its wait, and the doctor says the
+// check was not made rather than hang; once the nodes are free it passes.
+BOOST_AUTO_TEST_CASE(doctor_says_when_the_queue_starts_no_probe) {
+  Cluster c;
+  const std::string holder = c.slurm.submit("-p main -N2 --exclusive --wrap 'sleep 300'");
+  BOOST_REQUIRE(ferry::test::eventually([&] { return c.slurm.job_state(holder).state == "RUNNING"; }, 60s));
+  Ferry busy(c.project.path(), {"doctor"});
+  busy.wait(180s);
+  BOOST_TEST(busy.out().find("[pass] slurm: ") != std::string::npos, busy.out() + busy.err());
+  BOOST_TEST(busy.out().find("[warn] slurm nodes: not checked: the queue did not start a probe within 15 s\n") != std::string::npos,
+             busy.out());
+  BOOST_TEST(doctor_markers(c.login.home()).empty());
+  BOOST_TEST(c.slurm.run("scancel " + holder).status == 0);
+  BOOST_TEST(c.slurm.wait_job(holder, 60s).state.starts_with("CANCELLED"));
+  Ferry idle(c.project.path(), {"doctor"});
+  idle.wait(180s);
+  BOOST_TEST(std::regex_search(idle.out(), std::regex(R"(\[pass\] slurm nodes: mapping root ~/proj is visible on compute node n[12], and so is ~/\.cache/ferry\n)")),
+             idle.out());
+  BOOST_TEST(doctor_markers(c.login.home()).empty());
 }
 
 #ifdef FERRY_TRAIN_BIN
