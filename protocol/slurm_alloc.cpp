@@ -1,6 +1,7 @@
 // Allocations and the agent's slurm/* wire: see slurm_alloc.hpp.
 #include "protocol/slurm_alloc.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace ferry::protocol {
@@ -120,6 +121,18 @@ std::vector<std::string> srun_agent_arguments(const std::string& job_id, const s
   if (!node.empty()) a.push_back("--nodelist=" + node);
   a.insert(a.end(), {"--", agent, "--root", root, "--state-dir", state_dir, "--in-job"});
   return a;
+}
+
+std::vector<std::string> srun_step_arguments(const std::string& job_id, bool tty) {
+  return {"srun", "--jobid=" + job_id, "--overlap", "--nodes=1", "--ntasks=1", tty ? "--pty" : "--unbuffered",
+          "--disable-status", "--quiet", "--job-name=ferry-run", "--"};
+}
+
+std::optional<AllocationStep> allocation_step_of(const std::vector<std::string>& argv) {
+  if (argv.size() < 3 || argv[0] != "srun" || !argv[1].starts_with("--jobid=")) return std::nullopt;
+  const auto dashes = std::find(argv.begin(), argv.end(), "--");
+  if (dashes == argv.end() || dashes + 1 == argv.end()) return std::nullopt;
+  return AllocationStep{argv[1].substr(8), std::vector<std::string>(dashes + 1, argv.end())};
 }
 
 std::optional<long> slurm_duration_seconds(std::string_view text) {

@@ -25,6 +25,8 @@
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
+#include "helper/run/slurm_allocation.hpp"
+#include "protocol/slurm_alloc.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -310,6 +312,12 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   req.tty = o.tty;
   if (o.tty) std::tie(req.cols, req.rows) = terminal_size();
   req.slurm = link->config.slurm;
+  if (auto placed = run::place_run(*link->endpoint, link->config, req); !placed) {
+    std::cerr << "ferry run: cannot ask Slurm for this project's allocation: " << placed.error().message << "\n";
+    return kFerryFailure;
+  } else if (*placed) {
+    std::cerr << "ferry: into " << run::describe_allocation(**placed) << "\n";
+  }
   auto spec = run::make_run_spec(req);
   if (!spec) {
     std::cerr << "ferry run: " << spec.error() << "\n";
@@ -430,6 +438,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
     if (usd_per_hour) cost = fmt::format(" {:>9}", secs ? cloud::format_usd(cloud::cost_cents(*usd_per_hour, *secs / 3600)) : "-");
     std::string exit = r.exit_code ? std::to_string(*r.exit_code) : r.signal ? "SIG" + run::signal_name(*r.signal) : "-";
     std::string command = join_argv(r.argv);
+    if (auto step = protocol::allocation_step_of(r.argv)) command = "[allocation " + step->job_id + "] " + join_argv(step->argv);
     if (!r.label.empty()) command = "[" + r.label + "] " + command;
     if (!r.slurm_job.empty()) command = "[slurm job " + r.slurm_job + "] " + command;
     std::cout << fmt::format("{}{:<21} {:<8} {:>9}{} {:>6}  {}\n", r.group.empty() ? "" : "  ", r.id, r.state, duration, cost, exit, command);

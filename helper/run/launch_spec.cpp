@@ -3,6 +3,8 @@
 
 #include <filesystem>
 
+#include "protocol/slurm_alloc.hpp"
+
 namespace ferry::run {
 
 namespace {
@@ -85,12 +87,18 @@ std::expected<RunSpec, std::string> make_run_spec(const LaunchRequest& request) 
   }
   // Without it Python block-buffers a pipe and the output arrives in lumps at exit.
   spec.env.try_emplace("PYTHONUNBUFFERED", "1");
-  if (request.slurm && request.tty)
-    return std::unexpected("a run on a Slurm cluster has no terminal (--tty): its output comes from the job's files");
+  if (request.slurm && request.allocation.empty() && request.tty)
+    return std::unexpected("a run on a Slurm cluster has no terminal (--tty) unless it goes into an allocation (ferry alloc): "
+                           "a job's output comes from its files");
   spec.tty = request.tty;
   spec.cols = request.cols;
   spec.rows = request.rows;
-  spec.slurm = request.slurm;
+  if (!request.allocation.empty()) {
+    auto step = protocol::srun_step_arguments(request.allocation, request.tty);
+    spec.argv.insert(spec.argv.begin(), step.begin(), step.end());
+  } else {
+    spec.slurm = request.slurm;
+  }
   return spec;
 }
 

@@ -29,6 +29,9 @@ struct LaunchRequest {
   bool tty = false;
   int cols = 0, rows = 0;
   std::optional<protocol::SlurmJobOptions> slurm;  // ferry.json's `slurm`: the run is a Slurm job
+  // Or a step of this running allocation (`ferry alloc`): srun on the login node starts it on the
+  // job's node at once, and the run is the login node's like any other.
+  std::string allocation;
 };
 
 // The agent's run/start params.

@@ -113,6 +113,15 @@ std::string describe_allocation(const SlurmJobInfo& job) {
          (job.reason.empty() || job.reason == "None" ? "" : " (" + job.reason + ")");
 }
 
+std::expected<std::optional<SlurmJobInfo>, ResponseError> place_run(remote::Endpoint& login, const deploy::ProjectConfig& project,
+                                                                   LaunchRequest& request) {
+  if (!project.slurm) return std::nullopt;
+  auto job = running_allocation(login, project);
+  if (!job) return std::unexpected(job.error());
+  if (*job) request.allocation = (*job)->job_id;
+  return *job;
+}
+
 std::expected<std::unique_ptr<remote::JobEndpoint>, ResponseError> open_allocation_endpoint(remote::SshEndpoint& login,
                                                                                            const deploy::ProjectConfig& project,
                                                                                            const SlurmJobInfo& job) {

@@ -15,6 +15,7 @@
 #include "common/wakeup.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/job_endpoint.hpp"
+#include "helper/run/launch_spec.hpp"
 #include "protocol/slurm_alloc.hpp"
 
 namespace ferry::run {
@@ -50,6 +51,13 @@ std::string first_node(std::string_view nodelist);
 
 // "allocation 12 on n1 (58:40 left of 1:00:00)" / "allocation 12 pending (Resources)".
 std::string describe_allocation(const SlurmJobInfo& job);
+
+// A Slurm project's run goes into its running allocation when it has one (an srun step there,
+// at once: request.allocation set), and is a job of its own otherwise (request.slurm, as set by the
+// caller). The allocation it went into, if any; an error when Slurm could not be asked.
+std::expected<std::optional<SlurmJobInfo>, protocol::ResponseError> place_run(remote::Endpoint& login,
+                                                                             const deploy::ProjectConfig& project,
+                                                                             LaunchRequest& request);
 
 // An agent inside the allocation's first node, connected: the endpoint for runs, tunnels and the
 // debugger while it lives. `login` must be connected and outlive it.

@@ -12,6 +12,7 @@
 
 #include "helper/cloud/notifier.hpp"
 #include "helper/run/run_client.hpp"
+#include "helper/run/slurm_allocation.hpp"
 #include "helper/server/error_codes.hpp"
 #include "helper/server/run_service.hpp"
 #include "protocol/base64.hpp"
@@ -87,6 +88,8 @@ std::expected<p::RunStartResult, ResponseError> RunService::start(const RunStart
   req.cols = params.cols;
   req.rows = params.rows;
   req.slurm = config.slurm;
+  // A Slurm project's run goes into its allocation (ferry alloc) while one runs.
+  if (auto placed = run::place_run((*link)->endpoint(), config, req); !placed) return std::unexpected(placed.error());
   auto spec = run::make_run_spec(req);
   if (!spec) return std::unexpected(response_error({ErrorKind::invalid_input, spec.error()}, p::method::kRunStart));
   auto started = (*link)->runs().start(*spec);

@@ -1,8 +1,9 @@
 // ferry alloc on a real Slurm cluster (slurm_fixture: slurmctld, two slurmd, munged) whose login
 // node is the sshd fixture: an allocation holds a node and is found again by name; ferry tunnel then
 // reaches a server started inside it through an agent in the job (srun carries the agent's stream,
-// no sshd on the node), byte for byte for a file bigger than the relay's window; Ctrl-C while it
-// pends takes the request back; --release ends it; and ferry debug takes a node for its session, a
+// no sshd on the node), byte for byte for a file bigger than the relay's window; runs go into it as
+// steps (at once, status and Ctrl-C as ever, named by ferry runs); Ctrl-C while it pends takes the
+// request back; --release ends it; and ferry debug takes a node for its session, a
 // real debugpy stops at a breakpoint there, and the node is released at the end.
 #define BOOST_TEST_MODULE slurm_allocation
 #include <boost/test/unit_test.hpp>
@@ -141,6 +142,42 @@ BOOST_AUTO_TEST_CASE(an_allocation_holds_a_node_that_tunnels_reach_through_an_ag
   BOOST_TEST(c.slurm.wait_job(id, 60s).final());
   Ferry none(c.project.path(), {"alloc", "--status"});
   BOOST_TEST(none.wait(60s) == 1, none.out() + none.err());
+}
+
+// With an allocation, ferry run starts at once as a step of it (no queue), its status is ferry's,
+// Ctrl-C reaches the program on the node, and ferry runs names the allocation.
+BOOST_AUTO_TEST_CASE(runs_go_into_the_allocation_as_steps) {
+  Cluster c;
+  Ferry alloc(c.project.path(), {"alloc"});
+  BOOST_TEST_REQUIRE(alloc.wait(120s) == 0, alloc.out() + alloc.err());
+  std::smatch m;
+  const std::string said = alloc.out();
+  BOOST_REQUIRE(std::regex_search(said, m, std::regex(R"(allocation (\d+) on )")));
+  const std::string id = m[1].str();
+  write_file(c.project / "where.py",
+             "import os, sys\nprint('job', os.environ.get('SLURM_JOB_ID'), 'step', os.environ.get('SLURM_STEP_ID'))\nsys.exit(3)\n");
+  {
+    Ferry run(c.project.path(), {"run", "--", "where.py"});
+    BOOST_TEST(run.wait(120s) == 3, run.out() + run.err());
+    BOOST_TEST(run.out().find("job " + id + " step ") != std::string::npos, run.out());
+    BOOST_TEST(run.err().find("into allocation " + id) != std::string::npos, run.err());
+    BOOST_TEST(run.err().find("submitted") == std::string::npos, run.err());  // no job of its own
+  }
+  write_file(c.project / "wait.py",
+             "import signal, sys, time\n"
+             "def stop(*_):\n    print('got SIGINT on the node', flush=True)\n    sys.exit(130)\n"
+             "signal.signal(signal.SIGINT, stop)\nprint('waiting', flush=True)\ntime.sleep(300)\n");
+  {
+    Ferry run(c.project.path(), {"run", "--", "wait.py"});
+    BOOST_REQUIRE_MESSAGE(run.wait_out("waiting", 60s), run.out() + run.err());
+    run.signal(SIGINT);
+    BOOST_TEST(run.wait(60s) == 130, run.out() + run.err());
+    BOOST_TEST(run.out().find("got SIGINT on the node") != std::string::npos, run.out());
+  }
+  Ferry runs(c.project.path(), {"runs"});
+  BOOST_TEST(runs.wait(60s) == 0, runs.err());
+  BOOST_TEST(runs.out().find("[allocation " + id + "] /usr/bin/python3 -u where.py") != std::string::npos, runs.out());
+  BOOST_TEST(c.slurm.run("scancel " + id).status == 0);
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_while_an_allocation_pends_takes_it_back) {

@@ -389,12 +389,14 @@ BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_and_resume_continues_in_a_new_job) {
 #endif
 
 // What would run on the login node instead of a compute node is refused, saying why.
-BOOST_AUTO_TEST_CASE(debug_and_train_hosts_refuse_a_slurm_host) {
+BOOST_AUTO_TEST_CASE(debug_pycharm_and_train_hosts_refuse_a_slurm_host) {
   Cluster c;
   write_file(c.project / "hello.py", "print('hi')\n");
-  Ferry debug(c.project.path(), {"debug", "--", "hello.py"});
-  BOOST_TEST(debug.wait(120s) != 0);
-  BOOST_TEST(debug.err().find("ferry debug on a Slurm cluster is not there yet") != std::string::npos, debug.err());
+  // PyCharm's debug server needs a reverse tunnel into the job's node (ferry debug with debugpy
+  // takes a node: test_slurm_allocation).
+  Ferry debug(c.project.path(), {"debug", "--pycharm", std::to_string(ferry::test::free_loopback_port())});
+  BOOST_TEST(debug.wait(120s) == 2, debug.err());
+  BOOST_TEST(debug.err().find("--pycharm needs a reverse tunnel into a Slurm job's node") != std::string::npos, debug.err());
   write_file(c.project / "tiny.json", "{}");
   Ferry ranks(c.project.path(), {"train", "tiny.json", "--hosts", "a,b"});
   BOOST_TEST(ranks.wait(60s) == 2, ranks.err());

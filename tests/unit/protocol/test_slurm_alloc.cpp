@@ -94,3 +94,18 @@ BOOST_AUTO_TEST_CASE(params_travel_as_json_and_bad_ones_are_refused) {
   BOOST_REQUIRE_EQUAL(r2.jobs.size(), 1u);
   BOOST_TEST(r2.jobs[0].time_left == "5:00");
 }
+
+BOOST_AUTO_TEST_CASE(a_run_in_an_allocation_is_an_srun_step_read_back_by_ferry_runs) {
+  auto a = srun_step_arguments("12", false);
+  for (const char* s : {"--jobid=12", "--overlap", "--unbuffered", "--disable-status"}) BOOST_TEST(has(a, s), s);
+  BOOST_TEST(has(srun_step_arguments("12", true), "--pty"));
+  BOOST_TEST(a.back() == "--");
+  a.insert(a.end(), {"python3", "-u", "x.py"});
+  auto step = allocation_step_of(a);
+  BOOST_REQUIRE(step.has_value());
+  BOOST_TEST(step->job_id == "12");
+  BOOST_TEST(step->argv == (std::vector<std::string>{"python3", "-u", "x.py"}), boost::test_tools::per_element());
+  BOOST_TEST(!allocation_step_of({"python3", "x.py"}));
+  BOOST_TEST(!allocation_step_of({"srun", "--jobid=1", "--"}));
+  BOOST_TEST(!allocation_step_of({"srun", "-N2", "--", "x"}));
+}

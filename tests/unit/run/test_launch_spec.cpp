@@ -2,6 +2,8 @@
 #define BOOST_TEST_MODULE launch_spec
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include "helper/run/launch_spec.hpp"
 
 using namespace ferry::run;
@@ -102,4 +104,31 @@ BOOST_AUTO_TEST_CASE(run_spec_rejects_bad_env_and_keeps_explicit_unbuffered) {
   BOOST_TEST(j["tty"] == true);
   BOOST_TEST(j["cols"] == 120);
   BOOST_TEST(j["rows"] == 40);
+}
+
+// A Slurm project's run is a job of its own (slurm set, no terminal), or a step of a running
+// allocation: srun in front of the argv, no job options, and a terminal allowed (srun --pty).
+BOOST_AUTO_TEST_CASE(a_slurm_run_is_a_job_or_a_step_of_the_allocation) {
+  LaunchRequest r;
+  r.command = {"train.py"};
+  r.interpreter = "python3";
+  r.mapping_root = "/home/u/proj";
+  r.slurm = ferry::protocol::SlurmJobOptions{};
+  r.tty = true;
+  BOOST_TEST(!make_run_spec(r).has_value());  // a job has no terminal
+  r.tty = false;
+  auto job = make_run_spec(r);
+  BOOST_REQUIRE(job.has_value());
+  BOOST_TEST(job->slurm.has_value());
+  BOOST_TEST(job->argv == (Words{"python3", "train.py"}));
+  r.allocation = "12";
+  r.tty = true;
+  auto step = make_run_spec(r);
+  BOOST_REQUIRE(step.has_value());
+  BOOST_TEST(!step->slurm.has_value());
+  BOOST_TEST(step->tty);
+  BOOST_TEST(step->argv.front() == "srun");
+  BOOST_TEST((std::find(step->argv.begin(), step->argv.end(), "--jobid=12") != step->argv.end()));
+  BOOST_TEST((std::find(step->argv.begin(), step->argv.end(), "--pty") != step->argv.end()));
+  BOOST_TEST((Words(step->argv.end() - 2, step->argv.end()) == Words{"python3", "train.py"}));
 }
