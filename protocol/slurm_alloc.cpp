@@ -123,9 +123,11 @@ std::vector<std::string> srun_agent_arguments(const std::string& job_id, const s
   return a;
 }
 
-std::vector<std::string> srun_step_arguments(const std::string& job_id, bool tty) {
-  return {"srun", "--jobid=" + job_id, "--overlap", "--nodes=1", "--ntasks=1", tty ? "--pty" : "--unbuffered",
-          "--disable-status", "--quiet", "--job-name=ferry-run", "--"};
+std::vector<std::string> srun_step_arguments(const std::string& job_id, const std::string& node, bool tty) {
+  std::vector<std::string> a{"srun", "--jobid=" + job_id, "--overlap", "--nodes=1", "--ntasks=1"};
+  if (!node.empty()) a.push_back("--nodelist=" + node);
+  a.insert(a.end(), {tty ? "--pty" : "--unbuffered", "--disable-status", "--quiet", "--job-name=ferry-run", "--"});
+  return a;
 }
 
 std::optional<AllocationStep> allocation_step_of(const std::vector<std::string>& argv) {

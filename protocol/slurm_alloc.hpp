@@ -80,10 +80,10 @@ std::vector<SlurmJobInfo> parse_squeue(std::string_view out);
 std::vector<std::string> srun_agent_arguments(const std::string& job_id, const std::string& node, const std::string& agent,
                                               const std::string& root, const std::string& state_dir);
 
-// What a run inside an allocation runs before its own argv: an overlapping step of one task on the
-// job's first node, its stdio carried by srun (`tty`: srun --pty, for pdb and ipython), a single
+// What a run inside an allocation runs before its own argv: an overlapping step of one task (on
+// `node`, when given), its stdio carried by srun (`tty`: srun --pty, for pdb and ipython), a single
 // SIGINT handed to the program (--disable-status) as SIGTERM is by default.
-std::vector<std::string> srun_step_arguments(const std::string& job_id, bool tty);
+std::vector<std::string> srun_step_arguments(const std::string& job_id, const std::string& node, bool tty);
 // A run's argv read back: the job and the program's argv when it starts with srun_step_arguments.
 struct AllocationStep {
   std::string job_id;

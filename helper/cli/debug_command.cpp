@@ -67,11 +67,13 @@ void write_fd(int fd, std::string_view bytes) { (void)posix::write_full(fd, byte
 struct ProjectLink {
   deploy::ProjectConfig project;
   sync::SyncTarget target;
-  // On a Slurm cluster: the login node's, while `endpoint` is an agent inside a job (declared
-  // first: it outlives that one).
-  std::unique_ptr<remote::Endpoint> login;
-  std::string session_allocation;  // a job ferry debug took for itself: released at the end
   std::unique_ptr<remote::Endpoint> endpoint;
+  // On a Slurm cluster: the allocation the debuggee runs in (a step, a run of `endpoint`'s), the
+  // agent in it that the tunnel goes through (declared after `endpoint`: it goes first), and the
+  // job ferry debug took for itself, released at the end.
+  std::optional<run::SlurmJobInfo> allocation;
+  std::unique_ptr<remote::JobEndpoint> node;
+  std::string session_allocation;
   std::string first_remote_root;  // the first mapping's root on the box, absolute
 };
 
@@ -143,7 +145,13 @@ int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std:
 }
 
 debug::DebugTarget debug_target(const ProjectLink& link) {
-  return {link.project, link.target.remote_base, link.first_remote_root, link.login != nullptr};
+  return {link.project, link.target.remote_base, link.first_remote_root, link.allocation ? link.allocation->job_id : "",
+          link.allocation ? run::first_node(link.allocation->nodes) : ""};
+}
+
+// Where the tunnel to debugpy opens: the agent in the allocation, else the project's link.
+remote::Endpoint& tunnel_endpoint(ProjectLink& link) {
+  return link.node ? static_cast<remote::Endpoint&>(*link.node) : *link.endpoint;
 }
 
 debug::DebugRequest debug_request(const DebugCliOptions& o, platform::Wakeup* interrupt) {
@@ -222,7 +230,7 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
 int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
   run::RunClient client(*link.endpoint);
   platform::StopRequests stop;  // as in pycharm_mode
-  auto launched = debug::launch_under_debugpy(*link.endpoint, client, debug_target(link), debug_request(o, &stop.wakeup()));
+  auto launched = debug::launch_under_debugpy(tunnel_endpoint(link), client, debug_target(link), debug_request(o, &stop.wakeup()));
   if (!launched) {
     const auto& e = launched.error();
     switch (e.kind) {
@@ -259,7 +267,7 @@ int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
             << remote::describe(launched->forward) << "\nattach VS Code with this configuration:\n";
   std::cout << configuration.dump(2) << "\n" << std::flush;
   const int rc = follow_to_end(client, *link.endpoint, launched->run_id, stop);
-  (void)link.endpoint->close_forward(launched->forward.id);
+  (void)tunnel_endpoint(link).close_forward(launched->forward.id);
   return rc;
 }
 
@@ -279,8 +287,8 @@ std::expected<void, int> apply_launch(deploy::ProjectConfig& project, DebugCliOp
 }
 
 // A Slurm project debugs on a compute node: inside `ferry alloc`'s allocation when there is one,
-// else in one taken for this session (released when it ends). The login link stays for the job's
-// agent, which travels over it.
+// else in one taken for this session (released when it ends). The debuggee is a step of it started
+// by the login node's agent; the tunnel goes through an agent in the job, over the login link.
 int enter_compute_node(ProjectLink& link) {
   auto* ssh = dynamic_cast<remote::SshEndpoint*>(link.endpoint.get());
   if (!ssh) {
@@ -318,8 +326,8 @@ int enter_compute_node(ProjectLink& link) {
     if (!link.session_allocation.empty()) (void)run::release(*ssh, link.project, link.session_allocation);
     return kFailure;
   }
-  link.login = std::move(link.endpoint);
-  link.endpoint = std::move(*inside);
+  link.allocation = **job;
+  link.node = std::move(*inside);
   return 0;
 }
 
@@ -355,12 +363,12 @@ int run_debug(const GlobalOptions& g, DebugCliOptions o) {
     }
   }
   const int rc = o.pycharm ? pycharm_mode(*link, o) : debugpy_mode(*link, o);
-  link->endpoint->close();
+  if (link->node) link->node->close();
   if (!link->session_allocation.empty()) {
-    (void)run::release(*link->login, link->project, link->session_allocation);
+    (void)run::release(*link->endpoint, link->project, link->session_allocation);
     std::cerr << "ferry debug: released Slurm job " << link->session_allocation << "\n";
   }
-  if (link->login) link->login->close();
+  link->endpoint->close();
   return rc;
 }
 

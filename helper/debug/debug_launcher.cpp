@@ -96,7 +96,7 @@ std::expected<Finished, DebugError> run_to_end(run::RunClient& client, const run
 
 std::expected<run::RunSpec, std::string> debug_run_spec(const DebugTarget& target, const DebugRequest& request,
                                                         std::vector<std::string> args) {
-  if (target.project.slurm && !target.in_slurm_job)
+  if (target.project.slurm && target.allocation.empty())
     return std::unexpected("on a Slurm cluster this would debug on the login node, not on a compute node: "
                            "ferry debug from the terminal takes a node for the session (or uses `ferry alloc`'s; docs/slurm.md)");
   run::LaunchRequest r;
@@ -107,10 +107,12 @@ std::expected<run::RunSpec, std::string> debug_run_spec(const DebugTarget& targe
   r.cwd = request.cwd;
   r.remote_base = target.remote_base;
   r.mapping_root = target.first_remote_root;
+  r.allocation = target.allocation;
+  r.allocation_node = target.allocation_node;
   return run::make_run_spec(r);
 }
 
-std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& endpoint, run::RunClient& client,
+std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& tunnels, run::RunClient& client,
                                                            const DebugTarget& target, const DebugRequest& request) {
   auto usage = [](std::string m) { return std::unexpected(make_error(DebugErrorKind::usage, std::move(m))); };
   auto args = debuggee_args(request.port, request.command);
@@ -189,7 +191,7 @@ std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& en
   forward.local_port = request.local_port.value_or(request.port);
   forward.remote_host = "127.0.0.1";
   forward.remote_port = request.port;
-  auto opened = endpoint.open_forward(forward);
+  auto opened = tunnels.open_forward(forward);
   if (!opened)
     return fail(DebugErrorKind::failure, "cannot open the tunnel to debugpy: " + opened.error().message +
                                              (request.local_port ? "" : " (choose another local port with --local-port, 0 for any)"));

@@ -26,9 +26,11 @@ struct DebugTarget {
   deploy::ProjectConfig project;
   std::string remote_base;        // the first mapping's directory under the agent's root ("" = the root)
   std::string first_remote_root;  // the first mapping's root on the box, absolute
-  // The endpoint is an agent inside a Slurm job (remote::JobEndpoint): the debuggee runs there. On
-  // a Slurm project without one, it would run on the login node, which is refused.
-  bool in_slurm_job = false;
+  // A Slurm project's running allocation and its node: the debuggee is an srun step there (a run
+  // of the login node's like any other), and the tunnel goes through an agent in the job
+  // (remote::JobEndpoint). A Slurm project without one would debug on the login node: refused.
+  std::string allocation;
+  std::string allocation_node;
 };
 
 struct DebugRequest {
@@ -65,7 +67,9 @@ struct DebugLaunch {
   std::string debugpy_version;
 };
 
-std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& endpoint, run::RunClient& client,
+// Runs through `client`; `tunnels` opens the tunnel to debugpy (the same link, or for a Slurm
+// allocation the agent in the job).
+std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& tunnels, run::RunClient& client,
                                                            const DebugTarget& target, const DebugRequest& request);
 
 // The run/start params for `args` run with the project's interpreter, env, PYTHONPATH and cwd.

@@ -94,7 +94,7 @@ std::expected<RunSpec, std::string> make_run_spec(const LaunchRequest& request) 
   spec.cols = request.cols;
   spec.rows = request.rows;
   if (!request.allocation.empty()) {
-    auto step = protocol::srun_step_arguments(request.allocation, request.tty);
+    auto step = protocol::srun_step_arguments(request.allocation, request.allocation_node, request.tty);
     spec.argv.insert(spec.argv.begin(), step.begin(), step.end());
   } else {
     spec.slurm = request.slurm;

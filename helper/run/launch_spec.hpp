@@ -32,6 +32,7 @@ struct LaunchRequest {
   // Or a step of this running allocation (`ferry alloc`): srun on the login node starts it on the
   // job's node at once, and the run is the login node's like any other.
   std::string allocation;
+  std::string allocation_node;  // its node the step runs on ("" = Slurm's choice)
 };
 
 // The agent's run/start params.

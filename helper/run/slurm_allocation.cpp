@@ -118,7 +118,10 @@ std::expected<std::optional<SlurmJobInfo>, ResponseError> place_run(remote::Endp
   if (!project.slurm) return std::nullopt;
   auto job = running_allocation(login, project);
   if (!job) return std::unexpected(job.error());
-  if (*job) request.allocation = (*job)->job_id;
+  if (*job) {
+    request.allocation = (*job)->job_id;
+    request.allocation_node = first_node((*job)->nodes);  // where JobEndpoint's agent runs: tunnels reach it
+  }
   return *job;
 }
 

@@ -212,7 +212,9 @@ BOOST_AUTO_TEST_CASE(ferry_debug_stops_at_a_breakpoint_on_a_compute_node) {
   const int local_port = config["connect"]["port"].get<int>();
   std::vector<ferry::test::PathMapping> mappings;
   for (const auto& mp : config["pathMappings"]) mappings.push_back({mp["localRoot"], mp["remoteRoot"]});
-  // The debuggee is a step of the job (through its agent): it runs on the node.
+  // The debuggee is a step of the job (a run of the login node's agent: ferry runs lists it), and
+  // the tunnel to it goes through another, the agent in the job.
+  BOOST_TEST(c.steps(id).find("ferry-run") != std::string::npos, c.steps(id));
   BOOST_TEST(c.steps(id).find("ferry-agent") != std::string::npos, c.steps(id));
   auto seen = ferry::test::run_breakpoint_scenario(local_port, local_script, line, mappings);
   BOOST_REQUIRE_MESSAGE(seen.has_value(), (seen ? std::string() : seen.error()) + "\nferry stderr:\n" + debug.err());

@@ -96,9 +96,10 @@ BOOST_AUTO_TEST_CASE(params_travel_as_json_and_bad_ones_are_refused) {
 }
 
 BOOST_AUTO_TEST_CASE(a_run_in_an_allocation_is_an_srun_step_read_back_by_ferry_runs) {
-  auto a = srun_step_arguments("12", false);
-  for (const char* s : {"--jobid=12", "--overlap", "--unbuffered", "--disable-status"}) BOOST_TEST(has(a, s), s);
-  BOOST_TEST(has(srun_step_arguments("12", true), "--pty"));
+  auto a = srun_step_arguments("12", "n2", false);
+  for (const char* s : {"--jobid=12", "--overlap", "--unbuffered", "--disable-status", "--nodelist=n2"}) BOOST_TEST(has(a, s), s);
+  BOOST_TEST(has(srun_step_arguments("12", "", true), "--pty"));
+  BOOST_TEST(!has(srun_step_arguments("12", "", true), "--nodelist="));
   BOOST_TEST(a.back() == "--");
   a.insert(a.end(), {"python3", "-u", "x.py"});
   auto step = allocation_step_of(a);
