@@ -62,7 +62,7 @@ int new_allocation(remote::Endpoint& login, const deploy::ProjectConfig& project
   std::cerr << "ferry: Slurm job " << *id << " submitted (allocation)\n";
   auto running = run::wait_running(
       login, project, *id, [](const run::SlurmJobInfo& j) { std::cerr << "ferry: " << run::describe_allocation(j) << "\n"; },
-      &stop.wakeup());
+      run::pause_on(stop.wakeup()));
   if (!running) {
     if (running.error().code == protocol::error_code::kRequestCancelled) {
       (void)run::release(login, project, *id);

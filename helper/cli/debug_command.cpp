@@ -311,7 +311,7 @@ int enter_compute_node(ProjectLink& link) {
     std::cerr << "ferry: Slurm job " << *id << " submitted (a node for this debug session)\n";
     auto running = run::wait_running(
         *ssh, link.project, *id, [](const run::SlurmJobInfo& j) { std::cerr << "ferry: " << run::describe_allocation(j) << "\n"; },
-        &stop.wakeup());
+        run::pause_on(stop.wakeup()));
     if (!running) {
       (void)run::release(*ssh, link.project, *id);
       std::cerr << "ferry debug: " << running.error().message << "\n";

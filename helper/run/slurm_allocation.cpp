@@ -63,8 +63,8 @@ std::expected<void, ResponseError> release(remote::Endpoint& login, const deploy
 
 std::expected<SlurmJobInfo, ResponseError> wait_running(remote::Endpoint& login, const deploy::ProjectConfig& project,
                                                         const std::string& job_id,
-                                                        const std::function<void(const SlurmJobInfo&)>& on_change,
-                                                        platform::Wakeup* stop, std::chrono::milliseconds interval) {
+                                                        const std::function<void(const SlurmJobInfo&)>& on_change, const Pause& pause,
+                                                        std::chrono::milliseconds interval) {
   SlurmJobInfo last;
   for (;;) {
     auto all = allocations(login, project);
@@ -80,16 +80,16 @@ std::expected<SlurmJobInfo, ResponseError> wait_running(remote::Endpoint& login,
     }
     if (protocol::slurm_state_is_final(job->state))
       return std::unexpected(ResponseError{ec::kIoError, "Slurm job " + job_id + " ended (" + job->state + ") before it ran", {}});
-    if (stop) {
-      platform::Wakeup* w[] = {stop};
-      if (platform::wait_any(w, interval) == 0)
-        return std::unexpected(ResponseError{ec::kRequestCancelled, "interrupted while Slurm job " + job_id + " was pending", {}});
-    } else {
-      platform::Wakeup never;
-      platform::Wakeup* w[] = {&never};
-      (void)platform::wait_any(w, interval);
-    }
+    if (pause(interval))
+      return std::unexpected(ResponseError{ec::kRequestCancelled, "interrupted while Slurm job " + job_id + " was pending", {}});
   }
+}
+
+Pause pause_on(platform::Wakeup& stop) {
+  return [&stop](std::chrono::milliseconds interval) {
+    platform::Wakeup* w[] = {&stop};
+    return platform::wait_any(w, interval) == 0;
+  };
 }
 
 std::string first_node(std::string_view nodelist) {

@@ -37,14 +37,17 @@ std::expected<std::optional<SlurmJobInfo>, protocol::ResponseError> running_allo
 std::expected<void, protocol::ResponseError> release(remote::Endpoint& login, const deploy::ProjectConfig& project,
                                                       const std::string& job_id);
 
-// Asks slurm/jobs every `interval` until the job runs: its state then. `on_change` hears each new
-// state or reason while it pends; a raised `stop` ends the wait with kRequestCancelled; a job that
-// ends or is gone before it runs is an error that says so.
+// Asks slurm/jobs until the job runs: its state then. `on_change` hears each new state or reason
+// while it pends; between asks `pause(interval)` waits, and its true (a Ctrl-C, an editor's cancel)
+// ends the wait with kRequestCancelled. A job that ends or is gone before it runs is an error.
+using Pause = std::function<bool(std::chrono::milliseconds)>;
 std::expected<SlurmJobInfo, protocol::ResponseError> wait_running(remote::Endpoint& login, const deploy::ProjectConfig& project,
                                                                   const std::string& job_id,
                                                                   const std::function<void(const SlurmJobInfo&)>& on_change,
-                                                                  platform::Wakeup* stop,
+                                                                  const Pause& pause,
                                                                   std::chrono::milliseconds interval = std::chrono::seconds(1));
+// A Pause on a Wakeup (the terminal's Ctrl-C).
+Pause pause_on(platform::Wakeup& stop);
 
 // The first host of a Slurm node list: "n1" of "n[1-2]", "n1,n2" or "n1"; "gpu003" of "gpu[003-004,7]".
 std::string first_node(std::string_view nodelist);

@@ -25,6 +25,7 @@
 #include "tests/support/breakpoint_scenario.hpp"
 #include "tests/support/ferry_process.hpp"
 #include "tests/support/loopback_port.hpp"
+#include "tests/support/serve_client.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wait_for.hpp"
 
@@ -227,4 +228,58 @@ BOOST_AUTO_TEST_CASE(ferry_debug_stops_at_a_breakpoint_on_a_compute_node) {
   // The node was taken for this session only.
   BOOST_TEST(debug.err().find("released Slurm job " + id) != std::string::npos, debug.err());
   BOOST_TEST(c.slurm.wait_job(id, 60s).final());
+}
+
+// The editor (ferry serve, stock LSP client): debug/prepare on a Slurm project takes a node for the
+// session, saying so in its progress, stops at a breakpoint there, and releases the node once the
+// debuggee has ended; with `ferry alloc`'s allocation, run/start runs in it as a step.
+BOOST_AUTO_TEST_CASE(the_editor_debugs_and_runs_on_a_node) {
+  Cluster c;
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);  // the server in this process finds no agent beside it
+  fs::create_directories(c.project / "debug");
+  fs::copy_file(fs::path(FERRY_SAMPLES_DIR) / "debug" / "loop.py", c.project / "debug" / "loop.py");
+  const fs::path local_script = c.project / "debug" / "loop.py";
+  const int line = ferry::test::line_of(local_script, "ferry-test: breakpoint");
+  write_file(c.project / "where.py", "import os\nprint('job', os.environ.get('SLURM_JOB_ID'))\n");
+  ferry::test::ServeClient client(c.project.path());
+  BOOST_REQUIRE(client.call("sync/push", nlohmann::json::object()).contains("result"));
+
+  auto prepared = client.call("debug/prepare",
+                              {{"command", {"debug/loop.py", "5"}}, {"port", ferry::test::free_loopback_port()}, {"localPort", 0},
+                               {"workDoneToken", "dbg"}},
+                              {}, 120s);
+  BOOST_REQUIRE_MESSAGE(prepared.contains("result"), prepared.dump());
+  std::string said;
+  for (const auto& n : client.notifications)
+    if (n["method"] == "$/progress" && n["params"]["token"] == "dbg") said += n["params"]["value"].value("message", "") + "\n";
+  std::smatch m;
+  BOOST_REQUIRE_MESSAGE(std::regex_search(said, m, std::regex(R"(Slurm job (\d+) submitted \(a node for this debug session\))")), said);
+  const std::string session_job = m[1].str();
+  const auto& result = prepared["result"];
+  std::vector<ferry::test::PathMapping> mappings;
+  for (const auto& mp : result["configuration"]["pathMappings"]) mappings.push_back({mp["localRoot"], mp["remoteRoot"]});
+  auto seen = ferry::test::run_breakpoint_scenario(result["localPort"].get<int>(), local_script, line, mappings);
+  BOOST_REQUIRE_MESSAGE(seen.has_value(), (seen ? std::string() : seen.error()));
+  BOOST_TEST(seen->stopped_line == line);
+  BOOST_TEST(seen->first_n == "5");
+  // The debuggee ended: its node goes back to the cluster without another request.
+  BOOST_TEST(c.slurm.wait_job(session_job, 60s).final(), c.slurm.job_state(session_job).state);
+
+  Ferry alloc(c.project.path(), {"alloc"});
+  BOOST_TEST_REQUIRE(alloc.wait(120s) == 0, alloc.out() + alloc.err());
+  const std::string allocated = alloc.out();
+  BOOST_REQUIRE(std::regex_search(allocated, m, std::regex(R"(allocation (\d+) on )")));
+  const std::string id = m[1].str();
+  auto started = client.call("run/start", {{"argv", {"where.py"}}});
+  BOOST_REQUIRE_MESSAGE(started.contains("result"), started.dump());
+  const std::string run_id = started["result"]["id"];
+  auto exited = client.wait_notification(
+      [&](const nlohmann::json& n) { return n["method"] == "run/exited" && n["params"]["id"] == run_id; }, 120s);
+  ::unsetenv("FERRY_AGENT");
+  BOOST_REQUIRE(exited);
+  std::string out;
+  for (const auto& n : client.notifications)
+    if (n["method"] == "run/output" && n["params"]["id"] == run_id && n["params"]["stream"] == "stdout") out += n["params"].value("text", "");
+  BOOST_TEST(out == "job " + id + "\n", out);
+  BOOST_TEST(c.slurm.run("scancel " + id).status == 0);
 }
