@@ -22,6 +22,15 @@ json to_json(const GpuStatusResult& r) {
     for (const auto& run : *r.runs) runs.push_back({{"id", run.id}, {"costUsd", run.cost_usd}});
     j["runs"] = std::move(runs);
   }
+  if (r.slurm) {
+    json slurm = json::object();
+    if (r.slurm->allocation) {
+      json a = to_json(SlurmJobsResult{{*r.slurm->allocation}})["jobs"][0];
+      if (r.slurm->seconds_left) a["secondsLeft"] = *r.slurm->seconds_left;
+      slurm["allocation"] = std::move(a);
+    }
+    j["slurm"] = std::move(slurm);
+  }
   return j;
 }
 
@@ -45,6 +54,17 @@ std::optional<DecodeError> from_json(const json& j, GpuStatusResult& out, const 
       out.runs->push_back({r["id"].get<std::string>(), r["costUsd"].get<double>()});
     }
     out.agent.erase("runs");
+  }
+  if (auto it = j.find("slurm"); it != j.end()) {
+    if (!it->is_object()) return DecodeError{"/slurm", "expected {allocation?}"};
+    auto& slurm = out.slurm.emplace();
+    if (auto a = it->find("allocation"); a != it->end()) {
+      SlurmJobsResult one;
+      if (auto e = from_json(json{{"jobs", {*a}}}, one)) return DecodeError{"/slurm/allocation", e->message};
+      slurm.allocation = one.jobs[0];
+      if (auto left = a->find("secondsLeft"); left != a->end() && left->is_number_integer()) slurm.seconds_left = left->get<long>();
+    }
+    out.agent.erase("slurm");
   }
   return std::nullopt;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/json_reader.hpp"
+#include "protocol/slurm_alloc.hpp"
 
 namespace ferry::protocol {
 
@@ -36,10 +37,18 @@ struct GpuRunCost {
 // The agent's gpu/status answer ({gpus, host, ...}: remote-runtime/agent/gpu_methods.cpp writes
 // it from NVML and /proc, and the helper passes it on untouched, so it stays json here) plus the
 // money, when the project has a `price`: usdPerHour and each running run's cost.
+// On a Slurm project, where the price would be: its allocation (`ferry alloc`) if one is held,
+// with the seconds left before its time limit (as of this answer).
+struct GpuSlurmStatus {
+  std::optional<SlurmJobInfo> allocation;
+  std::optional<long> seconds_left;
+};
+
 struct GpuStatusResult {
   json agent = json::object();
   std::optional<double> usd_per_hour;
   std::optional<std::vector<GpuRunCost>> runs;
+  std::optional<GpuSlurmStatus> slurm;
 };
 json to_json(const GpuStatusResult& r);
 std::optional<DecodeError> from_json(const json& j, GpuStatusResult& out, const std::string& ptr = "");

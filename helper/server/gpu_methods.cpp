@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/cloud/cost_estimate.hpp"
+#include "helper/server/allocation_status.hpp"
 #include "helper/server/host_methods.hpp"
 #include "protocol/messages_gpu.hpp"
 #include "protocol/messages_run.hpp"
@@ -21,14 +22,17 @@ using json = nlohmann::json;
 
 namespace {
 
-// The agent's answer plus the money: usdPerHour and each running run's cost so far.
-std::expected<p::GpuStatusResult, p::ResponseError> gpu_status(const ServerContext& ctx, const p::CancellationToken& cancel) {
+// The agent's answer plus the money: usdPerHour and each running run's cost so far; on a Slurm
+// project its allocation and the time it has left instead.
+std::expected<p::GpuStatusResult, p::ResponseError> gpu_status(const ServerContext& ctx, AllocationStatus& allocation,
+                                                              const p::CancellationToken& cancel) {
   auto link = ctx.link(std::nullopt, cancel);
   if (!link) return std::unexpected(link.error());
   auto status = (*link)->endpoint().call(std::string(p::method::kGpuStatus), json::object());
   if (!status) return std::unexpected(status.error());
-  p::GpuStatusResult out{std::move(*status), std::nullopt, std::nullopt};
+  p::GpuStatusResult out{std::move(*status), std::nullopt, std::nullopt, std::nullopt};
   const auto config = (*link)->config();
+  out.slurm = allocation.status((*link)->endpoint(), config);
   if (!config.price) return out;
   auto catalog = cloud::effective_catalog(config.gpu_catalog);
   auto rate = catalog ? cloud::host_rate(*config.price, *catalog) : std::unexpected(catalog.error());
@@ -51,7 +55,7 @@ std::expected<p::GpuStatusResult, p::ResponseError> gpu_status(const ServerConte
 // One sampling thread per server; stopped by gpu/unwatch, a new gpu/watch or destruction.
 class GpuWatcher {
  public:
-  explicit GpuWatcher(const ServerContext& ctx) : ctx_(ctx) {}
+  GpuWatcher(const ServerContext& ctx, std::shared_ptr<AllocationStatus> allocation) : ctx_(ctx), allocation_(std::move(allocation)) {}
   ~GpuWatcher() { stop(); }
   void start(int interval_ms) {
     stop();
@@ -75,7 +79,7 @@ class GpuWatcher {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
       lock.unlock();
-      auto status = gpu_status(ctx_, {});
+      auto status = gpu_status(ctx_, *allocation_, {});
       p::GpuSampleParams sample;
       if (status) sample.status = std::move(*status);
       else sample.error = status.error().message;
@@ -86,6 +90,7 @@ class GpuWatcher {
     }
   }
   const ServerContext& ctx_;
+  std::shared_ptr<AllocationStatus> allocation_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;
@@ -95,9 +100,12 @@ class GpuWatcher {
 }  // namespace
 
 void bind_gpu_methods(p::BindingTable& table, const ServerContext& ctx) {
-  auto watcher = std::make_shared<GpuWatcher>(ctx);
+  auto allocation = std::make_shared<AllocationStatus>(
+      [&ctx](const std::string& warning) { ctx.client.notify("window/showMessage", json{{"type", 2}, {"message", warning}}); });
+  auto watcher = std::make_shared<GpuWatcher>(ctx, allocation);
   table.request<p::EmptyParams, p::GpuStatusResult>(
-      p::method::kGpuStatus, [&ctx](const p::EmptyParams&, p::CallContext& call) { return gpu_status(ctx, call.cancellation()); },
+      p::method::kGpuStatus,
+      [&ctx, allocation](const p::EmptyParams&, p::CallContext& call) { return gpu_status(ctx, *allocation, call.cancellation()); },
       p::Execution::worker);
   table.request<p::GpuWatchParams, p::GpuWatchResult>(
       p::method::kGpuWatch,

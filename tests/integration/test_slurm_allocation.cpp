@@ -232,7 +232,8 @@ BOOST_AUTO_TEST_CASE(ferry_debug_stops_at_a_breakpoint_on_a_compute_node) {
 
 // The editor (ferry serve, stock LSP client): debug/prepare on a Slurm project takes a node for the
 // session, saying so in its progress, stops at a breakpoint there, and releases the node once the
-// debuggee has ended; with `ferry alloc`'s allocation, run/start runs in it as a step.
+// debuggee has ended; with `ferry alloc`'s allocation, run/start runs in it as a step, and
+// gpu/status shows the allocation and its time left, with a warning when little is left.
 BOOST_AUTO_TEST_CASE(the_editor_debugs_and_runs_on_a_node) {
   Cluster c;
   ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);  // the server in this process finds no agent beside it
@@ -281,5 +282,21 @@ BOOST_AUTO_TEST_CASE(the_editor_debugs_and_runs_on_a_node) {
   for (const auto& n : client.notifications)
     if (n["method"] == "run/output" && n["params"]["id"] == run_id && n["params"]["stream"] == "stdout") out += n["params"].value("text", "");
   BOOST_TEST(out == "job " + id + "\n", out);
+  // Where a cloud host's price shows: the allocation and its time left; under 10 minutes left
+  // (ferry.json's time is 10), a warning once.
+  auto status = client.call("gpu/status", nlohmann::json::object());
+  BOOST_REQUIRE_MESSAGE(status.contains("result"), status.dump());
+  const auto& held = status["result"]["slurm"]["allocation"];
+  BOOST_TEST(held.value("jobId", "") == id, status.dump());
+  BOOST_TEST(held.value("state", "") == "RUNNING");
+  const long left = held.value("secondsLeft", -1L);
+  BOOST_TEST((left > 0 && left <= 600), left);
+  auto warned = client.wait_notification(
+      [](const nlohmann::json& n) {
+        return n["method"] == "window/showMessage" && n["params"].value("message", "").find("ends in") != std::string::npos;
+      },
+      10s);
+  BOOST_REQUIRE(warned);
+  BOOST_TEST((*warned)["params"]["message"].get<std::string>().find("allocation " + id) != std::string::npos, warned->dump());
   BOOST_TEST(c.slurm.run("scancel " + id).status == 0);
 }

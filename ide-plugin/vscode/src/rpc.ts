@@ -192,6 +192,18 @@ export interface GpuStatus {
   // With ferry.json's `price`: what the host bills, and each running run's cost so far.
   usdPerHour?: number;
   runs?: { id: string; costUsd: number }[];
+  // On a Slurm project: its allocation (`ferry alloc`), if one is held, and the seconds it has left.
+  slurm?: { allocation?: SlurmAllocation };
+}
+
+export interface SlurmAllocation {
+  jobId: string;
+  state: string;
+  reason?: string;
+  nodes?: string;
+  timeLeft?: string;
+  timeLimit?: string;
+  secondsLeft?: number;
 }
 
 // workspace/executeCommand of one of the helper's commands (ferry.run, ferry.debug, ...).

@@ -1,7 +1,8 @@
 // The status bar item's words: the host's state (host/stateChanged, or the answer to
 // host/connect on the local host, which sends no state changes), the last sync, and while
 // connected the GPU use and, with ferry.json's `price`, the live cost: the host's rate and what
-// its running runs cost so far (gpu/status). Pure: extension.ts copies render() onto the item.
+// its running runs cost so far; on a Slurm cluster the allocation and its time left instead
+// (gpu/status). Pure: extension.ts copies render() onto the item.
 import type { GpuStatus, HostState, SyncSummary } from './rpc';
 
 export type LinkState = HostState['state'] | 'idle' | 'noProject' | 'helperDown';
@@ -28,6 +29,17 @@ function hhmmss(d: Date): string {
 
 function usd(n: number): string {
   return `$${n.toFixed(2)}`;
+}
+
+// Seconds as Slurm writes a time left: 58:40, 1:02:03, 1-00:00:00.
+function slurmTime(seconds: number): string {
+  const d = Math.floor(seconds / 86400);
+  const h = Math.floor((seconds % 86400) / 3600);
+  const m = Math.floor((seconds % 3600) / 60);
+  const s = seconds % 60;
+  const two = (n: number) => String(n).padStart(2, '0');
+  if (d > 0) return `${d}-${two(h)}:${two(m)}:${two(s)}`;
+  return h > 0 ? `${h}:${two(m)}:${two(s)}` : `${m}:${two(s)}`;
 }
 
 function gib(bytes: number | undefined): string {
@@ -111,6 +123,9 @@ export class StatusModel {
       text += ` · ${usd(this.gpu!.usdPerHour!)}/h`;
       if (runs.length > 0) text += ` · runs ${usd(runs.reduce((a, r) => a + r.costUsd, 0))}`;
     }
+    const allocation = this.state === 'connected' ? this.gpu?.slurm?.allocation : undefined;
+    const left = allocation?.secondsLeft;
+    if (allocation) text += ` · job ${allocation.jobId} on ${allocation.nodes ?? '?'}${typeof left === 'number' ? ` ${slurmTime(left)} left` : ''}`;
     const tips: string[] = [`ferry: ${this.host || 'no host'} is ${this.state === 'disconnected' ? 'offline' : this.state}`];
     if (this.message) tips.push(this.message);
     if (this.lastSync) {
@@ -121,12 +136,19 @@ export class StatusModel {
     for (const g of gpus) tips.push(`GPU ${g.index} ${g.name ?? ''}: ${g.util_percent ?? 0}% · ${gib(g.mem_used_bytes)}/${gib(g.mem_total_bytes)} GiB`);
     if (priced) tips.push(`Host price ${usd(this.gpu!.usdPerHour!)}/h (ferry.json price)`);
     for (const r of runs) tips.push(`Run ${r.id}: ${usd(r.costUsd)} so far`);
+    if (allocation) {
+      tips.push(`Slurm allocation ${allocation.jobId} on ${allocation.nodes ?? '?'}` +
+        (allocation.timeLimit ? ` (time limit ${allocation.timeLimit})` : '') + ': runs, tunnels and Debug go there (ferry alloc --release ends it)');
+    } else if (this.state === 'connected' && this.gpu?.slurm) {
+      tips.push('Slurm: no allocation; runs are jobs of their own (ferry alloc holds a node)');
+    }
     if (this.gpu && !this.gpu.available && this.state === 'connected') tips.push(`No GPU: ${this.gpu.reason ?? 'NVML not available'}`);
     tips.push('Click for Sync now, Pull…, Doctor, Open tunnel…');
     return {
       text,
       tooltip: tips.join('\n'),
-      warning: this.state === 'disconnected' || this.state === 'reconnecting' || this.state === 'helperDown' || !!this.lastError,
+      warning: this.state === 'disconnected' || this.state === 'reconnecting' || this.state === 'helperDown' || !!this.lastError ||
+        (typeof left === 'number' && left < 600),
     };
   }
 }

@@ -52,6 +52,26 @@ test('with a price the status bar shows the live cost: the host rate and the run
   assert.doesNotMatch(s.render().text, /\/h/, 'the cost goes with the link');
 });
 
+test('on a Slurm cluster the allocation and its time left show where the price would, warning near its end', () => {
+  const s = new StatusModel();
+  s.setHost('login');
+  s.set('connected');
+  s.gpu = { available: false, slurm: { allocation: { jobId: '12', state: 'RUNNING', nodes: 'n1', timeLimit: '1:00:00', secondsLeft: 3520 } } };
+  assert.equal(s.render().text, '$(cloud) login: connected · job 12 on n1 58:40 left');
+  assert.match(s.render().tooltip, /Slurm allocation 12 on n1 \(time limit 1:00:00\)/);
+  assert.equal(s.render().warning, false);
+  s.gpu = { available: false, slurm: { allocation: { jobId: '12', state: 'RUNNING', nodes: 'n1', secondsLeft: 4000 * 24 } } };
+  assert.match(s.render().text, /job 12 on n1 1-02:40:00 left/);
+  s.gpu = { available: false, slurm: { allocation: { jobId: '12', state: 'RUNNING', nodes: 'n1', secondsLeft: 299 } } };
+  assert.match(s.render().text, /4:59 left/);
+  assert.equal(s.render().warning, true, 'under ten minutes left: the item turns to a warning');
+  s.gpu = { available: false, slurm: {} };
+  assert.equal(s.render().text, '$(cloud) login: connected');
+  assert.match(s.render().tooltip, /Slurm: no allocation/);
+  s.set('reconnecting');
+  assert.doesNotMatch(s.render().text, /job 12/, 'the allocation goes with the link');
+});
+
 test('an untrusted project says so until it is trusted', () => {
   const s = new StatusModel();
   s.setHost('gpu-box');
