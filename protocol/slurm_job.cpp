@@ -142,4 +142,32 @@ bool slurm_state_is_final(std::string_view state) {
   return false;
 }
 
+std::string slurm_pending_line(const std::string& job_id, const std::string& reason) {
+  return "job " + job_id + " pending (" + reason + ")";
+}
+
+std::string slurm_running_line(const std::string& job_id, const std::string& nodes) { return "job " + job_id + " running on " + nodes; }
+
+std::optional<SlurmWaitLine> parse_slurm_wait_line(std::string_view line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+  if (!line.starts_with("ferry: job ")) return std::nullopt;
+  line.remove_prefix(11);
+  const auto space = line.find(' ');
+  if (space == 0 || space == std::string_view::npos) return std::nullopt;
+  SlurmWaitLine w;
+  w.job_id = std::string(line.substr(0, space));
+  for (char c : w.job_id)
+    if (c < '0' || c > '9') return std::nullopt;
+  const std::string_view rest = line.substr(space + 1);
+  if (rest.starts_with("pending (") && rest.ends_with(")")) {
+    w.detail = std::string(rest.substr(9, rest.size() - 10));
+  } else if (rest.starts_with("running on ") && rest.size() > 11) {
+    w.running = true;
+    w.detail = std::string(rest.substr(11));
+  } else {
+    return std::nullopt;
+  }
+  return w;
+}
+
 }  // namespace ferry::protocol

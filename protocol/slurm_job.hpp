@@ -60,4 +60,17 @@ int slurm_exit_status(std::string_view state, std::string_view exit_code);
 // States from which a job does not come back.
 bool slurm_state_is_final(std::string_view state);
 
+// The follower's lines (after "ferry: " on the run's stderr) about where a job stands: "job 12
+// pending (Resources)", "job 12 running on n1". The agent writes them; ferry serve reads them back
+// to show a job's wait as the editor's progress.
+std::string slurm_pending_line(const std::string& job_id, const std::string& reason);
+std::string slurm_running_line(const std::string& job_id, const std::string& nodes);
+struct SlurmWaitLine {
+  std::string job_id;
+  bool running = false;
+  std::string detail;  // the reason while it pends, the nodes once it runs
+};
+// One line of stderr ("ferry: " in front, newline or not); nullopt for any other line.
+std::optional<SlurmWaitLine> parse_slurm_wait_line(std::string_view line);
+
 }  // namespace ferry::protocol

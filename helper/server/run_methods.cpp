@@ -13,6 +13,7 @@
 #include "helper/cloud/notifier.hpp"
 #include "helper/run/run_client.hpp"
 #include "helper/run/slurm_allocation.hpp"
+#include "helper/server/slurm_wait_progress.hpp"
 #include "helper/server/error_codes.hpp"
 #include "helper/server/run_service.hpp"
 #include "protocol/base64.hpp"
@@ -95,7 +96,7 @@ std::expected<p::RunStartResult, ResponseError> RunService::start(const RunStart
   auto started = (*link)->runs().start(*spec);
   if (!started) return std::unexpected(started.error());
   std::lock_guard lock(mutex_);
-  follow_locked(*link, started->id, 0, std::move(sink));
+  follow_locked(*link, started->id, 0, std::move(sink), spec->slurm.has_value());
   return p::RunStartResult{started->id, started->pid, started->started_at, spec->argv, spec->cwd};
 }
 
@@ -204,7 +205,8 @@ std::vector<std::string> RunService::running() const {
   return out;
 }
 
-void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink) {
+void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink,
+                               bool slurm_job) {
   // Runs that ended are forgotten here: their threads have returned, and their links (maybe one
   // a changed ferry.json replaced) are let go.
   for (auto it = followed_.begin(); it != followed_.end();) {
@@ -224,6 +226,17 @@ void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id
       ctx_.client.notify("run/exited", j);
       notify_webhook(cloud::run_exit_notice(j, project, host));
     };
+  if (slurm_job && progress_) {  // the job's wait as progress; the output still goes where it went
+    auto wait = std::make_shared<SlurmWaitProgress>(*progress_);
+    sink.output = [wait, inner = sink.output](const run::OutputRecord& r) {
+      wait->see(r);
+      inner(r);
+    };
+    sink.exited = [wait, inner = sink.exited](const json& j) {
+      wait->finish();
+      inner(j);
+    };
+  }
   f->sink = sink;
   f->follower = std::make_unique<run::RunFollower>(link->runs(), id, offset, sink.output);
   // The stream stops with the link and resumes at the next byte on the new one.

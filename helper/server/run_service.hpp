@@ -16,6 +16,7 @@
 
 #include "helper/run/run_follower.hpp"
 #include "helper/server/server_context.hpp"
+#include "helper/server/server_progress.hpp"
 #include "protocol/messages.hpp"
 
 namespace ferry::server {
@@ -33,7 +34,8 @@ protocol::json output_notification(const run::OutputRecord& record);
 
 class RunService {
  public:
-  explicit RunService(const ServerContext& ctx) : ctx_(ctx) {}
+  // `progress`: where a Slurm job's wait is shown (none: only in its output).
+  explicit RunService(const ServerContext& ctx, ServerProgress* progress = nullptr) : ctx_(ctx), progress_(progress) {}
   ~RunService();
 
   // Starts and follows; an empty sink sends run/output and run/exited.
@@ -59,13 +61,15 @@ class RunService {
     std::atomic<bool> stop{false}, down{false}, ended{false};
     RunSink sink;
   };
-  void follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink);
+  void follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink,
+                     bool slurm_job = false);
   void follow_loop(Followed& f);
   static void stop(Followed& f);
   // The link a run id is served by: the one following it, else the workspace project's.
   std::expected<ProjectLinkPtr, protocol::ResponseError> link_for(const std::string& id);
 
   const ServerContext& ctx_;
+  ServerProgress* progress_ = nullptr;
   mutable std::mutex mutex_;  // guards followed_ and order_
   std::map<std::string, std::shared_ptr<Followed>> followed_;
   std::vector<std::string> order_;

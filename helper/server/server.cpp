@@ -27,7 +27,7 @@ ServerState::ServerState(const ServerOptions& o)
       sessions(questions, o, progress),
       ctx{options, workspace, sessions, questions, client},
       sync(std::make_shared<SyncService>(ctx)),
-      runs(std::make_shared<RunService>(ctx)),
+      runs(std::make_shared<RunService>(ctx, &progress)),
       trains(make_train_service(ctx)),
       debugs(make_debug_sessions(ctx)) {}
 

@@ -7,7 +7,8 @@
 // with the parameters of `ferry train --hosts` on two hosts bit for bit; Ctrl-C checkpointing on the
 // node and --resume continuing in a new job to the parameters of an uninterrupted job), `ferry runs`
 // names the job, and a job goes on across a cut login link with its output resumed byte for byte;
-// and ferry serve runs a job for the editor (run/start, run/output, run/exited, run/list).
+// and ferry serve runs a job for the editor (run/start, run/output, run/exited, run/list), showing
+// its wait as progress.
 #define BOOST_TEST_MODULE slurm_run
 #include <boost/test/unit_test.hpp>
 
@@ -154,6 +155,50 @@ BOOST_AUTO_TEST_CASE(a_pending_job_says_why_then_runs) {
   BOOST_TEST(c.slurm.run("scancel " + holder).status == 0);
   BOOST_TEST(run.wait(120s) == 0, run.out() + run.err());
   BOOST_TEST(run.out().find("ran after the wait") != std::string::npos, run.out());
+}
+
+// For the editor, a job's wait is progress ($/progress on a token the server makes): begun with
+// its reason, ended when the job runs; its output is the editor's as ever.
+BOOST_AUTO_TEST_CASE(the_editor_sees_a_pending_job_in_its_progress) {
+  Cluster c;
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);  // the server in this process finds no agent beside it
+  const std::string holder = c.slurm.submit("-p main -N2 --exclusive --wrap 'sleep 300'");
+  // The job waits for the test's word once it runs, so that its follower sees it running.
+  const fs::path go = c.login.home() / "proj" / "go";
+  write_file(c.project / "quick.py", "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\nprint('ran after the wait')\n");
+  auto capabilities = ferry::test::ServeClient::ferry_capabilities();
+  capabilities["window"] = {{"workDoneProgress", true}};
+  ferry::test::ServeClient client(c.project.path(), capabilities);
+  const auto answer = [](const nlohmann::json& request) {
+    return request["method"] == "window/workDoneProgress/create" ? nlohmann::json{{"result", nullptr}} : nlohmann::json{
+        {"error", {{"code", -32601}, {"message", "not here"}}}};
+  };
+  BOOST_REQUIRE(client.call("sync/push", nlohmann::json::object(), answer).contains("result"));
+  auto started = client.call("run/start", {{"argv", {"quick.py"}}}, answer);
+  BOOST_REQUIRE_MESSAGE(started.contains("result"), started.dump());
+  const std::string run_id = started["result"]["id"];
+  auto begun = client.wait_notification(
+      [](const nlohmann::json& n) { return n["method"] == "$/progress" && n["params"]["value"].value("kind", "") == "begin"; }, 60s,
+      answer);
+  BOOST_REQUIRE(begun);
+  const auto& value = (*begun)["params"]["value"];
+  BOOST_TEST(value.value("title", "").starts_with("Slurm job "), begun->dump());
+  BOOST_TEST(value.value("message", "").starts_with("pending ("), begun->dump());  // Priority, then Resources
+  BOOST_TEST(c.slurm.run("scancel " + holder).status == 0);
+  auto ended = client.wait_notification(
+      [&](const nlohmann::json& n) {
+        return n["method"] == "$/progress" && n["params"]["token"] == (*begun)["params"]["token"] &&
+               n["params"]["value"].value("kind", "") == "end";
+      },
+      120s, answer);
+  BOOST_REQUIRE(ended);
+  BOOST_TEST((*ended)["params"]["value"].value("message", "").starts_with("running on n"), ended->dump());
+  write_file(go, "");
+  auto exited = client.wait_notification(
+      [&](const nlohmann::json& n) { return n["method"] == "run/exited" && n["params"]["id"] == run_id; }, 120s, answer);
+  ::unsetenv("FERRY_AGENT");
+  BOOST_REQUIRE(exited);
+  BOOST_TEST((*exited)["params"]["exitCode"] == 0, exited->dump());
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_reaches_the_program_on_the_node) {

@@ -179,8 +179,8 @@ void report_view(const std::string& id, const std::string& view, std::string& la
   const std::string state = view.substr(0, a), reason = view.substr(a + 1, b - a - 1), nodes = view.substr(b + 1);
   if (state == "PENDING" && reason == "None") return;  // not yet looked at by the scheduler
   last = view;
-  if (state == "PENDING") say("job " + id + " pending (" + reason + ")");
-  else if (state == "RUNNING") say("job " + id + " running on " + nodes);
+  if (state == "PENDING") say(protocol::slurm_pending_line(id, reason));
+  else if (state == "RUNNING") say(protocol::slurm_running_line(id, nodes));
   else if (state != "COMPLETING" && state != "CONFIGURING") say("job " + id + " " + state);  // SUSPENDED, REQUEUED ...
 }
 

@@ -93,3 +93,18 @@ BOOST_AUTO_TEST_CASE(scontrol_lines_and_exit_statuses) {
   for (const char* s : {"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", ""})
     BOOST_TEST(!slurm_state_is_final(s), s);
 }
+
+BOOST_AUTO_TEST_CASE(wait_lines_are_written_and_read_back) {
+  auto pending = parse_slurm_wait_line("ferry: " + slurm_pending_line("12", "Resources") + "\n");
+  BOOST_REQUIRE(pending.has_value());
+  BOOST_TEST(pending->job_id == "12");
+  BOOST_TEST(!pending->running);
+  BOOST_TEST(pending->detail == "Resources");
+  auto running = parse_slurm_wait_line("ferry: " + slurm_running_line("12", "n[1-2]"));
+  BOOST_REQUIRE(running.has_value());
+  BOOST_TEST(running->running);
+  BOOST_TEST(running->detail == "n[1-2]");
+  for (const char* other : {"ferry: job 12 cancelled", "job 12 pending (Resources)", "ferry: job x pending (Resources)",
+                            "ferry: Slurm job 12 submitted", "ferry: job 12 running on ", ""})
+    BOOST_TEST(!parse_slurm_wait_line(other), other);
+}
