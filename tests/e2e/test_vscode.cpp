@@ -3,8 +3,10 @@
 // .vsix is built from this tree with the ferry and both agents of this build inside and installed
 // into a fresh profile; the workspace's ferry.json points at a real sshd on loopback. The driver
 // checks the status bar (connected), a save (on the box), Run Current File (output and exit status
-// in its terminal), Debug Current File (paused at the breakpoint's line) and the Runs view, and
-// on a second project on the local host, training (live chart, plot.svg) and a tunnel; it
+// in its terminal), Debug Current File (paused at the breakpoint's line) and the Runs view; on a
+// second project on the local host, training (live chart, plot.svg) and a tunnel; and on a third
+// on a real Slurm cluster with `ferry alloc` held, the allocation in the status bar, a run as a
+// step of it and the debugger paused on its node; it
 // saves a screenshot of each step under the build tree (tests/e2e/vscode-artifacts/). The first run
 // installs code-server and Node 24 from npm into ~/.cache/ferry-vscode-e2e (about 2 minutes); later
 // runs reuse them.
@@ -16,11 +18,14 @@
 
 #include <chrono>
 #include <fstream>
+#include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/slurm_fixture.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/ferry_process.hpp"
 #include "tests/support/spawned_process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -75,6 +80,27 @@ BOOST_AUTO_TEST_CASE(vscode_saves_runs_debugs_and_lists_runs) {
                                {"output_dir", "runs/quick"}}
                               .dump(2) + "\n");
 
+  // A third project on a Slurm cluster (real slurmctld, two slurmd) whose login node is the same
+  // sshd, with an allocation held before the window opens: runs and the debugger go to its node.
+  ferry::test::SlurmCluster slurm;
+  const fs::path slurm_project = f.dir() / "vscode-slurm";
+  ferry::test::write_file(slurm_project / "ferry.json",
+                          json{{"name", "vscode-e2e-slurm"},
+                               {"host", f.alias()},
+                               {"sshConfig", f.ssh_config().string()},
+                               {"interpreter", "/usr/bin/python3"},
+                               {"env", {{"PYTHONUNBUFFERED", "1"}, {"SLURM_CONF", slurm.conf().string()}}},
+                               {"mappings", {{{"local", "."}, {"remote", "~/slurmproj"}}}},
+                               {"slurm", {{"partition", "main"}, {"time", "30"}}}}
+                              .dump(2) + "\n");
+  ferry::test::write_file(slurm_project / "where.py", "import os\nprint('on the node, job', os.environ.get('SLURM_JOB_ID'))\n");
+  ferry::test::write_file(slurm_project / "debug_me.py", read_file(project / "debug_me.py"));
+  ferry::test::FerryProcess alloc(FERRY_BIN, slurm_project, {"alloc"});
+  BOOST_REQUIRE_MESSAGE(alloc.wait(120s) == 0, alloc.out() + alloc.err());
+  std::smatch held;
+  const std::string alloc_out = alloc.out();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(alloc_out, held, std::regex(R"(allocation (\d+) on )")), alloc_out);
+
   // Only this run's results may be read: an earlier run's results.json is gone before the driver
   // starts, and the one read back must carry this run's id.
   const fs::path results = artifacts / "results.json";
@@ -94,6 +120,8 @@ BOOST_AUTO_TEST_CASE(vscode_saves_runs_debugs_and_lists_runs) {
                                       {"FERRY_BIN_DIR", fs::path(FERRY_BIN).parent_path().string()},
                                       {"FERRY_E2E_LOCAL_PROJECT", local_project.string()},
                                       {"FERRY_TRAIN", FERRY_TRAIN_PATH},
+                                      {"FERRY_E2E_SLURM_PROJECT", slurm_project.string()},
+                                      {"FERRY_E2E_SLURM_JOB", held[1].str()},
                                       // The local host's sandbox (and ferry's local state) inside the fixture.
                                       {"XDG_CACHE_HOME", (f.dir() / "cache").string()},
                                       {"SSH_AUTH_SOCK", ""}});
@@ -123,6 +151,9 @@ BOOST_AUTO_TEST_CASE(vscode_saves_runs_debugs_and_lists_runs) {
   BOOST_REQUIRE_MESSAGE(r.contains("pausedAt"), "the results say nowhere where the debugger paused:\n" << r.dump(2));
   BOOST_TEST(r["pausedAt"]["position"].get<std::string>().starts_with(std::to_string(break_line) + ":"), r["pausedAt"].dump());
   BOOST_TEST(r["screenshots"].size() >= 5u, r["screenshots"].dump());
+  // On the cluster the debugger stopped on the same line, on the allocation's node.
+  BOOST_REQUIRE_MESSAGE(r.contains("slurmPausedAt"), "nowhere a pause on the Slurm node:\n" << r.dump(2));
+  BOOST_TEST(r["slurmPausedAt"]["position"].get<std::string>().starts_with(std::to_string(break_line) + ":"), r["slurmPausedAt"].dump());
   if (std::string(FERRY_TRAIN_PATH).empty()) {
     BOOST_TEST_MESSAGE("ferry-train is not built (FERRY_WITH_TORCH=OFF): training and tunnels were not driven");
   } else {

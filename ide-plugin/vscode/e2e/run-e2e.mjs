@@ -190,6 +190,41 @@ async function openFile(name) {
   await page.locator('.editor-instance .monaco-editor .view-lines').first().waitFor();
 }
 
+// Sets a breakpoint on breakLine of `file`, starts "Debug Current File on Remote" and waits until
+// it pauses: the paused frame's text and its "line:column", as the Call Stack view shows them.
+async function debugUntilPaused(file, shotName) {
+  await openFile(file);
+  await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
+  await page.keyboard.press('Control+G');
+  const goTo = page.locator('.quick-input-widget input');
+  await goTo.waitFor({ state: 'visible', timeout: 10000 });
+  await goTo.fill(`:${breakLine}`);
+  await page.keyboard.press('Enter');
+  // F9 toggles the breakpoint on the cursor's line: only once the cursor is there (the status
+  // bar's "Ln N, Col M") and the editor has the focus back from Go to Line.
+  await page.locator('.quick-input-widget').first().waitFor({ state: 'hidden', timeout: 10000 });
+  await page.locator('.statusbar-item', { hasText: new RegExp(`\\bLn ${breakLine}, Col \\d+`) }).first().waitFor({ timeout: 10000 });
+  await page.keyboard.press('F9');
+  await page.locator('.editor-instance .codicon-debug-breakpoint').first().waitFor({ timeout: 10000 });
+  await runCommand('ferry: Debug Current File on Remote');
+  await page.locator('.debug-toolbar').waitFor({ state: 'visible', timeout: 60000 });
+  await page.locator('.editor-instance .debug-top-stack-frame-line').first().waitFor({ timeout: 30000 });
+  // The paused frame's line, as the Call Stack view shows it ("debug_me.py  7:1").
+  const frame = page.locator('.debug-call-stack .monaco-list-row .stack-frame').first();
+  await frame.waitFor({ timeout: 15000 });
+  const frameText = (await frame.textContent()) ?? '';
+  const position = (await frame.locator('.line-number').textContent())?.trim() ?? '';
+  await shot(shotName);
+  return { frameText, position };
+}
+
+// The breakpoint is in a loop: remove it, then continue, and the script runs to its end.
+async function continueToEnd() {
+  await runCommand('Remove All Breakpoints');
+  await page.keyboard.press('F5');
+  await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: 30000 });
+}
+
 async function terminalText() {
   return page.evaluate(() => {
     const rows = document.querySelectorAll('.terminal-wrapper.active .xterm-rows > div, .terminal-wrapper .xterm-rows > div');
@@ -252,34 +287,10 @@ try {
   });
 
   await step('Debug Current File stops at the breakpoint', async () => {
-    await openFile('debug_me.py');
-    await page.locator('.editor-instance .monaco-editor .view-lines').first().click();
-    await page.keyboard.press('Control+G');
-    const goTo = page.locator('.quick-input-widget input');
-    await goTo.waitFor({ state: 'visible', timeout: 10000 });
-    await goTo.fill(`:${breakLine}`);
-    await page.keyboard.press('Enter');
-    // F9 toggles the breakpoint on the cursor's line: only once the cursor is there (the status
-    // bar's "Ln N, Col M") and the editor has the focus back from Go to Line.
-    await page.locator('.quick-input-widget').first().waitFor({ state: 'hidden', timeout: 10000 });
-    await page.locator('.statusbar-item', { hasText: new RegExp(`\\bLn ${breakLine}, Col \\d+`) }).first().waitFor({ timeout: 10000 });
-    await page.keyboard.press('F9');
-    await page.locator('.editor-instance .codicon-debug-breakpoint').first().waitFor({ timeout: 10000 });
-    await runCommand('ferry: Debug Current File on Remote');
-    await page.locator('.debug-toolbar').waitFor({ state: 'visible', timeout: 45000 });
-    await page.locator('.editor-instance .debug-top-stack-frame-line').first().waitFor({ timeout: 30000 });
-    // The paused frame's line, as the Call Stack view shows it ("debug_me.py  7:1").
-    const frame = page.locator('.debug-call-stack .monaco-list-row .stack-frame').first();
-    await frame.waitFor({ timeout: 15000 });
-    const frameText = (await frame.textContent()) ?? '';
-    const position = (await frame.locator('.line-number').textContent())?.trim() ?? '';
-    await shot('04-debug-paused');
+    const { frameText, position } = await debugUntilPaused('debug_me.py', '04-debug-paused');
     results.pausedAt = { frame: frameText, position };
     if (!position.startsWith(`${breakLine}:`)) throw new Error(`paused at ${position} (${frameText}), not line ${breakLine}`);
-    // The breakpoint is in a loop: remove it, then continue, and the script runs to its end.
-    await runCommand('Remove All Breakpoints');
-    await page.keyboard.press('F5');
-    await page.locator('.debug-toolbar').waitFor({ state: 'hidden', timeout: 30000 });
+    await continueToEnd();
     return `paused at ${frameText.trim()}`;
   });
 
@@ -363,6 +374,40 @@ try {
     });
   } else {
     log('skipped the local-host phase (training, tunnel): FERRY_E2E_LOCAL_PROJECT or FERRY_TRAIN not set');
+  }
+
+  // Phase 3, on a Slurm cluster whose login node is the same sshd, with an allocation held
+  // (`ferry alloc`) before the window opens: the status bar shows it, runs and the debugger go to
+  // its node. Optional: FERRY_E2E_SLURM_PROJECT and FERRY_E2E_SLURM_JOB.
+  const slurmProject = process.env.FERRY_E2E_SLURM_PROJECT;
+  if (slurmProject) {
+    const job = env('FERRY_E2E_SLURM_JOB');
+    await step('a Slurm project shows its allocation in the status bar', async () => {
+      await page.goto(`http://127.0.0.1:${port}/?folder=${encodeURIComponent(slurmProject)}`);
+      await page.locator('.monaco-workbench').waitFor({ timeout: 30000 });
+      const item = page.locator('.statusbar-item', { hasText: new RegExp(`job ${job} on n\\d+ [0-9:-]+ left`) });
+      await item.waitFor({ timeout: 45000 });
+      await shot('08-slurm-allocation');
+      return (await item.textContent())?.trim();
+    });
+
+    await step('Run Current File runs as a step of the allocation', async () => {
+      await openFile('where.py');
+      await runCommand('ferry: Run Current File on Remote');
+      await until('the run\'s exit line in the terminal', async () => /the run exited with status 0/.test(await terminalText()), 60000);
+      const text = await terminalText();
+      if (!text.includes(`on the node, job ${job}`)) throw new Error(`the run was not a step of job ${job}:\n${text}`);
+      await shot('09-slurm-run');
+      return `on the node, job ${job}`;
+    });
+
+    await step('Debug Current File stops at the breakpoint on the node', async () => {
+      const { frameText, position } = await debugUntilPaused('debug_me.py', '10-slurm-debug-paused');
+      results.slurmPausedAt = { frame: frameText, position };
+      if (!position.startsWith(`${breakLine}:`)) throw new Error(`paused at ${position} (${frameText}), not line ${breakLine}`);
+      await continueToEnd();
+      return `paused at ${frameText.trim()}`;
+    });
   }
 } catch (e) {
   record('driver', false, String(e?.stack ?? e));
