@@ -81,7 +81,7 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
       std::cerr << who << ": --action command needs --command CMD\n";
       return exit_status::kUsage;
     }
-    if (auto refused = deploy::autostop_refusal(project->host, a)) {
+    if (auto refused = deploy::autostop_refusal(project->host, a, project->slurm.has_value())) {
       std::cerr << who << ": " << *refused << "\n";
       return exit_status::kUsage;
     }

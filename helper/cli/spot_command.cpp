@@ -30,6 +30,11 @@ int run_spot(const GlobalOptions& g, const SpotOptions& o) {
     std::cerr << who << ": " << project.error() << "\n";
     return exit_status::kUsage;
   }
+  if (project->slurm && !o.source.empty()) {
+    std::cerr << who << ": the host is a Slurm cluster's login node: Slurm preempts and requeues jobs itself (a job's state "
+                         "says PREEMPTED), there is no cloud spot notice to watch there\n";
+    return exit_status::kUsage;
+  }
   std::string method = o.cancel ? "spot/cancel" : "spot/status";
   nlohmann::json params = nlohmann::json::object();
   if (!o.source.empty()) {

@@ -287,7 +287,7 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
 // autostop armed by `ferry autostop` alone.
 void arm_project_autostop(remote::Endpoint& endpoint, const deploy::ProjectConfig& config) {
   if (!config.autostop.enabled) return;
-  if (auto refused = deploy::autostop_refusal(config.host, config.autostop)) {
+  if (auto refused = deploy::autostop_refusal(config.host, config.autostop, config.slurm.has_value())) {
     spdlog::warn("ferry.json autostop not armed: {}", *refused);
     return;
   }

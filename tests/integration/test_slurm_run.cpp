@@ -434,7 +434,7 @@ BOOST_AUTO_TEST_CASE(ctrl_c_checkpoints_and_resume_continues_in_a_new_job) {
 #endif
 
 // What would run on the login node instead of a compute node is refused, saying why.
-BOOST_AUTO_TEST_CASE(debug_pycharm_and_train_hosts_refuse_a_slurm_host) {
+BOOST_AUTO_TEST_CASE(debug_pycharm_train_hosts_autostop_and_spot_refuse_a_slurm_host) {
   Cluster c;
   write_file(c.project / "hello.py", "print('hi')\n");
   // PyCharm's debug server needs a reverse tunnel into the job's node (ferry debug with debugpy
@@ -442,6 +442,13 @@ BOOST_AUTO_TEST_CASE(debug_pycharm_and_train_hosts_refuse_a_slurm_host) {
   Ferry debug(c.project.path(), {"debug", "--pycharm", std::to_string(ferry::test::free_loopback_port())});
   BOOST_TEST(debug.wait(120s) == 2, debug.err());
   BOOST_TEST(debug.err().find("--pycharm needs a reverse tunnel into a Slurm job's node") != std::string::npos, debug.err());
+  // Autostop and the spot watch are a cloud box's: never armed on a cluster's login node.
+  Ferry autostop(c.project.path(), {"autostop", "30m"});
+  BOOST_TEST(autostop.wait(60s) == 2, autostop.err());
+  BOOST_TEST(autostop.err().find("ferry never arms autostop there") != std::string::npos, autostop.err());
+  Ferry spot(c.project.path(), {"spot", "aws"});
+  BOOST_TEST(spot.wait(60s) == 2, spot.err());
+  BOOST_TEST(spot.err().find("no cloud spot notice to watch there") != std::string::npos, spot.err());
   write_file(c.project / "tiny.json", "{}");
   Ferry ranks(c.project.path(), {"train", "tiny.json", "--hosts", "a,b"});
   BOOST_TEST(ranks.wait(60s) == 2, ranks.err());
