@@ -78,6 +78,7 @@ json to_json(const RunListResult& r) {
     if (e.exit_code) j["exitCode"] = *e.exit_code;
     if (e.signal) j["signal"] = *e.signal;
     if (!e.slurm_job.empty()) j["slurmJob"] = e.slurm_job;
+    if (e.slurm_state) j["slurmState"] = to_json(*e.slurm_state);
     arr.push_back(std::move(j));
   }
   return {{"runs", std::move(arr)}};

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/json_reader.hpp"
+#include "protocol/slurm_job.hpp"
 
 namespace ferry::protocol {
 
@@ -91,6 +92,7 @@ struct RunListEntry {
   std::optional<int> exit_code;
   std::optional<int> signal;
   std::string slurm_job;  // the run is this Slurm job (docs/slurm.md); absent when ""
+  std::optional<SlurmJobState> slurm_state;  // where that job stands, as its follower last saw it
 };
 struct RunListResult {
   std::vector<RunListEntry> runs;

@@ -170,4 +170,29 @@ std::optional<SlurmWaitLine> parse_slurm_wait_line(std::string_view line) {
   return w;
 }
 
+json to_json(const SlurmJobState& s) {
+  json j{{"state", s.state}};
+  if (!s.reason.empty()) j["reason"] = s.reason;
+  if (!s.nodes.empty()) j["nodes"] = s.nodes;
+  if (!s.time_left.empty()) j["timeLeft"] = s.time_left;
+  return j;
+}
+
+std::optional<SlurmJobState> slurm_job_state_from_json(const json& j) {
+  if (!j.is_object() || !j.contains("state") || !j["state"].is_string()) return std::nullopt;
+  auto text = [&](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string(); };
+  return SlurmJobState{text("state"), text("reason"), text("nodes"), text("timeLeft")};
+}
+
+std::string describe_slurm_state(const SlurmJobState& s) {
+  if (s.state == "PENDING") return s.reason.empty() || s.reason == "None" ? "PENDING" : "PENDING (" + s.reason + ")";
+  if (s.state == "RUNNING") {
+    std::string words = "RUNNING";
+    if (!s.nodes.empty()) words += " on " + s.nodes;
+    if (!s.time_left.empty() && s.time_left != "UNLIMITED" && s.time_left != "INVALID") words += ", " + s.time_left + " left";
+    return words;
+  }
+  return s.state;
+}
+
 }  // namespace ferry::protocol

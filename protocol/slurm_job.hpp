@@ -60,6 +60,19 @@ int slurm_exit_status(std::string_view state, std::string_view exit_code);
 // States from which a job does not come back.
 bool slurm_state_is_final(std::string_view state);
 
+// Where a run's job stands, as its follower last saw it (run/list's `slurmState`): squeue's state,
+// reason, nodes and time left while Slurm holds the job; its final state once it ended.
+struct SlurmJobState {
+  std::string state;      // PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, PREEMPTED, CANCELLED, ...
+  std::string reason;     // while pending
+  std::string nodes;
+  std::string time_left;  // squeue's %L while it runs
+};
+nlohmann::json to_json(const SlurmJobState& s);
+std::optional<SlurmJobState> slurm_job_state_from_json(const nlohmann::json& j);
+// "PENDING (Resources)", "RUNNING on n1, 58:40 left", "TIMEOUT".
+std::string describe_slurm_state(const SlurmJobState& s);
+
 // The follower's lines (after "ferry: " on the run's stderr) about where a job stands: "job 12
 // pending (Resources)", "job 12 running on n1". The agent writes them; ferry serve reads them back
 // to show a job's wait as the editor's progress.

@@ -400,6 +400,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       if (!r.group.empty()) j["group"] = r.group;
       if (!r.label.empty()) j["label"] = r.label;
       if (!r.slurm_job.empty()) j["slurmJob"] = r.slurm_job;
+      if (r.slurm_state) j["slurmState"] = protocol::to_json(*r.slurm_state);
       if (auto secs = seconds_of(r); secs && usd_per_hour) {
         j["costUsd"] = static_cast<double>(cloud::cost_cents(*usd_per_hour, *secs / 3600)) / 100.0;
         j["usdPerHour"] = *usd_per_hour;
@@ -440,7 +441,8 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
     std::string command = join_argv(r.argv);
     if (auto step = protocol::allocation_step_of(r.argv)) command = "[allocation " + step->job_id + "] " + join_argv(step->argv);
     if (!r.label.empty()) command = "[" + r.label + "] " + command;
-    if (!r.slurm_job.empty()) command = "[slurm job " + r.slurm_job + "] " + command;
+    if (!r.slurm_job.empty())
+      command = "[slurm job " + r.slurm_job + (r.slurm_state ? " " + protocol::describe_slurm_state(*r.slurm_state) : "") + "] " + command;
     std::cout << fmt::format("{}{:<21} {:<8} {:>9}{} {:>6}  {}\n", r.group.empty() ? "" : "  ", r.id, r.state, duration, cost, exit, command);
   }
   if (usd_per_hour) std::cerr << "cost at " << cloud::format_rate(*usd_per_hour) << " (ferry.json price); running runs: so far\n";

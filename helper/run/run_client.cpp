@@ -75,6 +75,7 @@ std::expected<RunInfo, std::string> parse_run_info(const json& entry) {
   r.group = entry.value("group", "");
   r.label = entry.value("label", "");
   r.slurm_job = entry.value("slurmJob", "");
+  if (auto st = entry.find("slurmState"); st != entry.end()) r.slurm_state = protocol::slurm_job_state_from_json(*st);
   return r;
 }
 

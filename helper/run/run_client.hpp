@@ -50,6 +50,7 @@ struct RunInfo {
   std::string group;  // runs started together (the ranks of one `ferry train --hosts`), "" alone
   std::string label;  // this run within its group ("rank 1 of 2 on gpu2")
   std::string slurm_job;  // the Slurm job the run is (a cluster's login node), "" for a plain run
+  std::optional<protocol::SlurmJobState> slurm_state;  // where it stands, as the run's follower last saw it
 };
 std::expected<RunInfo, std::string> parse_run_info(const json& entry);
 

@@ -193,7 +193,7 @@ std::expected<p::RunListResult, ResponseError> RunService::list(const std::optio
   p::RunListResult out;
   for (const auto& r : *runs)
     out.runs.push_back({r.id, r.argv, r.cwd, r.root, r.state, r.pid, r.started_at, r.log_bytes, r.ended_at,
-                        r.exit_code, r.signal, r.slurm_job});
+                        r.exit_code, r.signal, r.slurm_job, r.slurm_state});
   return out;
 }
 

@@ -314,20 +314,42 @@ BOOST_AUTO_TEST_CASE(ferry_train_is_a_job_whose_events_stream_back) {
 }
 #endif
 
-BOOST_AUTO_TEST_CASE(ferry_runs_names_the_job) {
+// ferry runs names each run's job and where it stands: running on its node with its time left
+// while it runs, then Slurm's final state (COMPLETED, FAILED ...).
+BOOST_AUTO_TEST_CASE(ferry_runs_names_the_job_and_its_state) {
   Cluster c;
+  auto project = nlohmann::json::parse(read_file(c.project / "ferry.json"));
+  project["slurm"]["time"] = "10";  // a time limit, so that a running job has time left
+  write_file(c.project / "ferry.json", project.dump(2));
   write_file(c.project / "one.py", "print('one')\n");
   Ferry run(c.project.path(), {"run", "--", "one.py"});
   BOOST_REQUIRE_MESSAGE(run.wait(120s) == 0, run.out() + run.err());
   const std::string id = job_id_in(run.err());
   Ferry runs(c.project.path(), {"runs"});
   BOOST_TEST(runs.wait(60s) == 0, runs.err());
-  BOOST_TEST(runs.out().find("[slurm job " + id + "] /usr/bin/python3 -u one.py") != std::string::npos, runs.out());
+  BOOST_TEST(runs.out().find("[slurm job " + id + " COMPLETED] /usr/bin/python3 -u one.py") != std::string::npos, runs.out());
   Ferry as_json(c.project.path(), {"runs", "--json"});
   BOOST_TEST(as_json.wait(60s) == 0, as_json.err());
   const auto list = nlohmann::json::parse(as_json.out());
   BOOST_REQUIRE(list.is_array() && !list.empty());
   BOOST_TEST(list[0].value("slurmJob", "") == id, list.dump());
+  BOOST_TEST(list[0]["slurmState"].value("state", "") == "COMPLETED", list.dump());
+
+  // A job that waits for the test's word once it runs: seen running, on its node, with time left.
+  write_file(c.project / "wait.py", "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\n");
+  Ferry detached(c.project.path(), {"run", "--detach", "--", "wait.py"});
+  BOOST_REQUIRE_MESSAGE(detached.wait(120s) == 0, detached.err());
+  std::string listed;
+  const bool running = ferry::test::eventually(
+      [&] {
+        Ferry now(c.project.path(), {"runs"});
+        now.wait(60s);
+        listed = now.out();
+        return std::regex_search(listed, std::regex(R"(\[slurm job \d+ RUNNING on n\d, [0-9:-]+ left\] /usr/bin/python3 -u wait\.py)"));
+      },
+      60s);
+  BOOST_TEST(running, listed);
+  write_file(c.login.home() / "proj" / "go", "");
 }
 
 #ifdef FERRY_TRAIN_BIN

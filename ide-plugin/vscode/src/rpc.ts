@@ -130,6 +130,9 @@ export interface RunInfo {
   exitCode?: number;
   signal?: number;
   logBytes?: number;
+  // A Slurm job (docs/slurm.md) and where it stands, as its follower last saw it.
+  slurmJob?: string;
+  slurmState?: { state: string; reason?: string; nodes?: string; timeLeft?: string };
 }
 
 export interface DebugPrepared {

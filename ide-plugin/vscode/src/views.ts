@@ -13,10 +13,33 @@ export function duration(fromIso: string, to: Date): string {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
 
+// A step of a Slurm allocation (`srun --jobid=12 ... -- python3 x.py`): the job and the program's argv.
+function allocationStep(argv: string[]): { job: string; argv: string[] } | undefined {
+  if (argv[0] !== 'srun' || !argv[1]?.startsWith('--jobid=')) return undefined;
+  const dashes = argv.indexOf('--');
+  return dashes > 0 && dashes + 1 < argv.length ? { job: argv[1].slice(8), argv: argv.slice(dashes + 1) } : undefined;
+}
+
+// Where a Slurm job stands: "job 12 PENDING (Resources)", "job 12 RUNNING on n1, 58:40 left";
+// a step of an allocation: "allocation 12". Empty for any other run.
+export function slurmWords(r: RunInfo): string {
+  const step = allocationStep(r.argv);
+  if (step) return `allocation ${step.job}`;
+  if (!r.slurmJob) return '';
+  const s = r.slurmState;
+  if (!s) return `job ${r.slurmJob}`;
+  let words = s.state;
+  if (s.state === 'PENDING' && s.reason && s.reason !== 'None') words += ` (${s.reason})`;
+  if (s.state === 'RUNNING' && s.nodes) words += ` on ${s.nodes}`;
+  if (s.state === 'RUNNING' && s.timeLeft && !['UNLIMITED', 'INVALID'].includes(s.timeLeft)) words += `, ${s.timeLeft} left`;
+  return `job ${r.slurmJob} ${words}`;
+}
+
 // The command without the interpreter: `python3 main.py 5` shows as `main.py 5`.
 // A debug run (`python3 -m debugpy --listen H:P --wait-for-client script.py 5`) as `script.py 5 (debug)`.
+// A step of a Slurm allocation as the program it runs.
 export function runCommand(r: RunInfo): string {
-  let argv = [...r.argv];
+  let argv = [...(allocationStep(r.argv)?.argv ?? r.argv)];
   if (argv.length > 1 && /(^|\/)python[0-9.]*$/.test(argv[0])) argv.shift();
   const debugpy = argv[0] === '-m' && argv[1] === 'debugpy';
   if (debugpy) {
@@ -54,7 +77,7 @@ export function runRow(r: RunInfo, now: Date): RunRow {
   }
   return {
     label: runCommand(r),
-    description: [state, took].filter(Boolean).join(' · '),
+    description: [state, slurmWords(r), took].filter(Boolean).join(' · '),
     tooltip: [`${r.id}`, `${r.argv.join(' ')}`, `cwd ${r.cwd}`, `started ${r.startedAt}`, r.endedAt ? `ended ${r.endedAt}` : 'running']
       .join('\n'),
     contextValue: r.state === 'running' ? 'run-running' : r.state === 'lost' ? 'run-lost' : 'run-exited',

@@ -557,7 +557,10 @@ Response RunMethods::list(const protocol::Request& r) {
                {"startedAt", m.value("startedAt", "")}};
     for (const char* key : {"group", "label"})
       if (m.contains(key) && m[key].is_string()) entry[key] = m[key];
-    if (auto job = slurm_job_id(run->dir); !job.empty()) entry["slurmJob"] = job;
+    if (auto job = slurm_job_id(run->dir); !job.empty()) {
+      entry["slurmJob"] = job;
+      if (auto state = slurm_job_state(run->dir)) entry["slurmState"] = protocol::to_json(*state);
+    }
     if (status->exit) {
       for (const char* key : {"endedAt", "exitCode", "signal", "logBytes"})
         if (status->exit->contains(key)) entry[key] = (*status->exit)[key];

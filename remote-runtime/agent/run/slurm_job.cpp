@@ -31,7 +31,7 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 SlurmRunFiles SlurmRunFiles::in(const fs::path& d) {
-  return {d / "slurm.json", d / "job.sbatch", d / "job.out", d / "job.err", d / "slurm-job", d / "slurm-exit"};
+  return {d / "slurm.json", d / "job.sbatch", d / "job.out", d / "job.err", d / "slurm-job", d / "slurm-exit", d / "slurm-state"};
 }
 
 std::expected<void, std::string> write_slurm_request(const fs::path& run_dir, const protocol::SlurmJobOptions& options,
@@ -92,7 +92,7 @@ struct Relay {
 
 // squeue's view while the job is known to it: state|reason|nodes ("" when it is not).
 std::string queue_view(const std::string& id) {
-  auto out = capture({"squeue", "-h", "-j", id, "-o", "%T|%r|%N"}, 30s);
+  auto out = capture({"squeue", "-h", "-j", id, "-o", "%T|%r|%N|%L"}, 30s);
   if (!out) return "";
   std::string line = out->substr(0, out->find('\n'));
   return line;
@@ -173,12 +173,31 @@ std::optional<int> recorded_exit(const fs::path& file) {
 namespace {
 
 // What squeue says, told once per change: "job 12 pending (Resources)", "job 12 running on n1".
+// squeue's "%T|%r|%N|%L" line as a state (empty when it is not one).
+protocol::SlurmJobState state_of(const std::string& view) {
+  std::vector<std::string> f;
+  for (std::size_t at = 0;;) {
+    const auto bar = view.find('|', at);
+    f.push_back(view.substr(at, bar == std::string::npos ? std::string::npos : bar - at));
+    if (bar == std::string::npos) break;
+    at = bar + 1;
+  }
+  f.resize(4);
+  return {f[0], f[1], f[2], f[3]};
+}
+
+void record_state(const SlurmRunFiles& files, const protocol::SlurmJobState& state) {
+  if (!state.state.empty()) write_json_atomic(files.state, protocol::to_json(state));
+}
+
+// Says on stderr where the job stands when that changed (not the time left, which always does).
 void report_view(const std::string& id, const std::string& view, std::string& last) {
-  if (view.empty() || view == last) return;
-  const auto a = view.find('|'), b = view.find('|', a + 1);
-  const std::string state = view.substr(0, a), reason = view.substr(a + 1, b - a - 1), nodes = view.substr(b + 1);
+  const auto s = state_of(view);
+  const std::string seen = s.state + "|" + s.reason + "|" + s.nodes;
+  if (view.empty() || seen == last) return;
+  const std::string &state = s.state, &reason = s.reason, &nodes = s.nodes;
   if (state == "PENDING" && reason == "None") return;  // not yet looked at by the scheduler
-  last = view;
+  last = seen;
   if (state == "PENDING") say(protocol::slurm_pending_line(id, reason));
   else if (state == "RUNNING") say(protocol::slurm_running_line(id, nodes));
   else if (state != "COMPLETING" && state != "CONFIGURING") say("job " + id + " " + state);  // SUSPENDED, REQUEUED ...
@@ -201,6 +220,7 @@ JobEnd follow(const SlurmRunFiles& files, const std::string& id, Relay& out, Rel
     if (step_done || Clock::now() >= next_poll) {
       const std::string view = queue_view(id);
       report_view(id, view, last_view);
+      if (!view.empty()) record_state(files, state_of(view));
       if (view.empty() || step_done)
         if (auto end = job_end(id)) return *end;
       // The program ended but Slurm will not say how the job did (no scontrol or sacct answer):
@@ -236,6 +256,7 @@ int follow_slurm_job(const fs::path& run_dir) {
   out.pump();
   err.pump();
   const auto recorded = recorded_exit(files.exit);
+  if (!end.state.empty()) record_state(files, protocol::SlurmJobState{end.state, "", "", ""});
   if (end.state.empty()) {  // Slurm did not say (see follow): the program's own status
     say("job " + *id + ": Slurm did not say how it ended; the program exited with " + std::to_string(recorded.value_or(1)));
     return recorded.value_or(1);
@@ -277,6 +298,11 @@ int run_slurm_step(const fs::path& script) {
     fs::rename(tmp, step->exit_file, ec);
   }
   return code;
+}
+
+std::optional<protocol::SlurmJobState> slurm_job_state(const fs::path& run_dir) {
+  auto j = read_json_file(SlurmRunFiles::in(run_dir).state);
+  return j ? protocol::slurm_job_state_from_json(*j) : std::nullopt;
 }
 
 std::string slurm_job_id(const fs::path& run_dir) {

@@ -11,6 +11,7 @@
 #include <expected>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct SlurmRunFiles {
   std::filesystem::path out, err; // the job's stdout and stderr (sbatch --output, --error)
   std::filesystem::path job_id;   // slurm-job: the id sbatch gave
   std::filesystem::path exit;     // slurm-exit: the program's status, written by --slurm-step
+  std::filesystem::path state;    // slurm-state: where the job stands, as the follower last saw it
   static SlurmRunFiles in(const std::filesystem::path& run_dir);
 };
 
@@ -43,6 +45,9 @@ std::string agent_file_path();
 int follow_slurm_job(const std::filesystem::path& run_dir);
 // ferry-agent --slurm-step SCRIPT: on the compute node, run what the batch script names.
 int run_slurm_step(const std::filesystem::path& script);
+// Where a run's job stands as its follower last saw it (run/list's slurmState); nullopt when the
+// run is no job or none was seen yet.
+std::optional<protocol::SlurmJobState> slurm_job_state(const std::filesystem::path& run_dir);
 // The id of a run's Slurm job ("" when it is not one, or sbatch has not answered yet).
 std::string slurm_job_id(const std::filesystem::path& run_dir);
 // The Slurm job of a run, when it is one (its id is in the run dir), cancelled: `ferry kill`.

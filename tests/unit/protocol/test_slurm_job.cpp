@@ -108,3 +108,17 @@ BOOST_AUTO_TEST_CASE(wait_lines_are_written_and_read_back) {
                             "ferry: Slurm job 12 submitted", "ferry: job 12 running on ", ""})
     BOOST_TEST(!parse_slurm_wait_line(other), other);
 }
+
+BOOST_AUTO_TEST_CASE(a_jobs_state_in_words_and_json) {
+  BOOST_TEST(describe_slurm_state({"PENDING", "Resources", "", ""}) == "PENDING (Resources)");
+  BOOST_TEST(describe_slurm_state({"PENDING", "None", "", ""}) == "PENDING");
+  BOOST_TEST(describe_slurm_state({"RUNNING", "None", "n[1-2]", "58:40"}) == "RUNNING on n[1-2], 58:40 left");
+  BOOST_TEST(describe_slurm_state({"RUNNING", "None", "n1", "UNLIMITED"}) == "RUNNING on n1");
+  BOOST_TEST(describe_slurm_state({"TIMEOUT", "", "", ""}) == "TIMEOUT");
+  SlurmJobState s{"RUNNING", "", "n1", "1:00"};
+  auto back = slurm_job_state_from_json(to_json(s));
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->nodes == "n1");
+  BOOST_TEST(back->time_left == "1:00");
+  BOOST_TEST(!slurm_job_state_from_json(nlohmann::json::object()));
+}

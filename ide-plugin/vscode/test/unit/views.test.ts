@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TrainingModel, formatEta, summaryLine } from '../../src/training';
-import { runCommand, runRow, tunnelRow } from '../../src/views';
+import { runCommand, runRow, slurmWords, tunnelRow } from '../../src/views';
 
 test('the Runs view shows the command without the interpreter, the state and the duration', () => {
   const now = new Date('2026-11-30T02:12:40.000Z');
@@ -44,4 +44,21 @@ test('the training model collects loss, eval loss, throughput and an ETA', () =>
   m.event({ event: 'done' });
   assert.match(summaryLine(m.summary), /done$/);
   assert.equal(formatEta(3725), '1 h 2 min');
+});
+
+test('a Slurm run shows its job and where it stands; a step of an allocation as its program', () => {
+  const now = new Date('2026-01-01T00:01:00Z');
+  const base = { id: 'r', cwd: '.', startedAt: '2026-01-01T00:00:00Z' } as const;
+  const pending = { ...base, argv: ['python3', 'train.py'], state: 'running' as const, slurmJob: '12',
+    slurmState: { state: 'PENDING', reason: 'Resources' } };
+  assert.equal(runRow(pending, now).description, 'running · job 12 PENDING (Resources) · 1 min 0 s');
+  const running = { ...pending, slurmState: { state: 'RUNNING', nodes: 'n1', timeLeft: '58:40' } };
+  assert.equal(slurmWords(running), 'job 12 RUNNING on n1, 58:40 left');
+  assert.equal(slurmWords({ ...pending, slurmState: { state: 'TIMEOUT' } }), 'job 12 TIMEOUT');
+  assert.equal(slurmWords({ ...pending, slurmState: undefined }), 'job 12');
+  const step = { ...base, state: 'running' as const,
+    argv: ['srun', '--jobid=7', '--overlap', '--nodes=1', '--ntasks=1', '--unbuffered', '--', '/usr/bin/python3', '-u', 'where.py'] };
+  assert.equal(runCommand(step), '-u where.py');
+  assert.equal(slurmWords(step), 'allocation 7');
+  assert.equal(slurmWords({ ...base, state: 'exited' as const, argv: ['python3', 'x.py'] }), '');
 });
