@@ -63,12 +63,13 @@ void SocketPump::stop() {
 // The last of the two ways to end tells the owner, which may then drop the pump (from another
 // thread: a pump never joins itself).
 void SocketPump::end_one_way() {
-  bool last = false;
+  bool last = false, clean = false;
   {
     std::lock_guard lk(mutex_);
     last = --ways_left_ == 0;
+    clean = !stopping_;
   }
-  if (last && peer_.finished) peer_.finished();
+  if (last && peer_.finished) peer_.finished(clean);
 }
 
 void SocketPump::read_loop() {

@@ -36,7 +36,10 @@ class SocketPump {
     std::function<bool(std::span<const std::uint8_t>)> data;
     std::function<bool(std::uint64_t bytes)> ack;
     std::function<bool()> eof;
-    std::function<void()> finished;  // both ways done; called once, from a pump thread
+    // Both ways done; called once, from a pump thread. `clean`: both ends of stream came and
+    // everything was written; otherwise stop() cut it (a socket error, the peer gone, a close),
+    // and the peer should be told, as what it still holds will not be delivered.
+    std::function<void(bool clean)> finished;
   };
 
   // `granted`: the peer may take `window` bytes at once. Otherwise nothing is read until its first

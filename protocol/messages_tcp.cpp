@@ -21,6 +21,44 @@ std::optional<DecodeError> from_json(const json& j, TcpConnectResult& out, const
   return r.error();
 }
 
+std::optional<DecodeError> from_json(const json& j, TcpListenParams& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.optional("host", out.host);
+  r.required("port", out.port);
+  r.check(out.port >= 0 && out.port < 65536, "port", "port must be from 0 to 65535");
+  r.check(out.host == "127.0.0.1" || out.host == "localhost" || out.host == "::1", "host",
+          "a tunnel listens on loopback only: 127.0.0.1, localhost or ::1");
+  return r.error();
+}
+
+json to_json(const TcpListenParams& p) { return json{{"host", p.host}, {"port", p.port}}; }
+
+json to_json(const TcpListenResult& r) { return json{{"listenerId", r.listener_id}, {"port", r.port}}; }
+
+std::optional<DecodeError> from_json(const json& j, TcpListenResult& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.required("listenerId", out.listener_id);
+  r.required("port", out.port);
+  return r.error();
+}
+
+json to_json(const TcpAcceptedParams& p) { return json{{"listenerId", p.listener_id}, {"id", p.id}}; }
+
+std::optional<DecodeError> from_json(const json& j, TcpAcceptedParams& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.required("listenerId", out.listener_id);
+  r.required("id", out.id);
+  return r.error();
+}
+
+json to_json(const TcpUnlistenParams& p) { return json{{"listenerId", p.listener_id}}; }
+
+std::optional<DecodeError> from_json(const json& j, TcpUnlistenParams& out, const std::string& ptr) {
+  ObjectReader r(j, ptr);
+  r.required("listenerId", out.listener_id);
+  return r.error();
+}
+
 std::optional<DecodeError> from_json(const json& j, TcpDataParams& out, const std::string& ptr) {
   ObjectReader r(j, ptr);
   r.required("id", out.id);

@@ -25,6 +25,9 @@ inline constexpr std::string_view kTcpData = "tcp/data";
 inline constexpr std::string_view kTcpAck = "tcp/ack";
 inline constexpr std::string_view kTcpEof = "tcp/eof";
 inline constexpr std::string_view kTcpClose = "tcp/close";
+inline constexpr std::string_view kTcpListen = "tcp/listen";
+inline constexpr std::string_view kTcpAccepted = "tcp/accepted";
+inline constexpr std::string_view kTcpUnlisten = "tcp/unlisten";
 }  // namespace method
 
 // {host, port}: host is an address (the agent is static: no name lookups) or "localhost".
@@ -40,6 +43,33 @@ struct TcpConnectResult {
 };
 json to_json(const TcpConnectResult& r);
 std::optional<DecodeError> from_json(const json& j, TcpConnectResult& out, const std::string& ptr = "");
+
+// tcp/listen {host?, port}: the agent listens on its loopback (a reverse tunnel; port 0: any free
+// one) -> {listenerId, port}. Each connection it accepts is told as tcp/accepted {listenerId, id},
+// then carried as a tcp/connect's is; tcp/unlisten {listenerId} stops listening.
+struct TcpListenParams {
+  std::string host = "127.0.0.1";  // 127.0.0.1, localhost or ::1: nothing beyond the node's loopback
+  int port = 0;
+};
+std::optional<DecodeError> from_json(const json& j, TcpListenParams& out, const std::string& ptr = "");
+json to_json(const TcpListenParams& p);
+struct TcpListenResult {
+  std::int64_t listener_id = 0;
+  int port = 0;
+};
+json to_json(const TcpListenResult& r);
+std::optional<DecodeError> from_json(const json& j, TcpListenResult& out, const std::string& ptr = "");
+struct TcpAcceptedParams {
+  std::int64_t listener_id = 0;
+  std::int64_t id = 0;
+};
+json to_json(const TcpAcceptedParams& p);
+std::optional<DecodeError> from_json(const json& j, TcpAcceptedParams& out, const std::string& ptr = "");
+struct TcpUnlistenParams {
+  std::int64_t listener_id = 0;
+};
+json to_json(const TcpUnlistenParams& p);
+std::optional<DecodeError> from_json(const json& j, TcpUnlistenParams& out, const std::string& ptr = "");
 
 // tcp/data {id, data: bytes}.
 struct TcpDataParams {

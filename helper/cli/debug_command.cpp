@@ -190,7 +190,7 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
   spec.name = "pycharm";
   spec.remote_port = *o.pycharm;
   spec.local_port = o.local_port.value_or(*o.pycharm);
-  auto forward = link.endpoint->open_forward(spec);
+  auto forward = tunnel_endpoint(link).open_forward(spec);
   if (!forward) {
     std::cerr << "ferry debug: cannot open the reverse tunnel for port " << *o.pycharm << ": " << forward.error().message << "\n";
     return kFailure;
@@ -223,7 +223,7 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
       rc = follow_to_end(client, *link.endpoint, started->id, stop);
     }
   }
-  (void)link.endpoint->close_forward(forward->id);
+  (void)tunnel_endpoint(link).close_forward(forward->id);
   return rc;
 }
 
@@ -351,12 +351,6 @@ int run_debug(const GlobalOptions& g, DebugCliOptions o) {
     }
   }
   if (link->project.slurm) {
-    if (o.pycharm) {
-      std::cerr << "ferry debug: --pycharm needs a reverse tunnel into a Slurm job's node, which is not there yet: debug "
-                   "with debugpy (docs/slurm.md)\n";
-      link->endpoint->close();
-      return kUsage;
-    }
     if (int rc = enter_compute_node(*link); rc != 0) {
       link->endpoint->close();
       return rc;

@@ -1,12 +1,15 @@
-// A local tunnel whose connections the agent opens where it runs (tcp/* on the agent wire,
+// Tunnels whose far end is an agent rather than sshd (tcp/* on the agent wire,
 // protocol/messages_tcp.hpp), for an endpoint with no sshd under it: an agent inside a Slurm job
-// (job_endpoint.hpp). Each accepted connection asks tcp/connect, then a SocketPump carries it; one
-// subscription to the endpoint routes the agent's tcp/data, tcp/ack and tcp/eof to the pumps.
+// (job_endpoint.hpp). A local tunnel accepts here and asks the agent's tcp/connect; a reverse one
+// has the agent listen on its loopback (tcp/listen) and connects here for each tcp/accepted. Either
+// way a SocketPump carries each connection, and one subscription to the endpoint routes the
+// agent's tcp/data, tcp/ack and tcp/eof to the pumps.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
-#include <expected>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,39 +24,48 @@ namespace ferry::remote {
 
 class AgentTunnel {
  public:
-  // Starts accepting on `listener` (taken over); each connection goes to host:port as the agent
-  // sees it. `agent` must outlive the tunnel.
+  // Local: accepts on `listener` (taken over); each connection goes to host:port as the agent sees it.
   AgentTunnel(Endpoint& agent, LoopbackListener listener, std::string host, int port);
+  // Reverse: the agent's listener `listener_id` (tcp/listen's); each connection it accepts comes
+  // to local_host:local_port here.
+  AgentTunnel(Endpoint& agent, std::int64_t listener_id, std::string local_host, int local_port);
   ~AgentTunnel();
   AgentTunnel(const AgentTunnel&) = delete;
   AgentTunnel& operator=(const AgentTunnel&) = delete;
 
-  int port() const { return port_; }
+  int port() const { return port_; }  // local: the port listening here
   std::uint64_t accepted() const { return accepted_.load(); }
   std::uint64_t live() const;
-  // Stops accepting and ends every connection; idempotent.
+  // Stops accepting (a reverse one: tcp/unlisten) and ends every connection; idempotent.
   void close();
 
  private:
   struct Conn;
   void accept_loop();
+  void reverse_loop();
   void serve(int client);
+  void serve_accepted(std::int64_t id);
+  void start_pump(int fd, std::int64_t id);
   void route(const protocol::Notification& note);
   void reap();
 
   Endpoint& agent_;
+  const bool reverse_;
   LoopbackListener listener_;
   int port_ = 0;
-  std::string host_;
+  std::string host_;  // local: the agent's side; reverse: this side
   int target_port_;
+  std::int64_t listener_id_ = 0;  // reverse
   int wake_[2] = {-1, -1};
   std::atomic<bool> closing_{false};
   std::atomic<std::uint64_t> accepted_{0};
   mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::int64_t> incoming_;                     // reverse: accepted by the agent, not yet connected here
   std::map<std::int64_t, std::shared_ptr<Conn>> conns_;  // by the agent's connection id
   std::vector<std::shared_ptr<Conn>> done_;               // ended; destroyed (joined) off their own threads
   Subscription subscription_;
-  std::thread acceptor_;
+  std::thread thread_;
 };
 
 }  // namespace ferry::remote

@@ -1,6 +1,8 @@
 // JobEndpoint: see job_endpoint.hpp.
 #include "helper/remote/job_endpoint.hpp"
 
+#include "protocol/messages_tcp.hpp"
+
 namespace ferry::remote {
 
 namespace ec = protocol::error_code;
@@ -69,17 +71,24 @@ std::string JobEndpoint::description() const {
 }
 
 std::expected<ForwardInfo, ResponseError> JobEndpoint::open_forward(const ForwardSpec& spec) {
-  if (spec.kind != ForwardKind::kLocal)
-    return std::unexpected(ResponseError{ec::kInvalidParams, "reverse tunnels to a Slurm job's node are not supported yet", {}});
   if (auto ok = validate_forward_spec(spec); !ok) return std::unexpected(ResponseError{ec::kInvalidParams, ok.error(), {}});
   if (!connected()) return std::unexpected(ResponseError{ec::kAgentUnavailable, "not connected to " + description(), {}});
-  auto listener = LoopbackListener::open(spec.bind_address, spec.local_port);
-  if (!listener) return std::unexpected(ResponseError{ec::kIoError, listener.error(), {}});
   Forward f;
   f.info.spec = spec;
-  f.info.bound_port = listener->port();
   f.info.state = protocol::ForwardState::active;
-  f.tunnel = std::make_unique<AgentTunnel>(*this, std::move(*listener), spec.remote_host, spec.remote_port);
+  if (spec.kind == ForwardKind::kReverse) {  // the agent listens on the node's loopback
+    auto listening = call(protocol::method::kTcpListen, to_json(protocol::TcpListenParams{spec.bind_address, spec.remote_port}));
+    protocol::TcpListenResult l;
+    if (!listening) return std::unexpected(listening.error());
+    if (auto e = from_json(*listening, l)) return std::unexpected(ResponseError{ec::kInternalError, "tcp/listen: " + e->to_string(), {}});
+    f.info.bound_port = l.port;
+    f.tunnel = std::make_unique<AgentTunnel>(*this, l.listener_id, spec.local_host, spec.local_port);
+  } else {
+    auto listener = LoopbackListener::open(spec.bind_address, spec.local_port);
+    if (!listener) return std::unexpected(ResponseError{ec::kIoError, listener.error(), {}});
+    f.info.bound_port = listener->port();
+    f.tunnel = std::make_unique<AgentTunnel>(*this, std::move(*listener), spec.remote_host, spec.remote_port);
+  }
   std::lock_guard lk(mutex_);
   f.info.id = next_forward_id_++;
   ForwardInfo info = f.info;

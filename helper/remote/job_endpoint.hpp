@@ -1,8 +1,8 @@
 // An agent inside a running Slurm job (on a compute node), reached through the cluster's login
 // node: the login link's SSH connection runs `ferry-agent --job-link`, which becomes srun, which
 // carries the stream to an agent on the node (docs/slurm.md, "Allocations"). Calls and runs go to
-// that agent; local tunnels go through its tcp/* methods (agent_tunnel.hpp), since the node runs no
-// sshd. It does not reconnect: when the login link or the job ends, so does it.
+// that agent; tunnels, both ways, go through its tcp/* methods (agent_tunnel.hpp), since the node
+// runs no sshd. It does not reconnect: when the login link or the job ends, so does it.
 #pragma once
 
 #include <map>
@@ -40,7 +40,8 @@ class JobEndpoint final : public Endpoint {
   void close() override;
   std::string description() const override;
 
-  // Local tunnels only: a reverse one would need the agent to listen on the node (not there yet).
+  // Local tunnels accept here and the agent connects on the node; reverse ones have the agent
+  // listen on the node's loopback (agent_tunnel.hpp).
   std::expected<ForwardInfo, ResponseError> open_forward(const ForwardSpec& spec) override;
   std::expected<void, ResponseError> close_forward(int id) override;
   std::vector<ForwardInfo> list_forwards() const override;

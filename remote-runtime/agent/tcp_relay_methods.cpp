@@ -14,6 +14,8 @@
 #include <cstring>
 #include <expected>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "common/socket_pump.hpp"
 #include "common/unique_fd.hpp"
@@ -71,6 +73,23 @@ std::expected<posix::UniqueFd, std::string> connect_to(const std::string& host, 
   return fd;
 }
 
+// A socket listening on `host` (loopback) at `port` (0: any free one), and the port it got.
+std::expected<std::pair<posix::UniqueFd, int>, std::string> listen_on(const std::string& host, int port) {
+  socklen_t length = 0;
+  auto addr = address_of(host, port, length);
+  if (!addr) return std::unexpected(addr.error());
+  posix::UniqueFd fd(::socket(addr->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return std::unexpected(std::string("socket: ") + std::strerror(errno));
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&*addr), length) != 0 || ::listen(fd.get(), 64) != 0)
+    return std::unexpected(std::strerror(errno));
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
+  const int got = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                     : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  return std::pair{std::move(fd), got};
+}
+
 SocketPump::Socket socket_calls(int fd) {
   return SocketPump::Socket{
       [fd](std::uint8_t* b, std::size_t n) -> std::ptrdiff_t {
@@ -99,6 +118,86 @@ struct TcpRelayMethods::Conn {
   std::unique_ptr<SocketPump> pump;
 };
 
+struct TcpRelayMethods::Listener {
+  posix::UniqueFd fd;
+  int wake[2] = {-1, -1};  // a byte here ends the accept loop
+  std::thread thread;
+  ~Listener() {
+    if (wake[1] >= 0) (void)!::write(wake[1], "x", 1);
+    if (thread.joinable()) thread.join();
+    for (int w : wake)
+      if (w >= 0) ::close(w);
+  }
+};
+
+TcpRelayMethods::TcpRelayMethods(std::shared_ptr<run::FrameWriter> writer) : writer_(std::move(writer)) {}
+
+TcpRelayMethods::~TcpRelayMethods() { close_all(); }
+
+std::int64_t TcpRelayMethods::adopt(int raw_fd) {
+  auto conn = std::make_shared<Conn>();
+  conn->fd = posix::UniqueFd(raw_fd);
+  std::int64_t id = 0;
+  {
+    std::lock_guard lk(mutex_);
+    id = next_id_++;
+  }
+  auto w = writer_;
+  SocketPump::Peer peer{
+      [w, id](std::span<const std::uint8_t> d) { return w->send_notification(std::string(protocol::method::kTcpData), protocol::tcp_data_params(id, d.data(), d.size())); },
+      [w, id](std::uint64_t n) { return w->send_notification(std::string(protocol::method::kTcpAck), to_json(protocol::TcpAckParams{id, static_cast<std::int64_t>(n)})); },
+      [w, id] { return w->send_notification(std::string(protocol::method::kTcpEof), to_json(protocol::TcpIdParams{id})); },
+      [this, w, id](bool clean) {
+        // Cut short (the socket failed, the helper closed it): the helper's end stops too.
+        if (!clean) w->send_notification(std::string(protocol::method::kTcpClose), to_json(protocol::TcpIdParams{id}));
+        finished(id);
+      }};
+  // Nothing is read before the helper's first tcp/ack: the connection's id reaches it in a reply
+  // or a tcp/accepted, which data sent now could overtake.
+  conn->pump = std::make_unique<SocketPump>(socket_calls(conn->fd.get()), std::move(peer), /*granted=*/false);
+  {
+    std::lock_guard lk(mutex_);
+    conns_[id] = conn;
+  }
+  conn->pump->start();
+  return id;
+}
+
+void TcpRelayMethods::accept_loop(Listener& l) {
+  for (;;) {
+    pollfd fds[2] = {{l.fd.get(), POLLIN, 0}, {l.wake[0], POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents) return;
+    const int c = ::accept4(l.fd.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    int one = 1;
+    ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    reap();
+    const std::int64_t id = adopt(c);
+    std::int64_t listener_id = 0;
+    {
+      std::lock_guard lk(mutex_);
+      for (const auto& [lid, listener] : listeners_)
+        if (listener.get() == &l) listener_id = lid;
+    }
+    writer_->send_notification(std::string(protocol::method::kTcpAccepted), to_json(protocol::TcpAcceptedParams{listener_id, id}));
+  }
+}
+
+void TcpRelayMethods::close_listener(std::int64_t id) {
+  std::unique_ptr<Listener> gone;
+  {
+    std::lock_guard lk(mutex_);
+    if (auto it = listeners_.find(id); it != listeners_.end()) {
+      gone = std::move(it->second);
+      listeners_.erase(it);
+    }
+  }
+}  // joined as `gone` goes, outside the lock (its loop takes it)
+
 void TcpRelayMethods::bind(protocol::BindingTable& table) {
   table.request<protocol::TcpConnectParams, protocol::TcpConnectResult>(
       protocol::method::kTcpConnect,
@@ -106,26 +205,28 @@ void TcpRelayMethods::bind(protocol::BindingTable& table) {
         reap();
         auto fd = connect_to(p.host, p.port);
         if (!fd) return std::unexpected(ResponseError{ec::kIoError, "connecting to " + p.host + ":" + std::to_string(p.port) + ": " + fd.error(), {}});
-        auto conn = std::make_shared<Conn>();
-        conn->fd = std::move(*fd);
+        return protocol::TcpConnectResult{adopt(fd->release())};
+      });
+  table.request<protocol::TcpListenParams, protocol::TcpListenResult>(
+      protocol::method::kTcpListen,
+      [this](const protocol::TcpListenParams& p, protocol::CallContext&) -> std::expected<protocol::TcpListenResult, ResponseError> {
+        auto fd = listen_on(p.host, p.port);
+        if (!fd) return std::unexpected(ResponseError{ec::kIoError, "listening on " + p.host + ":" + std::to_string(p.port) + ": " + fd.error(), {}});
+        auto l = std::make_unique<Listener>();
+        l->fd = std::move(fd->first);
+        if (::pipe2(l->wake, O_CLOEXEC) != 0) return std::unexpected(ResponseError{ec::kIoError, "pipe: " + std::string(std::strerror(errno)), {}});
+        Listener* raw = l.get();
         std::int64_t id = 0;
         {
           std::lock_guard lk(mutex_);
           id = next_id_++;
-          conns_[id] = conn;
+          listeners_[id] = std::move(l);
         }
-        auto w = writer_;
-        SocketPump::Peer peer{
-            [w, id](std::span<const std::uint8_t> d) { return w->send_notification(std::string(protocol::method::kTcpData), protocol::tcp_data_params(id, d.data(), d.size())); },
-            [w, id](std::uint64_t n) { return w->send_notification(std::string(protocol::method::kTcpAck), to_json(protocol::TcpAckParams{id, static_cast<std::int64_t>(n)})); },
-            [w, id] { return w->send_notification(std::string(protocol::method::kTcpEof), to_json(protocol::TcpIdParams{id})); },
-            [this, id] { finished(id); }};
-        // Nothing is read before the helper's first tcp/ack: the connection's id reaches it in this
-        // reply, which data sent now could overtake.
-        conn->pump = std::make_unique<SocketPump>(socket_calls(conn->fd.get()), std::move(peer), /*granted=*/false);
-        conn->pump->start();
-        return protocol::TcpConnectResult{id};
+        raw->thread = std::thread([this, raw] { accept_loop(*raw); });
+        return protocol::TcpListenResult{id, fd->second};
       });
+  table.notification<protocol::TcpUnlistenParams>(protocol::method::kTcpUnlisten,
+                                                  [this](const protocol::TcpUnlistenParams& p, protocol::CallContext&) { close_listener(p.listener_id); });
   table.notification<protocol::TcpDataParams>(protocol::method::kTcpData, [this](const protocol::TcpDataParams& p, protocol::CallContext&) {
     if (auto c = find(p.id)) c->pump->on_data(std::move(const_cast<protocol::TcpDataParams&>(p).data));
   });
@@ -171,6 +272,12 @@ void TcpRelayMethods::reap() {
 }
 
 void TcpRelayMethods::close_all() {
+  std::map<std::int64_t, std::unique_ptr<Listener>> listeners;
+  {
+    std::lock_guard lk(mutex_);
+    listeners.swap(listeners_);
+  }
+  listeners.clear();  // no accept adds a connection after this
   std::map<std::int64_t, std::shared_ptr<Conn>> conns;
   {
     std::lock_guard lk(mutex_);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <random>
+#include <thread>
 #include <regex>
 #include <string>
 
@@ -179,6 +180,47 @@ BOOST_AUTO_TEST_CASE(runs_go_into_the_allocation_as_steps) {
   BOOST_TEST(runs.wait(60s) == 0, runs.err());
   BOOST_TEST(runs.out().find("[allocation " + id + "] /usr/bin/python3 -u where.py") != std::string::npos, runs.out());
   BOOST_TEST(c.slurm.run("scancel " + id).status == 0);
+}
+
+// PyCharm's debug server: --pycharm opens a reverse tunnel from the node's 127.0.0.1:PORT (an agent
+// in the job listens there) to the server here, and the command, run on the node, reaches it.
+BOOST_AUTO_TEST_CASE(debug_pycharm_reaches_the_debug_server_here_from_a_node) {
+  Cluster c;
+  // A stand-in for PyCharm's debug server: one connection, a line in, a line out.
+  int local_port = 0;
+  const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  BOOST_REQUIRE(::bind(server, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::listen(server, 4) == 0);
+  socklen_t len = sizeof a;
+  ::getsockname(server, reinterpret_cast<sockaddr*>(&a), &len);
+  local_port = ntohs(a.sin_port);
+  std::string heard;
+  std::thread pycharm([&] {
+    const int conn = ::accept(server, nullptr, nullptr);
+    if (conn < 0) return;
+    char ch;
+    while (::read(conn, &ch, 1) == 1 && ch != '\n') heard += ch;
+    (void)!::write(conn, "hello from pycharm\n", 19);
+    ::close(conn);
+  });
+  const int node_port = ferry::test::free_loopback_port();
+  write_file(c.project / "dial.py",
+             "import socket, sys\ns = socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+             "s.sendall(b'from the node\\n')\nprint(s.makefile().readline().strip())\n");
+  Ferry debug(c.project.path(), {"debug", "--pycharm", std::to_string(node_port), "--local-port", std::to_string(local_port),
+                                 "--", "dial.py", std::to_string(node_port)});
+  const int rc = debug.wait(120s);
+  ::shutdown(server, SHUT_RDWR);
+  pycharm.join();
+  ::close(server);
+  BOOST_TEST(rc == 0, debug.out() + debug.err());
+  BOOST_TEST(heard == "from the node");
+  BOOST_TEST(debug.out().find("hello from pycharm") != std::string::npos, debug.out());
+  const std::string id = job_id_in(debug.err());
+  BOOST_REQUIRE_MESSAGE(!id.empty(), debug.err());
+  BOOST_TEST(debug.err().find("released Slurm job " + id) != std::string::npos, debug.err());
 }
 
 BOOST_AUTO_TEST_CASE(ctrl_c_while_an_allocation_pends_takes_it_back) {

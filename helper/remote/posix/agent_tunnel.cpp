@@ -1,8 +1,10 @@
-// AgentTunnel on POSIX sockets: an acceptor thread woken by a self-pipe, and a SocketPump per
+// AgentTunnel on POSIX sockets: one thread per tunnel (the accept loop woken by a self-pipe, or for
+// a reverse tunnel the loop that connects here for each tcp/accepted), and a SocketPump per
 // connection whose peer is the agent (tcp/* notifications).
 #include "helper/remote/agent_tunnel.hpp"
 
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -21,16 +23,65 @@ namespace ferry::remote {
 
 namespace method = protocol::method;
 
+namespace {
+
+// This machine's host:port (a reverse tunnel's target), or -1.
+int connect_here(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
+  int fd = -1;
+  for (auto* a = res; a; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  return fd;
+}
+
+SocketPump::Socket socket_calls(int fd) {
+  return SocketPump::Socket{
+      [fd](std::uint8_t* b, std::size_t n) -> std::ptrdiff_t {
+        for (;;) {
+          auto got = ::recv(fd, b, n, 0);
+          if (got >= 0 || errno != EINTR) return got;
+        }
+      },
+      [fd](std::span<const std::uint8_t> s) {
+        while (!s.empty()) {
+          auto w = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) return false;
+          s = s.subspan(static_cast<std::size_t>(w));
+        }
+        return true;
+      },
+      [fd] { ::shutdown(fd, SHUT_WR); },
+      [fd] { ::shutdown(fd, SHUT_RDWR); }};
+}
+
+}  // namespace
+
 struct AgentTunnel::Conn {
   posix::UniqueFd fd;
   std::unique_ptr<SocketPump> pump;
 };
 
 AgentTunnel::AgentTunnel(Endpoint& agent, LoopbackListener listener, std::string host, int port)
-    : agent_(agent), listener_(std::move(listener)), port_(listener_.port()), host_(std::move(host)), target_port_(port) {
+    : agent_(agent), reverse_(false), listener_(std::move(listener)), port_(listener_.port()), host_(std::move(host)), target_port_(port) {
   if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
   subscription_ = agent_.subscribe([this](const protocol::Notification& note) { route(note); });
-  acceptor_ = std::thread([this] { accept_loop(); });
+  thread_ = std::thread([this] { accept_loop(); });
+}
+
+AgentTunnel::AgentTunnel(Endpoint& agent, std::int64_t listener_id, std::string local_host, int local_port)
+    : agent_(agent), reverse_(true), host_(std::move(local_host)), target_port_(local_port), listener_id_(listener_id) {
+  subscription_ = agent_.subscribe([this](const protocol::Notification& note) { route(note); });
+  thread_ = std::thread([this] { reverse_loop(); });
 }
 
 AgentTunnel::~AgentTunnel() {
@@ -47,17 +98,22 @@ std::uint64_t AgentTunnel::live() const {
 void AgentTunnel::close() {
   if (closing_.exchange(true)) return;
   if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
-  if (acceptor_.joinable()) acceptor_.join();
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  if (reverse_) (void)agent_.notify(method::kTcpUnlisten, to_json(protocol::TcpUnlistenParams{listener_id_}));
   subscription_.reset();  // no handler runs after this: the pumps can go
   std::map<std::int64_t, std::shared_ptr<Conn>> conns;
+  std::deque<std::int64_t> waiting;
   {
     std::lock_guard lk(mutex_);
     conns.swap(conns_);
+    waiting.swap(incoming_);
   }
   for (auto& [id, c] : conns) {
     c->pump->stop();
     (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));
   }
+  for (auto id : waiting) (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));
   conns.clear();
   reap();
   listener_.close();
@@ -66,6 +122,16 @@ void AgentTunnel::close() {
 // Notifications come on the endpoint's reader thread: hand over, never block.
 void AgentTunnel::route(const protocol::Notification& note) {
   if (!note.method.starts_with("tcp/")) return;
+  if (note.method == method::kTcpAccepted) {
+    protocol::TcpAcceptedParams p;
+    if (!reverse_ || from_json(note.params, p) || p.listener_id != listener_id_) return;
+    {
+      std::lock_guard lk(mutex_);
+      incoming_.push_back(p.id);
+    }
+    cv_.notify_all();
+    return;
+  }
   std::int64_t id = 0;
   if (auto it = note.params.find("id"); it != note.params.end() && it->is_number_integer()) id = it->get<std::int64_t>();
   std::shared_ptr<Conn> c;
@@ -82,6 +148,8 @@ void AgentTunnel::route(const protocol::Notification& note) {
     if (!from_json(note.params, p)) c->pump->on_ack(static_cast<std::uint64_t>(p.bytes));
   } else if (note.method == method::kTcpEof) {
     c->pump->on_eof();
+  } else if (note.method == method::kTcpClose) {  // the agent's end was cut short
+    c->pump->stop();
   }
 }
 
@@ -109,37 +177,51 @@ void AgentTunnel::accept_loop() {
   }
 }
 
+void AgentTunnel::reverse_loop() {
+  for (;;) {
+    std::int64_t id = 0;
+    {
+      std::unique_lock lk(mutex_);
+      cv_.wait(lk, [&] { return closing_.load() || !incoming_.empty(); });
+      if (closing_.load()) return;
+      id = incoming_.front();
+      incoming_.pop_front();
+    }
+    reap();
+    ++accepted_;
+    serve_accepted(id);
+  }
+}
+
+// A local tunnel's connection: the agent connects there, then the pump starts.
 void AgentTunnel::serve(int client) {
-  auto conn = std::make_shared<Conn>();
-  conn->fd = posix::UniqueFd(client);
   auto r = agent_.call(method::kTcpConnect, to_json(protocol::TcpConnectParams{host_, target_port_}), std::chrono::seconds(15));
   protocol::TcpConnectResult connected;
   if (!r || from_json(*r, connected)) {
     spdlog::warn("tunnel {} -> {}:{}: {}", port_, host_, target_port_, r ? "a reply without an id" : r.error().message);
-    return;  // the client sees its connection closed, as with ssh -L when the far side refuses
+    ::close(client);  // the client sees its connection closed, as with ssh -L when the far side refuses
+    return;
   }
+  start_pump(client, connected.id);
+}
+
+// A reverse tunnel's connection, accepted by the agent: connect here, then the pump starts.
+void AgentTunnel::serve_accepted(std::int64_t id) {
+  const int fd = connect_here(host_, target_port_);
+  if (fd < 0) {
+    spdlog::warn("reverse tunnel -> {}:{}: nothing listens here", host_, target_port_);
+    (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));  // the node's client sees it closed
+    return;
+  }
+  start_pump(fd, id);
+}
+
+void AgentTunnel::start_pump(int fd, std::int64_t id) {
   int one = 1;
-  ::setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  const std::int64_t id = connected.id;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  auto conn = std::make_shared<Conn>();
+  conn->fd = posix::UniqueFd(fd);
   Endpoint& agent = agent_;
-  SocketPump::Socket socket{
-      [client](std::uint8_t* b, std::size_t n) -> std::ptrdiff_t {
-        for (;;) {
-          auto got = ::recv(client, b, n, 0);
-          if (got >= 0 || errno != EINTR) return got;
-        }
-      },
-      [client](std::span<const std::uint8_t> s) {
-        while (!s.empty()) {
-          auto w = ::send(client, s.data(), s.size(), MSG_NOSIGNAL);
-          if (w < 0 && errno == EINTR) continue;
-          if (w <= 0) return false;
-          s = s.subspan(static_cast<std::size_t>(w));
-        }
-        return true;
-      },
-      [client] { ::shutdown(client, SHUT_WR); },
-      [client] { ::shutdown(client, SHUT_RDWR); }};
   SocketPump::Peer peer{
       [&agent, id](std::span<const std::uint8_t> d) {
         return agent.notify(method::kTcpData, protocol::tcp_data_params(id, d.data(), d.size())).has_value();
@@ -148,15 +230,17 @@ void AgentTunnel::serve(int client) {
         return agent.notify(method::kTcpAck, to_json(protocol::TcpAckParams{id, static_cast<std::int64_t>(n)})).has_value();
       },
       [&agent, id] { return agent.notify(method::kTcpEof, to_json(protocol::TcpIdParams{id})).has_value(); },
-      [this, id] {
-        (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));
+      [this, id](bool clean) {
+        // A clean end needs no word: the agent's end finishes by itself once it has written
+        // everything (a close now would cut what it still holds).
+        if (!clean) (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));
         std::lock_guard lk(mutex_);
         if (auto it = conns_.find(id); it != conns_.end()) {
           done_.push_back(std::move(it->second));
           conns_.erase(it);
         }
       }};
-  conn->pump = std::make_unique<SocketPump>(std::move(socket), std::move(peer));
+  conn->pump = std::make_unique<SocketPump>(socket_calls(fd), std::move(peer));
   {
     std::lock_guard lk(mutex_);
     conns_[id] = conn;

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/socket_pump.hpp"
+#include "tests/support/wait_for.hpp"
 
 using ferry::SocketPump;
 
@@ -40,7 +41,7 @@ struct Pair {
   int a[2], b[2];
   std::unique_ptr<SocketPump> pa, pb;
   std::atomic<std::int64_t> in_flight_ab{0}, max_in_flight_ab{0};
-  std::atomic<int> finished{0};
+  std::atomic<int> finished{0}, clean{0};
   explicit Pair(bool b_granted = true, std::size_t window = 256 << 10) {
     BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
     BOOST_REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
@@ -54,7 +55,7 @@ struct Pair {
                            return true;
                          },
                          [this](std::uint64_t n) { return pb->on_ack(n), true; }, [this] { return pb->on_eof(), true; },
-                         [this] { ++finished; }},
+                         [this](bool c) { ++finished, clean += c; }},
         true, window);
     pb = std::make_unique<SocketPump>(
         calls(b[1]),
@@ -63,7 +64,7 @@ struct Pair {
                            in_flight_ab -= static_cast<std::int64_t>(n);
                            return pa->on_ack(n), true;
                          },
-                         [this] { return pa->on_eof(), true; }, [this] { ++finished; }},
+                         [this] { return pa->on_eof(), true; }, [this](bool c) { ++finished, clean += c; }},
         b_granted, window);
   }
   ~Pair() {
@@ -127,6 +128,8 @@ BOOST_AUTO_TEST_CASE(bytes_cross_whole_both_ways_within_the_window_and_half_clos
   BOOST_TEST((got_there == there));
   BOOST_TEST((got_back == back));
   BOOST_TEST(p.max_in_flight_ab.load() <= 256 << 10);
+  // Both ends of stream came and everything was written: both pumps end clean (no close needed).
+  BOOST_TEST(ferry::test::eventually([&] { return p.clean.load() == 2; }, std::chrono::seconds(5)));
   BOOST_TEST(p.max_in_flight_ab.load() > 0);
 }
 
@@ -158,4 +161,5 @@ BOOST_AUTO_TEST_CASE(stop_ends_a_pump_whose_socket_stays_open) {
   p.pa->join();  // would hang if a thread kept waiting
   p.pb->join();
   BOOST_TEST(p.finished.load() == 2);
+  BOOST_TEST(p.clean.load() == 0);  // cut short: the peers are to be told
 }

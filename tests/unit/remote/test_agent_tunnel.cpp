@@ -21,6 +21,7 @@
 #include "helper/remote/local_endpoint.hpp"
 #include "tests/support/loopback_port.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
 
 using namespace std::chrono_literals;
 using ferry::remote::AgentTunnel;
@@ -186,4 +187,36 @@ BOOST_AUTO_TEST_CASE(closing_the_tunnel_ends_live_connections) {
   BOOST_TEST(read_all(c).empty());  // the connection ends instead of hanging
   ::close(c);
   BOOST_TEST(tunnel->live() == 0u);
+}
+
+// Reverse: the agent listens (tcp/listen) and each connection it accepts is carried to a server
+// here; a listener on anything but loopback is refused; closing the tunnel stops the listening.
+BOOST_AUTO_TEST_CASE(a_reverse_tunnel_brings_the_agents_connections_here) {
+  EchoServer here;
+  Agent agent;
+  auto listening = agent.endpoint->call("tcp/listen", {{"port", 0}});
+  BOOST_REQUIRE_MESSAGE(listening.has_value(), (listening ? std::string() : listening.error().message));
+  const int agent_port = (*listening)["port"].get<int>();
+  BOOST_REQUIRE_GT(agent_port, 0);
+  auto tunnel = std::make_unique<AgentTunnel>(*agent.endpoint, (*listening)["listenerId"].get<std::int64_t>(), "127.0.0.1", here.port);
+  const std::string data = random_bytes(2u << 20, 21);
+  const std::string got = exchange(agent_port, data);
+  BOOST_TEST(got.size() == data.size() + 4);
+  BOOST_TEST((got == data + "|bye"));
+  BOOST_TEST(tunnel->accepted() == 1u);
+  auto wide = agent.endpoint->call("tcp/listen", {{"host", "0.0.0.0"}, {"port", 0}});
+  BOOST_REQUIRE(!wide.has_value());
+  BOOST_TEST(wide.error().message.find("loopback only") != std::string::npos, wide.error().message);
+  tunnel->close();
+  // tcp/unlisten reached the agent: its port no longer accepts (ECONNREFUSED once it is closed).
+  BOOST_TEST(ferry::test::eventually([&] {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(agent_port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool refused = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0;
+    ::close(fd);
+    return refused;
+  }, std::chrono::seconds(5)));
 }
