@@ -18,6 +18,8 @@
 
 namespace ferry::remote {
 
+inline constexpr int kJobForwardIds = 1'000'001;
+
 struct JobTarget {
   std::string job_id;
   std::string node;              // "" = the job's first node
@@ -61,7 +63,9 @@ class JobEndpoint final : public Endpoint {
   mutable std::mutex mutex_;
   std::unique_ptr<AgentLink> link_;
   std::map<int, Forward> forwards_;
-  int next_forward_id_ = 1;
+  // Apart from the login link's (which count from 1), so that an editor holding both can tell them
+  // apart by id alone.
+  int next_forward_id_ = kJobForwardIds;
 };
 
 }  // namespace ferry::remote

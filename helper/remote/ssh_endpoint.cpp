@@ -109,6 +109,81 @@ class SshByteStream final : public ByteStream {
 
 }  // namespace
 
+// A job link's stream (open_job_link), which the link's Link severs before its connection goes:
+// every call after that fails at once, as on a dead link, instead of touching the connection.
+class SeverableStream final : public ByteStream {
+ public:
+  explicit SeverableStream(std::unique_ptr<ByteStream> inner) : inner_(std::move(inner)) {}
+
+  ReadResult read_some(std::span<char> buffer, std::optional<Clock::time_point> deadline) override {
+    if (!enter()) return ReadResult{ReadStatus::error, 0, "the login link went"};
+    Leave leave{*this};
+    return inner_->read_some(buffer, deadline);
+  }
+  std::expected<void, std::string> write_all(std::string_view bytes) override {
+    if (!enter()) return std::unexpected("the login link went");
+    Leave leave{*this};
+    return inner_->write_all(bytes);
+  }
+  void close_write() override {
+    if (!enter()) return;
+    Leave leave{*this};
+    inner_->close_write();
+  }
+  void interrupt() override {
+    if (!enter()) return;
+    Leave leave{*this};
+    inner_->interrupt();
+  }
+  // Wakes what is blocked, waits for every call in progress, then closes the channel (its
+  // connection still lives: this runs in the Link's destructor, before its members go).
+  void sever() {
+    std::unique_lock lk(mutex_);
+    if (severed_) return;
+    severed_ = true;
+    if (inner_) inner_->interrupt();
+    cv_.wait(lk, [&] { return in_flight_ == 0; });
+    inner_.reset();
+  }
+
+ private:
+  struct Leave {
+    SeverableStream& s;
+    ~Leave() {
+      std::lock_guard lk(s.mutex_);
+      if (--s.in_flight_ == 0) s.cv_.notify_all();
+    }
+  };
+  bool enter() {
+    std::lock_guard lk(mutex_);
+    if (severed_ || !inner_) return false;
+    ++in_flight_;
+    return true;
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool severed_ = false;
+  int in_flight_ = 0;
+  std::unique_ptr<ByteStream> inner_;
+};
+
+namespace {
+
+// What AgentLink owns of a job link: the stream the Link also holds (weakly) to sever it.
+class SharedStream final : public ByteStream {
+ public:
+  explicit SharedStream(std::shared_ptr<SeverableStream> s) : s_(std::move(s)) {}
+  ReadResult read_some(std::span<char> b, std::optional<Clock::time_point> d) override { return s_->read_some(b, d); }
+  std::expected<void, std::string> write_all(std::string_view bytes) override { return s_->write_all(bytes); }
+  void close_write() override { s_->close_write(); }
+  void interrupt() override { s_->interrupt(); }
+
+ private:
+  std::shared_ptr<SeverableStream> s_;
+};
+
+}  // namespace
+
 json to_json(const HostState& s) {
   json j{{"state", protocol::to_string(s.state)}, {"host", s.host}};
   if (s.attempt) j["attempt"] = s.attempt;
@@ -279,10 +354,14 @@ std::shared_ptr<SshEndpoint::EarlyConnections> SshEndpoint::take_early_connectio
 
 SshEndpoint::Link::~Link() {
   std::shared_ptr<Lanes> held;
+  std::vector<std::weak_ptr<SeverableStream>> jobs;
   {
     std::lock_guard lk(lanes_mutex);
     held = std::move(lanes);
+    jobs = std::move(job_links);
   }
+  for (auto& j : jobs)
+    if (auto live = j.lock()) live->sever();
   held.reset();  // joins the openers while `connection` still lives
 }
 
@@ -696,10 +775,15 @@ std::expected<std::unique_ptr<AgentLink>, ResponseError> SshEndpoint::open_job_l
   auto left = std::max<std::chrono::milliseconds>(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
   auto stream = link->connection->open_stream(command, left);
   if (!stream) return std::unexpected(unavailable("starting ferry-agent --job-link on " + description() + ": " + stream.error().message));
-  auto bytes = std::make_unique<SshByteStream>(std::move(*stream), [](const std::string&) {});
+  auto bytes = std::make_shared<SeverableStream>(std::make_unique<SshByteStream>(std::move(*stream), [](const std::string&) {}));
   if (auto w = bytes->write_all(request.dump() + "\n"); !w)
     return std::unexpected(unavailable("starting ferry-agent --job-link on " + description() + ": " + w.error()));
-  auto agent_link = std::make_unique<AgentLink>(std::move(bytes));
+  {
+    std::lock_guard lk(link->lanes_mutex);
+    std::erase_if(link->job_links, [](const auto& w) { return w.expired(); });
+    link->job_links.push_back(bytes);
+  }
+  auto agent_link = std::make_unique<AgentLink>(std::make_unique<SharedStream>(std::move(bytes)));
   agent_link->set_notification_handler(std::move(on_notification));
   auto hello = agent_link->handshake(deadline);
   if (!hello) return std::unexpected(hello.error());

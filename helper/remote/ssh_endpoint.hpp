@@ -116,6 +116,8 @@ struct AgentInstallReport {
   std::string sha256;
 };
 
+class SeverableStream;
+
 class SshEndpoint final : public Endpoint {
  public:
   explicit SshEndpoint(SshEndpointOptions options);
@@ -187,6 +189,9 @@ class SshEndpoint final : public Endpoint {
     std::shared_ptr<Lanes> lanes;  // once bulk_lanes() asked; destroyed before `connection`
     std::optional<LanePlan> plan;  // planned_lanes' answer, made once
     std::optional<std::shared_ptr<TunnelMaster>> tunnel_master;  // decided once (under lanes_mutex); null: none
+    // open_job_link's streams (under lanes_mutex): severed before `connection` goes, so that a job
+    // link left open past a reconnect or close() fails its calls instead of using a dead connection.
+    std::vector<std::weak_ptr<SeverableStream>> job_links;
     ~Link();
   };
   struct Keepalive {

@@ -1,6 +1,8 @@
 // One link per project: see project_session.hpp.
 #include "helper/server/project_session.hpp"
 
+#include "helper/run/slurm_allocation.hpp"
+
 #include <algorithm>
 #include <regex>
 
@@ -100,9 +102,37 @@ ProjectLink::~ProjectLink() {
     close();
     for (auto& b : background_) b.join();
   }
+  {
+    std::lock_guard lock(node_mutex_);
+    node_.reset();  // it runs over the link's connection
+  }
   runs_.reset();
   engines_.clear();  // they persist their state; they use the endpoint, so before it goes
   if (link_.endpoint) link_.endpoint->close();
+}
+
+std::expected<remote::JobEndpoint*, protocol::ResponseError> ProjectLink::allocation_node() {
+  const auto project = config();
+  auto* ssh = dynamic_cast<remote::SshEndpoint*>(link_.endpoint.get());
+  if (!project.slurm || !ssh) return nullptr;
+  auto job = run::running_allocation(*ssh, project);
+  if (!job) return std::unexpected(job.error());
+  std::lock_guard lock(node_mutex_);
+  if (!*job) {
+    node_.reset();
+    return nullptr;
+  }
+  if (node_ && node_->connected() && node_->target().job_id == (*job)->job_id) return node_.get();
+  node_.reset();  // another allocation's (or a dead agent): its tunnels went with it
+  auto opened = run::open_allocation_endpoint(*ssh, project, **job);
+  if (!opened) return std::unexpected(opened.error());
+  node_ = std::move(*opened);
+  return node_.get();
+}
+
+remote::JobEndpoint* ProjectLink::open_allocation_node() {
+  std::lock_guard lock(node_mutex_);
+  return node_ && node_->connected() ? node_.get() : nullptr;
 }
 
 deploy::ProjectConfig ProjectLink::config() const {
@@ -176,7 +206,11 @@ void ProjectLink::close() {
     closed_ = true;
   }
   // Only the link: services still holding it see calls fail and let go; the engine and the
-  // run client go with the last holder.
+  // run client go with the last holder. The agent in an allocation first: it runs over the link.
+  {
+    std::lock_guard lock(node_mutex_);
+    node_.reset();
+  }
   link_.endpoint->close();
 }
 

@@ -27,6 +27,7 @@
 #include "helper/sync/sync_engine.hpp"
 #include "protocol/binding_table.hpp"
 #include "protocol/cancellation.hpp"
+#include "helper/remote/job_endpoint.hpp"
 #include "protocol/messages.hpp"
 
 namespace ferry::server {
@@ -61,6 +62,12 @@ class ProjectLink {
   // host/stateChanged's params for each change of the link (reconnecting, connected), on the
   // endpoint's threads, until the subscription goes.
   [[nodiscard]] remote::Subscription on_state(std::function<void(const remote::HostState&)> handler);
+  // A Slurm project's running allocation (`ferry alloc`): the agent in it, for the editor's
+  // tunnels; opened on first use and again when the allocation changed (Slurm asked each time).
+  // Null when the project has none (no slurm block, none running): tunnels go to the login node.
+  std::expected<remote::JobEndpoint*, protocol::ResponseError> allocation_node();
+  // The agent in the allocation opened last, if it is still connected (no Slurm asked).
+  remote::JobEndpoint* open_allocation_node();
   // Connected, or an SSH link mending itself (it never gives up until closed).
   bool usable() const;
   void close();
@@ -83,6 +90,8 @@ class ProjectLink {
   bool closed_ = false;
   std::vector<std::jthread> background_;
   remote::Subscription cloud_events_;  // the agent's cloud/event, told to the editor (cloud_events.hpp)
+  std::mutex node_mutex_;
+  std::unique_ptr<remote::JobEndpoint> node_;  // allocation_node(); goes before the link it runs over
 };
 
 using ProjectLinkPtr = std::shared_ptr<ProjectLink>;

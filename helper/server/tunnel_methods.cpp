@@ -5,6 +5,7 @@
 
 #include "helper/remote/endpoint.hpp"
 #include "helper/remote/forward_spec.hpp"
+#include "helper/remote/job_endpoint.hpp"
 #include "helper/server/error_codes.hpp"
 #include "helper/server/host_methods.hpp"
 #include "protocol/messages_tunnel.hpp"
@@ -23,6 +24,13 @@ using p::TunnelOpenParams;
 ProjectLinkPtr live_link(const ServerContext& ctx) {
   auto config = lookup_project(std::nullopt, ctx.workspace);
   return config ? ctx.sessions.current(config->root) : nullptr;
+}
+
+// A tunnel to (or from) an allocation's node says so.
+p::TunnelInfo node_tunnel_info(const remote::JobEndpoint& node, const remote::ForwardInfo& f) {
+  auto info = remote::tunnel_info(f);
+  info.description += " (on " + node.description() + ")";
+  return info;
 }
 
 }  // namespace
@@ -46,9 +54,13 @@ void bind_tunnel_methods(p::BindingTable& table, const ServerContext& ctx) {
           return std::unexpected(response_error({ErrorKind::invalid_input, spec.error()}, p::method::kTunnelOpen));
         auto link = ctx.link(std::nullopt, call.cancellation());
         if (!link) return std::unexpected(link.error());
-        auto info = (*link)->endpoint().open_forward(*spec);
+        // A Slurm project's allocation holds the node the work runs on: its tunnels go there.
+        auto node = (*link)->allocation_node();
+        if (!node) return std::unexpected(node.error());
+        remote::Endpoint& where = *node ? static_cast<remote::Endpoint&>(**node) : (*link)->endpoint();
+        auto info = where.open_forward(*spec);
         if (!info) return std::unexpected(info.error());
-        return remote::tunnel_info(*info);
+        return *node ? node_tunnel_info(**node, *info) : remote::tunnel_info(*info);
       },
       p::Execution::worker);
   table.request<TunnelCloseParams, p::TunnelCloseResult>(
@@ -59,7 +71,8 @@ void bind_tunnel_methods(p::BindingTable& table, const ServerContext& ctx) {
           return std::unexpected(response_error(
               {ErrorKind::invalid_input, "no tunnel " + std::to_string(params.id) + " (not connected)"},
               p::method::kTunnelClose));
-        auto r = link->endpoint().close_forward(params.id);
+        auto* node = params.id >= remote::kJobForwardIds ? link->open_allocation_node() : nullptr;
+        auto r = node ? node->close_forward(params.id) : link->endpoint().close_forward(params.id);
         if (!r) return std::unexpected(r.error());
         return p::TunnelCloseResult{params.id};
       },
@@ -68,8 +81,11 @@ void bind_tunnel_methods(p::BindingTable& table, const ServerContext& ctx) {
       p::method::kTunnelList,
       [&ctx](const TunnelListParams&, p::CallContext&) -> std::expected<p::TunnelListResult, p::ResponseError> {
         p::TunnelListResult list;
-        if (auto link = live_link(ctx))
+        if (auto link = live_link(ctx)) {
           for (const auto& f : link->endpoint().list_forwards()) list.tunnels.push_back(remote::tunnel_info(f));
+          if (auto* node = link->open_allocation_node())
+            for (const auto& f : node->list_forwards()) list.tunnels.push_back(node_tunnel_info(*node, f));
+        }
         return list;
       },
       p::Execution::worker);

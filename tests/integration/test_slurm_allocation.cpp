@@ -274,8 +274,9 @@ BOOST_AUTO_TEST_CASE(ferry_debug_stops_at_a_breakpoint_on_a_compute_node) {
 
 // The editor (ferry serve, stock LSP client): debug/prepare on a Slurm project takes a node for the
 // session, saying so in its progress, stops at a breakpoint there, and releases the node once the
-// debuggee has ended; with `ferry alloc`'s allocation, run/start runs in it as a step, and
-// gpu/status shows the allocation and its time left, with a warning when little is left.
+// debuggee has ended; with `ferry alloc`'s allocation, run/start runs in it as a step, tunnel/open
+// reaches a server on its node, and gpu/status shows the allocation and its time left, with a
+// warning when little is left.
 BOOST_AUTO_TEST_CASE(the_editor_debugs_and_runs_on_a_node) {
   Cluster c;
   ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);  // the server in this process finds no agent beside it
@@ -324,6 +325,26 @@ BOOST_AUTO_TEST_CASE(the_editor_debugs_and_runs_on_a_node) {
   for (const auto& n : client.notifications)
     if (n["method"] == "run/output" && n["params"]["id"] == run_id && n["params"]["stream"] == "stdout") out += n["params"].value("text", "");
   BOOST_TEST(out == "job " + id + "\n", out);
+  // The editor's tunnels go to the allocation's node (through the agent in the job), with ids of
+  // their own, listed and closed like the login node's.
+  write_file(c.project / "site" / "hello.txt", "hello from the node\n");
+  const int site_port = ferry::test::free_loopback_port();
+  const auto site = c.slurm.run("cd '" + (c.project / "site").string() + "' && (srun --jobid=" + id + " --overlap -N1 -n1 --job-name=site " +
+                                "python3 -m http.server --bind 127.0.0.1 " + std::to_string(site_port) + " >server.log 2>&1 &)");
+  BOOST_REQUIRE_EQUAL(site.status, 0);
+  auto opened = client.call("tunnel/open", {{"remotePort", site_port}, {"localPort", 0}});
+  BOOST_REQUIRE_MESSAGE(opened.contains("result"), opened.dump());
+  const int tunnel_id = opened["result"]["id"];
+  const int tunnel_port = opened["result"]["localPort"];
+  BOOST_TEST(tunnel_id >= 1'000'001);
+  BOOST_TEST(opened["result"].value("description", "").find("Slurm job " + id) != std::string::npos, opened.dump());
+  BOOST_TEST(ferry::test::eventually([&] { return body_of(http_get(tunnel_port, "/hello.txt")) == "hello from the node\n"; }, 30s));
+  auto listed = client.call("tunnel/list", nlohmann::json::object());
+  bool listed_it = false;
+  for (const auto& t : listed["result"]["tunnels"]) listed_it = listed_it || t["id"] == tunnel_id;
+  BOOST_TEST(listed_it, listed.dump());
+  BOOST_TEST(client.call("tunnel/close", {{"id", tunnel_id}}).contains("result"));
+
   // Where a cloud host's price shows: the allocation and its time left; under 10 minutes left
   // (ferry.json's time is 10), a warning once.
   auto status = client.call("gpu/status", nlohmann::json::object());
