@@ -74,6 +74,10 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   const fs::path& config = inputs->config;
   const deploy::ProjectConfig& project = inputs->project;
   const bool local = project.host == "local";
+  if (o.nodes && !project.slurm) {
+    std::cerr << who << ": --nodes is for a Slurm project (ferry.json's slurm block); across boxes: --hosts\n";
+    return run::kUsageFailure;
+  }
   std::atomic<training::TrainSession*> live{nullptr};
   sync::ProjectEndpointOptions eo = cli_endpoint_options(g);
   // A training run outlives link drops: reconnect and re-attach where the stream stopped.
@@ -112,6 +116,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   request.local_host = local;
   request.env = inputs->env;
   request.slurm = project.slurm;
+  if (request.slurm && o.nodes) request.slurm->nodes = *o.nodes;
   auto id = session.start(request);
   if (!id) {
     std::cerr << who << ": " << id.error().message << "\n";
@@ -190,6 +195,8 @@ void add_train_command(CLI::App& app, GlobalOptions& g) {
                                "local host: the one built with ferry)");
   cmd->add_option("--hosts", o->hosts, "Train on these hosts at once (ssh aliases, comma-separated; default the project's host): "
                                       "one rank per process, torch.distributed over Gloo (CPU) or NCCL (CUDA)");
+  cmd->add_option("--nodes", o->nodes, "On a Slurm project: train on this many nodes as one job (srun starts a rank on each; "
+                                       "default ferry.json's slurm.nodes)")->check(CLI::Range(1, 100000));
   cmd->add_option("--nproc-per-host", o->nproc_per_host, "Processes (ranks) on each host, e.g. one per GPU")->check(CLI::Range(1, 1024));
   cmd->add_option("--master-addr", o->master_addr, "Rendezvous address of the first host as the others reach it "
                                                    "(default: its HostName from the ssh config)");

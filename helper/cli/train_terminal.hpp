@@ -8,6 +8,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,7 @@ struct TrainCliOptions {
   std::string master_addr;    // default: the first host's address as ssh resolves it
   int master_port = 29500;
   std::string host;           // train on this host instead of ferry.json's (ferry resume --host)
+  std::optional<int> nodes;   // a Slurm project: this many nodes instead of ferry.json's slurm.nodes
 };
 
 inline std::size_t terminal_width() {

@@ -353,7 +353,8 @@ BOOST_AUTO_TEST_CASE(ferry_runs_names_the_job_and_its_state) {
 }
 
 #ifdef FERRY_TRAIN_BIN
-// `nodes: 2`: srun starts ferry-train once on each node, which take their ranks from Slurm's
+// `--nodes 2` (ferry.json's slurm.nodes for one training): srun starts ferry-train once on each
+// node, which take their ranks from Slurm's
 // variables (launcher_env) and train as one (Gloo on CPU). The test's node names do not resolve,
 // so MASTER_ADDR is the loopback, as a site would set it where they do not either. The training
 // ends with the parameters of the same config trained by `ferry train --hosts` on two hosts (the
@@ -361,12 +362,11 @@ BOOST_AUTO_TEST_CASE(ferry_runs_names_the_job_and_its_state) {
 BOOST_AUTO_TEST_CASE(two_nodes_train_as_one_job_as_hosts_do) {
   Cluster c;
   auto project = nlohmann::json::parse(read_file(c.project / "ferry.json"));
-  project["slurm"]["nodes"] = 2;
   project["env"]["MASTER_ADDR"] = "127.0.0.1";
   project["env"]["MASTER_PORT"] = std::to_string(ferry::test::free_loopback_port());
   write_file(c.project / "ferry.json", project.dump(2));
   write_file(c.project / "cfg" / "tiny.json", tiny_training(20).dump());
-  Ferry train(c.project.path(), {"train", "cfg/tiny.json", "--json", "--trainer", FERRY_TRAIN_BIN});
+  Ferry train(c.project.path(), {"train", "cfg/tiny.json", "--nodes", "2", "--json", "--trainer", FERRY_TRAIN_BIN});
   BOOST_TEST(train.wait(240s) == 0, train.out() + train.err());
   const std::string id = job_id_in(train.err());
   BOOST_REQUIRE_MESSAGE(!id.empty(), train.err());
