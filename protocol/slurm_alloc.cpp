@@ -123,9 +123,14 @@ std::vector<std::string> srun_agent_arguments(const std::string& job_id, const s
   return a;
 }
 
-std::vector<std::string> srun_step_arguments(const std::string& job_id, const std::string& node, bool tty) {
-  std::vector<std::string> a{"srun", "--jobid=" + job_id, "--overlap", "--nodes=1", "--ntasks=1"};
-  if (!node.empty()) a.push_back("--nodelist=" + node);
+std::vector<std::string> srun_step_arguments(const std::string& job_id, const std::string& node, bool tty, int nodes) {
+  std::vector<std::string> a{"srun", "--jobid=" + job_id, "--overlap"};
+  if (nodes > 1) {
+    a.insert(a.end(), {"--nodes=" + std::to_string(nodes), "--ntasks-per-node=1", "--kill-on-bad-exit=1"});
+  } else {
+    a.insert(a.end(), {"--nodes=1", "--ntasks=1"});
+    if (!node.empty()) a.push_back("--nodelist=" + node);
+  }
   a.insert(a.end(), {tty ? "--pty" : "--unbuffered", "--disable-status", "--quiet", "--job-name=ferry-run", "--"});
   return a;
 }

@@ -83,7 +83,9 @@ std::vector<std::string> srun_agent_arguments(const std::string& job_id, const s
 // What a run inside an allocation runs before its own argv: an overlapping step of one task (on
 // `node`, when given), its stdio carried by srun (`tty`: srun --pty, for pdb and ipython), a single
 // SIGINT handed to the program (--disable-status) as SIGTERM is by default.
-std::vector<std::string> srun_step_arguments(const std::string& job_id, const std::string& node, bool tty);
+// `nodes` > 1 (a training over the allocation's nodes): one task on each of that many nodes, the
+// step ended when one fails, and no node named.
+std::vector<std::string> srun_step_arguments(const std::string& job_id, const std::string& node, bool tty, int nodes = 1);
 // A run's argv read back: the job and the program's argv when it starts with srun_step_arguments.
 struct AllocationStep {
   std::string job_id;

@@ -15,6 +15,7 @@
 
 #include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
+#include "helper/run/slurm_allocation.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
@@ -117,6 +118,16 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   request.env = inputs->env;
   request.slurm = project.slurm;
   if (request.slurm && o.nodes) request.slurm->nodes = *o.nodes;
+  // With `ferry alloc`'s allocation the training is a step of it, started at once.
+  if (auto job = project.slurm ? run::running_allocation(*endpoint, project)
+                               : std::expected<std::optional<run::SlurmJobInfo>, protocol::ResponseError>(std::nullopt);
+      !job) {
+    std::cerr << who << ": cannot ask Slurm for this project's allocation: " << job.error().message << "\n";
+    return run::kFerryFailure;
+  } else if (*job) {
+    request.allocation = (*job)->job_id;
+    std::cerr << "ferry: into " << run::describe_allocation(**job) << "\n";
+  }
   auto id = session.start(request);
   if (!id) {
     std::cerr << who << ": " << id.error().message << "\n";

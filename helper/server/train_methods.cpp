@@ -14,6 +14,7 @@
 
 #include "common/wakeup.hpp"
 #include "helper/run/run_exit.hpp"
+#include "helper/run/slurm_allocation.hpp"
 #include "helper/server/error_codes.hpp"
 #include "helper/server/sync_result.hpp"
 #include "helper/server/train_service.hpp"
@@ -128,6 +129,12 @@ class TrainService {
     request.local_host = local;
     request.env = config->env;
     request.slurm = config->slurm;
+    // With `ferry alloc`'s allocation the training is a step of it, started at once.
+    if (config->slurm) {
+      auto job = run::running_allocation(t->link->endpoint(), *config);
+      if (!job) return std::unexpected(job.error());
+      if (*job) request.allocation = (*job)->job_id;
+    }
     auto id = t->session->start(request);
     if (*build_begun) build_progress->end(id || t->session->trainer() ? "ferry-train built" : "building ferry-train failed");
     // The session's error carries its kind: the link going down is agent_lost, a bad config

@@ -1,13 +1,13 @@
 // See train_session.hpp.
 #include "helper/train/train_session.hpp"
 
-
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
 #include "helper/remote/ssh_endpoint.hpp"
 #include "protocol/json_parse.hpp"
+#include "protocol/slurm_alloc.hpp"
 
 namespace ferry::training {
 namespace fs = std::filesystem;
@@ -74,7 +74,12 @@ std::expected<std::string, Error> TrainSession::start(const TrainRequest& reques
   if (!cwd) return std::unexpected(bad_input("the config's directory leaves the mapping"));
   spec.cwd = *cwd;
   spec.env = request.env;
-  spec.slurm = request.slurm;
+  if (!request.allocation.empty()) {
+    auto step = protocol::srun_step_arguments(request.allocation, "", false, request.slurm ? request.slurm->nodes : 1);
+    spec.argv.insert(spec.argv.begin(), step.begin(), step.end());
+  } else {
+    spec.slurm = request.slurm;
+  }
   client_ = std::make_unique<run::RunClient>(endpoint_);
   auto started = client_->start(spec);
   if (!started) {

@@ -37,6 +37,8 @@ struct TrainRequest {
   bool local_host = false;                 // the `local` host: ferry-train is the one built with ferry
   std::map<std::string, std::string> env;  // ferry.json env
   std::optional<protocol::SlurmJobOptions> slurm;  // ferry.json's `slurm`: the training is a Slurm job
+  // Or a step of this running allocation (`ferry alloc`), over slurm->nodes of its nodes.
+  std::string allocation;
 };
 
 // Called on the endpoint's reader thread, in output order.

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <random>
+#include <sstream>
 #include <thread>
 #include <regex>
 #include <string>
@@ -222,6 +223,42 @@ BOOST_AUTO_TEST_CASE(debug_pycharm_reaches_the_debug_server_here_from_a_node) {
   BOOST_REQUIRE_MESSAGE(!id.empty(), debug.err());
   BOOST_TEST(debug.err().find("released Slurm job " + id) != std::string::npos, debug.err());
 }
+
+#ifdef FERRY_TRAIN_BIN
+// ferry train with a two-node allocation held: a step over both nodes (srun starts a rank on each),
+// one training of world size 2, started at once (no job of its own).
+BOOST_AUTO_TEST_CASE(a_training_runs_over_the_allocations_nodes) {
+  Cluster c;
+  auto project = nlohmann::json::parse(read_file(c.project / "ferry.json"));
+  project["env"]["MASTER_ADDR"] = "127.0.0.1";  // the test's node names do not resolve
+  project["env"]["MASTER_PORT"] = std::to_string(ferry::test::free_loopback_port());
+  write_file(c.project / "ferry.json", project.dump(2));
+  Ferry alloc(c.project.path(), {"alloc", "--nodes", "2"});
+  BOOST_TEST_REQUIRE(alloc.wait(120s) == 0, alloc.out() + alloc.err());
+  std::smatch m;
+  const std::string said = alloc.out();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(said, m, std::regex(R"(allocation (\d+) on n\[1-2\])")), said);
+  const std::string id = m[1].str();
+  const nlohmann::json config{{"model", {{"kind", "mlp"}, {"input_dim", 16}, {"hidden", {32}}, {"output_dim", 4}}},
+                              {"data", {{"source", "synthetic"}, {"task", "classification"}, {"samples", 256}, {"workers", 0}}},
+                              {"optimizer", {{"kind", "adamw"}, {"lr", 0.003}}},
+                              {"batch_size", 32}, {"max_steps", 10}, {"log_every_steps", 5}, {"threads", 1}, {"seed", 7},
+                              {"device", "cpu"}, {"output_dir", "out"}};
+  write_file(c.project / "tiny.json", config.dump());
+  Ferry train(c.project.path(), {"train", "tiny.json", "--nodes", "2", "--json", "--trainer", FERRY_TRAIN_BIN});
+  BOOST_TEST(train.wait(240s) == 0, train.out() + train.err());
+  BOOST_TEST(train.err().find("into allocation " + id) != std::string::npos, train.err());
+  BOOST_TEST(train.err().find("submitted") == std::string::npos, train.err());
+  bool two = false;
+  std::istringstream lines(train.out());
+  for (std::string line; std::getline(lines, line);) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("event", "") == "start") two = e.value("world_size", 0) == 2;
+  }
+  BOOST_TEST(two, train.out());
+  BOOST_TEST(c.slurm.run("scancel " + id).status == 0);
+}
+#endif
 
 BOOST_AUTO_TEST_CASE(ctrl_c_while_an_allocation_pends_takes_it_back) {
   Cluster c;
