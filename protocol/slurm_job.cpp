@@ -142,8 +142,35 @@ bool slurm_state_is_final(std::string_view state) {
   return false;
 }
 
-std::string slurm_pending_line(const std::string& job_id, const std::string& reason) {
-  return "job " + job_id + " pending (" + reason + ")";
+std::string pending_words(const std::string& reason, int ahead) {
+  std::string words = "pending (" + reason + ")";
+  if (ahead >= 0) words += ", " + std::to_string(ahead) + (ahead == 1 ? " job ahead" : " jobs ahead");
+  return words;
+}
+
+std::string slurm_pending_line(const std::string& job_id, const std::string& reason, int ahead) {
+  return "job " + job_id + " " + pending_words(reason, ahead);
+}
+
+std::vector<std::string> pending_queue_arguments(const std::string& partition) {
+  std::vector<std::string> a{"squeue", "-h", "-t", "PENDING", "--sort=-p,i", "-o", "%i"};
+  if (!partition.empty()) a.insert(a.end(), {"-p", partition});
+  return a;
+}
+
+std::optional<int> jobs_ahead(std::string_view ids, std::string_view job_id) {
+  int index = 0;
+  while (!ids.empty()) {
+    const auto eol = ids.find('\n');
+    std::string_view line = ids.substr(0, eol);
+    ids = eol == std::string_view::npos ? std::string_view{} : ids.substr(eol + 1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+    while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
+    if (line.empty()) continue;
+    if (line == job_id) return index;
+    ++index;
+  }
+  return std::nullopt;
 }
 
 std::string slurm_running_line(const std::string& job_id, const std::string& nodes) { return "job " + job_id + " running on " + nodes; }
@@ -159,8 +186,19 @@ std::optional<SlurmWaitLine> parse_slurm_wait_line(std::string_view line) {
   for (char c : w.job_id)
     if (c < '0' || c > '9') return std::nullopt;
   const std::string_view rest = line.substr(space + 1);
-  if (rest.starts_with("pending (") && rest.ends_with(")")) {
-    w.detail = std::string(rest.substr(9, rest.size() - 10));
+  if (rest.starts_with("pending (") && rest.find(')') != std::string_view::npos) {
+    const auto close = rest.rfind(')');
+    w.detail = std::string(rest.substr(9, close - 9));
+    std::string_view tail = rest.substr(close + 1);
+    if (tail.starts_with(", ")) {
+      int n = -1;
+      auto [p, ec] = std::from_chars(tail.data() + 2, tail.data() + tail.size(), n);
+      const std::string_view words(p, static_cast<std::size_t>(tail.data() + tail.size() - p));
+      if (ec != std::errc() || (words != " job ahead" && words != " jobs ahead")) return std::nullopt;
+      w.ahead = n;
+    } else if (!tail.empty()) {
+      return std::nullopt;
+    }
   } else if (rest.starts_with("running on ") && rest.size() > 11) {
     w.running = true;
     w.detail = std::string(rest.substr(11));
@@ -175,17 +213,23 @@ json to_json(const SlurmJobState& s) {
   if (!s.reason.empty()) j["reason"] = s.reason;
   if (!s.nodes.empty()) j["nodes"] = s.nodes;
   if (!s.time_left.empty()) j["timeLeft"] = s.time_left;
+  if (s.ahead >= 0) j["ahead"] = s.ahead;
   return j;
 }
 
 std::optional<SlurmJobState> slurm_job_state_from_json(const json& j) {
   if (!j.is_object() || !j.contains("state") || !j["state"].is_string()) return std::nullopt;
   auto text = [&](const char* key) { return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string(); };
-  return SlurmJobState{text("state"), text("reason"), text("nodes"), text("timeLeft")};
+  const int ahead = j.contains("ahead") && j["ahead"].is_number_integer() ? j["ahead"].get<int>() : -1;
+  return SlurmJobState{text("state"), text("reason"), text("nodes"), text("timeLeft"), ahead};
 }
 
 std::string describe_slurm_state(const SlurmJobState& s) {
-  if (s.state == "PENDING") return s.reason.empty() || s.reason == "None" ? "PENDING" : "PENDING (" + s.reason + ")";
+  if (s.state == "PENDING") {
+    std::string inside = s.reason.empty() || s.reason == "None" ? "" : s.reason;
+    if (s.ahead >= 0) inside += (inside.empty() ? "" : ", ") + std::to_string(s.ahead) + " ahead";
+    return inside.empty() ? "PENDING" : "PENDING (" + inside + ")";
+  }
   if (s.state == "RUNNING") {
     std::string words = "RUNNING";
     if (!s.nodes.empty()) words += " on " + s.nodes;

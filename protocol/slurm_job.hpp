@@ -67,22 +67,32 @@ struct SlurmJobState {
   std::string reason;     // while pending
   std::string nodes;
   std::string time_left;  // squeue's %L while it runs
+  int ahead = -1;         // while it pends: jobs before it in its partition's queue (-1 unknown)
 };
 nlohmann::json to_json(const SlurmJobState& s);
 std::optional<SlurmJobState> slurm_job_state_from_json(const nlohmann::json& j);
-// "PENDING (Resources)", "RUNNING on n1, 58:40 left", "TIMEOUT".
+// "PENDING (Resources, 2 ahead)", "RUNNING on n1, 58:40 left", "TIMEOUT".
 std::string describe_slurm_state(const SlurmJobState& s);
 
 // The follower's lines (after "ferry: " on the run's stderr) about where a job stands: "job 12
 // pending (Resources)", "job 12 running on n1". The agent writes them; ferry serve reads them back
 // to show a job's wait as the editor's progress.
-std::string slurm_pending_line(const std::string& job_id, const std::string& reason);
+// `ahead` >= 0: "job 12 pending (Priority), 2 jobs ahead".
+std::string slurm_pending_line(const std::string& job_id, const std::string& reason, int ahead = -1);
 std::string slurm_running_line(const std::string& job_id, const std::string& nodes);
 struct SlurmWaitLine {
   std::string job_id;
   bool running = false;
   std::string detail;  // the reason while it pends, the nodes once it runs
+  int ahead = -1;      // while it pends, when known
 };
+// The words of a pending job's place: "pending (Priority), 2 jobs ahead".
+std::string pending_words(const std::string& reason, int ahead);
+
+// The queue a pending job waits in: pending jobs of `partition` in the order Slurm weighs them
+// (priority, then id), one id a line; and how many stand before `job_id` there (nullopt: not in it).
+std::vector<std::string> pending_queue_arguments(const std::string& partition);
+std::optional<int> jobs_ahead(std::string_view squeue_ids, std::string_view job_id);
 // One line of stderr ("ferry: " in front, newline or not); nullopt for any other line.
 std::optional<SlurmWaitLine> parse_slurm_wait_line(std::string_view line);
 

@@ -28,11 +28,12 @@ void SlurmWaitProgress::line(std::string_view text) {
     done_ = true;  // once it runs, the wait is over for good
     return;
   }
+  const std::string words = protocol::pending_words(wait->detail, wait->ahead);
   if (!work_) {
     work_ = progress_.begin(nullptr);
-    if (work_) work_->progress().begin(title, "pending (" + wait->detail + ")");
+    if (work_) work_->progress().begin(title, words);
   } else {
-    work_->progress().report("pending (" + wait->detail + ")");
+    work_->progress().report(words);
   }
 }
 

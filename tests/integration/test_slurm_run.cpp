@@ -145,13 +145,15 @@ BOOST_AUTO_TEST_CASE(a_run_is_a_job_whose_output_and_status_come_back) {
   BOOST_TEST(c.slurm.job_state(id).state == "FAILED");
 }
 
-BOOST_AUTO_TEST_CASE(a_pending_job_says_why_then_runs) {
+BOOST_AUTO_TEST_CASE(a_pending_job_says_why_and_its_place_then_runs) {
   Cluster c;
-  // Both nodes held: the run's job waits for resources.
+  // Both nodes held: the run's job waits, behind another that was queued first.
   const std::string holder = c.slurm.submit("-p main -N2 --exclusive --wrap 'sleep 300'");
+  const std::string first = c.slurm.submit("-p main -N1 --wrap 'true'");
   write_file(c.project / "quick.py", "print('ran after the wait')\n");
   Ferry run(c.project.path(), {"run", "--", "quick.py"});
-  BOOST_REQUIRE_MESSAGE(run.wait_out("pending (Resources)", 60s, true), run.err());
+  BOOST_REQUIRE_MESSAGE(run.wait_out("), 1 job ahead", 60s, true), run.err());
+  BOOST_TEST(std::regex_search(run.err(), std::regex(R"(job \d+ pending \((Resources|Priority)\), 1 job ahead)")), run.err());
   BOOST_TEST(c.slurm.run("scancel " + holder).status == 0);
   BOOST_TEST(run.wait(120s) == 0, run.out() + run.err());
   BOOST_TEST(run.out().find("ran after the wait") != std::string::npos, run.out());

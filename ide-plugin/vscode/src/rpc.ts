@@ -132,7 +132,7 @@ export interface RunInfo {
   logBytes?: number;
   // A Slurm job (docs/slurm.md) and where it stands, as its follower last saw it.
   slurmJob?: string;
-  slurmState?: { state: string; reason?: string; nodes?: string; timeLeft?: string };
+  slurmState?: { state: string; reason?: string; nodes?: string; timeLeft?: string; ahead?: number };
 }
 
 export interface DebugPrepared {

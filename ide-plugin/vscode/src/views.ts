@@ -20,7 +20,7 @@ function allocationStep(argv: string[]): { job: string; argv: string[] } | undef
   return dashes > 0 && dashes + 1 < argv.length ? { job: argv[1].slice(8), argv: argv.slice(dashes + 1) } : undefined;
 }
 
-// Where a Slurm job stands: "job 12 PENDING (Resources)", "job 12 RUNNING on n1, 58:40 left";
+// Where a Slurm job stands: "job 12 PENDING (Priority, 2 ahead)", "job 12 RUNNING on n1, 58:40 left";
 // a step of an allocation: "allocation 12". Empty for any other run.
 export function slurmWords(r: RunInfo): string {
   const step = allocationStep(r.argv);
@@ -29,7 +29,11 @@ export function slurmWords(r: RunInfo): string {
   const s = r.slurmState;
   if (!s) return `job ${r.slurmJob}`;
   let words = s.state;
-  if (s.state === 'PENDING' && s.reason && s.reason !== 'None') words += ` (${s.reason})`;
+  if (s.state === 'PENDING') {
+    const inside = [s.reason && s.reason !== 'None' ? s.reason : '', typeof s.ahead === 'number' ? `${s.ahead} ahead` : '']
+      .filter(Boolean).join(', ');
+    if (inside) words += ` (${inside})`;
+  }
   if (s.state === 'RUNNING' && s.nodes) words += ` on ${s.nodes}`;
   if (s.state === 'RUNNING' && s.timeLeft && !['UNLIMITED', 'INVALID'].includes(s.timeLeft)) words += `, ${s.timeLeft} left`;
   return `job ${r.slurmJob} ${words}`;

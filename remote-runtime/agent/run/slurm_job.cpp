@@ -92,7 +92,7 @@ struct Relay {
 
 // squeue's view while the job is known to it: state|reason|nodes ("" when it is not).
 std::string queue_view(const std::string& id) {
-  auto out = capture({"squeue", "-h", "-j", id, "-o", "%T|%r|%N|%L"}, 30s);
+  auto out = capture({"squeue", "-h", "-j", id, "-o", "%T|%r|%N|%L|%P"}, 30s);
   if (!out) return "";
   std::string line = out->substr(0, out->find('\n'));
   return line;
@@ -172,9 +172,9 @@ std::optional<int> recorded_exit(const fs::path& file) {
 
 namespace {
 
-// What squeue says, told once per change: "job 12 pending (Resources)", "job 12 running on n1".
-// squeue's "%T|%r|%N|%L" line as a state (empty when it is not one).
-protocol::SlurmJobState state_of(const std::string& view) {
+// squeue's "%T|%r|%N|%L|%P" line as a state (empty when it is not one); while it pends, how many
+// jobs stand before it in its partition's queue (one more squeue).
+protocol::SlurmJobState state_of(const std::string& id, const std::string& view) {
   std::vector<std::string> f;
   for (std::size_t at = 0;;) {
     const auto bar = view.find('|', at);
@@ -182,25 +182,28 @@ protocol::SlurmJobState state_of(const std::string& view) {
     if (bar == std::string::npos) break;
     at = bar + 1;
   }
-  f.resize(4);
-  return {f[0], f[1], f[2], f[3]};
+  f.resize(5);
+  protocol::SlurmJobState s{f[0], f[1], f[2], f[3], -1};
+  if (s.state == "PENDING")
+    if (auto queue = capture(protocol::pending_queue_arguments(f[4]), 30s))
+      s.ahead = protocol::jobs_ahead(*queue, id).value_or(-1);
+  return s;
 }
 
 void record_state(const SlurmRunFiles& files, const protocol::SlurmJobState& state) {
   if (!state.state.empty()) write_json_atomic(files.state, protocol::to_json(state));
 }
 
-// Says on stderr where the job stands when that changed (not the time left, which always does).
-void report_view(const std::string& id, const std::string& view, std::string& last) {
-  const auto s = state_of(view);
-  const std::string seen = s.state + "|" + s.reason + "|" + s.nodes;
-  if (view.empty() || seen == last) return;
-  const std::string &state = s.state, &reason = s.reason, &nodes = s.nodes;
-  if (state == "PENDING" && reason == "None") return;  // not yet looked at by the scheduler
+// Says on stderr where the job stands when that changed (not the time left, which always does):
+// "job 12 pending (Priority), 2 jobs ahead", "job 12 running on n1".
+void report_state(const std::string& id, const protocol::SlurmJobState& s, std::string& last) {
+  const std::string seen = s.state + "|" + s.reason + "|" + s.nodes + "|" + std::to_string(s.ahead);
+  if (s.state.empty() || seen == last) return;
+  if (s.state == "PENDING" && s.reason == "None") return;  // not yet looked at by the scheduler
   last = seen;
-  if (state == "PENDING") say(protocol::slurm_pending_line(id, reason));
-  else if (state == "RUNNING") say(protocol::slurm_running_line(id, nodes));
-  else if (state != "COMPLETING" && state != "CONFIGURING") say("job " + id + " " + state);  // SUSPENDED, REQUEUED ...
+  if (s.state == "PENDING") say(protocol::slurm_pending_line(id, s.reason, s.ahead));
+  else if (s.state == "RUNNING") say(protocol::slurm_running_line(id, s.nodes));
+  else if (s.state != "COMPLETING" && s.state != "CONFIGURING") say("job " + id + " " + s.state);  // SUSPENDED, REQUEUED ...
 }
 
 // Follows the job until it ends: its output relayed, the run's signals forwarded, squeue asked
@@ -219,8 +222,9 @@ JobEnd follow(const SlurmRunFiles& files, const std::string& id, Relay& out, Rel
     if (step_done && !step_done_at) step_done_at = Clock::now();
     if (step_done || Clock::now() >= next_poll) {
       const std::string view = queue_view(id);
-      report_view(id, view, last_view);
-      if (!view.empty()) record_state(files, state_of(view));
+      const auto state = state_of(id, view);
+      report_state(id, state, last_view);
+      record_state(files, state);
       if (view.empty() || step_done)
         if (auto end = job_end(id)) return *end;
       // The program ended but Slurm will not say how the job did (no scontrol or sacct answer):
@@ -256,7 +260,7 @@ int follow_slurm_job(const fs::path& run_dir) {
   out.pump();
   err.pump();
   const auto recorded = recorded_exit(files.exit);
-  if (!end.state.empty()) record_state(files, protocol::SlurmJobState{end.state, "", "", ""});
+  if (!end.state.empty()) record_state(files, protocol::SlurmJobState{end.state, "", "", "", -1});
   if (end.state.empty()) {  // Slurm did not say (see follow): the program's own status
     say("job " + *id + ": Slurm did not say how it ended; the program exited with " + std::to_string(recorded.value_or(1)));
     return recorded.value_or(1);

@@ -4,6 +4,8 @@
 #define BOOST_TEST_MODULE slurm_job
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
+
 #include "protocol/slurm_job.hpp"
 
 using namespace ferry::protocol;
@@ -104,21 +106,41 @@ BOOST_AUTO_TEST_CASE(wait_lines_are_written_and_read_back) {
   BOOST_REQUIRE(running.has_value());
   BOOST_TEST(running->running);
   BOOST_TEST(running->detail == "n[1-2]");
+  auto queued = parse_slurm_wait_line("ferry: " + slurm_pending_line("12", "Priority", 2));
+  BOOST_REQUIRE(queued.has_value());
+  BOOST_TEST(queued->detail == "Priority");
+  BOOST_TEST(queued->ahead == 2);
+  BOOST_TEST(slurm_pending_line("12", "Priority", 1) == "job 12 pending (Priority), 1 job ahead");
+  BOOST_TEST(pending->ahead == -1);
   for (const char* other : {"ferry: job 12 cancelled", "job 12 pending (Resources)", "ferry: job x pending (Resources)",
+                            "ferry: job 12 pending (Resources), soon", "ferry: job 12 pending (Resources), x jobs ahead",
                             "ferry: Slurm job 12 submitted", "ferry: job 12 running on ", ""})
     BOOST_TEST(!parse_slurm_wait_line(other), other);
 }
 
 BOOST_AUTO_TEST_CASE(a_jobs_state_in_words_and_json) {
-  BOOST_TEST(describe_slurm_state({"PENDING", "Resources", "", ""}) == "PENDING (Resources)");
-  BOOST_TEST(describe_slurm_state({"PENDING", "None", "", ""}) == "PENDING");
-  BOOST_TEST(describe_slurm_state({"RUNNING", "None", "n[1-2]", "58:40"}) == "RUNNING on n[1-2], 58:40 left");
-  BOOST_TEST(describe_slurm_state({"RUNNING", "None", "n1", "UNLIMITED"}) == "RUNNING on n1");
-  BOOST_TEST(describe_slurm_state({"TIMEOUT", "", "", ""}) == "TIMEOUT");
-  SlurmJobState s{"RUNNING", "", "n1", "1:00"};
+  BOOST_TEST(describe_slurm_state({"PENDING", "Resources", "", "", -1}) == "PENDING (Resources)");
+  BOOST_TEST(describe_slurm_state({"PENDING", "Priority", "", "", 2}) == "PENDING (Priority, 2 ahead)");
+  BOOST_TEST(describe_slurm_state({"PENDING", "None", "", "", -1}) == "PENDING");
+  BOOST_TEST(describe_slurm_state({"RUNNING", "None", "n[1-2]", "58:40", -1}) == "RUNNING on n[1-2], 58:40 left");
+  BOOST_TEST(describe_slurm_state({"RUNNING", "None", "n1", "UNLIMITED", -1}) == "RUNNING on n1");
+  BOOST_TEST(describe_slurm_state({"TIMEOUT", "", "", "", -1}) == "TIMEOUT");
+  BOOST_TEST(slurm_job_state_from_json(to_json(SlurmJobState{"PENDING", "Priority", "", "", 3}))->ahead == 3);
+  SlurmJobState s{"RUNNING", "", "n1", "1:00", -1};
   auto back = slurm_job_state_from_json(to_json(s));
   BOOST_REQUIRE(back.has_value());
   BOOST_TEST(back->nodes == "n1");
   BOOST_TEST(back->time_left == "1:00");
   BOOST_TEST(!slurm_job_state_from_json(nlohmann::json::object()));
+}
+
+BOOST_AUTO_TEST_CASE(jobs_ahead_in_the_pending_queue) {
+  const auto a = pending_queue_arguments("main");
+  BOOST_TEST((std::find(a.begin(), a.end(), "--sort=-p,i") != a.end()));
+  BOOST_TEST(a.back() == "main");
+  BOOST_TEST(pending_queue_arguments("").back() == "%i");
+  BOOST_TEST(*jobs_ahead("  10\n  11\n  12\n", "12") == 2);
+  BOOST_TEST(*jobs_ahead("12\n", "12") == 0);
+  BOOST_TEST(!jobs_ahead("10\n11\n", "12"));
+  BOOST_TEST(!jobs_ahead("", "12"));
 }

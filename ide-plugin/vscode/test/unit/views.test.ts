@@ -55,6 +55,7 @@ test('a Slurm run shows its job and where it stands; a step of an allocation as 
   const running = { ...pending, slurmState: { state: 'RUNNING', nodes: 'n1', timeLeft: '58:40' } };
   assert.equal(slurmWords(running), 'job 12 RUNNING on n1, 58:40 left');
   assert.equal(slurmWords({ ...pending, slurmState: { state: 'TIMEOUT' } }), 'job 12 TIMEOUT');
+  assert.equal(slurmWords({ ...pending, slurmState: { state: 'PENDING', reason: 'Priority', ahead: 2 } }), 'job 12 PENDING (Priority, 2 ahead)');
   assert.equal(slurmWords({ ...pending, slurmState: undefined }), 'job 12');
   const step = { ...base, state: 'running' as const,
     argv: ['srun', '--jobid=7', '--overlap', '--nodes=1', '--ntasks=1', '--unbuffered', '--', '/usr/bin/python3', '-u', 'where.py'] };
