@@ -78,4 +78,10 @@ class SocketPump {
   std::thread writer_;
 };
 
+#ifndef _WIN32
+// A connected POSIX socket's calls (recv and send retrying EINTR, no SIGPIPE, shutdown): what the
+// agent and the POSIX helper give their pumps. The caller keeps the descriptor and closes it.
+SocketPump::Socket fd_socket_calls(int fd);
+#endif
+
 }  // namespace ferry

@@ -90,27 +90,6 @@ std::expected<std::pair<posix::UniqueFd, int>, std::string> listen_on(const std:
   return std::pair{std::move(fd), got};
 }
 
-SocketPump::Socket socket_calls(int fd) {
-  return SocketPump::Socket{
-      [fd](std::uint8_t* b, std::size_t n) -> std::ptrdiff_t {
-        for (;;) {
-          auto r = ::recv(fd, b, n, 0);
-          if (r >= 0 || errno != EINTR) return r;
-        }
-      },
-      [fd](std::span<const std::uint8_t> s) {
-        while (!s.empty()) {
-          auto r = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-          if (r < 0 && errno == EINTR) continue;
-          if (r <= 0) return false;
-          s = s.subspan(static_cast<std::size_t>(r));
-        }
-        return true;
-      },
-      [fd] { ::shutdown(fd, SHUT_WR); },
-      [fd] { ::shutdown(fd, SHUT_RDWR); }};
-}
-
 }  // namespace
 
 struct TcpRelayMethods::Conn {
@@ -154,7 +133,7 @@ std::int64_t TcpRelayMethods::adopt(int raw_fd) {
       }};
   // Nothing is read before the helper's first tcp/ack: the connection's id reaches it in a reply
   // or a tcp/accepted, which data sent now could overtake.
-  conn->pump = std::make_unique<SocketPump>(socket_calls(conn->fd.get()), std::move(peer), /*granted=*/false);
+  conn->pump = std::make_unique<SocketPump>(fd_socket_calls(conn->fd.get()), std::move(peer), /*granted=*/false);
   {
     std::lock_guard lk(mutex_);
     conns_[id] = conn;

@@ -22,8 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tests/integration/slurm_fixture.hpp"
-#include "tests/integration/sshd_fixture.hpp"
+#include "tests/integration/slurm_project.hpp"
 #include "tests/support/breakpoint_scenario.hpp"
 #include "tests/support/ferry_process.hpp"
 #include "tests/support/loopback_port.hpp"
@@ -42,24 +41,9 @@ struct Ferry : ferry::test::FerryProcess {
   Ferry(const fs::path& cwd, const std::vector<std::string>& args) : FerryProcess(FERRY_BIN, cwd, args) {}
 };
 
-// A cluster, its login node, and a project whose ferry.json names both.
-struct Cluster {
-  ferry::test::SlurmCluster slurm;
-  ferry::test::SshdFixture login;
-  ferry::test::TempDir project{"ferry-slurm-alloc"};
-  Cluster() {
-    login.trust_host_key();
-    write_file(project / "ferry.json", nlohmann::json{{"name", "allocproj"},
-                                                      {"host", login.alias()},
-                                                      {"sshConfig", login.ssh_config().string()},
-                                                      {"interpreter", "/usr/bin/python3 -u"},
-                                                      {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}},
-                                                      {"env", {{"SLURM_CONF", slurm.conf().string()}}},
-                                                      {"slurm", {{"partition", "main"}, {"time", "10"}}}}
-                                           .dump(2));
-  }
-  // The names of job `id`'s steps that Slurm lists now.
-  std::string steps(const std::string& id) const { return slurm.run("squeue -h --steps --jobs " + id + " -o %j").out; }
+// A cluster, its login node, and a project whose ferry.json names both (jobs of 10 minutes).
+struct Cluster : ferry::test::SlurmProject {
+  Cluster() : SlurmProject("allocproj", {{"partition", "main"}, {"time", "10"}}) {}
 };
 
 std::string job_id_in(const std::string& text) {

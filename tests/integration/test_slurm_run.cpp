@@ -27,8 +27,7 @@
 #ifdef FERRY_TRAIN_BIN
 #include "tests/integration/checkpoint_tensors.hpp"
 #endif
-#include "tests/integration/slurm_fixture.hpp"
-#include "tests/integration/sshd_fixture.hpp"
+#include "tests/integration/slurm_project.hpp"
 #include "tests/support/ferry_process.hpp"
 #include "tests/support/loopback_port.hpp"
 #include "tests/support/serve_client.hpp"
@@ -47,22 +46,8 @@ struct Ferry : ferry::test::FerryProcess {
 };
 
 // A cluster, its login node, and a project whose ferry.json names both.
-struct Cluster {
-  ferry::test::SlurmCluster slurm;
-  ferry::test::SshdFixture login;
-  ferry::test::TempDir project{"ferry-slurm-project"};
-  Cluster() {
-    login.trust_host_key();
-    write_file(project / "ferry.json",
-               nlohmann::json{{"name", "slurmproj"},
-                              {"host", login.alias()},
-                              {"sshConfig", login.ssh_config().string()},
-                              {"interpreter", "/usr/bin/python3 -u"},
-                              {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}},
-                              {"env", {{"SLURM_CONF", slurm.conf().string()}}},
-                              {"slurm", {{"partition", "main"}}}}
-                   .dump(2));
-  }
+struct Cluster : ferry::test::SlurmProject {
+  Cluster() : SlurmProject("slurmproj", {{"partition", "main"}}) {}
 };
 
 // The job id in "ferry: Slurm job 12 submitted".

@@ -4,7 +4,6 @@
 #include "helper/remote/agent_tunnel.hpp"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,54 +16,12 @@
 
 #include "common/socket_pump.hpp"
 #include "common/unique_fd.hpp"
+#include "helper/remote/tcp_relay.hpp"
 #include "protocol/messages_tcp.hpp"
 
 namespace ferry::remote {
 
 namespace method = protocol::method;
-
-namespace {
-
-// This machine's host:port (a reverse tunnel's target), or -1.
-int connect_here(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
-  int fd = -1;
-  for (auto* a = res; a; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    ::close(fd);
-    fd = -1;
-  }
-  ::freeaddrinfo(res);
-  return fd;
-}
-
-SocketPump::Socket socket_calls(int fd) {
-  return SocketPump::Socket{
-      [fd](std::uint8_t* b, std::size_t n) -> std::ptrdiff_t {
-        for (;;) {
-          auto got = ::recv(fd, b, n, 0);
-          if (got >= 0 || errno != EINTR) return got;
-        }
-      },
-      [fd](std::span<const std::uint8_t> s) {
-        while (!s.empty()) {
-          auto w = ::send(fd, s.data(), s.size(), MSG_NOSIGNAL);
-          if (w < 0 && errno == EINTR) continue;
-          if (w <= 0) return false;
-          s = s.subspan(static_cast<std::size_t>(w));
-        }
-        return true;
-      },
-      [fd] { ::shutdown(fd, SHUT_WR); },
-      [fd] { ::shutdown(fd, SHUT_RDWR); }};
-}
-
-}  // namespace
 
 struct AgentTunnel::Conn {
   posix::UniqueFd fd;
@@ -207,7 +164,7 @@ void AgentTunnel::serve(int client) {
 
 // A reverse tunnel's connection, accepted by the agent: connect here, then the pump starts.
 void AgentTunnel::serve_accepted(std::int64_t id) {
-  const int fd = connect_here(host_, target_port_);
+  const int fd = connect_tcp(host_, target_port_);
   if (fd < 0) {
     spdlog::warn("reverse tunnel -> {}:{}: nothing listens here", host_, target_port_);
     (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));  // the node's client sees it closed
@@ -240,7 +197,7 @@ void AgentTunnel::start_pump(int fd, std::int64_t id) {
           conns_.erase(it);
         }
       }};
-  conn->pump = std::make_unique<SocketPump>(socket_calls(fd), std::move(peer));
+  conn->pump = std::make_unique<SocketPump>(fd_socket_calls(fd), std::move(peer));
   {
     std::lock_guard lk(mutex_);
     conns_[id] = conn;

@@ -15,23 +15,6 @@
 namespace ferry::remote {
 namespace {
 
-int connect_to(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
-  int fd = -1;
-  for (auto* a = res; a; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    ::close(fd);
-    fd = -1;
-  }
-  ::freeaddrinfo(res);
-  return fd;
-}
-
 // Copies from -> to until EOF (then half-closes `to`) or an error (then shuts both).
 void copy(int from, int to) {
   std::vector<char> buf(256 << 10);
@@ -59,6 +42,23 @@ void copy(int from, int to) {
 }
 
 }  // namespace
+
+int connect_tcp(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
+  int fd = -1;
+  for (auto* a = res; a; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    ::close(fd);
+    fd = -1;
+  }
+  ::freeaddrinfo(res);
+  return fd;
+}
 
 TcpRelay::TcpRelay(LoopbackListener listener, std::string target_host, int target_port)
     : listener_(std::move(listener)), target_host_(std::move(target_host)), target_port_(target_port) {
@@ -103,7 +103,7 @@ void TcpRelay::accept_loop() {
 }
 
 void TcpRelay::serve(int client) {
-  int target = connect_to(target_host_, target_port_);
+  int target = connect_tcp(target_host_, target_port_);
   if (target < 0) {
     spdlog::warn("tunnel: cannot connect to {}:{}", target_host_, target_port_);
     ::close(client);
