@@ -135,7 +135,19 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
   for (const auto& line : lines) std::cout << line << std::endl;
   std::cerr << "ferry: forwarding; Ctrl-C to stop\n";
   platform::Wakeup* stop_wakeup[] = {&stop.wakeup()};
-  platform::wait_any(stop_wakeup);
+  if (!job) {
+    platform::wait_any(stop_wakeup);
+  } else {
+    // The allocation can end under the tunnels (its time limit, a release): then they are gone.
+    while (platform::wait_any(stop_wakeup, std::chrono::seconds(1)) < 0) {
+      if (job->connected()) continue;
+      std::cerr << "ferry tunnel: the agent in Slurm job " << job->target().job_id
+                << " is gone (the allocation ended or was released); tunnels closed\n";
+      job->close();
+      e.close();
+      return exit_status::kFailed;
+    }
+  }
   std::cerr << "ferry: closing tunnels\n";
   if (job) job->close();
   e.close();

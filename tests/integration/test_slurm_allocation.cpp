@@ -123,9 +123,14 @@ BOOST_AUTO_TEST_CASE(an_allocation_holds_a_node_that_tunnels_reach_through_an_ag
   // The agent's step ends with the tunnel: nothing of ferry's is left in the job.
   BOOST_TEST(ferry::test::eventually([&] { return c.steps(id).find("ferry-agent") == std::string::npos; }, 30s), c.steps(id));
 
+  // A tunnel open when the allocation goes says so and ends, rather than forwarding to nothing.
+  Ferry again(c.project.path(), {"tunnel", "0:127.0.0.1:" + std::to_string(port)});
+  BOOST_REQUIRE_MESSAGE(again.wait_out("\n", 90s), again.out() + again.err());
   Ferry release(c.project.path(), {"alloc", "--release"});
   BOOST_TEST(release.wait(60s) == 0, release.err());
   BOOST_TEST(release.err().find("released allocation " + id) != std::string::npos, release.err());
+  BOOST_TEST(again.wait(60s) == 1, again.err());
+  BOOST_TEST(again.err().find("is gone (the allocation ended or was released); tunnels closed") != std::string::npos, again.err());
   BOOST_TEST(c.slurm.wait_job(id, 60s).final());
   Ferry none(c.project.path(), {"alloc", "--status"});
   BOOST_TEST(none.wait(60s) == 1, none.out() + none.err());
