@@ -31,7 +31,9 @@ std::expected<Message, InvalidMessage> parse_message(json&& j) {
   if (method_it != j.end()) {
     if (!method_it->is_string()) return invalid(id, "\"method\" must be a string");
     json params = nullptr;
-    if (auto p = j.find("params"); p != j.end()) {
+    // A null "params" is taken as none: eglot 1.9 sends one with shutdown and exit, and refusing
+    // it left ferry serve killed without its shutdown.
+    if (auto p = j.find("params"); p != j.end() && !p->is_null()) {
       if (!p->is_object() && !p->is_array()) return invalid(id, "\"params\" must be an object or an array");
       params = std::move(*p);
     }

@@ -29,6 +29,17 @@ BOOST_AUTO_TEST_CASE(rejects_invalid_shapes_keeping_the_id) {
   BOOST_TEST(!parse_message(json::parse(R"({"jsonrpc":"2.0","id":1,"result":1,"error":{}})")).has_value());
 }
 
+// eglot 1.9 sends `"params": null` with shutdown and exit: taken as no params, not refused.
+BOOST_AUTO_TEST_CASE(null_params_are_no_params) {
+  auto shutdown = parse_message(json::parse(R"({"jsonrpc":"2.0","id":4,"method":"shutdown","params":null})"));
+  BOOST_REQUIRE(shutdown.has_value());
+  BOOST_REQUIRE(std::holds_alternative<Request>(*shutdown));
+  BOOST_TEST(std::get<Request>(*shutdown).params.is_null());
+  auto exit = parse_message(json::parse(R"({"jsonrpc":"2.0","method":"exit","params":null})"));
+  BOOST_REQUIRE(exit.has_value());
+  BOOST_TEST(std::holds_alternative<Notification>(*exit));
+}
+
 BOOST_AUTO_TEST_CASE(round_trips_through_json) {
   Request q{json(1), "m", json{{"a", 1}}};
   auto back = parse_message(to_json(q));
