@@ -26,7 +26,7 @@ BUILD_PACKAGES=(
 PACKAGES=(
   "${BUILD_PACKAGES[@]}"
   openssl libgloo-dev python3-torch python3-numpy python3-jsonschema
-  openssh-server openssh-client rsync python3-debugpy neovim
+  openssh-server openssh-client rsync python3-debugpy neovim emacs-nox elpa-eglot
   python3-jedi python3-pylsp python3-venv
   clang-19 libclang-rt-19-dev
   # scripts/check_libcxx.sh: the engine's core with libc++, macOS's standard library

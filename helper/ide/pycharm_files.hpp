@@ -40,7 +40,7 @@ std::string watcher_name(std::string_view extension);
 std::string watcher_task_element(const IdeInputs& in, std::string_view extension, bool enabled = true);
 XmlMergeRequest watcher_tasks_merge(const IdeInputs& in, std::string_view existing = {});
 
-// LSP4IJ's "Import from custom template..." takes this directory; template.json is the server.
+// LSP4IJ's "Import template..." (0.14.0 and later) takes this directory; template.json is the server.
 inline constexpr const char* kLsp4ijTemplateDir = ".ferry/lsp4ij/ferry";
 std::string lsp4ij_template_json(const IdeInputs& in);
 

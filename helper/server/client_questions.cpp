@@ -65,6 +65,10 @@ void ClientQuestions::show(MessageType type, const std::string& message) {
   client_.notify("window/showMessage", json{{"type", static_cast<int>(type)}, {"message", message}});
 }
 
+void ClientQuestions::log(MessageType type, const std::string& message) {
+  client_.notify("window/logMessage", json{{"type", static_cast<int>(type)}, {"message", message}});
+}
+
 std::expected<bool, p::ResponseError> ClientQuestions::confirm_host_key(const std::string& host, const std::string& key_type,
                                                                    const std::string& fingerprint,
                                                                    const p::CancellationToken& cancel) {

@@ -59,6 +59,8 @@ class ClientQuestions {
                                     const protocol::CancellationToken& cancel);
   // window/showMessage.
   void show(MessageType type, const std::string& message);
+  // window/logMessage: the editor's log, no pop-up.
+  void log(MessageType type, const std::string& message);
 
  private:
   protocol::OutgoingRequests& client_;

@@ -10,8 +10,9 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/server/code_lens.hpp"
-#include "helper/server/lsp_params.hpp"
 #include "helper/server/document_diagnostics.hpp"
+#include "helper/server/lsp_params.hpp"
+#include "helper/server/offered_folders.hpp"
 #include "helper/server/server_state.hpp"
 #include "protocol/file_uri.hpp"
 #include "protocol/messages_lsp.hpp"
@@ -166,17 +167,29 @@ void bind_lsp_methods(p::BindingTable& table, ServerState& state) {
 
 namespace {
 
-// Asks to create a ferry.json in a workspace folder that has none (nor any parent).
+// Asks to create a ferry.json in a workspace folder that has none (nor any parent), once per
+// folder whatever the answer (offered_folders.hpp); after that the folder costs nothing: a line in
+// the log, no question, no link, no file.
 void offer_project_file(ServerState& s) {
   if (s.options.project_dir) return;
+  OfferedFolders offered;
   for (const auto& folder : s.workspace.folders()) {
     if (deploy::find_project_file(folder)) continue;
+    const std::string idle = "ferry: no ferry.json in " + folder.string() + ": ferry stays idle here (`ferry init` makes one)";
+    if (offered.offered(folder) || !offered.remember(folder)) {
+      s.questions.log(MessageType::info, idle);
+      continue;
+    }
     const std::string create = "Create ferry.json";
     auto choice = s.questions.choose(MessageType::info,
                                      "ferry: no ferry.json in " + folder.string() +
-                                         ". Create one for the local host (set \"host\" to your GPU box later)?",
-                                     {create, "Not now"}, {});
-    if (!choice || *choice != create) continue;
+                                         ". Create one for the local host (set \"host\" to your GPU box later)? "
+                                         "Asked once for this folder; `ferry init` makes one any time.",
+                                     {create, "No"}, {});
+    if (!choice || *choice != create) {
+      s.questions.log(MessageType::info, idle);
+      continue;
+    }
     const fs::path file = folder / deploy::kProjectFileName;
     std::error_code ec;
     if (fs::exists(file, ec)) continue;  // made meanwhile (by the person, or `ferry init`)

@@ -221,6 +221,29 @@ BOOST_AUTO_TEST_CASE(a_workspace_without_ferry_json_is_offered_one) {
   BOOST_TEST(loaded.contains("result"), loaded.dump());
 }
 
+// LSP4IJ starts ferry serve in every project with a .py file: a folder without ferry.json is asked
+// once, whatever the answer, and every later open costs nothing: a line in the log, no question,
+// nothing written in the folder.
+BOOST_AUTO_TEST_CASE(a_folder_without_ferry_json_is_asked_once) {
+  ferry::test::TempDir dir("ferry-lsp-declined");
+  auto idle = [&](const json& n) {
+    return n["method"] == "window/logMessage" &&
+           n["params"]["message"].get<std::string>().find("no ferry.json in " + dir.path().string() + ": ferry stays idle") !=
+               std::string::npos;
+  };
+  {
+    ServeClient c(dir.path(), plain_capabilities(), path_to_file_uri(dir.path().string()));
+    BOOST_REQUIRE(c.wait_notification(idle, 10s, editor(true, "No")));
+    const json* asked = request_named(c, "window/showMessageRequest");
+    BOOST_REQUIRE(asked);
+    BOOST_TEST((*asked)["params"]["message"].get<std::string>().find("Asked once for this folder") != std::string::npos);
+  }
+  ServeClient again(dir.path(), plain_capabilities(), path_to_file_uri(dir.path().string()));
+  BOOST_REQUIRE(again.wait_notification(idle, 10s, editor(true, "Create ferry.json")));
+  BOOST_TEST(request_named(again, "window/showMessageRequest") == nullptr);
+  BOOST_TEST(fs::is_empty(dir.path()));  // no ferry.json, no .ferry: the answer lives in the user's config
+}
+
 BOOST_AUTO_TEST_CASE(a_launch_entry_runs_from_its_lens_with_its_args_env_and_cwd) {
   Project p("lens-launch");
   ferry::test::write_file(p.dir / "tools" / "show.py",
