@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 namespace ferry::net {
@@ -47,6 +48,16 @@ NativeSocket listen_loopback(bool v6, int port, int& error);
 int socket_local_port(NativeSocket s);
 // "pid 1234 (python3)" for the process listening on a TCP port here, or "" if unknown.
 std::string port_holder(int port);
+// The next connection on a listening socket (blocking), not inherited; kNoSocket on an error.
+NativeSocket socket_accept(NativeSocket listener);
+// A blocking TCP connection to host:port (the name resolved here, each address tried), not
+// inherited; kNoSocket when none answers.
+NativeSocket connect_tcp(const std::string& host, int port);
+// Small writes leave at once (TCP_NODELAY): a relayed keystroke or request does not wait for more.
+void socket_no_delay(NativeSocket s);
+// Blocks until one of `sockets` has something to read (a listener: a connection to accept), the
+// peer hung up, or it failed: the index of the first such, or -1 when the wait itself failed.
+int wait_readable(std::span<const NativeSocket> sockets);
 // Two connected stream sockets (a Unix socket pair; on Windows two ends of a loopback TCP
 // connection). 0, or an errno value.
 int socket_pair(NativeSocket (&ends)[2]);

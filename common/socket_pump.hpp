@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/socket_calls.hpp"
+
 namespace ferry {
 
 inline constexpr std::size_t kPumpChunk = 64 << 10;
@@ -78,10 +80,9 @@ class SocketPump {
   std::thread writer_;
 };
 
-#ifndef _WIN32
-// A connected POSIX socket's calls (recv and send retrying EINTR, no SIGPIPE, shutdown): what the
-// agent and the POSIX helper give their pumps. The caller keeps the descriptor and closes it.
-SocketPump::Socket fd_socket_calls(int fd);
-#endif
+// A connected socket's calls (recv and send retrying EINTR, no SIGPIPE, shutdown): what the agent
+// and the helper give their pumps (common/posix/, common/windows/). The caller keeps the socket
+// and closes it.
+SocketPump::Socket native_socket_calls(net::NativeSocket s);
 
 }  // namespace ferry

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 
 namespace ferry::protocol {
 
@@ -73,9 +74,14 @@ std::optional<DecodeError> from_json(const json& j, SlurmJobsResult& out, const 
   return r.error();
 }
 
-std::string allocation_job_name(std::string_view project_name) {
+std::string allocation_job_name(std::string_view project_name, std::string_view remote_root) {
   std::string name = "ferry-alloc-";
   for (char c : project_name) name += (c == ' ' || c == ',' || c == '\n' || c == '\t' || c == '|') ? '_' : c;
+  std::uint32_t h = 2166136261u;  // FNV-1a: short, stable across builds and platforms
+  for (char c : remote_root) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  static constexpr char kHex[] = "0123456789abcdef";
+  name += '-';
+  for (int shift = 28; shift >= 0; shift -= 4) name += kHex[(h >> shift) & 0xf];
   return name;
 }
 

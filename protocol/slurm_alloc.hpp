@@ -63,8 +63,11 @@ struct SlurmJobsResult {
 nlohmann::json to_json(const SlurmJobsResult& r);
 std::optional<DecodeError> from_json(const nlohmann::json& j, SlurmJobsResult& out, const std::string& ptr = "");
 
-// "ferry-alloc-<project name>", with what Slurm's job names do not take (spaces, commas) as '_'.
-std::string allocation_job_name(std::string_view project_name);
+// "ferry-alloc-<project name>-<8 hex digits>", with what Slurm's job names do not take (spaces,
+// commas) as '_'; the digits are a hash of the project's remote root (its first mapping's, as
+// ferry.json writes it), so that two projects of the same name, synced to two places on the
+// cluster, hold allocations of their own, while every checkout of one project finds the same.
+std::string allocation_job_name(std::string_view project_name, std::string_view remote_root);
 
 // sbatch's arguments for an allocation (its script is hold_script): its output goes nowhere.
 std::vector<std::string> allocation_sbatch_arguments(const SlurmJobOptions& o, const std::string& job_name, const std::string& cwd);

@@ -5,6 +5,7 @@
 // process; the ratios compare those. A last row runs the same forward inside this process (what
 // `ferry serve` does), for reference. Payloads are generated in memory. Measured in interleaved
 // rounds (FERRY_BENCH_ROUNDS); ratios are the median of the rounds' ratios, with their range.
+// `bench_tunnel MIB ECHOES slurm` measures a Slurm compute node's tunnels instead (slurm_bench).
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -23,7 +24,12 @@
 #include <vector>
 
 #include "helper/remote/ssh_endpoint.hpp"
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/endpoint_options.hpp"
+#include "tests/integration/slurm_fixture.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/temp_dir.hpp"
 #include "tests/support/tcp_peers.hpp"
 
 using namespace ferry;
@@ -218,31 +224,38 @@ struct SshForward {
   }
 };
 
-// `ferry tunnel 0:127.0.0.1:TARGET` as a user runs it, in its own process like ssh -L; the chosen
-// port comes from its first stdout line ("127.0.0.1:PORT → remote ..."). Killed at scope end.
+// In a forked child: becomes `ferry ARGS...` (args[0] is FERRY_BIN) in `cwd`, with this build's agent.
+[[noreturn]] void exec_ferry(const std::filesystem::path& cwd, std::vector<std::string>& args) {
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+  if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv(FERRY_BIN, argv.data());
+  ::_exit(127);
+}
+
+// `ferry ARGS...` (a `ferry tunnel` as a user runs it) in `cwd`, in its own process like ssh -L; the
+// chosen port comes from its first stdout line ("127.0.0.1:PORT → remote ..."). Killed at scope end.
 struct FerryTunnel {
   pid_t pid = -1;
   int port = 0;
-  FerryTunnel(const SshdFixture& f, int target) {
+  FerryTunnel(const std::filesystem::path& cwd, std::vector<std::string> args) {
     int out[2];
     if (::pipe(out) != 0) throw std::runtime_error("pipe failed");
-    std::string spec = "0:127.0.0.1:" + std::to_string(target);
+    args.insert(args.begin(), FERRY_BIN);
     pid = ::fork();
     if (pid == 0) {
       ::signal(SIGINT, SIG_DFL);  // a bench started in the background inherits SIGINT ignored; the destructor sends it
       ::dup2(out[1], 1);
       ::close(out[0]);
-      ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
-      if (::chdir(f.dir().c_str()) != 0) ::_exit(126);  // no ferry.json above
-      ::execl(FERRY_BIN, FERRY_BIN, "-F", f.ssh_config().c_str(), "tunnel", "--host", f.alias().c_str(), spec.c_str(),
-              static_cast<char*>(nullptr));
-      ::_exit(127);
+      exec_ferry(cwd, args);
     }
     ::close(out[1]);
     std::string line;
     char c = 0;
     pollfd p{out[0], POLLIN, 0};
-    auto deadline = Clock::now() + 30s;
+    auto deadline = Clock::now() + 90s;
     while (Clock::now() < deadline && (line.empty() || line.back() != '\n')) {
       if (::poll(&p, 1, 1000) <= 0) continue;
       if (::read(out[0], &c, 1) != 1) break;
@@ -254,77 +267,33 @@ struct FerryTunnel {
       throw std::runtime_error("ferry tunnel did not start: " + line);
     port = std::stoi(line.substr(colon + 1, space - colon - 1));
   }
+  // `ferry tunnel --host` to the fixture's sshd, from a folder with no ferry.json above.
+  FerryTunnel(const SshdFixture& f, int target)
+      : FerryTunnel(f.dir(), {"-F", f.ssh_config().string(), "tunnel", "--host", f.alias(), "0:127.0.0.1:" + std::to_string(target)}) {}
   ~FerryTunnel() {
     ::kill(pid, SIGINT);  // Ctrl-C: closes the tunnel and exits
     ::waitpid(pid, nullptr, 0);
   }
 };
 
-}  // namespace
+// One forwarding path under measurement: its local ports to the discard, source and echo servers.
+struct Path {
+  std::string name;
+  int up = 0, down = 0, echo = 0;
+  pid_t up_pid = 0, down_pid = 0;  // the forwarding processes (none for the in-process path)
+  std::vector<double> up1, up8, down1, down8, rtt;
+  double cpu[4] = {0, 0, 0, 0};  // CPU seconds the forwarding process spent on up1, up8, down1, down8
+};
 
-int main(int argc, char** argv) {
-  std::uint64_t mib = argc > 1 ? std::stoull(argv[1]) : 256;
-  int echoes = argc > 2 ? std::stoi(argv[2]) : 1000;
-  std::uint64_t bytes = mib << 20;
-  SshdFixture sshd;
-  sshd.trust_host_key();
-  BenchServer discard(BenchServer::Kind::kDiscard), source(BenchServer::Kind::kSource), echo(BenchServer::Kind::kEcho);
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
 
-  remote::SshEndpointOptions o;
-  o.host = sshd.alias();
-  o.ssh_config = sshd.ssh_config().string();
-  o.remote_root = "~/project";
-  o.agent_binary = FERRY_AGENT_PATH;
-  o.session.agent_socket = "";
-  o.on_state = [](const remote::HostState&) {};
-  remote::SshEndpoint e(o);
-  if (auto info = e.connect(30s); !info) {
-    std::cerr << "connect: " << info.error().message << "\n";
-    return 1;
-  }
-  auto open = [&](int target) {
-    remote::ForwardSpec s;
-    s.remote_host = "127.0.0.1";
-    s.remote_port = target;
-    auto f = e.open_forward(s);
-    if (!f) throw std::runtime_error(f.error().message);
-    return f->bound_port;
-  };
-  // Every path is open at once and measured in rounds, each round taking each metric on every
-  // path back to back, in a rotated order: the paths share whatever state the machine is in
-  // (a 2-core VM drifts by tens of percent over a minute), so the ratios compare like with like.
-  struct Path {
-    std::string name;
-    int up = 0, down = 0, echo = 0;
-    pid_t up_pid = 0, down_pid = 0;  // the forwarding processes (none for the in-process path)
-    std::vector<double> up1, up8, down1, down8, rtt;
-    double cpu[4] = {0, 0, 0, 0};  // CPU seconds the forwarding process spent on up1, up8, down1, down8
-  };
-  std::vector<Path> paths;
-  auto add = [&](std::string name, int up, int down, int echo_port, pid_t up_pid = 0, pid_t down_pid = 0) {
-    Path p;
-    p.name = std::move(name), p.up = up, p.down = down, p.echo = echo_port, p.up_pid = up_pid, p.down_pid = down_pid;
-    paths.push_back(std::move(p));
-  };
-  FerryTunnel fa(sshd, discard.port()), fb(sshd, source.port()), fc(sshd, echo.port());
-  add("ferry tunnel", fa.port, fb.port, fc.port, fa.pid, fb.pid);
-  // On a short link `ferry tunnel` announces its tunnels once its OpenSSH master is up, so every
-  // connection measured goes through it; FERRY_OPENSSH_TUNNELS=0 in the environment keeps them on
-  // libssh2 for comparison.
-  const char* forced = std::getenv("FERRY_OPENSSH_TUNNELS");
-  if (!forced || std::string(forced) != "0")
-    std::fprintf(stderr, "OpenSSH tunnel masters listening: %d of 3\n", tunnel_masters_listening());
-  SshForward da(sshd, discard.port(), {}), db(sshd, source.port(), {}), dc(sshd, echo.port(), {});
-  add("ssh -L (default cipher)", da.port, db.port, dc.port, da.pid, db.pid);
-  const std::vector<std::string> ctr{"-c", "aes128-ctr", "-m", "hmac-sha2-256"};
-  SshForward ca(sshd, discard.port(), ctr), cb(sshd, source.port(), ctr), cc(sshd, echo.port(), ctr);
-  add("ssh -L -c aes128-ctr -m hmac-sha2-256", ca.port, cb.port, cc.port, ca.pid, cb.pid);
-  // The same forwards inside this process (SshEndpoint::open_forward, what `ferry serve` runs),
-  // sharing its cores with the clients and servers: shown, not used for the ratios.
-  add("ferry forward in the bench process", open(discard.port()), open(source.port()), open(echo.port()));
-  const int rounds = std::getenv("FERRY_BENCH_ROUNDS") ? std::max(1, std::atoi(std::getenv("FERRY_BENCH_ROUNDS"))) : 3;
-  const std::uint64_t per_round = std::max<std::uint64_t>(bytes / static_cast<std::uint64_t>(rounds), 1u << 20);
-  const int echoes_per_round = std::max(1, echoes / rounds);
+// Every path is open at once and measured in rounds, each round taking each metric on every path
+// back to back, in a rotated order: the paths share whatever state the machine is in (a 2-core VM
+// drifts by tens of percent over a minute), so the ratios compare like with like.
+void measure(std::vector<Path>& paths, std::uint64_t per_round, int echoes_per_round, int rounds) {
   for (int round = 0; round < rounds; ++round) {
     std::vector<std::size_t> order(paths.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = (i + static_cast<std::size_t>(round)) % paths.size();
@@ -342,10 +311,11 @@ int main(int argc, char** argv) {
     for (std::size_t i : order) paths[i].rtt.push_back(latency_us(paths[i].echo, echoes_per_round));
     std::fprintf(stderr, "round %d of %d done\n", round + 1, rounds);
   }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
+}
+
+// The tables: every path's medians, paths[0]'s ratios against paths 1 .. compared-1, and the
+// forwarding processes' CPU per GB for those.
+void print_results(const std::vector<Path>& paths, std::size_t compared, std::uint64_t per_round, int echoes_per_round, int rounds) {
   std::printf("%d rounds of %llu MiB per stream and %d echoes per path, medians\n\n", rounds,
               static_cast<unsigned long long>(per_round >> 20), echoes_per_round);
   std::printf("| path | upload 1 stream MB/s | upload 8 streams MB/s | download 1 stream MB/s | download 8 streams MB/s | echo RTT median us |\n");
@@ -353,8 +323,8 @@ int main(int argc, char** argv) {
   for (const auto& p : paths)
     std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.1f |\n", p.name.c_str(), median(p.up1), median(p.up8), median(p.down1),
                 median(p.down8), median(p.rtt));
-  std::printf("\nratios ferry / ssh, median of the rounds' ratios (lowest-highest) (throughput: higher is better, target >= 0.8;"
-              " latency: lower is better, target <= 1.2)\n\n");
+  std::printf("\nratios %s / each, median of the rounds' ratios (lowest-highest) (throughput: higher is better, target >= 0.8;"
+              " latency: lower is better, target <= 1.2)\n\n", paths[0].name.c_str());
   std::printf("| vs | upload 1 | upload 8 | download 1 | download 8 | latency |\n|---|---|---|---|---|---|\n");
   auto ratio = [&](const std::vector<double>& ours, const std::vector<double>& theirs) {
     std::vector<double> r;
@@ -364,7 +334,7 @@ int main(int argc, char** argv) {
     std::snprintf(out, sizeof out, "%.2f (%.2f-%.2f)", median(r), *lo, *hi);
     return std::string(out);
   };
-  for (std::size_t i = 1; i + 1 < paths.size(); ++i)
+  for (std::size_t i = 1; i < compared; ++i)
     std::printf("| %s | %s | %s | %s | %s | %s |\n", paths[i].name.c_str(), ratio(paths[0].up1, paths[i].up1).c_str(),
                 ratio(paths[0].up8, paths[i].up8).c_str(), ratio(paths[0].down1, paths[i].down1).c_str(),
                 ratio(paths[0].down8, paths[i].down8).c_str(), ratio(paths[0].rtt, paths[i].rtt).c_str());
@@ -373,9 +343,120 @@ int main(int argc, char** argv) {
   std::printf("\nCPU of the forwarding process and its children per GB moved (s; /proc/PID/stat, all rounds)\n\n");
   std::printf("| path | upload 1 | upload 8 | download 1 | download 8 |\n|---|---|---|---|---|\n");
   const double gb_one = static_cast<double>(per_round) * rounds / 1e9;
-  for (std::size_t i = 0; i + 1 < paths.size(); ++i)
+  for (std::size_t i = 0; i < compared; ++i)
     std::printf("| %s | %.2f | %.2f | %.2f | %.2f |\n", paths[i].name.c_str(), paths[i].cpu[0] / gb_one,
                 paths[i].cpu[1] / (8 * gb_one), paths[i].cpu[2] / gb_one, paths[i].cpu[3] / (8 * gb_one));
+}
+
+struct Rounds {
+  std::uint64_t per_round;
+  int echoes;
+  int rounds;
+};
+
+Rounds rounds_for(std::uint64_t bytes, int echoes) {
+  const int rounds = std::getenv("FERRY_BENCH_ROUNDS") ? std::max(1, std::atoi(std::getenv("FERRY_BENCH_ROUNDS"))) : 3;
+  return {std::max<std::uint64_t>(bytes / static_cast<std::uint64_t>(rounds), 1u << 20), std::max(1, echoes / rounds), rounds};
+}
+
+// ferry tunnel (its own process, and in this process) against ssh -L on one loopback sshd.
+int ssh_bench(std::uint64_t bytes, int echoes) {
+  SshdFixture sshd;
+  sshd.trust_host_key();
+  BenchServer discard(BenchServer::Kind::kDiscard), source(BenchServer::Kind::kSource), echo(BenchServer::Kind::kEcho);
+
+  remote::SshEndpoint e(endpoint_options_for(sshd));
+  if (auto info = e.connect(30s); !info) {
+    std::cerr << "connect: " << info.error().message << "\n";
+    return 1;
+  }
+  auto open = [&](int target) {
+    remote::ForwardSpec s;
+    s.remote_host = "127.0.0.1";
+    s.remote_port = target;
+    auto f = e.open_forward(s);
+    if (!f) throw std::runtime_error(f.error().message);
+    return f->bound_port;
+  };
+  std::vector<Path> paths;
+  auto add = [&](std::string name, int up, int down, int echo_port, pid_t up_pid = 0, pid_t down_pid = 0) {
+    paths.push_back(Path{std::move(name), up, down, echo_port, up_pid, down_pid});
+  };
+  FerryTunnel fa(sshd, discard.port()), fb(sshd, source.port()), fc(sshd, echo.port());
+  add("ferry tunnel", fa.port, fb.port, fc.port, fa.pid, fb.pid);
+  // On a short link `ferry tunnel` announces its tunnels once its OpenSSH master is up, so every
+  // connection measured goes through it; FERRY_OPENSSH_TUNNELS=0 in the environment keeps them on
+  // libssh2 for comparison.
+  const char* forced = std::getenv("FERRY_OPENSSH_TUNNELS");
+  if (!forced || std::string(forced) != "0")
+    std::fprintf(stderr, "OpenSSH tunnel masters listening: %d of 3\n", tunnel_masters_listening());
+  SshForward da(sshd, discard.port(), {}), db(sshd, source.port(), {}), dc(sshd, echo.port(), {});
+  add("ssh -L (default cipher)", da.port, db.port, dc.port, da.pid, db.pid);
+  const std::vector<std::string> ctr{"-c", "aes128-ctr", "-m", "hmac-sha2-256"};
+  SshForward ca(sshd, discard.port(), ctr), cb(sshd, source.port(), ctr), cc(sshd, echo.port(), ctr);
+  add("ssh -L -c aes128-ctr -m hmac-sha2-256", ca.port, cb.port, cc.port, ca.pid, cb.pid);
+  // The same forwards inside this process (SshEndpoint::open_forward, what `ferry serve` runs),
+  // sharing its cores with the clients and servers: shown, not used for the ratios.
+  add("ferry forward in the bench process", open(discard.port()), open(source.port()), open(echo.port()));
+  const Rounds r = rounds_for(bytes, echoes);
+  measure(paths, r.per_round, r.echoes, r.rounds);
+  print_results(paths, paths.size() - 1, r.per_round, r.echoes, r.rounds);
   e.close();
   return 0;
+}
+
+// `ferry ARGS...` in `cwd` to its end: its exit status.
+int run_ferry(const std::filesystem::path& cwd, std::vector<std::string> args) {
+  args.insert(args.begin(), FERRY_BIN);
+  const pid_t pid = ::fork();
+  if (pid == 0) exec_ferry(cwd, args);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// A Slurm cluster's compute node, reached from here: ferry tunnel into a `ferry alloc` allocation
+// (the agent in the job relays, srun carries its stream over the login link) against what HPC
+// users do today, ssh -L through the login node to the node (here the node is 127.0.0.1, so that
+// row is one sshd hop, a best case for ssh), and ferry tunnel to the login node (--login-node).
+int slurm_bench(std::uint64_t bytes, int echoes) {
+  SlurmCluster slurm;
+  SshdFixture login;
+  login.trust_host_key();
+  TempDir project("ferry-bench-slurm");
+  write_file(project / "ferry.json",
+             nlohmann::json{{"name", "benchslurm"}, {"host", login.alias()}, {"sshConfig", login.ssh_config().string()},
+                            {"mappings", {{{"local", "."}, {"remote", "~/benchslurm"}}}},
+                            {"env", {{"SLURM_CONF", slurm.conf().string()}}},
+                            {"slurm", {{"partition", "main"}, {"time", "30"}}}}
+                 .dump(2));
+  if (run_ferry(project.path(), {"alloc"}) != 0) throw std::runtime_error("ferry alloc failed");
+  BenchServer discard(BenchServer::Kind::kDiscard), source(BenchServer::Kind::kSource), echo(BenchServer::Kind::kEcho);
+  auto spec = [](int port) { return "0:127.0.0.1:" + std::to_string(port); };
+  std::vector<Path> paths;
+  {
+    FerryTunnel fa(project.path(), {"tunnel", spec(discard.port())}), fb(project.path(), {"tunnel", spec(source.port())}),
+        fc(project.path(), {"tunnel", spec(echo.port())});
+    paths.push_back(Path{"ferry tunnel into the allocation", fa.port, fb.port, fc.port, fa.pid, fb.pid});
+    SshForward da(login, discard.port(), {}), db(login, source.port(), {}), dc(login, echo.port(), {});
+    paths.push_back(Path{"ssh -L through the login node", da.port, db.port, dc.port, da.pid, db.pid});
+    FerryTunnel la(project.path(), {"tunnel", "--login-node", spec(discard.port())}),
+        lb(project.path(), {"tunnel", "--login-node", spec(source.port())}), lc(project.path(), {"tunnel", "--login-node", spec(echo.port())});
+    paths.push_back(Path{"ferry tunnel to the login node", la.port, lb.port, lc.port, la.pid, lb.pid});
+    const Rounds r = rounds_for(bytes, echoes);
+    measure(paths, r.per_round, r.echoes, r.rounds);
+    print_results(paths, paths.size(), r.per_round, r.echoes, r.rounds);
+    std::printf("\n(into the allocation, the CPU column counts the ferry process only: the relaying agents run under sshd and srun)\n");
+  }
+  (void)run_ferry(project.path(), {"alloc", "--release"});
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::uint64_t mib = argc > 1 ? std::stoull(argv[1]) : 256;
+  const int echoes = argc > 2 ? std::stoi(argv[2]) : 1000;
+  const bool slurm = argc > 3 && std::string(argv[3]) == "slurm";
+  return slurm ? slurm_bench(mib << 20, echoes) : ssh_bench(mib << 20, echoes);
 }

@@ -2,6 +2,8 @@
 #include "common/socket_calls.hpp"
 
 #include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
@@ -13,6 +15,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 #include <sstream>
 #ifdef __linux__
 #include <linux/sockios.h>
@@ -146,6 +149,48 @@ std::string port_holder(int port) {
     }
   }
   return {};
+}
+
+NativeSocket socket_accept(NativeSocket listener) {
+  for (;;) {
+    const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0 || errno != EINTR) return fd < 0 ? kNoSocket : fd;
+  }
+}
+
+NativeSocket connect_tcp(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return kNoSocket;
+  int fd = kNoSocket;
+  for (auto* a = res; a; a = a->ai_next) {
+    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+    ::close(fd);
+    fd = kNoSocket;
+  }
+  ::freeaddrinfo(res);
+  return fd;
+}
+
+void socket_no_delay(NativeSocket s) {
+  const int one = 1;
+  (void)::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+int wait_readable(std::span<const NativeSocket> sockets) {
+  std::vector<pollfd> fds;
+  for (NativeSocket s : sockets) fds.push_back({s, POLLIN, 0});
+  for (;;) {
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    for (std::size_t i = 0; i < fds.size(); ++i)
+      if (fds[i].revents) return static_cast<int>(i);
+  }
 }
 
 int socket_pair(NativeSocket (&ends)[2]) {

@@ -150,6 +150,44 @@ std::string port_holder(int port) {
   return {};
 }
 
+NativeSocket socket_accept(NativeSocket listener) {
+  const SOCKET s = ::accept(static_cast<SOCKET>(listener), nullptr, nullptr);
+  if (s == INVALID_SOCKET) return kNoSocket;
+  socket_no_inherit(s);
+  return s;
+}
+
+NativeSocket connect_tcp(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return kNoSocket;
+  SOCKET s = INVALID_SOCKET;
+  for (auto* a = res; a; a = a->ai_next) {
+    s = ::WSASocketW(a->ai_family, a->ai_socktype, a->ai_protocol, nullptr, 0, kFlags);
+    if (s == INVALID_SOCKET) continue;
+    if (::connect(s, a->ai_addr, static_cast<int>(a->ai_addrlen)) == 0) break;
+    ::closesocket(s);
+    s = INVALID_SOCKET;
+  }
+  ::freeaddrinfo(res);
+  return s == INVALID_SOCKET ? kNoSocket : static_cast<NativeSocket>(s);
+}
+
+void socket_no_delay(NativeSocket s) {
+  const BOOL one = TRUE;
+  (void)::setsockopt(static_cast<SOCKET>(s), IPPROTO_TCP, TCP_NODELAY, reinterpret_cast<const char*>(&one), sizeof one);
+}
+
+int wait_readable(std::span<const NativeSocket> sockets) {
+  std::vector<WSAPOLLFD> fds;
+  for (NativeSocket s : sockets) fds.push_back({static_cast<SOCKET>(s), POLLRDNORM, 0});
+  if (::WSAPoll(fds.data(), static_cast<ULONG>(fds.size()), -1) == SOCKET_ERROR) return -1;
+  for (std::size_t i = 0; i < fds.size(); ++i)
+    if (fds[i].revents) return static_cast<int>(i);
+  return -1;
+}
+
 int socket_pair(NativeSocket (&ends)[2]) {
   SOCKET listener = ::WSASocketW(AF_INET, SOCK_STREAM, IPPROTO_TCP, nullptr, 0, kFlags);
   if (listener == INVALID_SOCKET) return errno_of(::WSAGetLastError());

@@ -43,9 +43,9 @@ class AgentTunnel {
   struct Conn;
   void accept_loop();
   void reverse_loop();
-  void serve(int client);
+  void serve(net::NativeSocket client);
   void serve_accepted(std::int64_t id);
-  void start_pump(int fd, std::int64_t id);
+  void start_pump(net::NativeSocket s, std::int64_t id);
   void route(const protocol::Notification& note);
   void reap();
 
@@ -56,7 +56,7 @@ class AgentTunnel {
   std::string host_;  // local: the agent's side; reverse: this side
   int target_port_;
   std::int64_t listener_id_ = 0;  // reverse
-  int wake_[2] = {-1, -1};
+  net::NativeSocket wake_[2] = {net::kNoSocket, net::kNoSocket};  // a byte on [1] wakes the accept loop
   std::atomic<bool> closing_{false};
   std::atomic<std::uint64_t> accepted_{0};
   mutable std::mutex mutex_;

@@ -16,10 +16,6 @@
 
 namespace ferry::remote {
 
-// A blocking TCP connection to host:port (the name resolved here), or -1: what the relay's and a
-// reverse agent tunnel's connections are made with.
-int connect_tcp(const std::string& host, int port);
-
 class TcpRelay {
  public:
   // Starts accepting on `listener` (taken over) and relays to target_host:target_port.

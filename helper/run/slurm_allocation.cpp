@@ -17,7 +17,9 @@ std::vector<std::string> slurm_env(const deploy::ProjectConfig& project) {
 
 namespace {
 
-std::string job_name(const deploy::ProjectConfig& project) { return protocol::allocation_job_name(project.name); }
+std::string job_name(const deploy::ProjectConfig& project) {
+  return protocol::allocation_job_name(project.name, project.mappings.empty() ? std::string() : project.mappings.front().remote);
+}
 
 std::expected<protocol::SlurmJobsResult, ResponseError> list_jobs(remote::Endpoint& login, const deploy::ProjectConfig& project,
                                                                  std::string_view method, const std::string& job_id = {}) {

@@ -11,6 +11,7 @@
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/server/cloud_events.hpp"
 #include "helper/server/host_methods.hpp"
+#include "helper/server/project_tunnels.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "helper/train/trainer_install.hpp"
 #include "protocol/link_state.hpp"
@@ -302,7 +303,9 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
     return std::unexpected(p::cancelled_error(p::method::kHostConnect));
   }
   auto link = std::make_shared<ProjectLink>(config, std::move(*made), *info, events);
-  open_project_tunnels(link->endpoint(), config);
+  // ferry.json's tunnels; a Slurm project's follow its allocation (project_tunnels.hpp).
+  if (config.slurm && !config.tunnels.empty()) link->start_background(keep_tunnels_with_allocation);
+  else (void)open_project_tunnels(link->endpoint(), config);
   // A project that uses the env mirror (it has .ferry/venv) gets it refreshed when the box's
   // packages changed since its last sync: now, and after each run ends (env_methods.cpp).
   if (std::error_code ec; std::filesystem::exists(config.root / ".ferry" / "venv", ec)) link->start_background(keep_env_mirror_fresh);

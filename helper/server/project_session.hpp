@@ -146,8 +146,4 @@ class ProjectSessions {
   std::atomic<int> connections_{0};
 };
 
-// Opens ferry.json's tunnels on a fresh link (tunnel_methods.cpp); one that fails is logged and
-// skipped, the link stands.
-void open_project_tunnels(remote::Endpoint& endpoint, const deploy::ProjectConfig& config);
-
 }  // namespace ferry::server

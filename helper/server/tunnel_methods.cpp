@@ -1,5 +1,5 @@
-// tunnel/open, tunnel/close, tunnel/list over the connected host's endpoint, and ferry.json's
-// tunnels opened on host/connect. The endpoint does the work (helper/remote, helper/ssh); this
+// tunnel/open, tunnel/close, tunnel/list over the connected host's endpoint (ferry.json's tunnels
+// are project_tunnels.hpp's). The endpoint does the work (helper/remote, helper/ssh); this
 // file only translates JSON.
 #include <spdlog/spdlog.h>
 
@@ -34,14 +34,6 @@ p::TunnelInfo node_tunnel_info(const remote::JobEndpoint& node, const remote::Fo
 }
 
 }  // namespace
-
-void open_project_tunnels(remote::Endpoint& endpoint, const deploy::ProjectConfig& config) {
-  for (const auto& t : config.tunnels) {
-    auto opened = endpoint.open_forward(remote::forward_spec_from(t));
-    if (opened) spdlog::info("tunnel {}: {}", t.name, remote::describe(*opened));
-    else spdlog::warn("tunnel {} from ferry.json not opened: {}", t.name, opened.error().message);
-  }
-}
 
 // Tunnels are the workspace project's: tunnel/open links it if it is not yet; close and list
 // only look at a live link.

@@ -133,7 +133,7 @@ std::int64_t TcpRelayMethods::adopt(int raw_fd) {
       }};
   // Nothing is read before the helper's first tcp/ack: the connection's id reaches it in a reply
   // or a tcp/accepted, which data sent now could overtake.
-  conn->pump = std::make_unique<SocketPump>(fd_socket_calls(conn->fd.get()), std::move(peer), /*granted=*/false);
+  conn->pump = std::make_unique<SocketPump>(native_socket_calls(conn->fd.get()), std::move(peer), /*granted=*/false);
   {
     std::lock_guard lk(mutex_);
     conns_[id] = conn;

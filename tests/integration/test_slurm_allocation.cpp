@@ -389,3 +389,48 @@ BOOST_AUTO_TEST_CASE(the_editor_debugs_and_runs_on_a_node) {
   BOOST_TEST((*warned)["params"]["message"].get<std::string>().find("allocation " + id) != std::string::npos, warned->dump());
   BOOST_TEST(c.slurm.run("scancel " + id).status == 0);
 }
+
+// ferry.json's tunnels in the editor follow the allocation on the same local port: on the login
+// node while there is none, to the node once `ferry alloc` holds one (Slurm asked every 30 s), and
+// back to the login node at once when it is released.
+BOOST_AUTO_TEST_CASE(ferry_json_tunnels_follow_the_allocation) {
+  Cluster c;
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);  // the server in this process finds no agent beside it
+  const int site_port = ferry::test::free_loopback_port();
+  const int local_port = ferry::test::free_loopback_port();
+  auto config = nlohmann::json::parse(read_file(c.project / "ferry.json"));
+  config["tunnels"] = {{{"name", "site"}, {"localPort", local_port}, {"remotePort", site_port}}};
+  write_file(c.project / "ferry.json", config.dump(2));
+  ferry::test::ServeClient client(c.project.path());
+  // The one tunnel listed, and whether it is on a node: its description then names the job.
+  auto where = [&]() -> std::string {
+    auto listed = client.call("tunnel/list", nlohmann::json::object());
+    const auto& tunnels = listed["result"]["tunnels"];
+    if (tunnels.size() != 1 || tunnels[0].value("localPort", 0) != local_port) return "";
+    const std::string d = tunnels[0].value("description", "");
+    return d.find("Slurm job") != std::string::npos ? d : "login";
+  };
+  BOOST_REQUIRE(client.call("host/connect", nlohmann::json::object(), {}, 60s).contains("result"));
+  BOOST_REQUIRE_MESSAGE(ferry::test::eventually([&] { return where() == "login"; }, 30s), where());
+
+  Ferry alloc(c.project.path(), {"alloc"});
+  BOOST_TEST_REQUIRE(alloc.wait(120s) == 0, alloc.out() + alloc.err());
+  std::smatch m;
+  const std::string allocated = alloc.out();
+  BOOST_REQUIRE(std::regex_search(allocated, m, std::regex(R"(allocation (\d+) on )")));
+  const std::string id = m[1].str();
+  write_file(c.project / "site" / "hello.txt", "hello from the node\n");
+  BOOST_REQUIRE_EQUAL(c.slurm.run("cd '" + (c.project / "site").string() + "' && (srun --jobid=" + id +
+                                  " --overlap -N1 -n1 --job-name=site python3 -m http.server --bind 127.0.0.1 " +
+                                  std::to_string(site_port) + " >server.log 2>&1 &)")
+                          .status,
+                      0);
+  BOOST_REQUIRE_MESSAGE(ferry::test::eventually([&] { return where().find("Slurm job " + id) != std::string::npos; }, 45s), where());
+  BOOST_TEST(c.steps(id).find("ferry-agent") != std::string::npos, c.steps(id));
+  BOOST_TEST(ferry::test::eventually([&] { return body_of(http_get(local_port, "/hello.txt")) == "hello from the node\n"; }, 30s));
+
+  Ferry release(c.project.path(), {"alloc", "--release"});
+  BOOST_TEST(release.wait(60s) == 0, release.err());
+  ::unsetenv("FERRY_AGENT");
+  BOOST_TEST(ferry::test::eventually([&] { return where() == "login"; }, 15s), where());
+}

@@ -22,12 +22,15 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
+#include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/slurm_fixture.hpp"
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/breakpoint_scenario.hpp"
 #include "tests/support/ferry_process.hpp"
@@ -95,7 +98,8 @@ struct Project {
   ferry::test::TempDir dir{"ferry-win-e2e"};
   fs::path remote() const { return sshd.home() / "proj"; }
 
-  Project() {
+  // `edit` changes ferry.json before the project is trusted.
+  explicit Project(const std::function<void(json&)>& edit = {}) {
     sshd.trust_host_key();
     write_file(dir / "ssh_config", "Host win-box\n  HostName 127.0.0.1\n  Port " + std::to_string(sshd.port()) +
                                        "\n  User root\n  IdentityFile " + win(sshd.client_key()) +
@@ -108,6 +112,7 @@ struct Project {
     BOOST_REQUIRE(config["host"] == "win-box");
     config["sshConfig"] = win(dir / "ssh_config");
     config["interpreter"] = "/usr/bin/python3 -u";
+    if (edit) edit(config);
     write_file(dir / "ferry.json", config.dump(2));
     FerryExe trust(dir.path(), {"trust-project"});
     BOOST_REQUIRE_MESSAGE(trust.wait() == 0, trust.err());
@@ -205,6 +210,70 @@ BOOST_AUTO_TEST_CASE(watch_pushes_a_save_and_tunnel_relays) {
   ::shutdown(fd, SHUT_WR);
   BOOST_TEST(ferry::test::read_to_eof(fd, 30s) == "through ferry.exe");
   ::close(fd);
+}
+
+// A Slurm project from Windows: ferry.exe alloc holds a node, and ferry.exe's tunnels reach it
+// through the agent in the job (the relay's sockets here are Winsock's): a server started in the
+// allocation answers through a local tunnel, byte for byte past the relay's window, and a
+// connection made on the node comes back through a reverse one.
+BOOST_AUTO_TEST_CASE(tunnels_reach_a_slurm_allocations_node) {
+  ferry::test::SlurmCluster slurm;
+  Project p([&](json& config) {
+    config["slurm"] = {{"partition", "main"}, {"time", "10"}};
+    config["env"] = {{"SLURM_CONF", slurm.conf().string()}};
+  });
+  FerryExe alloc(p.dir.path(), {"alloc"});
+  BOOST_REQUIRE_MESSAGE(alloc.wait(180s) == 0, alloc.out() + alloc.err());
+  std::smatch m;
+  const std::string said = alloc.out();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(said, m, std::regex(R"(allocation (\d+) on (n\d))")), said + alloc.err());
+  const std::string id = m[1].str();
+
+  const fs::path site = p.dir / "site";
+  fs::create_directories(site);
+  std::string big(3u << 20, '\0');
+  std::mt19937 rng(11);
+  for (auto& ch : big) ch = static_cast<char>(rng());
+  write_file(site / "big.bin", big);
+  const int site_port = ferry::test::free_loopback_port();
+  BOOST_REQUIRE_EQUAL(slurm.run("cd '" + site.string() + "' && (srun --jobid=" + id + " --overlap -N1 -n1 --job-name=site " +
+                                "python3 -m http.server --bind 127.0.0.1 " + std::to_string(site_port) + " >server.log 2>&1 &)")
+                          .status,
+                      0);
+  FerryExe tunnel(p.dir.path(), {"tunnel", "0:127.0.0.1:" + std::to_string(site_port)});
+  BOOST_REQUIRE_MESSAGE(tunnel.wait_out("\n", 120s), tunnel.out() + tunnel.err());
+  const std::string opened = tunnel.out();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(opened, m, std::regex(R"(^127\.0\.0\.1:(\d+) )")), opened);
+  BOOST_TEST(tunnel.err().find("into allocation " + id) != std::string::npos, tunnel.err());
+  const int local = std::stoi(m[1].str());
+  auto get_big = [&] {
+    const int fd = ferry::test::tcp_connect("127.0.0.1", local);
+    if (fd < 0) return std::string();
+    ferry::test::write_all_fd(fd, "GET /big.bin HTTP/1.0\r\n\r\n");
+    std::string response = ferry::test::read_to_eof(fd, 60s);
+    ::close(fd);
+    const auto at = response.find("\r\n\r\n");
+    return at == std::string::npos ? std::string() : response.substr(at + 4);
+  };
+  // The server may still be starting: its first answer is awaited.
+  BOOST_TEST(ferry::test::eventually([&] { return get_big() == big; }, 60s));
+
+  ferry::test::EchoServer echo;
+  const int node_port = ferry::test::free_loopback_port();
+  FerryExe reverse(p.dir.path(), {"tunnel", "-R", std::to_string(node_port) + ":127.0.0.1:" + std::to_string(echo.port())});
+  BOOST_REQUIRE_MESSAGE(reverse.wait_out("\n", 120s), reverse.out() + reverse.err());
+  const int fd = ferry::test::tcp_connect("127.0.0.1", node_port);  // as a process on the node would
+  BOOST_REQUIRE(fd >= 0);
+  ferry::test::write_all_fd(fd, "from the node to windows");
+  ::shutdown(fd, SHUT_WR);
+  BOOST_TEST(ferry::test::read_to_eof(fd, 30s) == "from the node to windows");
+  ::close(fd);
+
+  FerryExe release(p.dir.path(), {"alloc", "--release"});
+  BOOST_TEST(release.wait(120s) == 0, release.err());
+  BOOST_TEST(tunnel.wait(60s) == 1, tunnel.err());  // its allocation went: it says so and ends
+  BOOST_TEST(reverse.wait(60s) == 1, reverse.err());
+  BOOST_TEST(slurm.wait_job(id, 60s).final());
 }
 
 BOOST_AUTO_TEST_CASE(serve_takes_vscode_uris_and_a_save_lands_on_the_box) {

@@ -2,7 +2,6 @@
 #include "helper/remote/tcp_relay.hpp"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -42,23 +41,6 @@ void copy(int from, int to) {
 }
 
 }  // namespace
-
-int connect_tcp(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return -1;
-  int fd = -1;
-  for (auto* a = res; a; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-    ::close(fd);
-    fd = -1;
-  }
-  ::freeaddrinfo(res);
-  return fd;
-}
 
 TcpRelay::TcpRelay(LoopbackListener listener, std::string target_host, int target_port)
     : listener_(std::move(listener)), target_host_(std::move(target_host)), target_port_(target_port) {
@@ -103,7 +85,7 @@ void TcpRelay::accept_loop() {
 }
 
 void TcpRelay::serve(int client) {
-  int target = connect_tcp(target_host_, target_port_);
+  int target = net::connect_tcp(target_host_, target_port_);
   if (target < 0) {
     spdlog::warn("tunnel: cannot connect to {}:{}", target_host_, target_port_);
     ::close(client);

@@ -30,8 +30,15 @@ BOOST_AUTO_TEST_CASE(an_allocation_is_a_job_that_holds_and_writes_nothing) {
 }
 
 BOOST_AUTO_TEST_CASE(job_names_keep_to_what_slurm_takes) {
-  BOOST_TEST(allocation_job_name("proj") == "ferry-alloc-proj");
-  BOOST_TEST(allocation_job_name("my proj,2|x") == "ferry-alloc-my_proj_2_x");
+  const std::string name = allocation_job_name("proj", "~/proj");
+  BOOST_TEST(name.starts_with("ferry-alloc-proj-"));
+  BOOST_TEST(name.size() == std::string("ferry-alloc-proj-").size() + 8);
+  BOOST_TEST(name.find_first_not_of("0123456789abcdef", 17) == std::string::npos, name);
+  BOOST_TEST(allocation_job_name("my proj,2|x", "~/p").starts_with("ferry-alloc-my_proj_2_x-"));
+  // The same project from another checkout finds its allocation; a namesake elsewhere has its own.
+  BOOST_TEST(allocation_job_name("proj", "~/proj") == name);
+  BOOST_TEST(allocation_job_name("proj", "~/work/proj") != name);
+  BOOST_TEST(allocation_job_name("proj", "~/proj").substr(17) == "29d91071");  // stable across builds and platforms
 }
 
 BOOST_AUTO_TEST_CASE(squeue_lines_are_read_field_by_field) {

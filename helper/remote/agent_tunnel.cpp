@@ -1,22 +1,12 @@
-// AgentTunnel on POSIX sockets: one thread per tunnel (the accept loop woken by a self-pipe, or for
-// a reverse tunnel the loop that connects here for each tcp/accepted), and a SocketPump per
-// connection whose peer is the agent (tcp/* notifications).
+// AgentTunnel, the same on POSIX sockets and Winsock (common/socket_calls.hpp): one thread per
+// tunnel (the accept loop, woken to stop by a byte on a socket pair, or for a reverse tunnel the
+// loop that connects here for each tcp/accepted), and a SocketPump per connection whose peer is
+// the agent (tcp/* notifications).
 #include "helper/remote/agent_tunnel.hpp"
-
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include <spdlog/spdlog.h>
 
 #include "common/socket_pump.hpp"
-#include "common/unique_fd.hpp"
-#include "helper/remote/tcp_relay.hpp"
 #include "protocol/messages_tcp.hpp"
 
 namespace ferry::remote {
@@ -24,13 +14,17 @@ namespace ferry::remote {
 namespace method = protocol::method;
 
 struct AgentTunnel::Conn {
-  posix::UniqueFd fd;
+  net::NativeSocket socket = net::kNoSocket;
   std::unique_ptr<SocketPump> pump;
+  ~Conn() {
+    pump.reset();  // its threads use the socket
+    if (socket != net::kNoSocket) net::socket_close(socket);
+  }
 };
 
 AgentTunnel::AgentTunnel(Endpoint& agent, LoopbackListener listener, std::string host, int port)
     : agent_(agent), reverse_(false), listener_(std::move(listener)), port_(listener_.port()), host_(std::move(host)), target_port_(port) {
-  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) wake_[0] = wake_[1] = -1;
+  if (net::socket_pair(wake_) != 0) wake_[0] = wake_[1] = net::kNoSocket;
   subscription_ = agent_.subscribe([this](const protocol::Notification& note) { route(note); });
   thread_ = std::thread([this] { accept_loop(); });
 }
@@ -43,8 +37,8 @@ AgentTunnel::AgentTunnel(Endpoint& agent, std::int64_t listener_id, std::string 
 
 AgentTunnel::~AgentTunnel() {
   close();
-  for (int fd : wake_)
-    if (fd >= 0) ::close(fd);
+  for (auto s : wake_)
+    if (s != net::kNoSocket) net::socket_close(s);
 }
 
 std::uint64_t AgentTunnel::live() const {
@@ -54,7 +48,7 @@ std::uint64_t AgentTunnel::live() const {
 
 void AgentTunnel::close() {
   if (closing_.exchange(true)) return;
-  if (wake_[1] >= 0) (void)!::write(wake_[1], "x", 1);
+  if (wake_[1] != net::kNoSocket) (void)net::socket_send(wake_[1], "x", 1);
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (reverse_) (void)agent_.notify(method::kTcpUnlisten, to_json(protocol::TcpUnlistenParams{listener_id_}));
@@ -119,16 +113,12 @@ void AgentTunnel::reap() {
 }
 
 void AgentTunnel::accept_loop() {
+  const net::NativeSocket waited[2] = {listener_.fd(), wake_[0]};
   while (!closing_.load()) {
-    pollfd fds[2] = {{listener_.fd(), POLLIN, 0}, {wake_[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    if (fds[1].revents) break;
+    if (wake_[0] == net::kNoSocket || net::wait_readable(waited) != 0) break;
     reap();
-    const int client = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
+    const net::NativeSocket client = net::socket_accept(listener_.fd());
+    if (client == net::kNoSocket) continue;
     ++accepted_;
     serve(client);
   }
@@ -151,12 +141,12 @@ void AgentTunnel::reverse_loop() {
 }
 
 // A local tunnel's connection: the agent connects there, then the pump starts.
-void AgentTunnel::serve(int client) {
+void AgentTunnel::serve(net::NativeSocket client) {
   auto r = agent_.call(method::kTcpConnect, to_json(protocol::TcpConnectParams{host_, target_port_}), std::chrono::seconds(15));
   protocol::TcpConnectResult connected;
   if (!r || from_json(*r, connected)) {
     spdlog::warn("tunnel {} -> {}:{}: {}", port_, host_, target_port_, r ? "a reply without an id" : r.error().message);
-    ::close(client);  // the client sees its connection closed, as with ssh -L when the far side refuses
+    net::socket_close(client);  // the client sees its connection closed, as with ssh -L when the far side refuses
     return;
   }
   start_pump(client, connected.id);
@@ -164,20 +154,19 @@ void AgentTunnel::serve(int client) {
 
 // A reverse tunnel's connection, accepted by the agent: connect here, then the pump starts.
 void AgentTunnel::serve_accepted(std::int64_t id) {
-  const int fd = connect_tcp(host_, target_port_);
-  if (fd < 0) {
+  const net::NativeSocket s = net::connect_tcp(host_, target_port_);
+  if (s == net::kNoSocket) {
     spdlog::warn("reverse tunnel -> {}:{}: nothing listens here", host_, target_port_);
     (void)agent_.notify(method::kTcpClose, to_json(protocol::TcpIdParams{id}));  // the node's client sees it closed
     return;
   }
-  start_pump(fd, id);
+  start_pump(s, id);
 }
 
-void AgentTunnel::start_pump(int fd, std::int64_t id) {
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+void AgentTunnel::start_pump(net::NativeSocket s, std::int64_t id) {
+  net::socket_no_delay(s);
   auto conn = std::make_shared<Conn>();
-  conn->fd = posix::UniqueFd(fd);
+  conn->socket = s;
   Endpoint& agent = agent_;
   SocketPump::Peer peer{
       [&agent, id](std::span<const std::uint8_t> d) {
@@ -197,7 +186,7 @@ void AgentTunnel::start_pump(int fd, std::int64_t id) {
           conns_.erase(it);
         }
       }};
-  conn->pump = std::make_unique<SocketPump>(fd_socket_calls(fd), std::move(peer));
+  conn->pump = std::make_unique<SocketPump>(native_socket_calls(s), std::move(peer));
   {
     std::lock_guard lk(mutex_);
     conns_[id] = conn;

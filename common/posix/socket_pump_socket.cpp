@@ -1,4 +1,4 @@
-// fd_socket_calls: a POSIX socket's calls for a SocketPump (socket_pump.hpp).
+// native_socket_calls: a POSIX socket's calls for a SocketPump (socket_pump.hpp).
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -7,7 +7,7 @@
 
 namespace ferry {
 
-SocketPump::Socket fd_socket_calls(int fd) {
+SocketPump::Socket native_socket_calls(net::NativeSocket fd) {
   return SocketPump::Socket{
       [fd](std::uint8_t* b, std::size_t n) -> std::ptrdiff_t {
         for (;;) {
