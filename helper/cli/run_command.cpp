@@ -34,6 +34,8 @@
 #include "helper/run/interrupt_escalation.hpp"
 #include "helper/run/launch_spec.hpp"
 #include "helper/run/run_client.hpp"
+#include "helper/deploy/host_spec.hpp"
+#include "helper/run/port_forwarder.hpp"
 #include "helper/run/run_follower.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/mapping_target.hpp"
@@ -162,18 +164,30 @@ struct FollowOptions {
   bool forward_stdin = false;
   bool tty = false;
   bool stderr_only = false;        // ferry logs --stderr-only: stream 2 only, to stdout
+  bool forward_ports = false;      // ports the run listens on forward themselves (ferry.json autoForwardPorts)
 };
 
 // Streams run `id` from `offset` until it ends; returns ferry's exit status.
 int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id, std::uint64_t offset,
                const FollowOptions& o, const std::string& who) {
   std::atomic<bool> reader_gone{false};
+  // Ports the run listens on, forwarded and announced on the forwarder's thread; made before the
+  // follower, so the follower has stopped telling it anything before it goes.
+  std::atomic<bool> raw_notes{false};
+  std::optional<run::PortForwarder> ports;
+  // (A Slurm job's processes are on a node the login agent cannot look into.)
+  if (o.forward_ports && link.config.auto_forward_ports.enabled && !link.config.slurm)
+    ports.emplace(*link.endpoint, link.config.auto_forward_ports, link.config.host == deploy::kLocalHost,
+                  [&raw_notes](const run::PortEvent& e, const std::optional<run::PortForward>& f, const std::string& error) {
+                    note(raw_notes, run::describe_port_event(e, f, error));
+                  });
   run::RunFollower follower(client, id, offset, [&o, &reader_gone](const run::OutputRecord& r) {
     bool err = r.stream == run::Stream::stderr_stream;
     if (o.stderr_only && !err) return;
     const int fd = err && !o.stderr_only ? kStderr : kStdout;
     if (!write_all(fd, r.data) && fd == kStdout) reader_gone = true;
   });
+  if (ports) follower.watch_ports([&ports](const run::PortEvent& e) { ports->on_port(e); });
   {
     std::lock_guard lock(link.notes->mutex);
     link.notes->follower = &follower;
@@ -192,6 +206,7 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
   std::optional<platform::TerminalInput> input;
   if (o.forward_stdin) input.emplace(o.tty);
   const bool is_raw = input && input->raw();
+  raw_notes = is_raw;
   run::InterruptEscalation escalation;
   bool stdin_open = o.forward_stdin;
   if (o.tty) {
@@ -340,6 +355,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   // A terminal's keystrokes are for --tty; piped input is forwarded, then EOF.
   fo.forward_stdin = o.tty || !platform::is_terminal(kStdin);
   fo.forward_interrupts = true;
+  fo.forward_ports = true;
   int rc = follow_run(*link, client, started->id, 0, fo, "ferry run");
   link->endpoint->close();
   return rc;
@@ -487,6 +503,7 @@ int run_attach(const GlobalOptions& g, const std::string& id, bool tty) {
   FollowOptions fo;
   fo.tty = tty;
   fo.forward_stdin = tty;
+  fo.forward_ports = true;
   int rc = follow_run(*link, client, id, 0, fo, "ferry attach");
   link->endpoint->close();
   return rc;

@@ -389,10 +389,27 @@ class Validator {
     return true;
   }
 
+  // true, false, or a list of ports.
+  bool auto_forward(const json& v, AutoForwardPorts& out) {
+    if (v.is_boolean()) {
+      out.enabled = v.get<bool>();
+      return true;
+    }
+    if (!v.is_array()) return fail("/autoForwardPorts", "expected true, false or an array of port numbers");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (!v[i].is_number_integer() || v[i].get<long long>() < 1 || v[i].get<long long>() > 65535)
+        return fail("/autoForwardPorts/" + std::to_string(i), "expected a port number from 1 to 65535");
+      out.ports.push_back(v[i].get<int>());
+    }
+    out.enabled = !out.ports.empty();
+    return true;
+  }
+
   bool document(const json& doc, ProjectConfig& c) {
     if (!object(doc, "")) return false;
     if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "trainer", "env",
-                             "tunnels", "autostop", "sshConfig", "protect", "launch", "price", "gpuCatalog", "slurm"}))
+                             "tunnels", "autoForwardPorts", "autostop", "sshConfig", "protect", "launch", "price", "gpuCatalog",
+                             "slurm"}))
       return false;
     if (auto it = doc.find("$schema"); it != doc.end()) {
       std::string ignored;
@@ -431,6 +448,7 @@ class Validator {
         c.tunnels.push_back(std::move(t));
       }
     }
+    if (auto it = doc.find("autoForwardPorts"); it != doc.end() && !auto_forward(*it, c.auto_forward_ports)) return false;
     if (auto it = doc.find("autostop"); it != doc.end() && !autostop(*it, "/autostop", c.autostop)) return false;
     if (auto it = doc.find("slurm"); it != doc.end()) {
       auto o = protocol::slurm_options_from_json(*it);
@@ -567,6 +585,7 @@ json to_json(const ProjectConfig& c) {
          {"interpreter", c.interpreter},
          {"env", c.env},
          {"tunnels", tunnels},
+         {"autoForwardPorts", c.auto_forward_ports.ports.empty() ? json(c.auto_forward_ports.enabled) : json(c.auto_forward_ports.ports)},
          {"autostop",
           {{"enabled", c.autostop.enabled}, {"idleMinutes", c.autostop.idle_minutes}, {"action", c.autostop.action}}}};
   if (!c.autostop.command.empty()) j["autostop"]["command"] = c.autostop.command;

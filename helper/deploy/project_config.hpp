@@ -38,6 +38,13 @@ struct TunnelSpec {
   int remote_port = 0;
 };
 
+// Ports a run opens on the box forward themselves (helper/run/port_forwarder.hpp): ferry.json's
+// "autoForwardPorts": true (the default), false, or the list of ports that may.
+struct AutoForwardPorts {
+  bool enabled = true;
+  std::vector<int> ports;  // empty: any
+};
+
 // Acted on by the agent's watchdog (remote-runtime/agent/autostop/): ferry serve arms it with this
 // block when it connects (and cancels it when enabled is false).
 struct AutostopConfig {
@@ -74,6 +81,7 @@ struct ProjectConfig {
   std::string trainer;  // ferry-train on the box the user built; "" = ferry builds and caches one there
   std::map<std::string, std::string> env;
   std::vector<TunnelSpec> tunnels;
+  AutoForwardPorts auto_forward_ports;
   AutostopConfig autostop;
   std::optional<cloud::HostPrice> price;  // what the host bills: live run costs
   std::vector<cloud::GpuOffer> gpu_catalog;  // rows added to / overriding the GPU catalog

@@ -34,11 +34,25 @@ struct RunClient::Router {
       std::lock_guard lock(mutex);
       auto [b, e] = watchers.equal_range(exit->id);
       for (auto it = b; it != e; ++it) it->second->on_exited(*exit);
+    } else if (note.method == "run/port") {
+      auto port = parse_port_event(note.params);
+      if (!port) return;
+      std::lock_guard lock(mutex);
+      auto [b, e] = watchers.equal_range(port->run_id);
+      for (auto it = b; it != e; ++it) it->second->on_port(*port);
     } else if (others) {
       others(note);
     }
   }
 };
+
+std::optional<PortEvent> parse_port_event(const json& p) {
+  if (!p.is_object() || !p.contains("id") || !p["id"].is_string() || !p.contains("port") || !p["port"].is_number_integer())
+    return std::nullopt;
+  PortEvent e{p["id"].get<std::string>(), p["port"].get<int>(), p.value("address", "127.0.0.1"), p.value("open", true)};
+  if (e.port < 1 || e.port > 65535) return std::nullopt;
+  return e;
+}
 
 namespace {
 
@@ -107,8 +121,10 @@ std::expected<StartedRun, ResponseError> RunClient::start(const RunSpec& spec) {
   return s;
 }
 
-std::expected<AttachReply, ResponseError> RunClient::attach(const std::string& id, std::uint64_t offset) {
-  auto r = endpoint_.call("run/attach", json{{"id", id}, {"offset", offset}});
+std::expected<AttachReply, ResponseError> RunClient::attach(const std::string& id, std::uint64_t offset, bool ports) {
+  json params{{"id", id}, {"offset", offset}};
+  if (ports) params["ports"] = true;
+  auto r = endpoint_.call("run/attach", std::move(params));
   if (!r) return std::unexpected(r.error());
   AttachReply a;
   a.id = r->value("id", id);

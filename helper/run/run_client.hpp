@@ -1,5 +1,5 @@
 // RunClient: the agent's run/* methods (see docs/runs.md, "agent wire") over any
-// remote::Endpoint, typed, plus routing of run/output and run/exited notifications to whoever
+// remote::Endpoint, typed, plus routing of run/output, run/exited and run/port notifications to whoever
 // watches a run id. Any number of clients (and other subscribers) can share one endpoint.
 #pragma once
 
@@ -54,6 +54,16 @@ struct RunInfo {
 };
 std::expected<RunInfo, std::string> parse_run_info(const json& entry);
 
+// A port a followed run's processes began or stopped listening on (run/port, asked for with
+// attach's `ports`).
+struct PortEvent {
+  std::string run_id;
+  int port = 0;
+  std::string address;  // as bound on the box: "0.0.0.0", "127.0.0.1", "::"
+  bool open = true;
+};
+std::optional<PortEvent> parse_port_event(const json& params);
+
 // Receives one run's notifications, on the endpoint's reader thread (never call the endpoint
 // from there: its replies are read by that very thread).
 class RunWatcher {
@@ -61,6 +71,7 @@ class RunWatcher {
   virtual ~RunWatcher() = default;
   virtual void on_output(const OutputRecord& record) = 0;
   virtual void on_exited(const RunExit& exit) = 0;
+  virtual void on_port(const PortEvent&) {}
 };
 
 class RunClient {
@@ -73,7 +84,8 @@ class RunClient {
   RunClient& operator=(const RunClient&) = delete;
 
   std::expected<StartedRun, ResponseError> start(const RunSpec& spec);
-  std::expected<AttachReply, ResponseError> attach(const std::string& id, std::uint64_t offset);
+  // `ports`: the agent also says which ports the run's processes listen on (run/port).
+  std::expected<AttachReply, ResponseError> attach(const std::string& id, std::uint64_t offset, bool ports = false);
   std::expected<void, ResponseError> detach(const std::string& id);
   std::expected<void, ResponseError> input(const std::string& id, std::string_view data, bool eof = false);
   // signal: a name ("INT") or a number as text.

@@ -45,7 +45,7 @@ std::expected<AttachReply, ResponseError> RunFollower::attach() {
       return std::unexpected(ResponseError{protocol::error_code::kIoError, *failed_, {}});
     }
   }
-  auto r = client_.attach(id_, offset);
+  auto r = client_.attach(id_, offset, static_cast<bool>(port_sink_));
   std::lock_guard lock(mutex_);
   if (!r) {
     if (r.error().code == protocol::error_code::kAgentUnavailable ||
@@ -136,6 +136,10 @@ void RunFollower::on_output(const OutputRecord& record) {
       wake_locked();
       break;
   }
+}
+
+void RunFollower::on_port(const PortEvent& event) {
+  if (port_sink_) port_sink_(event);
 }
 
 void RunFollower::on_exited(const RunExit& exit) {

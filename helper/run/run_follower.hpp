@@ -27,6 +27,10 @@ class RunFollower final : public RunWatcher {
   RunFollower(const RunFollower&) = delete;
   RunFollower& operator=(const RunFollower&) = delete;
 
+  // The ports the run's processes listen on, told to `sink` on the endpoint's reader thread (it
+  // must not call the endpoint: a PortForwarder queues them). Before the first attach.
+  void watch_ports(std::function<void(const PortEvent&)> sink) { port_sink_ = std::move(sink); }
+
   // run/attach at the next undelivered offset. An unavailable link leaves needs_attach() to the
   // next link_restored(); an unknown id or a bad offset is returned as it is (and failed()).
   std::expected<AttachReply, ResponseError> attach();
@@ -60,6 +64,7 @@ class RunFollower final : public RunWatcher {
   // RunWatcher.
   void on_output(const OutputRecord& record) override;
   void on_exited(const RunExit& exit) override;
+  void on_port(const PortEvent& event) override;
 
  private:
   void wake_locked();
@@ -67,6 +72,7 @@ class RunFollower final : public RunWatcher {
   RunClient& client_;
   std::string id_;
   Sink sink_;
+  std::function<void(const PortEvent&)> port_sink_;
   platform::Wakeup wake_;
 
   mutable std::mutex mutex_;

@@ -3,6 +3,7 @@
 // live on the box (the agent's supervisor); the service starts and follows them on the
 // project's one link.
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "helper/cloud/notifier.hpp"
+#include "helper/deploy/host_spec.hpp"
 #include "helper/run/run_client.hpp"
 #include "helper/run/slurm_allocation.hpp"
 #include "helper/server/slurm_wait_progress.hpp"
@@ -96,7 +98,8 @@ std::expected<p::RunStartResult, ResponseError> RunService::start(const RunStart
   auto started = (*link)->runs().start(*spec);
   if (!started) return std::unexpected(started.error());
   std::lock_guard lock(mutex_);
-  follow_locked(*link, started->id, 0, std::move(sink), spec->slurm.has_value());
+  const std::string what = params.argv.empty() ? "" : std::filesystem::path(params.argv.front()).filename().string();
+  follow_locked(*link, started->id, 0, std::move(sink), spec->slurm.has_value() || !req.allocation.empty(), what);
   return p::RunStartResult{started->id, started->pid, started->started_at, spec->argv, spec->cwd};
 }
 
@@ -205,8 +208,21 @@ std::vector<std::string> RunService::running() const {
   return out;
 }
 
+// A Slurm job's or step's processes are on a node the login agent cannot look into: none there.
+void RunService::forward_ports(Followed& f, const std::string& id, const std::string& what) {
+  const auto config = f.link->config();
+  if (!config.auto_forward_ports.enabled || config.slurm) return;
+  f.announcer = std::make_unique<PortAnnouncer>(ctx_, what.empty() ? "run " + id : what);
+  f.ports = std::make_unique<run::PortForwarder>(
+      f.link->endpoint(), config.auto_forward_ports, config.host == deploy::kLocalHost,
+      [a = f.announcer.get()](const run::PortEvent& e, const std::optional<run::PortForward>& fw, const std::string& error) {
+        a->announce(e, fw, error);
+      });
+  f.follower->watch_ports([p = f.ports.get()](const run::PortEvent& e) { p->on_port(e); });
+}
+
 void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink,
-                               bool slurm_job) {
+                               bool slurm_job, const std::string& what) {
   // Runs that ended are forgotten here: their threads have returned, and their links (maybe one
   // a changed ferry.json replaced) are let go.
   for (auto it = followed_.begin(); it != followed_.end();) {
@@ -239,6 +255,7 @@ void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id
   }
   f->sink = sink;
   f->follower = std::make_unique<run::RunFollower>(link->runs(), id, offset, sink.output);
+  forward_ports(*f, id, what);
   // The stream stops with the link and resumes at the next byte on the new one.
   Followed* raw = f.get();
   f->states = link->on_state([raw](const remote::HostState& s) {

@@ -1,7 +1,8 @@
 // Runs for the editor: start them on the project's link, follow their output (one follower
 // thread per followed run, re-attaching at the next offset after a reconnect) and hand it to a
 // sink: run/output + run/exited notifications for ferry's clients, a log file and messages for
-// plain LSP clients (run_log.hpp).
+// plain LSP clients (run_log.hpp). The ports a followed run listens on forward themselves
+// (port_announcer.hpp).
 #pragma once
 
 #include <atomic>
@@ -14,7 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "helper/run/port_forwarder.hpp"
 #include "helper/run/run_follower.hpp"
+#include "helper/server/port_announcer.hpp"
 #include "helper/server/server_context.hpp"
 #include "helper/server/server_progress.hpp"
 #include "protocol/messages.hpp"
@@ -55,14 +58,20 @@ class RunService {
  private:
   struct Followed {
     ProjectLinkPtr link;
+    // Ports the run listens on, forwarded and offered in the browser; before the follower, so they
+    // go after it (no port event reaches them once they are gone).
+    std::unique_ptr<PortAnnouncer> announcer;
+    std::unique_ptr<run::PortForwarder> ports;
     std::unique_ptr<run::RunFollower> follower;
     remote::Subscription states;
     std::thread thread;
     std::atomic<bool> stop{false}, down{false}, ended{false};
     RunSink sink;
   };
+  // `what`: the run as the person knows it ("main.py"), for the messages about its ports.
   void follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink,
-                     bool slurm_job = false);
+                     bool slurm_job = false, const std::string& what = "");
+  void forward_ports(Followed& f, const std::string& id, const std::string& what);
   void follow_loop(Followed& f);
   static void stop(Followed& f);
   // The link a run id is served by: the one following it, else the workspace project's.

@@ -125,6 +125,29 @@ class ServeClient {
     }
   }
 
+  // Reads (answering the server's requests with `answer`) until a request named `method` was
+  // answered, or one already was since the last such wait; nullopt at the deadline.
+  std::optional<json> wait_request(const std::string& method, std::chrono::milliseconds limit, const Answer& answer = {}) {
+    for (std::size_t i = requests_seen_; i < server_requests.size(); ++i)
+      if (server_requests[i]["method"] == method) {
+        requests_seen_ = i + 1;
+        return server_requests[i];
+      }
+    requests_seen_ = server_requests.size();
+    const auto deadline = Clock::now() + limit;
+    for (;;) {
+      auto m = next(deadline);
+      if (!m) return std::nullopt;
+      if (!handle(*m, answer)) {
+        responses_.push_back(*m);
+        continue;
+      }
+      if (!m->contains("id")) continue;
+      requests_seen_ = server_requests.size();
+      if ((*m)["method"] == method) return m;
+    }
+  }
+
   json initialize_result;
   json methods;
   std::vector<json> notifications;
@@ -178,6 +201,7 @@ class ServeClient {
   protocol::FrameDecoder decoder_;
   int next_id_ = 1;
   std::size_t seen_ = 0;
+  std::size_t requests_seen_ = 0;
   std::vector<json> responses_;
 };
 

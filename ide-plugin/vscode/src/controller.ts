@@ -86,6 +86,9 @@ export class FerryController {
       }),
       rpc.onNotification('train/metrics', (p: { runId: string; event: Record<string, unknown> }) => this.trainEvent(p.runId, p.event)),
       rpc.onNotification('train/exited', (p: TrainExited) => this.trainExited(p)),
+      // A port a run opened on the box was forwarded, or its forward went (ferry serve's own offer
+      // to open it in the browser comes as a showMessageRequest, which VS Code shows itself).
+      rpc.onNotification('tunnel/changed', () => this.events.tunnelsChanged()),
       rpc.onRequest('host/confirmHostKey', async (p: { host: string; keyType: string; fingerprint: string }) => {
         const trust = 'Trust and connect';
         const answer = await this.host.ask(

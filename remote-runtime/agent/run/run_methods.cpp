@@ -21,6 +21,7 @@
 
 #include "remote-runtime/agent/raw_binding.hpp"
 #include "remote-runtime/agent/run/output_log.hpp"
+#include "remote-runtime/agent/run/port_watch.hpp"
 #include "remote-runtime/agent/run/slurm_job.hpp"
 #include "remote-runtime/agent/run/supervisor.hpp"
 
@@ -38,6 +39,9 @@ constexpr std::chrono::milliseconds kInputTimeout{10'000};
 // a lost run ends its stream instead of hanging it. Events, not this, drive the streaming.
 constexpr int kLivenessCheckMs = 2000;
 constexpr int kFallbackPollMs = 100;
+// How often an attached run's listeners are looked for (run/attach `ports`): a server the run starts
+// is forwarded within about this much of its listen. Two small /proc files per look.
+constexpr int kPortPollMs = 250;
 constexpr std::size_t kDefaultReadBytes = 1u << 20;
 constexpr std::size_t kMaxReadBytes = 16u << 20;
 
@@ -160,6 +164,7 @@ struct RunMethods::Tailer {
   RunFiles files;
   std::uint64_t offset = 0;
   std::shared_ptr<FrameWriter> writer;
+  std::optional<PortWatch> ports;  // run/attach's `ports`: the run's listeners, told as run/port
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
   int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -200,6 +205,14 @@ struct RunMethods::Tailer {
     if (in >= 0) ::close(in);
   }
 
+  // The run's listeners that opened or closed since the last look; false once the link is gone.
+  bool send_port_changes() {
+    for (const auto& c : ports->poll())
+      if (!writer->send_notification("run/port", json{{"id", files.id}, {"port", c.port}, {"address", c.address}, {"open", c.open}}))
+        return false;
+    return true;
+  }
+
   void stream(int in, int log) {
     if (log < 0) {
       spdlog::error("run {}: open output.log: {}", files.id, std::strerror(errno));
@@ -207,6 +220,7 @@ struct RunMethods::Tailer {
     }
     // At once on the first pass: a run found lost ends its stream now.
     auto next_liveness = std::chrono::steady_clock::now();
+    auto next_ports = next_liveness;
     while (!stop) {
       // exit.json is written after the last record: seen first, the read below gets everything.
       auto exit_json = read_json_file(files.exit());
@@ -229,12 +243,18 @@ struct RunMethods::Tailer {
       }
       if (stop) return;
       if (exit_json) {
+        if (ports) (void)send_port_changes();  // its listeners went with it: said before the end
         writer->send_notification("run/exited", exited_params(files.id, *exit_json));
         return;
       }
       auto now = std::chrono::steady_clock::now();
+      if (ports && now >= next_ports) {
+        next_ports = now + std::chrono::milliseconds(kPortPollMs);
+        if (!send_port_changes()) return;
+      }
       if (now < next_liveness) {
         auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(next_liveness - now).count() + 1;
+        if (ports) wait = std::min<long long>(wait, std::chrono::duration_cast<std::chrono::milliseconds>(next_ports - now).count() + 1);
         if (in < 0) wait = std::min<long long>(wait, kFallbackPollMs);
         pollfd fds[2] = {{in, POLLIN, 0}, {wake_fd, POLLIN, 0}};  // poll skips a negative fd
         int n = ::poll(fds, 2, static_cast<int>(wait));
@@ -444,7 +464,10 @@ Response RunMethods::attach(const protocol::Request& r) {
   ::close(log);
   if (!ok) return bad(r, ok.error());
   stop_stream(*id);
-  pending_.push_back(std::make_unique<Tailer>(*run, *offset, writer_));
+  auto tailer = std::make_unique<Tailer>(*run, *offset, writer_);
+  const long long pgid = status->meta.value("pgid", 0LL);
+  if (r.params.value("ports", false) && pgid > 1 && status->state == "running") tailer->ports.emplace(static_cast<pid_t>(pgid));
+  pending_.push_back(std::move(tailer));
   return protocol::make_result(r.id, json{{"id", *id}, {"offset", *offset}, {"state", status->state}});
 }
 

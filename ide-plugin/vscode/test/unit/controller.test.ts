@@ -222,6 +222,14 @@ test('Open Jupyter reuses a tunnel to 8888, else opens one on a free port', asyn
   assert.deepEqual(host.opened, ['http://127.0.0.1:45000/', 'http://127.0.0.1:6006/']);
 });
 
+test('a port a run opened on the box redraws the Tunnels view', async () => {
+  const { rpc, ferry, events } = setup();
+  await ferry.start();
+  const before = events.tunnels;
+  rpc.emit('tunnel/changed', {});
+  assert.equal(events.tunnels, before + 1);
+});
+
 test('the menu offers sync, pull, doctor and tunnels', async () => {
   const { rpc, host, ferry } = setup();
   await ferry.start();
