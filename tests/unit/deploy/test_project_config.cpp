@@ -93,6 +93,27 @@ BOOST_AUTO_TEST_CASE(protect_patterns_land_in_the_struct_and_the_ide_view) {
   BOOST_TEST(bad.error().pointer == "/protect/0");
 }
 
+BOOST_AUTO_TEST_CASE(auto_forward_ports_is_on_by_default_off_or_a_list) {
+  auto none = parse_project(json::object(), "/x");
+  BOOST_REQUIRE(none.has_value());
+  BOOST_TEST(none->auto_forward_ports.enabled);
+  BOOST_TEST(none->auto_forward_ports.ports.empty());
+  auto off = parse_project(json::parse(R"({"autoForwardPorts": false})"), "/x");
+  BOOST_REQUIRE(off.has_value());
+  BOOST_TEST(!off->auto_forward_ports.enabled);
+  auto some = parse_project(json::parse(R"({"autoForwardPorts": [6006, 8888]})"), "/x");
+  BOOST_REQUIRE(some.has_value());
+  BOOST_TEST(some->auto_forward_ports.enabled);
+  BOOST_TEST((some->auto_forward_ports.ports == std::vector<int>{6006, 8888}));
+  BOOST_TEST(ferry::deploy::to_json(*some)["autoForwardPorts"] == json::parse("[6006, 8888]"));
+  auto bad = parse_project(json::parse(R"({"autoForwardPorts": [8080, 70000]})"), "/x");
+  BOOST_REQUIRE(!bad.has_value());
+  BOOST_TEST(bad.error().pointer == "/autoForwardPorts/1");
+  auto word = parse_project(json::parse(R"({"autoForwardPorts": "yes"})"), "/x");
+  BOOST_REQUIRE(!word.has_value());
+  BOOST_TEST(word.error().pointer == "/autoForwardPorts");
+}
+
 BOOST_AUTO_TEST_CASE(launch_entries_land_in_the_struct_and_the_ide_view) {
   auto c = parse_project(json::parse(R"({"launch": [
       {"name": "train", "script": "train.py", "args": ["--lr", "0.1"], "env": {"SEED": "1"}, "cwd": "runs"},
