@@ -1,10 +1,11 @@
 // One stream connection carried over a message link, for tunnels that go through an agent rather
 // than through sshd (a Slurm job's compute node runs no sshd): bytes read from the socket leave as
 // data messages, at most `window` bytes ahead of the peer's acknowledgements; bytes that arrive
-// are written by a thread of their own and acknowledged once written. Half-closes travel each way.
-// The link's reader only hands bytes over (on_data never blocks), so a slow socket stalls itself,
-// not the link. Both ends (helper and agent) run one per connection with the same logic; the
-// socket calls and the messages are the caller's, so nothing here knows sockets or JSON.
+// are written by a thread of their own and acknowledged, a quarter window at a time, once written.
+// Half-closes travel each way. The link's reader only hands bytes over (on_data never blocks), so a
+// slow socket stalls itself, not the link. Both ends (helper and agent) run one per connection with
+// the same logic; the socket calls and the messages are the caller's, so nothing here knows sockets
+// or JSON.
 #pragma once
 
 #include <condition_variable>

@@ -415,6 +415,25 @@ int run_ferry(const std::filesystem::path& cwd, std::vector<std::string> args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The bound under the relay: 64-byte round trips through srun's own stdio (`srun --overlap cat` in
+// the allocation), no ferry involved, printed before the table.
+void print_srun_echo(const SlurmCluster& slurm) {
+  const std::string script =
+      "import subprocess, time, statistics\n"
+      "job = subprocess.run(['squeue', '-h', '-o', '%i', '-t', 'RUNNING'], capture_output=True, text=True).stdout.split()[0]\n"
+      "p = subprocess.Popen(['srun', '--jobid', job, '--overlap', '-N1', '-n1', '--unbuffered', 'cat'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)\n"
+      "rtts = []\n"
+      "for i in range(60):\n"
+      "    t = time.perf_counter(); p.stdin.write(b'e' * 63 + b'\\n'); got = b''\n"
+      "    while len(got) < 64: got += p.stdout.read(64 - len(got))\n"
+      "    rtts.append((time.perf_counter() - t) * 1e6)\n"
+      "p.stdin.close(); p.wait()\n"
+      "print('srun --overlap cat: 64-byte echo median %.0f us over 60 (first %.0f us)' % (statistics.median(rtts[1:]), rtts[0]))\n";
+  write_file("/tmp/ferry-bench-srun-echo.py", script);
+  const auto r = slurm.run("python3 /tmp/ferry-bench-srun-echo.py");
+  std::printf("%s%s\n", r.out.c_str(), r.status == 0 ? "" : ("(srun echo failed: " + r.err + ")").c_str());
+}
+
 // A Slurm cluster's compute node, reached from here: ferry tunnel into a `ferry alloc` allocation
 // (the agent in the job relays, srun carries its stream over the login link) against what HPC
 // users do today, ssh -L through the login node to the node (here the node is 127.0.0.1, so that
@@ -431,6 +450,7 @@ int slurm_bench(std::uint64_t bytes, int echoes) {
                             {"slurm", {{"partition", "main"}, {"time", "30"}}}}
                  .dump(2));
   if (run_ferry(project.path(), {"alloc"}) != 0) throw std::runtime_error("ferry alloc failed");
+  print_srun_echo(slurm);
   BenchServer discard(BenchServer::Kind::kDiscard), source(BenchServer::Kind::kSource), echo(BenchServer::Kind::kEcho);
   auto spec = [](int port) { return "0:127.0.0.1:" + std::to_string(port); };
   std::vector<Path> paths;
