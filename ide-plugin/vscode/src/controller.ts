@@ -6,7 +6,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Host, PanelIo } from './host';
 import {
-  ConnectResult, DebugPrepared, Disposable, DoctorCheck, ErrorCodes, GpuStatus, HostState, LaunchEntry,
+  ConnectResult, DebugPrepared, Disposable, DoctorCheck, EnvSyncResult, ErrorCodes, GpuStatus, HostState, LaunchEntry,
   ProjectInfo, Rpc, RunInfo, RunStarted, SyncStatus, SyncSummary, TrainExited, TrainStarted, Tunnel,
   errorCode, errorMessage, executeCommand,
 } from './rpc';
@@ -465,6 +465,24 @@ export class FerryController {
       else void this.host.info(words);
     } catch (e) {
       this.fail('doctor', e);
+    }
+  }
+
+  // ---- the box's Python packages ----
+
+  // env/sync: the sources of the box's packages mirrored here, with .ferry/venv over them, so the
+  // Python extension completes and resolves what the box has; the server keeps the mirror fresh
+  // after that by itself (after a connect and each run, when the box's packages changed).
+  async envSync(): Promise<void> {
+    try {
+      const r = await this.rpc.request<EnvSyncResult>('env/sync', this.projectParams());
+      let words = `ferry: the box's Python packages are mirrored here (${r.filesTotal} files, ${(r.bytesTotal / 1e6).toFixed(1)} MB; ${r.filesReceived} received)`;
+      if (r.leftOut.length) words += `; left out past the size cap: ${r.leftOut.map((p) => p.package).join(', ')}`;
+      if (r.venvPython) words += `. For completion, select ${r.venvPython} (Python: Select Interpreter).`;
+      else if (r.venvError) words += `; .ferry/venv was not made: ${r.venvError}`;
+      void this.host.info(words);
+    } catch (e) {
+      this.fail("mirroring the box's Python packages", e);
     }
   }
 

@@ -316,6 +316,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('ferry.syncNow', () => controller.syncNow());
   command('ferry.pullPaths', () => controller.pull());
   command('ferry.runDoctor', () => controller.doctor());
+  command('ferry.envSync', () => controller.envSync());
   command('ferry.openTunnel', () => controller.openTunnel());
   command('ferry.openJupyter', () => controller.openNamedTunnel('jupyter'));
   command('ferry.openTensorBoard', () => controller.openNamedTunnel('tensorboard'));

@@ -56,6 +56,16 @@ export interface ProjectInfo {
   launch?: LaunchEntry[];
 }
 
+// env/sync's result (protocol/spec/protocol.md), the parts the extension shows.
+export interface EnvSyncResult {
+  filesTotal: number;
+  bytesTotal: number;
+  filesReceived: number;
+  leftOut: { package: string; bytes: number }[];
+  venvPython: string | null;
+  venvError?: string;
+}
+
 export interface ConnectResult {
   host: string;
   agentVersion: string;

@@ -222,6 +222,21 @@ test('Open Jupyter reuses a tunnel to 8888, else opens one on a free port', asyn
   assert.deepEqual(host.opened, ['http://127.0.0.1:45000/', 'http://127.0.0.1:6006/']);
 });
 
+test("env sync mirrors the box's packages and says which interpreter to select", async () => {
+  const { rpc, host, ferry } = setup();
+  await ferry.start();
+  rpc.answers.set('env/sync', {
+    filesTotal: 7861, bytesTotal: 91279995, filesReceived: 7861, leftOut: [{ package: 'triton', bytes: 400e6 }],
+    venvPython: '/work/proj/.ferry/venv/bin/python',
+  });
+  await ferry.envSync();
+  assert.equal(rpc.sent('env/sync').length, 1);
+  const said = host.messages.at(-1)!.text;
+  assert.match(said, /7861 files, 91\.3 MB/);
+  assert.match(said, /left out past the size cap: triton/);
+  assert.match(said, /select \/work\/proj\/\.ferry\/venv\/bin\/python/);
+});
+
 test('a port a run opened on the box redraws the Tunnels view', async () => {
   const { rpc, ferry, events } = setup();
   await ferry.start();
