@@ -48,6 +48,7 @@ std::optional<DecodeError> from_json(const json& j, RunIdParams& out, const std:
   r.optional("text", out.text);
   r.optional("base64", out.base64);
   r.optional("eof", out.eof);
+  r.optional("path", out.path);
   r.optional("cols", out.cols);
   r.optional("rows", out.rows);
   return r.error();
@@ -79,6 +80,7 @@ json to_json(const RunListResult& r) {
     if (e.signal) j["signal"] = *e.signal;
     if (!e.slurm_job.empty()) j["slurmJob"] = e.slurm_job;
     if (e.slurm_state) j["slurmState"] = to_json(*e.slurm_state);
+    if (e.followed) j["followed"] = *e.followed;
     arr.push_back(std::move(j));
   }
   return {{"runs", std::move(arr)}};

@@ -54,6 +54,9 @@ struct RunIdParams {
   std::optional<std::string> text, base64;  // run/input
   bool eof = false;                        // run/input
   int cols = 0, rows = 0;                  // run/resize
+  // run/attach, run/signal of a run this server does not follow: the project whose host has it
+  // (none: the workspace project's).
+  std::optional<std::string> path;
 };
 std::optional<DecodeError> from_json(const json& j, RunIdParams& out, const std::string& ptr = "");
 
@@ -93,6 +96,7 @@ struct RunListEntry {
   std::optional<int> signal;
   std::string slurm_job;  // the run is this Slurm job (docs/slurm.md); absent when ""
   std::optional<SlurmJobState> slurm_state;  // where that job stands, as its follower last saw it
+  std::optional<bool> followed;  // running runs: whether a live ferry follows it (the agent says)
 };
 struct RunListResult {
   std::vector<RunListEntry> runs;

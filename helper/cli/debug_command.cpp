@@ -133,7 +133,7 @@ int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std:
       std::cerr << "ferry debug: stopping; sent SIGKILL to run " << id << "\n";
     } else if (why == platform::StopKind::interrupt) {
       auto step = escalation.next(id);
-      (void)client.signal(id, step.signal);
+      (void)client.signal(id, step.signal, /*kill_on_disconnect=*/true);
       std::cerr << step.note << "\n";
     }
   }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <set>
 #include <ctime>
+#include <future>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -243,7 +244,8 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
         break;
       case platform::StopKind::interrupt:
         if (!o.forward_interrupts) return exit_status::kInterrupted;
-        if (auto step = escalation.next(id); auto sent = client.signal(id, step.signal))
+        // Should ferry be killed now (an IDE's second Stop), the agent kills the run.
+        if (auto step = escalation.next(id); auto sent = client.signal(id, step.signal, /*kill_on_disconnect=*/true))
           note(is_raw, "ferry: " + step.note);
         else
           note(is_raw, who + ": could not signal run " + id + ": " + sent.error().message);
@@ -270,6 +272,18 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
 }
 
 // ---- ferry run ----
+
+// Runs of the same command still going with no ferry following them (one was killed, or the run
+// was started --detach): said before the new run's output, so two copies of a training do not
+// share a GPU unnoticed.
+void note_runs_left_behind(const std::vector<run::RunInfo>& runs, const std::vector<std::string>& argv) {
+  for (const auto& r : runs) {
+    if (r.state != "running" || r.followed != false || r.argv != argv) continue;
+    std::cerr << "ferry run: run " << r.id << " (the same command, started " << r.started_at
+              << ") is still running on the box with no ferry following it: `ferry attach " << r.id
+              << "` follows it, `ferry kill " << r.id << "` stops it\n";
+  }
+}
 
 struct RunCliOptions {
   std::string launch;  // a ferry.json launch entry; `command` then holds extra args
@@ -338,14 +352,17 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
     std::cerr << "ferry run: " << spec.error() << "\n";
     return kUsageFailure;
   }
+  run::RunClient client(*link->endpoint);
+  // Asked while the sync and the start go on: no round trip added before the first byte.
+  auto earlier = std::async(std::launch::async, [&client] { return client.list(); });
   if (!o.no_sync && !flush_sync(*link)) return kFerryFailure;
 
-  run::RunClient client(*link->endpoint);
   auto started = client.start(*spec);
   if (!started) {
     std::cerr << start_error("ferry run", *link, started.error()) << "\n";
     return started.error().code == protocol::error_code::kInvalidParams ? kUsageFailure : kFerryFailure;
   }
+  if (auto runs = earlier.get()) note_runs_left_behind(*runs, spec->argv);
   if (o.detach) {
     std::cout << started->id << "\n";
     return exit_status::kOk;
@@ -417,6 +434,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
       if (!r.label.empty()) j["label"] = r.label;
       if (!r.slurm_job.empty()) j["slurmJob"] = r.slurm_job;
       if (r.slurm_state) j["slurmState"] = protocol::to_json(*r.slurm_state);
+      if (r.followed) j["followed"] = *r.followed;
       if (auto secs = seconds_of(r); secs && usd_per_hour) {
         j["costUsd"] = static_cast<double>(cloud::cost_cents(*usd_per_hour, *secs / 3600)) / 100.0;
         j["usdPerHour"] = *usd_per_hour;
@@ -459,6 +477,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
     if (!r.label.empty()) command = "[" + r.label + "] " + command;
     if (!r.slurm_job.empty())
       command = "[slurm job " + r.slurm_job + (r.slurm_state ? " " + protocol::describe_slurm_state(*r.slurm_state) : "") + "] " + command;
+    if (r.followed == false) command = "[nobody following] " + command;
     std::cout << fmt::format("{}{:<21} {:<8} {:>9}{} {:>6}  {}\n", r.group.empty() ? "" : "  ", r.id, r.state, duration, cost, exit, command);
   }
   if (usd_per_hour) std::cerr << "cost at " << cloud::format_rate(*usd_per_hour) << " (ferry.json price); running runs: so far\n";

@@ -155,7 +155,7 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   run::InterruptEscalation escalation;
   auto followed = session.follow(&stop->wakeup(), [&] {
     auto step = escalation.next(*id);
-    auto sent = session.signal(step.signal);
+    auto sent = session.signal(step.signal, /*kill_on_disconnect=*/true);
     if (!sent) {
       view.note("sending SIG" + step.signal + ": " + sent.error().message);
     } else if (escalation.presses() == 1) {

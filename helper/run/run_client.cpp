@@ -90,6 +90,7 @@ std::expected<RunInfo, std::string> parse_run_info(const json& entry) {
   r.label = entry.value("label", "");
   r.slurm_job = entry.value("slurmJob", "");
   if (auto st = entry.find("slurmState"); st != entry.end()) r.slurm_state = protocol::slurm_job_state_from_json(*st);
+  if (auto f = entry.find("followed"); f != entry.end() && f->is_boolean()) r.followed = f->get<bool>();
   return r;
 }
 
@@ -148,11 +149,14 @@ std::expected<void, ResponseError> RunClient::input(const std::string& id, std::
   return {};
 }
 
-std::expected<void, ResponseError> RunClient::signal(const std::string& id, const std::string& signal) {
+std::expected<void, ResponseError> RunClient::signal(const std::string& id, const std::string& signal,
+                                                     bool kill_on_disconnect) {
   json sig = signal;
   if (!signal.empty() && std::all_of(signal.begin(), signal.end(), [](char c) { return c >= '0' && c <= '9'; }))
     sig = std::stoi(signal);
-  auto r = endpoint_.call("run/signal", json{{"id", id}, {"signal", sig}});
+  json params{{"id", id}, {"signal", sig}};
+  if (kill_on_disconnect) params["killOnDisconnect"] = true;
+  auto r = endpoint_.call("run/signal", std::move(params));
   if (!r) return std::unexpected(r.error());
   return {};
 }

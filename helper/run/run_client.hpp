@@ -51,6 +51,9 @@ struct RunInfo {
   std::string label;  // this run within its group ("rank 1 of 2 on gpu2")
   std::string slurm_job;  // the Slurm job the run is (a cluster's login node), "" for a plain run
   std::optional<protocol::SlurmJobState> slurm_state;  // where it stands, as the run's follower last saw it
+  // Running runs: whether a live ferry streams it (nullopt from an agent that does not say). A
+  // running run nobody follows was started --detach, or its ferry was killed.
+  std::optional<bool> followed;
 };
 std::expected<RunInfo, std::string> parse_run_info(const json& entry);
 
@@ -88,8 +91,11 @@ class RunClient {
   std::expected<AttachReply, ResponseError> attach(const std::string& id, std::uint64_t offset, bool ports = false);
   std::expected<void, ResponseError> detach(const std::string& id);
   std::expected<void, ResponseError> input(const std::string& id, std::string_view data, bool eof = false);
-  // signal: a name ("INT") or a number as text.
-  std::expected<void, ResponseError> signal(const std::string& id, const std::string& signal);
+  // signal: a name ("INT") or a number as text. `kill_on_disconnect`: should this link end before
+  // the run does without a detach (ferry killed, as an IDE's second Stop does), the agent sends
+  // the run SIGKILL.
+  std::expected<void, ResponseError> signal(const std::string& id, const std::string& signal,
+                                            bool kill_on_disconnect = false);
   std::expected<void, ResponseError> resize(const std::string& id, int cols, int rows);
   std::expected<std::vector<RunInfo>, ResponseError> list(bool all = false);
   std::expected<ReadResult, ResponseError> read(const std::string& id, std::uint64_t offset,

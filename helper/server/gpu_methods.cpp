@@ -14,6 +14,7 @@
 #include "helper/server/host_methods.hpp"
 #include "protocol/messages_gpu.hpp"
 #include "protocol/messages_run.hpp"
+#include "protocol/messages_sync.hpp"  // SyncProjectParams: {path?}, the project
 
 namespace ferry::server {
 
@@ -25,8 +26,9 @@ namespace {
 // The agent's answer plus the money: usdPerHour and each running run's cost so far; on a Slurm
 // project its allocation and the time it has left instead.
 std::expected<p::GpuStatusResult, p::ResponseError> gpu_status(const ServerContext& ctx, AllocationStatus& allocation,
+                                                              const std::optional<std::string>& project,
                                                               const p::CancellationToken& cancel) {
-  auto link = ctx.link(std::nullopt, cancel);
+  auto link = ctx.link(project, cancel);
   if (!link) return std::unexpected(link.error());
   auto status = (*link)->endpoint().call(std::string(p::method::kGpuStatus), json::object());
   if (!status) return std::unexpected(status.error());
@@ -79,7 +81,7 @@ class GpuWatcher {
     std::unique_lock lock(mutex_);
     while (!stopping_) {
       lock.unlock();
-      auto status = gpu_status(ctx_, *allocation_, {});
+      auto status = gpu_status(ctx_, *allocation_, std::nullopt, {});
       p::GpuSampleParams sample;
       if (status) sample.status = std::move(*status);
       else sample.error = status.error().message;
@@ -103,9 +105,11 @@ void bind_gpu_methods(p::BindingTable& table, const ServerContext& ctx) {
   auto allocation = std::make_shared<AllocationStatus>(
       [&ctx](const std::string& warning) { ctx.client.notify("window/showMessage", json{{"type", 2}, {"message", warning}}); });
   auto watcher = std::make_shared<GpuWatcher>(ctx, allocation);
-  table.request<p::EmptyParams, p::GpuStatusResult>(
+  table.request<p::SyncProjectParams, p::GpuStatusResult>(
       p::method::kGpuStatus,
-      [&ctx, allocation](const p::EmptyParams&, p::CallContext& call) { return gpu_status(ctx, *allocation, call.cancellation()); },
+      [&ctx, allocation](const p::SyncProjectParams& params, p::CallContext& call) {
+        return gpu_status(ctx, *allocation, params.path, call.cancellation());
+      },
       p::Execution::worker);
   table.request<p::GpuWatchParams, p::GpuWatchResult>(
       p::method::kGpuWatch,

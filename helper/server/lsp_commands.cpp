@@ -53,17 +53,6 @@ std::expected<std::string, ResponseError> project_relative(const std::string& co
   return rel;
 }
 
-// Opens `path` in the editor without taking focus; a client that cannot is told where it is.
-void show_file(ServerState& s, const fs::path& path, const std::string& what) {
-  json params{{"uri", p::fs_path_to_file_uri(path)},
-              {"takeFocus", false},
-              // LSP4IJ reads `selection` without a null check: always send one.
-              {"selection", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}}};
-  auto shown = s.client.call("window/showDocument", std::move(params), std::chrono::seconds(10));
-  bool ok = shown && shown->is_object() && shown->value("success", false);
-  if (!ok) s.questions.show(MessageType::info, "ferry: " + what + ": " + path.string());
-}
-
 // A typed result (or its error) as the command's JSON.
 template <class T>
 std::expected<json, ResponseError> as_json(std::expected<T, ResponseError> r) {
@@ -140,6 +129,16 @@ std::expected<json, ResponseError> run_command(ServerState& s, const std::string
   if (!config) return std::unexpected(config.error());
   auto launch = command_launch(cmd, "run", *config, *t);
   if (!launch) return std::unexpected(launch.error());
+  // tty (VS Code's "with a Terminal"): checked before anything is synced or started.
+  bool tty = false;
+  if (auto it = t->options.find("tty"); it != t->options.end()) {
+    if (!it->is_boolean()) return std::unexpected(usage(cmd, "tty: expected true or false"));
+    tty = it->get<bool>();
+    // A plain LSP client shows output as a log file: nothing there could be a terminal.
+    if (tty && !s.questions.traits().ferry)
+      return std::unexpected(usage(cmd, "tty: a run with a terminal needs a terminal to show it in (ferry's VS Code "
+                                        "extension, or `ferry run --tty` in a terminal)"));
+  }
   auto work = s.progress.begin(&call);
   work->progress().begin("Running " + launch->label + " on " + config->host, "syncing");
   auto synced = s.sync->flush(config->root.string(), call, work.get());
@@ -150,6 +149,11 @@ std::expected<json, ResponseError> run_command(ServerState& s, const std::string
   params.argv = launch->argv;
   params.cwd = launch->cwd;
   params.env = launch->env;
+  if (tty) {
+    params.tty = true;
+    params.cols = 80;  // until the editor's terminal opens and says its size (run/resize)
+    params.rows = 24;
+  }
   if (s.questions.traits().ferry) return as_json(s.runs->start(params));
   const std::string* rel = &launch->label;
 
@@ -430,6 +434,16 @@ const std::vector<std::pair<std::string, Handler>>& commands() {
 }
 
 }  // namespace
+
+void show_file(ServerState& s, const fs::path& path, const std::string& what) {
+  json params{{"uri", p::fs_path_to_file_uri(path)},
+              {"takeFocus", false},
+              // LSP4IJ reads `selection` without a null check: always send one.
+              {"selection", {{"start", {{"line", 0}, {"character", 0}}}, {"end", {{"line", 0}, {"character", 0}}}}}};
+  auto shown = s.client.call("window/showDocument", std::move(params), std::chrono::seconds(10));
+  bool ok = shown && shown->is_object() && shown->value("success", false);
+  if (!ok) s.questions.show(MessageType::info, "ferry: " + what + ": " + path.string());
+}
 
 const std::vector<std::string>& lsp_command_ids() {
   static const std::vector<std::string> kIds = [] {

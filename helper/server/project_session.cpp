@@ -29,8 +29,9 @@ using p::json;
 // What a link's endpoint reports, routed while the link lives: to the editor once, to the
 // connect call still running (its progress), and to the services following runs on it.
 struct LinkEvents {
-  explicit LinkEvents(ClientQuestions& q) : questions(q) {}
+  LinkEvents(ClientQuestions& q, std::filesystem::path r) : questions(q), root(std::move(r)) {}
   ClientQuestions& questions;
+  const std::filesystem::path root;  // the project's, so a window of several projects can tell
   std::mutex mutex;
   ProjectSessions::Report report;  // only while the connect call runs
   std::shared_ptr<remote::NotificationFanout> states = std::make_shared<remote::NotificationFanout>();
@@ -38,7 +39,9 @@ struct LinkEvents {
   void on_state(const remote::HostState& s) {
     json params = remote::to_json(s);
     if (questions.traits().ferry) {
-      questions.client().notify(std::string(p::method::kHostStateChanged), params);
+      json with_root = params;
+      with_root["root"] = root.string();
+      questions.client().notify(std::string(p::method::kHostStateChanged), with_root);
     } else {
       // A plain LSP client has no host/stateChanged: its log shows the link instead.
       std::string line = "ferry: " + s.host + " " + std::string(protocol::to_string(s.state)) + (s.message.empty() ? "" : ": " + s.message);
@@ -265,7 +268,7 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::link(const depl
 std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const deploy::ProjectConfig& config,
                                                                          const p::CancellationToken& cancel,
                                                                          const Report& report) {
-  auto events = std::make_shared<LinkEvents>(questions_);
+  auto events = std::make_shared<LinkEvents>(questions_, config.root);
   events->set_report(report);
   sync::ProjectEndpointOptions o;
   o.ssh_config = options_.ssh_config;
@@ -316,6 +319,7 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::connect(const d
         if (n.method == "cloud/event") announce_cloud_event(*questions, root, host, n.params);
       });
   start_project_trainer(*link, config, progress_);
+  if (on_connect_) on_connect_(link);
   return link;
 }
 

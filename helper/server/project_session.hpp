@@ -126,6 +126,8 @@ class ProjectSessions {
 
   ClientQuestions& questions() { return questions_; }
   TrustGate& trust() { return trust_; }
+  // Called with each new link once it is up, before it is handed out; set before the first.
+  void set_on_connect(std::function<void(const ProjectLinkPtr&)> hook) { on_connect_ = std::move(hook); }
 
  private:
   struct Slot {
@@ -144,6 +146,7 @@ class ProjectSessions {
   mutable std::mutex mutex_;
   std::map<std::filesystem::path, std::shared_ptr<Slot>> slots_;
   std::atomic<int> connections_{0};
+  std::function<void(const ProjectLinkPtr&)> on_connect_;
 };
 
 }  // namespace ferry::server

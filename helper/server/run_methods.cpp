@@ -103,16 +103,18 @@ std::expected<p::RunStartResult, ResponseError> RunService::start(const RunStart
   return p::RunStartResult{started->id, started->pid, started->started_at, spec->argv, spec->cwd};
 }
 
-std::expected<ProjectLinkPtr, ResponseError> RunService::link_for(const std::string& id) {
+std::expected<ProjectLinkPtr, ResponseError> RunService::link_for(const std::string& id,
+                                                                 const std::optional<std::string>& project) {
   {
     std::lock_guard lock(mutex_);
     if (auto it = followed_.find(id); it != followed_.end()) return it->second->link;
   }
-  return ctx_.link(std::nullopt);
+  return ctx_.link(project);
 }
 
-std::expected<p::RunAttachResult, ResponseError> RunService::attach(const std::string& id, std::uint64_t offset, RunSink sink) {
-  auto link = link_for(id);
+std::expected<p::RunAttachResult, ResponseError> RunService::attach(const std::string& id, std::uint64_t offset, RunSink sink,
+                                                                    const std::optional<std::string>& project) {
+  auto link = link_for(id, project);
   if (!link) return std::unexpected(link.error());
   // Check the id and offset first, so a bad one is this call's error, not a silent follower.
   auto probe = (*link)->runs().read(id, offset, 1);
@@ -174,10 +176,11 @@ std::expected<p::EmptyResult, ResponseError> RunService::input(const std::string
   return empty_or_error((*link)->runs().input(id, data, eof));
 }
 
-std::expected<p::EmptyResult, ResponseError> RunService::signal(const std::string& id, const std::string& signal) {
+std::expected<p::EmptyResult, ResponseError> RunService::signal(const std::string& id, const std::string& signal,
+                                                                const std::optional<std::string>& project) {
   auto n = run::signal_number(signal.empty() ? "INT" : signal);
   if (!n) return std::unexpected(response_error({ErrorKind::invalid_input, n.error()}, p::method::kRunSignal));
-  auto link = link_for(id);
+  auto link = link_for(id, project);
   if (!link) return std::unexpected(link.error());
   return empty_or_error((*link)->runs().signal(id, run::signal_name(*n)));
 }
@@ -196,7 +199,7 @@ std::expected<p::RunListResult, ResponseError> RunService::list(const std::optio
   p::RunListResult out;
   for (const auto& r : *runs)
     out.runs.push_back({r.id, r.argv, r.cwd, r.root, r.state, r.pid, r.started_at, r.log_bytes, r.ended_at,
-                        r.exit_code, r.signal, r.slurm_job, r.slurm_state});
+                        r.exit_code, r.signal, r.slurm_job, r.slurm_state, r.followed});
   return out;
 }
 
@@ -314,7 +317,7 @@ void bind_run_methods(p::BindingTable& table, std::shared_ptr<RunService> servic
       p::Execution::worker);
   table.request<RunIdParams, p::RunAttachResult>(
       p::method::kRunAttach,
-      [service](const RunIdParams& params, p::CallContext&) { return service->attach(params.id, params.offset); },
+      [service](const RunIdParams& params, p::CallContext&) { return service->attach(params.id, params.offset, {}, params.path); },
       p::Execution::worker);
   table.request<RunIdParams, p::EmptyResult>(
       p::method::kRunDetach, [service](const RunIdParams& params, p::CallContext&) { return service->detach(params.id); },
@@ -334,7 +337,7 @@ void bind_run_methods(p::BindingTable& table, std::shared_ptr<RunService> servic
       p::Execution::worker);
   table.request<RunIdParams, p::EmptyResult>(
       p::method::kRunSignal,
-      [service](const RunIdParams& params, p::CallContext&) { return service->signal(params.id, params.signal); },
+      [service](const RunIdParams& params, p::CallContext&) { return service->signal(params.id, params.signal, params.path); },
       p::Execution::worker);
   table.request<RunIdParams, p::EmptyResult>(
       p::method::kRunResize,

@@ -44,12 +44,15 @@ class RunService {
   // Starts and follows; an empty sink sends run/output and run/exited.
   std::expected<protocol::RunStartResult, protocol::ResponseError> start(const RunStartParams& params, RunSink sink = {});
   // Follows `id` from `offset` (again, if followed already); an empty sink keeps the one it had.
+  // `project`: where a run not followed yet lives (none: the workspace project).
   std::expected<protocol::RunAttachResult, protocol::ResponseError> attach(const std::string& id, std::uint64_t offset,
-                                                                           RunSink sink = {});
+                                                                           RunSink sink = {},
+                                                                           const std::optional<std::string>& project = {});
   std::expected<protocol::EmptyResult, protocol::ResponseError> detach(const std::string& id);
   std::expected<protocol::EmptyResult, protocol::ResponseError> input(const std::string& id, const std::string& data,
                                                                       bool eof);
-  std::expected<protocol::EmptyResult, protocol::ResponseError> signal(const std::string& id, const std::string& signal);
+  std::expected<protocol::EmptyResult, protocol::ResponseError> signal(const std::string& id, const std::string& signal,
+                                                                       const std::optional<std::string>& project = {});
   std::expected<protocol::EmptyResult, protocol::ResponseError> resize(const std::string& id, int cols, int rows);
   std::expected<protocol::RunListResult, protocol::ResponseError> list(const std::optional<std::string>& project, bool all);
   // The runs this server follows that have not ended, newest last (ferry.stop).
@@ -74,8 +77,9 @@ class RunService {
   void forward_ports(Followed& f, const std::string& id, const std::string& what);
   void follow_loop(Followed& f);
   static void stop(Followed& f);
-  // The link a run id is served by: the one following it, else the workspace project's.
-  std::expected<ProjectLinkPtr, protocol::ResponseError> link_for(const std::string& id);
+  // The link a run id is served by: the one following it, else `project`'s (the workspace's).
+  std::expected<ProjectLinkPtr, protocol::ResponseError> link_for(const std::string& id,
+                                                                  const std::optional<std::string>& project = {});
 
   const ServerContext& ctx_;
   ServerProgress* progress_ = nullptr;

@@ -29,9 +29,26 @@ ServerState::ServerState(const ServerOptions& o)
       sync(std::make_shared<SyncService>(ctx)),
       runs(std::make_shared<RunService>(ctx, &progress)),
       trains(make_train_service(ctx)),
-      debugs(make_debug_sessions(ctx)) {}
+      debugs(make_debug_sessions(ctx)) {
+  // Each connect names the runs a killed ferry left going on the box (runs_left_behind.hpp): they
+  // are listed before the connect returns (one round trip; the link is then idle), and asked about
+  // in the background.
+  sessions.set_on_connect([this](const ProjectLinkPtr& link) {
+    auto runs = link->runs().list();
+    if (!runs) {
+      spdlog::info("{}: run/list after connecting: {}", link->host(), runs.error().message);
+      return;
+    }
+    auto left = runs_left_behind(*runs);
+    if (left.empty()) return;
+    link->start_background([this, left = std::move(left)](ProjectLink& l, std::stop_token stop) {
+      offer_runs_left_behind(*this, l, left_behind, left, stop);
+    });
+  });
+}
 
-ServerState::~ServerState() = default;
+// The links' background work uses the services: it ends before they go.
+ServerState::~ServerState() { sessions.close_all(); }
 
 Server::Server(ServerOptions options) : options_(std::move(options)), state_(std::make_unique<ServerState>(options_)) {
   auto& s = *state_;

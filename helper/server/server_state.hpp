@@ -16,6 +16,7 @@
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/project_session.hpp"
 #include "helper/server/run_service.hpp"
+#include "helper/server/runs_left_behind.hpp"
 #include "helper/server/server_context.hpp"
 #include "helper/server/server_progress.hpp"
 #include "helper/server/sync_service.hpp"
@@ -33,6 +34,7 @@ struct ServerState {
   ClientQuestions questions;
   Workspace workspace;
   ServerProgress progress;  // before the links: their background work reports through it
+  LeftBehindOffers left_behind;  // likewise
   ProjectSessions sessions;
   ServerContext ctx;
   std::shared_ptr<SyncService> sync;
@@ -54,6 +56,9 @@ void bind_lsp_methods(protocol::BindingTable& table, ServerState& state);
 protocol::json lsp_capabilities();
 // After `initialized`: dynamic registrations, and the offer to create a missing ferry.json.
 void on_initialized(ServerState& state);
+// Opens `path` in the editor without taking focus (window/showDocument); a client that cannot
+// is told where it is (lsp_commands.cpp).
+void show_file(ServerState& s, const std::filesystem::path& path, const std::string& what);
 // workspace/executeCommand's command ids.
 const std::vector<std::string>& lsp_command_ids();
 std::expected<protocol::json, protocol::ResponseError> execute_command(ServerState& state, const std::string& command,

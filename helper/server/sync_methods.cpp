@@ -121,15 +121,44 @@ std::expected<p::SyncResult, ResponseError> SyncService::pull(const p::SyncPullP
   });
 }
 
-p::SyncStatusResult SyncService::status() {
+namespace {
+
+// A saved path as an absolute path: URIs decoded, relative ones below the workspace project's
+// mapping. Empty when it cannot be one.
+fs::path absolute_saved_path(const std::string& saved, const Workspace& workspace) {
+  if (saved.starts_with("file:")) {
+    auto path = p::file_uri_to_fs_path(saved);
+    if (!path) {
+      spdlog::warn("sync on save: {}", path.error());
+      return {};
+    }
+    return *path;
+  }
+  fs::path path(saved);
+  if (path.is_absolute()) return path;
+  auto config = lookup_project(std::nullopt, workspace);
+  if (!config) return {};
+  // As every path "relative to the mapping": with several mappings, relative to the project root.
+  if (config->mappings.size() > 1) return config->root / path;
+  return sync::mapping_target(*config, config->mappings.front()).local_root / path;
+}
+
+}  // namespace
+
+p::SyncStatusResult SyncService::status(const std::optional<std::string>& project) {
   p::SyncStatusResult r;
+  auto config = lookup_project(project, ctx_.workspace);
+  const std::string root = config ? config->root.string() : "";
   std::lock_guard lock(save_mu_);
-  r.pending_saves.assign(pending_.begin(), pending_.end());
+  for (const auto& saved : pending_) {
+    const std::string rel = absolute_saved_path(saved, ctx_.workspace).lexically_relative(config ? config->root : fs::path()).string();
+    if (!config || (!rel.empty() && !rel.starts_with(".."))) r.pending_saves.push_back(saved);
+  }
   r.saving = saving_;
-  r.last_sync = last_;
-  r.last_error = last_error_;
+  if (auto it = last_.find(root); it != last_.end()) r.last_sync = it->second;
+  if (auto it = last_error_.find(root); it != last_error_.end()) r.last_error = it->second;
   r.busy = running_ > 0;
-  if (auto config = lookup_project(std::nullopt, ctx_.workspace)) {
+  if (config) {
     if (auto link = ctx_.sessions.current(config->root)) {
       r.connected = link->endpoint().connected();
       r.endpoint = link->endpoint().description();
@@ -202,33 +231,10 @@ std::expected<p::SyncResult, ResponseError> SyncService::run(const std::optional
   else progress.end(s->one_line());
   if (s->cancelled) return std::unexpected(p::cancelled_error(call.method()));
   p::SyncResult r = sync_result(*s);
-  last_ = r;
+  last_[(*link)->config().root.string()] = r;
   return r;
 }
 
-namespace {
-
-// A saved path as an absolute path: URIs decoded, relative ones below the workspace project's
-// mapping. Empty when it cannot be one.
-fs::path absolute_saved_path(const std::string& saved, const Workspace& workspace) {
-  if (saved.starts_with("file:")) {
-    auto path = p::file_uri_to_fs_path(saved);
-    if (!path) {
-      spdlog::warn("sync on save: {}", path.error());
-      return {};
-    }
-    return *path;
-  }
-  fs::path path(saved);
-  if (path.is_absolute()) return path;
-  auto config = lookup_project(std::nullopt, workspace);
-  if (!config) return {};
-  // As every path "relative to the mapping": with several mappings, relative to the project root.
-  if (config->mappings.size() > 1) return config->root / path;
-  return sync::mapping_target(*config, config->mappings.front()).local_root / path;
-}
-
-}  // namespace
 
 std::string SyncService::push_saved(const fs::path& project_file, const std::vector<std::string>& paths,
                                     std::optional<p::SyncResult>& summary) {
@@ -287,15 +293,18 @@ void SyncService::save_loop() {
       if (path.empty()) continue;
       if (auto file = deploy::find_project_file(path)) by_project[*file].push_back(path.lexically_normal().string());
     }
-    std::string error;
-    std::optional<p::SyncResult> summary;
-    for (const auto& [file, paths] : by_project)
-      if (auto e = push_saved(file, paths, summary); !e.empty()) error = e;
+    std::map<std::string, std::pair<std::optional<p::SyncResult>, std::string>> outcomes;  // by project root
+    for (const auto& [file, paths] : by_project) {
+      auto& [summary, error] = outcomes[file.parent_path().string()];
+      error = push_saved(file, paths, summary);
+    }
     lock.lock();
     saving_ = false;
-    if (summary) last_ = summary;
-    last_error_ = error;
-    if (!error.empty()) spdlog::warn("sync on save: {}", error);
+    for (auto& [root, outcome] : outcomes) {
+      if (outcome.first) last_[root] = std::move(*outcome.first);
+      last_error_[root] = outcome.second;
+      if (!outcome.second.empty()) spdlog::warn("sync on save: {}", outcome.second);
+    }
     save_cv_.notify_all();
   }
 }
@@ -311,8 +320,8 @@ void bind_sync_methods(p::BindingTable& table, std::shared_ptr<SyncService> serv
       p::Execution::worker);
   table.request<p::SyncProjectParams, p::SyncStatusResult>(
       p::method::kSyncStatus,
-      [service](const p::SyncProjectParams&, p::CallContext&) -> std::expected<p::SyncStatusResult, ResponseError> {
-        return service->status();
+      [service](const p::SyncProjectParams& params, p::CallContext&) -> std::expected<p::SyncStatusResult, ResponseError> {
+        return service->status(params.path);
       },
       p::Execution::worker);
   table.request<p::SyncProjectParams, p::SyncResult>(

@@ -35,7 +35,9 @@ class SyncService {
                                                                     ServerProgress::Work* work = nullptr);
   std::expected<protocol::SyncResult, protocol::ResponseError> pull(const protocol::SyncPullParams& params,
                                                                     protocol::CallContext& call);
-  protocol::SyncStatusResult status();
+  // `project`: a ferry.json or its folder (none: the workspace project's). Pending saves, the last
+  // sync and its error are that project's (several workspace folders, several projects).
+  protocol::SyncStatusResult status(const std::optional<std::string>& project = std::nullopt);
   // Waits for pending saves, then pushes the whole tree: the remote is up to date on return.
   std::expected<protocol::SyncResult, protocol::ResponseError> flush(const std::optional<std::string>& project,
                                                                      protocol::CallContext& call,
@@ -63,8 +65,9 @@ class SyncService {
   std::set<std::string> reported_outside_;  // saved files in no mapping, said once (saver thread only)
   bool saving_ = false, stop_ = false, flush_now_ = false;
   int running_ = 0;  // pushes and pulls under way (status's "busy")
-  std::optional<protocol::SyncResult> last_;
-  std::string last_error_;
+  // By project root.
+  std::map<std::string, protocol::SyncResult> last_;
+  std::map<std::string, std::string> last_error_;
   std::thread saver_;
 };
 

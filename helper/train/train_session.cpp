@@ -150,9 +150,9 @@ std::expected<run::RunExit, Error> TrainSession::follow(platform::Wakeup* interr
   return *follower_->exit();
 }
 
-std::expected<void, Error> TrainSession::signal(const std::string& name) {
+std::expected<void, Error> TrainSession::signal(const std::string& name, bool kill_on_disconnect) {
   if (!client_ || run_id_.empty()) return std::unexpected(Error{ErrorKind::invalid_input, "no run started"});
-  auto r = client_->signal(run_id_, name);
+  auto r = client_->signal(run_id_, name, kill_on_disconnect);
   if (!r) return std::unexpected(remote::call_error(r.error(), r.error().message));
   return {};
 }

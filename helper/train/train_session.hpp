@@ -79,7 +79,8 @@ class TrainSession {
   // agent_lost; an agent that refuses the stream (an unknown id, a log it cannot send) io.
   std::expected<run::RunExit, Error> follow(platform::Wakeup* interrupt = nullptr, const std::function<void()>& on_interrupt = {},
                                             const std::function<bool()>& abandon = {});
-  std::expected<void, Error> signal(const std::string& name);
+  // `kill_on_disconnect`: see RunClient::signal.
+  std::expected<void, Error> signal(const std::string& name, bool kill_on_disconnect = false);
 
   // SshEndpoint's on_state: the stream stops with the link and is re-attached on the new one.
   void link_lost();

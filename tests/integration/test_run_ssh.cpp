@@ -26,6 +26,7 @@
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/ferry_process.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
 
 using ferry::test::SshdFixture;
 namespace fs = std::filesystem;
@@ -179,6 +180,69 @@ BOOST_AUTO_TEST_CASE(ctrl_c_escalates_int_term_kill) {
   BOOST_TEST(attach.wait() == 128 + SIGUSR1);
   Ferry gone(p.dir.path(), {"kill", "20990101-000000-beef"});
   BOOST_TEST(gone.wait() == 2);
+}
+
+// PyCharm's Stop sends ferry SIGINT, and its second Stop (Kill) SIGKILL: ferry passes the first on
+// and asks the agent to finish the job should ferry vanish before the run ends. Killed without a
+// Ctrl-C first, ferry leaves the run going (as a dropped link does), and the next `ferry run` of
+// the same command says so; `ferry runs` marks it.
+BOOST_AUTO_TEST_CASE(an_ides_second_stop_ends_the_run_and_a_run_left_behind_is_named) {
+  Project p;
+  ferry::test::write_file(p.dir / "stubborn.py",
+                          "import signal, time\n"
+                          "signal.signal(signal.SIGINT, lambda s, f: print('got SIGINT', flush=True))\n"
+                          "print('ready', flush=True)\n"
+                          "while True: time.sleep(0.05)\n");
+  auto entry_of = [&](const std::string& id) {
+    for (const auto& r : p.runs())
+      if (r["id"] == id) return r;
+    return nlohmann::json::object();
+  };
+  auto newest_running = [&] {
+    for (const auto& r : p.runs())
+      if (r.value("state", "") == "running") return r["id"].get<std::string>();
+    return std::string();
+  };
+  std::string stopped;
+  {
+    Ferry run(p.dir.path(), {"run", "--", "stubborn.py"});
+    BOOST_REQUIRE_MESSAGE(run.wait_out("ready\n"), run.err());
+    run.signal(SIGINT);
+    BOOST_REQUIRE_MESSAGE(run.wait_out("got SIGINT\n"), run.err());
+    BOOST_REQUIRE_MESSAGE(run.wait_out("press Ctrl-C again to send SIGTERM", 30s, true), run.err());
+    stopped = newest_running();
+    run.signal(SIGKILL);
+    BOOST_TEST(run.wait() == -1);
+  }
+  BOOST_REQUIRE(!stopped.empty());
+  BOOST_TEST(ferry::test::eventually([&] { return entry_of(stopped).value("state", "") == "exited"; }, 20s));
+  BOOST_TEST(entry_of(stopped).value("signal", 0) == SIGKILL);
+
+  std::string left;
+  {
+    Ferry run(p.dir.path(), {"run", "--", "stubborn.py"});
+    BOOST_REQUIRE_MESSAGE(run.wait_out("ready\n"), run.err());
+    left = newest_running();
+    BOOST_TEST(entry_of(left).value("followed", false));
+    run.signal(SIGKILL);
+    run.wait();
+  }
+  BOOST_REQUIRE(ferry::test::eventually([&] { return entry_of(left).value("followed", true) == false; }, 20s));
+  BOOST_TEST(entry_of(left)["state"] == "running");
+  Ferry table(p.dir.path(), {"runs"});
+  BOOST_TEST(table.wait() == 0);
+  BOOST_TEST(table.out().find(left) != std::string::npos, table.out());
+  BOOST_TEST(table.out().find("[nobody following]") != std::string::npos, table.out());
+  Ferry again(p.dir.path(), {"run", "--no-sync", "--", "stubborn.py"});
+  BOOST_REQUIRE_MESSAGE(again.wait_out("ready\n"), again.err());
+  BOOST_TEST(again.err().find("run " + left + " (the same command, started ") != std::string::npos, again.err());
+  BOOST_TEST(again.err().find("`ferry kill " + left + "` stops it") != std::string::npos, again.err());
+  Ferry kill(p.dir.path(), {"kill", left, "--signal", "KILL"});
+  BOOST_TEST(kill.wait() == 0, kill.err());
+  again.signal(SIGINT);
+  BOOST_REQUIRE(again.wait_out("got SIGINT\n"));
+  again.signal(SIGINT);  // SIGTERM: Python's default ends it
+  BOOST_TEST(again.wait() == 143, again.err());
 }
 
 BOOST_AUTO_TEST_CASE(sigterm_stops_following_and_the_run_goes_on) {

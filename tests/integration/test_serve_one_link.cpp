@@ -124,6 +124,7 @@ BOOST_AUTO_TEST_CASE(a_second_project_gets_its_own_link_and_host_connect_reuses_
   f.trust_host_key();
   const fs::path a = make_project(f, "a", "~/a");
   const fs::path b = make_project(f, "b", "~/b");
+  ferry::test::write_file(b / "only_in_b.py", "x = 1\n");
   ferry::test::ServeClient c(a);
   BOOST_TEST(c.call("host/connect", json::object()).contains("result"));
   BOOST_TEST(c.call("host/connect", json::object()).contains("result"));
@@ -131,5 +132,18 @@ BOOST_AUTO_TEST_CASE(a_second_project_gets_its_own_link_and_host_connect_reuses_
   BOOST_TEST(c.call("sync/push", {{"path", a.string()}}).contains("result"));
   BOOST_TEST(fs::exists(f.home() / "a" / "main.py"));
   BOOST_TEST(fs::exists(f.home() / "b" / "main.py"));
+
+  // A window of several projects tells them apart: each link's state changes name its project,
+  // and sync/status and gpu/status answer for the project asked about.
+  const std::string root_b = c.call("project/load", {{"path", b.string()}})["result"]["root"];
+  BOOST_TEST(c.wait_notification(
+                   [&](const json& n) { return n["method"] == "host/stateChanged" && n["params"].value("root", "") == root_b; }, 5s)
+                 .has_value());
+  const json status_a = c.call("sync/status", {{"path", a.string()}})["result"];
+  const json status_b = c.call("sync/status", {{"path", b.string()}})["result"];
+  BOOST_TEST(status_b["lastSync"]["filesSent"].get<int>() == status_a["lastSync"]["filesSent"].get<int>() + 1,
+             status_a.dump() + " " + status_b.dump());
+  BOOST_TEST(status_b["connected"] == true);
+  BOOST_TEST(c.call("gpu/status", {{"path", b.string()}}).contains("result"));
   BOOST_TEST(f.accepted_logins() == 2, f.log());
 }

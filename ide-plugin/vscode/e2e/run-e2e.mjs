@@ -94,6 +94,9 @@ writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify({
   'workbench.secondarySideBar.defaultVisibility': 'hidden',
   // debugpy's port on the box: the default 5678 may be taken on a machine where other tests debug.
   'ferry.debugPort': await freePort(),
+  // Mirroring the box's packages (torch: hundreds of MB) is not what this test is about; the offer
+  // itself is held by the controller's unit test.
+  'ferry.offerEnvMirror': false,
 }, null, 2));
 const csEnv = { ...process.env, PATH: `${nodeBin}:${process.env.PATH}`, SSH_AUTH_SOCK: '' };
 const codeServer = join(csDir, 'node_modules', '.bin', 'code-server');

@@ -2,7 +2,7 @@
 // methods and commands (workspace/executeCommand ferry.run, ferry.debug, ...), answers the helper's
 // questions, keeps the status bar's model and the training charts. Decisions stay with the helper:
 // which interpreter, which paths, what to sync — this only maps VS Code's UI onto it.
-import { basename, join } from 'node:path';
+import { basename, isAbsolute, join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Host, PanelIo } from './host';
 import {
@@ -56,14 +56,61 @@ export interface ControllerEvents {
   tunnelsChanged(): void;
 }
 
+// One workspace folder's project (a window of several folders can hold several) and its status.
+interface ProjectSlot {
+  info: ProjectInfo;
+  status: StatusModel;
+  lastSyncKey: string;
+}
+
+// Whether `file` lies inside `root` (both absolute, local).
+function isInside(file: string, root: string): boolean {
+  const rel = relative(root, file);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
 export class FerryController {
-  project?: ProjectInfo;
-  readonly status = new StatusModel();
   readonly runs: RunManager;
+  private slots: ProjectSlot[] = [];
+  // The status before any project is loaded, or when no folder has one.
+  private readonly noProject = new StatusModel();
   private readonly trainings = new Map<string, Training>();
-  private lastSyncKey = '';
   private syncPoll?: Disposable;
   private connecting?: Promise<void>;
+
+  // The project the person works in: the one holding the active editor's file, else the first.
+  get project(): ProjectInfo | undefined {
+    return this.currentSlot()?.info;
+  }
+
+  // The status bar shows that project's link.
+  get status(): StatusModel {
+    return this.currentSlot()?.status ?? this.noProject;
+  }
+
+  // Every workspace folder's project, in folder order.
+  projects(): ProjectInfo[] {
+    return this.slots.map((s) => s.info);
+  }
+
+  // Sets every project's status at once (the helper starting, or gone).
+  setAllStatus(state: Parameters<StatusModel['set']>[0], message?: string): void {
+    for (const s of [this.noProject, ...this.slots.map((x) => x.status)]) s.set(state, message);
+  }
+
+  private currentSlot(): ProjectSlot | undefined {
+    const file = this.host.activeFile()?.path;
+    if (file) {
+      const holding = this.slots.filter((s) => isInside(file, s.info.root)).sort((a, b) => b.info.root.length - a.info.root.length);
+      if (holding.length) return holding[0];
+    }
+    return this.slots[0];
+  }
+
+  private slotOf(root?: string, host?: string): ProjectSlot | undefined {
+    return (root !== undefined ? this.slots.find((s) => s.info.root === root) : undefined) ??
+      (host !== undefined ? this.slots.find((s) => s.info.host === host) : undefined);
+  }
 
   constructor(private readonly rpc: Rpc, private readonly host: Host, private readonly events: ControllerEvents) {
     this.runs = new RunManager(rpc, host);
@@ -76,12 +123,12 @@ export class FerryController {
     return [
       ...this.runs.listen(rpc),
       rpc.onNotification('host/stateChanged', (s: HostState) => {
-        this.status.hostState(s);
+        (this.slotOf(s.root, s.host)?.status ?? this.status).hostState(s);
         this.events.statusChanged();
         if (s.state === 'connected') this.events.tunnelsChanged();
       }),
       rpc.onNotification('project/trust', (p: { root: string; trusted: boolean; changed?: string[]; warnings?: string[] }) => {
-        this.status.trust(p);
+        (this.slotOf(p.root)?.status ?? this.status).trust(p);
         this.events.statusChanged();
       }),
       rpc.onNotification('train/metrics', (p: { runId: string; event: Record<string, unknown> }) => this.trainEvent(p.runId, p.event)),
@@ -110,7 +157,7 @@ export class FerryController {
     ];
   }
 
-  // Loads the workspace's project and links it to its host.
+  // Loads every workspace folder's project and links each to its host.
   start(): Promise<void> {
     this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
     return this.connecting;
@@ -121,41 +168,84 @@ export class FerryController {
     return folder ? { path: folder } : {};
   }
 
-  private async connect(): Promise<void> {
-    try {
-      this.project = await this.rpc.request<ProjectInfo>('project/load', this.projectParams());
-    } catch (e) {
-      this.project = undefined;
-      this.host.setContext('ferry.active', false);
-      if (errorCode(e) === ErrorCodes.ProjectNotFound) this.status.set('noProject');
-      else this.status.set('disconnected', errorMessage(e));
-      this.host.log(`project/load: ${errorMessage(e)}`);
-      this.events.statusChanged();
-      return;
+  // project/load for each folder (a folder inside a project counts once; one without ferry.json
+  // is left out); the status says why when none has one.
+  private async loadProjects(): Promise<boolean> {
+    const folders = this.host.workspaceFolders();
+    const loaded: ProjectSlot[] = [];
+    let failure: unknown;
+    for (const folder of folders.length ? folders : [undefined]) {
+      try {
+        const info = await this.rpc.request<ProjectInfo>('project/load', folder === undefined ? {} : { path: folder });
+        if (loaded.some((s) => s.info.root === info.root)) continue;
+        const slot = this.slotOf(info.root) ?? { info, status: new StatusModel(), lastSyncKey: '' };
+        slot.info = info;
+        loaded.push(slot);
+      } catch (e) {
+        if (errorCode(e) !== ErrorCodes.ProjectNotFound) failure ??= e;
+        this.host.log(`project/load${folder === undefined ? '' : ' ' + folder}: ${errorMessage(e)}`);
+      }
     }
-    this.host.setContext('ferry.active', true);
-    this.status.setHost(this.project.host);
-    this.status.set('connecting');
+    this.slots = loaded;
+    this.host.setContext('ferry.active', loaded.length > 0);
+    if (loaded.length === 0) {
+      if (failure === undefined) this.noProject.set('noProject');
+      else this.noProject.set('disconnected', errorMessage(failure));
+      this.events.statusChanged();
+    }
+    return loaded.length > 0;
+  }
+
+  private async connect(): Promise<void> {
+    if (!(await this.loadProjects())) return;
+    await Promise.all(this.slots.map((slot) => this.connectProject(slot)));
+    this.events.statusChanged();
+    this.events.runsChanged();
+    this.events.tunnelsChanged();
+    this.envOffer ??= this.offerEnvMirror();
+    await this.refreshSync();
+  }
+
+  private async connectProject(slot: ProjectSlot): Promise<void> {
+    slot.status.setHost(slot.info.host);
+    slot.status.project = this.slots.length > 1 ? slot.info.name : '';
+    slot.status.set('connecting');
     this.events.statusChanged();
     try {
-      const r = await this.rpc.request<ConnectResult>('host/connect', this.projectParams());
-      this.status.set('connected', `${r.os} ${r.arch} · ${r.remoteRoot} · agent ${r.agentVersion}`);
+      const r = await this.rpc.request<ConnectResult>('host/connect', { path: slot.info.root });
+      slot.status.set('connected', `${r.os} ${r.arch} · ${r.remoteRoot} · agent ${r.agentVersion}`);
       this.host.log(`connected to ${r.host}: ${r.remoteRoot}`);
     } catch (e) {
-      this.status.set('disconnected', errorMessage(e));
+      slot.status.set('disconnected', errorMessage(e));
       this.host.log(`host/connect: ${errorMessage(e)}`);
       this.events.statusChanged();
       const doctor = 'Doctor';
       const retry = 'Retry';
-      const answer = await this.host.error(`ferry: cannot reach ${this.project.host}: ${errorMessage(e)}`, retry, doctor);
-      if (answer === retry) return this.connect();
+      const which = this.slots.length > 1 ? ` (${slot.info.name})` : '';
+      const answer = await this.host.error(`ferry: cannot reach ${slot.info.host}${which}: ${errorMessage(e)}`, retry, doctor);
+      if (answer === retry) return this.connectProject(slot);
       if (answer === doctor) await this.doctor();
-      return;
     }
-    this.events.statusChanged();
-    this.events.runsChanged();
-    this.events.tunnelsChanged();
-    await this.refreshSync();
+  }
+
+  // The offer below, once per window (kept for tests to await).
+  envOffer?: Promise<void>;
+
+  // Completion and go-to-definition see the box's packages only once they are mirrored here: a
+  // project with no mirror (.ferry/venv) is offered one when it connects (the server keeps an
+  // existing mirror fresh by itself when the box's packages change).
+  private async offerEnvMirror(): Promise<void> {
+    for (const { info: project, status } of [...this.slots]) {
+      if (project.host === 'local' || status.state !== 'connected') continue;
+      if (this.host.setting<boolean>('offerEnvMirror') !== true) return;
+      if (this.host.exists(join(project.root, '.ferry', 'venv'))) continue;
+      const mirror = 'Mirror Them';
+      const never = "Don't Ask Again";
+      const answer = await this.host.info(`ferry: completion and go-to-definition can see the Python packages on ${project.host} ` +
+        '(torch and the rest) once ferry mirrors them here (.ferry/venv, as `ferry env sync` does).', mirror, 'Not Now', never);
+      if (answer === mirror) await this.envSync(project.root);
+      else if (answer === never) await this.host.setSetting('offerEnvMirror', false);
+    }
   }
 
   private projectFileUri(): string | undefined {
@@ -185,12 +275,15 @@ export class FerryController {
     return this.project?.host ?? 'the box';
   }
 
-  async runCurrentFile(args: string[] = []): Promise<string | undefined> {
+  // `tty`: the run gets a terminal on the box (pdb, ipython, input() with line editing); the
+  // terminal here passes keys and its size through untouched (`ferry run --tty`).
+  async runCurrentFile(args: string[] = [], tty = false): Promise<string | undefined> {
     const file = await this.currentFile('run it on the box', 'python');
     if (!file) return undefined;
     try {
-      const started = await executeCommand<RunStarted>(this.rpc, 'ferry.run', { uri: file.uri, args });
-      this.runs.claim(started.id, `ferry: ${basename(file.path)} on ${this.hostName()}`);
+      const options = tty ? { uri: file.uri, args, tty: true } : { uri: file.uri, args };
+      const started = await executeCommand<RunStarted>(this.rpc, 'ferry.run', options);
+      this.runs.claim(started.id, `ferry: ${basename(file.path)} on ${this.hostName()}`, tty);
       this.events.runsChanged();
       void this.refreshSync();
       return started.id;
@@ -201,8 +294,10 @@ export class FerryController {
   }
 
   async launchEntries(): Promise<LaunchEntry[]> {
-    this.project = await this.rpc.request<ProjectInfo>('project/load', this.projectParams());
-    return this.project.launch ?? [];
+    const info = await this.rpc.request<ProjectInfo>('project/load', this.projectParams());
+    const slot = this.slotOf(info.root);
+    if (slot) slot.info = info;
+    return info.launch ?? [];
   }
 
   async runLaunchEntry(): Promise<void> {
@@ -357,7 +452,7 @@ export class FerryController {
   async trustProject(): Promise<void> {
     try {
       await executeCommand(this.rpc, 'ferry.trustProject', this.projectFileUri());
-      this.status.trust({ root: this.project?.root ?? '', trusted: true });
+      this.status.trust({ root: this.project?.root ?? '', trusted: true });  // the project in front
       this.events.statusChanged();
       await this.start();
     } catch (e) {
@@ -414,21 +509,25 @@ export class FerryController {
     this.syncPoll = this.host.setTimer(poll, 100);
   }
 
-  // Reads sync/status into the status bar; true while a sync is still going.
+  // Reads each project's sync/status into its status; true while a sync is still going.
   async refreshSync(): Promise<boolean> {
-    if (!this.project) return false;
+    const busy = await Promise.all(this.slots.map((slot) => this.refreshProjectSync(slot)));
+    return busy.some(Boolean);
+  }
+
+  private async refreshProjectSync(slot: ProjectSlot): Promise<boolean> {
     try {
-      const s = await this.rpc.request<SyncStatus>('sync/status', {});
+      const s = await this.rpc.request<SyncStatus>('sync/status', { path: slot.info.root });
       const busy = s.saving || s.busy || s.pendingSaves.length > 0;
-      this.status.syncing = busy;
+      slot.status.syncing = busy;
       if (s.lastSync) {
         const key = JSON.stringify(s.lastSync);
-        if (key !== this.lastSyncKey) {
-          this.lastSyncKey = key;
-          this.status.synced(s.lastSync, this.host.now());
+        if (key !== slot.lastSyncKey) {
+          slot.lastSyncKey = key;
+          slot.status.synced(s.lastSync, this.host.now());
         }
       }
-      this.status.lastError = s.lastError ?? '';
+      slot.status.lastError = s.lastError ?? '';
       this.events.statusChanged();
       return busy;
     } catch {
@@ -436,13 +535,15 @@ export class FerryController {
     }
   }
 
+  // The project in front's GPU (the status bar shows that one).
   async pollGpu(): Promise<void> {
-    if (this.status.state !== 'connected') return;
+    const slot = this.currentSlot();
+    if (!slot || slot.status.state !== 'connected') return;
     try {
       // gpu/status (not the ferry.gpu command): it adds the host's price and the runs' costs.
-      this.status.gpu = await this.rpc.request<GpuStatus>('gpu/status', {});
+      slot.status.gpu = await this.rpc.request<GpuStatus>('gpu/status', { path: slot.info.root });
     } catch {
-      this.status.gpu = undefined;
+      slot.status.gpu = undefined;
     }
     this.events.statusChanged();
   }
@@ -473,9 +574,9 @@ export class FerryController {
   // env/sync: the sources of the box's packages mirrored here, with .ferry/venv over them, so the
   // Python extension completes and resolves what the box has; the server keeps the mirror fresh
   // after that by itself (after a connect and each run, when the box's packages changed).
-  async envSync(): Promise<void> {
+  async envSync(root?: string): Promise<void> {
     try {
-      const r = await this.rpc.request<EnvSyncResult>('env/sync', this.projectParams());
+      const r = await this.rpc.request<EnvSyncResult>('env/sync', root ? { path: root } : this.projectParams());
       let words = `ferry: the box's Python packages are mirrored here (${r.filesTotal} files, ${(r.bytesTotal / 1e6).toFixed(1)} MB; ${r.filesReceived} received)`;
       if (r.leftOut.length) words += `; left out past the size cap: ${r.leftOut.map((p) => p.package).join(', ')}`;
       if (r.venvPython) words += `. For completion, select ${r.venvPython} (Python: Select Interpreter).`;
@@ -583,25 +684,35 @@ export class FerryController {
 
   // ---- runs view ----
 
+  // Every connected project's runs; with several projects each run says whose it is (`project`).
   async listRuns(): Promise<RunInfo[]> {
-    if (this.status.state !== 'connected') return [];
-    const r = await this.rpc.request<{ runs: RunInfo[] }>('run/list', this.projectParams());
-    return r.runs;
+    const connected = this.slots.filter((s) => s.status.state === 'connected');
+    const lists = await Promise.all(connected.map(async (slot) => {
+      const r = await this.rpc.request<{ runs: RunInfo[] }>('run/list', { path: slot.info.root });
+      return this.slots.length > 1 ? r.runs.map((run) => ({ ...run, project: slot.info.name })) : r.runs;
+    }));
+    return lists.flat();
+  }
+
+  // The project a listed run came from (its root), for the calls about it.
+  private runProject(r?: RunInfo): { path?: string } {
+    const slot = r?.project !== undefined ? this.slots.find((s) => s.info.name === r.project) : undefined;
+    return slot ? { path: slot.info.root } : {};
   }
 
   // Shows a run of the box in a terminal: from the start (its whole log), following it while it runs.
-  async attachRun(id: string, label: string): Promise<void> {
+  async attachRun(id: string, label: string, r?: RunInfo): Promise<void> {
     this.runs.claim(id, `ferry: ${label}`);
     try {
-      await this.rpc.request('run/attach', { id, offset: 0 });
+      await this.rpc.request('run/attach', { id, offset: 0, ...this.runProject(r) });
     } catch (e) {
       this.fail(`attaching to ${id}`, e);
     }
   }
 
-  async killRun(id: string): Promise<void> {
+  async killRun(id: string, r?: RunInfo): Promise<void> {
     try {
-      await this.rpc.request('run/signal', { id, signal: 'KILL' });
+      await this.rpc.request('run/signal', { id, signal: 'KILL', ...this.runProject(r) });
     } catch (e) {
       this.fail(`killing ${id}`, e);
     }

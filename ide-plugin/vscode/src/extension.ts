@@ -3,7 +3,7 @@
 // capability so ferry's own notifications arrive, and maps VS Code's UI (status bar, terminals,
 // debug sessions, views, a webview) onto FerryController. Logic lives in controller.ts.
 import * as vscode from 'vscode';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import {
   CloseAction, ErrorAction, LanguageClient, State, type LanguageClientOptions, type ServerOptions, type StaticFeature,
@@ -131,6 +131,10 @@ button:disabled { opacity: 0.5; cursor: default; }
 
   setContext(key: string, value: unknown) { void vscode.commands.executeCommand('setContext', key, value); }
   setting<T>(key: string) { return vscode.workspace.getConfiguration('ferry').get<T>(key); }
+  async setSetting(key: string, value: unknown) {
+    await vscode.workspace.getConfiguration('ferry').update(key, value, vscode.ConfigurationTarget.Workspace);
+  }
+  exists(path: string) { return existsSync(path); }
   setTimer(fn: () => void, ms: number) {
     const t = setTimeout(fn, ms);
     return { dispose: () => clearTimeout(t) };
@@ -259,7 +263,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       error: () => ({ action: ErrorAction.Continue }),
       closed: () => {
         const { restart, tell } = policy.died(Date.now());
-        ferry?.status.set('helperDown');
+        ferry?.setAllStatus('helperDown');
         renderStatus();
         if (tell) {
           const words = restart ? 'ferry: the helper (ferry serve) stopped; it was started again. Its log is in the ferry output.'
@@ -303,11 +307,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   runsView = new RunsView(controller);
   tunnelsView = new TunnelsView(controller);
   context.subscriptions.push(...controller.listen());
-  controller.status.set('connecting', 'starting the helper');
+  controller.setAllStatus('connecting', 'starting the helper');
   renderStatus();
+  // Several folders, several projects: the status bar follows the one the active editor is in.
+  context.subscriptions.push(vscode.window.onDidChangeActiveTextEditor(() => {
+    renderStatus();
+    void controller.pollGpu();
+  }));
+  // A folder added to or removed from the window: its project is linked or let go.
+  context.subscriptions.push(vscode.workspace.onDidChangeWorkspaceFolders(() => void controller.start()));
 
   const command = (id: string, fn: (...args: any[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, fn));
   command('ferry.runCurrentFile', () => controller.runCurrentFile());
+  command('ferry.runCurrentFileWithTerminal', () => controller.runCurrentFile([], true));
   command('ferry.runLaunchEntry', () => controller.runLaunchEntry());
   command('ferry.stopRun', () => controller.stop());
   command('ferry.debugCurrentFile', () => controller.debugCurrentFile());
@@ -324,9 +336,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   command('ferry.restartHelper', () => client?.restart());
   command('ferry.trustWorkspaceProject', () => controller.trustProject());  // the server's own ferry.trustProject is registered by the language client
   command('ferry.refreshRuns', () => runsView?.refresh());
-  command('ferry.attachRun', (r: RunInfo) => r && controller.attachRun(r.id, runRow(r, new Date()).label));
-  command('ferry.showRunLog', (r: RunInfo) => r && controller.attachRun(r.id, runRow(r, new Date()).label));
-  command('ferry.killRun', (r: RunInfo) => r && controller.killRun(r.id));
+  command('ferry.attachRun', (r: RunInfo) => r && controller.attachRun(r.id, runRow(r, new Date()).label, r));
+  command('ferry.showRunLog', (r: RunInfo) => r && controller.attachRun(r.id, runRow(r, new Date()).label, r));
+  command('ferry.killRun', (r: RunInfo) => r && controller.killRun(r.id, r));
   command('ferry.refreshTunnels', () => tunnelsView?.refresh());
   command('ferry.closeTunnel', (t: Tunnel) => t && controller.closeTunnel(t.id));
   command('ferry.openTunnelInBrowser', (t: Tunnel) => t && host.openExternal(`http://127.0.0.1:${t.localPort}/`));
@@ -377,7 +389,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   try {
     await client.start();
   } catch (e) {
-    controller.status.set('helperDown', String(e));
+    controller.setAllStatus('helperDown', String(e));
     renderStatus();
     void vscode.window.showErrorMessage(`ferry: the helper did not start: ${e instanceof Error ? e.message : e}`);
   }

@@ -73,8 +73,11 @@ export interface Host {
   openFile(path: string): Promise<void>;
   createTrainingPanel(title: string, resourceRoot: string, handlers: PanelHandlers): PanelIo;
   setContext(key: string, value: unknown): void;
-  // A `ferry.*` setting.
+  // A `ferry.*` setting, and changing one for this workspace.
   setting<T>(key: string): T | undefined;
+  setSetting(key: string, value: unknown): Promise<void>;
+  // Whether a local file or folder exists.
+  exists(path: string): boolean;
   setTimer(fn: () => void, ms: number): Disposable;
   now(): Date;
 }

@@ -77,6 +77,7 @@ export interface ConnectResult {
 export interface HostState {
   state: 'connecting' | 'connected' | 'reconnecting' | 'disconnected';
   host: string;
+  root?: string;  // the project whose link it is
   attempt?: number;
   retryInMs?: number;
   message?: string;
@@ -143,6 +144,10 @@ export interface RunInfo {
   // A Slurm job (docs/slurm.md) and where it stands, as its follower last saw it.
   slurmJob?: string;
   slurmState?: { state: string; reason?: string; nodes?: string; timeLeft?: string; ahead?: number };
+  // Running runs: whether a live ferry follows it; false for one a killed ferry left behind.
+  followed?: boolean;
+  // Set by the extension in a window of several projects: the project (its name) the run is of.
+  project?: string;
 }
 
 export interface DebugPrepared {

@@ -63,6 +63,9 @@ export class StatusModel {
     this.untrusted = p.trusted ? undefined : { root: p.root, changed: p.changed ?? [], warnings: p.warnings ?? [] };
   }
 
+  // The project's name, shown in a window of several projects ('' with one).
+  project = '';
+
   setHost(host: string): void {
     this.host = host;
   }
@@ -96,7 +99,7 @@ export class StatusModel {
         warning: true,
       };
     }
-    const host = this.host || 'ferry';
+    const host = (this.host || 'ferry') + (this.project ? ` (${this.project})` : '');
     let words: string;
     switch (this.state) {
       case 'noProject': words = 'ferry: no project'; break;

@@ -67,7 +67,7 @@ export function runRow(r: RunInfo, now: Date): RunRow {
   let state: string;
   let icon: RunRow['icon'];
   if (r.state === 'running') {
-    state = 'running';
+    state = r.followed === false ? 'running, nobody following' : 'running';
     icon = 'running';
   } else if (r.state === 'lost') {
     state = 'lost';
@@ -81,7 +81,7 @@ export function runRow(r: RunInfo, now: Date): RunRow {
   }
   return {
     label: runCommand(r),
-    description: [state, slurmWords(r), took].filter(Boolean).join(' · '),
+    description: [r.project ?? '', state, slurmWords(r), took].filter(Boolean).join(' · '),
     tooltip: [`${r.id}`, `${r.argv.join(' ')}`, `cwd ${r.cwd}`, `started ${r.startedAt}`, r.endedAt ? `ended ${r.endedAt}` : 'running']
       .join('\n'),
     contextValue: r.state === 'running' ? 'run-running' : r.state === 'lost' ? 'run-lost' : 'run-exited',

@@ -136,6 +136,9 @@ export class FakeHost implements Host {
   }
   setContext(key: string, value: unknown) { this.context.set(key, value); }
   setting<T>(key: string) { return this.settings.get(key) as T | undefined; }
+  async setSetting(key: string, value: unknown) { this.settings.set(key, value); }
+  readonly files = new Set<string>();
+  exists(path: string) { return this.files.has(path); }
   setTimer(fn: () => void, ms: number): Disposable {
     const t: Timer = { fn, at: this.clock + ms, live: true };
     this.timers.push(t);

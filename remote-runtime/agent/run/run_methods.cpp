@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -168,16 +169,26 @@ struct RunMethods::Tailer {
   std::atomic<bool> stop{false};
   std::atomic<bool> done{false};
   int wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  int follow_fd = -1;  // follow.lock, held shared while this stream lives
   std::thread thread;
 
   Tailer(RunFiles f, std::uint64_t o, std::shared_ptr<FrameWriter> w)
-      : files(std::move(f)), offset(o), writer(std::move(w)) {}
+      : files(std::move(f)), offset(o), writer(std::move(w)) {
+    follow_fd = ::open(files.follow_lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    // Blocking: run/list's probe holds it exclusively for an instant only.
+    if (follow_fd >= 0 && ::flock(follow_fd, LOCK_SH) != 0) {
+      ::close(follow_fd);
+      follow_fd = -1;
+    }
+    if (follow_fd < 0) spdlog::warn("run {}: follow.lock: {}", files.id, std::strerror(errno));
+  }
   ~Tailer() {
     stop = true;
     std::uint64_t one = 1;
     [[maybe_unused]] auto r = ::write(wake_fd, &one, sizeof one);
     if (thread.joinable()) thread.join();
     if (wake_fd >= 0) ::close(wake_fd);
+    if (follow_fd >= 0) ::close(follow_fd);
   }
 
   void start() {
@@ -296,8 +307,32 @@ RunMethods::RunMethods(RootPath root, fs::path state_dir, std::shared_ptr<FrameW
 RunMethods::~RunMethods() { stop_all(); }
 
 void RunMethods::stop_all() {
+  kill_abandoned_runs();
   pending_.clear();
   tailers_.clear();
+}
+
+void RunMethods::kill_abandoned_runs() {
+  for (const auto& id : std::exchange(kill_on_disconnect_, {})) {
+    auto run = store_.find(id);
+    if (!run) continue;
+    auto status = read_status(*run);
+    if (!status || status->state != "running") continue;
+    const long long pgid = status->meta.value("pgid", 0LL);
+    if (pgid <= 1) continue;
+    cancel_slurm_job(run->dir);
+    if (::kill(static_cast<pid_t>(-pgid), SIGKILL) == 0)
+      spdlog::warn("run {}: its helper went away after asking it to stop: sent SIGKILL", id);
+  }
+}
+
+// Whether an agent streams the run now (one that is alive: the lock goes with its process).
+static bool followed(const RunFiles& run) {
+  int fd = ::open(run.follow_lock().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
 }
 
 void RunMethods::stop_stream(const std::string& id) {
@@ -475,6 +510,7 @@ Response RunMethods::detach(const protocol::Request& r) {
   auto id = string_param(r.params, "id");
   if (!id) return bad(r, "id must be a string");
   stop_stream(*id);
+  kill_on_disconnect_.erase(*id);  // a helper that lets go on purpose leaves the run be
   return protocol::make_result(r.id, json::object());
 }
 
@@ -524,12 +560,18 @@ Response RunMethods::signal(const protocol::Request& r) {
   if (status->state == "exited") return bad(r, "run " + *id + " has exited");
   long long pgid = status->meta.value("pgid", 0LL);
   if (pgid <= 1) return io_error(r, "run " + *id + " has no process group in meta.json");
+  bool kill_on_disconnect = false;
+  if (r.params.contains("killOnDisconnect")) {
+    if (!r.params["killOnDisconnect"].is_boolean()) return bad(r, "killOnDisconnect must be a boolean");
+    kill_on_disconnect = r.params["killOnDisconnect"].get<bool>();
+  }
   // A KILL ends the follower of a Slurm run before it could cancel its job: cancel it here.
   if (*sig == SIGKILL) cancel_slurm_job(run->dir);
   if (::kill(static_cast<pid_t>(-pgid), *sig) != 0) {
     if (errno == ESRCH) return bad(r, "run " + *id + " has exited");
     return io_error(r, "kill run " + *id + ": " + std::strerror(errno));
   }
+  if (kill_on_disconnect) kill_on_disconnect_.insert(*id);
   return protocol::make_result(r.id, json::object());
 }
 
@@ -580,6 +622,7 @@ Response RunMethods::list(const protocol::Request& r) {
                {"startedAt", m.value("startedAt", "")}};
     for (const char* key : {"group", "label"})
       if (m.contains(key) && m[key].is_string()) entry[key] = m[key];
+    if (status->state == "running") entry["followed"] = followed(*run);
     if (auto job = slurm_job_id(run->dir); !job.empty()) {
       entry["slurmJob"] = job;
       if (auto state = slurm_job_state(run->dir)) entry["slurmState"] = protocol::to_json(*state);

@@ -36,7 +36,9 @@ class RunMethods {
   // attach reply reaches the helper before the first run/output.
   void start_pending_streams();
 
-  // Stops and joins every streaming thread (agent EOF / shutdown). The runs go on.
+  // Stops and joins every streaming thread (agent EOF / shutdown). The runs go on, except those a
+  // run/signal with `killOnDisconnect` asked to stop: the helper that asked is gone (killed, as
+  // an IDE's second Stop kills it, or its link lost), so they get SIGKILL.
   void stop_all();
 
   // How many attach streams are open (for tests).
@@ -54,6 +56,7 @@ class RunMethods {
   protocol::Response read(const protocol::Request& r);
   protocol::Response remove(const protocol::Request& r);
   void stop_stream(const std::string& id);
+  void kill_abandoned_runs();
 
   RootPath root_;
   RunStore store_;
@@ -63,6 +66,9 @@ class RunMethods {
   // Offsets known to be record boundaries (returned as run/read's `next`, or validated), so
   // paging through a long log does not walk it from 0 on every call.
   std::map<std::string, std::set<std::uint64_t>> boundaries_;
+  // Runs to kill if this agent's helper goes away before they end (run/signal's killOnDisconnect;
+  // run/detach takes a run off).
+  std::set<std::string> kill_on_disconnect_;
   std::expected<void, std::string> check_offset_cached(const std::string& id, int fd, std::uint64_t offset);
 };
 

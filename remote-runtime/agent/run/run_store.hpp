@@ -41,6 +41,9 @@ struct RunFiles {
   // What the supervisor is to start, env values included; 0600, deleted once read.
   fs::path spec() const { return dir / "spec.json"; }
   fs::path supervisor_log() const { return dir / "supervisor.log"; }
+  // Held shared (flock) by every agent streaming the run, so anyone can tell whether a ferry still
+  // follows it; the kernel drops the lock with the agent, however it ends.
+  fs::path follow_lock() const { return dir / "follow.lock"; }
 };
 
 class RunStore {

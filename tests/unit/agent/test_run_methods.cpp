@@ -627,3 +627,72 @@ BOOST_AUTO_TEST_CASE(streams_still_work_without_inotify) {
   BOOST_TEST((*e)["exitCode"] == 4);
   BOOST_TEST(a.notes.text(id) == "first\nsecond:y\n");
 }
+
+// An IDE's second Stop kills ferry after its first sent SIGINT: the agent finishes the job.
+BOOST_AUTO_TEST_CASE(a_helper_gone_after_asking_a_run_to_stop_gets_it_killed) {
+  Sandbox s;
+  std::string stubborn, untouched, let_go;
+  const std::string ignore_int = "trap 'echo got INT' INT; echo ready; while :; do sleep 0.05; done";
+  {
+    Agent first(s.root, s.state);
+    stubborn = first.start(ignore_int);
+    untouched = first.start(ignore_int);
+    let_go = first.start(ignore_int);
+    for (const auto& id : {stubborn, untouched, let_go}) {
+      first.call("run/attach", {{"id", id}, {"offset", 0}});
+      BOOST_REQUIRE(first.notes.wait_text(id, "ready\n"));
+    }
+    first.call("run/signal", {{"id", stubborn}, {"signal", "INT"}, {"killOnDisconnect", true}});
+    first.call("run/signal", {{"id", let_go}, {"signal", "INT"}, {"killOnDisconnect", true}});
+    BOOST_REQUIRE(first.notes.wait_text(stubborn, "got INT\n"));
+    first.call("run/detach", {{"id", let_go}});  // letting go on purpose (ferry's SIGTERM) disarms
+    auto bad = first.call_error("run/signal", {{"id", untouched}, {"signal", "INT"}, {"killOnDisconnect", "yes"}});
+    BOOST_TEST(bad.code == ec::kInvalidParams);
+    BOOST_TEST(bad.message.find("killOnDisconnect must be a boolean") != std::string::npos, bad.message);
+    BOOST_REQUIRE(::kill(first.ep->child_pid(), SIGKILL) == 0);  // not even the agent says goodbye...
+    first.ep->close();
+  }
+  // ...so it never got to act (a killed agent is a rebooted box's case). The next one that is
+  // asked does, when its stdin ends without a detach, as when ferry is SIGKILLed.
+  {
+    Agent look(s.root, s.state);
+    BOOST_TEST(look.list_entry(stubborn)["state"] == "running");
+  }
+  {
+    RawAgent second(s.root, s.state);
+    second.send(1, "run/signal", {{"id", stubborn}, {"signal", "INT"}, {"killOnDisconnect", true}});
+    second.result();
+    second.raw.stream->close_write();
+    BOOST_REQUIRE(second.raw.child.wait_for(10s).has_value());
+  }
+  Agent third(s.root, s.state);
+  BOOST_TEST(ferry::test::eventually([&] { return third.list_entry(stubborn)["state"] == "exited"; }, 10s));
+  BOOST_TEST(third.list_entry(stubborn)["signal"] == SIGKILL);
+  BOOST_TEST(third.list_entry(untouched)["state"] == "running");
+  BOOST_TEST(third.list_entry(let_go)["state"] == "running");
+}
+
+BOOST_AUTO_TEST_CASE(list_says_whether_a_live_agent_follows_a_running_run) {
+  Sandbox s;
+  Agent a(s.root, s.state);
+  std::string id = a.start("echo ready; read x");
+  BOOST_TEST(a.list_entry(id)["followed"] == false);
+  a.call("run/attach", {{"id", id}, {"offset", 0}});
+  BOOST_REQUIRE(a.notes.wait_text(id, "ready\n"));
+  BOOST_TEST(a.list_entry(id)["followed"] == true);
+  {
+    Agent other(s.root, s.state);  // another helper's agent sees the same
+    BOOST_TEST(other.list_entry(id)["followed"] == true);
+    a.call("run/detach", {{"id", id}});
+    BOOST_TEST(other.list_entry(id)["followed"] == false);
+    other.call("run/attach", {{"id", id}, {"offset", 0}});
+    BOOST_REQUIRE(other.notes.wait_text(id, "ready\n"));
+    BOOST_TEST(a.list_entry(id)["followed"] == true);
+    BOOST_REQUIRE(::kill(other.ep->child_pid(), SIGKILL) == 0);  // a follower that dies lets go
+    other.ep->close();
+  }
+  BOOST_TEST(a.list_entry(id)["followed"] == false);
+  a.call("run/input", {{"id", id}, {"data", json::binary(std::vector<std::uint8_t>{'\n'})}});
+  BOOST_TEST(ferry::test::eventually([&] { return a.list_entry(id)["state"] == "exited"; }, 10s));
+  BOOST_TEST(!a.list_entry(id).contains("followed"));  // said of running runs only
+}

@@ -7,8 +7,10 @@
 
 #include <cstdlib>
 
+#include "protocol/file_uri.hpp"
 #include "tests/support/serve_client.hpp"
 #include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
 
 using ferry::test::ServeClient;
 using nlohmann::json;
@@ -98,4 +100,75 @@ BOOST_AUTO_TEST_CASE(start_stream_input_attach_list) {
   BOOST_TEST(bad_signal["error"]["code"] == -32602);
   auto no_argv = c.call("run/start", {{"argv", json::array()}});
   BOOST_TEST(no_argv["error"]["code"] == -32602);
+}
+
+// A run no live ferry follows (its ferry was killed: PyCharm's second Stop) is named on the next
+// connect, once, with what to do; a run another server follows is not.
+BOOST_AUTO_TEST_CASE(runs_left_behind_are_named_on_the_next_connect) {
+  LocalProject project;
+  const json loop = {"sh", "-c", "trap '' INT; echo ready; while :; do sleep 0.05; done"};
+  std::string older, newer;
+  {
+    ServeClient first(project.dir / "proj");
+    older = first.call("run/start", {{"argv", loop}})["result"]["id"];
+    newer = first.call("run/start", {{"argv", loop}})["result"]["id"];
+  }  // this server goes, its runs go on
+  auto question_about = [](const json& request) {
+    std::string message = request["params"]["message"];
+    std::vector<std::string> titles;
+    for (const auto& a : request["params"]["actions"]) titles.push_back(a["title"]);
+    return std::pair{message, titles};
+  };
+  // A plain LSP client: the newest first; Show Output mirrors it into .ferry/logs and opens that.
+  ServeClient plain(project.dir / "proj", json{{"window", {{"showDocument", {{"support", true}}}}}});
+  std::vector<std::pair<std::string, std::vector<std::string>>> asked;
+  std::string shown;
+  auto answer = [&](const json& request) -> json {
+    if (request["method"] == "window/showDocument") {
+      shown = request["params"]["uri"];
+      return {{"result", {{"success", true}}}};
+    }
+    if (request["method"] != "window/showMessageRequest") return {{"result", nullptr}};
+    asked.push_back(question_about(request));
+    return {{"result", {{"title", asked.size() == 1 ? "Show Output" : "Leave It Running"}}}};
+  };
+  BOOST_REQUIRE(plain.call("run/list", json::object(), answer).contains("result"));
+  BOOST_REQUIRE(plain.wait_request("window/showDocument", 30s, answer).has_value());
+  BOOST_REQUIRE(plain.wait_request("window/showMessageRequest", 30s, answer).has_value());
+  BOOST_REQUIRE(asked.size() == 2u);
+  BOOST_TEST(asked[0].first.find("run " + newer) != std::string::npos, asked[0].first);
+  BOOST_TEST(asked[0].first.find("no ferry following it") != std::string::npos, asked[0].first);
+  BOOST_TEST((asked[0].second == std::vector<std::string>{"Show Output", "Stop It", "Leave It Running"}));
+  BOOST_TEST(asked[1].first.find("run " + older) != std::string::npos, asked[1].first);
+  const auto log = ferry::protocol::file_uri_to_fs_path(shown);
+  BOOST_REQUIRE_MESSAGE(log.has_value(), shown);
+  BOOST_TEST(log->string().find((project.dir / "proj" / ".ferry" / "logs").string()) == 0u, log->string());
+  BOOST_TEST(ferry::test::eventually([&] { return ferry::test::read_file(*log).find("ready\n") != std::string::npos; }, 20s));
+
+  // VS Code while the plain client follows `newer`: only `older` is named, and Stop It ends it.
+  ServeClient vscode(project.dir / "proj");
+  std::vector<std::pair<std::string, std::vector<std::string>>> asked_vscode;
+  auto stop_it = [&](const json& request) -> json {
+    if (request["method"] != "window/showMessageRequest") return {{"result", nullptr}};
+    asked_vscode.push_back(question_about(request));
+    return {{"result", {{"title", "Stop It"}}}};
+  };
+  BOOST_REQUIRE(vscode.call("run/list", json::object(), stop_it).contains("result"));
+  BOOST_REQUIRE(vscode.wait_request("window/showMessageRequest", 30s, stop_it).has_value());
+  BOOST_REQUIRE(!asked_vscode.empty());
+  BOOST_TEST(asked_vscode[0].first.find("run " + older) != std::string::npos, asked_vscode[0].first);
+  BOOST_TEST(asked_vscode[0].first.find("The Runs view attaches to it") != std::string::npos);
+  BOOST_TEST((asked_vscode[0].second == std::vector<std::string>{"Stop It", "Leave It Running"}));
+  auto state_of = [&](const std::string& id) {
+    auto listed = vscode.call("run/list", json::object(), stop_it);
+    BOOST_TEST_REQUIRE(listed.contains("result"), listed.dump());
+    for (const auto& r : listed["result"]["runs"])
+      if (r["id"] == id) return r;
+    return json::object();
+  };
+  BOOST_TEST(ferry::test::eventually([&] { return state_of(older).value("state", "") == "exited"; }, 20s));
+  BOOST_TEST(state_of(older).value("signal", 0) == 15);
+  BOOST_TEST(asked_vscode.size() == 1u);  // `newer` is followed
+  BOOST_TEST(state_of(newer)["state"] == "running");
+  BOOST_TEST(vscode.call("run/signal", {{"id", newer}, {"signal", "KILL"}}).contains("result"));
 }

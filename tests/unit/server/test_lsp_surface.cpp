@@ -134,6 +134,28 @@ BOOST_AUTO_TEST_CASE(a_ferry_client_gets_run_output_and_no_log) {
     if (n["method"] == "run/output" && n["params"]["id"] == id) text += n["params"]["text"].get<std::string>();
   BOOST_TEST(text == "hello from the lens\n");
   BOOST_TEST(!fs::exists(p.dir / ".ferry" / "logs"));
+
+  // tty: the run gets a terminal on the box (VS Code's "with a Terminal"), the size its resize says.
+  ferry::test::write_file(p.dir / "tty.py", "import os, shutil\nprint('tty', os.isatty(0), os.isatty(1), shutil.get_terminal_size().columns)\n");
+  auto t = c.call("workspace/executeCommand", {{"command", "ferry.run"}, {"arguments", {{{"uri", p.uri("tty.py")}, {"tty", true}}}}});
+  BOOST_REQUIRE_MESSAGE(t.contains("result"), t.dump());
+  const std::string tty_id = t["result"]["id"];
+  BOOST_REQUIRE(c.wait_notification([&](const json& n) { return n["method"] == "run/exited" && n["params"]["id"] == tty_id; }, 30s));
+  std::string tty_text;
+  for (const auto& n : c.notifications)
+    if (n["method"] == "run/output" && n["params"]["id"] == tty_id) tty_text += n["params"]["text"].get<std::string>();
+  BOOST_TEST(tty_text == "tty True True 80\r\n");
+  auto bad = c.call("workspace/executeCommand", {{"command", "ferry.run"}, {"arguments", {{{"uri", p.uri("tty.py")}, {"tty", "yes"}}}}});
+  BOOST_TEST(bad["error"]["message"].get<std::string>().find("tty: expected true or false") != std::string::npos, bad.dump());
+}
+
+BOOST_AUTO_TEST_CASE(a_plain_client_is_told_a_terminal_run_needs_a_terminal) {
+  Project p("lens-tty");
+  ServeClient c(p.dir.path(), plain_capabilities(), p.uri(""));
+  auto r = c.call("workspace/executeCommand", {{"command", "ferry.run"}, {"arguments", {{{"uri", p.uri("main.py")}, {"tty", true}}}}},
+                  editor(true));
+  BOOST_TEST(r["error"]["message"].get<std::string>().find("`ferry run --tty` in a terminal") != std::string::npos, r.dump());
+  BOOST_TEST(!fs::exists(p.box() / "main.py"));  // refused before anything was synced or started
 }
 
 BOOST_AUTO_TEST_CASE(did_save_and_watched_file_changes_reach_the_box) {

@@ -80,6 +80,25 @@ test('Run Current File saves the file, runs it through ferry.run and shows it in
   assert.match(t.text, /on the box\r\n.*exited with status 0/s);
 });
 
+test('a run with a terminal gets a tty on the box, and keys and sizes go through untouched', async () => {
+  const { rpc, host, ferry } = setup();
+  await ferry.start();
+  host.file = pythonFile('/work/proj/pdb_me.py');
+  rpc.answers.set('workspace/executeCommand:ferry.run', { id: 'tty1' });
+  rpc.answers.set('run/input', {});
+  rpc.answers.set('run/resize', {});
+  assert.equal(await ferry.runCurrentFile([], true), 'tty1');
+  assert.deepEqual(rpc.commands()[0], { command: 'ferry.run', arguments: [{ uri: 'file:///work/proj/pdb_me.py', args: [], tty: true }] });
+  const t = host.terminal('ferry: pdb_me.py on gpu-box');
+  t.type('n\r');       // no local echo or line editing: the box's pty does both
+  t.type('\x03');      // Ctrl-C is a byte for the pty, not a run/signal
+  t.handlers.onResize?.(120, 40);
+  assert.deepEqual(rpc.sent('run/input'), [{ id: 'tty1', text: 'n\r' }, { id: 'tty1', text: '\x03' }]);
+  assert.deepEqual(rpc.sent('run/resize'), [{ id: 'tty1', cols: 120, rows: 40 }]);
+  assert.equal(rpc.sent('run/signal').length, 0);
+  assert.equal(t.text, '');
+});
+
 test('Stop interrupts the run in front', async () => {
   const { rpc, host, ferry } = setup();
   await ferry.start();
@@ -237,6 +256,34 @@ test("env sync mirrors the box's packages and says which interpreter to select",
   assert.match(said, /select \/work\/proj\/\.ferry\/venv\/bin\/python/);
 });
 
+test("a project without a mirror of the box's packages is offered one when it connects, once", async () => {
+  const { rpc, host, ferry } = setup();
+  host.settings.set('offerEnvMirror', true);  // package.json's default
+  rpc.answers.set('env/sync', { filesTotal: 3, bytesTotal: 1000, filesReceived: 3, leftOut: [], venvPython: '/work/proj/.ferry/venv/bin/python' });
+  host.answers.push('Mirror Them');
+  await ferry.start();
+  await ferry.envOffer;
+  assert.match(host.messages[0].text, /can see the Python packages on gpu-box/);
+  assert.equal(rpc.sent('env/sync').length, 1);
+  await ferry.start();  // a reconnect does not ask again
+  assert.equal(host.messages.filter((m) => /can see the Python packages/.test(m.text)).length, 1);
+
+  // Don't Ask Again turns the setting off for the workspace; a project that has a mirror is not asked.
+  const second = setup();
+  second.host.settings.set('offerEnvMirror', true);
+  second.host.answers.push("Don't Ask Again");
+  await second.ferry.start();
+  await second.ferry.envOffer;
+  assert.equal(second.host.settings.get('offerEnvMirror'), false);
+  assert.equal(second.rpc.sent('env/sync').length, 0);
+  const mirrored = setup();
+  mirrored.host.settings.set('offerEnvMirror', true);
+  mirrored.host.files.add('/work/proj/.ferry/venv');
+  await mirrored.ferry.start();
+  await mirrored.ferry.envOffer;
+  assert.equal(mirrored.host.messages.length, 0);
+});
+
 test('a port a run opened on the box redraws the Tunnels view', async () => {
   const { rpc, ferry, events } = setup();
   await ferry.start();
@@ -315,4 +362,47 @@ test('the GPU poll asks gpu/status, whose answer carries the price, and the stat
   await ferry.pollGpu();
   assert.equal(rpc.sent('gpu/status').length, 1);
   assert.equal(ferry.status.render().text, '$(cloud) gpu-box: connected · $2.50/h · runs $0.42');
+});
+
+test('a window of several folders links each project, and the status bar follows the active editor', async () => {
+  const { rpc, host, ferry } = setup();
+  host.folders = ['/work/a', '/work/b', '/work/notes'];
+  const projects: Record<string, object> = {
+    '/work/a': { root: '/work/a', name: 'a', host: 'gpu-a', mappings: [] },
+    '/work/b': { root: '/work/b', name: 'b', host: 'gpu-b', mappings: [] },
+  };
+  rpc.answers.set('project/load', (p: { path: string }) => projects[p.path] ?? { code: -32099, message: `no ferry.json above ${p.path}` });
+  rpc.answers.set('host/connect', (p: { path: string }) =>
+    p.path === '/work/b' ? { code: -32097, message: 'connection refused' } : { host: 'gpu-a', agentVersion: '0.1.0', remoteRoot: '/home/u/a', os: 'Linux', arch: 'x86_64' });
+  rpc.answers.set('sync/status', (p: { path: string }) => ({
+    pendingSaves: [], saving: false, busy: false,
+    lastSync: p.path === '/work/a' ? { filesSent: 3, filesDeleted: 0, conflicts: 0 } : null,
+  }));
+  rpc.answers.set('run/list', (p: { path: string }) => ({ runs: [{ id: `r-${p.path.slice(-1)}`, argv: ['python3', 'x.py'], cwd: '.', state: 'running', startedAt: '2026-01-02T03:04:05.000Z' }] }));
+  rpc.answers.set('run/signal', {});
+  rpc.answers.set('gpu/status', { available: false, reason: 'no GPU' });
+  host.answers.push(undefined);  // b's "cannot reach": dismissed
+  await ferry.start();
+  assert.deepEqual(ferry.projects().map((p) => p.name), ['a', 'b']);  // notes has no ferry.json
+  assert.deepEqual(rpc.sent('host/connect'), [{ path: '/work/a' }, { path: '/work/b' }]);
+  assert.match(host.messages.find((m) => m.level === 'error')!.text, /cannot reach gpu-b \(b\): connection refused/);
+
+  // No file open: the first project. A file of b's in front: b's link and sync.
+  assert.match(ferry.status.render().text, /gpu-a \(a\): connected · synced/);
+  host.file = pythonFile('/work/b/train.py');
+  assert.match(ferry.status.render().text, /gpu-b \(b\): offline/);
+  // A state change of a's link goes to a's status, whatever is in front.
+  rpc.emit('host/stateChanged', { state: 'reconnecting', host: 'gpu-a', root: '/work/a', attempt: 2 });
+  assert.match(ferry.status.render().text, /gpu-b \(b\): offline/);
+  host.file = pythonFile('/work/a/sub/m.py');
+  assert.match(ferry.status.render().text, /gpu-a \(a\): reconnecting \(2\)/);
+  rpc.emit('host/stateChanged', { state: 'connected', host: 'gpu-a', root: '/work/a' });
+  await ferry.pollGpu();
+  assert.deepEqual(rpc.sent('gpu/status'), [{ path: '/work/a' }]);
+
+  // The Runs view: every connected project's runs, each saying whose; a kill goes to its project.
+  const runs = await ferry.listRuns();
+  assert.deepEqual(runs.map((r) => [r.id, r.project]), [['r-a', 'a']]);  // b is offline
+  await ferry.killRun('r-a', runs[0]);
+  assert.deepEqual(rpc.sent('run/signal'), [{ id: 'r-a', signal: 'KILL', path: '/work/a' }]);
 });

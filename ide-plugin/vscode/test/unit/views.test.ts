@@ -16,6 +16,11 @@ test('the Runs view shows the command without the interpreter, the state and the
   assert.equal(runRow(failed, now).icon, 'failed');
   assert.equal(runRow({ ...failed, exitCode: undefined, signal: 9 }, now).description, 'signal 9 · 5 s');
   assert.equal(runRow({ ...running, argv: ['/opt/ferry-train', 'quick.json'] }, now).label, 'ferry-train quick.json');
+  // A run a killed ferry left behind says so (run/list's `followed`); an older helper's lists say nothing.
+  assert.equal(runRow({ ...running, followed: false }, now).description, 'running, nobody following · 2 min 29 s');
+  assert.equal(runRow({ ...running, followed: true }, now).description, 'running · 2 min 29 s');
+  // A window of several projects: whose run it is comes first.
+  assert.equal(runRow({ ...running, project: 'vision' }, now).description, 'vision · running · 2 min 29 s');
   assert.equal(runCommand({ ...running, argv: ['/usr/bin/python3', '-m', 'debugpy', '--listen', '127.0.0.1:5678', '--wait-for-client',
     'debug_me.py', '5'] }), 'debug_me.py 5 (debug)');
 });
