@@ -33,6 +33,8 @@ inline constexpr int kMessageTooLarge = -32095;
 inline constexpr int kIoError = -32094;
 // The project's ferry.json is not trusted (docs/security.md): nothing connects, runs or opens.
 inline constexpr int kProjectUntrusted = -32093;
+// Another `ferry serve` serves the project (server/serve_claims.hpp): this one defers to it.
+inline constexpr int kServedElsewhere = -32092;
 }  // namespace error_code
 
 struct ResponseError {

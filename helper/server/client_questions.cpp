@@ -30,6 +30,7 @@ ClientTraits client_traits(const json& params) {
   t.work_done_progress = flag_at(caps, {"window", "workDoneProgress"});
   t.show_document = flag_at(caps, {"window", "showDocument", "support"});
   t.watched_files_registration = flag_at(caps, {"workspace", "didChangeWatchedFiles", "dynamicRegistration"});
+  t.code_lens_refresh = flag_at(caps, {"workspace", "codeLens", "refreshSupport"});
   if (params.is_object() && params.contains("clientInfo") && params["clientInfo"].is_object())
     t.name = params["clientInfo"].value("name", "");
   return t;

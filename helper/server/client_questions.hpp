@@ -31,6 +31,7 @@ struct ClientTraits {
   bool work_done_progress = false;  // window.workDoneProgress: server-made progress tokens
   bool show_document = false;       // window.showDocument.support
   bool watched_files_registration = false;  // workspace.didChangeWatchedFiles.dynamicRegistration
+  bool code_lens_refresh = false;   // workspace.codeLens.refreshSupport
   std::string name;                 // clientInfo.name, for logs
 };
 ClientTraits client_traits(const protocol::json& initialize_params);

@@ -9,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "helper/deploy/project_trust.hpp"
 #include "helper/server/code_lens.hpp"
 #include "helper/server/document_diagnostics.hpp"
 #include "helper/server/lsp_params.hpp"
@@ -106,7 +107,14 @@ void on_workspace_folders(ServerState& s, const json& params) {
   each("added", [&](const fs::path& f) { s.workspace.add_folder(f); });
 }
 
-std::expected<p::CodeLensResult, ResponseError> code_lens(const p::CodeLensParams& params) {
+// Whether another `ferry serve` serves the project (its lenses are that one's to show). A trusted
+// project is claimed now, so of two servers started together the first to be asked keeps it.
+bool served_elsewhere(ServerState& s, const deploy::ProjectConfig& config) {
+  const bool trusted = deploy::TrustStore().check(config).trusted();
+  return (trusted ? s.sessions.claims().claim(config.root) : s.sessions.claims().held_elsewhere(config.root)).has_value();
+}
+
+std::expected<p::CodeLensResult, ResponseError> code_lens(ServerState& s, const p::CodeLensParams& params) {
   auto path = p::file_uri_to_fs_path(params.text_document.uri);
   if (!path) return std::unexpected(ResponseError{p::error_code::kInvalidParams, std::string(p::method::kCodeLens) + ": " + path.error(), {}});
   auto text = read_text(*path);
@@ -116,6 +124,7 @@ std::expected<p::CodeLensResult, ResponseError> code_lens(const p::CodeLensParam
   if (kind == DocumentKind::other) return p::CodeLensResult{};
   auto config = project_of_file(*path);
   if (!config) return p::CodeLensResult{};  // not in a ferry project: nothing to offer
+  if (served_elsewhere(s, *config)) return p::CodeLensResult{};
   return p::CodeLensResult{to_lsp(code_lenses(kind, *text, p::fs_path_to_file_uri(*path), config->host))};
 }
 
@@ -154,7 +163,7 @@ void bind_lsp_methods(p::BindingTable& table, ServerState& state) {
     if (token.is_string()) s->progress.cancel(token.get<std::string>());
   });
   table.request<p::CodeLensParams, p::CodeLensResult>(
-      p::method::kCodeLens, [](const p::CodeLensParams& params, p::CallContext&) { return code_lens(params); },
+      p::method::kCodeLens, [s](const p::CodeLensParams& params, p::CallContext&) { return code_lens(*s, params); },
       p::Execution::worker);
   // The result is LSP's LSPAny (each command answers its own shape, lsp_commands.cpp): json.
   table.request<p::ExecuteCommandParams, json>(

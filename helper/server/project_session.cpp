@@ -226,6 +226,20 @@ void ProjectLink::start_background(std::function<void(ProjectLink&, std::stop_to
 
 // ---- ProjectSessions ----
 
+ProjectSessions::ProjectSessions(ClientQuestions& questions, const ServerOptions& options, ServerProgress& progress)
+    : questions_(questions),
+      options_(options),
+      progress_(progress),
+      trust_(questions),
+      claims_([this](const std::filesystem::path& root) { took_over(root); }) {}
+
+// The server this one deferred to is gone: say so, and have the editor ask for lenses again.
+void ProjectSessions::took_over(const std::filesystem::path& root) {
+  spdlog::info("{}: the other ferry serve ended; this one serves it now", root.string());
+  questions_.log(MessageType::info, "ferry: the other ferry serve on " + root.string() + " ended; this one serves it now");
+  if (questions_.traits().code_lens_refresh) (void)questions_.client().call("workspace/codeLens/refresh", json(nullptr), std::chrono::seconds(10));
+}
+
 ProjectSessions::~ProjectSessions() { close_all(); }
 
 std::shared_ptr<ProjectSessions::Slot> ProjectSessions::slot(const std::filesystem::path& root) {
@@ -249,6 +263,10 @@ std::expected<ProjectLinkPtr, p::ResponseError> ProjectSessions::link(const depl
     if (old) old->close();  // its tunnels and watchdog came from fields no longer trusted
     return std::unexpected(admitted.error());
   }
+  if (auto holder = claims_.claim(config.root))
+    return std::unexpected(p::ResponseError{p::error_code::kServedElsewhere,
+                                            *holder + " serves " + config.root.string() + "; this ferry serve defers to it",
+                                            json{{"kind", "servedElsewhere"}, {"root", config.root.string()}, {"holder", *holder}}});
   if (s->link && s->link->usable() && same_link(s->link->config(), config)) {
     s->link->refresh(config);
     return s->link;

@@ -22,6 +22,7 @@
 #include "helper/server/client_questions.hpp"
 #include "helper/server/server.hpp"
 #include "helper/server/server_progress.hpp"
+#include "helper/server/serve_claims.hpp"
 #include "helper/server/trust_gate.hpp"
 #include "helper/sync/project_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
@@ -100,8 +101,7 @@ class ProjectSessions {
  public:
   using Report = std::function<void(const std::string& message)>;
 
-  ProjectSessions(ClientQuestions& questions, const ServerOptions& options, ServerProgress& progress)
-      : questions_(questions), options_(options), progress_(progress), trust_(questions) {}
+  ProjectSessions(ClientQuestions& questions, const ServerOptions& options, ServerProgress& progress);
   ~ProjectSessions();
   ProjectSessions(const ProjectSessions&) = delete;
   ProjectSessions& operator=(const ProjectSessions&) = delete;
@@ -109,7 +109,8 @@ class ProjectSessions {
   // The project's link: the live one, or a new one (asking the editor about an unknown host key
   // or a key's passphrase). A ferry.json whose host or mapping changed gets a new link. Nothing
   // happens for a project that is not trusted (TrustGate: asked once); a live link whose
-  // ferry.json changed into an untrusted one is closed.
+  // ferry.json changed into an untrusted one is closed. Nor for one another `ferry serve` serves
+  // (ServeClaims: kServedElsewhere).
   std::expected<ProjectLinkPtr, protocol::ResponseError> link(const deploy::ProjectConfig& config,
                                                               const protocol::CancellationToken& cancel = {},
                                                               const Report& report = {});
@@ -126,6 +127,8 @@ class ProjectSessions {
 
   ClientQuestions& questions() { return questions_; }
   TrustGate& trust() { return trust_; }
+  // Whether this server or another serves a project (the lenses of a deferring server are none).
+  ServeClaims& claims() { return claims_; }
   // Called with each new link once it is up, before it is handed out; set before the first.
   void set_on_connect(std::function<void(const ProjectLinkPtr&)> hook) { on_connect_ = std::move(hook); }
 
@@ -138,6 +141,7 @@ class ProjectSessions {
                                                                  const protocol::CancellationToken& cancel,
                                                                  const Report& report);
   std::shared_ptr<Slot> slot(const std::filesystem::path& root);
+  void took_over(const std::filesystem::path& root);
 
   ClientQuestions& questions_;
   const ServerOptions& options_;
@@ -147,6 +151,7 @@ class ProjectSessions {
   std::map<std::filesystem::path, std::shared_ptr<Slot>> slots_;
   std::atomic<int> connections_{0};
   std::function<void(const ProjectLinkPtr&)> on_connect_;
+  ServeClaims claims_;  // last: its watcher calls back into questions_ while it runs
 };
 
 }  // namespace ferry::server

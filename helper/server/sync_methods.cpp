@@ -241,6 +241,10 @@ std::string SyncService::push_saved(const fs::path& project_file, const std::vec
   auto config = deploy::load_project(project_file);
   if (!config) return config.error().to_string();
   auto link = ctx_.sessions.link(*config);
+  if (!link && link.error().code == p::error_code::kServedElsewhere) {
+    spdlog::debug("sync on save: {}", link.error().message);  // the other server syncs them
+    return {};
+  }
   if (!link) return link.error().message;
   // Each saved file goes to the mapping holding it (the deepest, for nested folders).
   const auto targets = (*link)->targets();

@@ -23,7 +23,9 @@ namespace {
 // While waiting for the holder: how often cancellation is looked at.
 constexpr auto kPollWhileHeld = std::chrono::milliseconds(20);
 
-std::string read_holder(int fd) {
+}  // namespace
+
+std::string ProjectLock::holder_of(int fd) {
   char buf[256];
   const ssize_t n = ferry::posix::pread_full(fd, buf, sizeof buf - 1, 0);
   std::string s = n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
@@ -31,7 +33,10 @@ std::string read_holder(int fd) {
   return s.empty() ? "another ferry process" : s;
 }
 
-}  // namespace
+void ProjectLock::name_self(int fd) {
+  const std::string me = describe_self() + "\n";
+  if (ferry::posix::truncate_fd(fd, 0) == 0) ferry::posix::pwrite_full(fd, me.data(), me.size(), 0);
+}
 
 std::string ProjectLock::describe_self() {
   std::string name = "ferry";
@@ -61,16 +66,15 @@ std::expected<ProjectLock, Error> ProjectLock::acquire(const fs::path& local_roo
     if (err != EWOULDBLOCK) {
       return std::unexpected(Error{ErrorKind::io, "cannot lock " + file.string() + ": " + std::strerror(err)});
     }
-    if (!told && waiting) waiting(read_holder(fd));
+    if (!told && waiting) waiting(holder_of(fd));
     told = true;
     if (cancelled && cancelled()) {
-      std::string holder = read_holder(fd);
+      std::string holder = holder_of(fd);
       return std::unexpected(Error{ErrorKind::cancelled, "cancelled while waiting for " + holder});
     }
     std::this_thread::sleep_for(kPollWhileHeld);
   }
-  const std::string me = describe_self() + "\n";
-  if (ferry::posix::truncate_fd(fd, 0) == 0) ferry::posix::pwrite_full(fd, me.data(), me.size(), 0);  // only a hint for waiters
+  name_self(fd);
   return ProjectLock(std::move(held));
 }
 

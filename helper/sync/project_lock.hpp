@@ -33,6 +33,10 @@ class ProjectLock {
 
   // What a holder writes into the lock file: "ferry serve (pid 123)".
   static std::string describe_self();
+  // What the holder of the lock file open at `fd` wrote (or "another ferry process").
+  static std::string holder_of(int fd);
+  // Writes describe_self() into the lock file open at `fd` (only a hint for those who wait).
+  static void name_self(int fd);
 
  private:
   explicit ProjectLock(ferry::posix::UniqueFd fd) : fd_(std::move(fd)) {}

@@ -145,8 +145,11 @@ BOOST_AUTO_TEST_CASE(runs_left_behind_are_named_on_the_next_connect) {
   BOOST_TEST(log->string().find((project.dir / "proj" / ".ferry" / "logs").string()) == 0u, log->string());
   BOOST_TEST(ferry::test::eventually([&] { return ferry::test::read_file(*log).find("ready\n") != std::string::npos; }, 20s));
 
-  // VS Code while the plain client follows `newer`: only `older` is named, and Stop It ends it.
-  ServeClient vscode(project.dir / "proj");
+  // VS Code while the plain client follows `newer`, on a second checkout of the project (one
+  // project has one serving server; this one maps to the same folder on the same host): only
+  // `older` is named, and Stop It ends it.
+  ferry::test::write_file(project.dir / "proj2" / "ferry.json", ferry::test::read_file(project.dir / "proj" / "ferry.json"));
+  ServeClient vscode(project.dir / "proj2");
   std::vector<std::pair<std::string, std::vector<std::string>>> asked_vscode;
   auto stop_it = [&](const json& request) -> json {
     if (request["method"] != "window/showMessageRequest") return {{"result", nullptr}};
