@@ -4,6 +4,7 @@
 // and `ferry watch` share: it opens the right endpoint for the project's host and one engine per
 // mapping over it.
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -18,8 +19,10 @@
 #include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/live_server.hpp"
 #include "helper/cli/progress_bar.hpp"
 #include "helper/deploy/project_config.hpp"
+#include "helper/deploy/project_trust.hpp"
 #include "helper/remote/local_endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
 #include "helper/sync/sync_engine.hpp"
@@ -119,6 +122,66 @@ std::expected<std::vector<std::vector<std::string>>, int> sync_paths(const Globa
 
 }  // namespace
 
+namespace {
+
+// The bar from a sync/push's $/progress values: "DONE / TOTAL bytes" reports move it, any other
+// message ("listing the remote: N entries") stands in its place.
+std::function<void(const nlohmann::json&)> bar_from_progress(const std::shared_ptr<ProgressBar>& bar) {
+  if (!bar || !bar->enabled()) return {};
+  return [bar](const nlohmann::json& value) {
+    const std::string message = value.value("message", "");
+    unsigned long long done = 0, total = 0;
+    char tail[8] = {};
+    if (std::sscanf(message.c_str(), "%llu / %llu %7s", &done, &total, tail) == 3 && std::string(tail) == "bytes")
+      bar->update(done, total);
+    else if (!message.empty() && value.value("kind", "") == "report")
+      bar->status(message);
+  };
+}
+
+// `ferry sync` of the whole tree through the project's live ferry serve (live_server.hpp):
+// the same summary and exit status, no SSH login, the server's warm index. nullopt where it does
+// not apply (paths named, several mappings, -F, no live server linked to the project).
+std::optional<int> sync_through_live_server(const GlobalOptions& g, const SyncCliOptions& o) {
+  if (!o.paths.empty() || g.ssh_config || g.trust) return std::nullopt;
+  // Trusted already (an untrusted one is asked about on the normal path, once).
+  auto project = load_cli_project(g);
+  if (!project || project->mappings.size() != 1 || !deploy::TrustStore().check(*project).trusted()) return std::nullopt;
+  auto live = LiveServer::find(*project);
+  if (!live) return std::nullopt;
+  nlohmann::json params{{"path", project->root.string()}, {"dryRun", o.dry_run}, {"force", o.force},
+                        {"delete", o.no_delete ? "none" : o.mirror ? "mirror" : "owned"}, {"confirmMassDelete", o.yes}};
+  auto bar = o.json ? nullptr : std::make_shared<ProgressBar>("sync");
+  auto pushed = live->call("sync/push", params, bar_from_progress(bar), stop_on_ctrl_c());
+  if (pushed && !o.yes && !o.dry_run && platform::is_terminal(0)) {
+    // The guard held deletes: asked here, as a sync of its own would ask.
+    const auto held = nlohmann::json(pushed->value("heldDeletes", nlohmann::json::array()));
+    if (!held.empty()) {
+      if (bar) bar->clear();
+      std::cerr << "ferry sync: " << held.size() << " remote paths would be deleted. Delete them? [y/N] " << std::flush;
+      std::string answer;
+      std::getline(std::cin, answer);
+      if (answer == "y" || answer == "Y" || answer == "yes") {
+        params["confirmMassDelete"] = true;
+        pushed = live->call("sync/push", params, bar_from_progress(bar), stop_on_ctrl_c());
+      }
+    }
+  }
+  if (bar) bar->clear();
+  if (!pushed) {
+    std::cerr << "ferry sync: " << pushed.error().message << "\n";
+    return pushed.error().code == protocol::error_code::kRequestCancelled ? exit_status::kInterrupted : exit_status::kFailed;
+  }
+  if (o.json) {
+    std::cout << pushed->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    const auto s = server::summary_from_json(*pushed);
+    return !s.errors.empty() ? exit_status::kFailed : (!s.conflicts.empty() || !s.held_deletes.empty()) ? exit_status::kAttention : exit_status::kOk;
+  }
+  return print_summary(server::summary_from_json(*pushed), false, live->endpoint());
+}
+
+}  // namespace
+
 // A bar on stderr when it is a terminal; nothing otherwise (stdout stays the summary). The bar
 // erases itself when done and when the last copy of the function goes.
 std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb) {
@@ -197,6 +260,10 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
         return;
       }
       only = std::move(*named);
+    }
+    if (auto rode = sync_through_live_server(g, *o)) {
+      exit_code() = *rode;
+      return;
     }
     so.dry_run = o->dry_run;
     so.force = o->force;

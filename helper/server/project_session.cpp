@@ -231,7 +231,10 @@ ProjectSessions::ProjectSessions(ClientQuestions& questions, const ServerOptions
       options_(options),
       progress_(progress),
       trust_(questions),
-      claims_([this](const std::filesystem::path& root) { took_over(root); }) {}
+      claims_([this](const std::filesystem::path& root) { took_over(root); },
+              [this](const std::filesystem::path& root) {
+                if (on_claim_) on_claim_(root);
+              }) {}
 
 // The server this one deferred to is gone: say so, and have the editor ask for lenses again.
 void ProjectSessions::took_over(const std::filesystem::path& root) {

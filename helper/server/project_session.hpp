@@ -131,6 +131,8 @@ class ProjectSessions {
   ServeClaims& claims() { return claims_; }
   // Called with each new link once it is up, before it is handed out; set before the first.
   void set_on_connect(std::function<void(const ProjectLinkPtr&)> hook) { on_connect_ = std::move(hook); }
+  // Called when a project becomes this server's to serve (ServeClaims); set before the first.
+  void set_on_claim(std::function<void(const std::filesystem::path& root)> hook) { on_claim_ = std::move(hook); }
 
  private:
   struct Slot {
@@ -151,6 +153,7 @@ class ProjectSessions {
   std::map<std::filesystem::path, std::shared_ptr<Slot>> slots_;
   std::atomic<int> connections_{0};
   std::function<void(const ProjectLinkPtr&)> on_connect_;
+  std::function<void(const std::filesystem::path&)> on_claim_;
   ServeClaims claims_;  // last: its watcher calls back into questions_ while it runs
 };
 

@@ -31,9 +31,16 @@ ServeClaims::~ServeClaims() {
 }
 
 std::optional<std::string> ServeClaims::claim(const fs::path& root) {
-  std::lock_guard lock(mutex_);
-  auto holder = try_claim_locked(root);
-  if (holder && !watcher_.joinable()) watcher_ = std::jthread([this](std::stop_token stop) { watch(stop); });
+  std::optional<std::string> holder;
+  bool fresh = false;
+  {
+    std::lock_guard lock(mutex_);
+    const bool had = held_.contains(root);
+    holder = try_claim_locked(root);
+    fresh = !holder && !had && held_.contains(root);
+    if (holder && !watcher_.joinable()) watcher_ = std::jthread([this](std::stop_token stop) { watch(stop); });
+  }
+  if (fresh && claimed_) claimed_(root);
   return holder;
 }
 
@@ -81,9 +88,12 @@ void ServeClaims::watch(std::stop_token stop) {
       const fs::path root = (it++)->first;  // try_claim_locked erases it when it succeeds
       if (!try_claim_locked(root)) taken.push_back(root);
     }
-    if (taken.empty() || !taken_over_) continue;
+    if (taken.empty()) continue;
     lock.unlock();
-    for (const auto& root : taken) taken_over_(root);
+    for (const auto& root : taken) {
+      if (claimed_) claimed_(root);
+      if (taken_over_) taken_over_(root);
+    }
     lock.lock();
   }
 }

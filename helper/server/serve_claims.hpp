@@ -25,9 +25,11 @@ inline constexpr std::chrono::milliseconds kRetakeInterval{500};
 
 class ServeClaims {
  public:
-  // `taken_over`: a project this server deferred on is its own now (called on the watcher's thread).
+  // `claimed`: a project is this server's from now on (first claimed, or taken over; called
+  // outside any lock). `taken_over`: after `claimed`, when this server had deferred on it.
   using TakenOver = std::function<void(const std::filesystem::path& root)>;
-  explicit ServeClaims(TakenOver taken_over = {}) : taken_over_(std::move(taken_over)) {}
+  explicit ServeClaims(TakenOver taken_over = {}, TakenOver claimed = {})
+      : taken_over_(std::move(taken_over)), claimed_(std::move(claimed)) {}
   ~ServeClaims();  // stops looking; every claim is released as its descriptor closes
   ServeClaims(const ServeClaims&) = delete;
   ServeClaims& operator=(const ServeClaims&) = delete;
@@ -45,6 +47,7 @@ class ServeClaims {
   void watch(std::stop_token stop);
 
   TakenOver taken_over_;
+  TakenOver claimed_;
   std::mutex mutex_;
   std::condition_variable_any cv_;
   std::map<std::filesystem::path, ferry::posix::UniqueFd> held_;

@@ -30,6 +30,8 @@ ServerState::ServerState(const ServerOptions& o)
       runs(std::make_shared<RunService>(ctx, &progress)),
       trains(make_train_service(ctx)),
       debugs(make_debug_sessions(ctx)) {
+  bind_socket_methods(socket_table, *this);
+  sessions.set_on_claim([this](const std::filesystem::path& root) { open_socket(root); });
   // Each connect names the runs a killed ferry left going on the box (runs_left_behind.hpp): they
   // are listed before the connect returns (one round trip; the link is then idle), and asked about
   // in the background.
@@ -47,8 +49,33 @@ ServerState::ServerState(const ServerOptions& o)
   });
 }
 
-// The links' background work uses the services: it ends before they go.
-ServerState::~ServerState() { sessions.close_all(); }
+// The sockets' connections and the links' background work use the services: they end before
+// the services go.
+ServerState::~ServerState() {
+  {
+    std::lock_guard lock(sockets_mutex);
+    sockets.clear();
+  }
+  sessions.close_all();
+}
+
+void ServerState::open_socket(const std::filesystem::path& root) {
+  auto path = project_socket_path(root);
+  auto socket = path ? ProjectSocket::listen(*path, [this](int fd) {
+    TransportOptions t;
+    t.lsp_lifecycle = false;
+    t.workers = 2;
+    (void)serve_stream(socket_table, fd, fd, t);
+  })
+                     : std::unexpected(path.error());
+  if (!socket) {
+    spdlog::info("{}: no project socket for terminal commands: {}", root.string(), socket.error());
+    return;
+  }
+  spdlog::info("{}: terminal commands ride this server at {}", root.string(), (*socket)->path().string());
+  std::lock_guard lock(sockets_mutex);
+  sockets[root] = std::move(*socket);
+}
 
 Server::Server(ServerOptions options) : options_(std::move(options)), state_(std::make_unique<ServerState>(options_)) {
   auto& s = *state_;

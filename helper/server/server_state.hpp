@@ -15,6 +15,7 @@
 #include "helper/server/host_methods.hpp"
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/project_session.hpp"
+#include "helper/server/project_socket.hpp"
 #include "helper/server/run_service.hpp"
 #include "helper/server/runs_left_behind.hpp"
 #include "helper/server/server_context.hpp"
@@ -28,6 +29,8 @@ namespace ferry::server {
 struct ServerState {
   explicit ServerState(const ServerOptions& options);
   ~ServerState();
+  // Listens on the project socket of `root`, a project this server now serves.
+  void open_socket(const std::filesystem::path& root);
 
   const ServerOptions& options;
   protocol::OutgoingRequests client;  // server -> client requests and notifications
@@ -42,6 +45,12 @@ struct ServerState {
   std::shared_ptr<TrainService> trains;
   std::shared_ptr<DebugSessions> debugs;
 
+  // The project socket of each project this server serves (ServeClaims), for terminal commands,
+  // and what it serves (socket_methods.cpp).
+  protocol::BindingTable socket_table;
+  std::mutex sockets_mutex;
+  std::map<std::filesystem::path, std::unique_ptr<ProjectSocket>> sockets;
+
   std::mutex lsp_mutex;
   std::set<std::string> diagnosed;  // URIs with diagnostics published (cleared when fixed)
   // Work that waits on the client outside any request (after `initialized`); last, so it is
@@ -50,6 +59,7 @@ struct ServerState {
 };
 
 void bind_sync_methods(protocol::BindingTable& table, std::shared_ptr<SyncService> service);  // sync_methods.cpp
+void bind_socket_methods(protocol::BindingTable& table, ServerState& state);                  // socket_methods.cpp
 void bind_run_methods(protocol::BindingTable& table, std::shared_ptr<RunService> service);    // run_methods.cpp
 // LSP's document, workspace and window methods (lsp_methods.cpp) and commands (lsp_commands.cpp).
 void bind_lsp_methods(protocol::BindingTable& table, ServerState& state);

@@ -83,7 +83,7 @@ std::expected<std::optional<std::vector<std::vector<std::string>>>, Error> route
 }  // namespace
 
 std::expected<p::SyncResult, ResponseError> SyncService::push(const SyncPushParams& params, p::CallContext& call,
-                                                              ServerProgress::Work* work) {
+                                                              ServerProgress::Work* work, bool ask_editor) {
   sync::SyncOptions o;
   o.dry_run = params.dry_run;
   o.force = params.force;
@@ -99,8 +99,8 @@ std::expected<p::SyncResult, ResponseError> SyncService::push(const SyncPushPara
       // confirmMassDelete: the caller already asked the person; otherwise ask now.
       const bool confirmed = params.confirm_mass_delete;
       const std::string root = e.target().local_root.string();
-      mine.confirm_mass_delete = [this, confirmed, root, &call](const std::string& reason, std::size_t n) {
-        return confirmed || ctx_.questions.confirm_mass_delete(reason, n, root, call.cancellation());
+      mine.confirm_mass_delete = [this, confirmed, ask_editor, root, &call](const std::string& reason, std::size_t n) {
+        return confirmed || (ask_editor && ctx_.questions.confirm_mass_delete(reason, n, root, call.cancellation()));
       };
       return e.push(mine);
     });

@@ -44,4 +44,43 @@ protocol::SyncResult sync_result(const sync::SyncSummary& s) {
 
 protocol::json to_json(const sync::SyncSummary& s) { return protocol::to_json(sync_result(s)); }
 
+sync::SyncSummary summary_from_json(const protocol::json& j) {
+  sync::SyncSummary s;
+  if (!j.is_object()) return s;
+  auto count = [&j](const char* key) { return j.contains(key) && j[key].is_number_unsigned() ? j[key].get<std::uint64_t>() : 0; };
+  auto words = [&j](const char* key) {
+    std::vector<std::string> out;
+    if (j.contains(key) && j[key].is_array())
+      for (const auto& w : j[key])
+        if (w.is_string()) out.push_back(w.get<std::string>());
+    return out;
+  };
+  s.files_sent = count("filesSent");
+  s.files_deleted = count("filesDeleted");
+  s.bytes_literal = count("bytesLiteral");
+  s.bytes_matched = count("bytesMatched");
+  s.bytes_on_wire = count("bytesOnWire");
+  s.dirs_made = count("dirsMade");
+  s.metadata_only = count("metadataOnly");
+  s.unchanged = count("unchanged");
+  s.seconds = j.value("seconds", 0.0);
+  s.dry_run = j.value("dryRun", false);
+  s.cancelled = j.value("cancelled", false);
+  if (j.contains("conflictList") && j["conflictList"].is_array())
+    for (const auto& c : j["conflictList"]) {
+      const std::string kind = c.value("kind", "");
+      auto k = sync::ConflictKind::changed_remotely;
+      for (auto candidate : {sync::ConflictKind::untracked_remote, sync::ConflictKind::deleted_locally_changed_remotely,
+                             sync::ConflictKind::kind_mismatch})
+        if (kind == conflict_name(candidate)) k = candidate;
+      s.conflicts.push_back({c.value("path", ""), k, c.value("message", "")});
+    }
+  s.held_deletes = words("heldDeletes");
+  s.errors = words("errors");
+  s.unstable = words("unstable");
+  s.local_scan = j.value("localScan", std::string("full"));
+  s.full_walk_reason = j.value("fullWalkReason", std::string());
+  return s;
+}
+
 }  // namespace ferry::server

@@ -30,9 +30,12 @@ class SyncService {
   ~SyncService();
 
   // `work`: progress and cancellation of a command that syncs first (its token, not the call's).
+  // `ask_editor`: mass deletes not confirmed in the params are put to the editor (a terminal's
+  // push through the project socket holds them instead).
   std::expected<protocol::SyncResult, protocol::ResponseError> push(const SyncPushParams& params,
                                                                     protocol::CallContext& call,
-                                                                    ServerProgress::Work* work = nullptr);
+                                                                    ServerProgress::Work* work = nullptr,
+                                                                    bool ask_editor = true);
   std::expected<protocol::SyncResult, protocol::ResponseError> pull(const protocol::SyncPullParams& params,
                                                                     protocol::CallContext& call);
   // `project`: a ferry.json or its folder (none: the workspace project's). Pending saves, the last

@@ -402,9 +402,7 @@ std::string SlurmCluster::logs() const {
 namespace {
 
 bool mentions(const fs::path& file, const std::string& what) {
-  std::ifstream in(file, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
-  return text.find(what) != std::string::npos;
+  return read_proc_file(file.string()).find(what) != std::string::npos;
 }
 
 bool has_file_under(pid_t pid, const std::string& prefix) {

@@ -250,12 +250,14 @@ void SshdFixture::start() {
   throw std::runtime_error("sshd could not bind a port:\n" + log());
 }
 
+std::string read_proc_file(const std::string& path);
+
 namespace {
 // /proc/PID/stat's state letter and parent pid ('\0' and -1 once the process is gone).
 std::pair<char, pid_t> stat_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) return {'\0', -1};
+  std::string line = read_proc_file("/proc/" + std::to_string(pid) + "/stat");
+  if (auto nl = line.find('\n'); nl != std::string::npos) line.resize(nl);
+  if (line.empty()) return {'\0', -1};
   auto close = line.rfind(')');  // the name may hold spaces and parentheses
   if (close == std::string::npos) return {'\0', -1};
   std::istringstream rest(line.substr(close + 2));
@@ -266,10 +268,19 @@ std::pair<char, pid_t> stat_of(pid_t pid) {
 }
 }  // namespace
 
+std::string read_proc_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
 std::string comm_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
-  std::string c;
-  std::getline(in, c);
+  std::string c = read_proc_file("/proc/" + std::to_string(pid) + "/comm");
+  if (auto nl = c.find('\n'); nl != std::string::npos) c.resize(nl);
   return c;
 }
 pid_t parent_of(pid_t pid) { return stat_of(pid).second; }

@@ -26,6 +26,8 @@ std::vector<pid_t> process_tree(pid_t root);
 // /proc facts about one process: its name ("" once gone), its parent and its state letter
 // (-1 and '\0' once gone).
 std::string comm_of(pid_t pid);
+// A /proc file's bytes, "" once its process is gone (even mid-read: ifstream throws there).
+std::string read_proc_file(const std::string& path);
 pid_t parent_of(pid_t pid);
 char state_of(pid_t pid);
 // This process's running (not zombie) children named `comm`: the `ssh` clients of OpenSSH lanes

@@ -1,6 +1,7 @@
 // `ferry serve` keeps one link per project: a session that syncs, saves, runs, debugs, trains
 // and opens a tunnel against a real sshd makes exactly one SSH login (counted in sshd's own log),
-// and a second project in the same server gets its own.
+// a second project in the same server gets its own, and a terminal's `ferry sync` rides the
+// editor's link through the project socket (no login of its own).
 #define BOOST_TEST_MODULE serve_one_link
 #include <boost/test/unit_test.hpp>
 
@@ -12,6 +13,7 @@
 
 #include "protocol/file_uri.hpp"
 #include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/ferry_process.hpp"
 #include "tests/support/serve_client.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wait_for.hpp"
@@ -145,5 +147,43 @@ BOOST_AUTO_TEST_CASE(a_second_project_gets_its_own_link_and_host_connect_reuses_
              status_a.dump() + " " + status_b.dump());
   BOOST_TEST(status_b["connected"] == true);
   BOOST_TEST(c.call("gpu/status", {{"path", b.string()}}).contains("result"));
+  BOOST_TEST(f.accepted_logins() == 2, f.log());
+}
+
+// The editor's server is live and linked: a terminal's `ferry sync` is answered by it, so sshd
+// sees no login of the terminal's; its summary line and exit status are a sync's own. With
+// FERRY_NO_DAEMON=1 the terminal links by itself, as before.
+BOOST_AUTO_TEST_CASE(a_terminal_sync_rides_the_editors_link) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a", "~/a");
+  ferry::test::ServeClient editor(a);
+  BOOST_REQUIRE(editor.call("host/connect", json::object()).contains("result"));
+  BOOST_REQUIRE(f.accepted_logins() == 1);
+  ferry::test::write_file(a / "from_terminal.py", "x = 1\n");
+  {
+    ferry::test::FerryProcess sync(FERRY_BIN, a, {"sync"});
+    BOOST_TEST(sync.wait() == 0, sync.err());
+    BOOST_TEST(sync.out().find(" files sent, 0 deleted, 0 conflicts") != std::string::npos, sync.out());
+    BOOST_TEST(sync.out().find("(ssh ") != std::string::npos, sync.out());  // where: the link's description
+  }
+  BOOST_TEST(fs::exists(f.home() / "a" / "from_terminal.py"));
+  {
+    ferry::test::FerryProcess again(FERRY_BIN, a, {"sync", "--json"});
+    BOOST_TEST(again.wait() == 0, again.err());
+    const json summary = json::parse(again.out(), nullptr, false);
+    BOOST_TEST(summary.value("filesSent", -1) == 0, again.out());
+  }
+  BOOST_TEST(f.accepted_logins() == 1, f.log());  // two terminal syncs, no login of their own
+  // The editor's own view: the terminal's pushes went through its engine.
+  const json status = editor.call("sync/status", json::object())["result"];
+  BOOST_TEST(status["lastSync"].value("filesSent", -1) == 0, status.dump());
+
+  ::setenv("FERRY_NO_DAEMON", "1", 1);
+  {
+    ferry::test::FerryProcess alone(FERRY_BIN, a, {"sync"});
+    BOOST_TEST(alone.wait() == 0, alone.err());
+  }
+  ::unsetenv("FERRY_NO_DAEMON");
   BOOST_TEST(f.accepted_logins() == 2, f.log());
 }

@@ -1,0 +1,41 @@
+// What the project socket serves (project_socket.hpp): a terminal's ferry command on the link
+// and warm engines of this server. `ferry/hello` first (versions must match, and it says whether
+// the project is linked now), then `sync/push` and `sync/status` as the editor has them, except
+// that nothing is put to the editor: mass deletes not confirmed in the params are held.
+#include <unistd.h>
+
+#include "common/build_info.hpp"
+#include "helper/server/project_lookup.hpp"
+#include "helper/server/server_state.hpp"
+#include "protocol/messages_sync.hpp"
+
+namespace ferry::server {
+
+namespace p = ferry::protocol;
+using json = nlohmann::json;
+
+void bind_socket_methods(p::BindingTable& table, ServerState& s) {
+  table.request<p::SyncProjectParams, json>(
+      "ferry/hello",
+      [&s](const p::SyncProjectParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
+        auto config = lookup_project(params.path, s.workspace);
+        ProjectLinkPtr link = config ? s.sessions.current(config->root) : nullptr;
+        return json{{"version", ferry::version_text()},
+                    {"pid", static_cast<long long>(::getpid())},
+                    {"linked", link != nullptr && link->usable()},
+                    {"endpoint", link ? link->endpoint().description() : std::string()}};
+      },
+      p::Execution::inline_);
+  table.request<SyncPushParams, p::SyncResult>(
+      p::method::kSyncPush,
+      [&s](const SyncPushParams& params, p::CallContext& call) { return s.sync->push(params, call, nullptr, /*ask_editor=*/false); },
+      p::Execution::worker);
+  table.request<p::SyncProjectParams, p::SyncStatusResult>(
+      p::method::kSyncStatus,
+      [&s](const p::SyncProjectParams& params, p::CallContext&) -> std::expected<p::SyncStatusResult, p::ResponseError> {
+        return s.sync->status(params.path);
+      },
+      p::Execution::worker);
+}
+
+}  // namespace ferry::server

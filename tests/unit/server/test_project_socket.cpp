@@ -1,0 +1,132 @@
+// helper/server/project_socket.hpp: where a project's live server listens (the user's runtime
+// directory, 0700; the socket 0600; one name per project root), one listener per path (a dead
+// one's socket replaced), and a peer of another uid dropped before it is served.
+#define BOOST_TEST_MODULE project_socket
+#include <boost/test/unit_test.hpp>
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "helper/server/project_socket.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using ferry::server::ProjectSocket;
+
+namespace {
+
+struct RuntimeDir {
+  ferry::test::TempDir dir{"ferry-runtime"};
+  RuntimeDir() { ::setenv("XDG_RUNTIME_DIR", dir.path().c_str(), 1); }
+  ~RuntimeDir() { ::unsetenv("XDG_RUNTIME_DIR"); }
+};
+
+mode_t mode_of(const fs::path& p) {
+  struct stat st {};
+  ::lstat(p.c_str(), &st);
+  return st.st_mode & 0777;
+}
+
+// Echoes one line back.
+ProjectSocket::Serve echo(std::atomic<int>& served) {
+  return [&served](int fd) {
+    ++served;
+    char buf[64];
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) [[maybe_unused]] auto w = ::write(fd, buf, static_cast<std::size_t>(n));
+  };
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(one_private_socket_per_project_root) {
+  RuntimeDir runtime;
+  auto a = ferry::server::project_socket_path("/work/a");
+  auto b = ferry::server::project_socket_path("/work/b");
+  BOOST_REQUIRE(a.has_value());
+  BOOST_REQUIRE(b.has_value());
+  BOOST_TEST(*a != *b);
+  BOOST_TEST((*a == *ferry::server::project_socket_path("/work/a")));
+  BOOST_TEST(a->parent_path() == runtime.dir.path() / "ferry");
+  BOOST_TEST(mode_of(a->parent_path()) == 0700u);
+
+  std::atomic<int> served{0};
+  BOOST_TEST(!ferry::server::connect_project_socket(*a).value().has_value());  // nobody listens yet
+  auto first = ProjectSocket::listen(*a, echo(served));
+  BOOST_REQUIRE_MESSAGE(first.has_value(), (first ? std::string() : first.error()));
+  BOOST_TEST(mode_of(*a) == 0600u);
+  auto second = ProjectSocket::listen(*a, echo(served));
+  BOOST_REQUIRE(!second.has_value());
+  BOOST_TEST(second.error().find("another ferry serve listens") != std::string::npos, second.error());
+
+  auto fd = ferry::server::connect_project_socket(*a);
+  BOOST_REQUIRE(fd.has_value() && fd->has_value());
+  BOOST_REQUIRE(::write(**fd, "ping\n", 5) == 5);
+  char buf[8] = {};
+  BOOST_TEST(::read(**fd, buf, sizeof buf) == 5);
+  BOOST_TEST(std::string(buf, 5) == "ping\n");
+  ::close(**fd);
+  first->reset();
+  BOOST_TEST(!fs::exists(*a));  // a server that ends removes its socket
+}
+
+BOOST_AUTO_TEST_CASE(a_dead_servers_socket_is_replaced) {
+  RuntimeDir runtime;
+  auto path = ferry::server::project_socket_path("/work/crashed");
+  BOOST_REQUIRE(path.has_value());
+  // A socket file nobody accepts on: what a server killed with SIGKILL leaves.
+  int dead = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path->c_str());
+  BOOST_REQUIRE(::bind(dead, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  ::close(dead);
+  BOOST_REQUIRE(fs::exists(*path));
+  BOOST_TEST(!ferry::server::connect_project_socket(*path).value().has_value());
+  std::atomic<int> served{0};
+  auto live = ProjectSocket::listen(*path, echo(served));
+  BOOST_REQUIRE_MESSAGE(live.has_value(), (live ? std::string() : live.error()));
+  auto fd = ferry::server::connect_project_socket(*path);
+  BOOST_REQUIRE(fd.has_value() && fd->has_value());
+  ::close(**fd);
+}
+
+BOOST_AUTO_TEST_CASE(another_users_process_is_refused) {
+  BOOST_REQUIRE_MESSAGE(::geteuid() == 0, "this test changes its child's uid: run it as root (CI does)");
+  RuntimeDir runtime;
+  auto path = ferry::server::project_socket_path("/work/shared");
+  BOOST_REQUIRE(path.has_value());
+  std::atomic<int> served{0};
+  auto live = ProjectSocket::listen(*path, echo(served));
+  BOOST_REQUIRE(live.has_value());
+  // Modes opened up as a careless admin might: only the peer's uid is left to stop it.
+  ::chmod(runtime.dir.path().c_str(), 0755);
+  ::chmod(path->parent_path().c_str(), 0755);
+  ::chmod(path->c_str(), 0666);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(10);
+    int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path->c_str());
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) ::_exit(11);
+    [[maybe_unused]] auto w = ::write(fd, "ping\n", 5);
+    char buf[8];
+    ::_exit(::read(fd, buf, sizeof buf) <= 0 ? 0 : 12);  // closed on it (EOF or reset), nothing echoed
+  }
+  int status = 0;
+  BOOST_REQUIRE(::waitpid(child, &status, 0) == child);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST((*live)->refused() == 1);
+  BOOST_TEST(served.load() == 0);
+}
