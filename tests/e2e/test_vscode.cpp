@@ -3,7 +3,9 @@
 // .vsix is built from this tree with the ferry and both agents of this build inside and installed
 // into a fresh profile; the workspace's ferry.json points at a real sshd on loopback. The driver
 // checks the status bar (connected), a save (on the box), Run Current File (output and exit status
-// in its terminal), Debug Current File (paused at the breakpoint's line) and the Runs view; on a
+// in its terminal), a server a run starts on the box (its port forwarded by itself and offered with
+// Open in Browser; gone after Stop), Debug Current File (paused at the breakpoint's line) and the
+// Runs view; on a
 // second project on the local host, training (live chart, plot.svg) and a tunnel; and on a third
 // on a real Slurm cluster with `ferry alloc` held, the allocation in the status bar, a run as a
 // step of it and the debugger paused on its node; it
@@ -47,6 +49,12 @@ BOOST_AUTO_TEST_CASE(vscode_saves_runs_debugs_and_lists_runs) {
                                                        {"mappings", {{{"local", "."}, {"remote", "~/proj"}}}}}
                                                       .dump(2) + "\n");
   ferry::test::write_file(project / "main.py", "import platform\nprint('hello from', platform.node())\n");
+  // A server the run starts on the box: its port forwards itself, offered with Open in Browser.
+  ferry::test::write_file(project / "serve_me.py",
+                          "import http.server\n"
+                          "with http.server.ThreadingHTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler) as s:\n"
+                          "    print('serving on', s.server_address[1], flush=True)\n"
+                          "    s.serve_forever()\n");
   ferry::test::write_file(project / "debug_me.py",
                           "def accumulate(n):\n"
                           "    total = 0\n"

@@ -289,6 +289,28 @@ try {
     return `terminal tabs naming main.py: ${tab}`;
   });
 
+  await step('a server a run starts on the box is offered in the browser, forwarded by itself', async () => {
+    await openFile('serve_me.py');
+    await runCommand('ferry: Run Current File on Remote');
+    await until('the run to listen', async () => /serving on \d+/.test(await terminalText()), 30000);
+    // ferry serve's showMessageRequest, which the language client shows as a notification.
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: 'http://127.0.0.1:' }).first();
+    await toast.waitFor({ timeout: 20000 });
+    const words = (await toast.locator('.notification-list-item-message').first().textContent()) ?? '';
+    const url = /http:\/\/127\.0\.0\.1:\d+/.exec(words)?.[0];
+    if (!url) throw new Error(`no local URL in the notification: ${words}`);
+    await toast.locator('.monaco-button', { hasText: 'Open in Browser' }).first().waitFor({ timeout: 5000 });
+    const body = await (await fetch(`${url}/`)).text();
+    if (!body.includes('serve_me.py')) throw new Error(`${url} did not reach the box's server: ${body.slice(0, 200)}`);
+    await shot('03b-port-offered');
+    await runCommand('ferry: Stop');
+    await until('the run to end', async () => /the run (exited|was killed)/.test(await terminalText()), 30000);
+    await until(`${url} to be gone`, async () => {
+      try { await fetch(`${url}/`); return false; } catch { return true; }
+    }, 15000);
+    return words.trim();
+  });
+
   await step('Debug Current File stops at the breakpoint', async () => {
     const { frameText, position } = await debugUntilPaused('debug_me.py', '04-debug-paused');
     results.pausedAt = { frame: frameText, position };
