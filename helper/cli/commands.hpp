@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/sync/project_endpoint.hpp"
@@ -84,6 +86,18 @@ std::function<bool()> stop_on_ctrl_c();
 std::function<void(std::uint64_t, std::uint64_t)> terminal_progress(const char* verb);
 // Prints the one-line summary (or JSON); 0 ok, 1 errors, 3 conflicts or held deletes.
 int print_summary(const sync::SyncSummary& s, bool as_json, const std::string& where);
+// A push or pull answered by the project's live ferry serve (live_server.hpp) when one of this
+// build is linked to the project (one mapping, trusted, no -F/--trust): its progress drawn as the
+// bar, Ctrl-C sent on, the summary and exit status a sync's own. nullopt: do it here (sync_command.cpp).
+struct LiveRequest {
+  std::string who;     // "ferry sync", for messages
+  const char* verb = "sync";  // the bar's
+  std::string method;  // sync/push, sync/pull
+  nlohmann::json params;  // without `path` (the project's is added)
+  bool json = false;
+  bool ask_held_deletes = false;  // a push: deletes the guard held are asked on the terminal
+};
+std::optional<int> ride_live_server(const GlobalOptions& g, const LiveRequest& r);
 // One mapping's summary, for print_summaries.
 struct MappingSummary {
   const deploy::Mapping* mapping = nullptr;

@@ -36,6 +36,11 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_flag("--json", o->json, "Print the summary as one JSON object");
   cmd->fallthrough();
   cmd->callback([&g, o] {
+    LiveRequest live{"ferry pull", "pull", "sync/pull", {{"paths", o->paths}, {"dryRun", o->dry_run}, {"force", o->force}}, o->json};
+    if (auto rode = ride_live_server(g, live)) {
+      exit_code() = *rode;
+      return;
+    }
     exit_code() = with_sync_engines(g, "ferry pull", [&](const deploy::ProjectConfig& project, std::vector<MappingEngine>& engines,
                                                          const std::string& where) {
       std::vector<sync::SyncTarget> targets;

@@ -139,45 +139,60 @@ std::function<void(const nlohmann::json&)> bar_from_progress(const std::shared_p
   };
 }
 
-// `ferry sync` of the whole tree through the project's live ferry serve (live_server.hpp):
-// the same summary and exit status, no SSH login, the server's warm index. nullopt where it does
-// not apply (paths named, several mappings, -F, no live server linked to the project).
-std::optional<int> sync_through_live_server(const GlobalOptions& g, const SyncCliOptions& o) {
-  if (!o.paths.empty() || g.ssh_config || g.trust) return std::nullopt;
+}  // namespace
+
+std::optional<int> ride_live_server(const GlobalOptions& g, const LiveRequest& r) {
+  if (g.ssh_config || g.trust) return std::nullopt;
   // Trusted already (an untrusted one is asked about on the normal path, once).
   auto project = load_cli_project(g);
   if (!project || project->mappings.size() != 1 || !deploy::TrustStore().check(*project).trusted()) return std::nullopt;
   auto live = LiveServer::find(*project);
   if (!live) return std::nullopt;
-  nlohmann::json params{{"path", project->root.string()}, {"dryRun", o.dry_run}, {"force", o.force},
-                        {"delete", o.no_delete ? "none" : o.mirror ? "mirror" : "owned"}, {"confirmMassDelete", o.yes}};
-  auto bar = o.json ? nullptr : std::make_shared<ProgressBar>("sync");
-  auto pushed = live->call("sync/push", params, bar_from_progress(bar), stop_on_ctrl_c());
-  if (pushed && !o.yes && !o.dry_run && platform::is_terminal(0)) {
+  nlohmann::json params = r.params;
+  params["path"] = project->root.string();
+  auto bar = r.json ? nullptr : std::make_shared<ProgressBar>(r.verb);
+  auto answer = live->call(r.method, params, bar_from_progress(bar), stop_on_ctrl_c());
+  if (answer && r.ask_held_deletes && platform::is_terminal(0)) {
     // The guard held deletes: asked here, as a sync of its own would ask.
-    const auto held = nlohmann::json(pushed->value("heldDeletes", nlohmann::json::array()));
+    const auto held = nlohmann::json(answer->value("heldDeletes", nlohmann::json::array()));
     if (!held.empty()) {
       if (bar) bar->clear();
-      std::cerr << "ferry sync: " << held.size() << " remote paths would be deleted. Delete them? [y/N] " << std::flush;
-      std::string answer;
-      std::getline(std::cin, answer);
-      if (answer == "y" || answer == "Y" || answer == "yes") {
+      std::cerr << r.who << ": " << held.size() << " remote paths would be deleted. Delete them? [y/N] " << std::flush;
+      std::string yes;
+      std::getline(std::cin, yes);
+      if (yes == "y" || yes == "Y" || yes == "yes") {
         params["confirmMassDelete"] = true;
-        pushed = live->call("sync/push", params, bar_from_progress(bar), stop_on_ctrl_c());
+        answer = live->call(r.method, params, bar_from_progress(bar), stop_on_ctrl_c());
       }
     }
   }
   if (bar) bar->clear();
-  if (!pushed) {
-    std::cerr << "ferry sync: " << pushed.error().message << "\n";
-    return pushed.error().code == protocol::error_code::kRequestCancelled ? exit_status::kInterrupted : exit_status::kFailed;
+  if (!answer) {
+    std::cerr << r.who << ": " << answer.error().message << "\n";
+    return answer.error().code == protocol::error_code::kRequestCancelled ? exit_status::kInterrupted : exit_status::kFailed;
   }
-  if (o.json) {
-    std::cout << pushed->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    const auto s = server::summary_from_json(*pushed);
+  if (r.json) {
+    std::cout << answer->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    const auto s = server::summary_from_json(*answer);
     return !s.errors.empty() ? exit_status::kFailed : (!s.conflicts.empty() || !s.held_deletes.empty()) ? exit_status::kAttention : exit_status::kOk;
   }
-  return print_summary(server::summary_from_json(*pushed), false, live->endpoint());
+  return print_summary(server::summary_from_json(*answer), false, live->endpoint());
+}
+
+namespace {
+
+// `ferry sync` of the whole tree through the project's live ferry serve (ride_live_server).
+std::optional<int> sync_through_live_server(const GlobalOptions& g, const SyncCliOptions& o) {
+  if (!o.paths.empty()) return std::nullopt;
+  LiveRequest r;
+  r.who = "ferry sync";
+  r.verb = "sync";
+  r.method = "sync/push";
+  r.params = {{"dryRun", o.dry_run}, {"force", o.force}, {"delete", o.no_delete ? "none" : o.mirror ? "mirror" : "owned"},
+              {"confirmMassDelete", o.yes}};
+  r.json = o.json;
+  r.ask_held_deletes = !o.yes && !o.dry_run;
+  return ride_live_server(g, r);
 }
 
 }  // namespace

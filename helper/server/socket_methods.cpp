@@ -1,7 +1,7 @@
 // What the project socket serves (project_socket.hpp): a terminal's ferry command on the link
 // and warm engines of this server. `ferry/hello` first (versions must match, and it says whether
-// the project is linked now), then `sync/push` and `sync/status` as the editor has them, except
-// that nothing is put to the editor: mass deletes not confirmed in the params are held.
+// the project is linked now), then `sync/push`, `sync/pull` and `sync/status` as the editor has
+// them, except that nothing is put to the editor: mass deletes not confirmed in the params are held.
 #include <unistd.h>
 
 #include "common/build_info.hpp"
@@ -29,6 +29,9 @@ void bind_socket_methods(p::BindingTable& table, ServerState& s) {
   table.request<SyncPushParams, p::SyncResult>(
       p::method::kSyncPush,
       [&s](const SyncPushParams& params, p::CallContext& call) { return s.sync->push(params, call, nullptr, /*ask_editor=*/false); },
+      p::Execution::worker);
+  table.request<p::SyncPullParams, p::SyncResult>(
+      p::method::kSyncPull, [&s](const p::SyncPullParams& params, p::CallContext& call) { return s.sync->pull(params, call); },
       p::Execution::worker);
   table.request<p::SyncProjectParams, p::SyncStatusResult>(
       p::method::kSyncStatus,

@@ -150,8 +150,8 @@ BOOST_AUTO_TEST_CASE(a_second_project_gets_its_own_link_and_host_connect_reuses_
   BOOST_TEST(f.accepted_logins() == 2, f.log());
 }
 
-// The editor's server is live and linked: a terminal's `ferry sync` is answered by it, so sshd
-// sees no login of the terminal's; its summary line and exit status are a sync's own. With
+// The editor's server is live and linked: a terminal's `ferry sync` and `ferry pull` are answered
+// by it, so sshd sees no login of the terminal's; the summary line and exit status are their own. With
 // FERRY_NO_DAEMON=1 the terminal links by itself, as before.
 BOOST_AUTO_TEST_CASE(a_terminal_sync_rides_the_editors_link) {
   SshdFixture f(logging_logins());
@@ -174,10 +174,18 @@ BOOST_AUTO_TEST_CASE(a_terminal_sync_rides_the_editors_link) {
     const json summary = json::parse(again.out(), nullptr, false);
     BOOST_TEST(summary.value("filesSent", -1) == 0, again.out());
   }
-  BOOST_TEST(f.accepted_logins() == 1, f.log());  // two terminal syncs, no login of their own
   // The editor's own view: the terminal's pushes went through its engine.
   const json status = editor.call("sync/status", json::object())["result"];
   BOOST_TEST(status["lastSync"].value("filesSent", -1) == 0, status.dump());
+  // An output made on the box comes back through the same link.
+  ferry::test::write_file(f.home() / "a" / "out" / "result.txt", "loss 0.1\n");
+  {
+    ferry::test::FerryProcess pull(FERRY_BIN, a, {"pull", "out"});
+    BOOST_TEST(pull.wait() == 0, pull.err());
+    BOOST_TEST(pull.out().find("1 files sent") != std::string::npos, pull.out());
+  }
+  BOOST_TEST(ferry::test::read_file(a / "out" / "result.txt") == "loss 0.1\n");
+  BOOST_TEST(f.accepted_logins() == 1, f.log());  // two terminal syncs and a pull, no login of their own
 
   ::setenv("FERRY_NO_DAEMON", "1", 1);
   {
