@@ -139,7 +139,7 @@ ProjectSocket::~ProjectSocket() {
     std::lock_guard lock(mutex_);
     for (int c : live_) ::shutdown(c, SHUT_RDWR);  // their reads end: each serve returns
   }
-  for (auto& t : connections_) t.join();
+  for (auto& c : connections_) c.thread.join();
   ::close(fd_);
   for (int w : wake_)
     if (w >= 0) ::close(w);
@@ -163,13 +163,22 @@ void ProjectSocket::accept_loop() {
       continue;
     }
     std::lock_guard lock(mutex_);
-    live_.push_back(c);
-    connections_.emplace_back([this, c] {
-      serve_(c);
-      std::lock_guard done(mutex_);
-      std::erase(live_, c);
-      ::close(c);
+    // An editor's server lives for hours: the threads of connections that ended go now.
+    std::erase_if(connections_, [](Connection& old) {
+      if (!old.done->load()) return false;
+      old.thread.join();
+      return true;
     });
+    live_.push_back(c);
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    connections_.push_back({std::thread([this, c, done] {
+                              serve_(c);
+                              std::lock_guard finished(mutex_);
+                              std::erase(live_, c);
+                              ::close(c);
+                              *done = true;
+                            }),
+                            done});
   }
 }
 

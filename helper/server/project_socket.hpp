@@ -49,9 +49,13 @@ class ProjectSocket {
   int wake_[2] = {-1, -1};  // a byte here ends accept_loop
   Serve serve_;
   std::atomic<int> refused_{0};
+  struct Connection {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
   std::mutex mutex_;
   std::vector<int> live_;  // accepted fds being served
-  std::vector<std::thread> connections_;
+  std::vector<Connection> connections_;  // finished ones are joined at the next accept
   std::thread acceptor_;
 };
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstdlib>
 
 #include "helper/server/project_socket.hpp"
@@ -78,6 +79,35 @@ BOOST_AUTO_TEST_CASE(one_private_socket_per_project_root) {
   BOOST_TEST(!fs::exists(*a));  // a server that ends removes its socket
 }
 
+// An editor's server lives for hours and serves many commands: the threads of connections that
+// ended do not pile up.
+BOOST_AUTO_TEST_CASE(ended_connections_leave_no_thread_behind) {
+  RuntimeDir runtime;
+  auto path = ferry::server::project_socket_path("/work/many");
+  BOOST_REQUIRE(path.has_value());
+  std::atomic<int> served{0};
+  auto live = ProjectSocket::listen(*path, echo(served));
+  BOOST_REQUIRE(live.has_value());
+  auto threads = [] {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& t : fs::directory_iterator("/proc/self/task")) ++n;
+    return n;
+  };
+  auto one = [&] {
+    auto fd = ferry::server::connect_project_socket(*path);
+    BOOST_REQUIRE(fd.has_value() && fd->has_value());
+    BOOST_REQUIRE(::write(**fd, "x\n", 2) == 2);
+    char buf[4];
+    BOOST_REQUIRE(::read(**fd, buf, sizeof buf) == 2);
+    ::close(**fd);
+  };
+  one();
+  const std::size_t before = threads();
+  for (int i = 0; i < 40; ++i) one();
+  BOOST_TEST(ferry::test::eventually([&] { one(); return threads() <= before + 2; }, 10s), threads() << " threads, " << before << " before");
+  BOOST_TEST(served.load() >= 42);
+}
+
 BOOST_AUTO_TEST_CASE(a_dead_servers_socket_is_replaced) {
   RuntimeDir runtime;
   auto path = ferry::server::project_socket_path("/work/crashed");
@@ -113,6 +143,7 @@ BOOST_AUTO_TEST_CASE(another_users_process_is_refused) {
   ::chmod(path->c_str(), 0666);
   const pid_t child = ::fork();
   if (child == 0) {
+    ::signal(SIGPIPE, SIG_IGN);  // the server may have closed on it before the write
     if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(10);
     int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
     sockaddr_un addr{};
