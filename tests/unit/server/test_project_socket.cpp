@@ -14,7 +14,14 @@
 #include <csignal>
 #include <cstdlib>
 
+#include <mutex>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "helper/server/project_socket.hpp"
+#include "protocol/framing.hpp"
+#include "tests/support/ferry_process.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wait_for.hpp"
 
@@ -160,4 +167,44 @@ BOOST_AUTO_TEST_CASE(another_users_process_is_refused) {
   BOOST_TEST(WEXITSTATUS(status) == 0);
   BOOST_TEST((*live)->refused() == 1);
   BOOST_TEST(served.load() == 0);
+}
+
+// A live server of another build is never ridden: `ferry sync` asks it ferry/hello, sees another
+// version, and syncs on its own (here the local host), sending it nothing more.
+BOOST_AUTO_TEST_CASE(a_server_of_another_build_is_not_ridden) {
+  RuntimeDir runtime;
+  ferry::test::TempDir cache("ferry-socket-cache");
+  ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+  ferry::test::TempDir dir("ferry-socket-proj");
+  ferry::test::write_file(dir / "ferry.json", R"({"name": "other", "host": "local", "mappings": [{"local": ".", "remote": "~/other"}]})");
+  ferry::test::write_file(dir / "main.py", "print(1)\n");
+  auto path = ferry::server::project_socket_path(fs::canonical(dir.path()));
+  BOOST_REQUIRE(path.has_value());
+  std::mutex mu;
+  std::vector<std::string> asked;
+  auto fake = ProjectSocket::listen(*path, [&](int fd) {
+    ferry::protocol::FrameDecoder frames;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
+      frames.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+      while (auto body = frames.next()) {
+        if (!body->has_value()) return;
+        auto m = nlohmann::json::parse(**body);
+        std::lock_guard lock(mu);
+        asked.push_back(m.value("method", ""));
+        nlohmann::json reply{{"jsonrpc", "2.0"}, {"id", m["id"]},
+                             {"result", {{"version", "0.0.1 (commit 000000000000)"}, {"pid", 1}, {"linked", true}, {"endpoint", "fake"}}}};
+        const std::string frame = ferry::protocol::encode_frame(reply.dump());
+        if (::write(fd, frame.data(), frame.size()) < 0) return;
+      }
+    }
+  });
+  BOOST_REQUIRE(fake.has_value());
+  ferry::test::FerryProcess sync(FERRY_BIN, dir.path(), {"sync"});
+  BOOST_TEST(sync.wait() == 0, sync.err());
+  BOOST_TEST(sync.out().find("(local sandbox") != std::string::npos, sync.out());  // its own link
+  std::lock_guard lock(mu);
+  BOOST_TEST((asked == std::vector<std::string>{"ferry/hello"}));
+  ::unsetenv("XDG_CACHE_HOME");
 }
