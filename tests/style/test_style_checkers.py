@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Tests of scripts/check_function_length.py, scripts/check_layers.py and
-scripts/check_registered_tests.py on small made-up inputs:
+"""Tests of scripts/check_function_length.py, scripts/check_layers.py,
+scripts/check_registered_tests.py and scripts/gen_wire_ts.py on small made-up inputs:
 each checker must find what it is there to find, and nothing else."""
 import importlib.util
 import sys
@@ -23,6 +23,7 @@ def load(name):
 length = load("check_function_length")
 layers = load("check_layers")
 registered = load("check_registered_tests")
+wire = load("gen_wire_ts")
 
 TRICKY = textwrap.dedent('''\
     // A comment with braces { { {
@@ -156,6 +157,56 @@ class RegisteredTests(unittest.TestCase):
         # A test that lost the label is missing from that label's run.
         self.assertEqual(registered.compare(want, {"test_a": ["unit"], "test_b": ["train"]}, "protocol"), (["test_a"], [], []))
 
+
+
+class WireTypes(unittest.TestCase):
+    DOC = {
+        "requests": {"run/list": {"params": {"type": "object", "properties": {"all": {"type": "boolean"}}},
+                                  "result": {"type": "object", "required": ["runs"],
+                                             "properties": {"runs": {"type": "array", "items": {"$ref": "#/$defs/Run"}}},
+                                             "additionalProperties": False}}},
+        "serverRequests": {},
+        "notifications": {"run/exited": {"params": {"$ref": "#/$defs/Run"}}},
+        "commands": {"ferry.stop": {"result": {"type": ["string", "null"]}}},
+        "$defs": {"Run": {"type": "object", "required": ["id"], "description": "a run",
+                          "properties": {"id": {"type": "string"}, "state": {"enum": ["running", "exited"]},
+                                         "tags": {"type": "array", "items": {"type": ["string", "integer"]}}},
+                          "additionalProperties": False}},
+    }
+
+    def test_types_and_tables(self):
+        ts = wire.generate(self.DOC)
+        self.assertIn("/** a run */\nexport interface Run {\n  id: string;\n  state?: 'running' | 'exited';\n"
+                      "  tags?: (string | number)[];\n}\n", ts)
+        self.assertIn("export interface RunListParams {\n  all?: boolean;\n  [key: string]: unknown;\n}", ts)
+        self.assertIn("  'run/list': { params: RunListParams; result: RunListResult };", ts)
+        self.assertIn("  'run/exited': Run;", ts)  # a bare $ref names the type, no alias
+        self.assertIn("export type FerryStopResult = string | null;", ts)
+
+    def test_bad_schemas_are_refused(self):
+        for bad in ({"$ref": "other.json#/x"}, {"type": "tuple"}):
+            doc = {**self.DOC, "$defs": {"Run": bad}}
+            with self.assertRaises(wire.SchemaError):
+                wire.generate(doc)
+        doc = {**self.DOC, "commands": {"ferry.stop": {"params": {}, "result": {}}}}
+        with self.assertRaises(wire.SchemaError):  # commands have a result only
+            wire.generate(doc)
+
+    def test_check_fails_on_a_stale_file(self):
+        import json
+        import subprocess
+        with tempfile.TemporaryDirectory() as d:
+            schema, out = Path(d) / "s.json", Path(d) / "wire.ts"
+            schema.write_text(json.dumps(self.DOC))
+            run = lambda *a: subprocess.run([sys.executable, str(SCRIPTS / "gen_wire_ts.py"), "--schema", str(schema),
+                                             "--output", str(out), *a], capture_output=True, text=True)
+            self.assertEqual(run("--check").returncode, 1)  # missing
+            self.assertEqual(run().returncode, 0)
+            self.assertEqual(run("--check").returncode, 0)
+            out.write_text(out.read_text().replace("id: string", "id: number"))
+            stale = run("--check")
+            self.assertEqual(stale.returncode, 1)
+            self.assertIn("run scripts/gen_wire_ts.py", stale.stderr)
 
 if __name__ == "__main__":
     sys.exit(unittest.main())

@@ -1,7 +1,8 @@
 // An IDE stand-in for tests: runs ferry's JSON-RPC Server on a thread over two pipes and speaks
 // to it frame by frame: requests (with their ids kept, so they can be cancelled), answers to the
 // server's own requests, notifications kept for inspection. Every wait has a deadline.
-// Header-only; link ferry_server.
+// Every message read is held to protocol/spec/ide-wire.schema.json (wire_schema.hpp): a misfit
+// throws, failing the test that saw it. Header-only; link ferry_server.
 #pragma once
 
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -21,6 +23,7 @@
 
 #include "helper/server/server.hpp"
 #include "protocol/framing.hpp"
+#include "tests/support/wire_schema.hpp"
 
 namespace ferry::test {
 
@@ -71,6 +74,9 @@ class ServeClient {
   // Sends a request; returns its id.
   int request(const std::string& method, json params) {
     const int id = next_id_++;
+    std::string command;
+    if (method == "workspace/executeCommand" && params.is_object()) command = params.value("command", "");
+    asked_[id] = {method, command};
     send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}});
     return id;
   }
@@ -183,7 +189,9 @@ class ServeClient {
     for (;;) {
       if (auto f = decoder_.next()) {
         if (!f->has_value()) throw std::runtime_error("bad frame from the server");
-        return json::parse(**f);
+        json m = json::parse(**f);
+        held_to_schema(m);
+        return m;
       }
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
       if (left.count() <= 0) return std::nullopt;
@@ -196,6 +204,16 @@ class ServeClient {
     }
   }
 
+  void held_to_schema(const json& m) {
+    if (m.contains("method") || !m.contains("id") || !m["id"].is_number_integer()) return WireSchema::instance().check_message(m);
+    auto it = asked_.find(m["id"].get<int>());
+    if (it == asked_.end()) return;
+    const auto [method, command] = it->second;
+    asked_.erase(it);
+    WireSchema::instance().check_message(m, method, command);
+  }
+
+  std::map<int, std::pair<std::string, std::string>> asked_;  // id -> method, command
   int to_server_ = -1, from_server_ = -1;
   std::thread server_;
   protocol::FrameDecoder decoder_;

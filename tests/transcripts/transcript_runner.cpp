@@ -44,6 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/framing.hpp"
+#include "tests/support/wire_schema.hpp"
 
 namespace {
 
@@ -307,11 +308,35 @@ int main(int argc, char** argv) {
     ServerProcess server(argv[1], args, setup.value("env", json::object()));
     bool exited = false;
     json server_request_id;  // the server -> client request awaiting an "answer"
+    // What each request sent asked (method, command): its response is held to the wire schema.
+    std::map<std::string, std::pair<std::string, std::string>> asked;
+    auto read = [&]() -> std::optional<json> {
+      auto m = server.next_message();
+      if (!m) return m;
+      std::pair<std::string, std::string> what;
+      if (!m->contains("method") && m->contains("id")) {
+        if (auto it = asked.find((*m)["id"].dump()); it != asked.end()) what = it->second;
+      }
+      try {
+        ferry::test::WireSchema::instance().check_message(*m, what.first, what.second);
+      } catch (const std::exception& e) {
+        fail(e.what());
+      }
+      return m;
+    };
     for (std::size_t i = first; i < steps.size(); ++i) {
       line_no = steps[i].first;
       const json& s = steps[i].second;
       if (s.contains("send")) {
-        server.write_bytes(frame(substitute(s["send"]).dump()));
+        const json sent = substitute(s["send"]);
+        if (sent.is_object() && sent.contains("id") && sent.contains("method") && sent["method"].is_string()) {
+          const json& params = sent.value("params", json::object());
+          const std::string command = sent["method"] == "workspace/executeCommand" && params.is_object() &&
+                                              params.contains("command") && params["command"].is_string()
+                                          ? params["command"].get<std::string>() : "";
+          asked[sent["id"].dump()] = {sent["method"].get<std::string>(), command};
+        }
+        server.write_bytes(frame(sent.dump()));
       } else if (s.contains("send_text")) {
         server.write_bytes(frame(s["send_text"].get<std::string>()));
       } else if (s.contains("raw")) {
@@ -319,7 +344,7 @@ int main(int argc, char** argv) {
       } else if (s.contains("pad")) {
         server.write_bytes(std::string(s["pad"].get<std::size_t>(), 'x'));
       } else if (s.contains("expect")) {
-        auto m = server.next_message();
+        auto m = read();
         if (!m) fail("expected " + s["expect"].dump() + " but the server closed its output");
         std::string why;
         if (!matches(s["expect"], *m, "", why)) fail("mismatch " + why + "\n  got: " + m->dump());
@@ -327,7 +352,7 @@ int main(int argc, char** argv) {
       } else if (s.contains("expect_unordered")) {
         std::vector<json> left(s["expect_unordered"].begin(), s["expect_unordered"].end());
         while (!left.empty()) {
-          auto m = server.next_message();
+          auto m = read();
           if (!m) fail("expected one of " + json(left).dump() + " but the server closed its output");
           // A "=NAME" in an alternative that does not match must not stay remembered.
           auto saved = remembered();
@@ -348,7 +373,7 @@ int main(int argc, char** argv) {
         server.write_bytes(frame(reply.dump()));
         server_request_id = nullptr;
       } else if (s.contains("expect_eof")) {
-        if (auto m = server.next_message()) fail("expected the server to close its output, got " + m->dump());
+        if (auto m = read()) fail("expected the server to close its output, got " + m->dump());
       } else if (s.contains("close")) {
         server.close_stdin();
       } else if (s.contains("expect_exit")) {

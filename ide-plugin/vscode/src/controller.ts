@@ -7,8 +7,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Host, PanelIo } from './host';
 import {
   ConnectResult, DebugPrepared, Disposable, DoctorCheck, EnvSyncResult, ErrorCodes, GpuStatus, HostState, LaunchEntry,
-  ProjectInfo, Rpc, RunInfo, RunStarted, SyncStatus, SyncSummary, TrainExited, TrainStarted, Tunnel,
-  errorCode, errorMessage, executeCommand,
+  ProjectInfo, ProjectRunInfo, Rpc, RunStarted, SyncStatus, SyncSummary, TrainExited, TrainStarted, Tunnel,
+  answer, call, errorCode, errorMessage, executeCommand, listen,
 } from './rpc';
 import { RunManager } from './runs';
 import { StatusModel } from './status';
@@ -122,21 +122,21 @@ export class FerryController {
     const rpc = this.rpc;
     return [
       ...this.runs.listen(rpc),
-      rpc.onNotification('host/stateChanged', (s: HostState) => {
+      listen(rpc, 'host/stateChanged', (s) => {
         (this.slotOf(s.root, s.host)?.status ?? this.status).hostState(s);
         this.events.statusChanged();
         if (s.state === 'connected') this.events.tunnelsChanged();
       }),
-      rpc.onNotification('project/trust', (p: { root: string; trusted: boolean; changed?: string[]; warnings?: string[] }) => {
+      listen(rpc, 'project/trust', (p) => {
         (this.slotOf(p.root)?.status ?? this.status).trust(p);
         this.events.statusChanged();
       }),
-      rpc.onNotification('train/metrics', (p: { runId: string; event: Record<string, unknown> }) => this.trainEvent(p.runId, p.event)),
-      rpc.onNotification('train/exited', (p: TrainExited) => this.trainExited(p)),
+      listen(rpc, 'train/metrics', (p) => this.trainEvent(p.runId, p.event)),
+      listen(rpc, 'train/exited', (p) => this.trainExited(p)),
       // A port a run opened on the box was forwarded, or its forward went (ferry serve's own offer
       // to open it in the browser comes as a showMessageRequest, which VS Code shows itself).
-      rpc.onNotification('tunnel/changed', () => this.events.tunnelsChanged()),
-      rpc.onRequest('host/confirmHostKey', async (p: { host: string; keyType: string; fingerprint: string }) => {
+      listen(rpc, 'tunnel/changed', () => this.events.tunnelsChanged()),
+      answer(rpc, 'host/confirmHostKey', async (p) => {
         const trust = 'Trust and connect';
         const answer = await this.host.ask(
           `ferry: ${p.host} offers a host key that known_hosts does not list.`,
@@ -144,11 +144,11 @@ export class FerryController {
             'It is recorded in known_hosts.', trust);
         return { accept: answer === trust };
       }),
-      rpc.onRequest('host/passphrase', async (p: { keyFile: string }) => {
+      answer(rpc, 'host/passphrase', async (p) => {
         const passphrase = await this.host.input(`ferry: passphrase for ${p.keyFile} (not stored)`, '', true);
         return passphrase === undefined ? {} : { passphrase };
       }),
-      rpc.onRequest('sync/confirmMassDelete', async (p: { reason: string; count: number; root: string }) => {
+      answer(rpc, 'sync/confirmMassDelete', async (p) => {
         const yes = `Delete ${p.count} files`;
         const answer = await this.host.ask(`ferry: ${p.reason}.`, `On the box, under the mapping of ${p.root}. ` +
           'Keep them and the sync goes on without these deletes.', yes, 'Keep them');
@@ -176,7 +176,7 @@ export class FerryController {
     let failure: unknown;
     for (const folder of folders.length ? folders : [undefined]) {
       try {
-        const info = await this.rpc.request<ProjectInfo>('project/load', folder === undefined ? {} : { path: folder });
+        const info = await call(this.rpc, 'project/load', folder === undefined ? {} : { path: folder });
         if (loaded.some((s) => s.info.root === info.root)) continue;
         const slot = this.slotOf(info.root) ?? { info, status: new StatusModel(), lastSyncKey: '' };
         slot.info = info;
@@ -212,7 +212,7 @@ export class FerryController {
     slot.status.set('connecting');
     this.events.statusChanged();
     try {
-      const r = await this.rpc.request<ConnectResult>('host/connect', { path: slot.info.root });
+      const r = await call(this.rpc, 'host/connect', { path: slot.info.root });
       slot.status.set('connected', `${r.os} ${r.arch} · ${r.remoteRoot} · agent ${r.agentVersion}`);
       this.host.log(`connected to ${r.host}: ${r.remoteRoot}`);
     } catch (e) {
@@ -282,7 +282,7 @@ export class FerryController {
     if (!file) return undefined;
     try {
       const options = tty ? { uri: file.uri, args, tty: true } : { uri: file.uri, args };
-      const started = await executeCommand<RunStarted>(this.rpc, 'ferry.run', options);
+      const started = await executeCommand(this.rpc, 'ferry.run', options);
       this.runs.claim(started.id, `ferry: ${basename(file.path)} on ${this.hostName()}`, tty);
       this.events.runsChanged();
       void this.refreshSync();
@@ -294,7 +294,7 @@ export class FerryController {
   }
 
   async launchEntries(): Promise<LaunchEntry[]> {
-    const info = await this.rpc.request<ProjectInfo>('project/load', this.projectParams());
+    const info = await call(this.rpc, 'project/load', this.projectParams());
     const slot = this.slotOf(info.root);
     if (slot) slot.info = info;
     return info.launch ?? [];
@@ -326,14 +326,14 @@ export class FerryController {
     const kind = entry.kind ?? 'run';
     try {
       if (kind === 'run') {
-        const started = await executeCommand<RunStarted>(this.rpc, 'ferry.run', { uri, launch: entry.name });
+        const started = await executeCommand(this.rpc, 'ferry.run', { uri, launch: entry.name });
         this.runs.claim(started.id, `ferry: ${entry.name} on ${this.hostName()}`);
         this.events.runsChanged();
       } else if (kind === 'debug') {
-        const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', { uri, launch: entry.name, ...this.debugOptions() });
+        const prepared = await executeCommand(this.rpc, 'ferry.debug', { uri, launch: entry.name, ...this.debugOptions() });
         await this.startDebugSession(prepared, entry.name);
       } else {
-        const started = await executeCommand<TrainStarted>(this.rpc, 'ferry.train', { uri, launch: entry.name });
+        const started = await executeCommand(this.rpc, 'ferry.train', { uri, launch: entry.name });
         this.openTraining(started.runId, entry.name);
       }
       void this.refreshSync();
@@ -346,7 +346,7 @@ export class FerryController {
     const id = this.runs.current();
     try {
       if (id) {
-        await this.rpc.request('run/signal', { id, signal: 'INT' });
+        await call(this.rpc, 'run/signal', { id, signal: 'INT' });
         return;
       }
       const training = [...this.trainings.values()].reverse().find((t) => !t.ended);
@@ -377,7 +377,7 @@ export class FerryController {
     const file = await this.currentFile('debug it on the box', 'python');
     if (!file) return false;
     try {
-      const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', { uri: file.uri, ...this.debugOptions() });
+      const prepared = await executeCommand(this.rpc, 'ferry.debug', { uri: file.uri, ...this.debugOptions() });
       void this.refreshSync();
       return await this.startDebugSession(prepared, basename(file.path));
     } catch (e) {
@@ -436,7 +436,7 @@ export class FerryController {
       label = basename(program);
     }
     try {
-      const prepared = await executeCommand<DebugPrepared>(this.rpc, 'ferry.debug', arg);
+      const prepared = await executeCommand(this.rpc, 'ferry.debug', arg);
       this.runs.claim(prepared.runId, `ferry debug: ${label} on ${this.hostName()}`);
       const attach = attachConfiguration(prepared, this.host.hasExtension('ms-python.debugpy'));
       attach.name = config.name ?? attach.name;
@@ -464,7 +464,7 @@ export class FerryController {
 
   async syncNow(): Promise<void> {
     try {
-      const s = await executeCommand<SyncSummary>(this.rpc, 'ferry.sync', this.projectFileUri());
+      const s = await executeCommand(this.rpc, 'ferry.sync', this.projectFileUri());
       this.status.synced(s, this.host.now());
       this.events.statusChanged();
       const words = `ferry: synced to ${this.hostName()}: ${describeSummary(s)}`;
@@ -488,7 +488,7 @@ export class FerryController {
       paths = typed.trim().split(/\s+/);
     }
     try {
-      const s = await executeCommand<SyncSummary>(this.rpc, 'ferry.pull', ...paths);
+      const s = await executeCommand(this.rpc, 'ferry.pull', ...paths);
       void this.host.info(`ferry: pulled ${s.filesSent} files from ${this.hostName()}` + (s.conflicts ? `, ${s.conflicts} conflicts left alone` : ''));
     } catch (e) {
       this.fail('pulling', e);
@@ -517,7 +517,7 @@ export class FerryController {
 
   private async refreshProjectSync(slot: ProjectSlot): Promise<boolean> {
     try {
-      const s = await this.rpc.request<SyncStatus>('sync/status', { path: slot.info.root });
+      const s = await call(this.rpc, 'sync/status', { path: slot.info.root });
       const busy = s.saving || s.busy || s.pendingSaves.length > 0;
       slot.status.syncing = busy;
       if (s.lastSync) {
@@ -541,7 +541,7 @@ export class FerryController {
     if (!slot || slot.status.state !== 'connected') return;
     try {
       // gpu/status (not the ferry.gpu command): it adds the host's price and the runs' costs.
-      slot.status.gpu = await this.rpc.request<GpuStatus>('gpu/status', { path: slot.info.root });
+      slot.status.gpu = await call(this.rpc, 'gpu/status', { path: slot.info.root });
     } catch {
       slot.status.gpu = undefined;
     }
@@ -550,7 +550,7 @@ export class FerryController {
 
   async doctor(): Promise<void> {
     try {
-      const r = await executeCommand<{ host: string; checks: DoctorCheck[] }>(this.rpc, 'ferry.doctor', this.projectFileUri());
+      const r = await executeCommand(this.rpc, 'ferry.doctor', this.projectFileUri());
       this.host.log(`ferry doctor: ${r.host}`);
       let fails = 0;
       let warns = 0;
@@ -576,7 +576,7 @@ export class FerryController {
   // after that by itself (after a connect and each run, when the box's packages changed).
   async envSync(root?: string): Promise<void> {
     try {
-      const r = await this.rpc.request<EnvSyncResult>('env/sync', root ? { path: root } : this.projectParams());
+      const r = await call(this.rpc, 'env/sync', root ? { path: root } : this.projectParams());
       let words = `ferry: the box's Python packages are mirrored here (${r.filesTotal} files, ${(r.bytesTotal / 1e6).toFixed(1)} MB; ${r.filesReceived} received)`;
       if (r.leftOut.length) words += `; left out past the size cap: ${r.leftOut.map((p) => p.package).join(', ')}`;
       if (r.venvPython) words += `. For completion, select ${r.venvPython} (Python: Select Interpreter).`;
@@ -591,7 +591,7 @@ export class FerryController {
 
   async listTunnels(): Promise<Tunnel[]> {
     if (this.status.state !== 'connected') return [];
-    const r = await this.rpc.request<{ tunnels: Tunnel[] }>('tunnel/list', {});
+    const r = await call(this.rpc, 'tunnel/list', {});
     return r.tunnels;
   }
 
@@ -601,7 +601,7 @@ export class FerryController {
       if (!spec?.trim()) return undefined;
     }
     try {
-      const t = await executeCommand<Tunnel>(this.rpc, 'ferry.tunnel', spec.trim());
+      const t = await executeCommand(this.rpc, 'ferry.tunnel', spec.trim());
       this.events.tunnelsChanged();
       const open = 'Open in Browser';
       if ((await this.host.info(`ferry: tunnel ${t.description ?? `127.0.0.1:${t.localPort} → ${t.remotePort}`}`, open)) === open)
@@ -620,7 +620,7 @@ export class FerryController {
     try {
       let t = (await this.listTunnels()).find((x) => x.kind === 'local' && x.remotePort === spec.remotePort);
       if (!t) {
-        t = await this.rpc.request<Tunnel>('tunnel/open', { name: spec.name, remotePort: spec.remotePort, localPort: 0 });
+        t = await call(this.rpc, 'tunnel/open', { name: spec.name, remotePort: spec.remotePort, localPort: 0 });
         this.events.tunnelsChanged();
       }
       await this.host.openExternal(tunnelUrl(t));
@@ -633,7 +633,7 @@ export class FerryController {
 
   async closeTunnel(id: number): Promise<void> {
     try {
-      await this.rpc.request('tunnel/close', { id });
+      await call(this.rpc, 'tunnel/close', { id });
     } catch (e) {
       this.fail('closing the tunnel', e);
     }
@@ -661,7 +661,7 @@ export class FerryController {
   // Closes the project's link (host/disconnect); runs go on on the box, Connect links again.
   async disconnect(): Promise<void> {
     try {
-      await this.rpc.request('host/disconnect', this.projectParams());
+      await call(this.rpc, 'host/disconnect', this.projectParams());
       this.status.set('disconnected', 'disconnected');
       this.events.statusChanged();
       this.events.tunnelsChanged();
@@ -675,7 +675,7 @@ export class FerryController {
     await this.start();
     for (const { id, offset } of this.runs.resumePoints()) {
       try {
-        await this.rpc.request('run/attach', { id, offset });
+        await call(this.rpc, 'run/attach', { id, offset });
       } catch (e) {
         this.host.log(`run/attach ${id} at ${offset}: ${errorMessage(e)}`);
       }
@@ -685,34 +685,34 @@ export class FerryController {
   // ---- runs view ----
 
   // Every connected project's runs; with several projects each run says whose it is (`project`).
-  async listRuns(): Promise<RunInfo[]> {
+  async listRuns(): Promise<ProjectRunInfo[]> {
     const connected = this.slots.filter((s) => s.status.state === 'connected');
     const lists = await Promise.all(connected.map(async (slot) => {
-      const r = await this.rpc.request<{ runs: RunInfo[] }>('run/list', { path: slot.info.root });
+      const r = await call(this.rpc, 'run/list', { path: slot.info.root });
       return this.slots.length > 1 ? r.runs.map((run) => ({ ...run, project: slot.info.name })) : r.runs;
     }));
     return lists.flat();
   }
 
   // The project a listed run came from (its root), for the calls about it.
-  private runProject(r?: RunInfo): { path?: string } {
+  private runProject(r?: ProjectRunInfo): { path?: string } {
     const slot = r?.project !== undefined ? this.slots.find((s) => s.info.name === r.project) : undefined;
     return slot ? { path: slot.info.root } : {};
   }
 
   // Shows a run of the box in a terminal: from the start (its whole log), following it while it runs.
-  async attachRun(id: string, label: string, r?: RunInfo): Promise<void> {
+  async attachRun(id: string, label: string, r?: ProjectRunInfo): Promise<void> {
     this.runs.claim(id, `ferry: ${label}`);
     try {
-      await this.rpc.request('run/attach', { id, offset: 0, ...this.runProject(r) });
+      await call(this.rpc, 'run/attach', { id, offset: 0, ...this.runProject(r) });
     } catch (e) {
       this.fail(`attaching to ${id}`, e);
     }
   }
 
-  async killRun(id: string, r?: RunInfo): Promise<void> {
+  async killRun(id: string, r?: ProjectRunInfo): Promise<void> {
     try {
-      await this.rpc.request('run/signal', { id, signal: 'KILL', ...this.runProject(r) });
+      await call(this.rpc, 'run/signal', { id, signal: 'KILL', ...this.runProject(r) });
     } catch (e) {
       this.fail(`killing ${id}`, e);
     }
@@ -734,7 +734,7 @@ export class FerryController {
       name = basename(file.path);
     }
     try {
-      const started = await executeCommand<TrainStarted>(this.rpc, 'ferry.train', { uri });
+      const started = await executeCommand(this.rpc, 'ferry.train', { uri });
       this.openTraining(started.runId, name);
       void this.refreshSync();
     } catch (e) {
@@ -827,7 +827,7 @@ export class FerryController {
     }
     try {
       // SIGINT: ferry-train writes a checkpoint, then exits (130).
-      await this.rpc.request('train/stop', { runId });
+      await call(this.rpc, 'train/stop', { runId });
       void this.host.info('ferry: stopping the training (it writes a checkpoint first).');
     } catch (e) {
       this.fail('stopping the training', e);

@@ -11,7 +11,7 @@ import {
 import { FerryController } from './controller';
 import { RestartPolicy, chooseHelper } from './helper';
 import type { Host, PanelHandlers, PanelIo, TerminalHandlers, TerminalIo } from './host';
-import type { RunInfo, Rpc, Tunnel } from './rpc';
+import type { ProjectRunInfo as RunInfo, Rpc, Tunnel } from './rpc';
 import { runRow, tunnelRow } from './views';
 
 let client: LanguageClient | undefined;

@@ -3,8 +3,8 @@
 // tty gets a line discipline here (echo, backspace, Enter sends the line, Ctrl-C interrupts the
 // run, Ctrl-D closes its stdin), as a terminal's would be on the box.
 import type { Host, TerminalIo } from './host';
-import type { Disposable, Rpc, RunExited, RunOutput } from './rpc';
-import { errorMessage } from './rpc';
+import type { Disposable, Requests, Rpc, RunExited, RunOutput } from './rpc';
+import { call, errorMessage, listen } from './rpc';
 
 // \n → \r\n (a terminal needs both); \r alone (progress bars) stays.
 export function toTerminalText(text: string): string {
@@ -103,8 +103,8 @@ class RunTerminal {
     });
   }
 
-  private call(method: string, params: unknown): void {
-    this.rpc.request(method, params).catch((e) => this.io.write(toTerminalText(`\nferry: ${method}: ${errorMessage(e)}\n`)));
+  private call<M extends keyof Requests>(method: M, params: Requests[M]['params']): void {
+    call(this.rpc, method, params).catch((e) => this.io.write(toTerminalText(`\nferry: ${method}: ${errorMessage(e)}\n`)));
   }
 
   output(o: RunOutput): void {
@@ -139,8 +139,8 @@ export class RunManager {
 
   listen(rpc: Rpc): Disposable[] {
     return [
-      rpc.onNotification('run/output', (p: RunOutput) => this.onOutput(p)),
-      rpc.onNotification('run/exited', (p: RunExited) => this.onExited(p)),
+      listen(rpc, 'run/output', (p) => this.onOutput(p)),
+      listen(rpc, 'run/exited', (p) => this.onExited(p)),
     ];
   }
 
@@ -184,7 +184,7 @@ export class RunManager {
       if (!closed.ended) {
         // Closing the terminal stops following; the run goes on (the Runs view can attach again).
         this.detached.add(id);
-        this.rpc.request('run/detach', { id }).catch(() => undefined);
+        call(this.rpc, 'run/detach', { id }).catch(() => undefined);
         this.forget(id);
       }
     });

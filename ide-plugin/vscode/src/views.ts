@@ -2,7 +2,7 @@
 import { posix } from 'node:path';
 
 const { basename } = posix;  // argv is the box's (Linux) command line, whatever this OS is
-import type { RunInfo, Tunnel } from './rpc';
+import type { ProjectRunInfo as RunInfo, Tunnel } from './rpc';
 
 export function duration(fromIso: string, to: Date): string {
   const ms = to.getTime() - new Date(fromIso).getTime();

@@ -1,7 +1,7 @@
 // Fakes of the helper (Rpc) and of VS Code (Host) for the unit tests: they record what the logic
 // asked for and answer from scripts the test sets up.
 import type { ActiveFile, DebugStart, Host, PanelHandlers, PanelIo, PickItem, TerminalHandlers, TerminalIo } from '../src/host';
-import type { Disposable, Rpc } from '../src/rpc';
+import type { Disposable, ProjectRunInfo, Rpc, RunInfo, SyncSummary, Tunnel } from '../src/rpc';
 
 export class FakeRpc implements Rpc {
   readonly requests: { method: string; params: any }[] = [];
@@ -183,4 +183,22 @@ export function pythonFile(path: string, dirty = false): ActiveFile & { saves: n
 // Lets queued promise callbacks run.
 export function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
+}
+
+// Whole wire objects (src/wire.ts) from the fields a test is about: the rest as a real helper
+// would send them for an idle, empty case.
+export function wireRun(r: Partial<ProjectRunInfo> & Pick<RunInfo, 'id' | 'argv' | 'state' | 'startedAt'>): ProjectRunInfo {
+  return { cwd: '.', root: '/work/proj', pid: 4242, logBytes: 0, ...r };
+}
+
+export function wireTunnel(t: Partial<Tunnel> & Pick<Tunnel, 'id' | 'kind' | 'localPort' | 'remotePort' | 'state'>): Tunnel {
+  return { bindAddress: '127.0.0.1', accepted: 0, live: 0, description: '', ...t };
+}
+
+export function wireSummary(s: Partial<SyncSummary>): SyncSummary {
+  return {
+    filesSent: 0, filesDeleted: 0, conflicts: 0, bytesLiteral: 0, bytesMatched: 0, bytesOnWire: 0, seconds: 0, dirsMade: 0,
+    metadataOnly: 0, unchanged: 0, dryRun: false, cancelled: false, conflictList: [], heldDeletes: [], errors: [], unstable: [],
+    localScan: 'full', fullWalkReason: '', noSpace: null, ...s,
+  };
 }

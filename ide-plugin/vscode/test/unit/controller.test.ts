@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FerryController, attachConfiguration } from '../../src/controller';
 import { FakeHost, FakeRpc, pythonFile, settle } from '../fakes';
+import type { DebugPrepared } from '../../src/rpc';
 
 const project = {
   root: '/work/proj', name: 'proj', host: 'gpu-box', mappings: [{ local: '.', remote: '~/proj' }],
@@ -11,7 +12,7 @@ const project = {
     { name: 'quick', kind: 'train', config: 'train/quick.json' },
   ],
 };
-const prepared = {
+const prepared: DebugPrepared = {
   runId: 'dbg1', localPort: 40123,
   configuration: { name: 'ferry: attach (proj)', type: 'debugpy', request: 'attach', connect: { host: '127.0.0.1', port: 40123 },
     pathMappings: [{ localRoot: '/work/proj', remoteRoot: '/home/u/proj' }], justMyCode: true },

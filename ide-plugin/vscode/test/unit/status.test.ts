@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { StatusModel } from '../../src/status';
+import { wireSummary } from '../fakes';
 
 test('the status bar follows the host state', () => {
   const s = new StatusModel();
@@ -22,7 +23,7 @@ test('last sync and GPU use show while connected', () => {
   const s = new StatusModel();
   s.setHost('gpu-box');
   s.set('connected');
-  s.synced({ filesSent: 2, filesDeleted: 0, conflicts: 0 }, new Date(2026, 0, 2, 3, 4, 5));
+  s.synced(wireSummary({ filesSent: 2 }), new Date(2026, 0, 2, 3, 4, 5));
   s.gpu = { available: true, gpus: [{ index: 0, name: 'H200', util_percent: 91, mem_used_bytes: 9 * 2 ** 30, mem_total_bytes: 140 * 2 ** 30 }] };
   assert.equal(s.render().text, '$(cloud) gpu-box: connected · synced 03:04:05 · GPU 91% 9.0/140.0 GiB');
   assert.match(s.render().tooltip, /Last sync 03:04:05: 2 sent, 0 deleted, 0 conflicts/);

@@ -2,11 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TrainingModel, formatEta, summaryLine } from '../../src/training';
 import { runCommand, runRow, slurmWords, tunnelRow } from '../../src/views';
+import { wireRun, wireTunnel } from '../fakes';
 
 test('the Runs view shows the command without the interpreter, the state and the duration', () => {
   const now = new Date('2026-11-30T02:12:40.000Z');
-  const running = { id: 'a', argv: ['/usr/bin/python3', 'src/train.py', '--lr', '0.1'], cwd: '.', state: 'running' as const,
-    startedAt: '2026-11-30T02:10:11.000Z' };
+  const running = wireRun({ id: 'a', argv: ['/usr/bin/python3', 'src/train.py', '--lr', '0.1'], cwd: '.', state: 'running',
+    startedAt: '2026-11-30T02:10:11.000Z' });
   assert.equal(runCommand(running), 'src/train.py --lr 0.1');
   assert.deepEqual(
     { ...runRow(running, now), tooltip: undefined },
@@ -26,12 +27,12 @@ test('the Runs view shows the command without the interpreter, the state and the
 });
 
 test('the Tunnels view names both ends', () => {
-  const row = tunnelRow({ id: 1, kind: 'local', name: 'jupyter', localPort: 41234, remoteHost: 'localhost', remotePort: 8888,
-    state: 'active', live: 2 });
+  const row = tunnelRow(wireTunnel({ id: 1, kind: 'local', name: 'jupyter', localPort: 41234, remoteHost: 'localhost', remotePort: 8888,
+    state: 'active', live: 2 }));
   assert.equal(row.label, 'jupyter 127.0.0.1:41234 → box localhost:8888');
   assert.equal(row.description, 'active · 2 live');
   assert.equal(row.contextValue, 'tunnel-local');
-  assert.equal(tunnelRow({ id: 2, kind: 'reverse', localPort: 5679, remotePort: 5679, state: 'waiting' }).label,
+  assert.equal(tunnelRow(wireTunnel({ id: 2, kind: 'reverse', localPort: 5679, remotePort: 5679, state: 'waiting' })).label,
     'box :5679 → 127.0.0.1:5679');
 });
 
@@ -53,7 +54,7 @@ test('the training model collects loss, eval loss, throughput and an ETA', () =>
 
 test('a Slurm run shows its job and where it stands; a step of an allocation as its program', () => {
   const now = new Date('2026-01-01T00:01:00Z');
-  const base = { id: 'r', cwd: '.', startedAt: '2026-01-01T00:00:00Z' } as const;
+  const base = { id: 'r', cwd: '.', startedAt: '2026-01-01T00:00:00Z', root: '/work/proj', pid: 7, logBytes: 0 } as const;
   const pending = { ...base, argv: ['python3', 'train.py'], state: 'running' as const, slurmJob: '12',
     slurmState: { state: 'PENDING', reason: 'Resources' } };
   assert.equal(runRow(pending, now).description, 'running · job 12 PENDING (Resources) · 1 min 0 s');
