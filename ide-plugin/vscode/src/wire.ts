@@ -160,8 +160,8 @@ export interface SyncSummary {
   errors: string[];
   /** files that changed while they were read */
   unstable: string[];
-  /** how the local tree was read: full, or watched (the file index) */
-  localScan: string;
+  /** how the local tree was read (docs/sync.md) */
+  localScan: 'none' | 'paths' | 'full' | 'prepared';
   /** why a watched engine walked the tree anyway (empty when it did not) */
   fullWalkReason: string;
   /** the box's disk was full for some writes */
