@@ -9,7 +9,7 @@
 //                                                        (sync/fileSaved, and the editor path:
 //                                                        LSP didSave from a plain client)
 //   FERRY_BENCH_EDIT_MB (1024)                           1-byte edit and 1 MiB insertion
-//   FERRY_BENCH_ONLY (all)   comma list of parts to run: initial, noop, save, editor, edit
+//   FERRY_BENCH_ONLY (all)   comma list of parts to run: initial, noop, daemon, save, editor, edit
 //   FERRY_BENCH_RUNS (1)     initial syncs per tool, alternated (ferry, rsync, tar, ferry, ...),
 //                            and each edit and pull as many times; the table shows medians
 //   FERRY_BENCH_WARM_MEMORY (1)  0: no memory warm-up before each big-file transfer
@@ -250,6 +250,8 @@ int main() {
   fs::create_directories(dir / "tmp");
   ::setenv("TMPDIR", (dir / "tmp").c_str(), 1);  // the fixture, and so the remote home, on /dev/shm
   ::unsetenv("SSH_AUTH_SOCK");
+  // Every `ferry sync` here makes its own link unless a row says otherwise (the daemon's rows).
+  ::setenv("FERRY_NO_DAEMON", "1", 1);
   Env env;
   env.ferry = env_str("FERRY_BIN", "");
   if (env.ferry.empty() || !std::getenv("FERRY_AGENT")) {
@@ -362,6 +364,62 @@ int main() {
     rows.push_back({fmt::format("no-op resync, {} files (a terminal's `ferry sync` riding that `ferry serve`: process, socket, "
                                 "its warm index; median of 3)", n_noop),
                     secs(median(t)), "rsync " + secs(median(r)), fmt::format("{:.3f}x", median(t) / median(r)), "<= 0.05x"});
+  }
+
+  // 2b. No editor: the first `ferry sync` leaves a daemon (docs/sync.md) and the next ride it: a
+  // no-op of the large tree, and one saved file against rsync over an ssh ControlMaster socket.
+  if (part("daemon")) {
+    const fs::path tree = dir / fmt::format("noop-{}", n_noop);
+    if (!fs::exists(tree / ".built")) {
+      fs::remove_all(tree);
+      make_small_tree(tree, n_noop, 256, 3);
+      write_file(tree / ".built", "");
+    }
+    const std::string rdir = (remote / fmt::format("noop-{}-ferry", n_noop)).string();
+    env.project(tree, rdir);
+    env.ferry_sync(tree);  // alone, before any daemon
+    std::vector<double> alone, r;
+    for (int i = 0; i < 3; ++i) {
+      alone.push_back(env.ferry_sync(tree).first);
+      r.push_back(env.rsync(tree, (remote / fmt::format("noop-{}-rsync", n_noop)).string()).seconds);
+    }
+    ::unsetenv("FERRY_NO_DAEMON");
+    env.ferry_sync(tree);  // links by itself, leaves the daemon
+    const std::string status = fmt::format("{} --project {} daemon status --json", q(env.ferry), q(tree.string()));
+    const auto deadline = Clock::now() + std::chrono::seconds(120);
+    while (json::parse(ferry::test::run_command(status), nullptr, false).value("linked", false) == false) {
+      if (Clock::now() > deadline) throw std::runtime_error("no daemon linked within 120 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::vector<double> warm;
+    for (int i = 0; i < 3; ++i) {
+      auto [t, sum] = env.ferry_sync(tree);
+      if (sum.value("filesSent", 1) != 0) log("warning: the no-op riding the daemon sent files");
+      warm.push_back(t);
+    }
+    rows.push_back({fmt::format("no-op resync, {} files (`ferry sync` riding the daemon the first one left; median of 3)", n_noop),
+                    secs(median(warm)), "rsync " + secs(median(r)), fmt::format("{:.3f}x", median(warm) / median(r)), "<= 0.05x"});
+    rows.push_back({fmt::format("no-op resync, {} files (`ferry sync` alone, FERRY_NO_DAEMON=1; median of 3)", n_noop),
+                    secs(median(alone)), "rsync " + secs(median(r)), fmt::format("{:.3f}x", median(alone) / median(r)), ""});
+    // One saved file: `ferry sync FILE` through the daemon, `rsync FILE` through a ControlMaster.
+    const std::string control = (dir / "tmp" / "cm.sock").string();
+    const std::string cm_rsh = fmt::format("{} -o ControlPath={}", env.rsh, control);
+    ferry::test::run_command(fmt::format("{} -o ControlMaster=yes -o ControlPersist=300 -fN {}", cm_rsh, env.alias));
+    const fs::path file = tree / "d000/s00/f0.py";
+    std::vector<double> mine, theirs;
+    for (int i = 0; i < 5; ++i) {
+      write_file(file, fmt::format("x = {}\n", std::string(static_cast<std::size_t>(i + 1), '7')));
+      mine.push_back(timed(fmt::format("{} --project {} sync {}", q(env.ferry), q(tree.string()), q(file.string()))).seconds);
+      theirs.push_back(timed(fmt::format("rsync -a -e {} {} {}:{}", q(cm_rsh), q(file.string()), env.alias,
+                                         q((remote / fmt::format("noop-{}-rsync", n_noop) / "d000/s00/f0.py").string())))
+                           .seconds);
+    }
+    ferry::test::run_command(fmt::format("{} -O exit {} 2>&1", cm_rsh, env.alias));
+    ferry::test::run_command(fmt::format("{} --project {} daemon stop", q(env.ferry), q(tree.string())));
+    ::setenv("FERRY_NO_DAEMON", "1", 1);
+    rows.push_back({"one saved file (`ferry sync FILE` riding the daemon; median of 5)", secs(median(mine)),
+                    "rsync over a ControlMaster " + secs(median(theirs)), fmt::format("{:.2f}x", median(mine) / median(theirs)),
+                    "<= 0.1x"});
   }
 
   // 3. Save latency: sync/fileSaved through `ferry serve` until the remote file is replaced,

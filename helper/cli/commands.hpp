@@ -1,6 +1,7 @@
 // The `ferry` sub-commands: each file in cli/ adds one to the CLI11 app.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -48,6 +49,7 @@ void add_trust_project_command(CLI::App& app, GlobalOptions& g);  // trust_proje
 void add_doctor_command(CLI::App& app, GlobalOptions& g);
 void add_sync_command(CLI::App& app, GlobalOptions& g);
 void add_pull_command(CLI::App& app, GlobalOptions& g);
+void add_daemon_command(CLI::App& app, GlobalOptions& g);  // daemon run|status|stop (daemon_command.cpp)
 void add_tunnel_command(CLI::App& app, GlobalOptions& g);
 void add_alloc_command(CLI::App& app, GlobalOptions& g);  // alloc (alloc_command.cpp)
 void add_train_command(CLI::App& app, GlobalOptions& g);  // train_command.cpp
@@ -98,6 +100,13 @@ struct LiveRequest {
   bool ask_held_deletes = false;  // a push: deletes the guard held are asked on the terminal
 };
 std::optional<int> ride_live_server(const GlobalOptions& g, const LiveRequest& r);
+// After a command that made its own link: a daemon for the next one (daemon_command.cpp), unless
+// something live serves the project already, daemons are off (FERRY_NO_DAEMON, idle time 0), -F
+// is given, or the project has several mappings (which terminal commands do not ride yet).
+void leave_daemon(const GlobalOptions& g);
+// How long the project's daemon waits for a command: FERRY_DAEMON_IDLE (seconds), else ferry.json's
+// daemon.idleMinutes, else 5 minutes.
+std::chrono::seconds daemon_idle(const deploy::ProjectConfig& project);
 // One mapping's summary, for print_summaries.
 struct MappingSummary {
   const deploy::Mapping* mapping = nullptr;

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   add_doctor_command(app, g);
   add_sync_command(app, g);
   add_pull_command(app, g);
+  add_daemon_command(app, g);
   add_tunnel_command(app, g);
   add_alloc_command(app, g);
   add_train_command(app, g);

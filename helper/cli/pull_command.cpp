@@ -73,6 +73,7 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
       const int rc = print_summaries(done, engines.size() > 1, o->json, where);
       return !done.empty() && done.back().summary.cancelled ? 128 + SIGINT : rc;
     });
+    if (exit_code() == exit_status::kOk || exit_code() == exit_status::kAttention) leave_daemon(g);
   });
 }
 

@@ -181,15 +181,18 @@ std::optional<int> ride_live_server(const GlobalOptions& g, const LiveRequest& r
 
 namespace {
 
-// `ferry sync` of the whole tree through the project's live ferry serve (ride_live_server).
-std::optional<int> sync_through_live_server(const GlobalOptions& g, const SyncCliOptions& o) {
-  if (!o.paths.empty()) return std::nullopt;
+// `ferry sync` through the project's live ferry (ride_live_server): the whole tree, or the named
+// files of its one mapping (an IDE's file watcher saving one file: no login per save).
+std::optional<int> sync_through_live_server(const GlobalOptions& g, const SyncCliOptions& o,
+                                            const std::optional<std::vector<std::vector<std::string>>>& only) {
+  if (only && only->size() != 1) return std::nullopt;
   LiveRequest r;
   r.who = "ferry sync";
   r.verb = "sync";
   r.method = "sync/push";
   r.params = {{"dryRun", o.dry_run}, {"force", o.force}, {"delete", o.no_delete ? "none" : o.mirror ? "mirror" : "owned"},
               {"confirmMassDelete", o.yes}};
+  if (only) r.params["paths"] = only->front();
   r.json = o.json;
   r.ask_held_deletes = !o.yes && !o.dry_run;
   return ride_live_server(g, r);
@@ -276,7 +279,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
       }
       only = std::move(*named);
     }
-    if (auto rode = sync_through_live_server(g, *o)) {
+    if (auto rode = sync_through_live_server(g, *o, only)) {
       exit_code() = *rode;
       return;
     }
@@ -324,6 +327,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
       const int rc = print_summaries(done, engines.size() > 1, o->json, where);
       return !done.empty() && done.back().summary.cancelled ? exit_status::kInterrupted : rc;
     }, walk_while_connecting);
+    if (exit_code() == exit_status::kOk || exit_code() == exit_status::kAttention) leave_daemon(g);
   });
 }
 

@@ -222,6 +222,16 @@ class Validator {
     return true;
   }
 
+  bool daemon(const json& j, const std::string& p, std::optional<int>& idle_minutes) {
+    if (!object(j, p) || !only_keys(j, p, {"idleMinutes"})) return false;
+    if (auto it = j.find("idleMinutes"); it != j.end()) {
+      int minutes = 0;
+      if (!integer(*it, p + "/idleMinutes", minutes, 0, 1440, "a whole number of minutes (0: no daemon)")) return false;
+      idle_minutes = minutes;
+    }
+    return true;
+  }
+
   bool autostop(const json& j, const std::string& p, AutostopConfig& a) {
     if (!object(j, p) || !only_keys(j, p, {"enabled", "idleMinutes", "action", "command", "preStop", "gpuUtilBelow"}))
       return false;
@@ -409,7 +419,7 @@ class Validator {
     if (!object(doc, "")) return false;
     if (!only_keys(doc, "", {"$schema", "name", "host", "mappings", "exclude", "interpreter", "trainer", "env",
                              "tunnels", "autoForwardPorts", "autostop", "sshConfig", "protect", "launch", "price", "gpuCatalog",
-                             "slurm"}))
+                             "slurm", "daemon"}))
       return false;
     if (auto it = doc.find("$schema"); it != doc.end()) {
       std::string ignored;
@@ -450,6 +460,7 @@ class Validator {
     }
     if (auto it = doc.find("autoForwardPorts"); it != doc.end() && !auto_forward(*it, c.auto_forward_ports)) return false;
     if (auto it = doc.find("autostop"); it != doc.end() && !autostop(*it, "/autostop", c.autostop)) return false;
+    if (auto it = doc.find("daemon"); it != doc.end() && !daemon(*it, "/daemon", c.daemon_idle_minutes)) return false;
     if (auto it = doc.find("slurm"); it != doc.end()) {
       auto o = protocol::slurm_options_from_json(*it);
       if (!o) return fail("/slurm", o.error());
@@ -606,6 +617,7 @@ json to_json(const ProjectConfig& c) {
   }
   if (c.ssh_config) j["sshConfig"] = *c.ssh_config;
   if (!c.trainer.empty()) j["trainer"] = c.trainer;
+  if (c.daemon_idle_minutes) j["daemon"] = {{"idleMinutes", *c.daemon_idle_minutes}};
   json launch = json::array();
   for (const auto& e : c.launch) {
     json entry{{"name", e.name}, {"kind", e.kind}, {"args", e.args}, {"env", e.env}};

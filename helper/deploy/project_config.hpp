@@ -83,6 +83,9 @@ struct ProjectConfig {
   std::vector<TunnelSpec> tunnels;
   AutoForwardPorts auto_forward_ports;
   AutostopConfig autostop;
+  // The daemon a terminal command leaves for the next (docs/daemon.md): minutes it stays idle;
+  // 0 = none for this project; unset = FERRY_DAEMON_IDLE, else the default.
+  std::optional<int> daemon_idle_minutes;
   std::optional<cloud::HostPrice> price;  // what the host bills: live run costs
   std::vector<cloud::GpuOffer> gpu_catalog;  // rows added to / overriding the GPU catalog
   std::optional<std::string> ssh_config;  // path to an OpenSSH client config

@@ -131,6 +131,8 @@ class ProjectSessions {
   ServeClaims& claims() { return claims_; }
   // Called with each new link once it is up, before it is handed out; set before the first.
   void set_on_connect(std::function<void(const ProjectLinkPtr&)> hook) { on_connect_ = std::move(hook); }
+  // Asked to make a yielding holder of a project let go (ServeClaims::Evict); set before the first.
+  void set_evict(ServeClaims::Evict evict) { claims_.set_evict(std::move(evict)); }
   // Called when a project becomes this server's to serve (ServeClaims); set before the first.
   void set_on_claim(std::function<void(const std::filesystem::path& root)> hook) { on_claim_ = std::move(hook); }
 

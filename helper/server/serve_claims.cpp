@@ -20,6 +20,16 @@ namespace {
 
 fs::path lock_file(const fs::path& root) { return root / ".ferry" / "serve.lock"; }
 
+// The lock of `fd` once its holder has let go, within `limit`.
+bool lock_when_free(int fd, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (ferry::posix::try_lock_exclusive(fd) == 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a process's exit, not an event we can wait on
+  }
+}
+
 }  // namespace
 
 ServeClaims::~ServeClaims() {
@@ -66,8 +76,11 @@ std::optional<std::string> ServeClaims::try_claim_locked(const fs::path& root) {
   }
   if (const int err = ferry::posix::try_lock_exclusive(fd.get()); err == EWOULDBLOCK) {
     std::string holder = sync::ProjectLock::holder_of(fd.get());
-    deferred_[root] = holder;
-    return holder;
+    if (!(evict_ && evict_(root) && lock_when_free(fd.get(), kEvictWait))) {
+      deferred_[root] = holder;
+      return holder;
+    }
+    spdlog::info("{}: {} handed the project over", root.string(), holder);
   } else if (err != 0) {
     spdlog::warn("{}: cannot lock {}: {}; serving it anyway", root.string(), lock_file(root).string(), std::strerror(err));
     return std::nullopt;

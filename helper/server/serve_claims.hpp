@@ -4,7 +4,8 @@
 // server to need a trusted project holds <root>/.ferry/serve.lock (an exclusive lock naming it,
 // released when it ends, however it ends); any other defers to it for that project: no link, no
 // sync on save, no lenses, no runs. A deferring server looks again every kRetakeInterval and
-// takes the project over once the holder is gone.
+// takes the project over once the holder is gone. A holder that yields (a daemon, to an editor's
+// server: the `evict` hook) is asked to go and waited for, up to kEvictWait.
 #pragma once
 
 #include <chrono>
@@ -22,6 +23,7 @@
 namespace ferry::server {
 
 inline constexpr std::chrono::milliseconds kRetakeInterval{500};
+inline constexpr std::chrono::seconds kEvictWait{10};
 
 class ServeClaims {
  public:
@@ -33,6 +35,11 @@ class ServeClaims {
   ~ServeClaims();  // stops looking; every claim is released as its descriptor closes
   ServeClaims(const ServeClaims&) = delete;
   ServeClaims& operator=(const ServeClaims&) = delete;
+
+  // Asked when another process holds a project: true when it was asked to let go (a daemon), and
+  // the claim then waits for its lock. Set before the first claim.
+  using Evict = std::function<bool(const std::filesystem::path& root)>;
+  void set_evict(Evict evict) { evict_ = std::move(evict); }
 
   // nullopt when this server serves the project at `root`, claiming it now when nobody else does
   // (a lock file that cannot be made or locked does not stop it: nothing to coordinate with);
@@ -48,6 +55,7 @@ class ServeClaims {
 
   TakenOver taken_over_;
   TakenOver claimed_;
+  Evict evict_;
   std::mutex mutex_;
   std::condition_variable_any cv_;
   std::map<std::filesystem::path, ferry::posix::UniqueFd> held_;

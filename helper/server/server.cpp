@@ -2,12 +2,15 @@
 // list), and the wiring of every service to the binding table.
 #include "helper/server/server.hpp"
 
+#include <unistd.h>
+
 #include <chrono>
 
 #include <spdlog/spdlog.h>
 
 #include "ferry/version.hpp"
 #include "helper/server/server_state.hpp"
+#include "helper/server/socket_client.hpp"
 #include "protocol/file_uri.hpp"
 #include "protocol/messages.hpp"
 
@@ -16,6 +19,22 @@ namespace ferry::server {
 namespace p = ferry::protocol;
 using p::CallContext;
 using p::ResponseError;
+
+namespace {
+
+// True when the process serving `root` is a daemon and agreed to go (ferry/stop).
+bool ask_daemon_to_leave(const std::filesystem::path& root) {
+  auto client = SocketClient::connect(root);
+  if (!client) return false;
+  auto hello = client->call("ferry/hello", p::json{{"path", root.string()}}, {}, {}, std::chrono::seconds(2));
+  if (!hello || !hello->value("daemon", false)) return false;
+  auto stopped = client->call("ferry/stop", p::json{{"why", "an editor's ferry serve (pid " + std::to_string(::getpid()) + ") takes the project"}},
+                              {}, {}, std::chrono::seconds(2));
+  if (!stopped) spdlog::info("{}: the daemon (pid {}) did not stop: {}", root.string(), hello->value("pid", 0LL), stopped.error().message);
+  return stopped.has_value();
+}
+
+}  // namespace
 
 void bind_project_methods(p::BindingTable& table, const Workspace& workspace);  // project_methods.cpp
 
@@ -32,6 +51,8 @@ ServerState::ServerState(const ServerOptions& o)
       debugs(make_debug_sessions(ctx)) {
   bind_socket_methods(socket_table, *this);
   sessions.set_on_claim([this](const std::filesystem::path& root) { open_socket(root); });
+  // An editor's server takes a project from a daemon (daemon.hpp); a daemon takes nothing.
+  sessions.set_evict([this](const std::filesystem::path& root) { return !daemon.active() && ask_daemon_to_leave(root); });
   // Each connect names the runs a killed ferry left going on the box (runs_left_behind.hpp): they
   // are listed before the connect returns (one round trip; the link is then idle), and asked about
   // in the background.
@@ -65,7 +86,9 @@ void ServerState::open_socket(const std::filesystem::path& root) {
     TransportOptions t;
     t.lsp_lifecycle = false;
     t.workers = 2;
+    daemon.connection_began();
     (void)serve_stream(socket_table, fd, fd, t);
+    daemon.connection_ended();
   })
                      : std::unexpected(path.error());
   if (!socket) {

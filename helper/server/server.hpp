@@ -3,7 +3,9 @@
 // for richer clients, in one binding table run over a stream transport.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +34,10 @@ class Server {
 
   // Serves until exit or EOF; returns the process exit status (see serve_stream).
   int run(int in_fd, int out_fd);
+  // The daemon (daemon.hpp): serves the project's socket with no editor until idle for `idle`,
+  // stopped, or `signalled`; 0 when it served (or another process serves the project), 1 when
+  // it could not link, 2 without a project.
+  int serve_headless(std::chrono::seconds idle, const std::function<bool()>& signalled);
 
   const protocol::BindingTable& table() const { return table_; }
   // SSH connections the server has made (each try counts): one per project is the promise.

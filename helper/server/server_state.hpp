@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "helper/server/client_questions.hpp"
+#include "helper/server/daemon.hpp"
 #include "helper/server/debug_service.hpp"
 #include "helper/server/host_methods.hpp"
 #include "helper/server/project_lookup.hpp"
@@ -33,6 +34,7 @@ struct ServerState {
   void open_socket(const std::filesystem::path& root);
 
   const ServerOptions& options;
+  DaemonState daemon;  // inactive unless this is `ferry daemon run`
   protocol::OutgoingRequests client;  // server -> client requests and notifications
   ClientQuestions questions;
   Workspace workspace;

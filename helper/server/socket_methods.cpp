@@ -1,12 +1,15 @@
 // What the project socket serves (project_socket.hpp): a terminal's ferry command on the link
 // and warm engines of this server. `ferry/hello` first (versions must match, and it says whether
-// the project is linked now), then `sync/push`, `sync/pull` and `sync/status` as the editor has
-// them, except that nothing is put to the editor: mass deletes not confirmed in the params are held.
+// the project is linked now, and whether this is a daemon), then `sync/push`, `sync/pull` and
+// `sync/status` as the editor has them, except that nothing is put to the editor: mass deletes not
+// confirmed in the params are held. `ferry/stop` ends a daemon (an editor's server ends with the
+// editor).
 #include <unistd.h>
 
 #include "common/build_info.hpp"
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server_state.hpp"
+#include "protocol/json_reader.hpp"
 #include "protocol/messages_sync.hpp"
 
 namespace ferry::server {
@@ -14,16 +17,44 @@ namespace ferry::server {
 namespace p = ferry::protocol;
 using json = nlohmann::json;
 
+namespace {
+
+struct StopParams {
+  std::optional<std::string> why;  // for the daemon's log
+};
+std::optional<p::DecodeError> from_json(const json& j, StopParams& out, const std::string& ptr) {
+  p::ObjectReader r(j, ptr);
+  r.optional("why", out.why);
+  return r.error();
+}
+
+}  // namespace
+
 void bind_socket_methods(p::BindingTable& table, ServerState& s) {
   table.request<p::SyncProjectParams, json>(
       "ferry/hello",
       [&s](const p::SyncProjectParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
         auto config = lookup_project(params.path, s.workspace);
         ProjectLinkPtr link = config ? s.sessions.current(config->root) : nullptr;
-        return json{{"version", ferry::version_text()},
-                    {"pid", static_cast<long long>(::getpid())},
-                    {"linked", link != nullptr && link->usable()},
-                    {"endpoint", link ? link->endpoint().description() : std::string()}};
+        json hello{{"version", ferry::version_text()},
+                   {"pid", static_cast<long long>(::getpid())},
+                   {"linked", link != nullptr && link->usable()},
+                   {"endpoint", link ? link->endpoint().description() : std::string()},
+                   {"daemon", s.daemon.active()}};
+        if (auto idle = s.daemon.idle_seconds()) hello["idleSeconds"] = *idle;
+        return hello;
+      },
+      p::Execution::inline_);
+  table.request<StopParams, json>(
+      "ferry/stop",
+      [&s](const StopParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
+        if (!s.daemon.active())
+          return std::unexpected(p::ResponseError{p::error_code::kInvalidRequest,
+                                                  "this is an editor's ferry serve (pid " + std::to_string(::getpid()) +
+                                                      "): it ends with the editor",
+                                                  {}});
+        s.daemon.stop(params.why.value_or("ferry daemon stop"));
+        return json{{"stopping", true}, {"pid", static_cast<long long>(::getpid())}};
       },
       p::Execution::inline_);
   table.request<SyncPushParams, p::SyncResult>(

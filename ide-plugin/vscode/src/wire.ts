@@ -69,6 +69,10 @@ export interface ProjectInfo {
   gpuCatalog?: { [key: string]: unknown }[];
   sshConfig?: string;
   trainer?: string;
+  daemon?: {
+    /** 0: no daemon for this project */
+    idleMinutes: number;
+  };
   launch: LaunchEntry[];
 }
 

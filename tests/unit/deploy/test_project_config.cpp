@@ -114,6 +114,17 @@ BOOST_AUTO_TEST_CASE(auto_forward_ports_is_on_by_default_off_or_a_list) {
   BOOST_TEST(word.error().pointer == "/autoForwardPorts");
 }
 
+BOOST_AUTO_TEST_CASE(the_daemons_idle_time_lands_in_the_struct_and_the_ide_view) {
+  auto none = parse_project(json::parse(R"({"host": "local"})"), "/tmp/p");
+  BOOST_REQUIRE(none.has_value());
+  BOOST_TEST(!none->daemon_idle_minutes.has_value());
+  BOOST_TEST(!ferry::deploy::to_json(*none).contains("daemon"));
+  auto off = parse_project(json::parse(R"({"host": "local", "daemon": {"idleMinutes": 0}})"), "/tmp/p");
+  BOOST_REQUIRE(off.has_value());
+  BOOST_TEST(off->daemon_idle_minutes.value_or(-1) == 0);
+  BOOST_TEST(ferry::deploy::to_json(*off)["daemon"]["idleMinutes"] == 0);
+}
+
 BOOST_AUTO_TEST_CASE(launch_entries_land_in_the_struct_and_the_ide_view) {
   auto c = parse_project(json::parse(R"({"launch": [
       {"name": "train", "script": "train.py", "args": ["--lr", "0.1"], "env": {"SEED": "1"}, "cwd": "runs"},

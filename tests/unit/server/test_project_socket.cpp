@@ -14,12 +14,16 @@
 #include <csignal>
 #include <cstdlib>
 
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "helper/server/project_socket.hpp"
+#include "helper/server/socket_client.hpp"
 #include "protocol/framing.hpp"
 #include "tests/support/ferry_process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -169,21 +173,13 @@ BOOST_AUTO_TEST_CASE(another_users_process_is_refused) {
   BOOST_TEST(served.load() == 0);
 }
 
-// A live server of another build is never ridden: `ferry sync` asks it ferry/hello, sees another
-// version, and syncs on its own (here the local host), sending it nothing more.
-BOOST_AUTO_TEST_CASE(a_server_of_another_build_is_not_ridden) {
-  RuntimeDir runtime;
-  ferry::test::TempDir cache("ferry-socket-cache");
-  ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
-  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
-  ferry::test::TempDir dir("ferry-socket-proj");
-  ferry::test::write_file(dir / "ferry.json", R"({"name": "other", "host": "local", "mappings": [{"local": ".", "remote": "~/other"}]})");
-  ferry::test::write_file(dir / "main.py", "print(1)\n");
-  auto path = ferry::server::project_socket_path(fs::canonical(dir.path()));
-  BOOST_REQUIRE(path.has_value());
-  std::mutex mu;
-  std::vector<std::string> asked;
-  auto fake = ProjectSocket::listen(*path, [&](int fd) {
+namespace {
+
+// A live ferry of another build on the project's socket: answers ferry/hello (as a daemon or an
+// editor's server) and ferry/stop, recording what it was asked; `stopped` is called on ferry/stop.
+std::unique_ptr<ProjectSocket> other_build(const fs::path& socket, bool daemon, std::mutex& mu, std::vector<std::string>& asked,
+                                           std::function<void()> stopped = {}) {
+  auto fake = ProjectSocket::listen(socket, [&mu, &asked, daemon, stopped](int fd) {
     ferry::protocol::FrameDecoder frames;
     char buf[4096];
     for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) {
@@ -191,20 +187,92 @@ BOOST_AUTO_TEST_CASE(a_server_of_another_build_is_not_ridden) {
       while (auto body = frames.next()) {
         if (!body->has_value()) return;
         auto m = nlohmann::json::parse(**body);
-        std::lock_guard lock(mu);
-        asked.push_back(m.value("method", ""));
-        nlohmann::json reply{{"jsonrpc", "2.0"}, {"id", m["id"]},
-                             {"result", {{"version", "0.0.1 (commit 000000000000)"}, {"pid", 1}, {"linked", true}, {"endpoint", "fake"}}}};
-        const std::string frame = ferry::protocol::encode_frame(reply.dump());
+        const std::string method = m.value("method", "");
+        {
+          std::lock_guard lock(mu);
+          asked.push_back(method);
+        }
+        nlohmann::json result{{"version", "0.0.1 (commit 000000000000)"}, {"pid", 1}, {"linked", true}, {"endpoint", "fake"}, {"daemon", daemon}};
+        if (method == "ferry/stop") result = {{"stopping", true}, {"pid", 1}};
+        const std::string frame = ferry::protocol::encode_frame(nlohmann::json{{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", result}}.dump());
         if (::write(fd, frame.data(), frame.size()) < 0) return;
+        if (method == "ferry/stop" && stopped) stopped();
       }
     }
   });
   BOOST_REQUIRE(fake.has_value());
+  return std::move(*fake);
+}
+
+fs::path local_project(const ferry::test::TempDir& dir) {
+  ferry::test::write_file(dir / "ferry.json", R"({"name": "other", "host": "local", "mappings": [{"local": ".", "remote": "~/other"}]})");
+  ferry::test::write_file(dir / "main.py", "print(1)\n");
+  return fs::canonical(dir.path());
+}
+
+}  // namespace
+
+// A live server of another build is never ridden: `ferry sync` asks it ferry/hello, sees another
+// version, and syncs on its own (here the local host), sending it nothing more; an editor's server
+// is left alone after (no daemon is started beside it).
+BOOST_AUTO_TEST_CASE(a_server_of_another_build_is_not_ridden) {
+  RuntimeDir runtime;
+  ferry::test::TempDir cache("ferry-socket-cache");
+  ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+  ferry::test::TempDir dir("ferry-socket-proj");
+  const fs::path root = local_project(dir);
+  auto path = ferry::server::project_socket_path(root);
+  BOOST_REQUIRE(path.has_value());
+  std::mutex mu;
+  std::vector<std::string> asked;
+  auto fake = other_build(*path, /*daemon=*/false, mu, asked);
   ferry::test::FerryProcess sync(FERRY_BIN, dir.path(), {"sync"});
   BOOST_TEST(sync.wait() == 0, sync.err());
   BOOST_TEST(sync.out().find("(local sandbox") != std::string::npos, sync.out());  // its own link
   std::lock_guard lock(mu);
-  BOOST_TEST((asked == std::vector<std::string>{"ferry/hello"}));
+  BOOST_TEST((asked == std::vector<std::string>{"ferry/hello", "ferry/hello"}));  // before the sync, and before leaving a daemon
+  BOOST_TEST(!fs::exists(root / ".ferry/logs/daemon.log"));
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+// A daemon of another build is replaced: after syncing on its own link, `ferry sync` asks it to
+// stop, and once its socket is gone leaves a daemon of this build.
+BOOST_AUTO_TEST_CASE(a_daemon_of_another_build_is_replaced) {
+  RuntimeDir runtime;
+  ferry::test::TempDir cache("ferry-socket-cache");
+  ::setenv("XDG_CACHE_HOME", cache.path().c_str(), 1);
+  ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+  ferry::test::TempDir dir("ferry-socket-proj");
+  const fs::path root = local_project(dir);
+  auto path = ferry::server::project_socket_path(root);
+  BOOST_REQUIRE(path.has_value());
+  std::mutex mu;
+  std::vector<std::string> asked;
+  std::unique_ptr<ProjectSocket> fake;
+  std::jthread closer;
+  fake = other_build(*path, /*daemon=*/true, mu, asked, [&] {
+    closer = std::jthread([&] { fake.reset(); });  // as the old daemon exits: its socket goes
+  });
+  ferry::test::FerryProcess sync(FERRY_BIN, dir.path(), {"sync"});
+  BOOST_TEST(sync.wait() == 0, sync.err());
+  BOOST_TEST(sync.out().find("(local sandbox") != std::string::npos, sync.out());
+  {
+    std::lock_guard lock(mu);
+    BOOST_TEST((asked == std::vector<std::string>{"ferry/hello", "ferry/hello", "ferry/hello", "ferry/stop"}));
+  }
+  std::optional<nlohmann::json> hello;
+  BOOST_TEST(ferry::test::eventually([&] {
+    auto client = ferry::server::SocketClient::connect(root);
+    auto h = client ? client->call("ferry/hello", nlohmann::json::object(), {}, {}, std::chrono::seconds(5)) : std::unexpected(ferry::protocol::ResponseError{});
+    if (h && h->value("linked", false)) hello = *h;
+    return hello.has_value();
+  }, std::chrono::seconds(30)));
+  BOOST_REQUIRE(hello);
+  BOOST_TEST(hello->value("daemon", false));
+  BOOST_TEST(hello->value("version", "") != "0.0.1 (commit 000000000000)");
+  ferry::test::FerryProcess stop(FERRY_BIN, dir.path(), {"daemon", "stop"});
+  const int rc = stop.wait();
+  BOOST_TEST(rc == 0, "rc " << rc << ": " << stop.out() << stop.err());
   ::unsetenv("XDG_CACHE_HOME");
 }

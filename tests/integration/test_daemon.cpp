@@ -1,0 +1,234 @@
+// The daemon a terminal command leaves behind (helper/server/daemon.hpp, docs/daemon.md) against a
+// real sshd, whose own log counts the logins: ten commands after the first ride one link; `ferry
+// daemon status|stop`; idle exit; no daemon where ferry.json says 0; an editor's ferry serve takes
+// the project over (no second link); a daemon killed mid-sync leaves no torn file and the next
+// command converges (and leaves a new daemon).
+#define BOOST_TEST_MODULE daemon
+#include <boost/test/unit_test.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "helper/server/socket_client.hpp"
+#include "tests/integration/sshd_fixture.hpp"
+#include "tests/support/ferry_process.hpp"
+#include "tests/support/random_bytes.hpp"
+#include "tests/support/serve_client.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
+
+using ferry::test::SshdFixture;
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Env {
+  Env() {
+    ::setenv("FERRY_AGENT", FERRY_AGENT_PATH, 1);
+    ::unsetenv("SSH_AUTH_SOCK");  // only the fixture's keys
+    ::unsetenv("FERRY_NO_DAEMON");
+    ::unsetenv("FERRY_DAEMON_IDLE");
+  }
+};
+BOOST_GLOBAL_FIXTURE(Env);
+
+ferry::test::SshdOptions logging_logins() {
+  ferry::test::SshdOptions o;
+  o.log_level = "INFO";  // "Accepted publickey for ..." per login
+  return o;
+}
+
+fs::path make_project(const SshdFixture& f, const std::string& name, json extra = json::object()) {
+  const fs::path dir = f.dir() / name;
+  json config{{"name", name},
+              {"host", f.alias()},
+              {"sshConfig", f.ssh_config().string()},
+              {"mappings", {{{"local", "."}, {"remote", "~/" + name}}}}};
+  config.update(extra);
+  ferry::test::write_file(dir / "ferry.json", config.dump());
+  ferry::test::write_file(dir / "main.py", "print('hello from the box')\n");
+  return fs::canonical(dir);
+}
+
+// What the live process of `root` says of itself (ferry/hello); nullopt when none listens.
+std::optional<json> hello(const fs::path& root) {
+  auto client = ferry::server::SocketClient::connect(root);
+  if (!client) return std::nullopt;
+  auto h = client->call("ferry/hello", json{{"path", root.string()}}, {}, {}, 5s);
+  if (!h) return std::nullopt;
+  return *h;
+}
+
+// The daemon of `root` once it is linked (its pid), within `limit`.
+std::optional<long long> linked_daemon(const fs::path& root, std::chrono::milliseconds limit = 30s) {
+  std::optional<long long> pid;
+  ferry::test::eventually(
+      [&] {
+        auto h = hello(root);
+        if (h && h->value("daemon", false) && h->value("linked", false)) pid = h->value("pid", 0LL);
+        return pid.has_value();
+      },
+      limit);
+  return pid;
+}
+
+// Gone, or a zombie nobody reaped yet (a container's pid 1 may never reap orphans).
+bool process_gone(long long pid) {
+  if (::kill(static_cast<pid_t>(pid), 0) != 0) return true;
+  const std::string stat = ferry::test::read_file("/proc/" + std::to_string(pid) + "/stat");
+  const auto paren = stat.rfind(')');
+  return paren == std::string::npos || stat.substr(paren + 2, 1) == "Z";
+}
+
+int run_ferry(const fs::path& root, const std::vector<std::string>& args, std::string* out = nullptr) {
+  ferry::test::FerryProcess p(FERRY_BIN, root, args);
+  const int rc = p.wait();
+  if (out) *out = p.out() + p.err();
+  return rc;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(ten_commands_after_the_first_ride_one_login_then_status_and_stop) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  std::string out;
+  BOOST_REQUIRE(run_ferry(a, {"sync"}, &out) == 0);
+  BOOST_TEST(f.accepted_logins() == 1, f.log());
+  const auto pid = linked_daemon(a);
+  BOOST_REQUIRE_MESSAGE(pid, "no daemon linked after the first sync; its log: " + ferry::test::read_file(a / ".ferry/logs/daemon.log"));
+  BOOST_TEST(f.accepted_logins() == 2, f.log());  // the daemon's own
+  for (int i = 0; i < 10; ++i) {
+    ferry::test::write_file(a / ("step" + std::to_string(i) + ".py"), "x = " + std::to_string(i) + "\n");
+    BOOST_TEST(run_ferry(a, {"sync"}, &out) == 0, out);
+    BOOST_TEST(out.find("1 files sent") != std::string::npos, out);
+    BOOST_TEST(ferry::test::read_file(f.home() / "a" / ("step" + std::to_string(i) + ".py")) == "x = " + std::to_string(i) + "\n");
+  }
+  // A file watcher's save (`ferry sync FILE`, PyCharm's File Watcher) rides too.
+  ferry::test::write_file(a / "saved.py", "z = 3\n");
+  BOOST_TEST(run_ferry(a, {"sync", (a / "saved.py").string()}, &out) == 0, out);
+  BOOST_TEST(ferry::test::read_file(f.home() / "a" / "saved.py") == "z = 3\n");
+  ferry::test::write_file(f.home() / "a" / "out" / "loss.txt", "0.1\n");
+  BOOST_TEST(run_ferry(a, {"pull", "out"}, &out) == 0, out);
+  BOOST_TEST(ferry::test::read_file(a / "out" / "loss.txt") == "0.1\n");
+  BOOST_TEST(f.accepted_logins() == 2, f.log());  // eleven syncs and a pull: no login of their own
+
+  BOOST_TEST(run_ferry(a, {"daemon", "status"}, &out) == 0, out);
+  BOOST_TEST(out.find("ferry daemon (pid " + std::to_string(*pid) + ") serves " + a.string() + ": linked, ssh ") != std::string::npos, out);
+  BOOST_TEST(out.find("exits after 5 min 0 s without a command") != std::string::npos, out);
+  BOOST_TEST(run_ferry(a, {"daemon", "stop"}, &out) == 0, out);
+  BOOST_TEST(out.find("stopped ferry daemon (pid " + std::to_string(*pid) + ")") != std::string::npos, out);
+  BOOST_TEST(ferry::test::eventually([&] { return process_gone(*pid); }, 10s));
+  BOOST_TEST(!hello(a));
+  BOOST_TEST(run_ferry(a, {"daemon", "status"}, &out) == 1, out);
+  BOOST_TEST(out.find("no live ferry serves " + a.string()) != std::string::npos, out);
+  BOOST_TEST(run_ferry(a, {"daemon", "stop"}, &out) == 0, out);
+  BOOST_TEST(out.find("no daemon serves") != std::string::npos, out);
+}
+
+BOOST_AUTO_TEST_CASE(an_idle_daemon_exits_and_ferry_json_can_turn_daemons_off) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  ::setenv("FERRY_DAEMON_IDLE", "1", 1);
+  std::string out;
+  BOOST_REQUIRE(run_ferry(a, {"sync"}, &out) == 0);
+  ::unsetenv("FERRY_DAEMON_IDLE");
+  const auto pid = linked_daemon(a);
+  BOOST_REQUIRE(pid);
+  BOOST_TEST(ferry::test::eventually([&] { return process_gone(*pid); }, 15s), "an idle daemon should exit after its 1 s");
+  BOOST_TEST(!hello(a));
+  BOOST_TEST(ferry::test::read_file(a / ".ferry/logs/daemon.log").find("exiting (idle for 1 s)") != std::string::npos);
+
+  const fs::path b = make_project(f, "b", json{{"daemon", {{"idleMinutes", 0}}}});
+  BOOST_REQUIRE(run_ferry(b, {"sync"}, &out) == 0);
+  BOOST_TEST(!fs::exists(b / ".ferry/logs/daemon.log"), "idleMinutes 0: no daemon is started");
+  BOOST_TEST(!hello(b));
+  BOOST_TEST(run_ferry(b, {"daemon", "status", "--json"}, &out) == 1, out);
+  BOOST_TEST(json::parse(out.substr(0, out.find('\n'))).value("live", true) == false, out);
+}
+
+BOOST_AUTO_TEST_CASE(an_editors_ferry_serve_takes_the_project_from_the_daemon) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
+  const auto pid = linked_daemon(a);
+  BOOST_REQUIRE(pid);
+  BOOST_TEST(f.accepted_logins() == 2, f.log());
+  {
+    ferry::test::ServeClient editor(a);
+    const json connected = editor.call("host/connect", json::object());
+    BOOST_TEST(connected.contains("result"), connected.dump());  // not -32092: the daemon handed over
+    BOOST_TEST(ferry::test::eventually([&] { return process_gone(*pid); }, 5s));
+    const auto h = hello(a);
+    BOOST_REQUIRE(h);
+    BOOST_TEST(h->value("daemon", true) == false, h->dump());  // the editor's server answers now
+    BOOST_TEST(f.accepted_logins() == 3, f.log());
+    std::string out;
+    ferry::test::write_file(a / "edited.py", "y = 2\n");
+    BOOST_TEST(run_ferry(a, {"sync"}, &out) == 0, out);
+    BOOST_TEST(f.accepted_logins() == 3, f.log());  // rode the editor's link
+    BOOST_TEST(run_ferry(a, {"daemon", "stop"}, &out) == 1, out);
+    BOOST_TEST(out.find("served by the editor's ferry serve") != std::string::npos, out);
+    // A daemon never takes a project from an editor: it says who serves it and goes.
+    BOOST_TEST(run_ferry(a, {"daemon", "run"}, &out) == 0, out);
+    BOOST_TEST(out.find("is served by") != std::string::npos, out);
+    BOOST_TEST(hello(a)->value("daemon", true) == false);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_daemon_killed_mid_sync_tears_no_file_and_the_next_sync_converges) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  constexpr int kFiles = 80;
+  constexpr std::size_t kSize = 1 << 20;
+  auto content = [](int i, int version) { return ferry::test::random_bytes<std::string>(kSize, i * 10 + version); };
+  for (int i = 0; i < kFiles; ++i) ferry::test::write_file(a / "data" / (std::to_string(i) + ".bin"), content(i, 1));
+  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
+  const auto pid = linked_daemon(a);
+  BOOST_REQUIRE(pid);
+  for (int i = 0; i < kFiles; ++i) ferry::test::write_file(a / "data" / (std::to_string(i) + ".bin"), content(i, 2));
+  // Killed once the first new version is on the box (renamed into place: a new inode), while the
+  // rest is in flight or not sent yet.
+  const fs::path box = f.home() / "a" / "data";
+  auto inode = [&](int i) {
+    struct stat st {};
+    return ::stat((box / (std::to_string(i) + ".bin")).c_str(), &st) == 0 ? st.st_ino : 0;
+  };
+  std::vector<ino_t> before;
+  for (int i = 0; i < kFiles; ++i) before.push_back(inode(i));
+  ferry::test::FerryProcess riding(FERRY_BIN, a, {"sync"});
+  bool mid = ferry::test::eventually([&] {
+    for (int i = 0; i < kFiles; ++i)
+      if (inode(i) != before[i]) return true;
+    return false;
+  }, 30s);
+  BOOST_REQUIRE(mid);
+  ::kill(static_cast<pid_t>(*pid), SIGKILL);
+  const int rc = riding.wait();
+  BOOST_TEST_MESSAGE("the riding sync ended with " << rc << ": " << riding.err());
+  int old_ones = 0;
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string on_box = ferry::test::read_file(box / (std::to_string(i) + ".bin"));
+    BOOST_TEST((on_box == content(i, 1) || on_box == content(i, 2)), "file " << i << " is torn");
+    old_ones += on_box == content(i, 1);
+  }
+  if (rc != 0) BOOST_TEST(riding.err().find("closed the connection") != std::string::npos, riding.err());
+  BOOST_TEST_MESSAGE(old_ones << " of " << kFiles << " files were still old when the daemon died");
+  std::string out;
+  BOOST_TEST(run_ferry(a, {"sync"}, &out) == 0, out);  // on its own link: the dead daemon's socket is refused
+  for (int i = 0; i < kFiles; ++i) BOOST_TEST(ferry::test::read_file(box / (std::to_string(i) + ".bin")) == content(i, 2));
+  const auto next = linked_daemon(a);
+  BOOST_TEST((next && *next != *pid), "the next command leaves a new daemon");
+}
