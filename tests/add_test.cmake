@@ -16,6 +16,15 @@ function(ferry_add_test name)
 endfunction()
 
 
+# ferry_add_no_daemon_run(NAME): NAME (a ferry_add_test) again as NAME_no_daemon with
+# FERRY_NO_DAEMON=1, so the CLI's tests hold both with the daemon a command leaves (the default)
+# and without one (docs/sync.md).
+function(ferry_add_no_daemon_run name)
+  add_test(NAME ${name}_no_daemon COMMAND ${name} --log_level=message)
+  get_test_property(${name} LABELS labels)
+  set_tests_properties(${name}_no_daemon PROPERTIES ENVIRONMENT "${FERRY_TEST_ENV};FERRY_NO_DAEMON=1" LABELS "${labels};no-daemon")
+endfunction()
+
 # ferry_add_missing_tool_test(NAME WHY [LABELS l]): where a tool a test needs was not found when the
 # build was configured, the test is registered all the same and fails saying what is missing and
 # what to do, so that a run without the tool cannot pass by leaving the test out.

@@ -5,7 +5,7 @@
 # FERRY_BUILD_DIR picks the build (default build/); sizes: see sync_bench.cpp's header
 # (FERRY_BENCH_SMALL, FERRY_BENCH_BIG_MB, FERRY_BENCH_NOOP, FERRY_BENCH_SAVE_TREE,
 # FERRY_BENCH_SAVES, FERRY_BENCH_EDIT_MB, FERRY_BENCH_DIR); FERRY_BENCH_ONLY=initial (a comma list of
-# initial,noop,save,editor,edit) runs only those parts, FERRY_BENCH_RUNS=3 repeats the initial sync, each edit and the pull (medians).
+# initial,noop,daemon,save,editor,edit) runs only those parts, FERRY_BENCH_RUNS=3 repeats the initial sync, each edit and the pull (medians).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 BUILD="$(cd "${FERRY_BUILD_DIR:-$ROOT/build}" && pwd)"  # absolute: the driver starts ferry from other directories
