@@ -350,12 +350,15 @@ int main() {
         w.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
         if (!rep.contains("result") || rep["result"].value("filesSent", 1) != 0) log("warning: serve no-op: " + rep.dump().substr(0, 200));
       }
-      // A terminal's `ferry sync` while that server is live: it rides the server (project socket).
+      // A terminal's `ferry sync` while that server is live: it rides the server (project socket;
+      // FERRY_NO_DAEMON would keep it off the socket).
+      ::unsetenv("FERRY_NO_DAEMON");
       for (int i = 0; i < 3; ++i) {
         auto [secs_taken, s] = env.ferry_sync(tree);
         if (s.value("filesSent", 1) != 0) log("warning: the terminal's no-op sent files");
         t.push_back(secs_taken);
       }
+      ::setenv("FERRY_NO_DAEMON", "1", 1);
       serve.call("shutdown", nullptr, std::chrono::seconds(30));
       serve.notify("exit", nullptr);
     }
