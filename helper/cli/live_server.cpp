@@ -31,6 +31,7 @@ std::unique_ptr<LiveServer> LiveServer::find(const deploy::ProjectConfig& projec
   if (!hello->value("linked", false)) return nullptr;  // its connect would ask the editor, not this terminal
   live->endpoint_ = hello->value("endpoint", "");
   live->pid_ = hello->value("pid", 0LL);
+  live->hello_ = *hello;
   spdlog::info("riding the live ferry (pid {}) of {}", live->pid_, project.root.string());
   return live;
 }

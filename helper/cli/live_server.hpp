@@ -34,6 +34,8 @@ class LiveServer {
   // The server's link, as host/connect describes it ("ssh u@h:22 (alias)"), and its pid.
   const std::string& endpoint() const { return endpoint_; }
   long long pid() const { return pid_; }
+  // All ferry/hello said (mappingRoot, agent, ...).
+  const nlohmann::json& hello() const { return hello_; }
 
  private:
   explicit LiveServer(std::unique_ptr<server::SocketClient> client) : client_(std::move(client)) {}
@@ -41,6 +43,7 @@ class LiveServer {
   std::unique_ptr<server::SocketClient> client_;
   std::string endpoint_;
   long long pid_ = 0;
+  nlohmann::json hello_;
 };
 
 }  // namespace ferry::cli

@@ -25,6 +25,8 @@
 #include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/live_server.hpp"
+#include "helper/cli/relay_endpoint.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/run/slurm_allocation.hpp"
 #include "protocol/slurm_alloc.hpp"
@@ -117,6 +119,26 @@ std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::
 std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::string& who) {
   auto config = load_config(g, who);
   if (!config) return std::unexpected(config.error());
+  return connect_project(g, std::move(*config), who);
+}
+
+// For a command that only asks the agent (runs, kill, logs): through the project's live ferry (a
+// daemon, the editor's server) when one of this build is linked, so no login of its own; else its
+// own link. -F and --trust go their own way, as a sync does.
+std::expected<ProjectLink, int> open_project_riding(const GlobalOptions& g, const std::string& who) {
+  auto config = load_config(g, who);
+  if (!config) return std::unexpected(config.error());
+  if (!g.ssh_config && !g.trust) {
+    if (auto live = LiveServer::find(*config)) {
+      ProjectLink link;
+      link.config = std::move(*config);
+      link.target = sync::mapping_target(link.config, link.config.mappings.front());
+      link.remote_base = link.target.remote_base;
+      link.mapping_root = live->hello().value("mappingRoot", "");
+      link.endpoint = std::make_unique<RelayEndpoint>(std::move(live));
+      return link;
+    }
+  }
   return connect_project(g, std::move(*config), who);
 }
 
@@ -399,7 +421,7 @@ std::string join_argv(const std::vector<std::string>& argv) {
 }
 
 int run_runs(const GlobalOptions& g, bool all, bool as_json) {
-  auto link = open_project(g, "ferry runs");
+  auto link = open_project_riding(g, "ferry runs");
   if (!link) return link.error();
   run::RunClient client(*link->endpoint);
   auto runs = client.list(all);
@@ -488,7 +510,8 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
 // ---- ferry logs / attach / kill ----
 
 int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bool follow) {
-  auto link = open_project(g, "ferry logs");
+  // Following needs the agent's notifications: a link of its own.
+  auto link = follow ? open_project(g, "ferry logs") : open_project_riding(g, "ferry logs");
   if (!link) return link.error();
   run::RunClient client(*link->endpoint);
   if (follow) {
@@ -534,7 +557,7 @@ int run_kill(const GlobalOptions& g, const std::string& id, const std::string& s
     std::cerr << "ferry kill: " << number.error() << "\n";
     return kUsageFailure;
   }
-  auto link = open_project(g, "ferry kill");
+  auto link = open_project_riding(g, "ferry kill");
   if (!link) return link.error();
   run::RunClient client(*link->endpoint);
   std::string name = run::signal_name(*number);

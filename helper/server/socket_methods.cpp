@@ -2,13 +2,14 @@
 // and warm engines of this server. `ferry/hello` first (versions must match, and it says whether
 // the project is linked now, and whether this is a daemon), then `sync/push`, `sync/pull` and
 // `sync/status` as the editor has them, except that nothing is put to the editor: mass deletes not
-// confirmed in the params are held. `ferry/stop` ends a daemon (an editor's server ends with the
-// editor).
+// confirmed in the params are held; `agent/call` relays a terminal command's agent request;
+// `ferry/stop` ends a daemon (an editor's server ends with the editor).
 #include <unistd.h>
 
 #include "common/build_info.hpp"
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server_state.hpp"
+#include "protocol/json_binary.hpp"
 #include "protocol/json_reader.hpp"
 #include "protocol/messages_sync.hpp"
 
@@ -18,6 +19,20 @@ namespace p = ferry::protocol;
 using json = nlohmann::json;
 
 namespace {
+
+struct AgentCallParams {
+  std::optional<std::string> path;
+  std::string method;
+  json params;
+};
+std::optional<p::DecodeError> from_json(const json& j, AgentCallParams& out, const std::string& ptr) {
+  p::ObjectReader r(j, ptr);
+  r.optional("path", out.path);
+  r.required("method", out.method);
+  r.check(!out.method.empty(), "method", "expected the agent method");
+  if (j.is_object() && j.contains("params")) out.params = p::text_as_binary(j["params"]);
+  return r.error();
+}
 
 struct StopParams {
   std::optional<std::string> why;  // for the daemon's log
@@ -42,9 +57,30 @@ void bind_socket_methods(p::BindingTable& table, ServerState& s) {
                    {"endpoint", link ? link->endpoint().description() : std::string()},
                    {"daemon", s.daemon.active()}};
         if (auto idle = s.daemon.idle_seconds()) hello["idleSeconds"] = *idle;
+        if (link) {
+          const auto& a = link->info();
+          hello["mappingRoot"] = link->mapping_root();
+          hello["agent"] = {{"protocolVersion", a.protocol_version}, {"version", a.version}, {"pid", a.pid}, {"root", a.root},
+                            {"os", a.os}, {"arch", a.arch}, {"hostname", a.hostname}};
+        }
         return hello;
       },
       p::Execution::inline_);
+  // A terminal command's agent call on this process's link (helper/cli/relay_endpoint.hpp): the
+  // link must be up already (a command never makes the editor's server connect).
+  table.request<AgentCallParams, json>(
+      "agent/call",
+      [&s](const AgentCallParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
+        auto config = lookup_project(params.path, s.workspace);
+        if (!config) return std::unexpected(config.error());
+        ProjectLinkPtr link = s.sessions.current(config->root);
+        if (!link || !link->usable())
+          return std::unexpected(p::ResponseError{p::error_code::kAgentUnavailable, config->root.string() + " is not linked here", {}});
+        auto result = link->endpoint().call(params.method, params.params);
+        if (!result) return std::unexpected(std::move(result.error()));
+        return p::binary_as_text(*result);
+      },
+      p::Execution::worker);
   table.request<StopParams, json>(
       "ferry/stop",
       [&s](const StopParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {

@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <optional>
+#include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -133,6 +134,39 @@ BOOST_AUTO_TEST_CASE(ten_commands_after_the_first_ride_one_login_then_status_and
   BOOST_TEST(out.find("no live ferry serves " + a.string()) != std::string::npos, out);
   BOOST_TEST(run_ferry(a, {"daemon", "stop"}, &out) == 0, out);
   BOOST_TEST(out.find("no daemon serves") != std::string::npos, out);
+}
+
+// `ferry runs`, `ferry logs` and `ferry kill` only ask the agent: they ride the daemon too (its
+// agent/call), with the same output.
+BOOST_AUTO_TEST_CASE(runs_logs_and_kill_ride_the_daemon) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  std::string out;
+  BOOST_REQUIRE(run_ferry(a, {"sync"}, &out) == 0);
+  BOOST_REQUIRE(linked_daemon(a));
+  BOOST_REQUIRE(run_ferry(a, {"run", "--detach", "--", "sh", "-c", "echo to-out; echo to-err >&2; sleep 60"}, &out) == 0);
+  std::smatch found;
+  BOOST_REQUIRE_MESSAGE(std::regex_search(out, found, std::regex("[0-9]{8}-[0-9]{6}-[0-9a-f]+")), out);
+  const std::string id = found.str();  // `out` is written again below
+  const int logins = f.accepted_logins();  // the first sync's, the daemon's, the run's own
+  BOOST_TEST(run_ferry(a, {"runs"}, &out) == 0, out);
+  BOOST_TEST(out.find(id + "  running") != std::string::npos, out);
+  BOOST_TEST(ferry::test::eventually([&] {
+    run_ferry(a, {"logs", id}, &out);
+    return out.find("to-out") != std::string::npos && out.find("to-err") != std::string::npos;
+  }, 10s), out);
+  BOOST_TEST(run_ferry(a, {"runs", "--json"}, &out) == 0, out);
+  BOOST_TEST(out.find("\"" + id + "\"") != std::string::npos, out);
+  BOOST_TEST(run_ferry(a, {"kill", id}, &out) == 0, out);
+  BOOST_TEST(out.find("sent SIGTERM to run " + id) != std::string::npos, out);
+  BOOST_TEST(ferry::test::eventually([&] {
+    run_ferry(a, {"runs"}, &out);
+    return out.find(id + "  exited") != std::string::npos;
+  }, 10s), out);
+  BOOST_TEST(run_ferry(a, {"kill", id}, &out) == 2, out);  // exited: an unknown run's status, said the same way
+  BOOST_TEST(out.find("has exited") != std::string::npos, out);
+  BOOST_TEST(f.accepted_logins() == logins, f.log());  // none of their own
 }
 
 BOOST_AUTO_TEST_CASE(an_idle_daemon_exits_and_ferry_json_can_turn_daemons_off) {
