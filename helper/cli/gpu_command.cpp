@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
+#include "helper/cli/relay_endpoint.hpp"
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 
@@ -89,30 +90,37 @@ int run_gpu(const GlobalOptions& g, const GpuOptions& o) {
     if (auto rate = catalog ? cloud::host_rate(*project->price, *catalog) : std::unexpected(catalog.error()))
       usd_per_hour = cloud::billed_usd_per_hour(*rate, *project->price);
   }
-  auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
-  if (!made) {
-    std::cerr << who << ": " << made.error().message << "\n";
-    return exit_status::kUsage;
+  // Through the project's live ferry when there is one (no login); else a link of its own.
+  std::unique_ptr<remote::Endpoint> endpoint = relay_for(g, *project);
+  std::string host = project->host;
+  if (!endpoint) {
+    auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
+    if (!made) {
+      std::cerr << who << ": " << made.error().message << "\n";
+      return exit_status::kUsage;
+    }
+    if (!connect_cli_endpoint(*made, who)) return exit_status::kFailed;
+    endpoint = std::move(made->endpoint);
+    host = made->host;
   }
-  if (!connect_cli_endpoint(*made, who)) return exit_status::kFailed;
   const bool redraw = o.watch && !o.as_json && ::isatty(STDOUT_FILENO);
   auto stopped = o.watch ? stop_on_ctrl_c() : std::function<bool()>([] { return false; });
   for (int n = 1;; ++n) {
-    auto status = made->endpoint->call("gpu/status", json::object());
+    auto status = endpoint->call("gpu/status", json::object());
     if (!status) {
       std::cerr << who << ": " << status.error().message << "\n";
       return exit_status::kFailed;
     }
     if (usd_per_hour) (*status)["usdPerHour"] = *usd_per_hour;
     if (o.as_json) std::cout << status->dump(o.watch ? -1 : 2) << std::endl;
-    else std::cout << (redraw ? "\x1b[H\x1b[2J" : (n > 1 ? "\n" : "")) << render(*status, made->host, usd_per_hour) << std::flush;
+    else std::cout << (redraw ? "\x1b[H\x1b[2J" : (n > 1 ? "\n" : "")) << render(*status, host, usd_per_hour) << std::flush;
     if (!o.watch || (o.count > 0 && n >= o.count)) break;
     // Sleep in slices so Ctrl-C ends the watch at once.
     auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(o.interval);
     while (!stopped() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (stopped()) break;
   }
-  made->endpoint->close();
+  endpoint->close();
   return exit_status::kOk;
 }
 

@@ -33,6 +33,12 @@ std::expected<void, ResponseError> RelayEndpoint::notify(std::string_view method
                                        std::string(method) + ": a command riding the live ferry sends no notifications", {}});
 }
 
+std::unique_ptr<RelayEndpoint> relay_for(const GlobalOptions& g, const deploy::ProjectConfig& project) {
+  if (g.ssh_config || g.trust) return nullptr;
+  auto live = LiveServer::find(project);
+  return live ? std::make_unique<RelayEndpoint>(std::move(live)) : nullptr;
+}
+
 std::string RelayEndpoint::description() const { return live_->endpoint() + ", through ferry (pid " + std::to_string(live_->pid()) + ")"; }
 
 }  // namespace ferry::cli

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "helper/cli/commands.hpp"
 #include "helper/cli/live_server.hpp"
 #include "helper/remote/endpoint.hpp"
 
@@ -25,6 +26,8 @@ class RelayEndpoint : public remote::Endpoint {
   bool connected() const override { return !closed_; }
   void close() override { closed_ = true; }
   std::string description() const override;
+  // The first mapping's root on the box, as the live ferry's link has it.
+  std::string mapping_root() const { return live_->hello().value("mappingRoot", ""); }
 
  private:
   std::unique_ptr<LiveServer> live_;
@@ -32,5 +35,9 @@ class RelayEndpoint : public remote::Endpoint {
   remote::AgentInfo info_;
   bool closed_ = false;
 };
+
+// The relay for a command of `project` when its live ferry is of this build and linked (and no -F
+// or --trust asks for a link of the command's own); nullptr otherwise.
+std::unique_ptr<RelayEndpoint> relay_for(const GlobalOptions& g, const deploy::ProjectConfig& project);
 
 }  // namespace ferry::cli

@@ -128,16 +128,14 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::
 std::expected<ProjectLink, int> open_project_riding(const GlobalOptions& g, const std::string& who) {
   auto config = load_config(g, who);
   if (!config) return std::unexpected(config.error());
-  if (!g.ssh_config && !g.trust) {
-    if (auto live = LiveServer::find(*config)) {
-      ProjectLink link;
-      link.config = std::move(*config);
-      link.target = sync::mapping_target(link.config, link.config.mappings.front());
-      link.remote_base = link.target.remote_base;
-      link.mapping_root = live->hello().value("mappingRoot", "");
-      link.endpoint = std::make_unique<RelayEndpoint>(std::move(live));
-      return link;
-    }
+  if (auto relay = relay_for(g, *config)) {
+    ProjectLink link;
+    link.config = std::move(*config);
+    link.target = sync::mapping_target(link.config, link.config.mappings.front());
+    link.remote_base = link.target.remote_base;
+    link.mapping_root = relay->mapping_root();
+    link.endpoint = std::move(relay);
+    return link;
   }
   return connect_project(g, std::move(*config), who);
 }

@@ -136,9 +136,9 @@ BOOST_AUTO_TEST_CASE(ten_commands_after_the_first_ride_one_login_then_status_and
   BOOST_TEST(out.find("no daemon serves") != std::string::npos, out);
 }
 
-// `ferry runs`, `ferry logs` and `ferry kill` only ask the agent: they ride the daemon too (its
-// agent/call), with the same output.
-BOOST_AUTO_TEST_CASE(runs_logs_and_kill_ride_the_daemon) {
+// `ferry runs`, `ferry logs`, `ferry kill` and `ferry gpu` only ask the agent: they ride the
+// daemon too (its agent/call), with the same output.
+BOOST_AUTO_TEST_CASE(runs_logs_kill_and_gpu_ride_the_daemon) {
   SshdFixture f(logging_logins());
   f.trust_host_key();
   const fs::path a = make_project(f, "a");
@@ -166,6 +166,11 @@ BOOST_AUTO_TEST_CASE(runs_logs_and_kill_ride_the_daemon) {
   }, 10s), out);
   BOOST_TEST(run_ferry(a, {"kill", id}, &out) == 2, out);  // exited: an unknown run's status, said the same way
   BOOST_TEST(out.find("has exited") != std::string::npos, out);
+  // `ferry gpu` asks the agent the same way (no GPU on this box: it says so, with the host's load).
+  BOOST_TEST(run_ferry(a, {"gpu", "--json"}, &out) == 0, out);
+  const json gpu = json::parse(out.substr(0, out.rfind('}') + 1), nullptr, false);
+  BOOST_TEST(gpu.value("available", true) == false, out);
+  BOOST_TEST(gpu.contains("host"), out);
   BOOST_TEST(f.accepted_logins() == logins, f.log());  // none of their own
 }
 
