@@ -1,10 +1,13 @@
 // bench/connect: time from nothing to a ready ferry-agent over SSH (cold: the agent is installed
 // over SFTP first; warm: it is already there) against `ssh -F cfg alias true`, OpenSSH's own
-// connect + auth + one remote command, on the same loopback sshd. Prints medians and ratios.
-//   bench_connect [RUNS]    (default 10)
+// connect + auth + one remote command, on the same loopback sshd. Then a command's round trip once
+// a link is warm: `ferry run -- true` riding the project's daemon (and alone) against
+// `ssh alias true` through an OpenSSH ControlMaster socket. Prints medians and ratios.
+//   bench_connect [RUNS]    (default 10; FERRY_BENCH_ONLY=run: the round trip only)
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +16,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ferry/version.hpp"
@@ -45,7 +49,7 @@ std::vector<double> time_runs(int runs, const std::function<void()>& before, con
   return out;
 }
 
-bool run_ssh(const std::vector<std::string>& argv) {
+bool run_program(const char* path, const std::vector<std::string>& argv) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -53,12 +57,61 @@ bool run_ssh(const std::vector<std::string>& argv) {
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   pid_t pid;
-  int rc = posix_spawn(&pid, "/usr/bin/ssh", &fa, nullptr, args.data(), environ);
+  int rc = posix_spawn(&pid, path, &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return false;
   int st = 0;
   waitpid(pid, &st, 0);
   return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+bool run_ssh(const std::vector<std::string>& argv) { return run_program("/usr/bin/ssh", argv); }
+
+// A command's round trip on a warm link: `ferry run -- true` riding the daemon a first `ferry sync`
+// left (and alone, FERRY_NO_DAEMON=1), against `ssh alias true` through a ControlMaster socket.
+void command_round_trip(ferry::test::SshdFixture& f, int runs) {
+  const fs::path project = fs::temp_directory_path() / ("ferry-bench-run-" + std::to_string(::getpid()));
+  fs::remove_all(project);
+  fs::create_directories(project);
+  {
+    std::FILE* out = std::fopen((project / "ferry.json").c_str(), "w");
+    std::fprintf(out, "{\"name\": \"bench-run\", \"host\": \"%s\", \"sshConfig\": \"%s\", \"mappings\": [{\"local\": \".\", \"remote\": \"~/bench-run\"}]}\n",
+                 f.alias().c_str(), f.ssh_config().c_str());
+    std::fclose(out);
+  }
+  const std::vector<std::string> run{"ferry", "--project", project.string(), "run", "--", "true"};
+  const auto ferry_ok = [](const std::vector<std::string>& argv) { return run_program(FERRY_PATH, argv); };
+  ::setenv("FERRY_NO_DAEMON", "1", 1);
+  ferry_ok(run);  // installs the agent, syncs the project
+  auto alone = time_runs(runs, [] {}, [&] { return ferry_ok(run); });
+  ::unsetenv("FERRY_NO_DAEMON");
+  ferry_ok({"ferry", "--project", project.string(), "sync"});  // leaves the daemon
+  const std::vector<std::string> linked{"sh", "-c", "\"$0\" --project \"$1\" daemon status --json | grep -q '\"linked\": *true'",
+                                        FERRY_PATH, project.string()};
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (!run_program("/bin/sh", linked)) {
+    if (Clock::now() > deadline) {
+      std::cerr << "bench_connect: no daemon linked within 60 s\n";
+      std::exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  auto riding = time_runs(runs, [] {}, [&] { return ferry_ok(run); });
+  ferry_ok({"ferry", "--project", project.string(), "daemon", "stop"});
+
+  const std::string control = (project.parent_path() / ("ferry-bench-cm-" + std::to_string(::getpid()))).string();
+  run_ssh({"ssh", "-F", f.ssh_config().string(), "-o", "ControlPath=" + control, "-o", "ControlMaster=yes", "-o",
+           "ControlPersist=300", "-fN", f.alias()});
+  std::vector<std::string> ssh{"ssh", "-F", f.ssh_config().string(), "-o", "ControlPath=" + control, "-o", "BatchMode=yes", f.alias(), "true"};
+  auto master = time_runs(runs, [] {}, [&] { return run_ssh(ssh); });
+  run_ssh({"ssh", "-F", f.ssh_config().string(), "-o", "ControlPath=" + control, "-O", "exit", f.alias()});
+  fs::remove_all(project);
+
+  double r = median_ms(riding), a = median_ms(alone), m = median_ms(master);
+  std::printf("%-44s %9.1f ms\n", "ferry run -- true, riding the daemon", r);
+  std::printf("%-44s %9.1f ms\n", "ferry run -- true, alone (FERRY_NO_DAEMON=1)", a);
+  std::printf("%-44s %9.1f ms\n", "ssh alias true over a ControlMaster", m);
+  std::printf("ratios: riding/ssh-master %.2f (target <= 0.5)  alone/ssh-master %.2f\n", r / m, a / m);
 }
 
 }  // namespace
@@ -67,6 +120,12 @@ int main(int argc, char** argv) {
   int runs = argc > 1 ? std::atoi(argv[1]) : 10;
   ferry::test::SshdFixture f;
   f.trust_host_key();
+  // FERRY_BENCH_ONLY=run: only the command round trip.
+  const char* only = std::getenv("FERRY_BENCH_ONLY");
+  if (only && std::string(only) == "run") {
+    command_round_trip(f, runs);
+    return 0;
+  }
   auto options = [&] {
     ferry::remote::SshEndpointOptions o;
     o.host = f.alias();
@@ -103,5 +162,6 @@ int main(int argc, char** argv) {
   std::printf("%-44s %9.1f ms\n", "ssh -F cfg alias true", s);
   std::printf("%-44s %9.1f ms\n", "ssh -F cfg alias ferry-agent --version", sa);
   std::printf("ratios: cold/ssh %.2f  warm/ssh %.2f  warm/ssh-agent %.2f\n", c / s, w / s, w / sa);
+  command_round_trip(f, runs);
   return 0;
 }

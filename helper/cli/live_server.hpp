@@ -36,6 +36,8 @@ class LiveServer {
   long long pid() const { return pid_; }
   // All ferry/hello said (mappingRoot, agent, ...).
   const nlohmann::json& hello() const { return hello_; }
+  // The connection itself: its notifications and its end.
+  server::SocketClient& client() { return *client_; }
 
  private:
   explicit LiveServer(std::unique_ptr<server::SocketClient> client) : client_(std::move(client)) {}

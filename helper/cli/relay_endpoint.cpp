@@ -1,12 +1,30 @@
 // RelayEndpoint (relay_endpoint.hpp).
 #include "helper/cli/relay_endpoint.hpp"
 
+#include "helper/deploy/project_trust.hpp"
 #include "protocol/json_binary.hpp"
 
 namespace ferry::cli {
 
 using remote::json;
 using remote::ResponseError;
+
+namespace {
+
+// link/forward's answer (tunnel/open's TunnelInfo) as the endpoint's ForwardInfo.
+remote::ForwardInfo forward_info(const json& j, const remote::ForwardSpec& spec) {
+  remote::ForwardInfo f;
+  f.id = j.value("id", 0);
+  f.spec = spec;
+  f.bound_port = spec.kind == remote::ForwardKind::kLocal ? j.value("localPort", 0) : j.value("remotePort", 0);
+  f.state = j.value("state", "") == "active" ? protocol::ForwardState::active : protocol::ForwardState::waiting;
+  f.error = j.value("error", "");
+  f.accepted = j.value("accepted", std::uint64_t{0});
+  f.live = j.value("live", std::uint64_t{0});
+  return f;
+}
+
+}  // namespace
 
 RelayEndpoint::RelayEndpoint(std::unique_ptr<LiveServer> live) : live_(std::move(live)) {
   const json a = live_->hello().value("agent", json::object());
@@ -17,12 +35,26 @@ RelayEndpoint::RelayEndpoint(std::unique_ptr<LiveServer> live) : live_(std::move
   info_.os = a.value("os", "");
   info_.arch = a.value("arch", "");
   info_.hostname = a.value("hostname", "");
+  live_->client().on_notification([this, deliver = fanout_handler()](const std::string& method, const json& params) {
+    if (method == "agent/notification") {
+      deliver(protocol::Notification{params.value("method", ""), protocol::text_as_binary(params.value("params", json::object()))});
+    } else if (method == "link/state") {
+      std::function<void(const remote::HostState&)> handler;
+      {
+        std::lock_guard lock(mutex_);
+        handler = state_handler_;
+      }
+      if (handler) handler(remote::host_state_from_json(params));
+    }
+  });
 }
+
+// The connection goes first: its reader thread, which calls into this, is joined.
+RelayEndpoint::~RelayEndpoint() { live_.reset(); }
 
 std::expected<remote::AgentInfo, ResponseError> RelayEndpoint::connect(std::chrono::milliseconds) { return info_; }
 
 std::expected<json, ResponseError> RelayEndpoint::call(std::string_view method, json params, std::chrono::milliseconds) {
-  std::lock_guard lock(mutex_);
   auto r = live_->call("agent/call", json{{"method", std::string(method)}, {"params", protocol::binary_as_text(params)}});
   if (!r) return std::unexpected(std::move(r.error()));
   return protocol::text_as_binary(*r);
@@ -33,8 +65,54 @@ std::expected<void, ResponseError> RelayEndpoint::notify(std::string_view method
                                        std::string(method) + ": a command riding the live ferry sends no notifications", {}});
 }
 
+bool RelayEndpoint::connected() const {
+  std::lock_guard lock(mutex_);
+  return !closed_ && !live_->client().closed();
+}
+
+void RelayEndpoint::close() {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+}
+
+std::expected<remote::ForwardInfo, ResponseError> RelayEndpoint::open_forward(const remote::ForwardSpec& spec) {
+  auto r = live_->call("link/forward", json{{"spec", remote::forward_spec_json(spec)}});
+  if (!r) return std::unexpected(std::move(r.error()));
+  auto info = forward_info(*r, spec);
+  std::lock_guard lock(mutex_);
+  forwards_[info.id] = info;
+  return info;
+}
+
+std::expected<void, ResponseError> RelayEndpoint::close_forward(int id) {
+  auto r = live_->call("link/unforward", json{{"id", id}});
+  std::lock_guard lock(mutex_);
+  forwards_.erase(id);
+  if (!r) return std::unexpected(std::move(r.error()));
+  return {};
+}
+
+std::vector<remote::ForwardInfo> RelayEndpoint::list_forwards() const {
+  std::lock_guard lock(mutex_);
+  std::vector<remote::ForwardInfo> out;
+  for (const auto& [id, f] : forwards_) out.push_back(f);
+  return out;
+}
+
+void RelayEndpoint::on_state(std::function<void(const remote::HostState&)> handler) {
+  std::lock_guard lock(mutex_);
+  state_handler_ = std::move(handler);
+}
+
+void RelayEndpoint::on_closed(std::function<void(const std::string& why)> handler) {
+  live_->client().on_closed(handler);
+  if (live_->client().closed()) handler("the live ferry closed the connection");
+}
+
 std::unique_ptr<RelayEndpoint> relay_for(const GlobalOptions& g, const deploy::ProjectConfig& project) {
   if (g.ssh_config || g.trust) return nullptr;
+  // Trusted already (an untrusted one is asked about, or refused, on a command's own path).
+  if (!deploy::TrustStore().check(project).trusted()) return nullptr;
   auto live = LiveServer::find(project);
   return live ? std::make_unique<RelayEndpoint>(std::move(live)) : nullptr;
 }

@@ -40,6 +40,7 @@
 #include "helper/deploy/host_spec.hpp"
 #include "helper/run/port_forwarder.hpp"
 #include "helper/run/run_follower.hpp"
+#include "helper/server/sync_result.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "protocol/link_state.hpp"
@@ -69,6 +70,7 @@ struct ProjectLink {
   std::string remote_base;   // the mapping under the agent's root ("" = the root)
   std::string mapping_root;  // absolute on the box
   std::shared_ptr<LinkNotes> notes = std::make_shared<LinkNotes>();
+  RelayEndpoint* live = nullptr;  // `endpoint` when it rides the project's live ferry
 };
 
 void on_link_state(LinkNotes& notes, const remote::HostState& s) {
@@ -122,22 +124,35 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::
   return connect_project(g, std::move(*config), who);
 }
 
-// For a command that only asks the agent (runs, kill, logs): through the project's live ferry (a
-// daemon, the editor's server) when one of this build is linked, so no login of its own; else its
-// own link. -F and --trust go their own way, as a sync does.
+// Through the project's live ferry (a daemon, the editor's server) when one of this build is
+// linked, so no login of its own; else its own link. -F and --trust go their own way, as a sync
+// does. The live ferry's link state reaches the follower as its own would; should the live ferry
+// go away, what follows fails (the run goes on).
+std::expected<ProjectLink, int> ride_project(const GlobalOptions& g, deploy::ProjectConfig config, const std::string& who) {
+  auto relay = relay_for(g, config);
+  if (!relay) return connect_project(g, std::move(config), who);
+  ProjectLink link;
+  link.config = std::move(config);
+  link.notes->was_connected = true;
+  link.target = sync::mapping_target(link.config, link.config.mappings.front());
+  link.remote_base = link.target.remote_base;
+  link.mapping_root = relay->mapping_root();
+  link.live = relay.get();
+  relay->on_state([notes = link.notes](const remote::HostState& s) { on_link_state(*notes, s); });
+  relay->on_closed([notes = link.notes, pid = relay->pid()](const std::string& why) {
+    std::lock_guard lock(notes->mutex);
+    if (notes->follower)
+      notes->follower->fail("the live ferry (pid " + std::to_string(pid) + ") went away (" + why +
+                            "); the run goes on, `ferry attach` follows it again");
+  });
+  link.endpoint = std::move(relay);
+  return link;
+}
+
 std::expected<ProjectLink, int> open_project_riding(const GlobalOptions& g, const std::string& who) {
   auto config = load_config(g, who);
   if (!config) return std::unexpected(config.error());
-  if (auto relay = relay_for(g, *config)) {
-    ProjectLink link;
-    link.config = std::move(*config);
-    link.target = sync::mapping_target(link.config, link.config.mappings.front());
-    link.remote_base = link.target.remote_base;
-    link.mapping_root = relay->mapping_root();
-    link.endpoint = std::move(relay);
-    return link;
-  }
-  return connect_project(g, std::move(*config), who);
+  return ride_project(g, std::move(*config), who);
 }
 
 // ---- the terminal ----
@@ -314,12 +329,20 @@ struct RunCliOptions {
 };
 
 // sync/flush before a run: the default push (owned deletes only); conflicts are shown, not fatal.
+// Riding a live ferry, its sync/push (its warm index) does it.
 bool flush_sync(ProjectLink& link) {
-  sync::SyncEngine engine(*link.endpoint, link.target);
-  sync::SyncOptions so;
-  so.progress = terminal_progress("sync");
-  so.waiting = waiting_note("ferry run");
-  auto s = engine.push(so);
+  std::expected<sync::SyncSummary, ferry::Error> s;
+  if (link.live) {
+    auto answer = link.live->live().call("sync/push", nlohmann::json{{"path", link.config.root.string()}, {"delete", "owned"}});
+    if (answer) s = server::summary_from_json(*answer);
+    else s = std::unexpected(ferry::Error(ferry::ErrorKind::agent_lost, answer.error().message));
+  } else {
+    sync::SyncEngine engine(*link.endpoint, link.target);
+    sync::SyncOptions so;
+    so.progress = terminal_progress("sync");
+    so.waiting = waiting_note("ferry run");
+    s = engine.push(so);
+  }
   if (!s) {
     std::cerr << "ferry run: sync failed: " << s.error().message << " (--no-sync runs what is already there)\n";
     return false;
@@ -348,7 +371,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
     std::cerr << "ferry run: nothing to run: ferry run -- script.py ARGS, or ferry run --launch NAME\n";
     return kUsageFailure;
   }
-  auto link = connect_project(g, std::move(*config), "ferry run");
+  auto link = ride_project(g, std::move(*config), "ferry run");
   if (!link) return link.error();
   run::LaunchRequest req;
   req.command = what.command;
@@ -509,7 +532,7 @@ int run_runs(const GlobalOptions& g, bool all, bool as_json) {
 
 int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bool follow) {
   // Following needs the agent's notifications: a link of its own.
-  auto link = follow ? open_project(g, "ferry logs") : open_project_riding(g, "ferry logs");
+  auto link = open_project_riding(g, "ferry logs");
   if (!link) return link.error();
   run::RunClient client(*link->endpoint);
   if (follow) {
@@ -537,7 +560,7 @@ int run_logs(const GlobalOptions& g, const std::string& id, bool stderr_only, bo
 }
 
 int run_attach(const GlobalOptions& g, const std::string& id, bool tty) {
-  auto link = open_project(g, "ferry attach");
+  auto link = open_project_riding(g, "ferry attach");
   if (!link) return link.error();
   run::RunClient client(*link->endpoint);
   FollowOptions fo;

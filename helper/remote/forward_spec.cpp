@@ -177,4 +177,16 @@ std::expected<ForwardSpec, std::string> forward_spec_from_json(const protocol::j
   return spec;
 }
 
+protocol::json forward_spec_json(const ForwardSpec& spec) {
+  const bool local = spec.kind == ForwardKind::kLocal;
+  protocol::json j{{"kind", local ? "local" : "reverse"},
+                   {"bindAddress", spec.bind_address},
+                   {"localPort", spec.local_port},
+                   {"remotePort", spec.remote_port}};
+  if (!spec.name.empty()) j["name"] = spec.name;
+  if (local) j["remoteHost"] = spec.remote_host;
+  else j["localHost"] = spec.local_host;
+  return j;
+}
+
 }  // namespace ferry::remote

@@ -60,5 +60,7 @@ std::string describe(const ForwardInfo& info);
 protocol::TunnelInfo tunnel_info(const ForwardInfo& info);
 protocol::json to_json(const ForwardInfo& info);
 std::expected<ForwardSpec, std::string> forward_spec_from_json(const protocol::json& params);
+// The inverse: a spec as forward_spec_from_json reads it (a riding command asks its live ferry).
+protocol::json forward_spec_json(const ForwardSpec& spec);
 
 }  // namespace ferry::remote

@@ -14,8 +14,10 @@ struct RunClient::Router {
   std::multimap<std::string, RunWatcher*> watchers;
   remote::NotificationHandler others;
 
-  // Held under the mutex while a watcher runs, so unwatch() can promise no later calls.
+  // Held under the mutex while a watcher runs, so unwatch() can promise no later calls. A stream
+  // with a `follower` is a riding terminal's (the project socket relays it): not ours.
   void dispatch(const protocol::Notification& note) {
+    if (note.method.starts_with("run/") && note.params.is_object() && note.params.contains("follower")) return;
     if (note.method == "run/output") {
       auto rec = parse_output_record(note.params);
       if (!rec) {

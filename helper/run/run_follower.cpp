@@ -77,6 +77,12 @@ void RunFollower::link_restored() {
   wake_locked();
 }
 
+void RunFollower::fail(std::string why) {
+  std::lock_guard lock(mutex_);
+  if (!failed_) failed_ = std::move(why);
+  wake_locked();
+}
+
 bool RunFollower::needs_attach() const {
   std::lock_guard lock(mutex_);
   return needs_attach_ && !failed_;

@@ -39,6 +39,8 @@ class RunFollower final : public RunWatcher {
   // link and must be re-attached on the new one.
   void link_lost();
   void link_restored();
+  // The link is gone for good (the live ferry a terminal rode went away): failed() says `why`.
+  void fail(std::string why);
 
   bool needs_attach() const;
   bool link_down() const;

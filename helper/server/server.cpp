@@ -11,6 +11,7 @@
 #include "ferry/version.hpp"
 #include "helper/server/server_state.hpp"
 #include "helper/server/socket_client.hpp"
+#include "helper/server/socket_connection.hpp"
 #include "protocol/file_uri.hpp"
 #include "protocol/messages.hpp"
 
@@ -49,7 +50,6 @@ ServerState::ServerState(const ServerOptions& o)
       runs(std::make_shared<RunService>(ctx, &progress)),
       trains(make_train_service(ctx)),
       debugs(make_debug_sessions(ctx)) {
-  bind_socket_methods(socket_table, *this);
   sessions.set_on_claim([this](const std::filesystem::path& root) { open_socket(root); });
   // An editor's server takes a project from a daemon (daemon.hpp); a daemon takes nothing.
   sessions.set_evict([this](const std::filesystem::path& root) { return !daemon.active() && ask_daemon_to_leave(root); });
@@ -83,11 +83,17 @@ ServerState::~ServerState() {
 void ServerState::open_socket(const std::filesystem::path& root) {
   auto path = project_socket_path(root);
   auto socket = path ? ProjectSocket::listen(*path, [this](int fd) {
-    TransportOptions t;
-    t.lsp_lifecycle = false;
-    t.workers = 2;
     daemon.connection_began();
-    (void)serve_stream(socket_table, fd, fd, t);
+    {
+      SocketConnection connection(++socket_connections, fd);
+      p::BindingTable table;
+      bind_socket_methods(table, *this, connection);
+      TransportOptions t;
+      t.lsp_lifecycle = false;
+      t.workers = 4;  // a riding run's input, signal and list may wait on the link at once
+      t.output = &connection.output();
+      (void)serve_stream(table, fd, fd, t);
+    }  // what the command left on the link ends before the daemon counts it gone
     daemon.connection_ended();
   })
                      : std::unexpected(path.error());

@@ -2,6 +2,7 @@
 // questions to the person, the workspace, the projects' links and the services on them.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,9 +48,9 @@ struct ServerState {
   std::shared_ptr<TrainService> trains;
   std::shared_ptr<DebugSessions> debugs;
 
-  // The project socket of each project this server serves (ServeClaims), for terminal commands,
-  // and what it serves (socket_methods.cpp).
-  protocol::BindingTable socket_table;
+  // The project socket of each project this server serves (ServeClaims), for terminal commands
+  // (socket_methods.cpp binds what each connection is served).
+  std::atomic<std::uint64_t> socket_connections{0};
   std::mutex sockets_mutex;
   std::map<std::filesystem::path, std::unique_ptr<ProjectSocket>> sockets;
 
@@ -61,7 +62,8 @@ struct ServerState {
 };
 
 void bind_sync_methods(protocol::BindingTable& table, std::shared_ptr<SyncService> service);  // sync_methods.cpp
-void bind_socket_methods(protocol::BindingTable& table, ServerState& state);                  // socket_methods.cpp
+class SocketConnection;
+void bind_socket_methods(protocol::BindingTable& table, ServerState& state, SocketConnection& connection);  // socket_methods.cpp
 void bind_run_methods(protocol::BindingTable& table, std::shared_ptr<RunService> service);    // run_methods.cpp
 // LSP's document, workspace and window methods (lsp_methods.cpp) and commands (lsp_commands.cpp).
 void bind_lsp_methods(protocol::BindingTable& table, ServerState& state);

@@ -3,12 +3,15 @@
 // the project is linked now, and whether this is a daemon), then `sync/push`, `sync/pull` and
 // `sync/status` as the editor has them, except that nothing is put to the editor: mass deletes not
 // confirmed in the params are held; `agent/call` relays a terminal command's agent request;
-// `ferry/stop` ends a daemon (an editor's server ends with the editor).
+// `link/forward` and `link/unforward` open and close a command's tunnels; `ferry/stop` ends a
+// daemon (an editor's server ends with the editor). Bound once per connection: what a command
+// leaves on the link ends with its connection (socket_connection.hpp).
 #include <unistd.h>
 
 #include "common/build_info.hpp"
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server_state.hpp"
+#include "helper/server/socket_connection.hpp"
 #include "protocol/json_binary.hpp"
 #include "protocol/json_reader.hpp"
 #include "protocol/messages_sync.hpp"
@@ -34,6 +37,38 @@ std::optional<p::DecodeError> from_json(const json& j, AgentCallParams& out, con
   return r.error();
 }
 
+struct ForwardParams {
+  std::optional<std::string> path;
+  remote::ForwardSpec spec;
+};
+std::optional<p::DecodeError> from_json(const json& j, ForwardParams& out, const std::string& ptr) {
+  p::ObjectReader r(j, ptr);
+  r.optional("path", out.path);
+  auto spec = remote::forward_spec_from_json(j.is_object() ? j.value("spec", json::object()) : json());
+  if (spec) out.spec = *spec;
+  r.check(spec.has_value(), "spec", spec ? std::string() : spec.error());
+  return r.error();
+}
+
+struct UnforwardParams {
+  int id = 0;
+};
+std::optional<p::DecodeError> from_json(const json& j, UnforwardParams& out, const std::string& ptr) {
+  p::ObjectReader r(j, ptr);
+  r.required("id", out.id);
+  return r.error();
+}
+
+// The project's link, when it is up: a command never makes the live process connect.
+std::expected<ProjectLinkPtr, p::ResponseError> live_link(ServerState& s, const std::optional<std::string>& path) {
+  auto config = lookup_project(path, s.workspace);
+  if (!config) return std::unexpected(config.error());
+  ProjectLinkPtr link = s.sessions.current(config->root);
+  if (!link || !link->usable())
+    return std::unexpected(p::ResponseError{p::error_code::kAgentUnavailable, config->root.string() + " is not linked here", {}});
+  return link;
+}
+
 struct StopParams {
   std::optional<std::string> why;  // for the daemon's log
 };
@@ -45,7 +80,7 @@ std::optional<p::DecodeError> from_json(const json& j, StopParams& out, const st
 
 }  // namespace
 
-void bind_socket_methods(p::BindingTable& table, ServerState& s) {
+void bind_socket_methods(p::BindingTable& table, ServerState& s, SocketConnection& connection) {
   table.request<p::SyncProjectParams, json>(
       "ferry/hello",
       [&s](const p::SyncProjectParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
@@ -66,19 +101,32 @@ void bind_socket_methods(p::BindingTable& table, ServerState& s) {
         return hello;
       },
       p::Execution::inline_);
-  // A terminal command's agent call on this process's link (helper/cli/relay_endpoint.hpp): the
-  // link must be up already (a command never makes the editor's server connect).
+  // A terminal command's agent call on this process's link (helper/cli/relay_endpoint.hpp).
   table.request<AgentCallParams, json>(
       "agent/call",
-      [&s](const AgentCallParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
-        auto config = lookup_project(params.path, s.workspace);
-        if (!config) return std::unexpected(config.error());
-        ProjectLinkPtr link = s.sessions.current(config->root);
-        if (!link || !link->usable())
-          return std::unexpected(p::ResponseError{p::error_code::kAgentUnavailable, config->root.string() + " is not linked here", {}});
-        auto result = link->endpoint().call(params.method, params.params);
+      [&s, &connection](const AgentCallParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
+        auto link = live_link(s, params.path);
+        if (!link) return std::unexpected(link.error());
+        auto result = connection.call(*link, params.method, params.params);
         if (!result) return std::unexpected(std::move(result.error()));
         return p::binary_as_text(*result);
+      },
+      p::Execution::worker);
+  table.request<ForwardParams, json>(
+      "link/forward",
+      [&s, &connection](const ForwardParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
+        auto link = live_link(s, params.path);
+        if (!link) return std::unexpected(link.error());
+        auto opened = connection.forward(*link, params.spec);
+        if (!opened) return std::unexpected(std::move(opened.error()));
+        return remote::to_json(*opened);
+      },
+      p::Execution::worker);
+  table.request<UnforwardParams, json>(
+      "link/unforward",
+      [&connection](const UnforwardParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {
+        if (auto closed = connection.unforward(params.id); !closed) return std::unexpected(std::move(closed.error()));
+        return json::object();
       },
       p::Execution::worker);
   table.request<StopParams, json>(

@@ -35,7 +35,8 @@ void log_to_spdlog(protocol::LogLevel level, const std::string& message) {
 int serve_stream(const protocol::BindingTable& table, int in_fd, int out_fd, const TransportOptions& options) {
   platform::set_binary_mode(in_fd);
   platform::set_binary_mode(out_fd);
-  OutputChannel out(out_fd, options.encoding);
+  std::optional<OutputChannel> own;
+  OutputChannel& out = options.output ? *options.output : own.emplace(out_fd, options.encoding);
   WorkerPool pool(options.workers);
   std::optional<int> exit_code;
   bool unreadable = false;

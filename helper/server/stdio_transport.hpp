@@ -15,6 +15,8 @@
 
 namespace ferry::server {
 
+class OutputChannel;
+
 struct TransportOptions {
   protocol::Encoding encoding = protocol::Encoding::json;
   protocol::FrameLimits limits{};
@@ -25,6 +27,9 @@ struct TransportOptions {
   std::chrono::milliseconds eof_grace{2000};
   // Where server -> client requests go out and their responses come back; optional.
   protocol::OutgoingRequests* outgoing = nullptr;
+  // The stream's writer when someone else also writes there and outlives this call (a project
+  // socket connection's notifications); else serve_stream makes its own.
+  OutputChannel* output = nullptr;
 };
 
 // The exit status: the `exit` notification's (0 after shutdown, else 1); on EOF 0 after

@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "tests/support/ferry_process.hpp"
 #include "tests/support/random_bytes.hpp"
 #include "tests/support/serve_client.hpp"
+#include "tests/support/tcp_peers.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/wait_for.hpp"
 
@@ -172,6 +174,137 @@ BOOST_AUTO_TEST_CASE(runs_logs_kill_and_gpu_ride_the_daemon) {
   BOOST_TEST(gpu.value("available", true) == false, out);
   BOOST_TEST(gpu.contains("host"), out);
   BOOST_TEST(f.accepted_logins() == logins, f.log());  // none of their own
+}
+
+namespace {
+
+// The entry of `ferry runs --json` whose argv holds `marker` (null when none).
+json run_entry(const fs::path& root, const std::string& marker) {
+  std::string out;
+  run_ferry(root, {"runs", "--json"}, &out);
+  const json all = json::parse(out.substr(0, out.rfind(']') + 1), nullptr, false);
+  for (const auto& r : all.is_array() ? all : json::array())
+    for (const auto& a : r.value("argv", json::array()))
+      if (a.is_string() && a.get<std::string>().find(marker) != std::string::npos) return r;
+  return json();
+}
+
+}  // namespace
+
+// `ferry run`, `ferry attach` and `ferry logs --follow` ride the daemon: output on the right
+// streams, the run's exit status, stdin, Ctrl-C to the run, two followers of one run at once, a
+// killed terminal's run left to go on (or killed, after a Ctrl-C), and no login of their own.
+BOOST_AUTO_TEST_CASE(run_attach_and_follow_ride_the_daemon) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
+  BOOST_REQUIRE(linked_daemon(a));
+  const int logins = f.accepted_logins();
+  {
+    ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "sh", "-c", "echo to-out; echo to-err >&2; exit 3"});
+    BOOST_TEST(run.wait() == 3, run.err());
+    BOOST_TEST(run.out() == "to-out\n");
+    BOOST_TEST(run.err().find("to-err\n") != std::string::npos, run.err());
+    BOOST_TEST(run.err().find("connecting") == std::string::npos, run.err());  // no link of its own
+  }
+  {
+    ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "sh", "-c", "read x; echo got-$x; cat main.py"}, true);
+    run.write_stdin("abc\n");
+    run.close_stdin();
+    BOOST_TEST(run.wait() == 0, run.err());
+    BOOST_TEST(run.out() == "got-abc\nprint('hello from the box')\n");  // synced before it ran
+  }
+  {
+    // Ctrl-C reaches the run.
+    ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "sh", "-c", "trap 'echo trapped; exit 7' INT; echo ready; while :; do sleep 0.05; done"});
+    BOOST_REQUIRE_MESSAGE(run.wait_out("ready\n"), run.err());
+    run.signal(SIGINT);
+    BOOST_TEST(run.wait() == 7, run.err());
+    BOOST_TEST(run.out() == "ready\ntrapped\n");
+  }
+  {
+    // A terminal killed after its Ctrl-C (an IDE's second Stop): the run gets SIGKILL.
+    ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "sh", "-c", "trap '' INT; echo ready; sleep 60 # kill-me"});
+    BOOST_REQUIRE_MESSAGE(run.wait_out("ready\n"), run.err());
+    run.signal(SIGINT);
+    BOOST_REQUIRE_MESSAGE(run.wait_out("ferry: ", 10s, true), run.err());  // the escalation's note: the signal was sent
+    run.signal(SIGKILL);
+    run.wait();
+    json entry;
+    BOOST_TEST(ferry::test::eventually([&] { return (entry = run_entry(a, "kill-me")).value("state", "") == "exited"; }, 15s),
+               entry.dump());
+    BOOST_TEST(entry.value("signal", 0) == 9, entry.dump());
+  }
+  // A terminal killed without a Ctrl-C: the run goes on, followed by nobody, and two terminals
+  // follow it at once from the start.
+  ferry::test::FerryProcess first(FERRY_BIN, a, {"run", "--", "sh", "-c", "echo one; while [ ! -e go ]; do sleep 0.05; done; echo two # left"});
+  BOOST_REQUIRE_MESSAGE(first.wait_out("one\n"), first.err());
+  first.signal(SIGKILL);
+  first.wait();
+  json left;
+  BOOST_TEST(ferry::test::eventually([&] { return (left = run_entry(a, "# left")).value("followed", true) == false; }, 15s), left.dump());
+  BOOST_REQUIRE(left.value("state", "") == "running");
+  const std::string id = left.value("id", "");
+  ferry::test::FerryProcess attach(FERRY_BIN, a, {"attach", id});
+  ferry::test::FerryProcess follow(FERRY_BIN, a, {"logs", "--follow", id});
+  BOOST_REQUIRE_MESSAGE(attach.wait_out("one\n"), attach.err());
+  BOOST_REQUIRE_MESSAGE(follow.wait_out("one\n"), follow.err());
+  ferry::test::write_file(f.home() / "a" / "go", "");
+  BOOST_TEST(attach.wait() == 0, attach.err());
+  BOOST_TEST(follow.wait() == 0, follow.err());
+  BOOST_TEST(attach.out() == "one\ntwo\n");
+  BOOST_TEST(follow.out() == "one\ntwo\n");
+  BOOST_TEST(f.accepted_logins() == logins, f.log());  // none of their own
+}
+
+// A terminal that stops reading stalls only its own stream: the daemon lets the stream go past
+// 8 MiB queued and takes it up again at the next offset, and every byte arrives once, in order.
+BOOST_AUTO_TEST_CASE(a_terminal_that_stops_reading_gets_every_byte_once) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
+  BOOST_REQUIRE(linked_daemon(a));
+  // 30 MB of numbered lines; the reader sleeps first, so the daemon's queue for it fills.
+  const std::string producer = "seq 1 3500000";
+  const std::string expected = ferry::test::run_command(producer + " | md5sum");
+  const std::string got = ferry::test::run_command("cd '" + a.string() + "' && '" + FERRY_BIN + "' run -- " + producer +
+                                                   " | { sleep 3; md5sum; }");
+  BOOST_TEST(got == expected);
+  const std::string log = ferry::test::read_file(a / ".ferry/logs/daemon.log");
+  BOOST_TEST(log.find("reads slower than its run writes; pausing") != std::string::npos, log);
+}
+
+// A run's server forwards itself through the daemon's link while the riding `ferry run` lasts.
+BOOST_AUTO_TEST_CASE(a_riding_runs_port_forwards_through_the_daemon) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  ferry::test::write_file(a / "site" / "index.html", "<p>served on the box</p>\n");
+  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
+  BOOST_REQUIRE(linked_daemon(a));
+  const int logins = f.accepted_logins();
+  ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "python3", "-u", "-c",
+                                               "import subprocess, sys\n"
+                                               "srv = subprocess.Popen([sys.executable, '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', 'site'])\n"
+                                               "sys.stdin.readline()\n"
+                                               "srv.terminate(); srv.wait()\n"},
+                                true);
+  BOOST_REQUIRE_MESSAGE(run.wait_out("\u2192 http://127.0.0.1:", 60s, true), run.err());
+  std::smatch m;
+  const std::string err = run.err();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(err, m, std::regex("port (\\d+) on the box \u2192 http://127\\.0\\.0\\.1:(\\d+)")), err);
+  const int local_port = std::stoi(m[2].str());
+  const int fd = ferry::test::tcp_connect("127.0.0.1", local_port);
+  BOOST_REQUIRE(fd >= 0);
+  ferry::test::write_all_fd(fd, "GET /index.html HTTP/1.0\r\n\r\n");
+  const std::string response = ferry::test::read_to_eof(fd, 10s);
+  ::close(fd);
+  BOOST_TEST(response.ends_with("\r\n\r\n<p>served on the box</p>\n"), response);
+  run.close_stdin();
+  BOOST_TEST(run.wait() == 0, run.err());
+  BOOST_TEST(f.accepted_logins() == logins, f.log());
 }
 
 BOOST_AUTO_TEST_CASE(an_idle_daemon_exits_and_ferry_json_can_turn_daemons_off) {

@@ -163,6 +163,7 @@ std::expected<void, std::string> write_with_deadline(int fd, std::string_view by
 // One attach stream: a thread that sends output.log from an offset, then waits on inotify.
 struct RunMethods::Tailer {
   RunFiles files;
+  std::string follower;  // run/attach's `follower`, echoed in each notification ("" = none)
   std::uint64_t offset = 0;
   std::shared_ptr<FrameWriter> writer;
   std::optional<PortWatch> ports;  // run/attach's `ports`: the run's listeners, told as run/port
@@ -172,8 +173,8 @@ struct RunMethods::Tailer {
   int follow_fd = -1;  // follow.lock, held shared while this stream lives
   std::thread thread;
 
-  Tailer(RunFiles f, std::uint64_t o, std::shared_ptr<FrameWriter> w)
-      : files(std::move(f)), offset(o), writer(std::move(w)) {
+  Tailer(RunFiles f, std::string who, std::uint64_t o, std::shared_ptr<FrameWriter> w)
+      : files(std::move(f)), follower(std::move(who)), offset(o), writer(std::move(w)) {
     follow_fd = ::open(files.follow_lock().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     // Blocking: run/list's probe holds it exclusively for an instant only.
     if (follow_fd >= 0 && ::flock(follow_fd, LOCK_SH) != 0) {
@@ -189,6 +190,12 @@ struct RunMethods::Tailer {
     if (thread.joinable()) thread.join();
     if (wake_fd >= 0) ::close(wake_fd);
     if (follow_fd >= 0) ::close(follow_fd);
+  }
+
+  // One notification of this stream, tagged with its follower.
+  bool send(const char* method, json params) {
+    if (!follower.empty()) params["follower"] = follower;
+    return writer->send_notification(method, std::move(params));
   }
 
   void start() {
@@ -219,7 +226,7 @@ struct RunMethods::Tailer {
   // The run's listeners that opened or closed since the last look; false once the link is gone.
   bool send_port_changes() {
     for (const auto& c : ports->poll())
-      if (!writer->send_notification("run/port", json{{"id", files.id}, {"port", c.port}, {"address", c.address}, {"open", c.open}}))
+      if (!send("run/port", json{{"id", files.id}, {"port", c.port}, {"address", c.address}, {"open", c.open}}))
         return false;
     return true;
   }
@@ -244,7 +251,7 @@ struct RunMethods::Tailer {
         if (chunk->records.empty()) break;
         for (auto& rec : chunk->records) {
           if (stop) return;
-          if (!writer->send_notification("run/output", json{{"id", files.id},
+          if (!send("run/output", json{{"id", files.id},
                                                             {"offset", rec.offset},
                                                             {"stream", rec.stream},
                                                             {"data", binary_data(rec.data)}}))
@@ -255,7 +262,7 @@ struct RunMethods::Tailer {
       if (stop) return;
       if (exit_json) {
         if (ports) (void)send_port_changes();  // its listeners went with it: said before the end
-        writer->send_notification("run/exited", exited_params(files.id, *exit_json));
+        send("run/exited", exited_params(files.id, *exit_json));
         return;
       }
       auto now = std::chrono::steady_clock::now();
@@ -286,14 +293,14 @@ struct RunMethods::Tailer {
           while (auto chunk = read_records(log, offset, kMaxRecordData)) {
             if (chunk->records.empty() || stop) break;
             for (auto& rec : chunk->records)
-              if (!writer->send_notification("run/output", json{{"id", files.id},
+              if (!send("run/output", json{{"id", files.id},
                                                                 {"offset", rec.offset},
                                                                 {"stream", rec.stream},
                                                                 {"data", binary_data(rec.data)}}))
                 return;
             offset = chunk->next;
           }
-          if (!stop) writer->send_notification("run/exited", json{{"id", files.id}, {"lost", true}, {"logBytes", offset}});
+          if (!stop) send("run/exited", json{{"id", files.id}, {"lost", true}, {"logBytes", offset}});
           return;
         }
       }
@@ -335,16 +342,35 @@ static bool followed(const RunFiles& run) {
   return held;
 }
 
-void RunMethods::stop_stream(const std::string& id) {
-  tailers_.erase(id);
+namespace {
+std::string stream_key(const std::string& id, const std::string& follower) { return follower.empty() ? id : id + '\n' + follower; }
+}  // namespace
+
+void RunMethods::stop_stream(const std::string& id, const std::string& follower) {
+  tailers_.erase(stream_key(id, follower));
+  std::erase_if(pending_, [&](const auto& t) { return t->files.id == id && t->follower == follower; });
+}
+
+void RunMethods::stop_streams(const std::string& id) {
+  std::erase_if(tailers_, [&](const auto& kv) { return kv.second->files.id == id; });
   std::erase_if(pending_, [&](const auto& t) { return t->files.id == id; });
+}
+
+// run/attach's and run/detach's optional `follower`: who, of several behind this agent's helper,
+// follows (a terminal riding the helper's link); nullopt when it is not a short string.
+static std::optional<std::string> follower_param(const json& p) {
+  auto it = p.find("follower");
+  if (it == p.end()) return std::string();
+  if (!it->is_string() || it->get<std::string>().size() > 64 || it->get<std::string>().find('\n') != std::string::npos)
+    return std::nullopt;
+  return it->get<std::string>();
 }
 
 void RunMethods::start_pending_streams() {
   std::erase_if(tailers_, [](const auto& kv) { return kv.second->done.load(); });
   for (auto& t : pending_) {
     t->start();
-    tailers_[t->files.id] = std::move(t);
+    tailers_[stream_key(t->files.id, t->follower)] = std::move(t);
   }
   pending_.clear();
 }
@@ -489,6 +515,8 @@ Response RunMethods::attach(const protocol::Request& r) {
   if (!id) return bad(r, "id must be a string");
   auto offset = uint_param(r.params, "offset");
   if (!offset) return bad(r, "offset must be an unsigned integer");
+  auto follower = follower_param(r.params);
+  if (!follower) return bad(r, "follower must be a string of at most 64 characters, one line");
   auto run = store_.find(*id);
   if (!run) return bad(r, run.error());
   auto status = read_status(*run);
@@ -498,8 +526,8 @@ Response RunMethods::attach(const protocol::Request& r) {
   auto ok = check_offset_cached(*id, log, *offset);
   ::close(log);
   if (!ok) return bad(r, ok.error());
-  stop_stream(*id);
-  auto tailer = std::make_unique<Tailer>(*run, *offset, writer_);
+  stop_stream(*id, *follower);
+  auto tailer = std::make_unique<Tailer>(*run, *follower, *offset, writer_);
   const long long pgid = status->meta.value("pgid", 0LL);
   if (r.params.value("ports", false) && pgid > 1 && status->state == "running") tailer->ports.emplace(static_cast<pid_t>(pgid));
   pending_.push_back(std::move(tailer));
@@ -509,7 +537,9 @@ Response RunMethods::attach(const protocol::Request& r) {
 Response RunMethods::detach(const protocol::Request& r) {
   auto id = string_param(r.params, "id");
   if (!id) return bad(r, "id must be a string");
-  stop_stream(*id);
+  auto follower = follower_param(r.params);
+  if (!follower) return bad(r, "follower must be a string of at most 64 characters, one line");
+  stop_stream(*id, *follower);
   kill_on_disconnect_.erase(*id);  // a helper that lets go on purpose leaves the run be
   return protocol::make_result(r.id, json::object());
 }
@@ -680,7 +710,7 @@ Response RunMethods::remove(const protocol::Request& r) {
   if (!run) return bad(r, run.error());
   auto status = read_status(*run);
   if (status && status->state == "running") return bad(r, "run " + *id + " is still running");
-  stop_stream(*id);
+  stop_streams(*id);
   boundaries_.erase(*id);
   std::error_code e;
   fs::remove_all(run->dir, e);

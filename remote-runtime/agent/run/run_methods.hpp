@@ -55,12 +55,14 @@ class RunMethods {
   protocol::Response list(const protocol::Request& r);
   protocol::Response read(const protocol::Request& r);
   protocol::Response remove(const protocol::Request& r);
-  void stop_stream(const std::string& id);
+  void stop_stream(const std::string& id, const std::string& follower);
+  void stop_streams(const std::string& id);  // every follower's
   void kill_abandoned_runs();
 
   RootPath root_;
   RunStore store_;
   std::shared_ptr<FrameWriter> writer_;
+  // By run id, or "id\nfollower" for a tagged stream: one stream per run and follower.
   std::map<std::string, std::unique_ptr<Tailer>> tailers_;
   std::vector<std::unique_ptr<Tailer>> pending_;
   // Offsets known to be record boundaries (returned as run/read's `next`, or validated), so

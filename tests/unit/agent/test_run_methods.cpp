@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -483,6 +484,60 @@ BOOST_AUTO_TEST_CASE(detach_stops_the_stream_and_the_run_goes_on) {
   a.call("agent/ping", json::object());
   BOOST_TEST(a.notes.text(id) == "one\n");
   BOOST_TEST(!a.notes.wait_exited(id, 1ms).has_value());
+}
+
+// Several followers behind one helper (terminals riding an editor's link): each attach with its
+// own `follower` is a stream of its own, tagged, and a detach ends only that one.
+BOOST_AUTO_TEST_CASE(followers_get_streams_of_their_own) {
+  Sandbox s;
+  Agent a(s.root, s.state);
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::map<std::string, std::string> text;  // by follower ("" = untagged)
+  std::map<std::string, int> exits;
+  auto sub = a.ep->subscribe([&](const ferry::protocol::Notification& n) {
+    std::lock_guard lock(mutex);
+    const std::string who = n.params.value("follower", "");
+    if (n.method == "run/output") text[who] += bytes_of(n.params["data"]);
+    if (n.method == "run/exited") ++exits[who];
+    cv.notify_all();
+  });
+  auto wait = [&](const std::function<bool()>& done) {
+    std::unique_lock lock(mutex);
+    return ferry::test::wait_on(cv, lock, done, 20s);
+  };
+  std::string id = a.start("echo one; read x; echo two; read y; echo three");
+  a.call("run/attach", {{"id", id}, {"offset", 0}});
+  a.call("run/attach", {{"id", id}, {"offset", 0}, {"follower", "t1"}});
+  a.call("run/attach", {{"id", id}, {"offset", 0}, {"follower", "t2"}});
+  BOOST_REQUIRE(wait([&] { return text[""] == "one\n" && text["t1"] == "one\n" && text["t2"] == "one\n"; }));
+  a.call("run/detach", {{"id", id}, {"follower", "t1"}});
+  a.call("run/input", {{"id", id}, {"data", json::binary(std::vector<std::uint8_t>{'\n'})}});
+  BOOST_REQUIRE(wait([&] { return text[""] == "one\ntwo\n" && text["t2"] == "one\ntwo\n"; }));
+  // Re-attaching one follower restarts only its stream.
+  a.call("run/attach", {{"id", id}, {"offset", 0}, {"follower", "t2"}});
+  BOOST_REQUIRE(wait([&] { return text["t2"] == "one\ntwo\none\ntwo\n"; }));
+  a.call("run/input", {{"id", id}, {"data", json::binary(std::vector<std::uint8_t>{'\n'})}});
+  BOOST_REQUIRE(wait([&] { return exits[""] == 1 && exits["t2"] == 1; }));
+  a.call("agent/ping", json::object());
+  std::lock_guard lock(mutex);
+  BOOST_TEST(text[""] == "one\ntwo\nthree\n");
+  BOOST_TEST(text["t1"] == "one\n");
+  BOOST_TEST(text["t2"] == "one\ntwo\none\ntwo\nthree\n");
+  BOOST_TEST(exits["t1"] == 0);
+}
+
+BOOST_AUTO_TEST_CASE(a_follower_must_be_one_short_line) {
+  Sandbox s;
+  Agent a(s.root, s.state);
+  std::string id = a.start("true");
+  for (const json& bad : {json(7), json(std::string(65, 'x')), json("a\nb")}) {
+    auto e = a.call_error("run/attach", {{"id", id}, {"offset", 0}, {"follower", bad}});
+    BOOST_TEST(e.message.find("follower must be a string") != std::string::npos, e.message);
+    e = a.call_error("run/detach", {{"id", id}, {"follower", bad}});
+    BOOST_TEST(e.message.find("follower must be a string") != std::string::npos, e.message);
+  }
+  BOOST_TEST(a.exited_after_attach(id).value("exitCode", -1) == 0);
 }
 
 namespace {

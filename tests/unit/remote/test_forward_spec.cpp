@@ -106,3 +106,27 @@ BOOST_AUTO_TEST_CASE(ferry_json_tunnels_and_rpc_params) {
   BOOST_TEST(!forward_spec_from_json(json{{"remotePort", "8888"}}).has_value());
   BOOST_TEST(!forward_spec_from_json(json{{"remotePort", 8888}, {"kind", "sideways"}}).has_value());
 }
+
+BOOST_AUTO_TEST_CASE(a_spec_survives_its_json) {
+  for (auto text : {"9000:localhost:8888", "0:10.0.0.5:22", "[::1]:7000:db:5432"}) {
+    auto spec = parse_forward_spec(text, ForwardKind::kLocal);
+    BOOST_REQUIRE(spec.has_value());
+    spec->name = "n";
+    auto back = forward_spec_from_json(forward_spec_json(*spec));
+    BOOST_REQUIRE_MESSAGE(back.has_value(), (back ? std::string() : back.error()));
+    BOOST_TEST(back->bind_address == spec->bind_address);
+    BOOST_TEST(back->local_port == spec->local_port);
+    BOOST_TEST(back->remote_host == spec->remote_host);
+    BOOST_TEST(back->remote_port == spec->remote_port);
+    BOOST_TEST(back->name == "n");
+    BOOST_TEST((back->kind == ForwardKind::kLocal));
+  }
+  auto reverse = parse_forward_spec("5678:127.0.0.1:5679", ForwardKind::kReverse);
+  BOOST_REQUIRE(reverse.has_value());
+  auto back = forward_spec_from_json(forward_spec_json(*reverse));
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST((back->kind == ForwardKind::kReverse));
+  BOOST_TEST(back->remote_port == reverse->remote_port);
+  BOOST_TEST(back->local_port == reverse->local_port);
+  BOOST_TEST(back->local_host == reverse->local_host);
+}
