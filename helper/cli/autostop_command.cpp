@@ -10,6 +10,7 @@
 
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/relay_endpoint.hpp"
 #include "helper/cloud/cost_estimate.hpp"
 #include "helper/cloud/notifier.hpp"
 #include "helper/deploy/autostop_params.hpp"
@@ -89,14 +90,11 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
     if (auto hook = cloud::autostop_webhook_param()) params["webhook"] = *hook;
     method = "autostop/set";
   }
-  auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
-  if (!made) {
-    std::cerr << who << ": " << made.error().message << "\n";
-    return exit_status::kUsage;
-  }
-  if (!connect_cli_endpoint(*made, who)) return exit_status::kFailed;
-  auto reply = made->endpoint->call(method, params.is_null() ? nlohmann::json::object() : params);
-  made->endpoint->close();
+  // Through the project's live ferry when there is one (no login); else a link of its own.
+  auto endpoint = agent_endpoint(g, *project, who);
+  if (!endpoint) return endpoint.error();
+  auto reply = (*endpoint)->call(method, params.is_null() ? nlohmann::json::object() : params);
+  (*endpoint)->close();
   if (!reply) {
     std::cerr << who << ": " << reply.error().message << "\n";
     return exit_status::kFailed;

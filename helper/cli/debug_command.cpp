@@ -18,6 +18,7 @@
 #include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/relay_endpoint.hpp"
 #include "helper/debug/attach_configuration.hpp"
 #include "helper/debug/debug_launcher.hpp"
 #include "helper/debug/debugpy_command.hpp"
@@ -75,6 +76,7 @@ struct ProjectLink {
   std::unique_ptr<remote::JobEndpoint> node;
   std::string session_allocation;
   std::string first_remote_root;  // the first mapping's root on the box, absolute
+  RelayEndpoint* live = nullptr;   // `endpoint` when it rides the project's live ferry
 };
 
 std::expected<deploy::ProjectConfig, int> load_config(const GlobalOptions& g) {
@@ -89,6 +91,16 @@ std::expected<deploy::ProjectConfig, int> load_config(const GlobalOptions& g) {
 std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::ProjectConfig project) {
   ProjectLink link;
   link.project = std::move(project);
+  // Through the project's live ferry (no login of its own), but for a Slurm project: its debuggee
+  // runs in an allocation this command may take, through the link's own SSH exec.
+  if (!link.project.slurm)
+    if (auto relay = relay_for(g, link.project)) {
+      link.target = sync::mapping_target(link.project, link.project.mappings.front());
+      link.first_remote_root = relay->mapping_root();
+      link.live = relay.get();
+      link.endpoint = std::move(relay);
+      return link;
+    }
   auto made = sync::make_project_endpoint(link.project, cli_endpoint_options(g));
   if (!made) {
     std::cerr << "ferry debug: " << made.error().message << "\n";
@@ -169,10 +181,15 @@ debug::DebugRequest debug_request(const DebugCliOptions& o, platform::Wakeup* in
 }
 
 int flush_sync(ProjectLink& link) {
-  sync::SyncEngine engine(*link.endpoint, link.target);
-  sync::SyncOptions so;
-  so.waiting = waiting_note("ferry debug");
-  auto s = engine.push(so);
+  std::expected<sync::SyncSummary, ferry::Error> s;
+  if (link.live) {  // the live ferry's push, on its warm index
+    s = link.live->push_project(link.project.root);
+  } else {
+    sync::SyncEngine engine(*link.endpoint, link.target);
+    sync::SyncOptions so;
+    so.waiting = waiting_note("ferry debug");
+    s = engine.push(so);
+  }
   if (!s) {
     std::cerr << "ferry debug: sync failed: " << s.error().message << "\n";
     return kFailure;

@@ -5,13 +5,16 @@
 #include <csignal>
 #include <ctime>
 #include <iostream>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/relay_endpoint.hpp"
 #include "helper/env/env_mirror.hpp"
 #include "helper/env/env_probe.hpp"
 
@@ -60,12 +63,31 @@ void print_info_table(const env::EnvInfo& i) {
   for (const auto& d : i.distributions) std::cout << fmt::format("  {:<{}}  {}\n", d.name, width, d.version);
 }
 
+// The probe through the project's live ferry (its env/info on the link it has up), when there is
+// one; nullopt: ask on a link of this command's own.
+std::optional<std::expected<env::EnvInfo, Error>> env_info_riding(const GlobalOptions& g) {
+  auto project = find_cli_project(g);
+  if (!project) return std::nullopt;  // open_link says why
+  auto live = live_for(g, *project);
+  if (!live) return std::nullopt;
+  auto r = live->call("env/info", nlohmann::json{{"path", project->root.string()}, {"torch", true}});
+  if (!r) return std::unexpected(Error(error_kind_of(r.error().code), r.error().message));
+  auto info = env::env_info_from_json(*r);
+  if (!info) return std::unexpected(Error(ErrorKind::agent_lost, "the live ferry's env/info: " + info.error()));
+  return std::move(*info);
+}
+
 int run_env_info(const GlobalOptions& g, const EnvCliOptions& o) {
-  auto opened = open_link(g, "ferry env");
-  if (!opened) return opened.error();
-  auto& [project, link] = *opened;
-  auto info = env::probe_env(*link.endpoint, project.interpreter, true);
-  link.endpoint->close();
+  std::expected<env::EnvInfo, Error> info;
+  if (auto riding = env_info_riding(g)) {
+    info = std::move(*riding);
+  } else {
+    auto opened = open_link(g, "ferry env");
+    if (!opened) return opened.error();
+    auto& [project, link] = *opened;
+    info = env::probe_env(*link.endpoint, project.interpreter, true);
+    link.endpoint->close();
+  }
   if (!info) {
     std::cerr << "ferry env: " << info.error().message << "\n";
     return exit_status::exit_status_of(info.error().kind);
@@ -75,15 +97,42 @@ int run_env_info(const GlobalOptions& g, const EnvCliOptions& o) {
   return exit_status::kOk;
 }
 
-int run_env_sync(const GlobalOptions& g, const EnvCliOptions& o) {
+struct EnvSyncDone {
+  env::EnvSyncReport report;
+  std::optional<std::string> venv;
+  std::string venv_error;
+};
+
+// The mirror made by the project's live ferry (its env/sync, venv included), when there is one;
+// nullopt: on a link of this command's own.
+std::optional<std::expected<EnvSyncDone, Error>> env_sync_riding(const GlobalOptions& g, const EnvCliOptions& o) {
+  auto project = find_cli_project(g);
+  if (!project) return std::nullopt;
+  auto live = live_for(g, *project);
+  if (!live) return std::nullopt;
+  std::function<void(const nlohmann::json&)> progress;
+  if (!o.json)
+    progress = [](const nlohmann::json& v) {
+      if (v.value("kind", "") == "report" && !v.value("message", "").empty()) std::cerr << "ferry env sync: " << v["message"].get<std::string>() << "\n";
+    };
+  auto r = live->call("env/sync",
+                      nlohmann::json{{"path", project->root.string()}, {"capBytes", o.cap}, {"venv", !o.no_venv}, {"localPython", o.local_python}},
+                      progress, stop_on_ctrl_c());
+  if (!r) return std::unexpected(Error(error_kind_of(r.error().code), r.error().message));
+  EnvSyncDone done{env::EnvSyncReport::from_json(*r), std::nullopt, r->value("venvError", "")};
+  if (r->contains("venvPython") && (*r)["venvPython"].is_string()) done.venv = (*r)["venvPython"].get<std::string>();
+  return done;
+}
+
+std::expected<EnvSyncDone, Error> env_sync_alone(const GlobalOptions& g, const EnvCliOptions& o, int& exit_code) {
   auto opened = open_link(g, "ferry env sync");
-  if (!opened) return opened.error();
+  if (!opened) {
+    exit_code = opened.error();
+    return std::unexpected(Error(ErrorKind::invalid_input, ""));
+  }
   auto& [project, link] = *opened;
   auto info = env::probe_env(*link.endpoint, project.interpreter, false);
-  if (!info) {
-    std::cerr << "ferry env sync: " << info.error().message << "\n";
-    return exit_status::exit_status_of(info.error().kind);
-  }
+  if (!info) return std::unexpected(info.error());
   env::EnvSyncOptions so;
   so.host = link.host;
   so.interpreter = project.interpreter;
@@ -92,39 +141,52 @@ int run_env_sync(const GlobalOptions& g, const EnvCliOptions& o) {
   if (!o.json) so.entry_started = [](const std::string& p) { std::cerr << "ferry env sync: " << p << "\n"; };
   auto report = env::sync_env(*link.endpoint, *info, so);
   link.endpoint->close();
-  if (!report) {
-    std::cerr << "ferry env sync: " << report.error().message << "\n";
-    return exit_status::exit_status_of(report.error().kind);
-  }
-  std::optional<std::string> venv;
-  std::string venv_error;
-  if (!o.no_venv) {
-    if (auto state = env::read_mirror_state(report->mirror)) {
-      if (auto made = env::write_project_venv(project.root, *state, o.local_python)) venv = made->string();
-      else venv_error = made.error();
+  if (!report) return std::unexpected(report.error());
+  EnvSyncDone done{std::move(*report), std::nullopt, ""};
+  if (!o.no_venv)
+    if (auto state = env::read_mirror_state(done.report.mirror)) {
+      if (auto made = env::write_project_venv(project.root, *state, o.local_python)) done.venv = made->string();
+      else done.venv_error = made.error();
     }
-  }
+  return done;
+}
+
+void print_env_sync(const EnvSyncDone& d, const EnvCliOptions& o) {
+  const auto& report = d.report;
   if (o.json) {
-    auto j = report->to_json();
-    j["venvPython"] = venv ? nlohmann::json(*venv) : nlohmann::json(nullptr);
-    if (!venv_error.empty()) j["venvError"] = venv_error;
+    auto j = report.to_json();
+    j["venvPython"] = d.venv ? nlohmann::json(*d.venv) : nlohmann::json(nullptr);
+    if (!d.venv_error.empty()) j["venvError"] = d.venv_error;
     std::cout << j.dump(2) << "\n";
-  } else {
-    std::cout << "ferry env sync: " << report->one_line() << "\n";
-    std::cout << "  mirror: " << report->mirror.string() << "\n";
-    if (!report->left_out.empty()) {
-      std::string names;
-      for (std::size_t k = 0; k < report->left_out.size() && k < 5; ++k)
-        names += fmt::format("{}{} ({:.1f} MiB)", k ? ", " : "", report->left_out[k].first, report->left_out[k].second / 1048576.0);
-      std::cout << "  over the " << fmt::format("{:.0f} MiB", o.cap / 1048576.0) << " cap, left out: " << names
-                << " (raise it with --cap BYTES)\n";
-    }
-    if (venv) std::cout << "  venv: " << *venv << " (select it as the project interpreter; `ferry ide vscode` does it for VS Code)\n";
-    if (!venv_error.empty()) std::cerr << "ferry env sync: the venv: " << venv_error << "\n";
-    for (const auto& e : report->errors) std::cerr << "  error: " << e << "\n";
+    return;
   }
-  if (report->cancelled) return 128 + SIGINT;
-  return report->errors.empty() && venv_error.empty() ? 0 : 1;
+  std::cout << "ferry env sync: " << report.one_line() << "\n";
+  std::cout << "  mirror: " << report.mirror.string() << "\n";
+  if (!report.left_out.empty()) {
+    std::string names;
+    for (std::size_t k = 0; k < report.left_out.size() && k < 5; ++k)
+      names += fmt::format("{}{} ({:.1f} MiB)", k ? ", " : "", report.left_out[k].first, report.left_out[k].second / 1048576.0);
+    std::cout << "  over the " << fmt::format("{:.0f} MiB", o.cap / 1048576.0) << " cap, left out: " << names
+              << " (raise it with --cap BYTES)\n";
+  }
+  if (d.venv) std::cout << "  venv: " << *d.venv << " (select it as the project interpreter; `ferry ide vscode` does it for VS Code)\n";
+  if (!d.venv_error.empty()) std::cerr << "ferry env sync: the venv: " << d.venv_error << "\n";
+  for (const auto& e : report.errors) std::cerr << "  error: " << e << "\n";
+}
+
+int run_env_sync(const GlobalOptions& g, const EnvCliOptions& o) {
+  int exit_code = 0;
+  std::expected<EnvSyncDone, Error> done;
+  if (auto riding = env_sync_riding(g, o)) done = std::move(*riding);
+  else done = env_sync_alone(g, o, exit_code);
+  if (exit_code) return exit_code;  // said already
+  if (!done) {
+    std::cerr << "ferry env sync: " << done.error().message << "\n";
+    return exit_status::exit_status_of(done.error().kind);
+  }
+  print_env_sync(*done, o);
+  if (done->report.cancelled) return 128 + SIGINT;
+  return done->report.errors.empty() && done->venv_error.empty() ? 0 : 1;
 }
 
 }  // namespace

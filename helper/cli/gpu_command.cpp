@@ -91,18 +91,10 @@ int run_gpu(const GlobalOptions& g, const GpuOptions& o) {
       usd_per_hour = cloud::billed_usd_per_hour(*rate, *project->price);
   }
   // Through the project's live ferry when there is one (no login); else a link of its own.
-  std::unique_ptr<remote::Endpoint> endpoint = relay_for(g, *project);
-  std::string host = project->host;
-  if (!endpoint) {
-    auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
-    if (!made) {
-      std::cerr << who << ": " << made.error().message << "\n";
-      return exit_status::kUsage;
-    }
-    if (!connect_cli_endpoint(*made, who)) return exit_status::kFailed;
-    endpoint = std::move(made->endpoint);
-    host = made->host;
-  }
+  auto opened = agent_endpoint(g, *project, who);
+  if (!opened) return opened.error();
+  std::unique_ptr<remote::Endpoint> endpoint = std::move(*opened);
+  const std::string host = project->host;
   const bool redraw = o.watch && !o.as_json && ::isatty(STDOUT_FILENO);
   auto stopped = o.watch ? stop_on_ctrl_c() : std::function<bool()>([] { return false; });
   for (int n = 1;; ++n) {

@@ -1,7 +1,11 @@
 // RelayEndpoint (relay_endpoint.hpp).
 #include "helper/cli/relay_endpoint.hpp"
 
+#include <iostream>
+
+#include "helper/cli/exit_codes.hpp"
 #include "helper/deploy/project_trust.hpp"
+#include "helper/server/sync_result.hpp"
 #include "protocol/json_binary.hpp"
 
 namespace ferry::cli {
@@ -39,12 +43,14 @@ RelayEndpoint::RelayEndpoint(std::unique_ptr<LiveServer> live) : live_(std::move
     if (method == "agent/notification") {
       deliver(protocol::Notification{params.value("method", ""), protocol::text_as_binary(params.value("params", json::object()))});
     } else if (method == "link/state") {
+      const auto state = remote::host_state_from_json(params);
       std::function<void(const remote::HostState&)> handler;
       {
         std::lock_guard lock(mutex_);
+        link_up_ = state.state == protocol::LinkState::connected;
         handler = state_handler_;
       }
-      if (handler) handler(remote::host_state_from_json(params));
+      if (handler) handler(state);
     }
   });
 }
@@ -67,8 +73,16 @@ std::expected<void, ResponseError> RelayEndpoint::notify(std::string_view method
 
 bool RelayEndpoint::connected() const {
   std::lock_guard lock(mutex_);
-  return !closed_ && !live_->client().closed();
+  return !closed_ && link_up_ && !live_->client().closed();
 }
+
+std::expected<sync::SyncSummary, ferry::Error> RelayEndpoint::push_project(const std::filesystem::path& root) {
+  auto answer = live_->call("sync/push", json{{"path", root.string()}, {"delete", "owned"}});
+  if (!answer) return std::unexpected(ferry::Error(ferry::ErrorKind::agent_lost, answer.error().message));
+  return server::summary_from_json(*answer);
+}
+
+bool RelayEndpoint::reconnects() const { return !live_->client().closed(); }
 
 void RelayEndpoint::close() {
   std::lock_guard lock(mutex_);
@@ -106,15 +120,31 @@ void RelayEndpoint::on_state(std::function<void(const remote::HostState&)> handl
 
 void RelayEndpoint::on_closed(std::function<void(const std::string& why)> handler) {
   live_->client().on_closed(handler);
-  if (live_->client().closed()) handler("the live ferry closed the connection");
+  if (handler && live_->client().closed()) handler("the live ferry closed the connection");
 }
 
-std::unique_ptr<RelayEndpoint> relay_for(const GlobalOptions& g, const deploy::ProjectConfig& project) {
+std::unique_ptr<LiveServer> live_for(const GlobalOptions& g, const deploy::ProjectConfig& project) {
   if (g.ssh_config || g.trust) return nullptr;
   // Trusted already (an untrusted one is asked about, or refused, on a command's own path).
   if (!deploy::TrustStore().check(project).trusted()) return nullptr;
-  auto live = LiveServer::find(project);
+  return LiveServer::find(project);
+}
+
+std::unique_ptr<RelayEndpoint> relay_for(const GlobalOptions& g, const deploy::ProjectConfig& project) {
+  auto live = live_for(g, project);
   return live ? std::make_unique<RelayEndpoint>(std::move(live)) : nullptr;
+}
+
+std::expected<std::unique_ptr<remote::Endpoint>, int> agent_endpoint(const GlobalOptions& g, const deploy::ProjectConfig& project,
+                                                                    const std::string& who) {
+  if (auto relay = relay_for(g, project)) return std::unique_ptr<remote::Endpoint>(std::move(relay));
+  auto made = sync::make_project_endpoint(project, cli_endpoint_options(g));
+  if (!made) {
+    std::cerr << who << ": " << made.error().message << "\n";
+    return std::unexpected(exit_status::kUsage);
+  }
+  if (!connect_cli_endpoint(*made, who)) return std::unexpected(exit_status::kFailed);
+  return std::move(made->endpoint);
 }
 
 std::string RelayEndpoint::description() const { return live_->endpoint() + ", through ferry (pid " + std::to_string(live_->pid()) + ")"; }

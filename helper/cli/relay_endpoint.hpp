@@ -6,6 +6,7 @@
 // (link/forward), and its link's state changes arrive as on_state. No bulk lanes.
 #pragma once
 
+#include <expected>
 #include <functional>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "helper/cli/live_server.hpp"
 #include "helper/remote/endpoint.hpp"
 #include "helper/remote/ssh_endpoint.hpp"
+#include "helper/sync/sync_engine.hpp"
 
 namespace ferry::cli {
 
@@ -32,8 +34,9 @@ class RelayEndpoint : public remote::Endpoint {
   bool connected() const override;
   void close() override;
   std::string description() const override;
-  // The live ferry's link mends itself (an SSH link reconnects): a follower waits for it.
-  bool reconnects() const override { return true; }
+  // The live ferry's link mends itself (an SSH link reconnects): a follower waits for it; not
+  // once the live ferry itself is gone.
+  bool reconnects() const override;
   std::expected<remote::ForwardInfo, remote::ResponseError> open_forward(const remote::ForwardSpec& spec) override;
   std::expected<void, remote::ResponseError> close_forward(int id) override;
   std::vector<remote::ForwardInfo> list_forwards() const override;
@@ -45,6 +48,9 @@ class RelayEndpoint : public remote::Endpoint {
   void on_closed(std::function<void(const std::string& why)> handler);
   long long pid() const { return live_->pid(); }
   LiveServer& live() { return *live_; }
+  // The live ferry's push of the project rooted at `root` (owned deletes only; its warm index),
+  // as a run or a debug session does before it starts.
+  std::expected<sync::SyncSummary, ferry::Error> push_project(const std::filesystem::path& root);
   // The first mapping's root on the box, as the live ferry's link has it.
   std::string mapping_root() const { return live_->hello().value("mappingRoot", ""); }
 
@@ -53,12 +59,20 @@ class RelayEndpoint : public remote::Endpoint {
   remote::AgentInfo info_;
   mutable std::mutex mutex_;
   bool closed_ = false;
+  bool link_up_ = true;  // the live ferry's link, as its link/state says (it was up at hello)
   std::map<int, remote::ForwardInfo> forwards_;
   std::function<void(const remote::HostState&)> state_handler_;
 };
 
-// The relay for a command of `project` when its live ferry is of this build and linked (and no -F
-// or --trust asks for a link of the command's own); nullptr otherwise.
+// The project's live ferry when it is of this build and linked, the project is trusted, and no -F
+// or --trust asks for a link of the command's own; nullptr otherwise.
+std::unique_ptr<LiveServer> live_for(const GlobalOptions& g, const deploy::ProjectConfig& project);
+// The relay for a command of `project` over live_for's ferry; nullptr where that is none.
 std::unique_ptr<RelayEndpoint> relay_for(const GlobalOptions& g, const deploy::ProjectConfig& project);
+
+// For a command that only calls the agent (gpu, autostop, spot): the relay, else a connected
+// link of its own; the exit status when that fails (said on stderr, `who` first).
+std::expected<std::unique_ptr<remote::Endpoint>, int> agent_endpoint(const GlobalOptions& g, const deploy::ProjectConfig& project,
+                                                                    const std::string& who);
 
 }  // namespace ferry::cli

@@ -40,7 +40,6 @@
 #include "helper/deploy/host_spec.hpp"
 #include "helper/run/port_forwarder.hpp"
 #include "helper/run/run_follower.hpp"
-#include "helper/server/sync_result.hpp"
 #include "helper/sync/sync_engine.hpp"
 #include "helper/sync/mapping_target.hpp"
 #include "protocol/link_state.hpp"
@@ -311,9 +310,10 @@ int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id,
 // Runs of the same command still going with no ferry following them (one was killed, or the run
 // was started --detach): said before the new run's output, so two copies of a training do not
 // share a GPU unnoticed.
-void note_runs_left_behind(const std::vector<run::RunInfo>& runs, const std::vector<std::string>& argv) {
+void note_runs_left_behind(const std::vector<run::RunInfo>& runs, const std::vector<std::string>& argv, const std::string& started) {
   for (const auto& r : runs) {
-    if (r.state != "running" || r.followed != false || r.argv != argv) continue;
+    // Riding a live ferry the list may be answered after the start: the new run is not left behind.
+    if (r.id == started || r.state != "running" || r.followed != false || r.argv != argv) continue;
     std::cerr << "ferry run: run " << r.id << " (the same command, started " << r.started_at
               << ") is still running on the box with no ferry following it: `ferry attach " << r.id
               << "` follows it, `ferry kill " << r.id << "` stops it\n";
@@ -332,10 +332,8 @@ struct RunCliOptions {
 // Riding a live ferry, its sync/push (its warm index) does it.
 bool flush_sync(ProjectLink& link) {
   std::expected<sync::SyncSummary, ferry::Error> s;
-  if (link.live) {
-    auto answer = link.live->live().call("sync/push", nlohmann::json{{"path", link.config.root.string()}, {"delete", "owned"}});
-    if (answer) s = server::summary_from_json(*answer);
-    else s = std::unexpected(ferry::Error(ferry::ErrorKind::agent_lost, answer.error().message));
+  if (link.live) {  // the live ferry's push, on its warm index
+    s = link.live->push_project(link.config.root);
   } else {
     sync::SyncEngine engine(*link.endpoint, link.target);
     sync::SyncOptions so;
@@ -397,7 +395,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   }
   run::RunClient client(*link->endpoint);
   // Asked while the sync and the start go on: no round trip added before the first byte.
-  auto earlier = std::async(std::launch::async, [&client] { return client.list(); });
+  auto earlier = std::async(std::launch::async, [&client] { return client.list(false, /*running=*/true); });
   if (!o.no_sync && !flush_sync(*link)) return kFerryFailure;
 
   auto started = client.start(*spec);
@@ -405,7 +403,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
     std::cerr << start_error("ferry run", *link, started.error()) << "\n";
     return started.error().code == protocol::error_code::kInvalidParams ? kUsageFailure : kFerryFailure;
   }
-  if (auto runs = earlier.get()) note_runs_left_behind(*runs, spec->argv);
+  if (auto runs = earlier.get()) note_runs_left_behind(*runs, spec->argv, started->id);
   if (o.detach) {
     std::cout << started->id << "\n";
     return exit_status::kOk;

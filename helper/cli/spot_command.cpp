@@ -8,6 +8,7 @@
 
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/relay_endpoint.hpp"
 
 namespace ferry::cli {
 
@@ -48,14 +49,11 @@ int run_spot(const GlobalOptions& g, const SpotOptions& o) {
       return exit_status::kUsage;
     }
   }
-  auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
-  if (!made) {
-    std::cerr << who << ": " << made.error().message << "\n";
-    return exit_status::kUsage;
-  }
-  if (!connect_cli_endpoint(*made, who)) return exit_status::kFailed;
-  auto reply = made->endpoint->call(method, params);
-  made->endpoint->close();
+  // Through the project's live ferry when there is one (no login); else a link of its own.
+  auto endpoint = agent_endpoint(g, *project, who);
+  if (!endpoint) return endpoint.error();
+  auto reply = (*endpoint)->call(method, params);
+  (*endpoint)->close();
   if (!reply) {
     std::cerr << who << ": " << reply.error().message << "\n";
     return exit_status::kFailed;

@@ -13,6 +13,7 @@
 #include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/relay_endpoint.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/endpoint_factory.hpp"
 #include "helper/remote/forward_spec.hpp"
@@ -30,6 +31,35 @@ struct TunnelOptions {
   int timeout_s = 30;
   bool login_node = false;  // a Slurm project's tunnels to the login node even with an allocation
 };
+
+// The tunnels on the project's live ferry's link (a daemon, the editor's server): no login of
+// this command's own; they close when it ends (its connection does), or when that ferry goes.
+int tunnel_through(RelayEndpoint& relay, const std::vector<remote::ForwardSpec>& specs) {
+  platform::StopRequests stop;
+  auto gone = std::make_shared<platform::Wakeup>();
+  relay.on_closed([gone](const std::string&) { gone->raise(); });
+  std::vector<std::string> lines;
+  for (const auto& spec : specs) {
+    auto f = relay.open_forward(spec);
+    if (!f) {
+      std::cerr << "ferry tunnel: " << f.error().message << "\n";
+      continue;
+    }
+    lines.push_back(remote::describe(*f) + (spec.name.empty() ? "" : "  (" + spec.name + ")"));
+  }
+  if (lines.empty()) return exit_status::kFailed;
+  for (const auto& line : lines) std::cout << line << std::endl;
+  std::cerr << "ferry: forwarding on " << relay.description() << "; Ctrl-C to stop\n";
+  platform::Wakeup* waits[] = {&stop.wakeup(), gone.get()};
+  const int woke = platform::wait_any(waits);
+  relay.on_closed({});
+  if (woke == 1) {
+    std::cerr << "ferry tunnel: the live ferry (pid " << relay.pid() << ") went away; tunnels closed\n";
+    return exit_status::kFailed;
+  }
+  std::cerr << "ferry: closing tunnels\n";
+  return lines.size() == specs.size() ? 0 : 1;
+}
 
 int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
   std::vector<remote::ForwardSpec> specs;
@@ -74,6 +104,9 @@ int run_tunnel(const GlobalOptions& g, const TunnelOptions& o) {
       return exit_status::kUsage;
     }
   }
+  // The project's own host, a plain one (a Slurm node's tunnels need the allocation's agent).
+  if (project && o.host.empty() && !project->slurm)
+    if (auto relay = relay_for(g, *project)) return tunnel_through(*relay, specs);
   auto target = ssh_target(g, o.host, "");
   if (!target) {
     std::cerr << "ferry tunnel: " << target.error() << "\n";

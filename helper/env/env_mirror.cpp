@@ -89,6 +89,26 @@ json EnvSyncReport::to_json() const {
           {"errors", errors}, {"conflicts", conflicts}, {"seconds", seconds}, {"cancelled", cancelled}};
 }
 
+EnvSyncReport EnvSyncReport::from_json(const json& j) {
+  EnvSyncReport r;
+  if (!j.is_object()) return r;
+  r.mirror = j.value("mirror", "");
+  for (const auto& e : j.value("entries", json::array()))
+    r.entries.push_back({e.value("remote", ""), e.value("local", ""), e.value("files", std::uint64_t{0}), e.value("bytes", std::uint64_t{0})});
+  r.files_received = j.value("filesReceived", std::uint64_t{0});
+  r.files_deleted = j.value("filesDeleted", std::uint64_t{0});
+  r.files_unchanged = j.value("filesUnchanged", std::uint64_t{0});
+  r.bytes_on_wire = j.value("bytesOnWire", std::uint64_t{0});
+  r.files_total = j.value("filesTotal", std::uint64_t{0});
+  r.bytes_total = j.value("bytesTotal", std::uint64_t{0});
+  for (const auto& l : j.value("leftOut", json::array())) r.left_out.emplace_back(l.value("package", ""), l.value("bytes", std::uint64_t{0}));
+  r.errors = j.value("errors", std::vector<std::string>{});
+  r.conflicts = j.value("conflicts", std::vector<std::string>{});
+  r.seconds = j.value("seconds", 0.0);
+  r.cancelled = j.value("cancelled", false);
+  return r;
+}
+
 std::string EnvSyncReport::one_line() const {
   std::string s = fmt::format("{}{} files received, {} deleted, {} unchanged, {} on the wire; the mirror holds {} files ({}) in {:.2f} s",
                               cancelled ? "(cancelled) " : "", files_received, files_deleted, files_unchanged, human(bytes_on_wire),

@@ -56,6 +56,9 @@ struct EnvSyncReport {
   bool cancelled = false;
 
   nlohmann::json to_json() const;
+  // to_json's document back (a riding `ferry env sync` gets it from the live ferry); missing
+  // fields stay empty.
+  static EnvSyncReport from_json(const nlohmann::json& j);
   std::string one_line() const;
 };
 

@@ -169,9 +169,10 @@ std::expected<void, ResponseError> RunClient::resize(const std::string& id, int 
   return {};
 }
 
-std::expected<std::vector<RunInfo>, ResponseError> RunClient::list(bool all) {
+std::expected<std::vector<RunInfo>, ResponseError> RunClient::list(bool all, bool running) {
   json params = json::object();
   if (all) params["all"] = true;
+  if (running) params["running"] = true;
   auto r = endpoint_.call("run/list", std::move(params));
   if (!r) return std::unexpected(r.error());
   auto runs = r->find("runs");

@@ -97,7 +97,8 @@ class RunClient {
   std::expected<void, ResponseError> signal(const std::string& id, const std::string& signal,
                                             bool kill_on_disconnect = false);
   std::expected<void, ResponseError> resize(const std::string& id, int cols, int rows);
-  std::expected<std::vector<RunInfo>, ResponseError> list(bool all = false);
+  // `running`: only runs still running (cheap on a box with a long history).
+  std::expected<std::vector<RunInfo>, ResponseError> list(bool all = false, bool running = false);
   std::expected<ReadResult, ResponseError> read(const std::string& id, std::uint64_t offset,
                                                 std::uint64_t max_bytes = 1 << 20);
   std::expected<void, ResponseError> remove(const std::string& id);

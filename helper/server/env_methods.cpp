@@ -127,11 +127,11 @@ void keep_env_mirror_fresh(ProjectLink& link, std::stop_token stop) {
   }
 }
 
-void bind_env_methods(p::BindingTable& table, const ServerContext& ctx) {
+void bind_env_methods(p::BindingTable& table, LinkOf link_of) {
   table.request<EnvInfoParams, p::EnvInfoResult>(
       p::method::kEnvInfo,
-      [&ctx](const EnvInfoParams& params, p::CallContext& call) -> std::expected<p::EnvInfoResult, p::ResponseError> {
-        auto link = ctx.link(params.path, call.cancellation());
+      [link_of](const EnvInfoParams& params, p::CallContext& call) -> std::expected<p::EnvInfoResult, p::ResponseError> {
+        auto link = link_of(params.path, call);
         if (!link) return std::unexpected(link.error());
         auto info = env::probe_env((*link)->endpoint(), (*link)->config().interpreter, params.torch);
         if (!info) return std::unexpected(response_error(info.error(), "env/info"));
@@ -140,8 +140,8 @@ void bind_env_methods(p::BindingTable& table, const ServerContext& ctx) {
       p::Execution::worker);
   table.request<EnvSyncParams, p::EnvSyncResult>(
       p::method::kEnvSync,
-      [&ctx](const EnvSyncParams& params, p::CallContext& call) -> std::expected<p::EnvSyncResult, p::ResponseError> {
-        auto link = ctx.link(params.path, call.cancellation());
+      [link_of](const EnvSyncParams& params, p::CallContext& call) -> std::expected<p::EnvSyncResult, p::ResponseError> {
+        auto link = link_of(params.path, call);
         if (!link) return std::unexpected(link.error());
         auto progress = call.progress();
         progress.begin("Mirroring the box's Python packages");

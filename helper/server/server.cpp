@@ -57,7 +57,7 @@ ServerState::ServerState(const ServerOptions& o)
   // are listed before the connect returns (one round trip; the link is then idle), and asked about
   // in the background.
   sessions.set_on_connect([this](const ProjectLinkPtr& link) {
-    auto runs = link->runs().list();
+    auto runs = link->runs().list(false, /*running=*/true);
     if (!runs) {
       spdlog::info("{}: run/list after connecting: {}", link->host(), runs.error().message);
       return;
@@ -113,7 +113,9 @@ Server::Server(ServerOptions options) : options_(std::move(options)), state_(std
   bind_debug_methods(table_, s.debugs);
   bind_host_methods(table_, s.ctx);
   bind_doctor_methods(table_, s.ctx);
-  bind_env_methods(table_, s.ctx);
+  bind_env_methods(table_, [&s](const std::optional<std::string>& path, p::CallContext& call) {
+    return s.ctx.link(path, call.cancellation());
+  });
   bind_cost_methods(table_, s.ctx);
   bind_gpu_methods(table_, s.ctx);
   bind_tunnel_methods(table_, s.ctx);

@@ -3,12 +3,13 @@
 // the project is linked now, and whether this is a daemon), then `sync/push`, `sync/pull` and
 // `sync/status` as the editor has them, except that nothing is put to the editor: mass deletes not
 // confirmed in the params are held; `agent/call` relays a terminal command's agent request;
-// `link/forward` and `link/unforward` open and close a command's tunnels; `ferry/stop` ends a
+// `env/info` and `env/sync` as the editor has them; `link/forward` and `link/unforward` open and close a command's tunnels; `ferry/stop` ends a
 // daemon (an editor's server ends with the editor). Bound once per connection: what a command
 // leaves on the link ends with its connection (socket_connection.hpp).
 #include <unistd.h>
 
 #include "common/build_info.hpp"
+#include "helper/server/host_methods.hpp"
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server_state.hpp"
 #include "helper/server/socket_connection.hpp"
@@ -81,6 +82,8 @@ std::optional<p::DecodeError> from_json(const json& j, StopParams& out, const st
 }  // namespace
 
 void bind_socket_methods(p::BindingTable& table, ServerState& s, SocketConnection& connection) {
+  // `ferry env` and `ferry env sync`, as the editor has them, on the link that is up.
+  bind_env_methods(table, [&s](const std::optional<std::string>& path, p::CallContext&) { return live_link(s, path); });
   table.request<p::SyncProjectParams, json>(
       "ferry/hello",
       [&s](const p::SyncProjectParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {

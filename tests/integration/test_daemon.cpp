@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -98,6 +99,21 @@ int run_ferry(const fs::path& root, const std::vector<std::string>& args, std::s
   return rc;
 }
 
+// A project on the fixture's box whose daemon a first `ferry sync` left, linked.
+struct LinkedDaemon {
+  SshdFixture f{logging_logins()};
+  fs::path a;
+  long long pid = 0;
+  LinkedDaemon() {
+    f.trust_host_key();
+    a = make_project(f, "a");
+    BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
+    auto linked = linked_daemon(a);
+    BOOST_REQUIRE_MESSAGE(linked, "no daemon linked after the first sync");
+    pid = *linked;
+  }
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(ten_commands_after_the_first_ride_one_login_then_status_and_stop) {
@@ -140,13 +156,8 @@ BOOST_AUTO_TEST_CASE(ten_commands_after_the_first_ride_one_login_then_status_and
 
 // `ferry runs`, `ferry logs`, `ferry kill` and `ferry gpu` only ask the agent: they ride the
 // daemon too (its agent/call), with the same output.
-BOOST_AUTO_TEST_CASE(runs_logs_kill_and_gpu_ride_the_daemon) {
-  SshdFixture f(logging_logins());
-  f.trust_host_key();
-  const fs::path a = make_project(f, "a");
+BOOST_FIXTURE_TEST_CASE(runs_logs_kill_and_gpu_ride_the_daemon, LinkedDaemon) {
   std::string out;
-  BOOST_REQUIRE(run_ferry(a, {"sync"}, &out) == 0);
-  BOOST_REQUIRE(linked_daemon(a));
   BOOST_REQUIRE(run_ferry(a, {"run", "--detach", "--", "sh", "-c", "echo to-out; echo to-err >&2; sleep 60"}, &out) == 0);
   std::smatch found;
   BOOST_REQUIRE_MESSAGE(std::regex_search(out, found, std::regex("[0-9]{8}-[0-9]{6}-[0-9a-f]+")), out);
@@ -194,12 +205,7 @@ json run_entry(const fs::path& root, const std::string& marker) {
 // `ferry run`, `ferry attach` and `ferry logs --follow` ride the daemon: output on the right
 // streams, the run's exit status, stdin, Ctrl-C to the run, two followers of one run at once, a
 // killed terminal's run left to go on (or killed, after a Ctrl-C), and no login of their own.
-BOOST_AUTO_TEST_CASE(run_attach_and_follow_ride_the_daemon) {
-  SshdFixture f(logging_logins());
-  f.trust_host_key();
-  const fs::path a = make_project(f, "a");
-  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
-  BOOST_REQUIRE(linked_daemon(a));
+BOOST_FIXTURE_TEST_CASE(run_attach_and_follow_ride_the_daemon, LinkedDaemon) {
   const int logins = f.accepted_logins();
   {
     ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "sh", "-c", "echo to-out; echo to-err >&2; exit 3"});
@@ -207,6 +213,8 @@ BOOST_AUTO_TEST_CASE(run_attach_and_follow_ride_the_daemon) {
     BOOST_TEST(run.out() == "to-out\n");
     BOOST_TEST(run.err().find("to-err\n") != std::string::npos, run.err());
     BOOST_TEST(run.err().find("connecting") == std::string::npos, run.err());  // no link of its own
+    // Its run/list may be answered after its run/start: the new run is not one left behind.
+    BOOST_TEST(run.err().find("no ferry following it") == std::string::npos, run.err());
   }
   {
     ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "sh", "-c", "read x; echo got-$x; cat main.py"}, true);
@@ -260,12 +268,7 @@ BOOST_AUTO_TEST_CASE(run_attach_and_follow_ride_the_daemon) {
 
 // A terminal that stops reading stalls only its own stream: the daemon lets the stream go past
 // 8 MiB queued and takes it up again at the next offset, and every byte arrives once, in order.
-BOOST_AUTO_TEST_CASE(a_terminal_that_stops_reading_gets_every_byte_once) {
-  SshdFixture f(logging_logins());
-  f.trust_host_key();
-  const fs::path a = make_project(f, "a");
-  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
-  BOOST_REQUIRE(linked_daemon(a));
+BOOST_FIXTURE_TEST_CASE(a_terminal_that_stops_reading_gets_every_byte_once, LinkedDaemon) {
   // 30 MB of numbered lines; the reader sleeps first, so the daemon's queue for it fills.
   const std::string producer = "seq 1 3500000";
   const std::string expected = ferry::test::run_command(producer + " | md5sum");
@@ -277,13 +280,8 @@ BOOST_AUTO_TEST_CASE(a_terminal_that_stops_reading_gets_every_byte_once) {
 }
 
 // A run's server forwards itself through the daemon's link while the riding `ferry run` lasts.
-BOOST_AUTO_TEST_CASE(a_riding_runs_port_forwards_through_the_daemon) {
-  SshdFixture f(logging_logins());
-  f.trust_host_key();
-  const fs::path a = make_project(f, "a");
-  ferry::test::write_file(a / "site" / "index.html", "<p>served on the box</p>\n");
-  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
-  BOOST_REQUIRE(linked_daemon(a));
+BOOST_FIXTURE_TEST_CASE(a_riding_runs_port_forwards_through_the_daemon, LinkedDaemon) {
+  ferry::test::write_file(a / "site" / "index.html", "<p>served on the box</p>\n");  // the run's sync takes it
   const int logins = f.accepted_logins();
   ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "python3", "-u", "-c",
                                                "import subprocess, sys\n"
@@ -305,6 +303,59 @@ BOOST_AUTO_TEST_CASE(a_riding_runs_port_forwards_through_the_daemon) {
   run.close_stdin();
   BOOST_TEST(run.wait() == 0, run.err());
   BOOST_TEST(f.accepted_logins() == logins, f.log());
+}
+
+// `ferry tunnel` rides too: the forward is the daemon's, for as long as the command lasts.
+BOOST_FIXTURE_TEST_CASE(a_tunnel_rides_the_daemon_until_ctrl_c, LinkedDaemon) {
+  const int logins = f.accepted_logins();
+  ferry::test::EchoServer echo;  // on the box's loopback (the box is this machine)
+  ferry::test::FerryProcess tunnel(FERRY_BIN, a, {"tunnel", "0:127.0.0.1:" + std::to_string(echo.port())});
+  BOOST_REQUIRE_MESSAGE(tunnel.wait_out("Ctrl-C to stop", 30s, true), tunnel.err());
+  BOOST_TEST(tunnel.err().find("through ferry (pid " + std::to_string(pid) + ")") != std::string::npos, tunnel.err());
+  std::smatch m;
+  const std::string out = tunnel.out();
+  BOOST_REQUIRE_MESSAGE(std::regex_search(out, m, std::regex("127\\.0\\.0\\.1:(\\d+) \u2192 remote 127\\.0\\.0\\.1:")), out);
+  const int port = std::stoi(m[1].str());
+  const int fd = ferry::test::tcp_connect("127.0.0.1", port);
+  BOOST_REQUIRE(fd >= 0);
+  BOOST_REQUIRE(ferry::test::write_all_fd(fd, "ping through the daemon"));
+  ::shutdown(fd, SHUT_WR);
+  BOOST_TEST(ferry::test::read_to_eof(fd, 10s) == "ping through the daemon");
+  ::close(fd);
+  tunnel.signal(SIGINT);
+  BOOST_TEST(tunnel.wait() == 0, tunnel.err());
+  // Its connection ended: the daemon closed the forward.
+  BOOST_TEST(ferry::test::eventually([&] {
+    const int again = ferry::test::tcp_connect("127.0.0.1", port);
+    if (again >= 0) ::close(again);
+    return again < 0;
+  }, 10s));
+  BOOST_TEST(f.accepted_logins() == logins, f.log());
+}
+
+// `ferry env` and `ferry env sync` ask the daemon's link (its env/info and env/sync).
+BOOST_AUTO_TEST_CASE(env_and_env_sync_ride_the_daemon) {
+  SshdFixture f(logging_logins());
+  f.trust_host_key();
+  const fs::path a = make_project(f, "a");
+  ::setenv("XDG_CACHE_HOME", (f.dir() / "cache").c_str(), 1);  // the daemon's mirror goes here
+  BOOST_REQUIRE(run_ferry(a, {"sync"}) == 0);
+  BOOST_REQUIRE(linked_daemon(a));
+  const int logins = f.accepted_logins();
+  std::string out;
+  BOOST_TEST(run_ferry(a, {"env", "--json"}, &out) == 0, out);
+  const json info = json::parse(out.substr(0, out.rfind('}') + 1), nullptr, false);
+  BOOST_TEST(info.value("python", "").starts_with("3."), out);
+  BOOST_TEST(info.value("sysPath", json::array()).size() > 0u, out);
+  BOOST_TEST(run_ferry(a, {"env", "sync", "--no-venv", "--json", "--cap", "4194304"}, &out) == 0, out);
+  const json report = json::parse(out.substr(0, out.rfind('}') + 1), nullptr, false);
+  BOOST_TEST(report.value("filesTotal", 0) > 0, out);
+  BOOST_TEST(fs::is_directory(report.value("mirror", "")), out);
+  BOOST_TEST(report.value("mirror", "").starts_with((f.dir() / "cache").string()), out);
+  BOOST_TEST(run_ferry(a, {"env", "sync", "--no-venv", "--cap", "4194304"}, &out) == 0, out);
+  BOOST_TEST(out.find("ferry env sync: 0 files received") != std::string::npos, out);  // up to date, said as before
+  BOOST_TEST(f.accepted_logins() == logins, f.log());
+  ::unsetenv("XDG_CACHE_HOME");
 }
 
 BOOST_AUTO_TEST_CASE(an_idle_daemon_exits_and_ferry_json_can_turn_daemons_off) {

@@ -175,6 +175,47 @@ BOOST_AUTO_TEST_CASE(breakpoint_through_ferry_tunnel_with_path_mappings) {
   BOOST_TEST(fs::exists(f.home() / "proj" / "debug" / "loop.py"));
 }
 
+// With the project's daemon linked (a `ferry sync` left it), `ferry debug` rides its link: the
+// debuggee's run, the tunnel to debugpy and the output, with no SSH login of its own.
+BOOST_AUTO_TEST_CASE(the_breakpoint_riding_the_daemon) {
+  ferry::test::SshdOptions logins;
+  logins.log_level = "INFO";  // "Accepted publickey for ..." per login
+  ferry::test::SshdFixture f(logins);
+  f.trust_host_key();
+  const fs::path project = make_project(f, "/usr/bin/python3");
+  const fs::path local_script = project / "debug" / "loop.py";
+  const int line = ferry::test::line_of(local_script, "ferry-test: breakpoint");
+  ::unsetenv("FERRY_NO_DAEMON");
+  const std::string ferry_in = "'" FERRY_BIN "' --project '" + project.string() + "' ";
+  ferry::test::run_command(ferry_in + "sync >/dev/null 2>&1");
+  const auto deadline = Clock::now() + 60s;
+  while (ferry::test::run_command(ferry_in + "daemon status --json || true").find("\"linked\":true") == std::string::npos) {
+    BOOST_REQUIRE_MESSAGE(Clock::now() < deadline, "no daemon linked after the first sync");
+    std::this_thread::sleep_for(20ms);
+  }
+  const int before = f.accepted_logins();
+  FerryProcess ferry({"--project", project.string(), "debug", "--port", std::to_string(ferry::test::free_loopback_port()),
+                      "--local-port", "0", "--", "debug/loop.py", "5"},
+                     f.dir() / "ferry-debug-riding.stderr");
+  BOOST_REQUIRE_MESSAGE(ferry.read_until([](const std::string& s) { return configuration_in(s).has_value(); }, 90s),
+                        "no configuration; stderr:\n" + ferry.stderr_text());
+  const json config = *configuration_in(ferry.stdout_text);
+  std::vector<ferry::test::PathMapping> mappings;
+  for (const auto& m : config["pathMappings"]) mappings.push_back({m["localRoot"], m["remoteRoot"]});
+  auto seen = ferry::test::run_breakpoint_scenario(config["connect"]["port"].get<int>(), local_script, line, mappings);
+  BOOST_REQUIRE_MESSAGE(seen.has_value(), (seen ? std::string() : seen.error()) + "\nferry stderr:\n" + ferry.stderr_text());
+  BOOST_TEST(seen->stopped_line == line);
+  BOOST_TEST(seen->terminated);
+  ferry.read_until([](const std::string&) { return false; }, 30s);  // to EOF
+  auto status = ferry.child.wait_for(30s);
+  BOOST_REQUIRE(status);
+  BOOST_TEST(WEXITSTATUS(*status) == 0, ferry.stderr_text());
+  BOOST_TEST(ferry.stdout_text.find("sum of squares below 5: 30") != std::string::npos, ferry.stdout_text);
+  BOOST_TEST(ferry.stderr_text().find("connecting to") == std::string::npos, ferry.stderr_text());  // no link of its own
+  BOOST_TEST(f.accepted_logins() == before, f.log());
+  ferry::test::run_command(ferry_in + "daemon stop >/dev/null 2>&1");
+}
+
 BOOST_AUTO_TEST_CASE(missing_debugpy_says_how_to_install_it) {
   ferry::test::SshdFixture f;
   f.trust_host_key();

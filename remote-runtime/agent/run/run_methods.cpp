@@ -496,7 +496,8 @@ Response RunMethods::start(const protocol::Request& r) {
             {"cols", cols},
             {"rows", rows},
             {"startedAt", started_at}};
-  if (!write_json_atomic(run->spec(), spec, 0600)) {
+  // Read and removed by the supervisor within milliseconds: no fsync on the start's path.
+  if (!write_json_atomic(run->spec(), spec, 0600, Sync::none)) {
     fs::remove_all(run->dir, e);
     return io_error(r, "cannot write " + run->spec().string() + ": " + std::strerror(errno));
   }
@@ -628,17 +629,20 @@ Response RunMethods::resize(const protocol::Request& r) {
 }
 
 Response RunMethods::list(const protocol::Request& r) {
-  bool all = false;
-  if (r.params.contains("all")) {
-    if (!r.params["all"].is_boolean()) return bad(r, "all must be a boolean");
-    all = r.params["all"].get<bool>();
+  bool all = false, running = false;
+  for (auto [key, out] : {std::pair{"all", &all}, std::pair{"running", &running}}) {
+    if (!r.params.contains(key)) continue;
+    if (!r.params[key].is_boolean()) return bad(r, std::string(key) + " must be a boolean");
+    *out = r.params[key].get<bool>();
   }
   json runs = json::array();
   for (const auto& id : store_.ids()) {
     auto run = store_.find(id);
     if (!run) continue;
+    // A box's history grows with every run: an ended one costs one stat here, not its files.
+    if (running && ::access(run->exit().c_str(), F_OK) == 0) continue;
     auto status = read_status(*run);
-    if (!status) continue;
+    if (!status || (running && status->state != "running")) continue;
     const json& m = status->meta;
     std::string root = m.value("root", "");
     if (!all && root != root_.root().string()) continue;

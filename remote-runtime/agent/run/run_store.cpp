@@ -102,16 +102,17 @@ std::optional<json> read_json_file(const fs::path& path) {
   return std::move(*j);
 }
 
-bool write_json_atomic(const fs::path& path, const json& value, mode_t mode) {
+bool write_json_atomic(const fs::path& path, const json& value, mode_t mode, Sync sync) {
   const fs::path tmp = path.parent_path() / ferry::posix::temp_name(path.filename().string());
   ferry::posix::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd) return false;
   ::fchmod(fd.get(), mode);  // exactly `mode`, whatever the umask
   const std::string text = value.dump() + "\n";
   bool ok = ferry::posix::write_full(fd.get(), text.data(), text.size()) >= 0;
-  ok = ok && ::fsync(fd.get()) == 0;
-  ok = fd.close() == 0 && ok;
+  if (sync == Sync::before_rename) ok = ok && ::fsync(fd.get()) == 0;
   ok = ok && ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (ok && sync == Sync::after_rename) ok = ::fsync(fd.get()) == 0;
+  ok = fd.close() == 0 && ok;
   if (!ok) ::unlink(tmp.c_str());
   return ok;
 }

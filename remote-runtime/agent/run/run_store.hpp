@@ -76,7 +76,11 @@ std::optional<RunStatus> read_status(const RunFiles& run);
 bool supervisor_alive(long long pid, std::string_view id);
 
 std::optional<json> read_json_file(const fs::path& path);
-// temp file in the same directory + fsync + rename: readers see the old file or the new one.
-bool write_json_atomic(const fs::path& path, const json& value, mode_t mode = 0600);
+// When the bytes of write_json_atomic reach the disk: before the rename (durable once visible),
+// after it (visible at once, on disk a moment later: what a waiting reader should see first), or
+// never asked (a file that lives for milliseconds, as a run's spec.json).
+enum class Sync { before_rename, after_rename, none };
+// temp file in the same directory + rename: readers see the old file or the new one.
+bool write_json_atomic(const fs::path& path, const json& value, mode_t mode = 0600, Sync sync = Sync::before_rename);
 
 }  // namespace ferry::agent::run

@@ -386,17 +386,18 @@ json run_meta(const RunFiles& run, const Spec& spec, const json& spec_json, pid_
   return meta;
 }
 
-// exit.json (temp + rename) after the log is on disk; false when it could not be written.
+// exit.json (temp + rename), seen by the followers at once and put on disk right after, with the
+// log (both reach the disk before the supervisor exits); false when it could not be written.
 bool record_exit(const RunFiles& run, int log, int status) {
-  ::fsync(log);
   struct stat st {};
   ::fstat(log, &st);
   json exit_json{{"endedAt", iso_utc_ms(std::chrono::system_clock::now())},
                  {"logBytes", static_cast<long long>(st.st_size)}};
   if (WIFSIGNALED(status)) exit_json["signal"] = WTERMSIG(status);
   else exit_json["exitCode"] = WEXITSTATUS(status);
-  const bool recorded = write_json_atomic(run.exit(), exit_json);
+  const bool recorded = write_json_atomic(run.exit(), exit_json, 0600, Sync::after_rename);
   if (!recorded) std::cerr << errno_text("write " + run.exit().string()) << "\n";
+  ::fsync(log);
   return recorded;
 }
 

@@ -457,6 +457,10 @@ BOOST_AUTO_TEST_CASE(list_is_per_root_newest_first_and_remove) {
   auto runs = a.call("run/list", json::object())["runs"];
   BOOST_REQUIRE(runs.size() == 2u);
   BOOST_TEST(runs[0]["id"] >= runs[1]["id"]);
+  auto running = a.call("run/list", {{"running", true}})["runs"];
+  BOOST_REQUIRE(running.size() == 1u);
+  BOOST_TEST(running[0]["id"] == second);
+  BOOST_TEST(a.call_error("run/list", {{"running", "yes"}}).message.find("running must be a boolean") != std::string::npos);
   {
     Agent other(s.tmp.path() / "other-root", s.state);
     BOOST_TEST(other.call("run/list", json::object())["runs"].empty());
