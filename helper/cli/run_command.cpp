@@ -141,8 +141,8 @@ std::expected<ProjectLink, int> ride_project(const GlobalOptions& g, deploy::Pro
   relay->on_closed([notes = link.notes, pid = relay->pid()](const std::string& why) {
     std::lock_guard lock(notes->mutex);
     if (notes->follower)
-      notes->follower->fail("the live ferry (pid " + std::to_string(pid) + ") went away (" + why +
-                            "); the run goes on, `ferry attach` follows it again");
+      notes->follower->fail("the live ferry (pid " + std::to_string(pid) + ") went away (" + why + "); run " +
+                            notes->follower->id() + " goes on (`ferry attach " + notes->follower->id() + "` follows it again)");
   });
   link.endpoint = std::move(relay);
   return link;

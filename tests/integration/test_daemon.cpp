@@ -279,6 +279,28 @@ BOOST_FIXTURE_TEST_CASE(a_terminal_that_stops_reading_gets_every_byte_once, Link
   BOOST_TEST(log.find("reads slower than its run writes; pausing") != std::string::npos, log);
 }
 
+// The daemon killed under a riding `ferry run`: the command says so and fails, the run goes on
+// on the box (as with a killed CLI of its own), and the next command links by itself.
+BOOST_FIXTURE_TEST_CASE(a_daemon_killed_under_a_riding_run_leaves_the_run_going, LinkedDaemon) {
+  ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "sh", "-c", "echo started; while [ ! -e done ]; do sleep 0.05; done; echo finished # outlives"});
+  BOOST_REQUIRE_MESSAGE(run.wait_out("started\n"), run.err());
+  ::kill(static_cast<pid_t>(pid), SIGKILL);
+  const int rc = run.wait();
+  BOOST_TEST(rc == 255, "status " << rc << ": " << run.err());  // ferry's own failure, not the run's
+  BOOST_TEST(run.err().find("the live ferry (pid " + std::to_string(pid) + ") went away") != std::string::npos, run.err());
+  BOOST_TEST(run.err().find("goes on (`ferry attach ") != std::string::npos, run.err());
+  // Its own link now (the dead daemon's socket is refused): the run is still running, and finishes.
+  ::setenv("FERRY_NO_DAEMON", "1", 1);
+  json entry;
+  BOOST_TEST(ferry::test::eventually([&] { return (entry = run_entry(a, "# outlives")).value("state", "") == "running"; }, 15s),
+             entry.dump());
+  ferry::test::write_file(f.home() / "a" / "done", "");
+  std::string out;
+  BOOST_TEST(run_ferry(a, {"attach", entry.value("id", "")}, &out) == 0, out);
+  BOOST_TEST(out.find("started\nfinished\n") != std::string::npos, out);
+  ::unsetenv("FERRY_NO_DAEMON");
+}
+
 // A run's server forwards itself through the daemon's link while the riding `ferry run` lasts.
 BOOST_FIXTURE_TEST_CASE(a_riding_runs_port_forwards_through_the_daemon, LinkedDaemon) {
   ferry::test::write_file(a / "site" / "index.html", "<p>served on the box</p>\n");  // the run's sync takes it
