@@ -97,6 +97,9 @@ void command_round_trip(ferry::test::SshdFixture& f, int runs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   auto riding = time_runs(runs, [] {}, [&] { return ferry_ok(run); });
+  // Where the riding run's time goes: the process alone, and one relayed agent call.
+  auto start = time_runs(runs, [] {}, [&] { return ferry_ok({"ferry", "--version"}); });
+  auto listed = time_runs(runs, [] {}, [&] { return ferry_ok({"ferry", "--project", project.string(), "runs"}); });
   ferry_ok({"ferry", "--project", project.string(), "daemon", "stop"});
 
   const std::string control = (project.parent_path() / ("ferry-bench-cm-" + std::to_string(::getpid()))).string();
@@ -110,6 +113,8 @@ void command_round_trip(ferry::test::SshdFixture& f, int runs) {
   double r = median_ms(riding), a = median_ms(alone), m = median_ms(master);
   std::printf("%-44s %9.1f ms\n", "ferry run -- true, riding the daemon", r);
   std::printf("%-44s %9.1f ms\n", "ferry run -- true, alone (FERRY_NO_DAEMON=1)", a);
+  std::printf("%-44s %9.1f ms\n", "  of which: ferry --version (process start)", median_ms(start));
+  std::printf("%-44s %9.1f ms\n", "  ferry runs, riding (one relayed call)", median_ms(listed));
   std::printf("%-44s %9.1f ms\n", "ssh alias true over a ControlMaster", m);
   std::printf("ratios: riding/ssh-master %.2f (target <= 0.5)  alone/ssh-master %.2f\n", r / m, a / m);
 }
