@@ -16,7 +16,7 @@ say_step() { step=$((step + 1)); echo "ferry setup [$step/$STEPS] $* (at ${SECON
 
 # What building ferry, its agent and ferry-train takes (the demo's packages).
 BUILD_PACKAGES=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git ccache
   libssh2-1-dev nlohmann-json3-dev libxxhash-dev libzstd-dev libcli11-dev libspdlog-dev libfmt-dev
   libcurl4-openssl-dev
   libboost-dev libboost-filesystem-dev libboost-test-dev
@@ -71,6 +71,9 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
+
+# shellcheck source=scripts/compiler_cache.sh
+source "$ROOT/scripts/compiler_cache.sh"
 
 if [[ $MODE == full ]]; then
   say_step "libraries built from Debian's sources (cached under ~/.cache/ferry)"

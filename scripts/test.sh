@@ -11,6 +11,8 @@ export BOOST_TEST_COLOR_OUTPUT=no
 step_started=$SECONDS
 step_done() { echo "scripts/test.sh: [$1] $((SECONDS - step_started)) s (total $SECONDS s)" >&2; step_started=$SECONDS; }
 "$ROOT/scripts/setup.sh"
+# shellcheck source=scripts/compiler_cache.sh
+source "$ROOT/scripts/compiler_cache.sh"  # the later builds (sanitizers, fuzz, libc++, Windows) too
 step_done setup
 python3 "$ROOT/scripts/check_registered_tests.py" "$BUILD"
 
@@ -56,5 +58,6 @@ main_rc=0
 # test_windows_cli drives this ferry.exe under Wine against the sshd fixture.
 FERRY_WINDOWS_EXE="$WINBUILD/bin/ferry.exe" ctest --test-dir "$BUILD" --output-on-failure -j"$(nproc)" "$@" || main_rc=$?
 step_done tests
+if command -v ccache >/dev/null 2>&1; then ccache --show-stats --verbose 2>/dev/null | grep -E "Hits|Misses|Cache size" >&2 || true; fi
 if ((win_rc)); then echo "scripts/test.sh: the Windows tests (build-windows, label windows) failed: see above" >&2; fi
 exit $((main_rc || win_rc))
