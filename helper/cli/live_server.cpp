@@ -11,7 +11,14 @@ namespace ferry::cli {
 
 using nlohmann::json;
 
+namespace {
+bool flag_off = false;  // set while parsing, before any command runs
+}  // namespace
+
+void turn_daemons_off() { flag_off = true; }
+
 bool daemons_off() {
+  if (flag_off) return true;
   const char* off = std::getenv("FERRY_NO_DAEMON");
   return off && *off && std::string(off) != "0";
 }

@@ -19,8 +19,10 @@
 
 namespace ferry::cli {
 
-// FERRY_NO_DAEMON set (not "0"): every command goes its own way and starts no daemon.
+// `--no-daemon`, or FERRY_NO_DAEMON set (not "0"): every command goes its own way and starts no
+// daemon.
 bool daemons_off();
+void turn_daemons_off();  // --no-daemon
 
 class LiveServer {
  public:

@@ -11,6 +11,7 @@
 #include "common/process_defaults.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/live_server.hpp"
 
 namespace ferry::cli {
 int& exit_code() {
@@ -42,7 +43,14 @@ int main(int argc, char** argv) {
   app.add_option("--project", g.project_dir, "Project directory (default: walk up from the cwd to ferry.json)");
   app.add_option("-F", g.ssh_config, "OpenSSH client config file (default: ~/.ssh/config)");
   app.add_flag("--trust", g.trust, "Trust this project's ferry.json (recorded outside the repository; see ferry trust-project)");
-  app.parse_complete_callback([&] { spdlog::set_level(spdlog::level::from_str(g.log_level)); });
+  bool no_daemon = false;
+  app.add_flag("--no-daemon", no_daemon,
+               "Neither ride the project's live ferry (the editor's server, a daemon) nor leave a daemon: link by itself "
+               "(as FERRY_NO_DAEMON=1)");
+  app.parse_complete_callback([&] {
+    spdlog::set_level(spdlog::level::from_str(g.log_level));
+    if (no_daemon) turn_daemons_off();
+  });
 
   add_init_command(app, g);
   add_serve_command(app, g);

@@ -162,7 +162,7 @@ BOOST_FIXTURE_TEST_CASE(runs_logs_kill_and_gpu_ride_the_daemon, LinkedDaemon) {
   std::smatch found;
   BOOST_REQUIRE_MESSAGE(std::regex_search(out, found, std::regex("[0-9]{8}-[0-9]{6}-[0-9a-f]+")), out);
   const std::string id = found.str();  // `out` is written again below
-  const int logins = f.accepted_logins();  // the first sync's, the daemon's, the run's own
+  const int logins = f.accepted_logins();  // the first sync's and the daemon's
   BOOST_TEST(run_ferry(a, {"runs"}, &out) == 0, out);
   BOOST_TEST(out.find(id + "  running") != std::string::npos, out);
   BOOST_TEST(ferry::test::eventually([&] {
@@ -185,6 +185,10 @@ BOOST_FIXTURE_TEST_CASE(runs_logs_kill_and_gpu_ride_the_daemon, LinkedDaemon) {
   BOOST_TEST(gpu.value("available", true) == false, out);
   BOOST_TEST(gpu.contains("host"), out);
   BOOST_TEST(f.accepted_logins() == logins, f.log());  // none of their own
+  // --no-daemon goes its own way: a login of its own, the same answer.
+  BOOST_TEST(run_ferry(a, {"--no-daemon", "runs"}, &out) == 0, out);
+  BOOST_TEST(out.find(id + "  exited") != std::string::npos, out);
+  BOOST_TEST(f.accepted_logins() == logins + 1, f.log());
 }
 
 namespace {
