@@ -13,10 +13,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/terminal.hpp"
 #include "common/wakeup.hpp"
 #include "helper/cli/commands.hpp"
 #include "helper/run/slurm_allocation.hpp"
 #include "helper/cli/exit_codes.hpp"
+#include "helper/cli/relay_endpoint.hpp"
+#include "helper/server/sync_result.hpp"
 #include "helper/deploy/launch_target.hpp"
 #include "helper/deploy/project_config.hpp"
 #include "helper/remote/local_endpoint.hpp"
@@ -68,6 +71,65 @@ std::expected<TrainInputs, int> train_inputs(const GlobalOptions& g, const Train
   return TrainInputs{std::move(*project), std::move(config), std::move(env)};
 }
 
+// A training's link: the project's live ferry (relayed: no login of its own) when one of this build
+// is linked, else one of its own. A Slurm project's goes its own way (its allocation's agent).
+struct TrainLink {
+  std::unique_ptr<remote::Endpoint> endpoint;
+  sync::SyncTarget target;
+  RelayEndpoint* riding = nullptr;
+};
+
+std::expected<TrainLink, int> train_link(const GlobalOptions& g, const deploy::ProjectConfig& project,
+                                         const sync::ProjectEndpointOptions& eo, const char* who) {
+  TrainLink link;
+  if (project.host != "local" && !project.slurm)
+    if (auto relay = relay_for(g, project)) {
+      relay->on_state(eo.on_state);
+      link.target = sync::mapping_target(project, project.mappings.front());
+      link.riding = relay.get();
+      link.endpoint = std::move(relay);
+      return link;
+    }
+  auto made = sync::make_project_endpoint(project, eo);
+  if (!made) {
+    std::cerr << who << ": " << made.error().message << "\n";
+    return std::unexpected(run::kUsageFailure);
+  }
+  if (!connect_cli_endpoint(*made, who)) return std::unexpected(run::kFerryFailure);
+  link.endpoint = std::move(made->endpoint);
+  link.target = made->target;
+  return link;
+}
+
+// Riding: the live ferry pushes before the run and pulls the outputs after (its warm index), and
+// finds or builds the box's ferry-train on its link (trainer/ensure, its bar on stderr).
+int ride_training(RelayEndpoint& relay, const deploy::ProjectConfig& project, training::TrainSession& session,
+                  training::TrainRequest& request, const char* who) {
+  const std::string root = project.root.string();
+  training::TrainSync through;
+  through.push = [&relay, &project] { return relay.push_project(project.root); };
+  through.pull = [&relay, root](const std::vector<std::string>& paths) -> std::expected<sync::SyncSummary, ferry::Error> {
+    auto r = relay.live().call("sync/pull", nlohmann::json{{"path", root}, {"paths", paths}, {"force", true}});
+    if (!r) return std::unexpected(ferry::Error(ferry::ErrorKind::agent_lost, r.error().message));
+    return server::summary_from_json(*r);
+  };
+  session.sync_through(std::move(through));
+  if (!request.binary.empty()) return 0;
+  const bool tty = platform::is_terminal(2);
+  auto bar = [tty](const nlohmann::json& v) {
+    if (v.value("kind", "") == "report" && v.contains("message")) std::cerr << (tty ? "\r" : "") << v["message"].get<std::string>() << (tty ? "" : "\n");
+  };
+  auto t = relay.live().call("trainer/ensure", nlohmann::json{{"path", root}, {"interpreter", request.interpreter}, {"env", request.env}}, bar);
+  if (tty) std::cerr << "\r\x1b[K";
+  if (!t) {
+    std::cerr << who << ": " << t.error().message << "\n";
+    return run::kFerryFailure;
+  }
+  request.binary = t->value("path", "");
+  if (t->value("built", false)) std::cerr << "built " << request.binary << " on " << relay.description() << " (" << t->value("version", "") << ")\n";
+  return 0;
+}
+
 int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
   constexpr const char* who = "ferry train";
   auto inputs = train_inputs(g, o);
@@ -92,14 +154,10 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
       session->link_restored();
     }
   };
-  auto made = sync::make_project_endpoint(project, eo);
-  if (!made) {
-    std::cerr << who << ": " << made.error().message << "\n";
-    return run::kUsageFailure;
-  }
-  if (!connect_cli_endpoint(*made, who)) return run::kFerryFailure;
-  auto& endpoint = made->endpoint;
-  sync::SyncEngine engine(*endpoint, made->target);
+  auto link = train_link(g, project, eo, who);
+  if (!link) return link.error();
+  auto& endpoint = link->endpoint;
+  sync::SyncEngine engine(*endpoint, link->target);
 
   TerminalView view(o.json);
   training::TrainSinks sinks;
@@ -128,6 +186,8 @@ int run_train(const GlobalOptions& g, const TrainCliOptions& o) {
     request.allocation = (*job)->job_id;
     std::cerr << "ferry: into " << run::describe_allocation(**job) << "\n";
   }
+  if (link->riding)
+    if (int rc = ride_training(*link->riding, project, session, request, who); rc != 0) return rc;
   auto id = session.start(request);
   if (!id) {
     std::cerr << who << ": " << id.error().message << "\n";

@@ -3,7 +3,7 @@
 // the project is linked now, and whether this is a daemon), then `sync/push`, `sync/pull` and
 // `sync/status` as the editor has them, except that nothing is put to the editor: mass deletes not
 // confirmed in the params are held; `agent/call` relays a terminal command's agent request;
-// `env/info` and `env/sync` as the editor has them; `link/forward` and `link/unforward` open and close a command's tunnels; `ferry/stop` ends a
+// `env/info` and `env/sync` as the editor has them; `trainer/ensure` (ferry train's trainer); `link/forward` and `link/unforward` open and close a command's tunnels; `ferry/stop` ends a
 // daemon (an editor's server ends with the editor). Bound once per connection: what a command
 // leaves on the link ends with its connection (socket_connection.hpp).
 #include <unistd.h>
@@ -13,6 +13,8 @@
 #include "helper/server/project_lookup.hpp"
 #include "helper/server/server_state.hpp"
 #include "helper/server/socket_connection.hpp"
+#include "helper/remote/ssh_endpoint.hpp"
+#include "helper/train/trainer_install.hpp"
 #include "protocol/json_binary.hpp"
 #include "protocol/json_reader.hpp"
 #include "protocol/messages_sync.hpp"
@@ -70,6 +72,43 @@ std::expected<ProjectLinkPtr, p::ResponseError> live_link(ServerState& s, const 
   return link;
 }
 
+struct TrainerParams {
+  std::optional<std::string> path;
+  std::optional<std::string> interpreter;  // default: ferry.json's
+  std::map<std::string, std::string> env;
+};
+std::optional<p::DecodeError> from_json(const json& j, TrainerParams& out, const std::string& ptr) {
+  p::ObjectReader r(j, ptr);
+  r.optional("path", out.path);
+  r.optional("interpreter", out.interpreter);
+  r.optional("env", out.env);
+  return r.error();
+}
+
+// `ferry train` riding: the box's ferry-train found or built on this process's SSH link (the
+// build's progress bar as $/progress reports).
+void bind_trainer_ensure(p::BindingTable& table, ServerState& s) {
+  table.request<TrainerParams, json>(
+      "trainer/ensure",
+      [&s](const TrainerParams& params, p::CallContext& call) -> std::expected<json, p::ResponseError> {
+        auto link = live_link(s, params.path);
+        if (!link) return std::unexpected(link.error());
+        auto* ssh = dynamic_cast<remote::SshEndpoint*>(&(*link)->endpoint());
+        if (!ssh) return std::unexpected(p::ResponseError{p::error_code::kInvalidParams, "trainer/ensure: not an SSH link", {}});
+        training::TrainerInstallOptions o;
+        o.interpreter = params.interpreter.value_or((*link)->config().interpreter);
+        o.env = params.env;
+        auto progress = call.progress();
+        progress.begin("ferry-train on the box");
+        o.on_progress = [&progress](const training::BuildProgressParser& b) { progress.report(b.bar(40)); };
+        auto installed = training::ensure_trainer(*ssh, o);
+        progress.end(installed ? std::optional<std::string>(installed->built ? "built" : "ready") : std::nullopt);
+        if (!installed) return std::unexpected(p::ResponseError{p::error_code::kIoError, installed.error(), {}});
+        return json{{"path", installed->path}, {"built", installed->built}, {"version", installed->version}};
+      },
+      p::Execution::worker);
+}
+
 struct StopParams {
   std::optional<std::string> why;  // for the daemon's log
 };
@@ -84,6 +123,7 @@ std::optional<p::DecodeError> from_json(const json& j, StopParams& out, const st
 void bind_socket_methods(p::BindingTable& table, ServerState& s, SocketConnection& connection) {
   // `ferry env` and `ferry env sync`, as the editor has them, on the link that is up.
   bind_env_methods(table, [&s](const std::optional<std::string>& path, p::CallContext&) { return live_link(s, path); });
+  bind_trainer_ensure(table, s);
   table.request<p::SyncProjectParams, json>(
       "ferry/hello",
       [&s](const p::SyncProjectParams& params, p::CallContext&) -> std::expected<json, p::ResponseError> {

@@ -63,7 +63,7 @@ std::expected<std::string, Error> TrainSession::start(const TrainRequest& reques
   local_host_ = request.local_host;
 
   if (request.sync) {
-    auto pushed = engine_.push({});
+    auto pushed = sync_.push ? sync_.push() : engine_.push({});
     if (!pushed) return std::unexpected(Error{pushed.error().kind, "sync before training failed: " + pushed.error().message});
     sync_summary_ = std::move(*pushed);
   }
@@ -187,7 +187,7 @@ PulledOutputs TrainSession::pull_outputs() {
   // The outputs are the box's to write: a local copy from an earlier run is replaced.
   sync::SyncOptions options;
   options.force = true;
-  auto pulled = engine_.pull(outputs->files, options);
+  auto pulled = sync_.pull ? sync_.pull(outputs->files) : engine_.pull(outputs->files, options);
   if (!pulled) {
     out.notes.push_back("pulling the outputs failed: " + pulled.error().message);
     return out;

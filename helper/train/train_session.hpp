@@ -55,9 +55,18 @@ struct PulledOutputs {
   std::vector<std::string> notes;            // what was not pulled, and why
 };
 
+// How a session pushes before it starts and pulls the outputs after: its engine's own push and
+// pull unless these are set (a terminal riding the project's live ferry has that process push and
+// pull, on its warm index and the lock it holds).
+struct TrainSync {
+  std::function<std::expected<sync::SyncSummary, Error>()> push;
+  std::function<std::expected<sync::SyncSummary, Error>(const std::vector<std::string>& paths)> pull;  // forced
+};
+
 class TrainSession {
  public:
   TrainSession(remote::Endpoint& endpoint, sync::SyncEngine& engine, TrainSinks sinks);
+  void sync_through(TrainSync sync) { sync_ = std::move(sync); }
   ~TrainSession();
   TrainSession(const TrainSession&) = delete;
   TrainSession& operator=(const TrainSession&) = delete;
@@ -96,6 +105,7 @@ class TrainSession {
 
   remote::Endpoint& endpoint_;
   sync::SyncEngine& engine_;
+  TrainSync sync_;
   TrainSinks sinks_;
   std::optional<sync::SyncSummary> sync_summary_;
   TrainLaunch launch_;
