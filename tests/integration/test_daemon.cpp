@@ -305,6 +305,21 @@ BOOST_FIXTURE_TEST_CASE(a_daemon_killed_under_a_riding_run_leaves_the_run_going,
   ::unsetenv("FERRY_NO_DAEMON");
 }
 
+// The daemon's SSH link drops under a riding `ferry run`: the terminal hears it (link/state), the
+// daemon reconnects, the run's stream is attached again at the next offset, nothing is lost or
+// doubled.
+BOOST_FIXTURE_TEST_CASE(a_riding_run_waits_out_the_daemons_reconnect, LinkedDaemon) {
+  ferry::test::FerryProcess run(FERRY_BIN, a, {"run", "--", "sh", "-c", "echo one; while [ ! -e gate ]; do sleep 0.05; done; echo two"});
+  BOOST_REQUIRE_MESSAGE(run.wait_out("one\n"), run.err());
+  f.kill_all();  // sshd, the daemon's session and agent; the run's supervisor is in its own session
+  BOOST_REQUIRE_MESSAGE(run.wait_out("lost the connection", 30s, true), run.err());
+  f.start();
+  ferry::test::write_file(f.home() / "a" / "gate", "");
+  BOOST_TEST(run.wait(120s) == 0, run.err());
+  BOOST_TEST(run.err().find("reconnected") != std::string::npos, run.err());
+  BOOST_TEST(run.out() == "one\ntwo\n");
+}
+
 // A run's server forwards itself through the daemon's link while the riding `ferry run` lasts.
 BOOST_FIXTURE_TEST_CASE(a_riding_runs_port_forwards_through_the_daemon, LinkedDaemon) {
   ferry::test::write_file(a / "site" / "index.html", "<p>served on the box</p>\n");  // the run's sync takes it
