@@ -58,11 +58,8 @@ int run_autostop(const GlobalOptions& g, const AutostopOptions& o) {
     std::cerr << who << ": give one of IDLE (e.g. 30m), --status or --cancel\n";
     return exit_status::kUsage;
   }
-  auto project = find_cli_project(g);
-  if (!project) {
-    std::cerr << who << ": " << project.error() << "\n";
-    return exit_status::kUsage;
-  }
+  auto project = cli_project_or_usage(g, who);
+  if (!project) return project.error();
   nlohmann::json params;
   std::string method = "autostop/status";
   if (o.cancel) method = "autostop/cancel";

@@ -36,6 +36,15 @@ std::expected<deploy::ProjectConfig, std::string> find_cli_project(const GlobalO
   return project;
 }
 
+std::expected<deploy::ProjectConfig, int> cli_project_or_usage(const GlobalOptions& g, const std::string& who) {
+  auto project = find_cli_project(g);
+  if (!project) {
+    std::cerr << who << ": " << project.error() << "\n";
+    return std::unexpected(2);
+  }
+  return std::move(*project);
+}
+
 namespace {
 
 // The question on the terminal; true for "y" or "yes".

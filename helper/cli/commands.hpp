@@ -130,6 +130,8 @@ remote::SshEndpointOptions endpoint_options(const SshTarget& target);
 // the cwd; only a trusted one (admit_cli_project). The error is the line to print after "ferry CMD: ".
 std::expected<deploy::ProjectConfig, std::string> find_cli_project(const GlobalOptions& g,
                                                                    const std::optional<std::filesystem::path>& start = {});
+// find_cli_project, or the exit status 2 once `who: why` is on stderr.
+std::expected<deploy::ProjectConfig, int> cli_project_or_usage(const GlobalOptions& g, const std::string& who);
 // The same without the trust check, for commands that only read ferry.json (cost, advise).
 std::expected<deploy::ProjectConfig, std::string> load_cli_project(const GlobalOptions& g,
                                                                    const std::optional<std::filesystem::path>& start = {});

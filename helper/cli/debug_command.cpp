@@ -65,7 +65,7 @@ void write_fd(int fd, std::string_view bytes) { (void)posix::write_full(fd, byte
 // The project, its first mapping's sync target and a connected endpoint for its host: the
 // same resolution as `ferry sync` (with_sync_engines), kept here because debug needs the endpoint
 // itself for runs and tunnels.
-struct ProjectLink {
+struct DebugLink {
   deploy::ProjectConfig project;
   sync::SyncTarget target;
   std::unique_ptr<remote::Endpoint> endpoint;
@@ -79,17 +79,8 @@ struct ProjectLink {
   RelayEndpoint* live = nullptr;   // `endpoint` when it rides the project's live ferry
 };
 
-std::expected<deploy::ProjectConfig, int> load_config(const GlobalOptions& g) {
-  auto project = find_cli_project(g);
-  if (!project) {
-    std::cerr << "ferry debug: " << project.error() << "\n";
-    return std::unexpected(kUsage);
-  }
-  return std::move(*project);
-}
-
-std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::ProjectConfig project) {
-  ProjectLink link;
+std::expected<DebugLink, int> connect_project(const GlobalOptions& g, deploy::ProjectConfig project) {
+  DebugLink link;
   link.project = std::move(project);
   // Through the project's live ferry (no login of its own), but for a Slurm project: its debuggee
   // runs in an allocation this command may take, through the link's own SSH exec.
@@ -156,13 +147,13 @@ int follow_to_end(run::RunClient& client, remote::Endpoint& endpoint, const std:
   return run::exit_status(*follower.exit());
 }
 
-debug::DebugTarget debug_target(const ProjectLink& link) {
+debug::DebugTarget debug_target(const DebugLink& link) {
   return {link.project, link.target.remote_base, link.first_remote_root, link.allocation ? link.allocation->job_id : "",
           link.allocation ? run::first_node(link.allocation->nodes) : ""};
 }
 
 // Where the tunnel to debugpy opens: the agent in the allocation, else the project's link.
-remote::Endpoint& tunnel_endpoint(ProjectLink& link) {
+remote::Endpoint& tunnel_endpoint(DebugLink& link) {
   return link.node ? static_cast<remote::Endpoint&>(*link.node) : *link.endpoint;
 }
 
@@ -180,7 +171,7 @@ debug::DebugRequest debug_request(const DebugCliOptions& o, platform::Wakeup* in
   return r;
 }
 
-int flush_sync(ProjectLink& link) {
+int flush_sync(DebugLink& link) {
   std::expected<sync::SyncSummary, ferry::Error> s;
   if (link.live) {  // the live ferry's push, on its warm index
     s = link.live->push_project(link.project.root);
@@ -201,7 +192,7 @@ int flush_sync(ProjectLink& link) {
 
 // --pycharm PORT: the box's 127.0.0.1:PORT reaches PyCharm's debug server here; an optional
 // command runs (plainly, not under debugpy) while the tunnel is up.
-int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
+int pycharm_mode(DebugLink& link, const DebugCliOptions& o) {
   remote::ForwardSpec spec;
   spec.kind = remote::ForwardKind::kReverse;
   spec.name = "pycharm";
@@ -244,7 +235,7 @@ int pycharm_mode(ProjectLink& link, const DebugCliOptions& o) {
   return rc;
 }
 
-int debugpy_mode(ProjectLink& link, const DebugCliOptions& o) {
+int debugpy_mode(DebugLink& link, const DebugCliOptions& o) {
   run::RunClient client(*link.endpoint);
   platform::StopRequests stop;  // as in pycharm_mode
   auto launched = debug::launch_under_debugpy(tunnel_endpoint(link), client, debug_target(link), debug_request(o, &stop.wakeup()));
@@ -306,7 +297,7 @@ std::expected<void, int> apply_launch(deploy::ProjectConfig& project, DebugCliOp
 // A Slurm project debugs on a compute node: inside `ferry alloc`'s allocation when there is one,
 // else in one taken for this session (released when it ends). The debuggee is a step of it started
 // by the login node's agent; the tunnel goes through an agent in the job, over the login link.
-int enter_compute_node(ProjectLink& link) {
+int enter_compute_node(DebugLink& link) {
   auto* ssh = dynamic_cast<remote::SshEndpoint*>(link.endpoint.get());
   if (!ssh) {
     std::cerr << "ferry debug: a Slurm project's host must be an SSH login node\n";
@@ -354,7 +345,7 @@ int run_debug(const GlobalOptions& g, DebugCliOptions o) {
                  "(or --pycharm PORT)\n";
     return kUsage;
   }
-  auto project = load_config(g);
+  auto project = cli_project_or_usage(g, "ferry debug");
   if (!project) return project.error();
   if (!o.launch.empty()) {
     if (auto applied = apply_launch(*project, o); !applied) return applied.error();

@@ -31,11 +31,8 @@ struct EnvCliOptions {
 
 // The project and its connected link, or the exit code after the message.
 std::expected<std::pair<deploy::ProjectConfig, sync::ProjectEndpoint>, int> open_link(const GlobalOptions& g, const std::string& who) {
-  auto project = find_cli_project(g);
-  if (!project) {
-    std::cerr << who << ": " << project.error() << "\n";
-    return std::unexpected(2);
-  }
+  auto project = cli_project_or_usage(g, who);
+  if (!project) return std::unexpected(project.error());
   auto made = sync::make_project_endpoint(*project, cli_endpoint_options(g));
   if (!made) {
     std::cerr << who << ": " << made.error().message << "\n";

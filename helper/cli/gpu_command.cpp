@@ -79,11 +79,8 @@ std::string render(const json& s, const std::string& where, const std::optional<
 
 int run_gpu(const GlobalOptions& g, const GpuOptions& o) {
   const std::string who = "ferry gpu";
-  auto project = find_cli_project(g);
-  if (!project) {
-    std::cerr << who << ": " << project.error() << "\n";
-    return exit_status::kUsage;
-  }
+  auto project = cli_project_or_usage(g, who);
+  if (!project) return project.error();
   std::optional<double> usd_per_hour;
   if (project->price) {
     auto catalog = cloud::effective_catalog(project->gpu_catalog);

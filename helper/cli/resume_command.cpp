@@ -134,11 +134,8 @@ bool bring_checkpoint(const GlobalOptions& g, const deploy::ProjectConfig& proje
 }
 
 int run_resume(const GlobalOptions& g, const ResumeOptions& o) {
-  auto project = find_cli_project(g);
-  if (!project) {
-    std::cerr << who << ": " << project.error() << "\n";
-    return run::kUsageFailure;
-  }
+  auto project = cli_project_or_usage(g, who);
+  if (!project) return project.error();
   std::error_code ec;
   fs::path config = o.config.empty() ? fs::path() : fs::absolute(o.config, ec);
   if (!bring_checkpoint(g, *project, o, config)) return run::kUsageFailure;

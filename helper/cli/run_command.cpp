@@ -62,7 +62,7 @@ struct LinkNotes {
   bool down = false;
 };
 
-struct ProjectLink {
+struct RunLink {
   deploy::ProjectConfig config;
   std::unique_ptr<remote::Endpoint> endpoint;
   sync::SyncTarget target;
@@ -89,17 +89,8 @@ void on_link_state(LinkNotes& notes, const remote::HostState& s) {
   }
 }
 
-std::expected<deploy::ProjectConfig, int> load_config(const GlobalOptions& g, const std::string& who) {
-  auto project = find_cli_project(g);
-  if (!project) {
-    std::cerr << who << ": " << project.error() << "\n";
-    return std::unexpected(kUsageFailure);
-  }
-  return std::move(*project);
-}
-
-std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::ProjectConfig config, const std::string& who) {
-  ProjectLink link;
+std::expected<RunLink, int> connect_project(const GlobalOptions& g, deploy::ProjectConfig config, const std::string& who) {
+  RunLink link;
   link.config = std::move(config);
   sync::ProjectEndpointOptions o = cli_endpoint_options(g);
   o.reconnect = true;  // runs outlive a dropped link; so does following them
@@ -117,8 +108,8 @@ std::expected<ProjectLink, int> connect_project(const GlobalOptions& g, deploy::
   return link;
 }
 
-std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::string& who) {
-  auto config = load_config(g, who);
+std::expected<RunLink, int> open_project(const GlobalOptions& g, const std::string& who) {
+  auto config = cli_project_or_usage(g, who);
   if (!config) return std::unexpected(config.error());
   return connect_project(g, std::move(*config), who);
 }
@@ -127,10 +118,10 @@ std::expected<ProjectLink, int> open_project(const GlobalOptions& g, const std::
 // linked, so no login of its own; else its own link. -F and --trust go their own way, as a sync
 // does. The live ferry's link state reaches the follower as its own would; should the live ferry
 // go away, what follows fails (the run goes on).
-std::expected<ProjectLink, int> ride_project(const GlobalOptions& g, deploy::ProjectConfig config, const std::string& who) {
+std::expected<RunLink, int> ride_project(const GlobalOptions& g, deploy::ProjectConfig config, const std::string& who) {
   auto relay = relay_for(g, config);
   if (!relay) return connect_project(g, std::move(config), who);
-  ProjectLink link;
+  RunLink link;
   link.config = std::move(config);
   link.notes->was_connected = true;
   link.target = sync::mapping_target(link.config, link.config.mappings.front());
@@ -148,8 +139,8 @@ std::expected<ProjectLink, int> ride_project(const GlobalOptions& g, deploy::Pro
   return link;
 }
 
-std::expected<ProjectLink, int> open_project_riding(const GlobalOptions& g, const std::string& who) {
-  auto config = load_config(g, who);
+std::expected<RunLink, int> open_project_riding(const GlobalOptions& g, const std::string& who) {
+  auto config = cli_project_or_usage(g, who);
   if (!config) return std::unexpected(config.error());
   return ride_project(g, std::move(*config), who);
 }
@@ -173,14 +164,14 @@ bool write_all(int fd, std::string_view data) {
 
 // The agent's refusal of a run request, with where it was asked and, for an id it does not know,
 // where to find the right one.
-std::string run_error(const std::string& who, const ProjectLink& link, const remote::ResponseError& e) {
+std::string run_error(const std::string& who, const RunLink& link, const remote::ResponseError& e) {
   std::string out = who + ": " + e.message + " (on " + link.endpoint->description() + ")";
   if (run::is_unknown_run(e)) out += "; `ferry runs` lists this project's runs there, `ferry runs --all` every project's";
   return out;
 }
 
 // run/start refused: where, and what to change for the usual causes.
-std::string start_error(const std::string& who, const ProjectLink& link, const remote::ResponseError& e) {
+std::string start_error(const std::string& who, const RunLink& link, const remote::ResponseError& e) {
   std::string out = who + ": " + e.message + " (on " + link.endpoint->description() + ")";
   if (e.message.find("not found") != std::string::npos)
     out += "; install it there, give its full path, or set \"interpreter\" in ferry.json for Python";
@@ -203,7 +194,7 @@ struct FollowOptions {
 };
 
 // Streams run `id` from `offset` until it ends; returns ferry's exit status.
-int follow_run(ProjectLink& link, run::RunClient& client, const std::string& id, std::uint64_t offset,
+int follow_run(RunLink& link, run::RunClient& client, const std::string& id, std::uint64_t offset,
                const FollowOptions& o, const std::string& who) {
   std::atomic<bool> reader_gone{false};
   // Ports the run listens on, forwarded and announced on the forwarder's thread; made before the
@@ -330,7 +321,7 @@ struct RunCliOptions {
 
 // sync/flush before a run: the default push (owned deletes only); conflicts are shown, not fatal.
 // Riding a live ferry, its sync/push (its warm index) does it.
-bool flush_sync(ProjectLink& link) {
+bool flush_sync(RunLink& link) {
   std::expected<sync::SyncSummary, ferry::Error> s;
   if (link.live) {  // the live ferry's push, on its warm index
     s = link.live->push_project(link.config.root);
@@ -353,7 +344,7 @@ bool flush_sync(ProjectLink& link) {
 }
 
 int run_run(const GlobalOptions& g, const RunCliOptions& o) {
-  auto config = load_config(g, "ferry run");
+  auto config = cli_project_or_usage(g, "ferry run");
   if (!config) return config.error();
   deploy::LaunchCommand what{o.command, o.cwd, config->env};
   if (!o.launch.empty()) {
