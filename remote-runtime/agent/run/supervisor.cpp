@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/full_io.hpp"
 #include "common/private_files.hpp"
 #include "remote-runtime/agent/run/detached_agent.hpp"
 #include "remote-runtime/agent/run/output_log.hpp"
@@ -43,20 +44,9 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-bool write_all(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
-  return true;
-}
-
 void report(const json& j) {
-  write_all(kReportFd, j.dump() + "\n");
+  const std::string line = j.dump() + "\n";
+  (void)ferry::posix::write_full(kReportFd, line.data(), line.size());
   ::close(kReportFd);
 }
 
