@@ -31,9 +31,23 @@ class WireSchema {
     return schema;
   }
 
+  // The checkout this test binary was built from, found from the binary's own place and never from
+  // __FILE__: the compiler cache shares objects between checkouts (CCACHE_BASEDIR), so a path
+  // compiled in may name another checkout, or be relative. Walks up from the binary: a folder that
+  // holds the schema, or a build folder whose CMakeCache.txt names its source folder.
   static std::filesystem::path default_path() {
-    // This header's own path: the schema is in the same checkout, whatever the build folder.
-    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "protocol/spec/ide-wire.schema.json";
+    namespace fs = std::filesystem;
+    const fs::path schema = "protocol/spec/ide-wire.schema.json";
+    const std::string home_key = "CMAKE_HOME_DIRECTORY:INTERNAL=";
+    const fs::path exe = fs::read_symlink("/proc/self/exe");
+    for (fs::path dir = exe.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+      if (fs::exists(dir / schema)) return dir / schema;
+      std::ifstream cache(dir / "CMakeCache.txt");
+      for (std::string line; std::getline(cache, line);)
+        if (line.starts_with(home_key)) return fs::path(line.substr(home_key.size())) / schema;
+      if (dir == dir.root_path()) break;
+    }
+    throw std::runtime_error("no " + schema.string() + " above " + exe.string());
   }
 
   explicit WireSchema(const std::filesystem::path& file) {
