@@ -56,12 +56,23 @@ bool ask_on_terminal(const deploy::ProjectConfig& project, const deploy::TrustSt
   return answer == "y" || answer == "Y" || answer == "yes" || answer == "Yes";
 }
 
+// The root admit_cli_project let in (a command loads one ferry.json).
+std::optional<fs::path>& admitted_root() {
+  static std::optional<fs::path> root;
+  return root;
+}
+
 }  // namespace
+
+bool admitted_in_this_process(const deploy::ProjectConfig& project) { return admitted_root() == project.root; }
 
 std::expected<void, std::string> admit_cli_project(const GlobalOptions& g, const deploy::ProjectConfig& project) {
   deploy::TrustStore store;
   auto status = store.check(project);
-  if (status.trusted()) return {};
+  if (status.trusted()) {
+    admitted_root() = project.root;
+    return {};
+  }
   const bool terminal = ::isatty(STDIN_FILENO) && ::isatty(STDERR_FILENO);
   if (g.trust) {
     const auto summary = deploy::trust_summary(project);
@@ -71,6 +82,7 @@ std::expected<void, std::string> admit_cli_project(const GlobalOptions& g, const
     return std::unexpected(deploy::untrusted_message(project, status) + (terminal ? "" : "; or pass --trust"));
   }
   if (auto recorded = store.trust(project); !recorded) return std::unexpected("cannot record trust: " + recorded.error());
+  admitted_root() = project.root;
   return {};
 }
 

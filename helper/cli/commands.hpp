@@ -140,6 +140,10 @@ std::expected<deploy::ProjectConfig, std::string> load_cli_project(const GlobalO
 // line to print (and the command exits 2). find_cli_project calls it; commands that read ferry.json
 // their own way call it before using the project.
 std::expected<void, std::string> admit_cli_project(const GlobalOptions& g, const deploy::ProjectConfig& project);
+// True when admit_cli_project let this project's root in earlier in this process: its trust record
+// then matches (it was, or has just been written), and checking it again would read and hash the
+// same files a second time on every riding command.
+bool admitted_in_this_process(const deploy::ProjectConfig& project);
 // For sync::make_project_endpoint: -F, --log-level for the local agent, the terminal's passphrase
 // prompt, no reconnects (a command that follows a run turns them on).
 sync::ProjectEndpointOptions cli_endpoint_options(const GlobalOptions& g);

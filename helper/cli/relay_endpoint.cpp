@@ -126,7 +126,7 @@ void RelayEndpoint::on_closed(std::function<void(const std::string& why)> handle
 std::unique_ptr<LiveServer> live_for(const GlobalOptions& g, const deploy::ProjectConfig& project) {
   if (g.ssh_config || g.trust) return nullptr;
   // Trusted already (an untrusted one is asked about, or refused, on a command's own path).
-  if (!deploy::TrustStore().check(project).trusted()) return nullptr;
+  if (!admitted_in_this_process(project) && !deploy::TrustStore().check(project).trusted()) return nullptr;
   return LiveServer::find(project);
 }
 

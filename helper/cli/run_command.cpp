@@ -108,12 +108,6 @@ std::expected<RunLink, int> connect_project(const GlobalOptions& g, deploy::Proj
   return link;
 }
 
-std::expected<RunLink, int> open_project(const GlobalOptions& g, const std::string& who) {
-  auto config = cli_project_or_usage(g, who);
-  if (!config) return std::unexpected(config.error());
-  return connect_project(g, std::move(*config), who);
-}
-
 // Through the project's live ferry (a daemon, the editor's server) when one of this build is
 // linked, so no login of its own; else its own link. -F and --trust go their own way, as a sync
 // does. The live ferry's link state reaches the follower as its own would; should the live ferry
@@ -280,7 +274,8 @@ int follow_run(RunLink& link, run::RunClient& client, const std::string& id, std
         (void)client.detach(id);
         return exit_status::kTerminated;
     }
-    if (!input) continue;
+    // A run that ended while we waited takes no input: its stdin's end would be one more round trip.
+    if (!input || follower.finished()) continue;
     auto taken = input->take();
     if (taken.resized && o.tty) {
       auto [cols, rows] = terminal_size();
@@ -388,7 +383,6 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
   // Asked while the sync and the start go on: no round trip added before the first byte.
   auto earlier = std::async(std::launch::async, [&client] { return client.list(false, /*running=*/true); });
   if (!o.no_sync && !flush_sync(*link)) return kFerryFailure;
-
   auto started = client.start(*spec);
   if (!started) {
     std::cerr << start_error("ferry run", *link, started.error()) << "\n";

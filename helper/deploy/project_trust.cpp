@@ -1,8 +1,6 @@
 // Project trust decisions: see project_trust.hpp.
 #include "helper/deploy/project_trust.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +10,7 @@
 
 #include "common/path_within.hpp"
 #include "common/private_files.hpp"
+#include "common/sha256.hpp"
 #include "common/user_dirs.hpp"
 #include "helper/ssh/ssh_config.hpp"
 #include "helper/sync/atomic_file.hpp"
@@ -26,19 +25,6 @@ namespace {
 
 constexpr const char* kTrustedFields[] = {"host", "sshConfig", "mappings", "interpreter", "trainer",
                                           "env",  "tunnels",   "autostop", "launch"};
-
-std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
-}
 
 fs::path home_dir() { return platform::home_dir().value_or(fs::path()); }
 

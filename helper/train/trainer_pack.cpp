@@ -2,11 +2,11 @@
 // which also makes this object depend on the file).
 #include "helper/train/trainer_pack.hpp"
 
-#include <openssl/evp.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "common/sha256.hpp"
 
 // ELF's read-only data and its section stack; PE/COFF (Windows) names the section .rdata and has
 // no stack, so the assembler is put back in .text, where the compiler left it before this asm.
@@ -29,19 +29,6 @@ extern "C" const char ferry_trainer_pack_begin[];
 extern "C" const char ferry_trainer_pack_end[];
 
 namespace ferry::training {
-
-std::string sha256_hex(std::string_view bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < len; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 15];
-  }
-  return hex;
-}
 
 std::expected<TrainerPack, std::string> trainer_pack() {
   TrainerPack pack;

@@ -19,6 +19,4 @@ struct TrainerPack {
 // trainer being worked on).
 std::expected<TrainerPack, std::string> trainer_pack();
 
-std::string sha256_hex(std::string_view bytes);
-
 }  // namespace ferry::training

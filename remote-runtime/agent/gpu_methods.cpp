@@ -65,7 +65,7 @@ std::map<long long, std::string> run_groups(const std::filesystem::path& state_d
   std::map<long long, std::string> out;
   if (state_dir.empty()) return out;
   run::RunStore store(state_dir);
-  for (const auto& id : store.ids()) {
+  for (const auto& id : store.ids(/*unended_only=*/true)) {
     auto files = store.find(id);
     if (!files) continue;
     auto status = run::read_status(*files);

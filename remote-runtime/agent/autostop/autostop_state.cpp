@@ -142,7 +142,7 @@ int live_connections(const Paths& p, long long except_pid) {
 int live_runs(const fs::path& state_dir) {
   run::RunStore store(state_dir);
   int n = 0;
-  for (const auto& id : store.ids()) {
+  for (const auto& id : store.ids(/*unended_only=*/true)) {
     auto files = store.find(id);
     if (!files) continue;
     auto status = run::read_status(*files);

@@ -140,7 +140,7 @@ std::optional<std::string> check_notice(const Source& s) {
 std::vector<std::pair<std::string, long long>> training_runs(const fs::path& state_dir) {
   std::vector<std::pair<std::string, long long>> out;
   run::RunStore store(state_dir);
-  for (const auto& id : store.ids()) {
+  for (const auto& id : store.ids(/*unended_only=*/true)) {
     auto files = store.find(id);
     if (!files) continue;
     auto status = run::read_status(*files);

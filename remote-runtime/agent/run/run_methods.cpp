@@ -636,11 +636,9 @@ Response RunMethods::list(const protocol::Request& r) {
     *out = r.params[key].get<bool>();
   }
   json runs = json::array();
-  for (const auto& id : store_.ids()) {
+  for (const auto& id : store_.ids(/*unended_only=*/running)) {
     auto run = store_.find(id);
     if (!run) continue;
-    // A box's history grows with every run: an ended one costs one stat here, not its files.
-    if (running && ::access(run->exit().c_str(), F_OK) == 0) continue;
     auto status = read_status(*run);
     if (!status || (running && status->state != "running")) continue;
     const json& m = status->meta;

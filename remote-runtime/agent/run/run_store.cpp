@@ -1,6 +1,7 @@
 // Run state dir: see run_store.hpp.
 #include "remote-runtime/agent/run/run_store.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -81,13 +82,19 @@ std::expected<RunFiles, std::string> RunStore::find(std::string_view id) const {
   return RunFiles{std::string(id), dir};
 }
 
-std::vector<std::string> RunStore::ids() const {
+std::vector<std::string> RunStore::ids(bool unended_only) const {
+  // A box's history grows with every run: one readdir, and for `unended_only` one faccessat per
+  // run relative to the folder (no path built, no stat), the cost of listing the running ones.
   std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(runs_dir(), ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (valid_run_id(name)) out.push_back(name);
+  DIR* dir = ::opendir(runs_dir().c_str());
+  if (!dir) return out;
+  while (const dirent* e = ::readdir(dir)) {
+    const std::string_view name = e->d_name;
+    if (!valid_run_id(name) || (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)) continue;
+    if (unended_only && ::faccessat(::dirfd(dir), (std::string(name) + "/exit.json").c_str(), F_OK, 0) == 0) continue;
+    out.emplace_back(name);
   }
+  ::closedir(dir);
   std::sort(out.rbegin(), out.rend());
   return out;
 }
@@ -115,6 +122,11 @@ bool write_json_atomic(const fs::path& path, const json& value, mode_t mode, Syn
   ok = fd.close() == 0 && ok;
   if (!ok) ::unlink(tmp.c_str());
   return ok;
+}
+
+bool sync_file(const fs::path& path) {
+  ferry::posix::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  return fd && ::fsync(fd.get()) == 0;
 }
 
 bool supervisor_alive(long long pid, std::string_view id) {

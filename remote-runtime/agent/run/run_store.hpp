@@ -56,8 +56,8 @@ class RunStore {
   std::expected<RunFiles, std::string> create(std::chrono::system_clock::time_point now) const;
   // An existing run; the id is checked before it touches a path.
   std::expected<RunFiles, std::string> find(std::string_view id) const;
-  // Every run directory's id, newest first.
-  std::vector<std::string> ids() const;
+  // Every run directory's id, newest first; with `unended_only`, those with no exit.json yet.
+  std::vector<std::string> ids(bool unended_only = false) const;
 
  private:
   fs::path state_dir_;
@@ -82,5 +82,7 @@ std::optional<json> read_json_file(const fs::path& path);
 enum class Sync { before_rename, after_rename, none };
 // temp file in the same directory + rename: readers see the old file or the new one.
 bool write_json_atomic(const fs::path& path, const json& value, mode_t mode = 0600, Sync sync = Sync::before_rename);
+// fsync of a file written with Sync::none, once whoever waited for it has been answered.
+bool sync_file(const fs::path& path);
 
 }  // namespace ferry::agent::run

@@ -456,13 +456,16 @@ int supervise(const fs::path& run_dir) {
   if (!stdio) return report_failure(stdio.error());
   auto pid = start_command(*spec, *stdio);
   if (!pid) return report_failure(pid.error());
-  if (!write_json_atomic(run.meta(), run_meta(run, *spec, *spec_json, *pid))) {
+  // meta.json reaches the disk after the agent has its answer: on a cloud disk an fsync can take
+  // longer than the whole start, and the agent's listing reads it from the page cache anyway.
+  if (!write_json_atomic(run.meta(), run_meta(run, *spec, *spec_json, *pid), 0600, Sync::none)) {
     const std::string error = errno_text("write " + run.meta().string());
     ::kill(-*pid, SIGKILL);
     ::waitpid(*pid, nullptr, 0);
     return report_failure(error);
   }
   report(json{{"pid", *pid}, {"pgid", *pid}, {"supervisorPid", ::getpid()}});
+  sync_file(run.meta());
 
   relay.child = *pid;
   const int status = relay.run();

@@ -46,6 +46,23 @@ BOOST_AUTO_TEST_CASE(create_gives_fresh_sortable_ids_and_ids_lists_newest_first)
   BOOST_TEST(!store.find("../../etc").has_value());
 }
 
+BOOST_AUTO_TEST_CASE(unended_ids_skip_runs_with_an_exit_record_and_anything_not_a_run_folder) {
+  ferry::test::TempDir t("ferry-store");
+  RunStore store(t.path() / "state");
+  auto base = std::chrono::system_clock::time_point{std::chrono::seconds(1'795'996'211)};
+  std::vector<RunFiles> runs;
+  for (int i = 0; i < 4; ++i) runs.push_back(*store.create(base + std::chrono::seconds(i)));
+  BOOST_REQUIRE(write_json_atomic(runs[0].exit(), json{{"exitCode", 0}}, 0600, Sync::none));
+  BOOST_REQUIRE(write_json_atomic(runs[2].exit(), json{{"signal", 9}}, 0600, Sync::after_rename));
+  BOOST_TEST(sync_file(runs[2].exit()));
+  BOOST_TEST(!sync_file(runs[1].exit()));  // none there
+  ferry::test::write_file(store.runs_dir() / "20261129-235019-abcd", "a file named like a run");
+  ferry::test::write_file(store.runs_dir() / "notes.txt", "x");
+  const std::vector<std::string> unended{runs[3].id, runs[1].id};
+  BOOST_TEST(store.ids(/*unended_only=*/true) == unended, boost::test_tools::per_element());
+  BOOST_TEST(store.ids().size() == 4u);
+}
+
 BOOST_AUTO_TEST_CASE(json_files_are_replaced_whole) {
   ferry::test::TempDir t("ferry-store");
   auto p = t.path() / "exit.json";

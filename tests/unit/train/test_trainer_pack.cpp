@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/sha256.hpp"
 #include "helper/train/trainer_pack.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -44,7 +45,7 @@ BOOST_AUTO_TEST_CASE(ferry_train_pack_replaces_it_and_a_bad_one_is_refused) {
   auto pack = trainer_pack();
   BOOST_TEST_REQUIRE(pack.has_value());
   BOOST_TEST(pack->origin == other.string());
-  BOOST_TEST(pack->sha256 == sha256_hex(ferry::test::read_file(other)));
+  BOOST_TEST(pack->sha256 == ferry::sha256_hex(ferry::test::read_file(other)));
   ::unsetenv("FERRY_TRAIN_PACK");
   BOOST_TEST(pack->sha256 != trainer_pack()->sha256);  // other bytes, another cache key
 
@@ -58,5 +59,5 @@ BOOST_AUTO_TEST_CASE(ferry_train_pack_replaces_it_and_a_bad_one_is_refused) {
   BOOST_TEST_REQUIRE(!bad.has_value());
   BOOST_TEST(bad.error().find("cannot be read") != std::string::npos);
   ::unsetenv("FERRY_TRAIN_PACK");
-  BOOST_TEST(sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  BOOST_TEST(ferry::sha256_hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
