@@ -32,7 +32,7 @@ execute_process(COMMAND "${PATCHELF}" --set-rpath "$ORIGIN/../lib/ferry" "${ferr
 file(GLOB bundled "${root}/lib/ferry/*")
 foreach(lib IN LISTS bundled)
   if(NOT IS_SYMLINK "${lib}")
-    # The libraries find each other there too (libssh2 -> libcrypto ...).
+    # The libraries find each other there too (libspdlog -> libfmt ...).
     execute_process(COMMAND "${PATCHELF}" --set-rpath "$ORIGIN" "${lib}" COMMAND_ERROR_IS_FATAL ANY)
   endif()
 endforeach()

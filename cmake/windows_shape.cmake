@@ -70,6 +70,7 @@ set_property(TARGET CURL::libcurl PROPERTY INTERFACE_LINK_LIBRARIES ws2_32 crypt
 ferry_win_static_lib(Boost::filesystem libboost_filesystem.a)
 set_property(TARGET Boost::filesystem PROPERTY INTERFACE_COMPILE_DEFINITIONS BOOST_FILESYSTEM_STATIC_LINK BOOST_ALL_NO_LIB)
 set_property(TARGET Boost::filesystem PROPERTY INTERFACE_LINK_LIBRARIES advapi32)
+include(${CMAKE_SOURCE_DIR}/cmake/helper_deps.cmake)  # deps::*: the targets above, as they are
 
 # What builds for Windows so far (docs/windows.md): `ferry_windows` builds these and the tests in
 # tests/windows-tests.txt, each registered with ctest under the label `windows`.

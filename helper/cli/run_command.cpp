@@ -60,6 +60,7 @@ struct LinkNotes {
   run::RunFollower* follower = nullptr;
   bool was_connected = false;
   bool down = false;
+  unsigned drops = 0;  // times the link went down
 };
 
 struct RunLink {
@@ -83,6 +84,7 @@ void on_link_state(LinkNotes& notes, const remote::HostState& s) {
     notes.down = false;
   } else if (s.state == protocol::LinkState::reconnecting && notes.was_connected && !notes.down) {
     notes.down = true;
+    ++notes.drops;
     std::cerr << "ferry: lost the connection to " << s.host << (s.message.empty() ? "" : " (" + s.message + ")")
               << "; the run goes on, reconnecting...\n";
     if (notes.follower) notes.follower->link_lost();
@@ -185,7 +187,16 @@ struct FollowOptions {
   bool tty = false;
   bool stderr_only = false;        // ferry logs --stderr-only: stream 2 only, to stdout
   bool forward_ports = false;      // ports the run listens on forward themselves (ferry.json autoForwardPorts)
+  // ferry run: its start attached the stream (RunClient::start's `attach`) when the link had
+  // dropped this many times; the follower adopts it unless it dropped since.
+  std::optional<unsigned> attached_at_drops;
 };
+
+// Whether follow_run wants run/port events: ports forward themselves (a Slurm job's processes are
+// on a node the login agent cannot look into).
+bool wants_ports(const RunLink& link, const FollowOptions& o) {
+  return o.forward_ports && link.config.auto_forward_ports.enabled && !link.config.slurm;
+}
 
 // Streams run `id` from `offset` until it ends; returns ferry's exit status.
 int follow_run(RunLink& link, run::RunClient& client, const std::string& id, std::uint64_t offset,
@@ -195,8 +206,7 @@ int follow_run(RunLink& link, run::RunClient& client, const std::string& id, std
   // follower, so the follower has stopped telling it anything before it goes.
   std::atomic<bool> raw_notes{false};
   std::optional<run::PortForwarder> ports;
-  // (A Slurm job's processes are on a node the login agent cannot look into.)
-  if (o.forward_ports && link.config.auto_forward_ports.enabled && !link.config.slurm)
+  if (wants_ports(link, o))
     ports.emplace(*link.endpoint, link.config.auto_forward_ports, link.config.host == deploy::kLocalHost,
                   [&raw_notes](const run::PortEvent& e, const std::optional<run::PortForward>& f, const std::string& error) {
                     note(raw_notes, run::describe_port_event(e, f, error));
@@ -211,6 +221,7 @@ int follow_run(RunLink& link, run::RunClient& client, const std::string& id, std
   {
     std::lock_guard lock(link.notes->mutex);
     link.notes->follower = &follower;
+    if (o.attached_at_drops) follower.adopt_start_attach(!link.notes->down && link.notes->drops == *o.attached_at_drops);
   }
   struct Unhook {
     LinkNotes& notes;
@@ -379,11 +390,22 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
     std::cerr << "ferry run: " << spec.error() << "\n";
     return kUsageFailure;
   }
+  FollowOptions fo;
+  fo.tty = o.tty;
+  // A terminal's keystrokes are for --tty; piped input is forwarded, then EOF.
+  fo.forward_stdin = o.tty || !platform::is_terminal(kStdin);
+  fo.forward_interrupts = true;
+  fo.forward_ports = true;
   run::RunClient client(*link->endpoint);
   // Asked while the sync and the start go on: no round trip added before the first byte.
   auto earlier = std::async(std::launch::async, [&client] { return client.list(false, /*running=*/true); });
   if (!o.no_sync && !flush_sync(*link)) return kFerryFailure;
-  auto started = client.start(*spec);
+  const unsigned drops = [&] {
+    std::lock_guard lock(link->notes->mutex);
+    return link->notes->drops;
+  }();
+  // Followed at once, the start attaches the stream too: no attach round trip before the output.
+  auto started = client.start(*spec, o.detach ? std::nullopt : std::optional<bool>(wants_ports(*link, fo)));
   if (!started) {
     std::cerr << start_error("ferry run", *link, started.error()) << "\n";
     return started.error().code == protocol::error_code::kInvalidParams ? kUsageFailure : kFerryFailure;
@@ -393,12 +415,7 @@ int run_run(const GlobalOptions& g, const RunCliOptions& o) {
     std::cout << started->id << "\n";
     return exit_status::kOk;
   }
-  FollowOptions fo;
-  fo.tty = o.tty;
-  // A terminal's keystrokes are for --tty; piped input is forwarded, then EOF.
-  fo.forward_stdin = o.tty || !platform::is_terminal(kStdin);
-  fo.forward_interrupts = true;
-  fo.forward_ports = true;
+  if (started->attached) fo.attached_at_drops = drops;
   int rc = follow_run(*link, client, started->id, 0, fo, "ferry run");
   link->endpoint->close();
   return rc;

@@ -2,6 +2,8 @@
 #include "helper/run/run_client.hpp"
 
 #include <algorithm>
+#include <deque>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -13,38 +15,55 @@ struct RunClient::Router {
   std::mutex mutex;
   std::multimap<std::string, RunWatcher*> watchers;
   remote::NotificationHandler others;
+  // start() calls with `attach` in flight, and the runs they started that nobody claimed yet: run/*
+  // notifications of an id nobody watches are held meanwhile (the reply and the first record race
+  // to the caller). Bounded: past kMaxHeld the oldest go, and the follower re-attaches at the gap.
+  int starting = 0;
+  std::set<std::string> unclaimed;
+  std::deque<protocol::Notification> held;
+  static constexpr std::size_t kMaxHeld = 4096;
 
-  // Held under the mutex while a watcher runs, so unwatch() can promise no later calls. A stream
-  // with a `follower` is a riding terminal's (the project socket relays it): not ours.
-  void dispatch(const protocol::Notification& note) {
-    if (note.method.starts_with("run/") && note.params.is_object() && note.params.contains("follower")) return;
+  // Under the mutex: keeps `note` when it is for a run not claimed yet (even one already watched:
+  // what was held goes first), or for an unwatched id while a start is in flight.
+  bool hold_locked(const std::string& id, const protocol::Notification& note) {
+    if (!unclaimed.contains(id) && (starting == 0 || watchers.contains(id))) return false;
+    if (held.size() == kMaxHeld) held.pop_front();
+    held.push_back(note);
+    return true;
+  }
+
+  // One run/* notification to the watchers of `id`, or to `only`; under the mutex, so unwatch()
+  // can promise no later calls. A malformed one is logged and dropped.
+  void deliver_locked(const protocol::Notification& note, const std::string& id, RunWatcher* only = nullptr) {
+    auto [b, e] = watchers.equal_range(id);
+    auto each = [&](auto&& call) {
+      if (only) return call(*only);
+      for (auto it = b; it != e; ++it) call(*it->second);
+    };
     if (note.method == "run/output") {
       auto rec = parse_output_record(note.params);
-      if (!rec) {
-        spdlog::warn("ignoring a malformed run/output: {}", rec.error());
-        return;
-      }
-      std::lock_guard lock(mutex);
-      auto [b, e] = watchers.equal_range(rec->id);
-      for (auto it = b; it != e; ++it) it->second->on_output(*rec);
+      if (!rec) return spdlog::warn("ignoring a malformed run/output: {}", rec.error());
+      each([&](RunWatcher& w) { w.on_output(*rec); });
     } else if (note.method == "run/exited") {
       auto exit = parse_run_exit(note.params);
-      if (!exit) {
-        spdlog::warn("ignoring a malformed run/exited: {}", exit.error());
-        return;
-      }
-      std::lock_guard lock(mutex);
-      auto [b, e] = watchers.equal_range(exit->id);
-      for (auto it = b; it != e; ++it) it->second->on_exited(*exit);
-    } else if (note.method == "run/port") {
-      auto port = parse_port_event(note.params);
-      if (!port) return;
-      std::lock_guard lock(mutex);
-      auto [b, e] = watchers.equal_range(port->run_id);
-      for (auto it = b; it != e; ++it) it->second->on_port(*port);
-    } else if (others) {
-      others(note);
+      if (!exit) return spdlog::warn("ignoring a malformed run/exited: {}", exit.error());
+      each([&](RunWatcher& w) { w.on_exited(*exit); });
+    } else if (auto port = parse_port_event(note.params)) {
+      each([&](RunWatcher& w) { w.on_port(*port); });
     }
+  }
+
+  // A stream with a `follower` is a riding terminal's (the project socket relays it): not ours.
+  void dispatch(const protocol::Notification& note) {
+    if (note.method.starts_with("run/") && note.params.is_object() && note.params.contains("follower")) return;
+    if (note.method != "run/output" && note.method != "run/exited" && note.method != "run/port") {
+      if (others) others(note);
+      return;
+    }
+    if (!note.params.is_object()) return;
+    const std::string id = note.params.value("id", "");
+    std::lock_guard lock(mutex);
+    if (!hold_locked(id, note)) deliver_locked(note, id);
   }
 };
 
@@ -112,16 +131,50 @@ RunClient::~RunClient() {
   router_->watchers.clear();
 }
 
-std::expected<StartedRun, ResponseError> RunClient::start(const RunSpec& spec) {
-  auto r = endpoint_.call("run/start", spec.to_json());
-  if (!r) return std::unexpected(r.error());
+std::expected<StartedRun, ResponseError> RunClient::start(const RunSpec& spec, std::optional<bool> attach) {
+  json params = spec.to_json();
+  if (attach) {
+    params["attach"] = *attach ? json{{"ports", true}} : json::object();
+    std::lock_guard lock(router_->mutex);
+    ++router_->starting;
+  }
+  auto r = endpoint_.call("run/start", std::move(params));
+  // From here on only the new id's notifications are held, until claim(); others' go.
+  auto stop_holding = [&](const std::string& id) {
+    if (!attach) return;
+    std::lock_guard lock(router_->mutex);
+    if (!id.empty()) router_->unclaimed.insert(id);
+    if (--router_->starting == 0)
+      std::erase_if(router_->held, [&](const protocol::Notification& n) {
+        return !router_->unclaimed.contains(n.params.value("id", ""));
+      });
+  };
+  if (!r) {
+    stop_holding("");
+    return std::unexpected(r.error());
+  }
   StartedRun s;
   auto id = string_field(*r, "id");
+  auto attached = r->find("attached");
+  const bool streaming = attach && id && attached != r->end() && attached->is_object();
+  stop_holding(streaming ? *id : "");
   if (!id) return std::unexpected(bad_reply("run/start", id.error()));
   s.id = *id;
   if (auto p = r->find("pid"); p != r->end() && p->is_number_integer()) s.pid = p->get<long long>();
   s.started_at = r->value("startedAt", "");
+  if (streaming) s.attached = AttachReply{s.id, attached->value("offset", std::uint64_t{0}), attached->value("state", "")};
   return s;
+}
+
+void RunClient::claim(const std::string& id, RunWatcher* watcher) {
+  std::lock_guard lock(router_->mutex);
+  router_->unclaimed.erase(id);
+  // In the order read, before anything read later (which waits for this mutex).
+  std::erase_if(router_->held, [&](const protocol::Notification& n) {
+    if (n.params.value("id", "") != id) return false;
+    router_->deliver_locked(n, id, watcher);
+    return true;
+  });
 }
 
 std::expected<AttachReply, ResponseError> RunClient::attach(const std::string& id, std::uint64_t offset, bool ports) {

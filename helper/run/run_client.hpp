@@ -22,16 +22,19 @@ namespace ferry::run {
 
 using protocol::ResponseError;
 
-struct StartedRun {
-  std::string id;
-  long long pid = 0;
-  std::string started_at;
-};
-
 struct AttachReply {
   std::string id;
   std::uint64_t offset = 0;
   std::string state;  // "running" | "exited"
+};
+
+struct StartedRun {
+  std::string id;
+  long long pid = 0;
+  std::string started_at;
+  // Set when start() asked to attach and the agent did: the stream is open from offset 0, and
+  // its notifications wait for claim().
+  std::optional<AttachReply> attached;
 };
 
 // One entry of run/list.
@@ -86,7 +89,10 @@ class RunClient {
   RunClient(const RunClient&) = delete;
   RunClient& operator=(const RunClient&) = delete;
 
-  std::expected<StartedRun, ResponseError> start(const RunSpec& spec);
+  // With `attach` (its value: whether run/port events are wanted too), the agent streams the new
+  // run from offset 0 at once: one round trip fewer before its first byte. Its notifications that
+  // come before anyone watches the id are held for claim().
+  std::expected<StartedRun, ResponseError> start(const RunSpec& spec, std::optional<bool> attach = std::nullopt);
   // `ports`: the agent also says which ports the run's processes listen on (run/port).
   std::expected<AttachReply, ResponseError> attach(const std::string& id, std::uint64_t offset, bool ports = false);
   std::expected<void, ResponseError> detach(const std::string& id);
@@ -106,6 +112,9 @@ class RunClient {
   // Watchers for an id; after unwatch() returns, the watcher gets no more calls.
   void watch(const std::string& id, RunWatcher* watcher);
   void unwatch(const std::string& id, RunWatcher* watcher);
+  // For a run start() attached: hands `watcher` (already watching the id) what was held for it, in
+  // order, and holds no more.
+  void claim(const std::string& id, RunWatcher* watcher);
 
   remote::Endpoint& endpoint() { return endpoint_; }
 

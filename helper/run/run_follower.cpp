@@ -63,6 +63,14 @@ std::expected<AttachReply, ResponseError> RunFollower::attach() {
   return r;
 }
 
+void RunFollower::adopt_start_attach(bool stream_live) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stream_live && generation_ == 0) needs_attach_ = false;
+  }
+  client_.claim(id_, this);
+}
+
 void RunFollower::link_lost() {
   std::lock_guard lock(mutex_);
   link_down_ = true;

@@ -34,6 +34,10 @@ class RunFollower final : public RunWatcher {
   // run/attach at the next undelivered offset. An unavailable link leaves needs_attach() to the
   // next link_restored(); an unknown id or a bad offset is returned as it is (and failed()).
   std::expected<AttachReply, ResponseError> attach();
+  // The run was attached by its start (RunClient::start with `attach`, from offset 0): what arrived
+  // before this follower existed is delivered now, and, while that stream is still the link's
+  // (`stream_live`: no drop since), no attach() is needed. After watch_ports().
+  void adopt_start_attach(bool stream_live);
 
   // From the endpoint's state callback (SshEndpoint::on_state): the stream stops on a dropped
   // link and must be re-attached on the new one.

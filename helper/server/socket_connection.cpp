@@ -74,6 +74,8 @@ std::expected<json, p::ResponseError> SocketConnection::call(const ProjectLinkPt
     std::lock_guard lock(mutex_);
     streams_[id] = Stream{params, false};
   }
+  if (method == "run/start" && params.is_object() && params.contains("attach") && params["attach"].is_object())
+    return start_attached(link, std::move(params));
   auto r = link->endpoint().call(method, params);
   std::lock_guard lock(mutex_);
   if (attach && !r) streams_.erase(id);
@@ -82,6 +84,24 @@ std::expected<json, p::ResponseError> SocketConnection::call(const ProjectLinkPt
     kill_on_disconnect_.erase(id);
   }
   if (r && method == "run/signal" && params.is_object() && params.value("killOnDisconnect", false)) kill_on_disconnect_.insert(id);
+  return r;
+}
+
+std::expected<json, p::ResponseError> SocketConnection::start_attached(const ProjectLinkPtr& link, json params) {
+  params["attach"]["follower"] = follower_;
+  {
+    std::lock_guard lock(mutex_);
+    ++starting_;
+  }
+  auto r = link->endpoint().call("run/start", params);
+  std::lock_guard lock(mutex_);
+  --starting_;
+  if (r && r->contains("attached") && (*r)["id"].is_string()) {
+    const std::string id = (*r)["id"].get<std::string>();
+    // Made by its first record already, or now: as run/attach from 0 would have made it.
+    auto& stream = streams_.try_emplace(id, Stream{json{{"id", id}, {"offset", 0}, {"follower", follower_}}, false}).first->second;
+    stream.attach["ports"] = params["attach"].value("ports", false);
+  }
   return r;
 }
 
@@ -114,6 +134,8 @@ void SocketConnection::on_agent_note(const p::Notification& note) {
   const std::string id = params.value("id", "");
   std::lock_guard lock(mutex_);
   auto stream = streams_.find(id);
+  if (stream == streams_.end() && starting_ > 0)
+    stream = streams_.emplace(id, Stream{json{{"id", id}, {"offset", 0}, {"follower", follower_}}, false}).first;
   if (stream == streams_.end()) return;
   if (note.method == "run/output") {
     const auto data = params.find("data");

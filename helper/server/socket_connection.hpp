@@ -55,6 +55,9 @@ class SocketConnection {
     bool detached = false;     // paused by the queue, or ended
   };
   std::expected<void, protocol::ResponseError> bind(const ProjectLinkPtr& link);
+  // run/start with `attach`: the stream is this connection's (its follower), registered for the
+  // flow control and the end as run/attach's are.
+  std::expected<protocol::json, protocol::ResponseError> start_attached(const ProjectLinkPtr& link, protocol::json params);
   void on_agent_note(const protocol::Notification& note);  // the endpoint's reader thread
   void write_loop(std::stop_token stop);
   void flow_loop(std::stop_token stop);
@@ -69,6 +72,9 @@ class SocketConnection {
   std::condition_variable_any cv_;
   ProjectLinkPtr link_;
   std::map<std::string, Stream> streams_;  // by run id
+  // run/start calls with `attach` in flight: a tagged notification of a run id not known yet is
+  // the new run's stream (the agent's reply and its first record race here), made on the spot.
+  int starting_ = 0;
   std::set<std::string> kill_on_disconnect_;
   std::set<int> forwards_;
   std::deque<std::pair<std::string, protocol::json>> queue_;  // (method, params) for the terminal

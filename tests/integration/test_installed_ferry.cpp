@@ -216,10 +216,13 @@ BOOST_AUTO_TEST_CASE(the_deb_installs_ferry_under_usr) {
                         "./usr/share/zsh/vendor-completions/_ferry", "./usr/share/fish/vendor_completions.d/ferry.fish",
                         "./usr/share/doc/ferry/copyright", "./usr/share/ferry/schemas/ferry.schema.json"})
     BOOST_TEST(contents.out.find(std::string(f) + "\n") != std::string::npos, f << " in\n" << contents.out);
-  // dpkg-shlibdeps named the libraries ferry links.
+  // dpkg-shlibdeps named the libraries ferry links; libssh2 and libcrypto are linked in
+  // (cmake/helper_deps.cmake), so no package of theirs.
   const auto depends = run_shell("dpkg-deb -f " + q(deb) + " Depends");
-  for (const char* lib : {"libc6", "libssh2-1", "libstdc++6"})
+  for (const char* lib : {"libc6", "libstdc++6", "libspdlog"})
     BOOST_TEST(depends.out.find(lib) != std::string::npos, lib << " in " << depends.out);
+  for (const char* lib : {"libssh2", "libssl"})
+    BOOST_TEST(depends.out.find(lib) == std::string::npos, lib << " in " << depends.out);
   // libcurl is loaded for webhooks only, on the first one: recommended, not linked.
   BOOST_TEST(depends.out.find("libcurl") == std::string::npos, depends.out);
   const auto recommends = run_shell("dpkg-deb -f " + q(deb) + " Recommends");
@@ -242,11 +245,13 @@ BOOST_AUTO_TEST_CASE(the_tarball_runs_from_anywhere_with_its_own_libraries) {
   const fs::path top = dir / tgz.filename().string().substr(0, tgz.filename().string().size() - std::string(".tar.gz").size());
   BOOST_REQUIRE_MESSAGE(fs::is_regular_file(top / "bin/ferry"), top.string());
   BOOST_TEST(fs::is_regular_file(top / "libexec/ferry/ferry-agent"));
-  BOOST_TEST(fs::exists(top / "lib/ferry/libssh2.so.1"));
+  BOOST_TEST(fs::exists(top / "lib/ferry/libspdlog.so.1.10"));
   // Moved elsewhere after unpacking, it still loads its own copies, not the system's.
   fs::rename(top, dir / "moved");
   const auto ldd = run_shell("ldd " + q(dir / "moved/bin/ferry"));
-  BOOST_TEST(ldd.out.find((dir / "moved/bin/../lib/ferry/libssh2.so.1").string()) != std::string::npos, ldd.out);
+  BOOST_TEST(ldd.out.find((dir / "moved/bin/../lib/ferry/libspdlog.so.1.10").string()) != std::string::npos, ldd.out);
+  BOOST_TEST(ldd.out.find("libssh2") == std::string::npos, ldd.out);  // linked in
+  BOOST_TEST(ldd.out.find("libcrypto") == std::string::npos, ldd.out);
   BOOST_TEST(ldd.out.find("not found") == std::string::npos, ldd.out);
   // Everything else it loads is glibc's or GCC's runtime, which every laptop it targets has.
   const std::regex system_lib(R"(^(linux-vdso|ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil|libstdc\+\+|libgcc_s)\.so)");

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -71,8 +72,8 @@ std::vector<ListeningSocket> parse_listening(std::string_view text, bool v6) {
 
 PortWatch::PortWatch(pid_t pgid, std::string proc) : pgid_(pgid), proc_(std::move(proc)), uid_(::geteuid()) {}
 
-bool PortWatch::owned_by_group(unsigned long inode) const {
-  const std::string wanted = "socket:[" + std::to_string(inode) + "]";
+std::set<unsigned long> PortWatch::group_sockets() const {
+  std::set<unsigned long> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(proc_, ec)) {
     const std::string name = entry.path().filename().string();
@@ -81,13 +82,16 @@ bool PortWatch::owned_by_group(unsigned long inode) const {
     std::error_code fd_ec;
     for (const auto& fd : fs::directory_iterator(entry.path() / "fd", fd_ec)) {
       std::error_code link_ec;
-      if (fs::read_symlink(fd.path(), link_ec).string() == wanted) return true;
+      const std::string target = fs::read_symlink(fd.path(), link_ec).string();
+      unsigned long inode = 0;
+      if (std::sscanf(target.c_str(), "socket:[%lu]", &inode) == 1) out.insert(inode);
     }
   }
-  return false;
+  return out;
 }
 
-std::vector<PortChange> PortWatch::poll() {
+std::vector<PortChange> PortWatch::poll(bool look_for_new) {
+  if (!look_for_new && open_.empty()) return {};  // nothing that could close
   std::map<unsigned long, ListeningSocket> now;
   for (const bool v6 : {false, true})
     for (auto& s : parse_listening(read_text(fs::path(proc_) / "net" / (v6 ? "tcp6" : "tcp")), v6))
@@ -101,10 +105,15 @@ std::vector<PortChange> PortWatch::poll() {
     changes.push_back({it->second.port, it->second.address, false});
     it = open_.erase(it);
   }
+  if (!look_for_new) return changes;
+  std::optional<std::set<unsigned long>> owned;  // looked up once, and only for a new inode
   for (auto& [inode, s] : now) {
     if (open_.contains(inode)) continue;
     auto judged = judged_.find(inode);
-    if (judged == judged_.end()) judged = judged_.emplace(inode, owned_by_group(inode)).first;
+    if (judged == judged_.end()) {
+      if (!owned) owned = group_sockets();
+      judged = judged_.emplace(inode, owned->contains(inode)).first;
+    }
     if (!judged->second) continue;
     changes.push_back({s.port, s.address, true});
     open_.emplace(inode, s);

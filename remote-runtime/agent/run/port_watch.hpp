@@ -1,13 +1,15 @@
 // Which TCP ports a run's processes listen on, for ports that forward themselves (docs/runs.md,
 // "Ports a run opens"): the LISTEN sockets of /proc/net/tcp and tcp6 that belong to this user,
-// matched to the run's process group through /proc/PID/fd. Only a new socket inode costs a look
-// at the processes; an inode once judged keeps its verdict, so a poll on a quiet box reads two
-// small files and nothing else.
+// matched to the run's process group through /proc/PID/fd. Only new socket inodes cost a look at
+// the processes, one pass for all of them (a box where this user already has many listeners, as
+// root has, judges them all in the first poll's single pass); an inode once judged keeps its
+// verdict, so a poll on a quiet box reads two small files and nothing else.
 #pragma once
 
 #include <sys/types.h>
 
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,10 +39,13 @@ class PortWatch {
   explicit PortWatch(pid_t pgid, std::string proc = "/proc");
 
   // What changed since the last poll: listeners of the group that appeared, those that went.
-  std::vector<PortChange> poll();
+  // Without `look_for_new`, only those that went (the run has ended: no pass over the processes,
+  // and nothing read at all when none was open).
+  std::vector<PortChange> poll(bool look_for_new = true);
 
  private:
-  bool owned_by_group(unsigned long inode) const;
+  // The socket inodes the group's processes hold open: one pass over /proc.
+  std::set<unsigned long> group_sockets() const;
 
   pid_t pgid_;
   std::string proc_;

@@ -223,9 +223,10 @@ struct RunMethods::Tailer {
     if (in >= 0) ::close(in);
   }
 
-  // The run's listeners that opened or closed since the last look; false once the link is gone.
-  bool send_port_changes() {
-    for (const auto& c : ports->poll())
+  // The run's listeners that opened or closed since the last look (`ended`: only those that closed);
+  // false once the link is gone.
+  bool send_port_changes(bool ended = false) {
+    for (const auto& c : ports->poll(/*look_for_new=*/!ended))
       if (!send("run/port", json{{"id", files.id}, {"port", c.port}, {"address", c.address}, {"open", c.open}}))
         return false;
     return true;
@@ -236,9 +237,11 @@ struct RunMethods::Tailer {
       spdlog::error("run {}: open output.log: {}", files.id, std::strerror(errno));
       return;
     }
-    // At once on the first pass: a run found lost ends its stream now.
+    // At once on the first pass: a run found lost ends its stream now. The ports one period on:
+    // a look costs two reads of /proc/net/tcp{,6} (milliseconds on some kernels), which a run
+    // that ends at once would otherwise wait out before its run/exited.
     auto next_liveness = std::chrono::steady_clock::now();
-    auto next_ports = next_liveness;
+    auto next_ports = next_liveness + std::chrono::milliseconds(kPortPollMs);
     while (!stop) {
       // exit.json is written after the last record: seen first, the read below gets everything.
       auto exit_json = read_json_file(files.exit());
@@ -261,7 +264,7 @@ struct RunMethods::Tailer {
       }
       if (stop) return;
       if (exit_json) {
-        if (ports) (void)send_port_changes();  // its listeners went with it: said before the end
+        if (ports) (void)send_port_changes(/*ended=*/true);  // its listeners went with it: said before the end
         send("run/exited", exited_params(files.id, *exit_json));
         return;
       }
@@ -358,6 +361,26 @@ void RunMethods::stop_streams(const std::string& id) {
 
 // run/attach's and run/detach's optional `follower`: who, of several behind this agent's helper,
 // follows (a terminal riding the helper's link); nullopt when it is not a short string.
+// run/start's `attach` ({follower?, ports?}): the new run streams from offset 0 as run/attach would
+// have it, without that second round trip before the first byte.
+struct StartAttach {
+  std::string follower;
+  bool ports = false;
+};
+
+static std::optional<std::string> follower_param(const json& p);
+
+static std::expected<std::optional<StartAttach>, std::string> start_attach_param(const json& p) {
+  auto it = p.find("attach");
+  if (it == p.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return std::unexpected("attach must be an object: {follower?, ports?}");
+  auto follower = follower_param(*it);
+  if (!follower) return std::unexpected("attach.follower must be a string of at most 64 characters, one line");
+  auto ports = it->find("ports");
+  if (ports != it->end() && !ports->is_boolean()) return std::unexpected("attach.ports must be a boolean");
+  return StartAttach{*follower, ports != it->end() && ports->get<bool>()};
+}
+
 static std::optional<std::string> follower_param(const json& p) {
   auto it = p.find("follower");
   if (it == p.end()) return std::string();
@@ -444,6 +467,8 @@ Response RunMethods::start(const protocol::Request& r) {
     if (tty) return bad(r, "a Slurm run has no tty: its output comes from the job's files");
     slurm = *o;
   }
+  auto attach = start_attach_param(p);
+  if (!attach) return bad(r, attach.error());
   auto resolved = root_.resolve(cwd, FollowFinal::yes);
   if (!resolved) return bad(r, "cwd: " + resolved.error());
   std::error_code e;
@@ -508,7 +533,14 @@ Response RunMethods::start(const protocol::Request& r) {
     return bad(r, launched.error().message);
   }
   spdlog::info("run {} started: pid {}, supervisor {}", run->id, launched->pid, launched->supervisor_pid);
-  return protocol::make_result(r.id, json{{"id", run->id}, {"pid", launched->pid}, {"startedAt", started_at}});
+  json result{{"id", run->id}, {"pid", launched->pid}, {"startedAt", started_at}};
+  // The supervisor wrote meta.json before its report, so the run has a status; were it unreadable,
+  // no `attached` in the reply, and the helper asks run/attach as it would have.
+  if (auto status = *attach ? read_status(*run) : std::nullopt) {
+    open_stream(*run, *status, (*attach)->follower, 0, (*attach)->ports);
+    result["attached"] = json{{"offset", 0}, {"state", status->state}};
+  }
+  return protocol::make_result(r.id, std::move(result));
 }
 
 Response RunMethods::attach(const protocol::Request& r) {
@@ -527,12 +559,17 @@ Response RunMethods::attach(const protocol::Request& r) {
   auto ok = check_offset_cached(*id, log, *offset);
   ::close(log);
   if (!ok) return bad(r, ok.error());
-  stop_stream(*id, *follower);
-  auto tailer = std::make_unique<Tailer>(*run, *follower, *offset, writer_);
-  const long long pgid = status->meta.value("pgid", 0LL);
-  if (r.params.value("ports", false) && pgid > 1 && status->state == "running") tailer->ports.emplace(static_cast<pid_t>(pgid));
-  pending_.push_back(std::move(tailer));
+  open_stream(*run, *status, *follower, *offset, r.params.value("ports", false));
   return protocol::make_result(r.id, json{{"id", *id}, {"offset", *offset}, {"state", status->state}});
+}
+
+void RunMethods::open_stream(const RunFiles& run, const RunStatus& status, const std::string& follower, std::uint64_t offset,
+                             bool ports) {
+  stop_stream(run.id, follower);
+  auto tailer = std::make_unique<Tailer>(run, follower, offset, writer_);
+  const long long pgid = status.meta.value("pgid", 0LL);
+  if (ports && pgid > 1 && status.state == "running") tailer->ports.emplace(static_cast<pid_t>(pgid));
+  pending_.push_back(std::move(tailer));
 }
 
 Response RunMethods::detach(const protocol::Request& r) {

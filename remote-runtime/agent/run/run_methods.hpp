@@ -57,6 +57,9 @@ class RunMethods {
   protocol::Response remove(const protocol::Request& r);
   void stop_stream(const std::string& id, const std::string& follower);
   void stop_streams(const std::string& id);  // every follower's
+  // Streams `run` to `follower` from `offset` once the reply is out (run/attach, and run/start's
+  // `attach`); `ports`: run/port events too, for a running run.
+  void open_stream(const RunFiles& run, const RunStatus& status, const std::string& follower, std::uint64_t offset, bool ports);
   void kill_abandoned_runs();
 
   RootPath root_;

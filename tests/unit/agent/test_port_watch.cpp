@@ -108,3 +108,17 @@ BOOST_AUTO_TEST_CASE(the_groups_listeners_open_and_close_others_are_not_seen) {
   BOOST_TEST(closed[0].port == child.port);
   ::close(mine);
 }
+
+BOOST_AUTO_TEST_CASE(a_poll_for_an_ended_run_reports_closes_only) {
+  GroupListener child;
+  PortWatch watch(child.pid);
+  BOOST_TEST(watch.poll(/*look_for_new=*/false).empty());  // its listener is not looked for
+  const auto opened = watch.poll();
+  BOOST_REQUIRE_EQUAL(opened.size(), 1u);
+  BOOST_TEST(opened[0].port == child.port);
+  child.stop();
+  const auto closed = watch.poll(/*look_for_new=*/false);
+  BOOST_REQUIRE_EQUAL(closed.size(), 1u);
+  BOOST_TEST(!closed[0].open);
+  BOOST_TEST(closed[0].port == child.port);
+}

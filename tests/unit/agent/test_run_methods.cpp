@@ -531,6 +531,51 @@ BOOST_AUTO_TEST_CASE(followers_get_streams_of_their_own) {
   BOOST_TEST(exits["t1"] == 0);
 }
 
+// run/start's `attach`: the new run streams from offset 0 at once, no run/attach (the reply says
+// `attached`), tagged when a follower is given; a bad one is refused before anything starts.
+BOOST_AUTO_TEST_CASE(a_start_can_attach_the_new_run_at_once) {
+  Sandbox s;
+  Agent a(s.root, s.state);
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::string tagged_text;
+  auto sub = a.ep->subscribe([&](const ferry::protocol::Notification& n) {
+    std::lock_guard lock(mutex);
+    if (n.method == "run/output" && n.params.value("follower", "") == "t9") tagged_text += bytes_of(n.params["data"]);
+    cv.notify_all();
+  });
+  auto r = a.call("run/start", {{"argv", {"/bin/sh", "-c", "echo one; echo two >&2; exit 4"}}, {"attach", json::object()}});
+  BOOST_TEST(r["attached"]["offset"] == 0);
+  const std::string id = r["id"].get<std::string>();
+  auto e = a.notes.wait_exited(id);
+  BOOST_REQUIRE(e.has_value());
+  BOOST_TEST((*e)["exitCode"] == 4);
+  BOOST_TEST(a.notes.text(id, 1) == "one\n");
+  BOOST_TEST(a.notes.text(id, 2) == "two\n");
+  BOOST_TEST(a.notes.order_errors.empty());
+
+  // Tagged: the stream is that follower's.
+  r = a.call("run/start", {{"argv", {"/bin/sh", "-c", "echo tagged"}}, {"attach", {{"follower", "t9"}, {"ports", true}}}});
+  {
+    std::unique_lock lock(mutex);
+    BOOST_REQUIRE(ferry::test::wait_on(cv, lock, [&] { return tagged_text == "tagged\n"; }, 20s));
+  }
+  // Without `attach`, nothing streams by itself.
+  a.notes.forget(id);
+  r = a.call("run/start", {{"argv", {"/bin/sh", "-c", "echo quiet"}}});
+  BOOST_TEST(!r.contains("attached"));
+  const std::string quiet = r["id"].get<std::string>();
+  BOOST_REQUIRE(ferry::test::eventually([&] { return a.list_entry(quiet).value("state", "") == "exited"; }, 20s));
+  a.call("agent/ping", json::object());
+  BOOST_TEST(a.notes.text(quiet).empty());
+
+  for (const json& bad : {json(7), json{{"follower", 7}}, json{{"ports", "yes"}}}) {
+    auto err = a.call_error("run/start", {{"argv", {"/bin/sh", "-c", "touch started"}}, {"attach", bad}});
+    BOOST_TEST(err.message.find("attach") != std::string::npos, err.message);
+  }
+  BOOST_TEST(!fs::exists(s.root / "started"));
+}
+
 BOOST_AUTO_TEST_CASE(a_follower_must_be_one_short_line) {
   Sandbox s;
   Agent a(s.root, s.state);

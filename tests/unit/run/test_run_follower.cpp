@@ -197,3 +197,78 @@ BOOST_AUTO_TEST_CASE(other_notifications_pass_through_and_the_handler_goes_with_
   }
   BOOST_TEST(!ep.has_handler());
 }
+
+// start() with `attach`: the new run's records that come before anyone follows it (here: during the
+// call, as the reader thread can deliver them before the caller has the id) are held, and the
+// follower that adopts the stream gets them first, then what came after, each once, with no
+// run/attach. Another run's records are not kept; a reply without `attached` holds nothing.
+BOOST_AUTO_TEST_CASE(a_start_that_attaches_holds_the_early_records_for_its_follower) {
+  RecordingEndpoint ep;
+  ep.reply = [&](std::string_view method, const json&) -> std::expected<json, ResponseError> {
+    if (method != "run/start") return json::object();
+    ep.deliver("run/output", output(0, 1, "a", "r7"));        // next 6
+    ep.deliver("run/output", output(0, 1, "other", "r8"));    // not ours
+    ep.deliver("run/port", json{{"id", "r7"}, {"port", 8888}, {"address", "127.0.0.1"}, {"open", true}});
+    return json{{"id", "r7"}, {"pid", 1}, {"startedAt", "t"}, {"attached", {{"offset", 0}, {"state", "running"}}}};
+  };
+  RunClient client(ep);
+  RunSpec spec;
+  spec.argv = {"true"};
+  auto started = client.start(spec, /*ports=*/true);
+  BOOST_REQUIRE(started.has_value());
+  BOOST_REQUIRE(started->attached.has_value());
+  BOOST_TEST(started->attached->state == "running");
+  BOOST_TEST(ep.calls.back().second["attach"]["ports"] == true);
+
+  Collected got;
+  std::vector<int> ports;
+  RunFollower f(client, "r7", 0, [&](const OutputRecord& r) { got.add(r); });
+  f.watch_ports([&](const PortEvent& e) { ports.push_back(e.port); });
+  ep.deliver("run/output", output(6, 2, "b", "r7"));  // after the follower, before it adopts: waits its turn
+  BOOST_TEST(got.out.empty());
+  f.adopt_start_attach(/*stream_live=*/true);
+  BOOST_TEST(got.out == "a");
+  BOOST_TEST(got.err == "b");
+  BOOST_TEST(ports == std::vector<int>{8888});
+  BOOST_TEST(!f.needs_attach());
+  ep.deliver("run/exited", json{{"id", "r7"}, {"exitCode", 0}, {"logBytes", 12}});
+  BOOST_TEST(f.finished());
+  for (const auto& c : ep.calls) BOOST_TEST(c.first != "run/attach");
+
+  Collected other;
+  RunFollower g(client, "r8", 0, [&](const OutputRecord& r) { other.add(r); });
+  client.claim("r8", &g);
+  BOOST_TEST(other.out.empty());  // dropped once the start was answered
+
+  // The stream did not survive (the link dropped since): the held records still come, and the
+  // follower attaches at the next offset.
+  ep.reply = [&](std::string_view method, const json&) -> std::expected<json, ResponseError> {
+    if (method != "run/start") return json::object();
+    ep.deliver("run/output", output(0, 1, "x", "r9"));
+    return json{{"id", "r9"}, {"pid", 1}, {"startedAt", "t"}, {"attached", {{"offset", 0}, {"state", "running"}}}};
+  };
+  BOOST_REQUIRE(client.start(spec, false).has_value());
+  BOOST_TEST(ep.calls.back().second["attach"] == json::object());
+  Collected late;
+  RunFollower h(client, "r9", 0, [&](const OutputRecord& r) { late.add(r); });
+  h.adopt_start_attach(/*stream_live=*/false);
+  BOOST_TEST(late.out == "x");
+  BOOST_TEST(h.needs_attach());
+  BOOST_REQUIRE(h.attach().has_value());
+  BOOST_TEST(ep.calls.back().second["offset"] == 6);
+
+  // An agent that did not attach: nothing is held for the id.
+  ep.reply = [](std::string_view method, const json&) -> std::expected<json, ResponseError> {
+    if (method == "run/start") return json{{"id", "r10"}, {"pid", 1}, {"startedAt", "t"}};
+    return json::object();
+  };
+  auto plain = client.start(spec, false);
+  BOOST_REQUIRE(plain.has_value());
+  BOOST_TEST(!plain->attached.has_value());
+  ep.deliver("run/output", output(0, 1, "y", "r10"));
+  Collected none;
+  RunFollower k(client, "r10", 0, [&](const OutputRecord& r) { none.add(r); });
+  client.claim("r10", &k);
+  BOOST_TEST(none.out.empty());
+  BOOST_TEST(k.needs_attach());
+}
