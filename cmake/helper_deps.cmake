@@ -2,7 +2,7 @@
 # Boost.Filesystem, as deps:: targets that every ferry library links. A target with the property
 # FERRY_STATIC_DEPS (the `ferry` binary, helper/cli) gets their static archives from the -dev
 # packages: each shared library costs the loader a mapping, symbol lookups and relocations at
-# every start, and a riding command is mostly its start (docs/daemon.md). Everything else (tests,
+# every start, and a riding command is mostly its start (docs/install.md). Everything else (tests,
 # benches, ferry-train, which links libcurl and with it the shared libcrypto) gets the shared ones.
 # Windows' one .exe is static anyway (cmake/windows_shape.cmake).
 set(ferry_static_deps_found OFF)
