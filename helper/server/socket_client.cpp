@@ -179,9 +179,10 @@ std::expected<json, p::ResponseError> SocketClient::call(const std::string& meth
         send(json{{"jsonrpc", "2.0"}, {"method", "$/cancelRequest"}, {"params", {{"id", id}}}});
       }
       lock.lock();
-      continue;
+      if (w.reply || closed_) continue;  // came while unlocked: taken above, without a wait
     }
-    // Cancellation is polled: a short wait while someone may ask for it.
+    // Cancellation is polled: a short wait while someone may ask for it (it was a busy loop until
+    // the reply, a core taken from the daemon that was computing it).
     const auto tick = std::chrono::steady_clock::now() + std::chrono::milliseconds(cancelled ? 100 : 1000);
     cv_.wait_until(lock, std::min(deadline, tick));
   }
