@@ -1,14 +1,20 @@
 // Host grammar of ferry.json: see host_spec.hpp.
 #include "helper/deploy/host_spec.hpp"
 
+#include "helper/deploy/config_patterns.hpp"
+
 #include <charconv>
 #include <regex>
 
 namespace ferry::deploy {
 
 std::expected<HostSpec, std::string> parse_host(std::string_view text) {
-  static const std::regex pattern(kHostPattern, std::regex::ECMAScript);
-  if (text.size() > 255 || !std::regex_match(text.begin(), text.end(), pattern))
+  // Compiled only for a host the quick accept leaves to it.
+  auto regex_match = [&] {
+    static const std::regex pattern(kHostPattern, std::regex::ECMAScript);
+    return std::regex_match(text.begin(), text.end(), pattern);
+  };
+  if (text.size() > 255 || (!quick_accept(text, kHostPattern) && !regex_match()))
     return std::unexpected(
         "expected \"local\", an ssh config alias, or [user@]host[:port] with a port from 1 to 65535");
   HostSpec spec;

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "helper/deploy/config_patterns.hpp"
 #include "helper/deploy/host_spec.hpp"
 #include "protocol/json_parse.hpp"
 #include "protocol/json_reader.hpp"
@@ -22,24 +23,16 @@
 namespace ferry::deploy {
 namespace {
 
+// The patterns (shared verbatim with the schema) are in config_patterns.hpp.
+
 using json = nlohmann::json;
 namespace fs = std::filesystem;
-
-// Patterns shared verbatim with the schema.
-constexpr const char* kNamePattern = "^(?!\\.\\.?$)[A-Za-z0-9._-]{1,100}$";
-constexpr const char* kLocalPathPattern = "^(?!\\s)(?!.*\\s$)(?!/)(?!(?:.*/)?\\.\\.(?:/|$)).+$";
-constexpr const char* kRemotePathPattern = "^(?!.*\\s$)(?:/|~/|~$)(?!(?:.*/)?\\.\\.(?:/|$)).*$";
-constexpr const char* kEnvNamePattern = "^[A-Za-z_][A-Za-z0-9_]*$";
-constexpr const char* kTunnelNamePattern = "^[A-Za-z0-9._-]{1,64}$";
-// A launch name becomes a file name (.run/ferry NAME.run.xml) and a word on IDE command lines:
-// no '/', no quotes, no leading '-' (it would read as an option), no blank at either end.
-constexpr const char* kLaunchNamePattern = "^[A-Za-z0-9_](?:[A-Za-z0-9 ._-]{0,62}[A-Za-z0-9._-])?$";
-constexpr const char* kModulePattern = "^[A-Za-z_][A-Za-z0-9_]*(?:\\.[A-Za-z_][A-Za-z0-9_]*)*$";
 
 bool matches(const std::string& s, const char* pattern) {
   // libstdc++'s std::regex recurses per character: a 300 KB path in an untrusted ferry.json
   // overflowed the stack of the CLI and of ferry serve. No name or path is that long.
   if (s.size() > protocol::kMaxPatternInput) return false;
+  if (quick_accept(s, pattern)) return true;
   // Compiled once per pattern and shared (matching a const regex is thread-safe); not a
   // thread_local, whose destructor MinGW runs after freeing its storage. Never destroyed.
   static std::mutex mutex;
