@@ -10,6 +10,9 @@ export BOOST_TEST_COLOR_OUTPUT=no
 # Each step's wall time goes to stderr, so a CI log shows where its minutes went.
 step_started=$SECONDS
 step_done() { echo "scripts/test.sh: [$1] $((SECONDS - step_started)) s (total $SECONDS s)" >&2; step_started=$SECONDS; }
+# ccache's counters from zero, so the hit rate printed at the end is this run's (where ccache is
+# not installed yet, setup.sh installs it and the counters start there).
+if command -v ccache >/dev/null 2>&1; then CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ferry/ccache}" ccache -z >/dev/null 2>&1 || true; fi
 "$ROOT/scripts/setup.sh"
 # shellcheck source=scripts/compiler_cache.sh
 source "$ROOT/scripts/compiler_cache.sh"  # the later builds (sanitizers, fuzz, libc++, Windows) too
