@@ -17,6 +17,8 @@
 
 #include "tests/integration/sshd_fixture.hpp"
 #include "tests/support/serve_process.hpp"
+#include "tests/support/temp_dir.hpp"
+#include "tests/support/wait_for.hpp"
 
 using ferry::test::SshdFixture;
 namespace fs = std::filesystem;
@@ -141,6 +143,42 @@ BOOST_AUTO_TEST_CASE(global_options_after_the_sub_command_and_serve_honours_F) {
   BOOST_REQUIRE(connected);
   BOOST_TEST(connected->contains("result"), connected->dump());
   BOOST_TEST((*connected)["result"]["remoteRoot"] == (f.home() / "only-f").string(), connected->dump());
+  BOOST_REQUIRE(serve.call(3, "shutdown", nullptr, std::chrono::seconds(30)));
+  serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
+}
+
+// The `ferry` binary links libcrypto statically and loads the system's libcurl (with its own shared
+// libcrypto) on the first webhook: the two must not meet. A run ending with status 5 under the
+// binary's `ferry serve` reaches a local receiver as run.failed (tests link the shared libraries,
+// so only this process has that pair).
+BOOST_AUTO_TEST_CASE(the_ferry_binary_posts_a_run_webhook_through_the_systems_libcurl) {
+  ferry::test::TempDir dir("ferry-webhook-bin");
+  const fs::path project = dir / "p";
+  fs::create_directories(project);
+  std::ofstream(project / "ferry.json") << R"({"name": "hook", "host": "local", "mappings": [{"local": ".", "remote": "~/ferry-hook-test"}]})";
+  const fs::path port_file = dir / "port", out_file = dir / "out.json";
+  ferry::test::run_shell("/usr/bin/python3 '" FERRY_WEBHOOK_RECEIVER "' --port-file '" + port_file.string() + "' --out '" +
+                         out_file.string() + "' >/dev/null 2>&1 &");
+  BOOST_REQUIRE(ferry::test::eventually([&] { return fs::exists(port_file) && fs::file_size(port_file) > 0; }, std::chrono::seconds(20)));
+  std::string port;
+  std::ifstream(port_file) >> port;
+  ::setenv("FERRY_WEBHOOK_URL", ("http://127.0.0.1:" + port + "/hook").c_str(), 1);
+  ferry::test::ServeProcess serve({FERRY_BIN, "--project", project.string(), "serve"});
+  ::unsetenv("FERRY_WEBHOOK_URL");
+  BOOST_REQUIRE(serve.call(1, "initialize", {{"capabilities", nlohmann::json::object()}}, std::chrono::seconds(30)));
+  auto synced = serve.call(4, "sync/flush", nlohmann::json::object(), std::chrono::seconds(60));  // the run's cwd
+  BOOST_REQUIRE(synced);
+  BOOST_TEST(synced->contains("result"), synced->dump());
+  auto started = serve.call(2, "run/start", {{"argv", {"sh", "-c", "exit 5"}}}, std::chrono::seconds(60));
+  BOOST_REQUIRE(started);
+  BOOST_TEST(started->contains("result"), started->dump());
+  BOOST_REQUIRE_MESSAGE(ferry::test::eventually([&] { return fs::exists(out_file); }, std::chrono::seconds(30)),
+                        "no webhook reached the receiver");
+  auto got = nlohmann::json::parse(std::ifstream(out_file), nullptr, false);
+  BOOST_REQUIRE(got.is_object());
+  auto body = nlohmann::json::parse(got.value("body", ""), nullptr, false);
+  BOOST_TEST(body.value("event", "") == "run.failed", got.dump());
+  BOOST_TEST(body.value("exitCode", 0) == 5, got.dump());
   BOOST_REQUIRE(serve.call(3, "shutdown", nullptr, std::chrono::seconds(30)));
   serve.send({{"jsonrpc", "2.0"}, {"method", "exit"}});
 }
