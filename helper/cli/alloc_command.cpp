@@ -122,7 +122,7 @@ void add_alloc_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--partition", o->partition, "Partition (default: ferry.json's slurm.partition)");
   cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node (default: ferry.json's slurm.gpusPerNode)")
       ->check(CLI::Range(0, 100000));
-  cmd->callback([&g, o] { exit_code() = run_alloc(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_alloc(g, *o); });
 }
 
 }  // namespace ferry::cli

@@ -122,7 +122,7 @@ void add_autostop_command(CLI::App& app, GlobalOptions& g) {
               "With $FERRY_WEBHOOK_URL (or the variable $FERRY_WEBHOOK_ENV names) set, the host posts an\n"
               "\"autostop.fired\" notice to it through its curl; the URL stays in the watchdog's memory only.");
   cmd->fallthrough();
-  cmd->callback([&g, o] { exit_code() = run_autostop(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_autostop(g, *o); });
 }
 
 }  // namespace ferry::cli

@@ -37,9 +37,10 @@ struct GlobalOptions {
   std::optional<std::string> project_dir;  // --project DIR; else walk up from cwd for ferry.json
   std::optional<std::string> ssh_config;   // -F FILE
   bool trust = false;                      // --trust: record that this project is trusted (docs/security.md)
+  int exit_code = 0;                       // set by the sub-command's callback; main returns it
 };
 
-// Each returns nothing; the sub-command's callback sets the process exit status via exit_code().
+// Each returns nothing; the sub-command's callback sets the process exit status in g.exit_code.
 void add_serve_command(CLI::App& app, GlobalOptions& g);
 void add_init_command(CLI::App& app, GlobalOptions& g);
 void add_demo_command(CLI::App& app, GlobalOptions& g);
@@ -162,6 +163,4 @@ std::expected<std::unique_ptr<remote::JobEndpoint>, std::string> allocation_endp
 std::string cannot_reach(const std::string& who, const std::string& where, const remote::ResponseError& error);
 
 // Set by a sub-command's callback; main returns it.
-int& exit_code();
-
 }  // namespace ferry::cli

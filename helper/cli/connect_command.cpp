@@ -188,7 +188,7 @@ void add_connect_command(CLI::App& app, GlobalOptions& g) {
                                                            "starts its build on the box in the background, when missing or stale)")
       ->excludes(wait);
   cmd->fallthrough();  // -F and the other global options also work after the sub-command
-  cmd->callback([&g, o] { exit_code() = run_connect(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_connect(g, *o); });
 }
 
 }  // namespace ferry::cli

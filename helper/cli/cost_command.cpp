@@ -183,7 +183,7 @@ void add_advise_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--top", o->top, "How many offers to list (default 5)")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", o->as_json, "Print the advice as JSON");
   cmd->fallthrough();
-  cmd->callback([&g, o] { exit_code() = run_advise(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_advise(g, *o); });
 }
 
 void add_cost_command(CLI::App& app, GlobalOptions& g) {
@@ -206,10 +206,10 @@ void add_cost_command(CLI::App& app, GlobalOptions& g) {
   catalog->add_option("--gpu", o->gpu, "Only offers of this GPU");
   catalog->add_flag("--json", o->as_json, "Print the rows as JSON");
   catalog->fallthrough();
-  catalog->callback([&g, o] { exit_code() = run_cost_catalog(g, *o); });
+  catalog->callback([&g, o] { g.exit_code = run_cost_catalog(g, *o); });
   cmd->callback([&g, o, catalog] {
     if (catalog->parsed()) return;
-    exit_code() = run_cost(g, *o);
+    g.exit_code = run_cost(g, *o);
   });
 }
 

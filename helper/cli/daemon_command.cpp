@@ -203,13 +203,13 @@ void add_daemon_command(CLI::App& app, GlobalOptions& g) {
   auto idle = std::make_shared<std::optional<long long>>();
   auto* run = cmd->add_subcommand("run", "Serve the project in the foreground (what the background daemon runs)");
   run->add_option("--idle", *idle, "Seconds without a command before it exits")->check(CLI::NonNegativeNumber);
-  run->callback([&g, idle] { exit_code() = run_daemon(g, *idle); });
+  run->callback([&g, idle] { g.exit_code = run_daemon(g, *idle); });
   auto as_json = std::make_shared<bool>(false);
   auto* status = cmd->add_subcommand("status", "Which ferry serves the project now: a daemon or the editor's, its link and idle time");
   status->add_flag("--json", *as_json, "Print ferry/hello's answer as JSON");
-  status->callback([&g, as_json] { exit_code() = daemon_status(g, *as_json); });
+  status->callback([&g, as_json] { g.exit_code = daemon_status(g, *as_json); });
   cmd->add_subcommand("stop", "Stop the project's daemon (its link closes; runs on the box go on)")->callback([&g] {
-    exit_code() = daemon_stop(g);
+    g.exit_code = daemon_stop(g);
   });
 }
 

@@ -402,7 +402,7 @@ void add_debug_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("command", o->command, "After --: the script and its arguments, or -m MODULE ...; with --launch, "
                                          "extra arguments");
   cmd->fallthrough();
-  cmd->callback([&g, o] { exit_code() = run_debug(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_debug(g, *o); });
 }
 
 }  // namespace ferry::cli

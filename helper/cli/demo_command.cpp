@@ -282,7 +282,7 @@ void add_demo_command(CLI::App& app, GlobalOptions& g) {
   auto* cmd = app.add_subcommand("demo", "Tour on the built-in local host: agent handshake, sync of samples/, a streamed run, a short CPU training");
   cmd->add_option("--sandbox", opts->sandbox, "Agent root (default: $XDG_CACHE_HOME/ferry/local/NAME)");
   cmd->add_option("--pings", opts->pings, "Round trips to time")->check(CLI::Range(0, 100000))->capture_default_str();
-  cmd->callback([&g, opts] { exit_code() = run_demo(g, *opts); });
+  cmd->callback([&g, opts] { g.exit_code = run_demo(g, *opts); });
 }
 
 }  // namespace ferry::cli

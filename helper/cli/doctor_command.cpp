@@ -87,7 +87,7 @@ void add_doctor_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--timeout", o->timeout_s, "Seconds for the connect and each check")->capture_default_str();
   cmd->add_flag("--json", o->json, "Print the checks as JSON");
   cmd->fallthrough();  // -F and the other global options also work after the sub-command
-  cmd->callback([&g, o] { exit_code() = run_doctor_command(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_doctor_command(g, *o); });
 }
 
 }  // namespace ferry::cli

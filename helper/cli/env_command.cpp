@@ -200,10 +200,10 @@ void add_env_command(CLI::App& app, GlobalOptions& g) {
   sync_cmd->add_flag("--no-venv", o->no_venv, "Only mirror; leave .ferry/venv alone");
   sync_cmd->add_flag("--json", o->json, "Print the report as JSON");
   sync_cmd->fallthrough();
-  sync_cmd->callback([&g, o] { exit_code() = run_env_sync(g, *o); });
+  sync_cmd->callback([&g, o] { g.exit_code = run_env_sync(g, *o); });
   cmd->callback([&g, o, sync_cmd] {
     if (sync_cmd->parsed()) return;
-    exit_code() = run_env_info(g, *o);
+    g.exit_code = run_env_info(g, *o);
   });
 }
 

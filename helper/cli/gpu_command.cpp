@@ -125,7 +125,7 @@ void add_gpu_command(CLI::App& app, GlobalOptions& g) {
   cmd->footer("No NVIDIA driver on the host: \"no NVIDIA GPU visible\" and exit status 0.\n"
               "hint: lines name an input-bound job (GPU under 70 % while the CPUs are saturated) and what to do.");
   cmd->fallthrough();
-  cmd->callback([&g, o] { exit_code() = run_gpu(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_gpu(g, *o); });
 }
 
 }  // namespace ferry::cli

@@ -281,8 +281,8 @@ void add_ide_command(CLI::App& app, GlobalOptions& g) {
   pycharm->add_option("--port", po->port, "The Python Debug Server's port (ferry debug --pycharm PORT)")
       ->capture_default_str()
       ->check(CLI::Range(1, 65535));
-  pycharm->callback([&g, po] { exit_code() = run_ide(g, *po, ide::Ide::pycharm); });
-  vscode->callback([&g, vo] { exit_code() = run_ide(g, *vo, ide::Ide::vscode); });
+  pycharm->callback([&g, po] { g.exit_code = run_ide(g, *po, ide::Ide::pycharm); });
+  vscode->callback([&g, vo] { g.exit_code = run_ide(g, *vo, ide::Ide::vscode); });
 }
 
 }  // namespace ferry::cli

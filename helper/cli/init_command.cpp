@@ -120,7 +120,7 @@ void add_init_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--account", opts->account, "Slurm account to charge (implies --slurm)");
   cmd->add_option("--time", opts->time, "Slurm time limit per job, e.g. 2:00:00 (implies --slurm)");
   cmd->add_option("--gpus-per-node", opts->gpus_per_node, "GPUs per node for the jobs (implies --slurm)")->check(CLI::Range(1, 100000));
-  cmd->callback([&g, opts] { exit_code() = run_init(g, *opts); });
+  cmd->callback([&g, opts] { g.exit_code = run_init(g, *opts); });
 }
 
 }  // namespace ferry::cli

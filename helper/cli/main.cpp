@@ -13,12 +13,6 @@
 #include "helper/cli/exit_codes.hpp"
 #include "helper/cli/live_server.hpp"
 
-namespace ferry::cli {
-int& exit_code() {
-  static int code = 0;
-  return code;
-}
-}  // namespace ferry::cli
 
 int main(int argc, char** argv) {
   using namespace ferry::cli;
@@ -87,5 +81,5 @@ int main(int argc, char** argv) {
     std::cerr << "ferry: " << e.what() << "\n";
     return exit_status::kFailed;
   }
-  return exit_code();
+  return g.exit_code;
 }

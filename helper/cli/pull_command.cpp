@@ -38,10 +38,10 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
   cmd->callback([&g, o] {
     LiveRequest live{"ferry pull", "pull", "sync/pull", {{"paths", o->paths}, {"dryRun", o->dry_run}, {"force", o->force}}, o->json};
     if (auto rode = ride_live_server(g, live)) {
-      exit_code() = *rode;
+      g.exit_code = *rode;
       return;
     }
-    exit_code() = with_sync_engines(g, "ferry pull", [&](const deploy::ProjectConfig& project, std::vector<MappingEngine>& engines,
+    g.exit_code = with_sync_engines(g, "ferry pull", [&](const deploy::ProjectConfig& project, std::vector<MappingEngine>& engines,
                                                          const std::string& where) {
       std::vector<sync::SyncTarget> targets;
       for (const auto& e : engines) targets.push_back(*e.target);
@@ -73,7 +73,7 @@ void add_pull_command(CLI::App& app, GlobalOptions& g) {
       const int rc = print_summaries(done, engines.size() > 1, o->json, where);
       return !done.empty() && done.back().summary.cancelled ? 128 + SIGINT : rc;
     });
-    if (exit_code() == exit_status::kOk || exit_code() == exit_status::kAttention) leave_daemon(g);
+    if (g.exit_code == exit_status::kOk || g.exit_code == exit_status::kAttention) leave_daemon(g);
   });
 }
 

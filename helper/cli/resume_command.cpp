@@ -168,7 +168,7 @@ void add_resume_command(CLI::App& app, GlobalOptions& g) {
               "pulled into the project while that box answers (else the copy `ferry train` pulled when the run stopped is used),\n"
               "then `ferry train CONFIG --resume` syncs the project to the new box and continues. Exit status as ferry train.");
   cmd->fallthrough();
-  cmd->callback([&g, o] { exit_code() = run_resume(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_resume(g, *o); });
 }
 
 }  // namespace ferry::cli

@@ -608,13 +608,13 @@ void add_run_commands(CLI::App& app, GlobalOptions& g) {
   run->add_option("command", o->command, "The command (a .py file gets the configured interpreter); with --launch, "
                                          "extra arguments");
   run->prefix_command(false);
-  run->callback([&g, o] { exit_code() = run_run(g, *o); });
+  run->callback([&g, o] { g.exit_code = run_run(g, *o); });
 
   auto all = std::make_shared<bool>(false), as_json = std::make_shared<bool>(false);
   auto* runs = app.add_subcommand("runs", "List runs on the host: id, state, duration, cost (with ferry.json's price), exit status, command");
   runs->add_flag("--all,-a", *all, "Every project's runs on the host, not just this one's");
   runs->add_flag("--json", *as_json, "Print the list as JSON");
-  runs->callback([&g, all, as_json] { exit_code() = run_runs(g, *all, *as_json); });
+  runs->callback([&g, all, as_json] { g.exit_code = run_runs(g, *all, *as_json); });
 
   struct IdOptions {
     std::string id;
@@ -626,19 +626,19 @@ void add_run_commands(CLI::App& app, GlobalOptions& g) {
   logs->add_option("id", lo->id, "Run id (see ferry runs)")->required();
   logs->add_flag("--stderr-only", lo->stderr_only, "Only the run's stderr, printed to stdout");
   logs->add_flag("--follow,-f", lo->follow, "Keep printing until the run ends");
-  logs->callback([&g, lo] { exit_code() = run_logs(g, lo->id, lo->stderr_only, lo->follow); });
+  logs->callback([&g, lo] { g.exit_code = run_logs(g, lo->id, lo->stderr_only, lo->follow); });
 
   auto ao = std::make_shared<IdOptions>();
   auto* attach = app.add_subcommand("attach", "Stream a run from its start, then live; exits with its status");
   attach->add_option("id", ao->id, "Run id (see ferry runs)")->required();
   attach->add_flag("--tty,-t", ao->tty, "Raw terminal and keys forwarded (for runs started with --tty)");
-  attach->callback([&g, ao] { exit_code() = run_attach(g, ao->id, ao->tty); });
+  attach->callback([&g, ao] { g.exit_code = run_attach(g, ao->id, ao->tty); });
 
   auto ko = std::make_shared<IdOptions>();
   auto* kill = app.add_subcommand("kill", "Signal a run's process group (default TERM)");
   kill->add_option("id", ko->id, "Run id (see ferry runs)")->required();
   kill->add_option("--signal,-s", ko->signal, "INT, TERM, KILL, HUP, QUIT, USR1, USR2 or a number")->capture_default_str();
-  kill->callback([&g, ko] { exit_code() = run_kill(g, ko->id, ko->signal); });
+  kill->callback([&g, ko] { g.exit_code = run_kill(g, ko->id, ko->signal); });
 }
 
 }  // namespace ferry::cli

@@ -31,8 +31,8 @@ void add_serve_command(CLI::App& app, GlobalOptions& g) {
     options.transport.workers = *workers;
     spdlog::info("ferry serve: JSON-RPC on stdio");
     server::Server server(std::move(options));
-    exit_code() = server.run(0, 1);
-    spdlog::info("ferry serve: exiting with {}", exit_code());
+    g.exit_code = server.run(0, 1);
+    spdlog::info("ferry serve: exiting with {}", g.exit_code);
   });
 }
 

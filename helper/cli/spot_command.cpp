@@ -87,7 +87,7 @@ void add_spot_command(CLI::App& app, GlobalOptions& g) {
               "the notice recorded on the host (~/.cache/ferry/state/spot/), ferry serve's editor told.\n"
               "Continue a stopped training on a new box with `ferry resume RUN --host NEWBOX`.");
   cmd->fallthrough();
-  cmd->callback([&g, o] { exit_code() = run_spot(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_spot(g, *o); });
 }
 
 }  // namespace ferry::cli

@@ -274,13 +274,13 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
     if (!o->paths.empty()) {
       auto named = sync_paths(g, o->paths);
       if (!named) {
-        exit_code() = named.error();
+        g.exit_code = named.error();
         return;
       }
       only = std::move(*named);
     }
     if (auto rode = sync_through_live_server(g, *o, only)) {
-      exit_code() = *rode;
+      g.exit_code = *rode;
       return;
     }
     so.dry_run = o->dry_run;
@@ -297,7 +297,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
     auto walk_while_connecting = [&](std::size_t i, sync::SyncEngine& engine) {
       if (wanted(i)) engine.prepare_push(options_for(i));
     };
-    exit_code() = with_sync_engines(g, "ferry sync", [&](const deploy::ProjectConfig&, std::vector<MappingEngine>& engines,
+    g.exit_code = with_sync_engines(g, "ferry sync", [&](const deploy::ProjectConfig&, std::vector<MappingEngine>& engines,
                                                          const std::string& where) {
       auto bar = o->json ? nullptr : std::make_shared<ProgressBar>("sync");
       so.progress = progress_callback(bar);
@@ -327,7 +327,7 @@ void add_sync_command(CLI::App& app, GlobalOptions& g) {
       const int rc = print_summaries(done, engines.size() > 1, o->json, where);
       return !done.empty() && done.back().summary.cancelled ? exit_status::kInterrupted : rc;
     }, walk_while_connecting);
-    if (exit_code() == exit_status::kOk || exit_code() == exit_status::kAttention) leave_daemon(g);
+    if (g.exit_code == exit_status::kOk || g.exit_code == exit_status::kAttention) leave_daemon(g);
   });
 }
 

@@ -274,7 +274,7 @@ void add_train_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("--master-port", o->master_port, "Rendezvous port on the first host")->check(CLI::Range(1, 65535));
   cmd->callback([&g, o] {
     const bool many = !o->hosts.empty() || o->nproc_per_host > 1;
-    exit_code() = many ? run_train_ranks(g, *o) : run_train(g, *o);
+    g.exit_code = many ? run_train_ranks(g, *o) : run_train(g, *o);
   });
 }
 

@@ -57,7 +57,7 @@ void add_trust_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_option("host", o->host, "ssh config alias or user@host:port")->required();
   cmd->add_option("--fingerprint", o->fingerprint, "Only trust the key if its fingerprint is this (SHA256:...)");
   cmd->fallthrough();  // -F and the other global options also work after the sub-command
-  cmd->callback([&g, o] { exit_code() = run_trust(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_trust(g, *o); });
 }
 
 }  // namespace ferry::cli

@@ -103,7 +103,7 @@ void add_trust_project_command(CLI::App& app, GlobalOptions& g) {
               "that file), mappings, interpreter, trainer, env, tunnels, autostop or launch entries asks again.\n"
               "Decisions live in $XDG_CONFIG_HOME/ferry/trust (~/.config/ferry/trust), never in the repository.");
   cmd->fallthrough();
-  cmd->callback([&g, o] { exit_code() = run_trust_project(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_trust_project(g, *o); });
 }
 
 }  // namespace ferry::cli

@@ -200,7 +200,7 @@ void add_tunnel_command(CLI::App& app, GlobalOptions& g) {
   cmd->add_flag("--login-node", o->login_node, "On a Slurm cluster: to the login node even while `ferry alloc` holds a node");
   cmd->add_option("--timeout", o->timeout_s, "Seconds to wait for the connection")->capture_default_str();
   cmd->fallthrough();
-  cmd->callback([&g, o] { exit_code() = run_tunnel(g, *o); });
+  cmd->callback([&g, o] { g.exit_code = run_tunnel(g, *o); });
 }
 
 }  // namespace ferry::cli

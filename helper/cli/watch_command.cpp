@@ -223,7 +223,7 @@ void add_watch_command(CLI::App& app, GlobalOptions& g) {
       ->capture_default_str();
   cmd->fallthrough();
   cmd->callback([&g, o] {
-    exit_code() = with_sync_engines(g, "ferry watch", [&](const deploy::ProjectConfig&, std::vector<MappingEngine>& engines,
+    g.exit_code = with_sync_engines(g, "ferry watch", [&](const deploy::ProjectConfig&, std::vector<MappingEngine>& engines,
                                                           const std::string& where) {
       return watch_mappings(engines, *o, where);
     });
