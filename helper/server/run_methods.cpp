@@ -95,11 +95,15 @@ std::expected<p::RunStartResult, ResponseError> RunService::start(const RunStart
   if (auto placed = run::place_run((*link)->endpoint(), config, req); !placed) return std::unexpected(placed.error());
   auto spec = run::make_run_spec(req);
   if (!spec) return std::unexpected(response_error({ErrorKind::invalid_input, spec.error()}, p::method::kRunStart));
-  auto started = (*link)->runs().start(*spec);
+  // The start attaches the stream too (one round trip fewer before the first byte), with the ports
+  // forward_ports would ask for.
+  const bool ports = config.auto_forward_ports.enabled && !config.slurm;
+  auto started = (*link)->runs().start(*spec, ports);
   if (!started) return std::unexpected(started.error());
   std::lock_guard lock(mutex_);
   const std::string what = params.argv.empty() ? "" : std::filesystem::path(params.argv.front()).filename().string();
-  follow_locked(*link, started->id, 0, std::move(sink), spec->slurm.has_value() || !req.allocation.empty(), what);
+  follow_locked(*link, started->id, 0, std::move(sink), spec->slurm.has_value() || !req.allocation.empty(), what,
+                started->attached.has_value());
   return p::RunStartResult{started->id, started->pid, started->started_at, spec->argv, spec->cwd};
 }
 
@@ -225,7 +229,7 @@ void RunService::forward_ports(Followed& f, const std::string& id, const std::st
 }
 
 void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink,
-                               bool slurm_job, const std::string& what) {
+                               bool slurm_job, const std::string& what, bool attached_at_start) {
   // Runs that ended are forgotten here: their threads have returned, and their links (maybe one
   // a changed ferry.json replaced) are let go.
   for (auto it = followed_.begin(); it != followed_.end();) {
@@ -265,6 +269,8 @@ void RunService::follow_locked(const ProjectLinkPtr& link, const std::string& id
     if (s.state == protocol::LinkState::reconnecting && !raw->down.exchange(true)) raw->follower->link_lost();
     else if (s.state == protocol::LinkState::connected && raw->down.exchange(false)) raw->follower->link_restored();
   });
+  // Before the loop, which would attach: the start's stream holds while the link it came on does.
+  if (attached_at_start) f->follower->adopt_start_attach(link->endpoint().connected());
   f->thread = std::thread([this, raw] { follow_loop(*raw); });
   followed_[id] = f;
   std::erase(order_, id);

@@ -72,8 +72,10 @@ class RunService {
     RunSink sink;
   };
   // `what`: the run as the person knows it ("main.py"), for the messages about its ports.
+  // `attached_at_start`: the start opened the stream (RunClient::start's `attach`); the follower
+  // adopts it instead of attaching.
   void follow_locked(const ProjectLinkPtr& link, const std::string& id, std::uint64_t offset, RunSink sink,
-                     bool slurm_job = false, const std::string& what = "");
+                     bool slurm_job = false, const std::string& what = "", bool attached_at_start = false);
   void forward_ports(Followed& f, const std::string& id, const std::string& what);
   void follow_loop(Followed& f);
   static void stop(Followed& f);
