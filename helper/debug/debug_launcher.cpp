@@ -15,11 +15,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A run followed to its end (output to `sink`), driven from the calling thread.
+// A run followed to its end (output to `sink`), driven from the calling thread; `started` is its
+// start, whose stream (RunClient::start's `attach`) the follower adopts when it has one.
 class Followed {
  public:
-  Followed(run::RunClient& client, std::string id, run::RunFollower::Sink sink)
-      : follower_(client, std::move(id), 0, std::move(sink)) {}
+  Followed(run::RunClient& client, const run::StartedRun& started, run::RunFollower::Sink sink)
+      : follower_(client, started.id, 0, std::move(sink)) {
+    if (started.attached) follower_.adopt_start_attach(client.endpoint().connected());
+  }
   platform::Wakeup& wakeup() { return follower_.wakeup(); }
   // Attaches when due; true once the run is over (or cannot be followed).
   bool step() {
@@ -68,12 +71,12 @@ struct Finished {
 // shows only what the user started.
 std::expected<Finished, DebugError> run_to_end(run::RunClient& client, const run::RunSpec& spec, platform::Wakeup* interrupt,
                                                std::chrono::seconds timeout, const std::string& what) {
-  auto started = client.start(spec);
+  auto started = client.start(spec, /*attach, no ports=*/false);
   if (!started) return std::unexpected(make_error(DebugErrorKind::failure, "cannot start " + what + ": " + started.error().message));
   auto result = std::make_shared<Finished>();
   std::expected<Finished, DebugError> out = std::unexpected(make_error(DebugErrorKind::failure, what));
   {
-    Followed r(client, started->id, [result](const run::OutputRecord& rec) {
+    Followed r(client, *started, [result](const run::OutputRecord& rec) {
       (rec.stream == run::Stream::stdout_stream ? result->out : result->err) += rec.data;
     });
     const auto deadline = Clock::now() + timeout;
@@ -144,18 +147,19 @@ std::expected<DebugLaunch, DebugError> launch_under_debugpy(remote::Endpoint& tu
   launch.debugpy_version = check->out;
 
   // 2. The debuggee, waiting for the IDE; 3. its listener, watched without connecting.
-  auto started = client.start(*spec);
+  auto started = client.start(*spec, /*attach, no ports=*/false);
   if (!started) return std::unexpected(make_error(DebugErrorKind::failure, "cannot start the run: " + started.error().message));
   launch.run_id = started->id;
   auto fail = [&](DebugErrorKind kind, std::string message) {
     (void)client.signal(launch.run_id, "KILL");
     return std::unexpected(make_error(kind, std::move(message), launch.run_id));
   };
-  auto probe_started = client.start(*probe_spec);
+  auto probe_started = client.start(*probe_spec, /*attach, no ports=*/false);
+  if (!probe_started) client.claim(launch.run_id, nullptr);  // the debuggee is given up below
   if (!probe_started) return fail(DebugErrorKind::failure, "cannot watch for debugpy's listener: " + probe_started.error().message);
   {
-    Followed probe(client, probe_started->id, [](const run::OutputRecord&) {});
-    Followed debuggee(client, launch.run_id, [](const run::OutputRecord&) {});  // only its end matters here
+    Followed probe(client, *probe_started, [](const run::OutputRecord&) {});
+    Followed debuggee(client, *started, [](const run::OutputRecord&) {});  // only its end matters here
     const auto deadline = Clock::now() + request.wait + std::chrono::seconds(10);
     bool probe_done = probe.step(), debuggee_done = debuggee.step();
     while (!probe_done && !debuggee_done) {

@@ -172,7 +172,7 @@ void RunClient::claim(const std::string& id, RunWatcher* watcher) {
   // In the order read, before anything read later (which waits for this mutex).
   std::erase_if(router_->held, [&](const protocol::Notification& n) {
     if (n.params.value("id", "") != id) return false;
-    router_->deliver_locked(n, id, watcher);
+    if (watcher) router_->deliver_locked(n, id, watcher);
     return true;
   });
 }

@@ -113,7 +113,7 @@ class RunClient {
   void watch(const std::string& id, RunWatcher* watcher);
   void unwatch(const std::string& id, RunWatcher* watcher);
   // For a run start() attached: hands `watcher` (already watching the id) what was held for it, in
-  // order, and holds no more.
+  // order, and holds no more. A null `watcher` lets the held notifications go (nobody will follow).
   void claim(const std::string& id, RunWatcher* watcher);
 
   remote::Endpoint& endpoint() { return endpoint_; }
